@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# Start, stop or inspect a loopback Ceph cluster (1 mon, 1 mgr, N OSDs on H
+# CRUSH hosts) with the pg_advisor module loaded from this checkout.
+#
+#   qa/vstart.sh start [--osds N] [--hosts H] [--store memstore|bluestore]
+#                      [--dir DIR] [--no-pool]
+#   qa/vstart.sh stop   [--dir DIR]
+#   qa/vstart.sh status [--dir DIR]
+#
+# Everything lives below DIR (default $PG_ADVISOR_CLUSTER_DIR or
+# /tmp/pg-advisor-cluster); the daemons are tracked by their pid files there,
+# so `stop` ends exactly what `start` started.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+
+action=${1:-}
+[ $# -gt 0 ] && shift
+osds=6
+hosts=3
+store=memstore
+dir=${PG_ADVISOR_CLUSTER_DIR:-/tmp/pg-advisor-cluster}
+make_pool=1
+pool=rbd
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --osds) osds=$2; shift 2 ;;
+        --hosts) hosts=$2; shift 2 ;;
+        --store) store=$2; shift 2 ;;
+        --dir) dir=$2; shift 2 ;;
+        --no-pool) make_pool=0; shift ;;
+        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+        *) echo "vstart.sh: unknown argument '$1'" >&2; exit 2 ;;
+    esac
+done
+case "$store" in memstore|bluestore) ;; *) echo "vstart.sh: --store must be memstore or bluestore" >&2; exit 2 ;; esac
+[[ "$osds" =~ ^[1-9][0-9]*$ ]] || { echo "vstart.sh: --osds must be a positive integer" >&2; exit 2; }
+[[ "$hosts" =~ ^[1-9][0-9]*$ ]] || { echo "vstart.sh: --hosts must be a positive integer" >&2; exit 2; }
+[ "$hosts" -le "$osds" ] || { echo "vstart.sh: --hosts ($hosts) exceeds --osds ($osds)" >&2; exit 2; }
+
+conf=$dir/ceph.conf
+export CEPH_CONF=$conf
+
+log() { echo "vstart: $*" >&2; }
+
+install_packages() {
+    local need=0
+    for b in ceph-mon ceph-mgr ceph-osd ceph monmaptool osdmaptool crushtool jq; do
+        command -v "$b" >/dev/null 2>&1 || need=1
+    done
+    /usr/bin/python3 -c 'import numpy, cherrypy, rados, pytest' 2>/dev/null || need=1
+    if [ $need = 1 ]; then
+        log "installing Ceph Pacific packages (apt)"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq ceph-mon ceph-osd ceph-mgr ceph-common ceph-base \
+            python3-numpy python3-cherrypy3 python3-pytest jq >/dev/null
+    fi
+}
+
+# pid files are written by the daemons themselves (`pid file` below).
+pidfiles() { ls "$dir"/run/*.pid 2>/dev/null || true; }
+
+alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
+
+do_stop() {
+    local f pid any=0
+    for f in $(pidfiles); do
+        pid=$(cat "$f" 2>/dev/null || true)
+        if alive "$pid"; then kill "$pid" 2>/dev/null || true; any=1; fi
+    done
+    # give them 10 s to exit cleanly, then force
+    for _ in $(seq 100); do
+        any=0
+        for f in $(pidfiles); do
+            pid=$(cat "$f" 2>/dev/null || true)
+            alive "$pid" && any=1
+        done
+        [ $any = 0 ] && break
+        sleep 0.1
+    done
+    for f in $(pidfiles); do
+        pid=$(cat "$f" 2>/dev/null || true)
+        alive "$pid" && kill -9 "$pid" 2>/dev/null || true
+        rm -f "$f"
+    done
+}
+
+do_status() {
+    local f pid n=0 up=0
+    for f in $(pidfiles); do
+        n=$((n + 1))
+        pid=$(cat "$f" 2>/dev/null || true)
+        if alive "$pid"; then
+            up=$((up + 1)); echo "$(basename "$f" .pid) running pid $pid"
+        else
+            echo "$(basename "$f" .pid) not running"
+        fi
+    done
+    if [ $n = 0 ]; then echo "no cluster in $dir"; return 1; fi
+    echo "CEPH_CONF=$conf"
+    [ $up -gt 0 ] && timeout 10 ceph -s 2>/dev/null || true
+    [ $up = $n ]
+}
+
+write_conf() {
+    local h i
+    cat >"$conf" <<EOF
+[global]
+fsid = $fsid
+mon host = [v2:127.0.0.1:3300,v1:127.0.0.1:6789]
+public addr = 127.0.0.1
+ms bind ipv4 = true
+ms bind ipv6 = false
+auth cluster required = none
+auth service required = none
+auth client required = none
+run dir = $dir/run
+admin socket = $dir/run/\$name.asok
+pid file = $dir/run/\$name.pid
+log file = $dir/log/\$name.log
+crash dir = $dir/crash
+osd pool default size = 3
+osd pool default min size = 2
+osd pool default pg autoscale mode = off
+mon allow pool delete = true
+mon data avail warn = 1
+mon data avail crit = 0
+mon warn on insecure global id reclaim = false
+mon warn on insecure global id reclaim allowed = false
+mon warn on pool no redundancy = false
+mgr initial modules = iostat
+mgr module path = $dir/mgr-modules
+
+[mon]
+mon data = $dir/mon.\$id
+
+[mgr]
+mgr data = $dir/mgr.\$id
+
+[osd]
+osd data = $dir/osd.\$id
+osd objectstore = $store
+memstore device bytes = 1073741824
+bluestore block create = true
+bluestore block size = 2147483648
+osd recovery sleep hdd = 0
+osd op num shards = 2
+osd op num threads per shard = 1
+EOF
+    for ((i = 0; i < osds; i++)); do
+        h=$((i % hosts))
+        printf '\n[osd.%d]\ncrush location = root=default host=host%d\n' "$i" "$h" >>"$conf"
+    done
+}
+
+wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
+    local limit=$1 what=$2; shift 2
+    local deadline=$((SECONDS + limit))
+    until "$@" >/dev/null 2>&1; do
+        if [ $SECONDS -ge $deadline ]; then log "timed out waiting for $what"; return 1; fi
+        sleep 0.5
+    done
+}
+
+healthy() {
+    local s
+    s=$(ceph status -f json 2>/dev/null) || return 1
+    [ "$(jq -r .health.status <<<"$s")" = HEALTH_OK ] || return 1
+    jq -e '.pgmap.num_pgs > 0 and ([.pgmap.pgs_by_state[] | select(.state_name == "active+clean") | .count] | add) == .pgmap.num_pgs' <<<"$s" >/dev/null || [ "$make_pool" = 0 ]
+}
+
+module_ready() {
+    ceph mgr services >/dev/null && ceph pg-advisor status >/dev/null
+}
+
+do_start() {
+    install_packages
+    do_stop
+    rm -rf "$dir"
+    mkdir -p "$dir"/{run,log,crash,mgr-modules,mon.a,mgr.x}
+    local t0=$SECONDS
+    fsid=$(cat /proc/sys/kernel/random/uuid)
+    write_conf
+
+    # mgr module path takes one directory: Ceph's modules plus ours
+    local m
+    for m in /usr/share/ceph/mgr/*; do ln -s "$m" "$dir/mgr-modules/"; done
+    ln -s "$repo/src/pg_advisor" "$dir/mgr-modules/pg_advisor"
+
+    monmaptool --create --fsid "$fsid" --addv a '[v2:127.0.0.1:3300,v1:127.0.0.1:6789]' \
+        "$dir/monmap" >/dev/null
+    ceph-mon --mkfs -i a --monmap "$dir/monmap" >/dev/null
+    ceph-mon -i a
+    wait_for 30 "the mon" ceph mon stat
+
+    # settings the mgr must see on its first start
+    ceph config set mgr mgr/balancer/active false --force >/dev/null
+    ceph config set mgr mgr/devicehealth/enable_monitoring false --force >/dev/null
+    ceph mgr module enable pg_advisor --force >/dev/null
+    ceph-mgr -i x
+
+    local i h
+    for ((h = 0; h < hosts; h++)); do
+        ceph osd crush add-bucket "host$h" host root=default >/dev/null 2>&1
+    done
+    local uuids=()
+    for ((i = 0; i < osds; i++)); do
+        uuids[i]=$(cat /proc/sys/kernel/random/uuid)
+        id=$(ceph osd new "${uuids[i]}")
+        [ "$id" = "$i" ] || { log "expected osd id $i, got $id"; exit 1; }
+    done
+    local pids=()
+    for ((i = 0; i < osds; i++)); do
+        mkdir -p "$dir/osd.$i"
+        ( ceph-osd -i "$i" --mkfs --osd-uuid "${uuids[i]}" >"$dir/log/osd.$i.mkfs" 2>&1 &&
+          ceph-osd -i "$i" 2>>"$dir/log/osd.$i.start" ) &
+        pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p" || { log "an OSD failed to start (see $dir/log)"; exit 1; }; done
+
+    wait_for 60 "all OSDs up" bash -c "ceph osd stat -f json | jq -e '.num_up_osds == $osds and .num_in_osds == $osds'"
+    if [ "$make_pool" = 1 ]; then
+        ceph osd pool create "$pool" 32 32 replicated >/dev/null
+        ceph osd pool set "$pool" pg_autoscale_mode off >/dev/null
+        ceph osd pool application enable "$pool" rbd >/dev/null
+    fi
+    wait_for 60 "the pg_advisor module" module_ready
+    wait_for 90 "HEALTH_OK with all PGs active+clean" healthy
+    log "cluster healthy in $((SECONDS - t0)) s ($osds OSDs on $hosts hosts, $store)"
+    echo "export CEPH_CONF=$conf"
+}
+
+case "$action" in
+    start) do_start ;;
+    stop) do_stop; log "stopped" ;;
+    status) do_status ;;
+    *) echo "usage: $0 start|stop|status [options] (see --help)" >&2; exit 2 ;;
+esac

@@ -1,0 +1,120 @@
+"""The `status` view: pools, OSDs, and how evenly PGs are spread, as plain data.
+
+Pure: a Snapshot in, a JSON-ready dict out. The mgr command and the offline CLI both
+print this dict, so their `-f json` outputs are the same for the same cluster state.
+"""
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from .distribution import pg_counts, pool_share, rule_weights, spread
+from .snapshot import Pool, Snapshot
+
+
+def _opt(v: int) -> Optional[int]:
+    return None if v < 0 else int(v)
+
+
+def _pool_entry(snap: Snapshot, pool: Pool, reported: int) -> Dict[str, Any]:
+    rule = snap.rules.get(pool.crush_rule)
+    return {
+        "id": pool.id, "name": pool.name, "type": pool.type,
+        "size": pool.size, "min_size": pool.min_size,
+        "crush_rule": pool.crush_rule, "crush_rule_name": rule.name if rule else None,
+        "pg_num": pool.pg_num, "pgp_num": pool.pgp_num,
+        "pg_num_target": pool.pg_num_target, "pgp_num_target": pool.pgp_num_target,
+        "pg_autoscale_mode": pool.autoscale_mode,
+        "stored": pool.stored, "objects": pool.objects,
+        "pgs_reported": reported,
+    }
+
+
+def status_report(snap: Snapshot, pool_name: Optional[str] = None) -> Dict[str, Any]:
+    """Build the status dict; `pool_name` narrows it to one pool (ENOENT if unknown)."""
+    selected = snap.pools if pool_name is None else (snap.pool_by_name(pool_name),)
+    osds = snap.osds
+    n_osd = osds.count
+    notes: List[str] = []
+
+    # weight-proportional shares, one weight vector per rule
+    weights_by_rule: Dict[int, np.ndarray] = {}
+    share = np.zeros((len(snap.pools), n_osd), dtype=np.float64)
+    for i, pool in enumerate(snap.pools):
+        if pool.crush_rule not in weights_by_rule:
+            rule = snap.rules.get(pool.crush_rule)
+            weights_by_rule[pool.crush_rule] = (rule_weights(snap, rule) if rule is not None
+                                                else np.zeros(n_osd))
+            if rule is None:
+                notes.append(f"pool {pool.name}: crush rule {pool.crush_rule} is not in the CRUSH map")
+        share[i] = pool_share(pool, weights_by_rule[pool.crush_rule])
+
+    counts: Optional[np.ndarray] = None
+    reported = {p.id: 0 for p in snap.pools}
+    if snap.pgs is not None:
+        _, counts = pg_counts(snap, snap.pgs)
+        ids, n = np.unique(snap.pgs.pool, return_counts=True)
+        reported.update({int(a): int(b) for a, b in zip(ids, n) if int(a) in reported})
+        for p in selected:
+            if reported[p.id] != p.pg_num:
+                notes.append(f"pool {p.name}: PG stats report {reported[p.id]} PGs of pg_num "
+                             f"{p.pg_num} (stats lag a change until they refresh)")
+    else:
+        notes.append("no PG stats given: PG counts need --pg-dump")
+
+    wanted = {p.id for p in selected}
+    sel = np.array([i for i, p in enumerate(snap.pools) if p.id in wanted], dtype=np.int64)
+    total_counts = counts.sum(axis=0) if counts is not None else None
+    # OSDs shown: all of them, or for one pool those it should or does use
+    shown = osds.exists.copy()
+    if pool_name is not None:
+        shown &= (share[sel].sum(axis=0) > 0) | (
+            counts[sel].sum(axis=0) > 0 if counts is not None else False)
+
+    osd_rows = []
+    for o in np.flatnonzero(shown).tolist():
+        osd_rows.append({
+            "id": o, "host": osds.host[o], "device_class": osds.device_class[o],
+            "crush_weight": round(float(osds.crush_weight[o]), 6),
+            "reweight": round(float(osds.reweight[o]), 6),
+            "up": bool(osds.up[o]), "in": bool(osds.in_[o]),
+            "pgs": int(total_counts[o]) if total_counts is not None else None,
+            "pgs_by_pool": ({str(snap.pools[i].id): int(counts[i, o]) for i in sel.tolist()}
+                            if counts is not None else None),
+            "pg_share": round(float(share[sel, o].sum()), 6),
+            "bytes_used": _opt(int(osds.bytes_used[o])),
+            "bytes_total": _opt(int(osds.bytes_total[o])),
+        })
+
+    distribution: Dict[str, Any] = {"pools": [], "total": None}
+    if counts is not None:
+        for i in sel.tolist():
+            d = spread(counts[i], share[i]).as_dict()
+            distribution["pools"].append({"pool_id": snap.pools[i].id,
+                                          "pool": snap.pools[i].name, **d})
+        if pool_name is None:
+            distribution["total"] = spread(counts.sum(axis=0), share.sum(axis=0)).as_dict()
+
+    n_in = int((osds.exists & osds.in_).sum())
+    cluster: Dict[str, Any] = {
+        "osds": int(osds.exists.sum()), "osds_up": int((osds.exists & osds.up).sum()),
+        "osds_in": n_in, "pools": len(snap.pools),
+        "pgs": int(sum(p.pg_num for p in snap.pools)),
+        "pg_replicas": int(sum(p.pg_num * p.size for p in snap.pools)),
+        "mon_max_pg_per_osd": snap.mon_max_pg_per_osd,
+        "pgs_per_osd_max": int(total_counts.max()) if total_counts is not None and n_osd else None,
+        "pgs_per_osd_mean": (round(float(total_counts.sum()) / n_in, 6)
+                             if total_counts is not None and n_in else None),
+    }
+    mx = cluster["pgs_per_osd_max"]
+    cluster["max_pgs_ratio_of_limit"] = (round(mx / snap.mon_max_pg_per_osd, 6)
+                                         if mx is not None else None)
+    return {
+        "epoch": snap.epoch,
+        "pool_filter": pool_name,
+        "pg_source": "pg_stats" if snap.pgs is not None else None,
+        "pools": [_pool_entry(snap, p, reported[p.id]) for p in selected],
+        "osds": osd_rows,
+        "distribution": distribution,
+        "cluster": cluster,
+        "notes": notes,
+    }

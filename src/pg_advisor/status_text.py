@@ -1,0 +1,48 @@
+"""The plain-text rendering of the status report."""
+from typing import Any, Dict, List
+
+from .render import cell, human_bytes, table
+
+
+def status_text(r: Dict[str, Any]) -> str:
+    c = r["cluster"]
+    out: List[str] = []
+    out.append(f"osdmap epoch {r['epoch']}: {c['osds']} OSDs ({c['osds_up']} up, {c['osds_in']} in), "
+               f"{c['pools']} pools, {c['pgs']} PGs ({c['pg_replicas']} replicas/shards)")
+    if c["pgs_per_osd_max"] is not None:
+        out.append(f"PGs per OSD: max {c['pgs_per_osd_max']}, mean {cell(c['pgs_per_osd_mean'])}; "
+                   f"mon_max_pg_per_osd {c['mon_max_pg_per_osd']} "
+                   f"(max is {100 * c['max_pgs_ratio_of_limit']:.0f}% of it)")
+    out.append("")
+    out.append("POOLS")
+    out.append(table(
+        ["id", "name", "type", "size", "min_size", "crush_rule", "pg_num", "pgp_num",
+         "pg_num_target", "stored", "objects"],
+        [[p["id"], p["name"], p["type"], p["size"], p["min_size"],
+          f"{p['crush_rule']} ({p['crush_rule_name'] or '?'})", p["pg_num"], p["pgp_num"],
+          p["pg_num_target"], human_bytes(p["stored"]), p["objects"]] for p in r["pools"]]))
+    out.append("")
+    out.append("OSDS")
+    pool_names = {str(p["id"]): p["name"] for p in r["pools"]}
+    out.append(table(
+        ["id", "host", "class", "weight", "reweight", "up", "in", "pgs", "share",
+         "pgs_by_pool", "used", "total"],
+        [[o["id"], o["host"], o["device_class"], o["crush_weight"], o["reweight"],
+          o["up"], o["in"], o["pgs"], o["pg_share"],
+          (" ".join(f"{pool_names.get(k, k)}={v}" for k, v in o["pgs_by_pool"].items())
+           if o["pgs_by_pool"] is not None else None),
+          human_bytes(o["bytes_used"]), human_bytes(o["bytes_total"])] for o in r["osds"]]))
+    d = r["distribution"]
+    rows = [[x["pool"]] + [x[k] for k in ("osds", "min", "max", "mean", "stdev", "max_deviation")]
+            for x in d["pools"]]
+    if d["total"] is not None:
+        t = d["total"]
+        rows.append(["(all pools)"] + [t[k] for k in ("osds", "min", "max", "mean", "stdev",
+                                                       "max_deviation")])
+    if rows:
+        out.append("")
+        out.append("PGS PER OSD (deviation is from each OSD's weight-proportional share)")
+        out.append(table(["pool", "osds", "min", "max", "mean", "stdev", "max_dev"], rows))
+    for n in r["notes"]:
+        out.append(f"note: {n}")
+    return "\n".join(out)
