@@ -117,9 +117,6 @@ auth cluster required = none
 auth service required = none
 auth client required = none
 run dir = $dir/run
-admin socket = $dir/run/\$name.asok
-pid file = $dir/run/\$name.pid
-log file = $dir/log/\$name.log
 crash dir = $dir/crash
 osd pool default size = 3
 osd pool default min size = 2
@@ -134,12 +131,21 @@ mgr initial modules = iostat
 mgr module path = $dir/mgr-modules
 
 [mon]
+admin socket = $dir/run/\$name.asok
+pid file = $dir/run/\$name.pid
+log file = $dir/log/\$name.log
 mon data = $dir/mon.\$id
 
 [mgr]
+admin socket = $dir/run/\$name.asok
+pid file = $dir/run/\$name.pid
+log file = $dir/log/\$name.log
 mgr data = $dir/mgr.\$id
 
 [osd]
+admin socket = $dir/run/\$name.asok
+pid file = $dir/run/\$name.pid
+log file = $dir/log/\$name.log
 osd data = $dir/osd.\$id
 osd objectstore = $store
 memstore device bytes = 1073741824
@@ -178,6 +184,10 @@ module_ready() {
 do_start() {
     install_packages
     do_stop
+    if ss -ltnH 2>/dev/null | awk '{print $4}' | grep -qE '^127\.0\.0\.1:(3300|6789)$'; then
+        log "the mon ports 3300/6789 are taken: another cluster runs (stop it with its own --dir)"
+        exit 1
+    fi
     rm -rf "$dir"
     mkdir -p "$dir"/{run,log,crash,mgr-modules,mon.a,mgr.x}
     local t0=$SECONDS

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Regenerate the unit-test fixtures from a real cluster: start one, give it a second
+# (erasure-coded) pool, some data, a reweighted OSD and an upmap item, and save the four
+# JSON dumps the snapshot layer reads. Usage: qa/capture_fixtures.sh [OUTDIR]
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+out=${1:-$here/../src/pg_advisor/tests/fixtures/cluster6}
+export PG_ADVISOR_CLUSTER_DIR=${PG_ADVISOR_CLUSTER_DIR:-/tmp/pg-advisor-fixtures}
+env_line=$("$here/vstart.sh" start)
+eval "$env_line"
+trap '"$here/vstart.sh" stop' EXIT
+ceph osd erasure-code-profile set ec21 k=2 m=1 crush-failure-domain=host >/dev/null
+ceph osd pool create ecpool 16 16 erasure ec21 >/dev/null
+ceph osd pool set ecpool pg_autoscale_mode off >/dev/null
+ceph osd pool application enable ecpool rgw >/dev/null
+# a second device class and a pool whose rule takes only it (a shadow tree "default~ssd")
+ceph osd crush rm-device-class osd.4 osd.5 >/dev/null
+ceph osd crush set-device-class ssd osd.4 osd.5 >/dev/null
+ceph osd crush rule create-replicated fast default host ssd >/dev/null
+ceph osd pool create fast 8 8 replicated fast >/dev/null
+ceph osd pool set fast size 2 >/dev/null
+ceph osd pool set fast min_size 1 >/dev/null
+ceph osd pool set fast pg_autoscale_mode off >/dev/null
+ceph osd pool application enable fast rbd >/dev/null
+rados bench -p rbd 5 write -t 4 -b 4096 --no-cleanup >/dev/null
+rados bench -p ecpool 3 write -t 4 -b 8192 --no-cleanup >/dev/null
+ceph osd reweight 5 0.8 >/dev/null
+# move one replica of PG 1.0 to another OSD of the same host (keeps the failure domain)
+read -r from to < <(ceph pg map 1.0 -f json | /usr/bin/python3 -c '
+import json, sys
+up = json.load(sys.stdin)["up"]
+host = {0: 3, 3: 0, 1: 4, 4: 1, 2: 5, 5: 2}   # vstart puts osd.i on host (i % 3)
+print(up[0], host[up[0]])')
+ceph osd pg-upmap-items 1.0 "$from" "$to" >/dev/null
+# let the stats settle: everything active+clean and the PG stats caught up with the map
+# (remapped PGs stay: a 2-host ssd tree with a reweighted OSD leaves some up sets short)
+for _ in $(seq 120); do
+    ceph pg dump -f json 2>/dev/null | jq -e '.pg_map.pg_stats | length > 0 and
+        all(.state | test("^active[+]clean") and (test("backfill|recover|wait") | not))' \
+        >/dev/null && break
+    sleep 1
+done
+sleep 6
+mkdir -p "$out"
+ceph osd dump -f json >"$out/osd_dump.json"
+ceph osd crush dump -f json >"$out/crush_dump.json"
+ceph pg dump -f json 2>/dev/null >"$out/pg_dump.json"
+ceph df -f json >"$out/df.json"
+ceph osd df -f json >"$out/osd_df.json"
+ceph pg-advisor status -f json >"$out/live_status.json"
+echo "fixtures written to $out"

@@ -1,0 +1,81 @@
+"""Driving the real test cluster from pytest: start/stop through qa/vstart.sh, `ceph` calls."""
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+QA = Path(__file__).resolve().parent
+REPO = QA.parent
+
+
+class Cluster:
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.env = dict(os.environ, CEPH_CONF=str(directory / "ceph.conf"),
+                        PG_ADVISOR_CLUSTER_DIR=str(directory))
+
+    def vstart(self, action: str, *args: str) -> str:
+        p = subprocess.run(["bash", str(QA / "vstart.sh"), action, "--dir", str(self.dir), *args],
+                           env=self.env, capture_output=True, text=True, timeout=600)
+        if p.returncode != 0:
+            raise RuntimeError(f"vstart.sh {action} failed ({p.returncode}):\n{p.stderr[-4000:]}")
+        return p.stdout
+
+    def run(self, *args: str, timeout: float = 60) -> Tuple[int, str, str]:
+        """`ceph ARGS`: (exit code, stdout, stderr)."""
+        p = subprocess.run(["ceph", *args], env=self.env, capture_output=True, text=True,
+                           timeout=timeout)
+        return p.returncode, p.stdout, p.stderr
+
+    def ceph(self, *args: str) -> str:
+        code, out, err = self.run(*args)
+        if code != 0:
+            raise RuntimeError(f"ceph {' '.join(args)} failed ({code}): {err.strip()}")
+        return out
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.ceph(*args, "-f", "json"))
+
+    def dumps(self) -> Dict[str, Any]:
+        """The four dumps the offline CLI reads."""
+        return {"osd_dump": self.json("osd", "dump"), "crush": self.json("osd", "crush", "dump"),
+                "pg_dump": self.json("pg", "dump"), "df": self.json("df")}
+
+    def wait_clean(self, timeout: float = 180) -> None:
+        """All PGs active+clean, no pg_num/pgp_num change pending, stats caught up."""
+        def settled() -> bool:
+            pools = self.json("osd", "pool", "ls", "detail")
+            if any(p["pg_num"] != p["pg_num_target"]
+                   or p["pg_placement_num"] != p["pg_placement_num_target"] for p in pools):
+                return False
+            stats = self.json("pg", "dump")["pg_map"]["pg_stats"]
+            want = sum(p["pg_num"] for p in pools)
+            return len(stats) == want and all(
+                s["state"].startswith("active+clean") and "remapped" not in s["state"]
+                for s in stats)
+        wait_until(settled, timeout, "all PGs active+clean")
+
+
+def wait_until(cond: Callable[[], bool], timeout: float, what: str, step: float = 1.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(step)
+
+
+def offline(dumps: Dict[str, Any], tmp: Path, args: List[str],
+            mon_max_pg_per_osd: Optional[int] = None) -> subprocess.CompletedProcess:
+    """Run `python3 -m pg_advisor` on dumps written to files, as an operator would."""
+    files = []
+    for flag, key in (("--osdmap", "osd_dump"), ("--crush", "crush"),
+                      ("--pg-dump", "pg_dump"), ("--df", "df")):
+        f = tmp / f"{key}.json"
+        f.write_text(json.dumps(dumps[key]))
+        files += [flag, str(f)]
+    if mon_max_pg_per_osd is not None:
+        files += ["--mon-max-pg-per-osd", str(mon_max_pg_per_osd)]
+    return subprocess.run(["/usr/bin/python3", "-m", "pg_advisor", *files, *args],
+                          cwd=REPO / "src", capture_output=True, text=True, timeout=120)

@@ -1,0 +1,85 @@
+"""A small stand-in for `ceph_module`, the C++ side of ceph-mgr, for unit tests only.
+
+`mgr_module` (shipped by Ceph in /usr/share/ceph/mgr) imports `ceph_module`, which only
+exists inside a running ceph-mgr. This stand-in answers the calls our Module makes from
+a dict of documents, so the adapter can be tested against captured dumps. It never
+stands in for the integration tests, which use the real mgr.
+"""
+import sys
+import types
+from typing import Any, Dict, Optional
+
+MGR_PATH = "/usr/share/ceph/mgr"
+
+
+class FakeMgr:
+    """What the fake C++ side serves: `get()` documents, config options, the KV store."""
+
+    def __init__(self, docs: Dict[str, Any], options: Optional[Dict[str, Any]] = None) -> None:
+        self.docs = docs
+        self.options = {"debug_mgr": "0/5", "log_file": "/dev/null", "mon_max_pg_per_osd": 250,
+                        **(options or {})}
+        self.store: Dict[str, str] = {}
+        self.health: Dict[str, Any] = {}
+        self.log: list = []
+
+
+class BaseMgrModule:
+    fake: FakeMgr = FakeMgr({})
+
+    def __init__(self, py_modules_ptr: Any, this_ptr: Any) -> None:
+        pass
+
+    def _ceph_get(self, name: str) -> Any:
+        return self.fake.docs[name]
+
+    def _ceph_get_option(self, key: str) -> Any:
+        return self.fake.options.get(key)
+
+    def _ceph_get_module_option(self, module: str, key: str, prefix: Optional[str] = None) -> Any:
+        return None
+
+    def _ceph_get_version(self) -> str:
+        return "16.2.15"
+
+    def _ceph_get_release_name(self) -> str:
+        return "pacific"
+
+    def _ceph_get_mgr_id(self) -> str:
+        return "x"
+
+    def _ceph_log(self, *args: Any) -> None:
+        self.fake.log.append(args)
+
+    def _ceph_cluster_log(self, *args: Any) -> None:
+        self.fake.log.append(args)
+
+    def _ceph_get_store(self, key: str) -> Optional[str]:
+        return self.fake.store.get(key)
+
+    def _ceph_set_store(self, key: str, value: Optional[str]) -> None:
+        if value is None:
+            self.fake.store.pop(key, None)
+        else:
+            self.fake.store[key] = value
+
+    def _ceph_set_health_checks(self, checks: Any) -> None:
+        self.fake.health = checks
+
+
+class _Opaque:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+def install() -> None:
+    """Make `import mgr_module` work outside the mgr (idempotent)."""
+    if "ceph_module" not in sys.modules:
+        m = types.ModuleType("ceph_module")
+        m.BaseMgrModule = BaseMgrModule  # type: ignore[attr-defined]
+        for name in ("BaseMgrStandbyModule", "BasePyOSDMap", "BasePyOSDMapIncremental",
+                     "BasePyCRUSH"):
+            setattr(m, name, type(name, (_Opaque,), {}))
+        sys.modules["ceph_module"] = m
+    if MGR_PATH not in sys.path:
+        sys.path.append(MGR_PATH)

@@ -1,0 +1,92 @@
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from pg_advisor import cli, snapshot
+from pg_advisor.status import status_report
+
+from .conftest import CLUSTER6, DUMP_FILES, read
+
+SRC = Path(__file__).resolve().parents[2]
+BASE = ["--osdmap", str(CLUSTER6 / "osd_dump.json"), "--crush", str(CLUSTER6 / "crush_dump.json"),
+        "--pg-dump", str(CLUSTER6 / "pg_dump.json"), "--df", str(CLUSTER6 / "df.json")]
+
+
+def run_cli(argv: List[str]) -> subprocess.CompletedProcess:
+    """Run `python3 -m pg_advisor` as a user would, in a child process."""
+    return subprocess.run([sys.executable, "-m", "pg_advisor", *argv], cwd=SRC,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_json_is_the_status_report() -> None:
+    out = io.StringIO()
+    assert cli.run(BASE + ["status", "-f", "json"], out) == 0
+    snap = snapshot.load(*(read(DUMP_FILES[k]) for k in ("osd_dump", "crush", "pg_dump", "df")))
+    assert json.loads(out.getvalue()) == status_report(snap)
+
+
+def test_offline_json_equals_what_the_live_module_printed() -> None:
+    # live_status.json was printed by `ceph pg-advisor status -f json` on the cluster the
+    # other dumps were taken from, at the same moment (qa/capture_fixtures.sh)
+    out = io.StringIO()
+    cli.run(BASE + ["status", "-f", "json"], out)
+    assert json.loads(out.getvalue()) == read("live_status.json")
+
+
+def test_plain_table() -> None:
+    p = run_cli(BASE + ["status"])
+    assert p.returncode == 0, p.stderr
+    for header in ("POOLS", "OSDS", "PGS PER OSD", "rbd", "ecpool", "(all pools)",
+                   "mon_max_pg_per_osd 250"):
+        assert header in p.stdout
+
+
+def test_one_pool_json() -> None:
+    p = run_cli(BASE + ["status", "rbd", "-f", "json-pretty"])
+    assert p.returncode == 0
+    assert [x["name"] for x in json.loads(p.stdout)["pools"]] == ["rbd"]
+
+
+def test_mon_max_pg_per_osd_option() -> None:
+    out = io.StringIO()
+    cli.run(BASE + ["--mon-max-pg-per-osd", "100", "status", "-f", "json"], out)
+    assert json.loads(out.getvalue())["cluster"]["mon_max_pg_per_osd"] == 100
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--osdmap", "/nonexistent.json", "--crush", str(CLUSTER6 / "crush_dump.json"), "status"],
+     "--osdmap /nonexistent.json: No such file or directory"),
+    (["--osdmap", str(CLUSTER6 / "crush_dump.json"), "--crush", str(CLUSTER6 / "crush_dump.json"),
+      "status"], "osd dump: not the output of `ceph osd dump -f json`"),
+    (BASE + ["status", "nosuchpool"], "pool 'nosuchpool' does not exist"),
+    (BASE + ["--mon-max-pg-per-osd", "0", "status"], "mon_max_pg_per_osd must be positive"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv: List[str], message: str) -> None:
+    p = run_cli(argv)
+    assert p.returncode == 2
+    assert p.stdout == ""
+    assert p.stderr.startswith(f"pg_advisor: error: {message}")
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_invalid_json_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    p = run_cli(["--osdmap", str(bad), "--crush", str(CLUSTER6 / "crush_dump.json"), "status"])
+    assert p.returncode == 2 and "not valid JSON" in p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv", [
+    ["status"],                                   # --osdmap/--crush missing
+    BASE + ["status", "-f", "xml"],               # unknown format
+    BASE + ["frobnicate"],                        # unknown command
+])
+def test_usage_errors_exit_2(argv: List[str]) -> None:
+    p = run_cli(argv)
+    assert p.returncode == 2 and "usage:" in p.stderr and "Traceback" not in p.stderr

@@ -1,0 +1,71 @@
+"""The mgr adapter, driven through Ceph's own mgr_module with a stand-in for the C++ side."""
+import json
+from typing import Any, Dict
+
+import pytest
+
+from . import mgr_stub
+from .conftest import read
+
+mgr_stub.install()
+
+from pg_advisor.module import Module  # noqa: E402
+
+Module._register_options("pg_advisor")  # as the mgr does when it loads the module
+
+
+@pytest.fixture
+def module(dumps: Dict[str, Any]) -> Module:
+    # the mgr hands out the pg map bare, the same documents otherwise
+    fake = mgr_stub.FakeMgr({"osd_map": dumps["osd_dump"], "osd_map_crush": dumps["crush"],
+                             "pg_dump": dumps["pg_dump"]["pg_map"], "df": dumps["df"]})
+    mgr_stub.BaseMgrModule.fake = fake
+    return Module("pg_advisor", None, None)
+
+
+def test_package_exposes_module_inside_the_mgr() -> None:
+    import pg_advisor
+    import importlib
+    importlib.reload(pg_advisor)
+    assert pg_advisor.Module is Module
+
+
+def test_status_json_equals_offline(module: Module) -> None:
+    code, out, err = module.handle_command(None, {"prefix": "pg-advisor status", "format": "json"})
+    assert (code, err) == (0, "")
+    assert json.loads(out) == read("live_status.json")
+
+
+def test_status_plain_and_one_pool(module: Module) -> None:
+    code, out, _ = module.handle_command(None, {"prefix": "pg-advisor status", "pool": "ecpool"})
+    assert code == 0 and "ecpool" in out and "rbd " not in out
+
+
+def test_mon_max_pg_per_osd_comes_from_the_mgr_config(module: Module) -> None:
+    mgr_stub.BaseMgrModule.fake.options["mon_max_pg_per_osd"] = 300
+    _, out, _ = module.handle_command(None, {"prefix": "pg-advisor status", "format": "json"})
+    assert json.loads(out)["cluster"]["mon_max_pg_per_osd"] == 300
+
+
+@pytest.mark.parametrize("cmd, code, message", [
+    ({"prefix": "pg-advisor status", "pool": "nope"}, -2, "pool 'nope' does not exist"),
+    ({"prefix": "pg-advisor status", "format": "xml"}, -22, "unsupported format 'xml'"),
+    ({"prefix": "pg-advisor frobnicate"}, -22, "unknown command"),
+])
+def test_bad_input(module: Module, cmd: Dict[str, Any], code: int, message: str) -> None:
+    r = module.handle_command(None, cmd)
+    assert r[0] == code and r[1] == "" and message in r[2]
+
+
+def test_junk_from_the_mgr_is_einval(module: Module) -> None:
+    mgr_stub.BaseMgrModule.fake.docs["osd_map"] = None
+    code, _, err = module.handle_command(None, {"prefix": "pg-advisor status"})
+    assert code == -22 and "osd dump" in err
+
+
+def test_a_bug_is_reported_not_raised(module: Module, monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*args: Any) -> None:
+        raise ZeroDivisionError("oops")
+    monkeypatch.setattr("pg_advisor.module.status_report", boom)
+    code, _, err = module.handle_command(None, {"prefix": "pg-advisor status"})
+    assert code == -5 and "internal error" in err and "oops" in err

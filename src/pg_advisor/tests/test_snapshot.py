@@ -1,0 +1,116 @@
+import copy
+from typing import Any, Dict
+
+import numpy as np
+import pytest
+
+from pg_advisor import snapshot
+from pg_advisor.errors import AdvisorError
+from pg_advisor.snapshot import NO_OSD
+
+
+def test_osds_read_from_osd_dump_and_crush(snap: snapshot.Snapshot, dumps: Dict[str, Any]) -> None:
+    osds = snap.osds
+    assert osds.count == dumps["osd_dump"]["max_osd"]
+    for o in dumps["osd_dump"]["osds"]:
+        i = o["osd"]
+        assert osds.exists[i]
+        assert osds.up[i] == bool(o["up"]) and osds.in_[i] == bool(o["in"])
+        assert osds.reweight[i] == pytest.approx(o["weight"])
+    # vstart puts osd.i on host(i % 3); the fixture reweighted osd.5 and made 4, 5 ssd
+    assert list(osds.host) == [f"host{i % 3}" for i in range(6)]
+    assert osds.reweight[5] == pytest.approx(0.8, rel=1e-4)  # 16.16 fixed point
+    assert osds.device_class[4] == "ssd" and osds.device_class[0] == "hdd"
+    host0 = next(b for b in dumps["crush"]["buckets"] if b["name"] == "host0")
+    for item in host0["items"]:
+        assert osds.crush_weight[item["id"]] == pytest.approx(item["weight"] / 0x10000)
+
+
+def test_osd_bytes_from_pg_dump_osd_stats(snap: snapshot.Snapshot, dumps: Dict[str, Any]) -> None:
+    for s in dumps["pg_dump"]["pg_map"]["osd_stats"]:
+        assert snap.osds.bytes_used[s["osd"]] == s["kb_used"] * 1024
+        assert snap.osds.bytes_total[s["osd"]] == s["kb"] * 1024
+
+
+def test_pools(snap: snapshot.Snapshot, dumps: Dict[str, Any]) -> None:
+    by_name = {p.name: p for p in snap.pools}
+    assert set(by_name) == {p["pool_name"] for p in dumps["osd_dump"]["pools"]}
+    assert by_name["rbd"].type == "replicated" and by_name["ecpool"].type == "erasure"
+    assert by_name["fast"].size == 2
+    for d in dumps["df"]["pools"]:
+        assert by_name[d["name"]].stored == d["stats"]["stored"]
+        assert by_name[d["name"]].objects == d["stats"]["objects"]
+    assert [p.id for p in snap.pools] == sorted(p.id for p in snap.pools)
+
+
+def test_pgs_match_the_pg_stats(snap: snapshot.Snapshot, dumps: Dict[str, Any]) -> None:
+    stats = dumps["pg_dump"]["pg_map"]["pg_stats"]
+    assert snap.pgs is not None and snap.pgs.count == len(stats)
+    rows = {(int(p), int(s)): i for i, (p, s) in enumerate(zip(snap.pgs.pool, snap.pgs.ps))}
+    for s in stats:
+        pool, ps = s["pgid"].split(".")
+        i = rows[(int(pool), int(ps, 16))]
+        got = [o for o in snap.pgs.up[i].tolist() if o != NO_OSD]
+        assert got == [o for o in s["up"] if o != 0x7FFFFFFF], s["pgid"]
+        assert snap.pgs.bytes[i] == s["stat_sum"]["num_bytes"]
+
+
+def test_upmap_items(snap: snapshot.Snapshot, dumps: Dict[str, Any]) -> None:
+    want = {u["pgid"]: tuple((m["from"], m["to"]) for m in u["mappings"])
+            for u in dumps["osd_dump"]["pg_upmap_items"]}
+    assert want and snap.pg_upmap_items == want
+
+
+def test_mgr_form_of_pg_dump_gives_the_same_snapshot(dumps: Dict[str, Any]) -> None:
+    # the mgr's get('pg_dump') is the bare pg_map; `ceph pg dump` wraps it
+    a = snapshot.load(dumps["osd_dump"], dumps["crush"], dumps["pg_dump"], dumps["df"])
+    b = snapshot.load(dumps["osd_dump"], dumps["crush"], dumps["pg_dump"]["pg_map"], dumps["df"])
+    assert a.pgs is not None and b.pgs is not None
+    assert np.array_equal(a.pgs.up, b.pgs.up) and np.array_equal(a.osds.bytes_used, b.osds.bytes_used)
+
+
+def test_ec_holes_become_no_osd(dumps: Dict[str, Any]) -> None:
+    pg = copy.deepcopy(dumps["pg_dump"])
+    ec = next(s for s in pg["pg_map"]["pg_stats"] if s["pgid"].startswith("2."))
+    ec["up"][1] = 0x7FFFFFFF
+    s = snapshot.load(dumps["osd_dump"], dumps["crush"], pg)
+    assert s.pgs is not None and int((s.pgs.up == 0x7FFFFFFF).sum()) == 0
+    assert int((s.pgs.up == NO_OSD).sum()) > 0
+
+
+def test_snapshot_is_immutable(snap: snapshot.Snapshot) -> None:
+    with pytest.raises(ValueError):
+        snap.osds.reweight[0] = 0.5
+    assert snap.pgs is not None
+    with pytest.raises(ValueError):
+        snap.pgs.up[0, 0] = 3
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d["osd_dump"].pop("pools"), "osd dump: not the output of `ceph osd dump -f json`"),
+    (lambda d: d.__setitem__("osd_dump", d["crush"]), "osd dump: not the output"),
+    (lambda d: d["crush"].pop("buckets"), "crush dump: not the output"),
+    (lambda d: d["pg_dump"]["pg_map"].pop("pg_stats"), "pg dump: not the output"),
+    (lambda d: d.__setitem__("df", [1, 2]), "df: not the output"),
+    (lambda d: d["osd_dump"]["pools"][0].pop("size"), "osd dump: pool 1: missing field 'size'"),
+    (lambda d: d["osd_dump"]["pools"][0].__setitem__("pg_num", "lots"),
+     "osd dump: pool 1: field 'pg_num' is not a number"),
+    (lambda d: d["pg_dump"]["pg_map"]["pg_stats"][0].__setitem__("pgid", "zz"),
+     "pg dump: 'zz' is not a PG id"),
+    (lambda d: d["osd_dump"]["osds"][0].__setitem__("osd", 99), "outside max_osd"),
+    (lambda d: d["crush"]["buckets"][0]["items"][0].pop("weight"), "missing field 'weight'"),
+])
+def test_malformed_dumps_are_refused_with_a_sentence(dumps: Dict[str, Any], mutate: Any,
+                                                      message: str) -> None:
+    d = copy.deepcopy(dumps)
+    mutate(d)
+    with pytest.raises(AdvisorError) as e:
+        snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
+    assert e.value.code == -22
+    assert message in e.value.message
+
+
+def test_unknown_pool_is_enoent(snap: snapshot.Snapshot) -> None:
+    with pytest.raises(AdvisorError) as e:
+        snap.pool_by_name("nope")
+    assert e.value.code == -2 and "nope" in e.value.message

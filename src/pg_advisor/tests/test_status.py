@@ -1,0 +1,99 @@
+from typing import Any, Dict
+
+import pytest
+
+from pg_advisor import snapshot
+from pg_advisor.errors import AdvisorError
+from pg_advisor.status import status_report
+
+from . import independent
+
+
+def test_status_numbers_match_independent_computation(snap: snapshot.Snapshot,
+                                                      dumps: Dict[str, Any]) -> None:
+    r = status_report(snap)
+    counts = independent.pg_counts(dumps["pg_dump"])
+    shares = independent.pool_shares(dumps["osd_dump"], dumps["crush"])
+    pools = {p["pool"]: p for p in dumps["osd_dump"]["pools"]}
+    osd_df = {n["id"]: n for n in dumps["osd_df"]["nodes"]} if "osd_df" in dumps else {}
+    for o in r["osds"]:
+        for pid, n in o["pgs_by_pool"].items():
+            assert n == counts.get((int(pid), o["id"]), 0)
+        assert o["pgs"] == sum(counts.get((p, o["id"]), 0) for p in pools)
+        assert o["pg_share"] == pytest.approx(sum(s.get(o["id"], 0) for s in shares.values()),
+                                              abs=1e-5)
+        if osd_df:
+            assert o["pgs"] == osd_df[o["id"]]["pgs"]
+    for d in r["distribution"]["pools"]:
+        c = {osd: n for (p, osd), n in counts.items() if p == d["pool_id"]}
+        want = independent.spread(c, shares[d["pool_id"]])
+        for k, v in want.items():
+            assert d[k] == pytest.approx(v, abs=1e-5), (d["pool"], k)
+    total_c: Dict[int, int] = {}
+    total_s: Dict[int, float] = {}
+    for (p, osd), n in counts.items():
+        total_c[osd] = total_c.get(osd, 0) + n
+    for s in shares.values():
+        for osd, x in s.items():
+            total_s[osd] = total_s.get(osd, 0.0) + x
+    for k, v in independent.spread(total_c, total_s).items():
+        assert r["distribution"]["total"][k] == pytest.approx(v, abs=1e-5), k
+    c = r["cluster"]
+    assert c["pgs_per_osd_max"] == max(total_c.values())
+    assert c["pgs_per_osd_mean"] == pytest.approx(sum(total_c.values()) / 6)
+    assert c["mon_max_pg_per_osd"] == 250
+    assert c["max_pgs_ratio_of_limit"] == pytest.approx(max(total_c.values()) / 250)
+
+
+def test_status_counts_agree_with_what_the_osds_report(snap: snapshot.Snapshot,
+                                                      dumps: Dict[str, Any]) -> None:
+    # `ceph osd df` (captured with the fixture) gives the PG instances each OSD itself
+    # reports: those of its up sets plus, for remapped PGs, those it still serves as acting.
+    from .conftest import read
+    osd_df = {n["id"]: n["pgs"] for n in read("osd_df.json")["nodes"]}
+    extra = {o: 0 for o in osd_df}
+    for s in dumps["pg_dump"]["pg_map"]["pg_stats"]:
+        for o in set(s["acting"]) - set(s["up"]) - {0x7FFFFFFF}:
+            extra[o] += 1
+    assert any(extra.values())  # the fixture has a remapped PG, so this check has teeth
+    got = {o["id"]: o["pgs"] for o in status_report(snap)["osds"]}
+    assert {o: got[o] + extra[o] for o in got} == osd_df
+
+
+def test_pool_rows(snap: snapshot.Snapshot, dumps: Dict[str, Any]) -> None:
+    r = status_report(snap)
+    for row, raw in zip(r["pools"], sorted(dumps["osd_dump"]["pools"], key=lambda p: p["pool"])):
+        assert row["id"] == raw["pool"] and row["name"] == raw["pool_name"]
+        assert (row["pg_num"], row["pgp_num"], row["pg_num_target"]) == (
+            raw["pg_num"], raw["pg_placement_num"], raw["pg_num_target"])
+        assert row["pgs_reported"] == raw["pg_num"]
+    assert r["notes"] == []
+
+
+def test_one_pool(snap: snapshot.Snapshot) -> None:
+    r = status_report(snap, "fast")
+    assert [p["name"] for p in r["pools"]] == ["fast"]
+    assert [o["id"] for o in r["osds"]] == [4, 5]           # the ssd OSDs only
+    assert all(list(o["pgs_by_pool"]) == ["3"] for o in r["osds"])
+    assert r["distribution"]["total"] is None
+    assert [d["pool"] for d in r["distribution"]["pools"]] == ["fast"]
+
+
+def test_unknown_pool(snap: snapshot.Snapshot) -> None:
+    with pytest.raises(AdvisorError) as e:
+        status_report(snap, "no-such-pool")
+    assert e.value.code == -2 and "'no-such-pool' does not exist" in e.value.message
+
+
+def test_without_pg_stats_the_counts_are_absent_and_it_says_why(dumps: Dict[str, Any]) -> None:
+    s = snapshot.load(dumps["osd_dump"], dumps["crush"])
+    r = status_report(s)
+    assert r["pg_source"] is None and r["distribution"]["pools"] == []
+    assert all(o["pgs"] is None for o in r["osds"])
+    assert any("--pg-dump" in n for n in r["notes"])
+
+
+def test_lagging_stats_are_noted(dumps: Dict[str, Any]) -> None:
+    dumps["osd_dump"]["pools"][0]["pg_num"] *= 2
+    s = snapshot.load(dumps["osd_dump"], dumps["crush"], dumps["pg_dump"])
+    assert any("stats lag" in n for n in status_report(s)["notes"])
