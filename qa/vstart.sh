@@ -45,18 +45,7 @@ export CEPH_CONF=$conf
 log() { echo "vstart: $*" >&2; }
 
 install_packages() {
-    local need=0
-    for b in ceph-mon ceph-mgr ceph-osd ceph monmaptool osdmaptool crushtool jq; do
-        command -v "$b" >/dev/null 2>&1 || need=1
-    done
-    /usr/bin/python3 -c 'import numpy, cherrypy, rados, pytest' 2>/dev/null || need=1
-    if [ $need = 1 ]; then
-        log "installing Ceph Pacific packages (apt)"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
-        apt-get install -y -qq ceph-mon ceph-osd ceph-mgr ceph-common ceph-base \
-            python3-numpy python3-cherrypy3 python3-pytest jq >/dev/null
-    fi
+    bash "$here/install-deps.sh"
 }
 
 # pid files are written by the daemons themselves (`pid file` below).
@@ -232,9 +221,9 @@ do_start() {
 
     wait_for 60 "all OSDs up" bash -c "ceph osd stat -f json | jq -e '.num_up_osds == $osds and .num_in_osds == $osds'"
     if [ "$make_pool" = 1 ]; then
-        ceph osd pool create "$pool" 32 32 replicated >/dev/null
-        ceph osd pool set "$pool" pg_autoscale_mode off >/dev/null
-        ceph osd pool application enable "$pool" rbd >/dev/null
+        ceph osd pool create "$pool" 32 32 replicated >/dev/null 2>&1
+        ceph osd pool set "$pool" pg_autoscale_mode off >/dev/null 2>&1
+        ceph osd pool application enable "$pool" rbd >/dev/null 2>&1
     fi
     wait_for 60 "the pg_advisor module" module_ready
     wait_for 90 "HEALTH_OK with all PGs active+clean" healthy

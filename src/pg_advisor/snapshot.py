@@ -258,8 +258,8 @@ def _pool_usage(df: Optional[Json], pg_map: Optional[Json]
     if df is not None:
         for p in _list(df, "pools", "df"):
             st = _get(p, "stats", "df: pool")
-            usage[_int(p, "id", "df: pool")] = (_int(st, "stored", "df: pool stats"),
-                                               _int(st, "objects", "df: pool stats"))
+            usage[_int(p, "id", "df: pool")] = (
+                _int(st, "stored", "df: pool stats"), _int(st, "objects", "df: pool stats"))
     elif pg_map is not None:
         for p in _list(pg_map, "pool_stats", "pg dump"):
             st = _get(p, "stat_sum", "pg dump: pool_stats")
@@ -338,7 +338,7 @@ def _load_upmaps(osd_dump: Json) -> Tuple[Dict[str, Tuple[int, ...]],
 def pg_map_of(pg_dump: Json) -> Json:
     """`ceph pg dump -f json` wraps the map in {"pg_map": ...}; the mgr hands it bare."""
     if isinstance(pg_dump, Mapping) and "pg_map" in pg_dump:
-        return pg_dump["pg_map"]  # type: ignore[no-any-return]
+        return pg_dump["pg_map"]
     return pg_dump
 
 

@@ -33,12 +33,10 @@ def status_text(r: Dict[str, Any]) -> str:
            if o["pgs_by_pool"] is not None else None),
           human_bytes(o["bytes_used"]), human_bytes(o["bytes_total"])] for o in r["osds"]]))
     d = r["distribution"]
-    rows = [[x["pool"]] + [x[k] for k in ("osds", "min", "max", "mean", "stdev", "max_deviation")]
-            for x in d["pools"]]
+    keys = ("osds", "min", "max", "mean", "stdev", "max_deviation")
+    rows = [[x["pool"]] + [x[k] for k in keys] for x in d["pools"]]
     if d["total"] is not None:
-        t = d["total"]
-        rows.append(["(all pools)"] + [t[k] for k in ("osds", "min", "max", "mean", "stdev",
-                                                       "max_deviation")])
+        rows.append(["(all pools)"] + [d["total"][k] for k in keys])
     if rows:
         out.append("")
         out.append("PGS PER OSD (deviation is from each OSD's weight-proportional share)")

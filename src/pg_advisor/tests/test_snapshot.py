@@ -100,8 +100,8 @@ def test_snapshot_is_immutable(snap: snapshot.Snapshot) -> None:
     (lambda d: d["osd_dump"]["osds"][0].__setitem__("osd", 99), "outside max_osd"),
     (lambda d: d["crush"]["buckets"][0]["items"][0].pop("weight"), "missing field 'weight'"),
 ])
-def test_malformed_dumps_are_refused_with_a_sentence(dumps: Dict[str, Any], mutate: Any,
-                                                      message: str) -> None:
+def test_malformed_dumps_are_refused_with_a_sentence(
+        dumps: Dict[str, Any], mutate: Any, message: str) -> None:
     d = copy.deepcopy(dumps)
     mutate(d)
     with pytest.raises(AdvisorError) as e:

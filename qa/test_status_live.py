@@ -1,0 +1,168 @@
+"""`ceph pg-advisor status` in the real ceph-mgr, checked against Ceph's own numbers."""
+import json
+import statistics
+import subprocess
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Dict, Tuple
+
+import pytest
+
+from .cluster import Cluster, offline, wait_until
+
+NONE = 0x7FFFFFFF
+
+
+@pytest.fixture(scope="module")
+def populated(cluster: Cluster) -> Cluster:
+    """A second, erasure-coded pool, some data in both, one OSD reweighted."""
+    cluster.ceph("osd", "erasure-code-profile", "set", "ec21", "k=2", "m=1",
+                 "crush-failure-domain=host")
+    cluster.ceph("osd", "pool", "create", "ecpool", "16", "16", "erasure", "ec21")
+    cluster.ceph("osd", "pool", "set", "ecpool", "pg_autoscale_mode", "off")
+    cluster.ceph("osd", "pool", "application", "enable", "ecpool", "rgw")
+    for pool in ("rbd", "ecpool"):
+        subprocess.run(["rados", "-p", pool, "bench", "2", "write", "-t", "4", "-b", "4096",
+                        "--no-cleanup"], env=cluster.env, check=True, capture_output=True,
+                       timeout=120)
+    cluster.ceph("osd", "reweight", "2", "0.85")
+    cluster.wait_clean()
+    return cluster
+
+
+def independent(pg_dump: Dict[str, Any], osd_df: Dict[str, Any], osd_dump: Dict[str, Any],
+                crush: Dict[str, Any]) -> Dict[str, Any]:
+    """Per-OSD and per-pool figures from `ceph pg dump` and `ceph osd df`, in plain Python."""
+    counts: Dict[Tuple[int, int], int] = defaultdict(int)
+    for s in pg_dump["pg_map"]["pg_stats"]:
+        pool = int(s["pgid"].split(".")[0])
+        for o in s["up"]:
+            if o != NONE:
+                counts[(pool, o)] += 1
+    nodes = {n["id"]: n for n in osd_df["nodes"]}
+    # a pool's rule takes the default root here, so every OSD is under it
+    weight = {o: n["crush_weight"] * n["reweight"] for o, n in nodes.items()}
+    total_w = sum(weight.values())
+    pools = {}
+    for p in osd_dump["pools"]:
+        c = [counts.get((p["pool"], o), 0) for o in sorted(nodes)]
+        share = [p["pg_num"] * p["size"] * weight[o] / total_w for o in sorted(nodes)]
+        pools[p["pool_name"]] = {
+            "min": min(c), "max": max(c), "mean": statistics.fmean(c), "stdev": statistics.pstdev(c),
+            "max_deviation": max(abs(a - b) for a, b in zip(c, share))}
+    return {"counts": counts, "nodes": nodes, "pools": pools}
+
+
+def osd_reports_caught_up(pg_dump: Dict[str, Any], osd_df: Dict[str, Any]) -> bool:
+    """Each OSD's own PG count (`ceph osd df`, reported every few seconds) equals the PGs
+    the PG map places on it; right after data moved the two disagree for a while."""
+    held: Dict[int, int] = defaultdict(int)
+    for s in pg_dump["pg_map"]["pg_stats"]:
+        for o in set(s["up"]) | set(s["acting"]):
+            held[o] += 1
+    return all(n["pgs"] == held.get(n["id"], 0) for n in osd_df["nodes"])
+
+
+def stable_status(cluster: Cluster, tries: int = 30) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """A live status together with `ceph pg dump`/`ceph osd df` readings that did not change
+    around it and agree with each other."""
+    for _ in range(tries):
+        before = (cluster.json("pg", "dump"), cluster.json("osd", "df"))
+        live = json.loads(cluster.ceph("pg-advisor", "status", "-f", "json"))
+        after = (cluster.json("pg", "dump"), cluster.json("osd", "df"))
+        ups = [{s["pgid"]: s["up"] for s in d[0]["pg_map"]["pg_stats"]} for d in (before, after)]
+        used = [{n["id"]: (n["kb_used"], n["pgs"]) for n in d[1]["nodes"]} for d in (before, after)]
+        if ups[0] == ups[1] and used[0] == used[1] and osd_reports_caught_up(*after):
+            return live, {"pg_dump": after[0], "osd_df": after[1]}
+        time.sleep(1)
+    raise AssertionError("the cluster kept changing; could not take a stable reading")
+
+
+def test_module_is_loaded_in_the_real_mgr(cluster: Cluster) -> None:
+    mods = cluster.json("mgr", "module", "ls")
+    assert "pg_advisor" in mods["enabled_modules"]
+    assert not cluster.json("balancer", "status")["active"]
+
+
+def test_status_numbers_match_ceph(populated: Cluster) -> None:
+    live, ref = stable_status(populated)
+    osd_dump = populated.json("osd", "dump")
+    crush = populated.json("osd", "crush", "dump")
+    ind = independent(ref["pg_dump"], ref["osd_df"], osd_dump, crush)
+    assert len(live["osds"]) == len(ind["nodes"]) == 6
+    for o in live["osds"]:
+        n = ind["nodes"][o["id"]]
+        assert o["pgs"] == n["pgs"], f"osd.{o['id']}: status {o['pgs']}, osd df {n['pgs']}"
+        assert o["crush_weight"] == pytest.approx(n["crush_weight"], abs=1e-5)
+        assert o["reweight"] == pytest.approx(n["reweight"], abs=1e-5)
+        assert o["bytes_used"] == n["kb_used"] * 1024
+        assert o["bytes_total"] == n["kb"] * 1024
+        assert o["host"] == f"host{o['id'] % 3}"
+        for pid, c in o["pgs_by_pool"].items():
+            assert c == ind["counts"].get((int(pid), o["id"]), 0)
+    assert {o["id"]: o["reweight"] for o in live["osds"]}[2] == pytest.approx(0.85, abs=1e-4)
+    for d in live["distribution"]["pools"]:
+        for k, v in ind["pools"][d["pool"]].items():
+            assert d[k] == pytest.approx(v, abs=1e-4), (d["pool"], k)
+    pools = {p["name"]: p for p in live["pools"]}
+    df = {p["name"]: p["stats"] for p in populated.json("df")["pools"]}
+    for raw in osd_dump["pools"]:
+        p = pools[raw["pool_name"]]
+        assert (p["pg_num"], p["pgp_num"], p["size"], p["min_size"]) == (
+            raw["pg_num"], raw["pg_placement_num"], raw["size"], raw["min_size"])
+        assert p["objects"] == df[raw["pool_name"]]["objects"] > 0
+    assert pools["ecpool"]["type"] == "erasure" and pools["rbd"]["type"] == "replicated"
+    c = live["cluster"]
+    assert c["pgs_per_osd_max"] == max(n["pgs"] for n in ind["nodes"].values())
+    assert c["mon_max_pg_per_osd"] == int(populated.json("config", "get", "mon.a",
+                                                         "mon_max_pg_per_osd"))
+
+
+def test_offline_agrees_with_live(populated: Cluster, tmp_path: Path) -> None:
+    for _ in range(10):
+        before = populated.dumps()
+        live = json.loads(populated.ceph("pg-advisor", "status", "-f", "json"))
+        after = populated.dumps()
+        a = offline(before, tmp_path, ["status", "-f", "json"])
+        b = offline(after, tmp_path, ["status", "-f", "json"])
+        assert a.returncode == 0, a.stderr
+        if a.stdout == b.stdout:  # nothing relevant changed while the mgr answered
+            assert json.loads(a.stdout) == live
+            return
+    pytest.fail("the cluster kept changing; could not compare offline and live")
+
+
+def test_one_pool_live(populated: Cluster) -> None:
+    r = json.loads(populated.ceph("pg-advisor", "status", "ecpool", "-f", "json-pretty"))
+    assert [p["name"] for p in r["pools"]] == ["ecpool"]
+    assert [d["pool"] for d in r["distribution"]["pools"]] == ["ecpool"]
+    text = populated.ceph("pg-advisor", "status", "ecpool")
+    assert "ecpool" in text and "PGS PER OSD" in text
+
+
+def test_a_reweight_shows_up(populated: Cluster) -> None:
+    populated.ceph("osd", "reweight", "4", "0.5")
+    try:
+        def seen() -> bool:
+            r = json.loads(populated.ceph("pg-advisor", "status", "-f", "json"))
+            return {o["id"]: o["reweight"] for o in r["osds"]}[4] == pytest.approx(0.5, abs=1e-4)
+        wait_until(seen, 30, "the reweight in pg-advisor status")
+    finally:
+        populated.ceph("osd", "reweight", "4", "1")
+        populated.wait_clean()
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["pg-advisor", "status", "no-such-pool"], 2, "pool 'no-such-pool' does not exist"),
+    (["pg-advisor", "status", "rbd", "extra"], 22, "Invalid command"),
+    (["pg-advisor", "status", "-f", "xml"], 22, "unsupported format 'xml'"),
+    (["pg-advisor", "frobnicate"], 22, "invalid command"),
+])
+def test_bad_input_is_refused_and_changes_nothing(populated: Cluster, args: list, code: int,
+                                                  message: str) -> None:
+    epoch = populated.json("osd", "dump")["epoch"]
+    got, out, err = populated.run(*args)
+    assert got == code, (out, err)
+    assert message in err
+    assert populated.json("osd", "dump")["epoch"] == epoch
