@@ -43,6 +43,22 @@ class Cluster:
         return {"osd_dump": self.json("osd", "dump"), "crush": self.json("osd", "crush", "dump"),
                 "pg_dump": self.json("pg", "dump"), "df": self.json("df")}
 
+    def fingerprint(self) -> Dict[str, Any]:
+        """What a pg_advisor command could change: pools, upmaps, OSD weights, flags, config.
+
+        (Not the osdmap epoch: Ceph bumps that by itself, e.g. as pg_temp entries go.)"""
+        d = self.json("osd", "dump")
+        return {
+            "pools": [{k: p[k] for k in ("pool_name", "pg_num", "pg_num_target", "pg_placement_num",
+                                         "pg_placement_num_target", "size", "min_size",
+                                         "crush_rule", "options", "pg_autoscale_mode")}
+                      for p in d["pools"]],
+            "pg_upmap": d["pg_upmap"], "pg_upmap_items": d["pg_upmap_items"],
+            "osds": [(o["osd"], o["weight"], o["in"]) for o in d["osds"]],
+            "flags": d["flags"],
+            "config": self.json("config", "dump"),
+        }
+
     def wait_clean(self, timeout: float = 180) -> None:
         """All PGs active+clean, no pg_num/pgp_num change pending, stats caught up."""
         def settled() -> bool:
