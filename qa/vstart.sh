@@ -222,6 +222,12 @@ do_start() {
     wait_for 60 "all OSDs up" bash -c "ceph osd stat -f json | jq -e '.num_up_osds == $osds and .num_in_osds == $osds'"
     if [ "$make_pool" = 1 ]; then
         ceph osd pool create "$pool" 32 32 replicated >/dev/null 2>&1
+        # size 3 with failure domain host needs 3 hosts; fewer hosts get a smaller pool
+        if [ "$hosts" -lt 3 ]; then
+            log "only $hosts hosts: pool $pool gets size $hosts"
+            ceph osd pool set "$pool" size "$hosts" --yes-i-really-mean-it >/dev/null 2>&1
+            ceph osd pool set "$pool" min_size 1 >/dev/null 2>&1
+        fi
         ceph osd pool set "$pool" pg_autoscale_mode off >/dev/null 2>&1
         ceph osd pool application enable "$pool" rbd >/dev/null 2>&1
     fi
