@@ -31,9 +31,16 @@ class Bucket:
     id: int
     name: str
     type_name: str
+    type_id: int
     alg: str
+    hash: str
     items: np.ndarray     # child ids (OSDs >= 0, buckets < 0)
     weights: np.ndarray   # child weights in CRUSH units (1.0 == 0x10000)
+
+    @property
+    def fixed_weights(self) -> np.ndarray:
+        """The weights as CRUSH stores them: 16.16 fixed point integers."""
+        return np.rint(self.weights * WEIGHT_ONE).astype(np.int64)
 
     @property
     def is_shadow(self) -> bool:
@@ -47,6 +54,9 @@ class Rule:
     name: str
     type: int
     steps: Tuple[Mapping[str, Any], ...]
+    ruleset: int = -1
+    min_size: int = 1
+    max_size: int = 10
 
     def take_items(self) -> List[int]:
         return [int(s["item"]) for s in self.steps if s.get("op") == "take"]
@@ -69,6 +79,7 @@ class Pool:
     options: Mapping[str, Any]
     stored: Optional[int]
     objects: Optional[int]
+    hashpspool: bool = True
 
 
 @dataclass(frozen=True)
@@ -78,6 +89,7 @@ class Osds:
     up: np.ndarray
     in_: np.ndarray
     reweight: np.ndarray        # 0..1 (0 when out)
+    primary_affinity: np.ndarray  # 0..1 (1 is the default)
     crush_weight: np.ndarray    # in CRUSH units, from the non-shadow tree
     device_class: Tuple[Optional[str], ...]
     host: Tuple[Optional[str], ...]
@@ -121,6 +133,11 @@ class Snapshot:
     pg_upmap: Mapping[str, Tuple[int, ...]]
     pg_upmap_items: Mapping[str, Tuple[Tuple[int, int], ...]]
     mon_max_pg_per_osd: int
+    crush_types: Mapping[str, int] = field(default_factory=dict)
+    # choose_args key (pool id, or -1 for the default) -> bucket id -> (weight_set, ids)
+    choose_args: Mapping[int, Mapping[int, Tuple[Tuple[Tuple[int, ...], ...],
+                                                 Optional[Tuple[int, ...]]]]] = \
+        field(default_factory=dict)
     sources: Tuple[str, ...] = field(default=())
 
     def pool_by_name(self, name: str) -> Pool:
@@ -170,7 +187,9 @@ def _load_buckets(crush: Json) -> Dict[int, Bucket]:
             id=_int(b, "id", what),
             name=str(_get(b, "name", what)),
             type_name=str(_get(b, "type_name", what)),
+            type_id=_int(b, "type_id", what),
             alg=str(b.get("alg", "straw2")),
+            hash=str(b.get("hash", "rjenkins1")),
             items=_frozen(np.array([_int(i, "id", what) for i in items], dtype=np.int64)),
             weights=_frozen(np.array([_int(i, "weight", what) for i in items],
                                      dtype=np.float64) / WEIGHT_ONE),
@@ -184,7 +203,9 @@ def _load_rules(crush: Json) -> Dict[int, Rule]:
         what = f"crush dump: rule {r.get('rule_name', '?') if isinstance(r, Mapping) else '?'}"
         out[_int(r, "rule_id", what)] = Rule(
             id=_int(r, "rule_id", what), name=str(_get(r, "rule_name", what)),
-            type=_int(r, "type", what), steps=tuple(_list(r, "steps", what)))
+            type=_int(r, "type", what), steps=tuple(_list(r, "steps", what)),
+            ruleset=int(r.get("ruleset", r["rule_id"])),
+            min_size=int(r.get("min_size", 1)), max_size=int(r.get("max_size", 10)))
     return out
 
 
@@ -223,6 +244,7 @@ def _load_osds(osd_dump: Json, crush: Json, buckets: Mapping[int, Bucket],
     up = np.zeros(max_osd, dtype=bool)
     in_ = np.zeros(max_osd, dtype=bool)
     reweight = np.zeros(max_osd, dtype=np.float64)
+    affinity = np.ones(max_osd, dtype=np.float64)
     for o in _list(osd_dump, "osds", "osd dump"):
         i = _int(o, "osd", "osd dump: osd")
         if not 0 <= i < max_osd:
@@ -231,6 +253,7 @@ def _load_osds(osd_dump: Json, crush: Json, buckets: Mapping[int, Bucket],
         up[i] = bool(_int(o, "up", f"osd dump: osd.{i}"))
         in_[i] = bool(_int(o, "in", f"osd dump: osd.{i}"))
         reweight[i] = float(_get(o, "weight", f"osd dump: osd.{i}"))
+        affinity[i] = float(o.get("primary_affinity", 1.0))
     crush_weight, host = _osd_placement(buckets, max_osd)
     dclass: List[Optional[str]] = [None] * max_osd
     for d in _list(crush, "devices", "crush dump"):
@@ -246,7 +269,8 @@ def _load_osds(osd_dump: Json, crush: Json, buckets: Mapping[int, Bucket],
                 used[i] = _int(s, "kb_used", f"pg dump: osd_stats osd.{i}") * 1024
                 total[i] = _int(s, "kb", f"pg dump: osd_stats osd.{i}") * 1024
     return Osds(exists=_frozen(exists), up=_frozen(up), in_=_frozen(in_),
-                reweight=_frozen(reweight), crush_weight=_frozen(crush_weight),
+                reweight=_frozen(reweight), primary_affinity=_frozen(affinity),
+                crush_weight=_frozen(crush_weight),
                 device_class=tuple(dclass), host=tuple(host),
                 bytes_used=_frozen(used), bytes_total=_frozen(total))
 
@@ -286,8 +310,27 @@ def _load_pools(osd_dump: Json, usage: Mapping[int, Tuple[int, int]]) -> Tuple[P
             autoscale_mode=str(p.get("pg_autoscale_mode", "")),
             erasure_code_profile=str(p.get("erasure_code_profile", "")),
             options=dict(p.get("options") or {}),
-            stored=stored, objects=objects))
+            stored=stored, objects=objects,
+            hashpspool=bool(int(p.get("flags", 1)) & 1)))
     return tuple(sorted(pools, key=lambda q: q.id))
+
+
+def _load_choose_args(crush: Json) -> Dict[int, Dict[int, Tuple[Tuple[Tuple[int, ...], ...],
+                                                                Optional[Tuple[int, ...]]]]]:
+    """choose_args weight sets, back in 16.16 fixed point (the dump prints them as floats)."""
+    out: Dict[int, Dict[int, Tuple[Tuple[Tuple[int, ...], ...], Optional[Tuple[int, ...]]]]] = {}
+    raw = crush.get("choose_args") or {}
+    if not isinstance(raw, Mapping):
+        raise AdvisorError.invalid("crush dump: field 'choose_args' is not an object")
+    for key, entries in raw.items():
+        per_bucket = {}
+        for e in entries:
+            ws = tuple(tuple(int(round(float(w) * WEIGHT_ONE)) for w in pos)
+                       for pos in e.get("weight_set", []))
+            ids = tuple(int(i) for i in e["ids"]) if "ids" in e else None
+            per_bucket[int(e["bucket_id"])] = (ws, ids)
+        out[int(key)] = per_bucket
+    return out
 
 
 def _parse_pgid(pgid: str, what: str) -> Tuple[int, int]:
@@ -374,6 +417,8 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
             pgs=_load_pgs(pg_map) if pg_map is not None else None,
             pg_upmap=upmap, pg_upmap_items=upmap_items,
             mon_max_pg_per_osd=int(mon_max_pg_per_osd),
+            crush_types={str(t["name"]): int(t["type_id"]) for t in crush.get("types", [])},
+            choose_args=_load_choose_args(crush),
             sources=tuple(s for s, d in (("osd_dump", osd_dump), ("crush", crush),
                                          ("pg_dump", pg_dump), ("df", df)) if d is not None))
     except AdvisorError:

@@ -1,0 +1,206 @@
+"""The CRUSH map as dense arrays, ready for vectorized mapping.
+
+Buckets are rows indexed by -1-id (CRUSH's own indexing); their items and 16.16 weights
+are padded to the widest bucket. Rules keep their steps with type names resolved.
+"""
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+from ..errors import AdvisorError
+from ..snapshot import Snapshot
+
+CRUSH_ITEM_NONE = 0x7FFFFFFF
+CRUSH_ITEM_UNDEF = 0x7FFFFFFE
+
+SUPPORTED_ALGS = ("straw2",)
+
+
+@dataclass(frozen=True)
+class Step:
+    op: str
+    arg1: int      # take: item; choose*: numrep; set_*: value
+    arg2: int      # choose*: bucket type id
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    id: int
+    name: str
+    type: int
+    ruleset: int
+    min_size: int
+    max_size: int
+    steps: Tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class Tunables:
+    choose_total_tries: int
+    chooseleaf_descend_once: int
+    chooseleaf_vary_r: int
+    chooseleaf_stable: int
+    choose_local_tries: int
+    choose_local_fallback_tries: int
+
+
+@dataclass(frozen=True)
+class ChooseArgs:
+    """Per-bucket weight sets (one per position) and alternative ids for hashing."""
+    weights: np.ndarray     # (buckets, positions, width)
+    positions: np.ndarray   # (buckets,) how many positions each bucket's set has
+    ids: np.ndarray         # (buckets, width)
+
+
+@dataclass(frozen=True)
+class CompiledCrush:
+    items: np.ndarray       # (buckets, width) child ids
+    weights: np.ndarray     # (buckets, width) 16.16 weights, 0 as padding
+    size: np.ndarray        # (buckets,) number of children
+    type_id: np.ndarray     # (buckets,)
+    exists: np.ndarray      # (buckets,)
+    supported: np.ndarray   # (buckets,) straw2 with rjenkins1
+    alg: Tuple[str, ...]
+    names: Tuple[str, ...]
+    max_devices: int
+    rules: Mapping[int, CompiledRule]
+    tunables: Tunables
+    choose_args: Mapping[int, ChooseArgs]
+
+    @property
+    def max_buckets(self) -> int:
+        return int(self.size.shape[0])
+
+    def find_rule(self, ruleset: int, rule_type: int, size: int) -> Optional[CompiledRule]:
+        """The rule a pool uses, as CrushWrapper::find_rule picks it."""
+        uniform = all(r.id == r.ruleset for r in self.rules.values())
+        if uniform:
+            r = self.rules.get(ruleset)
+            return r if r is not None and r.type == rule_type else None
+        for rid in sorted(self.rules):
+            r = self.rules[rid]
+            if r.ruleset == ruleset and r.type == rule_type and r.min_size <= size <= r.max_size:
+                return r
+        return None
+
+    def check_reachable(self, rule: CompiledRule) -> None:
+        """Refuse, with a sentence, rules that reach buckets we cannot map exactly."""
+        stack = [s.arg1 for s in rule.steps if s.op == "take" and s.arg1 < 0]
+        seen = set()
+        while stack:
+            b = -1 - stack.pop()
+            if b in seen or not 0 <= b < self.max_buckets or not self.exists[b]:
+                continue
+            seen.add(b)
+            if not self.supported[b]:
+                raise AdvisorError.invalid(
+                    f"crush rule '{rule.name}' reaches bucket '{self.names[b]}' of algorithm "
+                    f"'{self.alg[b]}'; pg_advisor maps {', '.join(SUPPORTED_ALGS)} buckets "
+                    f"with the rjenkins1 hash only")
+            kids = self.items[b, :self.size[b]]
+            stack.extend(kids[kids < 0].tolist())
+
+
+_STEP_ARGS = {
+    "take": ("item", None),
+    "choose_firstn": ("num", "type"), "choose_indep": ("num", "type"),
+    "chooseleaf_firstn": ("num", "type"), "chooseleaf_indep": ("num", "type"),
+    "emit": (None, None), "noop": (None, None),
+    "set_choose_tries": ("num", None), "set_chooseleaf_tries": ("num", None),
+    "set_choose_local_tries": ("num", None), "set_choose_local_fallback_tries": ("num", None),
+    "set_chooseleaf_vary_r": ("num", None), "set_chooseleaf_stable": ("num", None),
+}
+
+
+def _compile_rule(rule_id: int, snap: Snapshot) -> CompiledRule:
+    r = snap.rules[rule_id]
+    steps: List[Step] = []
+    for s in r.steps:
+        op = str(s.get("op"))
+        if op not in _STEP_ARGS:
+            raise AdvisorError.invalid(f"crush rule '{r.name}': step '{op}' is not supported")
+        a1, a2 = _STEP_ARGS[op]
+        arg1 = int(s[a1]) if a1 else 0
+        arg2 = 0
+        if a2:
+            tname = str(s[a2])
+            if tname not in snap.crush_types:
+                raise AdvisorError.invalid(f"crush rule '{r.name}': unknown bucket type '{tname}'")
+            arg2 = snap.crush_types[tname]
+        steps.append(Step(op, arg1, arg2))
+    return CompiledRule(id=r.id, name=r.name, type=r.type, ruleset=r.ruleset,
+                        min_size=r.min_size, max_size=r.max_size, steps=tuple(steps))
+
+
+def _compile_choose_args(snap: Snapshot, items: np.ndarray, weights: np.ndarray,
+                         size: np.ndarray) -> Dict[int, ChooseArgs]:
+    out: Dict[int, ChooseArgs] = {}
+    nb, width = items.shape
+    for key, per_bucket in snap.choose_args.items():
+        npos = max([len(ws) for ws, _ in per_bucket.values()] + [1])
+        w = np.repeat(weights[:, None, :], npos, axis=1)
+        positions = np.ones(nb, dtype=np.int64)
+        ids = items.copy()
+        for bid, (ws, alt_ids) in per_bucket.items():
+            b = -1 - bid
+            if not 0 <= b < nb:
+                raise AdvisorError.invalid(f"crush dump: choose_args {key} names unknown bucket {bid}")
+            n = int(size[b])
+            for p, pos_w in enumerate(ws):
+                if len(pos_w) != n:
+                    raise AdvisorError.invalid(
+                        f"crush dump: choose_args {key} bucket {bid}: weight set of "
+                        f"{len(pos_w)} for {n} items")
+                w[b, p, :n] = pos_w
+            if ws:
+                positions[b] = len(ws)
+            if alt_ids is not None:
+                ids[b, :n] = alt_ids
+        out[key] = ChooseArgs(weights=w, positions=positions, ids=ids)
+    return out
+
+
+def compile_crush(snap: Snapshot) -> CompiledCrush:
+    buckets = snap.buckets
+    nb = max([-1 - bid for bid in buckets] + [-1]) + 1
+    width = max([b.items.shape[0] for b in buckets.values()] + [1])
+    items = np.zeros((nb, width), dtype=np.int64)
+    weights = np.zeros((nb, width), dtype=np.int64)
+    size = np.zeros(nb, dtype=np.int64)
+    type_id = np.zeros(nb, dtype=np.int64)
+    exists = np.zeros(nb, dtype=bool)
+    supported = np.zeros(nb, dtype=bool)
+    alg = [""] * nb
+    names = [""] * nb
+    max_dev = snap.osds.count
+    for bid, b in buckets.items():
+        i = -1 - bid
+        n = b.items.shape[0]
+        items[i, :n] = b.items
+        weights[i, :n] = b.fixed_weights
+        size[i] = n
+        type_id[i] = b.type_id
+        exists[i] = True
+        supported[i] = b.alg in SUPPORTED_ALGS and b.hash == "rjenkins1"
+        alg[i], names[i] = b.alg, b.name
+        if n:
+            max_dev = max(max_dev, int(b.items.max()) + 1)
+    t = snap.tunables
+    tunables = Tunables(
+        choose_total_tries=int(t.get("choose_total_tries", 50)),
+        chooseleaf_descend_once=int(t.get("chooseleaf_descend_once", 1)),
+        chooseleaf_vary_r=int(t.get("chooseleaf_vary_r", 1)),
+        chooseleaf_stable=int(t.get("chooseleaf_stable", 1)),
+        choose_local_tries=int(t.get("choose_local_tries", 0)),
+        choose_local_fallback_tries=int(t.get("choose_local_fallback_tries", 0)))
+    if tunables.choose_local_tries or tunables.choose_local_fallback_tries:
+        raise AdvisorError.invalid(
+            "legacy CRUSH tunables (choose_local_tries / choose_local_fallback_tries > 0) "
+            "are not supported; maps since firefly set both to 0")
+    return CompiledCrush(
+        items=items, weights=weights, size=size, type_id=type_id, exists=exists,
+        supported=supported, alg=tuple(alg), names=tuple(names), max_devices=max_dev,
+        rules={rid: _compile_rule(rid, snap) for rid in snap.rules},
+        tunables=tunables,
+        choose_args=_compile_choose_args(snap, items, weights, size))

@@ -1,0 +1,173 @@
+"""From a pool's PGs to their up sets, the way OSDMap does it around CRUSH.
+
+Placement seed (stable_mod over pgp_num, hashed with the pool id under hashpspool),
+crush_do_rule with the pool's choose_args, then: drop OSDs that do not exist,
+apply pg_upmap and pg_upmap_items, drop down OSDs, pick the primary and apply
+primary affinity. Replicated pools shift left; erasure-coded pools keep positions
+and mark holes with CRUSH_ITEM_NONE.
+"""
+from dataclasses import dataclass
+from typing import Mapping, Optional, Tuple
+
+import numpy as np
+
+from ..snapshot import Pool, Snapshot
+from .compiled import CRUSH_ITEM_NONE, CompiledCrush, compile_crush
+from .hashing import hash32_2
+from .mapper import do_rule
+
+RULE_TYPE = {"replicated": 1, "erasure": 3}
+MAX_AFFINITY = 0x10000
+
+
+def stable_mod(x: np.ndarray, b: int) -> np.ndarray:
+    """ceph_stable_mod: x mod b that only moves half the inputs when b doubles."""
+    mask = (1 << max(b - 1, 0).bit_length()) - 1
+    return np.where((x & mask) < b, x & mask, x & (mask >> 1))
+
+
+def placement_seeds(pool: Pool, ps: np.ndarray, pgp_num: Optional[int] = None) -> np.ndarray:
+    """pg_pool_t::raw_pg_to_pps for each placement seed ps."""
+    m = stable_mod(ps, pgp_num if pgp_num is not None else pool.pgp_num)
+    if pool.hashpspool:
+        return hash32_2(m, np.int64(pool.id)).astype(np.int64)
+    return (m + pool.id) & 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class PoolMapping:
+    pool: Pool
+    ps: np.ndarray         # (n,) placement seeds 0..pg_num-1
+    up: np.ndarray         # (n, size); replicated: -1 padding, EC: CRUSH_ITEM_NONE holes
+    up_primary: np.ndarray  # (n,) -1 when none
+
+    def pgid(self, i: int) -> str:
+        return f"{self.pool.id}.{int(self.ps[i]):x}"
+
+    def up_list(self, i: int) -> list:
+        row = self.up[i].tolist()
+        return [o for o in row if o != -1] if self.pool.type == "replicated" else row
+
+
+class Placer:
+    """Maps pools of one snapshot; the compiled CRUSH map is built once and reused."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.snap = snap
+        self.crush: CompiledCrush = compile_crush(snap)
+        osds = snap.osds
+        self.exists = osds.exists
+        self.up_state = osds.up & osds.exists
+        self.weight = np.rint(osds.reweight * 0x10000).astype(np.int64) * osds.exists
+        self.affinity = np.rint(osds.primary_affinity * 0x10000).astype(np.int64)
+
+    def with_osds(self, reweight: Optional[Mapping[int, float]] = None) -> "Placer":
+        """A placer for the same map with some OSDs reweighted (0 = out)."""
+        p = Placer.__new__(Placer)
+        p.__dict__.update(self.__dict__)
+        w = self.weight.copy()
+        for osd, v in (reweight or {}).items():
+            w[osd] = int(round(v * 0x10000))
+        p.weight = w
+        return p
+
+    def map_pool(self, pool: Pool, pg_num: Optional[int] = None,
+                 pgp_num: Optional[int] = None, upmaps: bool = True) -> PoolMapping:
+        n = pg_num if pg_num is not None else pool.pg_num
+        ps = np.arange(n, dtype=np.int64)
+        pps = placement_seeds(pool, ps, pgp_num)
+        size = pool.size
+        raw = np.full((n, size), CRUSH_ITEM_NONE, dtype=np.int64)
+        rule = self.crush.find_rule(pool.crush_rule, RULE_TYPE.get(pool.type, -1), size)
+        if rule is not None and n:
+            args = self.crush.choose_args.get(pool.id, self.crush.choose_args.get(-1))
+            raw, _ = do_rule(self.crush, rule, pps, size, self.weight, args)
+        raw = self._drop(pool, raw, self._exists(raw))
+        if upmaps:
+            raw = self._apply_upmaps(pool, ps, raw)
+        up = self._drop(pool, raw, self._exists(raw) & self.up_state[np.clip(raw, 0, len(self.up_state) - 1)])
+        primary = self._primaries(pool, pps, up)
+        return PoolMapping(pool=pool, ps=ps, up=up, up_primary=primary)
+
+    # -- the OSDMap steps -------------------------------------------------------------------------
+
+    def _exists(self, osds: np.ndarray) -> np.ndarray:
+        inside = (osds >= 0) & (osds < len(self.exists))
+        return inside & self.exists[np.clip(osds, 0, len(self.exists) - 1)]
+
+    @staticmethod
+    def _drop(pool: Pool, raw: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        """Replicated: shift the kept OSDs left (pad -1). EC: holes become NONE."""
+        if pool.type != "replicated":
+            return np.where(keep, raw, CRUSH_ITEM_NONE)
+        order = np.argsort(~keep, axis=1, kind="stable")
+        shifted = np.take_along_axis(raw, order, axis=1)
+        kept = np.take_along_axis(keep, order, axis=1)
+        return np.where(kept, shifted, -1)
+
+    def _apply_upmaps(self, pool: Pool, ps: np.ndarray, raw: np.ndarray) -> np.ndarray:
+        snap = self.snap
+        prefix = f"{pool.id}."
+        keys = [k for k in set(snap.pg_upmap) | set(snap.pg_upmap_items) if k.startswith(prefix)]
+        if not keys:
+            return raw
+        raw = raw.copy()
+        w = self.weight
+        marked_out = (lambda o: 0 <= o < len(w) and w[o] == 0)
+        index = {int(p): i for i, p in enumerate(ps.tolist())}
+        for key in keys:
+            i = index.get(int(key.split(".")[1], 16))
+            if i is None:
+                continue
+            row = [o for o in raw[i].tolist() if o != -1] if pool.type == "replicated" \
+                else raw[i].tolist()
+            explicit = snap.pg_upmap.get(key)
+            if explicit is not None and not any(o != CRUSH_ITEM_NONE and marked_out(o)
+                                                for o in explicit):
+                row = list(explicit)
+            for frm, to in snap.pg_upmap_items.get(key, ()):
+                if to in row:
+                    continue
+                pos = next((j for j, o in enumerate(row) if o == frm), -1)
+                if pos >= 0 and not (to != CRUSH_ITEM_NONE and marked_out(to)):
+                    row[pos] = to
+            width = raw.shape[1]
+            if len(row) > width:   # a pg_upmap longer than size: keep the map's length
+                raw = np.pad(raw, ((0, 0), (0, len(row) - width)), constant_values=-1)
+            raw[i, :] = -1 if pool.type == "replicated" else CRUSH_ITEM_NONE
+            raw[i, :len(row)] = row
+        return raw
+
+    def _primaries(self, pool: Pool, pps: np.ndarray, up: np.ndarray) -> np.ndarray:
+        valid = (up >= 0) & (up != CRUSH_ITEM_NONE)
+        first = np.argmax(valid, axis=1)
+        primary = np.where(valid.any(axis=1), up[np.arange(up.shape[0]), first], -1)
+        aff = np.where(valid, self.affinity[np.clip(up, 0, len(self.affinity) - 1)], MAX_AFFINITY)
+        special = np.flatnonzero((aff != MAX_AFFINITY).any(axis=1))
+        if special.size:
+            self._apply_affinity(pool, pps, up, primary, special, valid, aff)
+        return primary
+
+    @staticmethod
+    def _apply_affinity(pool: Pool, pps: np.ndarray, up: np.ndarray, primary: np.ndarray,
+                        rows: np.ndarray, valid: np.ndarray, aff: np.ndarray) -> None:
+        """OSDMap::_apply_primary_affinity on the rows that have a non-default affinity."""
+        sub = up[rows]
+        coin = (hash32_2(pps[rows][:, None], sub) >> np.uint32(16)).astype(np.int64)
+        accept = valid[rows] & ~((aff[rows] < MAX_AFFINITY) & (coin >= aff[rows]))
+        fallback = valid[rows]
+        has_accept = accept.any(axis=1)
+        pos = np.where(has_accept, np.argmax(accept, axis=1), np.argmax(fallback, axis=1))
+        some = fallback.any(axis=1)
+        rr, pp = rows[some], pos[some]
+        primary[rr] = up[rr, pp]
+        if pool.type == "replicated":
+            for r, p in zip(rr.tolist(), pp.tolist()):
+                if p > 0:   # move the new primary to the front
+                    up[r, 1:p + 1] = up[r, 0:p].copy()
+                    up[r, 0] = primary[r]
+
+
+def map_all(snap: Snapshot) -> Tuple[PoolMapping, ...]:
+    placer = Placer(snap)
+    return tuple(placer.map_pool(p) for p in snap.pools)

@@ -1,0 +1,43 @@
+"""straw2 bucket choice: every item draws ln(hash)/weight, the highest draw wins.
+
+Mirrors bucket_straw2_choose and crush_ln in Ceph's mapper.c in fixed point, so the
+winners are bit-for-bit Ceph's. Vectorized: rows are independent choices, columns
+are the items of each row's bucket (padded with weight 0, which never wins).
+"""
+import numpy as np
+
+from .hashing import hash32_3
+from .ln_table import LL, RH_LH
+
+S64_MIN = np.iinfo(np.int64).min
+LN_ONE = np.int64(0x1000000000000)  # 2^48: crush_ln(0xffff) is just below it
+
+
+def crush_ln(u: np.ndarray) -> np.ndarray:
+    """2^44 * log2(u + 1) in Ceph's fixed point, for u in [0, 0xffff]."""
+    x = u.astype(np.int64) + 1
+    # shift x up so that bit 15 (or 16) is set; iexpon is floor(log2(x)) before the shift
+    floor_log2 = np.frexp(x.astype(np.float64))[1].astype(np.int64) - 1
+    bits = np.where((x & 0x18000) == 0, 15 - floor_log2, 0)
+    x = x << bits
+    iexpon = (15 - bits).astype(np.uint64)
+    index1 = (x >> 8) << 1
+    rh = RH_LH[index1 - 256]
+    lh = RH_LH[index1 + 1 - 256]
+    xl64 = (x.astype(np.uint64) * rh) >> np.uint64(48)   # wraps mod 2^64, as in C
+    ll = LL[(xl64 & np.uint64(0xFF)).astype(np.int64)]
+    return (iexpon << np.uint64(44)) + ((lh + ll) >> np.uint64(4))
+
+
+def choose(ids: np.ndarray, weights: np.ndarray, x: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Index of the winning column per row.
+
+    ids, weights: (n, m) item ids hashed and 16.16 weights; x, r: (n,) input and replica.
+    """
+    u = hash32_3(x[:, None], ids, r[:, None]) & np.uint32(0xFFFF)
+    ln = crush_ln(u).astype(np.int64) - LN_ONE          # <= 0
+    w = weights.astype(np.int64)
+    live = w > 0
+    # div64_s64 truncates toward zero; ln is never positive
+    draw = np.where(live, -((-ln) // np.where(live, w, 1)), S64_MIN)
+    return np.argmax(draw, axis=1)   # first maximum, like the C loop's strict '>'
