@@ -29,13 +29,18 @@ def crush_ln(u: np.ndarray) -> np.ndarray:
     return (iexpon << np.uint64(44)) + ((lh + ll) >> np.uint64(4))
 
 
+# crush_ln has only 2^16 inputs: tabulate it once, then a draw is one gather
+LN_MINUS_ONE = crush_ln(np.arange(0x10000, dtype=np.uint32)).astype(np.int64) - LN_ONE
+LN_MINUS_ONE.setflags(write=False)
+
+
 def choose(ids: np.ndarray, weights: np.ndarray, x: np.ndarray, r: np.ndarray) -> np.ndarray:
     """Index of the winning column per row.
 
     ids, weights: (n, m) item ids hashed and 16.16 weights; x, r: (n,) input and replica.
     """
     u = hash32_3(x[:, None], ids, r[:, None]) & np.uint32(0xFFFF)
-    ln = crush_ln(u).astype(np.int64) - LN_ONE          # <= 0
+    ln = LN_MINUS_ONE[u]          # <= 0
     w = weights.astype(np.int64)
     live = w > 0
     # div64_s64 truncates toward zero; ln is never positive
