@@ -25,6 +25,7 @@ ceph osd pool application enable fast rbd >/dev/null
 rados bench -p rbd 5 write -t 4 -b 4096 --no-cleanup >/dev/null
 rados bench -p ecpool 3 write -t 4 -b 8192 --no-cleanup >/dev/null
 ceph osd reweight 5 0.8 >/dev/null
+ceph osd primary-affinity 1 0.5 >/dev/null
 # move one replica of PG 1.0 to another OSD of the same host (keeps the failure domain)
 read -r from to < <(ceph pg map 1.0 -f json | /usr/bin/python3 -c '
 import json, sys
@@ -48,4 +49,7 @@ ceph pg dump -f json 2>/dev/null >"$out/pg_dump.json"
 ceph df -f json >"$out/df.json"
 ceph osd df -f json >"$out/osd_df.json"
 ceph pg-advisor status -f json >"$out/live_status.json"
+# Ceph's own mapping of every PG in this exact map, for the crush layer's tests
+ceph osd getmap -o "$out/osdmap.bin" 2>/dev/null
+osdmaptool "$out/osdmap.bin" --test-map-pgs-dump-all 2>/dev/null >"$out/osdmaptool_dump_all.txt"
 echo "fixtures written to $out"

@@ -1,0 +1,119 @@
+"""The crush layer against Ceph itself: its hash and tables in libceph-common, and the
+mapping osdmaptool computed for the exact map the fixtures were captured from."""
+import copy
+import ctypes
+import re
+import struct
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+import pytest
+
+from pg_advisor import snapshot
+from pg_advisor.crush import ln_table
+from pg_advisor.crush.hashing import hash32_2, hash32_3
+from pg_advisor.crush.placement import Placer, stable_mod
+from pg_advisor.errors import AdvisorError
+
+from .conftest import CLUSTER6
+
+LIBCEPH = Path("/usr/lib/x86_64-linux-gnu/ceph/libceph-common.so.2")
+needs_lib = pytest.mark.skipif(not LIBCEPH.exists(), reason="libceph-common (ceph-common) not installed")
+
+
+@needs_lib
+def test_hash_matches_libceph_common() -> None:
+    lib = ctypes.CDLL(str(LIBCEPH))
+    u32 = ctypes.c_uint32
+    lib.crush_hash32_2.restype = u32
+    lib.crush_hash32_2.argtypes = [ctypes.c_int, u32, u32]
+    lib.crush_hash32_3.restype = u32
+    lib.crush_hash32_3.argtypes = [ctypes.c_int, u32, u32, u32]
+    rng = np.random.default_rng(7)
+    a, b, c = (rng.integers(0, 2**32, 2000, dtype=np.uint64).astype(np.uint32) for _ in range(3))
+    h2, h3 = hash32_2(a, b), hash32_3(a, b, c)
+    for i in range(a.size):
+        assert int(h2[i]) == lib.crush_hash32_2(0, int(a[i]), int(b[i]))
+        assert int(h3[i]) == lib.crush_hash32_3(0, int(a[i]), int(b[i]), int(c[i]))
+
+
+@needs_lib
+def test_ln_tables_are_the_ones_ceph_runs() -> None:
+    data = LIBCEPH.read_bytes()
+    for table in (ln_table.RH_LH, ln_table.LL):
+        raw = struct.pack(f"<{table.size}Q", *table.tolist())
+        assert data.find(raw) >= 0, "table not found verbatim in libceph-common"
+
+
+def test_stable_mod() -> None:
+    x = np.arange(16)
+    # 12 of 16: seeds 12..15 fold onto 4..7, the rest stay
+    assert stable_mod(x, 12).tolist() == list(range(12)) + [4, 5, 6, 7]
+    assert stable_mod(x, 16).tolist() == list(range(16))
+    assert stable_mod(x, 1).tolist() == [0] * 16
+
+
+UP_RE = re.compile(r"^(\d+\.[0-9a-f]+) raw \(\[[^\]]*\], p-?\d+\) up \(\[([^\]]*)\], p(-?\d+)\)")
+
+
+def osdmaptool_reference() -> Dict[str, Tuple[List[int], int]]:
+    ref = {}
+    for line in (CLUSTER6 / "osdmaptool_dump_all.txt").read_text().splitlines():
+        m = UP_RE.match(line)
+        if m:
+            ref[m.group(1)] = ([int(v) for v in m.group(2).split(",") if v], int(m.group(3)))
+    return ref
+
+
+def test_every_pg_maps_as_ceph_maps_it(snap: snapshot.Snapshot) -> None:
+    # the fixture has a replicated pool, an EC 2+1 pool, a device-class rule, a reweighted
+    # OSD, a primary affinity and an upmap item: every PG must match osdmaptool
+    ref = osdmaptool_reference()
+    placer = Placer(snap)
+    seen = 0
+    for pool in snap.pools:
+        m = placer.map_pool(pool)
+        for i in range(m.ps.size):
+            assert (m.up_list(i), int(m.up_primary[i])) == ref[m.pgid(i)], m.pgid(i)
+            seen += 1
+    assert seen == len(ref) == sum(p.pg_num for p in snap.pools)
+
+
+def test_upmap_items_are_applied(snap: snapshot.Snapshot) -> None:
+    placer = Placer(snap)
+    rbd = snap.pool_by_name("rbd")
+    (frm, to), = snap.pg_upmap_items["1.0"]
+    with_upmap = placer.map_pool(rbd).up_list(0)
+    without = placer.map_pool(rbd, upmaps=False).up_list(0)
+    assert frm in without and to not in without
+    assert with_upmap == [to if o == frm else o for o in without]
+
+
+def test_marking_out_moves_pgs_off_the_osd(snap: snapshot.Snapshot) -> None:
+    placer = Placer(snap).with_osds({0: 0.0})
+    for pool in snap.pools:
+        m = placer.map_pool(pool)
+        assert not (m.up == 0).any(), pool.name
+
+
+def _crush_with(dumps: Dict[str, Any], **bucket_fields: Any) -> snapshot.Snapshot:
+    crush = copy.deepcopy(dumps["crush"])
+    for b in crush["buckets"]:
+        b.update(bucket_fields)
+    return snapshot.load(dumps["osd_dump"], crush)
+
+
+def test_unsupported_bucket_algorithm_is_refused(dumps: Dict[str, Any]) -> None:
+    s = _crush_with(dumps, alg="straw")
+    with pytest.raises(AdvisorError) as e:
+        Placer(s).map_pool(s.pools[0])
+    assert e.value.code == -22 and "'straw'" in e.value.message and "straw2" in e.value.message
+
+
+def test_legacy_tunables_are_refused(dumps: Dict[str, Any]) -> None:
+    dumps["crush"]["tunables"]["choose_local_tries"] = 2
+    s = snapshot.load(dumps["osd_dump"], dumps["crush"])
+    with pytest.raises(AdvisorError) as e:
+        Placer(s)
+    assert "legacy CRUSH tunables" in e.value.message
