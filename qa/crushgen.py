@@ -102,8 +102,11 @@ class GeneratedMap:
     path: Path
     num_osds: int
     mark_out: List[int] = field(default_factory=list)
+    as_is: bool = False     # a real cluster's map: keep its up/in states
 
     def _state_args(self) -> List[str]:
+        if self.as_is:
+            return []
         args = ["--mark-up-in"]
         for o in self.mark_out:
             args += ["--mark-out", str(o)]
@@ -112,12 +115,13 @@ class GeneratedMap:
     def dumps(self, pg_num: Optional[int] = None) -> Tuple[Dict, Dict]:
         """(osd dump, crush dump) JSON as Ceph prints them, in the marked state."""
         text = run("osdmaptool", str(self.path), *self._state_args(), "--dump", "json")
-        osd_dump = json.loads(text[text.index("{"):])
+        osd_dump = json.loads(text[text.index("{"):])   # past "marking all OSDs up and in"
         if pg_num is not None:   # what osdmaptool's --pg_num does to the pools
             for p in osd_dump["pools"]:
                 p["pg_num"] = p["pg_num_target"] = pg_num
+        # export in the same marked state: --mark-up-in also lifts zero CRUSH weights to 1.0
         crush_bin = self.path.with_suffix(".crush")
-        run("osdmaptool", str(self.path), "--export-crush", str(crush_bin))
+        run("osdmaptool", str(self.path), *self._state_args(), "--export-crush", str(crush_bin))
         crush = json.loads(run("crushtool", "-i", str(crush_bin), "--dump"))
         return osd_dump, crush
 

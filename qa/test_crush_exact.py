@@ -1,0 +1,134 @@
+"""Every PG's up set, ours against Ceph's, on maps Ceph's own tools build and on the live mon.
+
+Any mismatch fails the test and names the PG.
+"""
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import pytest
+
+from pg_advisor import snapshot
+from pg_advisor.crush.placement import Placer
+
+from .cluster import Cluster
+from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, generate, rule
+
+
+def mismatches(snap: snapshot.Snapshot, ref: Dict[str, Tuple[List[int], int]],
+               pgp_num: Optional[int] = None) -> List[str]:
+    placer = Placer(snap)
+    bad = []
+    seen = 0
+    for pool in snap.pools:
+        m = placer.map_pool(pool, pgp_num=pgp_num)
+        for i in range(m.ps.size):
+            got = (m.up_list(i), int(m.up_primary[i]))
+            want = ref[m.pgid(i)]
+            seen += 1
+            if got != want:
+                bad.append(f"{m.pgid(i)}: ours {got}, Ceph {want}")
+    assert seen == len(ref), f"mapped {seen} PGs, Ceph mapped {len(ref)}"
+    return bad
+
+
+def check(tmp: Path, layout: Layout, rules: Sequence[str], pg_num: Optional[int] = None,
+          **kw: object) -> None:
+    gm = generate(tmp, layout, rules, **kw)  # type: ignore[arg-type]
+    osd_dump, crush = gm.dumps(pg_num)
+    ref = gm.reference(pg_num)
+    bad = mismatches(snapshot.load(osd_dump, crush), ref)
+    assert not bad, f"{len(bad)} of {len(ref)} PGs differ, first: {bad[:5]}"
+
+
+def mixed_weight(osd: int) -> float:
+    return (4.0, 8.0, 16.0)[osd % 3]      # 4, 8 and 16 TB drives
+
+
+def two_classes(osd: int) -> str:
+    return "ssd" if osd % 5 == 0 else "hdd"
+
+
+def test_60_osds_5_hosts_of_12(tmp_path: Path) -> None:
+    check(tmp_path, Layout(0, 5, 12), [REPLICATED_HOST], pg_bits=6)
+
+
+def test_pgp_num_below_pg_num_and_osds_out(tmp_path: Path) -> None:
+    check(tmp_path, Layout(0, 5, 12), [REPLICATED_HOST], pg_bits=6, pgp_bits=5, mark_out=[0, 13, 59])
+
+
+def test_1000_osds_mixed_weights_racks_and_hosts(tmp_path: Path) -> None:
+    check(tmp_path, Layout(10, 10, 10, weight=mixed_weight), [REPLICATED_HOST], pg_bits=3)
+
+
+def test_rule_that_picks_racks_then_hosts(tmp_path: Path) -> None:
+    r = rule(["take default", "choose firstn 2 type rack", "chooseleaf firstn 2 type host", "emit"])
+    check(tmp_path, Layout(10, 10, 10, weight=mixed_weight), [r], pg_bits=2, size=4)
+
+
+def test_indep_rule_of_6_like_ec_4_2_with_osds_out(tmp_path: Path) -> None:
+    r = rule(["set_chooseleaf_tries 5", "set_choose_tries 100", "take default",
+              "chooseleaf indep 0 type host", "emit"])
+    check(tmp_path, Layout(10, 10, 10, weight=mixed_weight), [r], pg_bits=2, size=6,
+          mark_out=[5, 6, 7, 500])
+
+
+def test_indep_racks_then_osds(tmp_path: Path) -> None:
+    r = rule(["take default", "choose indep 3 type rack", "choose indep 2 type osd", "emit"])
+    check(tmp_path, Layout(10, 10, 10), [r], pg_bits=2, size=6)
+
+
+def test_two_device_classes(tmp_path: Path) -> None:
+    r = rule(["take default class ssd", "chooseleaf firstn 0 type host", "emit"])
+    check(tmp_path, Layout(10, 10, 10, weight=mixed_weight, device_class=two_classes), [r],
+          pg_bits=2)
+
+
+def test_pg_num_beyond_the_maps_own(tmp_path: Path) -> None:
+    # osdmaptool --pg_num changes pg_num only: pgp_num stays, so seeds fold with stable_mod
+    check(tmp_path, Layout(0, 5, 12), [REPLICATED_HOST], pg_num=3000, pg_bits=5)
+
+
+@pytest.fixture(scope="module")
+def live_map(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedMap]:
+    """The live mon's map with an EC 4+2 pool, a reweight, an out OSD, a primary affinity
+    and an upmap item; the cluster is put back as it was afterwards."""
+    c = cluster
+    c.ceph("osd", "erasure-code-profile", "set", "ec42", "k=4", "m=2", "crush-failure-domain=osd")
+    c.ceph("osd", "pool", "create", "ec42", "32", "32", "erasure", "ec42")
+    c.ceph("osd", "pool", "set", "ec42", "pg_autoscale_mode", "off")
+    c.ceph("osd", "reweight", "1", "0.6")
+    c.ceph("osd", "primary-affinity", "2", "0.3")
+    c.ceph("osd", "out", "4")
+    # zero CRUSH weight can only be tested on a real map: osdmaptool --mark-up-in lifts it to 1
+    w3 = next(i["weight"] for b in c.json("osd", "crush", "dump")["buckets"]
+              if b["name"] == "host0" for i in b["items"] if i["id"] == 3)
+    c.ceph("osd", "crush", "reweight", "osd.3", "0")
+    # an upmap item on a replicated PG: one replica to the other OSD of its host
+    up = c.json("pg", "map", "1.3")["up"]
+    partner = {0: 3, 3: 0, 1: 4, 4: 1, 2: 5, 5: 2}
+    src = next(o for o in up if partner[o] not in up and partner[o] not in (3, 4))
+    c.ceph("osd", "pg-upmap-items", "1.3", str(src), str(partner[src]))
+    path = tmp_path_factory.mktemp("live") / "osdmap.bin"
+    c.ceph("osd", "getmap", "-o", str(path))
+    try:
+        yield GeneratedMap(path=path, num_osds=6, as_is=True)
+    finally:
+        c.ceph("osd", "pool", "rm", "ec42", "ec42", "--yes-i-really-really-mean-it")
+        c.ceph("osd", "rm-pg-upmap-items", "1.3")
+        c.ceph("osd", "in", "4")
+        c.ceph("osd", "reweight", "1", "1")
+        c.ceph("osd", "primary-affinity", "2", "1")
+        c.ceph("osd", "crush", "reweight", "osd.3", f"{w3 / 0x10000:.9f}")
+        c.wait_clean()
+
+
+def test_live_map_every_pool(live_map: GeneratedMap) -> None:
+    # the dumps come from the very map getmap saved, so nothing can move in between
+    osd_dump, crush = live_map.dumps()
+    ref = live_map.reference()
+    snap = snapshot.load(osd_dump, crush)
+    assert {p.type for p in snap.pools} == {"replicated", "erasure"}
+    assert snap.pg_upmap_items and not snap.osds.in_[4] and snap.osds.up[4]
+    assert snap.osds.crush_weight[3] == 0
+    bad = mismatches(snap, ref)
+    assert not bad, f"{len(bad)} of {len(ref)} PGs differ, first: {bad[:5]}"
