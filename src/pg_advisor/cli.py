@@ -1,7 +1,10 @@
 """Offline entry point: the same views as the mgr commands, computed from JSON dumps.
 
     python3 -m pg_advisor --osdmap OSD_DUMP.json --crush CRUSH_DUMP.json \
-        [--pg-dump PG_DUMP.json] [--df DF.json] status [POOL] [-f json]
+        [--pg-dump PG_DUMP.json] [--df DF.json] COMMAND ...
+
+    COMMAND: status [POOL] | map [POOL] | simulate [POOL --pg-num N [--pgp-num M]]
+             [--out OSD] [--reweight OSD WEIGHT]   (each with -f plain|json|json-pretty)
 """
 import argparse
 import json
@@ -13,6 +16,8 @@ from .errors import AdvisorError
 from .render import FORMATS, render
 from .status import status_report
 from .status_text import status_text
+from .whatif import Change, pg_map, simulate
+from .whatif_text import map_text, simulate_text
 
 EXIT_BAD_INPUT = 2
 
@@ -45,7 +50,31 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="pools, OSDs and the PG distribution")
     st.add_argument("pool", nargs="?", help="narrow the view to one pool")
     st.add_argument("-f", "--format", choices=FORMATS, default="plain")
+    mp = sub.add_parser("map", help="every PG's up set, computed with CRUSH")
+    mp.add_argument("pool", nargs="?", help="only this pool")
+    mp.add_argument("-f", "--format", choices=FORMATS, default="plain")
+    sm = sub.add_parser("simulate", help="what a pg_num/pgp_num change, an OSD out or a "
+                                         "reweight would do")
+    sm.add_argument("pool", nargs="?", help="the pool whose pg_num/pgp_num changes")
+    sm.add_argument("--pg-num", type=int, help="new pg_num (pgp_num follows unless given)")
+    sm.add_argument("--pgp-num", type=int, help="new pgp_num")
+    # --out-osd is the spelling the `ceph` CLI can carry (it takes --out for --output-file)
+    sm.add_argument("--out", "--out-osd", dest="out", type=int, action="append", default=[],
+                    metavar="OSD", help="mark this OSD out (repeatable)")
+    sm.add_argument("--reweight", nargs=2, action="append", default=[], metavar=("OSD", "WEIGHT"),
+                    help="set this OSD's reweight (repeatable)")
+    sm.add_argument("-f", "--format", choices=FORMATS, default="plain")
     return p
+
+
+def _reweights(pairs: List[List[str]]) -> dict:
+    out = {}
+    for osd, w in pairs:
+        try:
+            out[int(osd)] = float(w)
+        except ValueError:
+            raise AdvisorError.invalid(f"--reweight takes an OSD id and a weight, not '{osd} {w}'") from None
+    return out
 
 
 def run(argv: List[str], out: TextIO) -> int:
@@ -55,8 +84,13 @@ def run(argv: List[str], out: TextIO) -> int:
         _read_json(args.pg_dump, "--pg-dump"), _read_json(args.df, "--df"),
         mon_max_pg_per_osd=args.mon_max_pg_per_osd)
     if args.command == "status":
-        report = status_report(snap, args.pool)
-        out.write(render(report, args.format, status_text) + "\n")
+        out.write(render(status_report(snap, args.pool), args.format, status_text) + "\n")
+    elif args.command == "map":
+        out.write(render(pg_map(snap, args.pool), args.format, map_text) + "\n")
+    elif args.command == "simulate":
+        change = Change(pool=args.pool, pg_num=args.pg_num, pgp_num=args.pgp_num,
+                        out=tuple(args.out), reweight=_reweights(args.reweight))
+        out.write(render(simulate(snap, change), args.format, simulate_text) + "\n")
     return 0
 
 

@@ -3,7 +3,7 @@
 Whole-cluster arithmetic in numpy: one bincount over every (PG, OSD) pair, no loop per PG.
 """
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -34,16 +34,17 @@ def osds_under(snap: Snapshot, root: int) -> np.ndarray:
     return w
 
 
-def rule_weights(snap: Snapshot, rule: Rule) -> np.ndarray:
+def rule_weights(snap: Snapshot, rule: Rule, reweight: Optional[np.ndarray] = None) -> np.ndarray:
     """Effective weight of each OSD for a rule: CRUSH weight under its take items x reweight.
 
     Out OSDs have reweight 0, so they get no share; the weight of an OSD reached by
-    several take steps counts once.
+    several take steps counts once. `reweight` replaces the map's, for what-ifs.
     """
     w = np.zeros(snap.osds.count, dtype=np.float64)
     for item in rule.take_items():
         w = np.maximum(w, osds_under(snap, item))
-    return w * snap.osds.reweight * snap.osds.exists
+    rw = snap.osds.reweight if reweight is None else reweight
+    return w * rw * snap.osds.exists
 
 
 def pg_counts(snap: Snapshot, pgs: Pgs) -> Tuple[List[int], np.ndarray]:
@@ -62,12 +63,19 @@ def pg_counts(snap: Snapshot, pgs: Pgs) -> Tuple[List[int], np.ndarray]:
     return pool_ids, flat.reshape(len(pool_ids), n_osd)
 
 
-def pool_share(pool: Pool, weights: np.ndarray) -> np.ndarray:
+def pool_share(pool: Pool, weights: np.ndarray, pg_num: Optional[int] = None) -> np.ndarray:
     """Each OSD's weight-proportional share of the pool's pg_num x size replicas."""
     total = float(weights.sum())
     if total <= 0:
         return np.zeros_like(weights)
-    return pool.pg_num * pool.size * weights / total
+    return (pool.pg_num if pg_num is None else pg_num) * pool.size * weights / total
+
+
+def up_counts(up: np.ndarray, n_osd: int) -> np.ndarray:
+    """PGs per OSD from an up-set matrix (entries < 0 or past n_osd are holes/padding)."""
+    flat = up.reshape(-1)
+    ok = (flat >= 0) & (flat < n_osd)
+    return np.bincount(flat[ok], minlength=n_osd)
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,7 @@ class Pool:
     stored: Optional[int]
     objects: Optional[int]
     hashpspool: bool = True
+    data_chunks: int = 1      # EC k: a shard holds 1/k of a PG's bytes; replicas hold all
 
 
 @dataclass(frozen=True)
@@ -295,6 +296,7 @@ def _pool_usage(df: Optional[Json], pg_map: Optional[Json]
 
 def _load_pools(osd_dump: Json, usage: Mapping[int, Tuple[int, int]]) -> Tuple[Pool, ...]:
     pools = []
+    profiles = osd_dump.get("erasure_code_profiles") or {}
     for p in _list(osd_dump, "pools", "osd dump"):
         pid = _int(p, "pool", "osd dump: pool")
         what = f"osd dump: pool {pid}"
@@ -311,7 +313,9 @@ def _load_pools(osd_dump: Json, usage: Mapping[int, Tuple[int, int]]) -> Tuple[P
             erasure_code_profile=str(p.get("erasure_code_profile", "")),
             options=dict(p.get("options") or {}),
             stored=stored, objects=objects,
-            hashpspool=bool(int(p.get("flags", 1)) & 1)))
+            hashpspool=bool(int(p.get("flags", 1)) & 1),
+            data_chunks=(int(profiles.get(p.get("erasure_code_profile", ""), {}).get("k", 1))
+                         if int(p["type"]) == 3 else 1)))
     return tuple(sorted(pools, key=lambda q: q.id))
 
 

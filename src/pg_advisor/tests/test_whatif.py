@@ -1,0 +1,83 @@
+from typing import Any, Dict
+
+import numpy as np
+import pytest
+
+from pg_advisor import snapshot
+from pg_advisor.crush.placement import Placer, stable_mod
+from pg_advisor.errors import AdvisorError
+from pg_advisor.whatif import Change, pg_map, simulate
+
+
+def test_map_lists_every_pg(snap: snapshot.Snapshot) -> None:
+    m = pg_map(snap)
+    assert len(m) == sum(p.pg_num for p in snap.pools)
+    assert all(len(up) == 3 for k, up in m.items() if k.startswith("2."))   # EC keeps positions
+    assert list(pg_map(snap, "fast")) == [f"3.{i:x}" for i in range(8)]
+
+
+def test_out_osd_empties_it_and_moves_only_its_shards(snap: snapshot.Snapshot) -> None:
+    r = simulate(snap, Change(out=(0,)))
+    osds = {o["id"]: o for o in r["osds"]}
+    assert osds[0]["pgs_after"] == 0 and osds[0]["pgs_before"] > 0
+    # every PG that had osd.0 must move at least that shard; others may not move at all
+    assert r["total"]["shards_moved"] >= osds[0]["pgs_before"]
+    assert r["total"]["pgs_remapped"] >= osds[0]["pgs_before"]
+
+
+def test_split_counts_and_movement(snap: snapshot.Snapshot) -> None:
+    rbd = snap.pool_by_name("rbd")
+    r = simulate(snap, Change(pool="rbd", pg_num=64))
+    (p,) = r["pools"]
+    assert p["pg_num"] == [32, 64] and p["pgp_num"] == [32, 64]   # pgp_num follows
+    assert p["pgs"] == 64
+    assert sum(o["pgs_after"] for o in r["osds"]) - sum(o["pgs_before"] for o in r["osds"]) \
+        == 32 * rbd.size
+    # independent count: children whose up set differs from their parent's before the split
+    pl = Placer(snap)
+    before = pl.map_pool(rbd)
+    after = pl.map_pool(rbd, pg_num=64, pgp_num=64)
+    changed = sum(set(after.up_list(c)) != set(before.up_list(int(stable_mod(np.array([c]), 32)[0])))
+                  for c in range(64))
+    assert p["pgs_remapped"] == changed
+    # bytes: a child carries half its parent's bytes; nothing moves more than all replicas
+    assert p["bytes_source"] == "pg_stats"
+    assert 0 < p["bytes_moved"] <= rbd.stored * rbd.size
+
+
+def test_split_without_placement_change_moves_nothing(snap: snapshot.Snapshot) -> None:
+    r = simulate(snap, Change(pool="rbd", pg_num=64, pgp_num=32))
+    # with pgp_num unchanged, children land where CRUSH put their parents; only a child
+    # of a PG moved by an upmap item (1.0 -> 1.20) differs, as items are per PG id
+    upmapped = [k for k in snap.pg_upmap_items if k.startswith("1.")]
+    assert upmapped and r["total"]["pgs_remapped"] == len(upmapped)
+
+
+def test_reweight_zero_is_out(snap: snapshot.Snapshot) -> None:
+    a = simulate(snap, Change(out=(3,)))
+    b = simulate(snap, Change(reweight={3: 0.0}))
+    assert a["osds"] == b["osds"] and a["total"]["shards_moved"] == b["total"]["shards_moved"]
+
+
+@pytest.mark.parametrize("change, code, message", [
+    (Change(), -22, "nothing to simulate"),
+    (Change(pg_num=64), -22, "need a pool"),
+    (Change(pool="rbd"), -22, "give --pg-num"),
+    (Change(pool="nope", pg_num=8), -2, "pool 'nope' does not exist"),
+    (Change(pool="rbd", pg_num=0), -22, "pg_num must be between"),
+    (Change(pool="rbd", pg_num=16, pgp_num=32), -22, "pgp_num 32 cannot exceed pg_num 16"),
+    (Change(out=(42,)), -2, "osd.42 does not exist"),
+    (Change(reweight={1: 1.5}), -22, "within 0..1"),
+])
+def test_bad_changes(snap: snapshot.Snapshot, change: Change, code: int, message: str) -> None:
+    with pytest.raises(AdvisorError) as e:
+        simulate(snap, change)
+    assert e.value.code == code and message in e.value.message
+
+
+def test_without_pg_stats_bytes_are_spread_evenly(dumps: Dict[str, Any]) -> None:
+    s = snapshot.load(dumps["osd_dump"], dumps["crush"], None, dumps["df"])
+    r = simulate(s, Change(pool="rbd", pg_num=64))
+    assert r["pools"][0]["bytes_source"] == "df_even" and r["notes"]
+    s2 = snapshot.load(dumps["osd_dump"], dumps["crush"])
+    assert simulate(s2, Change(pool="rbd", pg_num=64))["total"]["bytes_moved"] is None

@@ -1,0 +1,45 @@
+"""Plain-text renderings of the `map` and `simulate` reports."""
+from typing import Any, Dict, List
+
+from .render import cell, human_bytes, table
+
+SPREAD_KEYS = ("osds", "min", "max", "mean", "stdev", "max_deviation")
+
+
+def map_text(r: Dict[str, Any]) -> str:
+    rows = [[pgid, "[" + ",".join(str(o) for o in up) + "]"] for pgid, up in r.items()]
+    return table(["pgid", "up"], rows)
+
+
+def simulate_text(r: Dict[str, Any]) -> str:
+    ch = r["change"]
+    what = []
+    if ch["pool"] is not None:
+        what.append(f"pool {ch['pool']}: pg_num {ch['pg_num'] or '-'}, pgp_num {ch['pgp_num'] or '-'}")
+    if ch["out"]:
+        what.append("out " + ", ".join(f"osd.{o}" for o in ch["out"]))
+    if ch["reweight"]:
+        what.append("reweight " + ", ".join(f"osd.{o} {w}" for o, w in ch["reweight"].items()))
+    t = r["total"]
+    out: List[str] = [f"what if: {'; '.join(what)} (osdmap epoch {r['epoch']})",
+                      f"PGs remapped: {t['pgs_remapped']} of {t['pgs']} in the changed pools; "
+                      f"shards/replicas to move: {t['shards_moved']}; "
+                      f"bytes to move: {human_bytes(t['bytes_moved'])}", ""]
+    rows = []
+    for p in r["pools"]:
+        for label in ("before", "after"):
+            s = p[label]
+            rows.append([p["pool"], label, p["pg_num"][0 if label == "before" else 1],
+                         p["pgp_num"][0 if label == "before" else 1]] + [s[k] for k in SPREAD_KEYS])
+    for label in ("before", "after"):
+        rows.append(["(all pools)", label, None, None] + [t[label][k] for k in SPREAD_KEYS])
+    out.append("PGS PER OSD")
+    out.append(table(["pool", "when", "pg_num", "pgp_num", "osds", "min", "max", "mean", "stdev",
+                      "max_dev"], rows))
+    out.append("")
+    out.append("OSDS")
+    out.append(table(["id", "pgs_before", "pgs_after", "share_after"],
+                     [[o["id"], o["pgs_before"], o["pgs_after"], cell(o["share_after"])]
+                      for o in r["osds"]]))
+    out.extend(f"note: {n}" for n in r["notes"])
+    return "\n".join(out)
