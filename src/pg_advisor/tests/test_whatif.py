@@ -42,7 +42,7 @@ def test_split_counts_and_movement(snap: snapshot.Snapshot) -> None:
     assert p["pgs_remapped"] == changed
     # bytes: a child carries half its parent's bytes; nothing moves more than all replicas
     assert p["bytes_source"] == "pg_stats"
-    assert 0 < p["bytes_moved"] <= rbd.stored * rbd.size
+    assert rbd.stored is not None and 0 < p["bytes_moved"] <= rbd.stored * rbd.size
 
 
 def test_split_without_placement_change_moves_nothing(snap: snapshot.Snapshot) -> None:
