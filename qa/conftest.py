@@ -1,12 +1,16 @@
 """One real cluster per test session, started by qa/vstart.sh and stopped at the end."""
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from .cluster import Cluster
+# the tests import the package from this checkout, as the mgr loads it from there
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from .cluster import Cluster  # noqa: E402
 
 
 @pytest.fixture(scope="session")
