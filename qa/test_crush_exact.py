@@ -2,6 +2,7 @@
 
 Any mismatch fails the test and names the PG.
 """
+import dataclasses
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -90,8 +91,9 @@ def test_pg_num_beyond_the_maps_own(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def live_map(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedMap]:
-    """The live mon's map with an EC 4+2 pool, a reweight, an out OSD, a primary affinity
-    and an upmap item; the cluster is put back as it was afterwards."""
+    """The live mon's map with an EC 4+2 pool, a reweight, an out OSD, a zero CRUSH weight,
+    a primary affinity, an upmap item and choose_args weight sets (compat and positional);
+    the cluster is put back as it was afterwards."""
     c = cluster
     c.ceph("osd", "erasure-code-profile", "set", "ec42", "k=4", "m=2", "crush-failure-domain=osd")
     c.ceph("osd", "pool", "create", "ec42", "32", "32", "erasure", "ec42")
@@ -103,6 +105,12 @@ def live_map(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
     w3 = next(i["weight"] for b in c.json("osd", "crush", "dump")["buckets"]
               if b["name"] == "host0" for i in b["items"] if i["id"] == 3)
     c.ceph("osd", "crush", "reweight", "osd.3", "0")
+    # choose_args: a compat weight set (key -1) and a positional one for the EC pool
+    c.ceph("osd", "crush", "weight-set", "create-compat")
+    c.ceph("osd", "crush", "weight-set", "reweight-compat", "osd.0", "0.0005")
+    c.ceph("osd", "crush", "weight-set", "create", "ec42", "positional")
+    c.ceph("osd", "crush", "weight-set", "reweight", "ec42", "osd.2",
+           "0.0004", "0.0005", "0.0006", "0.0007", "0.0008", "0.0009")
     # an upmap item on a replicated PG: one replica to the other OSD of its host
     up = c.json("pg", "map", "1.3")["up"]
     partner = {0: 3, 3: 0, 1: 4, 4: 1, 2: 5, 5: 2}
@@ -113,6 +121,8 @@ def live_map(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
     try:
         yield GeneratedMap(path=path, num_osds=6, as_is=True)
     finally:
+        c.ceph("osd", "crush", "weight-set", "rm", "ec42")
+        c.ceph("osd", "crush", "weight-set", "rm-compat")
         c.ceph("osd", "pool", "rm", "ec42", "ec42", "--yes-i-really-really-mean-it")
         c.ceph("osd", "rm-pg-upmap-items", "1.3")
         c.ceph("osd", "in", "4")
@@ -130,5 +140,9 @@ def test_live_map_every_pool(live_map: GeneratedMap) -> None:
     assert {p.type for p in snap.pools} == {"replicated", "erasure"}
     assert snap.pg_upmap_items and not snap.osds.in_[4] and snap.osds.up[4]
     assert snap.osds.crush_weight[3] == 0
+    ec = next(p for p in snap.pools if p.type == "erasure")
+    assert set(snap.choose_args) == {-1, ec.id}
     bad = mismatches(snap, ref)
     assert not bad, f"{len(bad)} of {len(ref)} PGs differ, first: {bad[:5]}"
+    # the weight sets matter here: ignoring them must change some PGs
+    assert mismatches(dataclasses.replace(snap, choose_args={}), ref)
