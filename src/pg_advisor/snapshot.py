@@ -18,6 +18,17 @@ NO_OSD = -1                   # our padding / hole marker in int matrices
 WEIGHT_ONE = 0x10000          # CRUSH weights are 16.16 fixed point
 POOL_TYPES = {1: "replicated", 3: "erasure"}
 
+# Cluster settings the layers above use, with Pacific's defaults for what a dump lacks.
+CONFIG_DEFAULTS: Mapping[str, int] = {
+    "mon_max_pg_per_osd": 250,
+    "mon_target_pg_per_osd": 100,
+    "osd_memory_target": 4 << 30,
+    "osd_min_pg_log_entries": 250,
+    "osd_max_pg_log_entries": 10000,
+    "osd_target_pg_log_entries_per_osd": 300000,
+    "osd_pg_log_dups_tracked": 3000,
+}
+
 Json = Mapping[str, Any]
 
 
@@ -115,6 +126,9 @@ class Pgs:
     bytes: np.ndarray
     objects: np.ndarray
     state: Tuple[str, ...]
+    acting: np.ndarray      # (n, width) like up: the OSDs that hold the PG now
+    log_size: np.ndarray    # PG log entries
+    writes: np.ndarray      # write ops so far (an upper bound on entries ever logged)
 
     @property
     def count(self) -> int:
@@ -139,6 +153,9 @@ class Snapshot:
     choose_args: Mapping[int, Mapping[int, Tuple[Tuple[Tuple[int, ...], ...],
                                                  Optional[Tuple[int, ...]]]]] = \
         field(default_factory=dict)
+    config: Mapping[str, int] = field(default_factory=lambda: dict(CONFIG_DEFAULTS))
+    # `ceph osd pool autoscale-status -f json`, by pool name, when known
+    autoscale: Optional[Mapping[str, Mapping[str, Any]]] = None
     sources: Tuple[str, ...] = field(default=())
 
     def pool_by_name(self, name: str) -> Pool:
@@ -348,13 +365,17 @@ def _parse_pgid(pgid: str, what: str) -> Tuple[int, int]:
 def _load_pgs(pg_map: Json) -> Pgs:
     stats = _list(pg_map, "pg_stats", "pg dump")
     n = len(stats)
-    width = max([len(_list(s, "up", "pg dump: pg")) for s in stats], default=0)
+    width = max([max(len(_list(s, "up", "pg dump: pg")), len(s.get("acting") or []))
+                 for s in stats], default=0)
     pool = np.zeros(n, dtype=np.int64)
     ps = np.zeros(n, dtype=np.int64)
     up = np.full((n, width), NO_OSD, dtype=np.int64)
     prim = np.full(n, NO_OSD, dtype=np.int64)
     nbytes = np.zeros(n, dtype=np.int64)
     objects = np.zeros(n, dtype=np.int64)
+    acting = np.full((n, width), NO_OSD, dtype=np.int64)
+    log_size = np.zeros(n, dtype=np.int64)
+    writes = np.zeros(n, dtype=np.int64)
     state: List[str] = []
     for i, s in enumerate(stats):
         pgid = str(_get(s, "pgid", "pg dump: pg"))
@@ -365,12 +386,19 @@ def _load_pgs(pg_map: Json) -> Pgs:
         summ = s.get("stat_sum", {})
         nbytes[i] = int(summ.get("num_bytes", 0))
         objects[i] = int(summ.get("num_objects", 0))
+        writes[i] = int(summ.get("num_write", 0))
+        log_size[i] = int(s.get("log_size") or 0)
+        act = s.get("acting") or []
+        acting[i, :len(act)] = act
         state.append(str(s.get("state", "unknown")))
     up[up == CRUSH_ITEM_NONE] = NO_OSD
+    acting[acting == CRUSH_ITEM_NONE] = NO_OSD
     order = np.lexsort((ps, pool))
     return Pgs(pool=_frozen(pool[order]), ps=_frozen(ps[order]), up=_frozen(up[order]),
                up_primary=_frozen(prim[order]), bytes=_frozen(nbytes[order]),
-               objects=_frozen(objects[order]), state=tuple(state[i] for i in order))
+               objects=_frozen(objects[order]), state=tuple(state[i] for i in order),
+               acting=_frozen(acting[order]), log_size=_frozen(log_size[order]),
+               writes=_frozen(writes[order]))
 
 
 def _load_upmaps(osd_dump: Json) -> Tuple[Dict[str, Tuple[int, ...]],
@@ -390,7 +418,9 @@ def pg_map_of(pg_dump: Json) -> Json:
 
 
 def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
-         df: Optional[Json] = None, mon_max_pg_per_osd: int = 250) -> Snapshot:
+         df: Optional[Json] = None, mon_max_pg_per_osd: int = 250,
+         config: Optional[Mapping[str, Any]] = None,
+         autoscale: Optional[Sequence[Json]] = None) -> Snapshot:
     """Build a Snapshot from the dumps; raise AdvisorError(EINVAL) on anything malformed."""
     for doc, what, keys in ((osd_dump, "osd dump", ("epoch", "pools", "osds", "max_osd")),
                             (crush, "crush dump", ("buckets", "rules", "devices"))):
@@ -406,6 +436,18 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
         raise AdvisorError.invalid("df: not the output of `ceph df -f json` (needs field pools)")
     if mon_max_pg_per_osd <= 0:
         raise AdvisorError.invalid("mon_max_pg_per_osd must be positive")
+    cfg = dict(CONFIG_DEFAULTS, mon_max_pg_per_osd=int(mon_max_pg_per_osd))
+    for k, v in (config or {}).items():
+        if k in CONFIG_DEFAULTS and v is not None:
+            try:
+                cfg[k] = int(v)
+            except (TypeError, ValueError):
+                raise AdvisorError.invalid(f"config {k}: '{v}' is not an integer") from None
+    if autoscale is not None and (not isinstance(autoscale, list)
+                                  or any(not isinstance(a, Mapping) or "pool_name" not in a
+                                         for a in autoscale)):
+        raise AdvisorError.invalid("autoscale status: not the output of "
+                                   "`ceph osd pool autoscale-status -f json`")
     try:
         buckets = _load_buckets(crush)
         upmap, upmap_items = _load_upmaps(osd_dump)
@@ -423,6 +465,9 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
             mon_max_pg_per_osd=int(mon_max_pg_per_osd),
             crush_types={str(t["name"]): int(t["type_id"]) for t in crush.get("types", [])},
             choose_args=_load_choose_args(crush),
+            config=cfg,
+            autoscale=({str(a["pool_name"]): a for a in autoscale}
+                       if autoscale is not None else None),
             sources=tuple(s for s, d in (("osd_dump", osd_dump), ("crush", crush),
                                          ("pg_dump", pg_dump), ("df", df)) if d is not None))
     except AdvisorError:

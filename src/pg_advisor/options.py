@@ -1,0 +1,109 @@
+"""The module's options: one schema for the mgr (MODULE_OPTIONS), the CLI and validation.
+
+Set live with `ceph config set mgr mgr/pg_advisor/NAME VALUE`; offline with --NAME.
+"""
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+
+from .errors import AdvisorError
+
+Value = Union[int, float, str, bool]
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    type: str                      # 'int' | 'float' | 'str' | 'bool'
+    default: Value
+    desc: str
+    min: Optional[float] = None
+    max: Optional[float] = None
+    choices: Tuple[str, ...] = ()
+
+    def mgr_option(self) -> Dict[str, Any]:
+        """The dict mgr_module.Option takes (the mgr hands min/max to the mon, which checks them)."""
+        o: Dict[str, Any] = {"name": self.name, "type": self.type, "default": self.default,
+                             "desc": self.desc, "runtime": True}
+        if self.min is not None:
+            o["min"] = self.min
+        if self.max is not None:
+            o["max"] = self.max
+        if self.choices:
+            o["enum_allowed"] = list(self.choices)
+        return o
+
+
+SPECS: Tuple[Spec, ...] = (
+    Spec("target_pgs_per_osd", "int", 100,
+         "PG replicas per OSD to aim for when sizing pools", 10, 1000),
+    Spec("min_pgs_per_pool", "int", 32, "pg_num floor for near-empty pools", 1, 4096),
+    Spec("empty_pool_share", "float", 0.01,
+         "a pool with less than this share of its subtree's data counts as near-empty", 0.0, 0.5),
+    Spec("pg_per_osd_headroom", "float", 0.2,
+         "keep the predicted max PGs on any OSD this fraction below mon_max_pg_per_osd", 0.0, 0.9),
+    Spec("hysteresis", "float", 0.25,
+         "octaves beyond the rounding midpoint before pg_num changes (0.25: x1.68 / x0.59)",
+         0.0, 1.0),
+    Spec("pg_memory_fraction", "float", 0.25,
+         "share of osd_memory_target PG logs and PG state may take", 0.01, 1.0),
+    Spec("bytes_per_log_entry", "int", 540, "memory of one PG log entry (calibrated)", 1, 1 << 20),
+    Spec("bytes_per_log_dup", "int", 40, "memory of one PG log dup entry (calibrated)", 0, 1 << 20),
+    Spec("bytes_per_pg", "int", 11300, "fixed memory of one PG on an OSD (calibrated)", 0, 1 << 30),
+    Spec("assume_balanced", "str", "auto",
+         "size against the balanced ideal (yes), CRUSH as it falls (no), or yes when the "
+         "upmap balancer is active (auto)", choices=("auto", "yes", "no")),
+    Spec("sleep_interval", "int", 60, "seconds between health evaluations", 1, 86400),
+)
+
+BY_NAME = {s.name: s for s in SPECS}
+
+
+def coerce(name: str, raw: Any) -> Value:
+    """Parse and check one option value; AdvisorError(EINVAL) with a sentence if bad."""
+    spec = BY_NAME.get(name)
+    if spec is None:
+        raise AdvisorError.invalid(f"unknown option '{name}'")
+    try:
+        if spec.type == "int":
+            if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+                raise ValueError
+            v: Value = int(raw)
+        elif spec.type == "float":
+            v = float(raw)
+        elif spec.type == "bool":
+            v = raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes", "on")
+        else:
+            v = str(raw)
+    except (TypeError, ValueError):
+        raise AdvisorError.invalid(f"option {name}: '{raw}' is not a{'n' if spec.type == 'int' else ''}"
+                                   f" {spec.type}") from None
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if spec.min is not None and v < spec.min or spec.max is not None and v > spec.max:
+            raise AdvisorError.invalid(f"option {name}: {v} is outside {spec.min}..{spec.max}")
+    if spec.choices and v not in spec.choices:
+        raise AdvisorError.invalid(f"option {name}: '{v}' is not one of {', '.join(spec.choices)}")
+    return v
+
+
+@dataclass(frozen=True)
+class Options:
+    values: Mapping[str, Value]
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def make(overrides: Optional[Mapping[str, Any]] = None) -> Options:
+    """Defaults with `overrides` applied and checked (None values are ignored)."""
+    values: Dict[str, Value] = {s.name: s.default for s in SPECS}
+    for k, raw in (overrides or {}).items():
+        if raw is not None:
+            values[k] = coerce(k, raw)
+    return Options(values)
+
+
+def mgr_options() -> List[Dict[str, Any]]:
+    return [s.mgr_option() for s in SPECS]
