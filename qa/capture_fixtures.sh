@@ -48,6 +48,7 @@ ceph osd crush dump -f json >"$out/crush_dump.json"
 ceph pg dump -f json 2>/dev/null >"$out/pg_dump.json"
 ceph df -f json >"$out/df.json"
 ceph osd df -f json >"$out/osd_df.json"
+ceph osd pool autoscale-status -f json >"$out/autoscale_status.json"
 ceph pg-advisor status -f json >"$out/live_status.json"
 # Ceph's own mapping of every PG in this exact map, for the crush layer's tests
 ceph osd getmap -o "$out/osdmap.bin" 2>/dev/null

@@ -1,9 +1,9 @@
 """Offline entry point: the same views as the mgr commands, computed from JSON dumps.
 
     python3 -m pg_advisor --osdmap OSD_DUMP.json --crush CRUSH_DUMP.json \
-        [--pg-dump PG_DUMP.json] [--df DF.json] COMMAND ...
+        [--pg-dump PG_DUMP.json] [--df DF.json] [--autoscale-status AUTOSCALE.json] COMMAND ...
 
-    COMMAND: status [POOL] | map [POOL] | simulate [POOL --pg-num N [--pgp-num M]]
+    COMMAND: status [POOL] | plan | map [POOL] | simulate [POOL --pg-num N [--pgp-num M]]
              [--out OSD] [--reweight OSD WEIGHT]   (each with -f plain|json|json-pretty)
 """
 import argparse
@@ -11,8 +11,10 @@ import json
 import sys
 from typing import Any, List, Optional, TextIO
 
-from . import snapshot
+from . import options, snapshot
 from .errors import AdvisorError
+from .plan import plan_report
+from .plan_text import plan_text
 from .render import FORMATS, render
 from .status import status_report
 from .status_text import status_text
@@ -44,12 +46,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="`ceph osd crush dump -f json` (or `crushtool -i CRUSH --dump`)")
     p.add_argument("--pg-dump", metavar="PG_DUMP.json", help="`ceph pg dump -f json`")
     p.add_argument("--df", metavar="DF.json", help="`ceph df -f json`")
+    p.add_argument("--autoscale-status", metavar="AUTOSCALE.json",
+                   help="`ceph osd pool autoscale-status -f json`, to show pg_autoscaler's pick")
     p.add_argument("--mon-max-pg-per-osd", type=int, default=250, metavar="N",
                    help="the cluster's mon_max_pg_per_osd (default 250, Pacific's default)")
+    p.add_argument("--osd-memory-target", type=int, metavar="BYTES",
+                   help="the OSDs' osd_memory_target (default 4 GiB)")
+    for spec in options.SPECS:
+        if spec.name == "sleep_interval":
+            continue
+        p.add_argument("--" + spec.name.replace("_", "-"), dest="opt_" + spec.name,
+                       metavar=spec.type.upper(), help=f"{spec.desc} (default {spec.default})")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     st = sub.add_parser("status", help="pools, OSDs and the PG distribution")
     st.add_argument("pool", nargs="?", help="narrow the view to one pool")
     st.add_argument("-f", "--format", choices=FORMATS, default="plain")
+    pl = sub.add_parser("plan", help="the pg_num changes pg_advisor would make, in order")
+    pl.add_argument("-f", "--format", choices=FORMATS, default="plain")
     mp = sub.add_parser("map", help="every PG's up set, computed with CRUSH")
     mp.add_argument("pool", nargs="?", help="only this pool")
     mp.add_argument("-f", "--format", choices=FORMATS, default="plain")
@@ -79,12 +92,20 @@ def _reweights(pairs: List[List[str]]) -> dict:
 
 def run(argv: List[str], out: TextIO) -> int:
     args = build_parser().parse_args(argv)
+    opts = options.make({s.name: getattr(args, "opt_" + s.name, None) for s in options.SPECS})
     snap = snapshot.load(
         _read_json(args.osdmap, "--osdmap"), _read_json(args.crush, "--crush"),
         _read_json(args.pg_dump, "--pg-dump"), _read_json(args.df, "--df"),
-        mon_max_pg_per_osd=args.mon_max_pg_per_osd)
+        mon_max_pg_per_osd=args.mon_max_pg_per_osd,
+        config={"osd_memory_target": args.osd_memory_target},
+        autoscale=_read_json(args.autoscale_status, "--autoscale-status"))
+    # offline there is no balancer to ask: 'auto' means CRUSH as it falls
+    balanced = opts.assume_balanced == "yes"
     if args.command == "status":
-        out.write(render(status_report(snap, args.pool), args.format, status_text) + "\n")
+        out.write(render(status_report(snap, args.pool, opts, balanced), args.format,
+                         status_text) + "\n")
+    elif args.command == "plan":
+        out.write(render(plan_report(snap, opts, balanced), args.format, plan_text) + "\n")
     elif args.command == "map":
         out.write(render(pg_map(snap, args.pool), args.format, map_text) + "\n")
     elif args.command == "simulate":

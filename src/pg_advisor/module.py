@@ -3,14 +3,18 @@
 Every decision lives in the layers it calls; this file only knows the mgr's API.
 """
 import errno
+import json
 import threading
 import traceback
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from mgr_module import MgrModule
+from mgr_module import MgrModule, Option
 
-from . import snapshot
+from . import options, snapshot
 from .errors import AdvisorError
+from .health import health_checks
+from .plan import plan_report
+from .plan_text import plan_text
 from .render import check_format, render
 from .status import status_report
 from .status_text import status_text
@@ -28,6 +32,11 @@ class Module(MgrModule):
             "perm": "r",
         },
         {
+            "cmd": "pg-advisor plan",
+            "desc": "List the pg_num changes pg_advisor recommends, in order, with their cost",
+            "perm": "r",
+        },
+        {
             "cmd": "pg-advisor map name=pool,type=CephString,req=false",
             "desc": "Show every PG's up set as CRUSH computes it",
             "perm": "r",
@@ -42,13 +51,19 @@ class Module(MgrModule):
             "perm": "r",
         },
     ]
-    MODULE_OPTIONS: list = []
+    MODULE_OPTIONS = [Option(**o) for o in options.mgr_options()]
+    # the cluster settings the sizing model reads, as the mgr sees them
+    NATIVE_OPTIONS = ["mon_max_pg_per_osd", "mon_target_pg_per_osd", "osd_memory_target",
+                      "osd_min_pg_log_entries", "osd_max_pg_log_entries",
+                      "osd_target_pg_log_entries_per_osd", "osd_pg_log_dups_tracked"]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._stop = threading.Event()
+        self._wake = threading.Event()   # set to re-evaluate now (options changed, shutdown)
+        self._stopping = False
         self._handlers: Dict[str, Callable[[Dict[str, Any]], str]] = {
             "pg-advisor status": self._cmd_status,
+            "pg-advisor plan": self._cmd_plan,
             "pg-advisor map": self._cmd_map,
             "pg-advisor simulate": self._cmd_simulate,
         }
@@ -56,17 +71,50 @@ class Module(MgrModule):
     # -- reading the cluster -------------------------------------------------------------------
 
     def take_snapshot(self) -> snapshot.Snapshot:
-        """The same four documents the offline CLI reads from files, straight from the mgr."""
+        """The same documents the offline CLI reads from files, straight from the mgr."""
+        config = {k: self.get_ceph_option(k) for k in self.NATIVE_OPTIONS}
         return snapshot.load(
             self.get("osd_map"), self.get("osd_map_crush"), self.get("pg_dump"), self.get("df"),
-            mon_max_pg_per_osd=int(self.get_ceph_option("mon_max_pg_per_osd")))
+            mon_max_pg_per_osd=int(config["mon_max_pg_per_osd"]), config=config,
+            autoscale=self._autoscale_status())
+
+    def _autoscale_status(self) -> Optional[List[Dict[str, Any]]]:
+        """What Ceph's pg_autoscaler would pick: its own `autoscale-status -f json`."""
+        try:
+            code, out, err = self.remote("pg_autoscaler", "_command_autoscale_status", format="json")
+        except Exception as e:  # the autoscaler is an always-on module, but may be failing
+            self.log.warning("pg_advisor: pg_autoscaler status unavailable: %s", e)
+            return None
+        if code != 0:
+            return None
+        status: List[Dict[str, Any]] = json.loads(out)
+        return status
+
+    def current_options(self) -> options.Options:
+        return options.make({s.name: self.get_module_option(s.name) for s in options.SPECS})
+
+    def balanced(self, opts: options.Options) -> bool:
+        """Size against the balanced ideal when told to, or when the upmap balancer runs."""
+        if opts.assume_balanced != "auto":
+            return bool(opts.assume_balanced == "yes")
+        active = self.get_module_option_ex("balancer", "active", False)
+        mode = self.get_module_option_ex("balancer", "mode", "upmap")
+        return str(active).lower() in ("true", "1") and mode == "upmap"
+
+    def status(self, pool: Optional[str] = None) -> Dict[str, Any]:
+        opts = self.current_options()
+        return status_report(self.take_snapshot(), pool, opts, self.balanced(opts))
 
     # -- commands ------------------------------------------------------------------------------
 
     def _cmd_status(self, cmd: Dict[str, Any]) -> str:
         fmt = check_format(cmd.get("format"))
-        report = status_report(self.take_snapshot(), cmd.get("pool"))
-        return render(report, fmt, status_text)
+        return render(self.status(cmd.get("pool")), fmt, status_text)
+
+    def _cmd_plan(self, cmd: Dict[str, Any]) -> str:
+        fmt = check_format(cmd.get("format"))
+        opts = self.current_options()
+        return render(plan_report(self.take_snapshot(), opts, self.balanced(opts)), fmt, plan_text)
 
     def _cmd_map(self, cmd: Dict[str, Any]) -> str:
         fmt = check_format(cmd.get("format"))
@@ -97,10 +145,32 @@ class Module(MgrModule):
 
     # -- lifecycle -----------------------------------------------------------------------------
 
+    def refresh_health(self) -> None:
+        """Evaluate the sizing model and raise or clear pg_advisor's health checks."""
+        try:
+            checks = health_checks(self.status())
+        except AdvisorError as e:
+            self.log.warning("pg_advisor: health not evaluated: %s", e.message)
+            return
+        self.set_health_checks(checks)
+
     def serve(self) -> None:
         self.log.info("pg_advisor: serving")
-        while not self._stop.wait(60):
-            pass
+        while True:
+            try:
+                self.refresh_health()
+            except Exception:
+                self.log.error("pg_advisor: health evaluation failed: %s", traceback.format_exc())
+            interval = self.get_module_option("sleep_interval")
+            self._wake.wait(float(interval) if interval else 60.0)
+            self._wake.clear()
+            if self._stopping:
+                break
 
     def shutdown(self) -> None:
-        self._stop.set()
+        self._stopping = True
+        self._wake.set()
+
+    def config_notify(self) -> None:
+        # new options (or a new sleep_interval) apply at once: re-evaluate now
+        self._wake.set()

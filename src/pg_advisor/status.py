@@ -8,6 +8,10 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from .distribution import pg_counts, pool_share, rule_weights, spread
+from .errors import AdvisorError
+from .memory import MemoryModel
+from .options import Options, make
+from .sizing import SizingResult, recommend
 from .snapshot import Pool, Snapshot
 
 
@@ -15,9 +19,18 @@ def _opt(v: int) -> Optional[int]:
     return None if v < 0 else int(v)
 
 
-def _pool_entry(snap: Snapshot, pool: Pool, reported: int) -> Dict[str, Any]:
+def _pool_entry(snap: Snapshot, pool: Pool, reported: int,
+                sizing: Optional[SizingResult]) -> Dict[str, Any]:
     rule = snap.rules.get(pool.crush_rule)
+    rec = sizing.by_name(pool.name) if sizing is not None else None
+    auto = (snap.autoscale or {}).get(pool.name)
     return {
+        "recommended_pg_num": rec.recommended if rec else None,
+        "recommendation": rec.sentence() if rec else None,
+        "reasons": [r.as_dict() for r in rec.reasons] if rec else None,
+        "data_share": round(rec.data_share, 6) if rec else None,
+        "autoscaler_pg_num": int(auto["pg_num_final"]) if auto and "pg_num_final" in auto else None,
+        "autoscaler_would_adjust": bool(auto.get("would_adjust")) if auto else None,
         "id": pool.id, "name": pool.name, "type": pool.type,
         "size": pool.size, "min_size": pool.min_size,
         "crush_rule": pool.crush_rule, "crush_rule_name": rule.name if rule else None,
@@ -29,12 +42,23 @@ def _pool_entry(snap: Snapshot, pool: Pool, reported: int) -> Dict[str, Any]:
     }
 
 
-def status_report(snap: Snapshot, pool_name: Optional[str] = None) -> Dict[str, Any]:
+def status_report(snap: Snapshot, pool_name: Optional[str] = None,
+                  opts: Optional[Options] = None, balanced: bool = False) -> Dict[str, Any]:
     """Build the status dict; `pool_name` narrows it to one pool (ENOENT if unknown)."""
     selected = snap.pools if pool_name is None else (snap.pool_by_name(pool_name),)
     osds = snap.osds
     n_osd = osds.count
     notes: List[str] = []
+    opts = opts or make()
+    sizing: Optional[SizingResult] = None
+    try:
+        sizing = recommend(snap, opts, balanced=balanced)
+        notes.extend(sizing.notes)
+    except AdvisorError as e:   # e.g. a CRUSH map we cannot simulate: the rest still stands
+        notes.append(f"no sizing recommendation: {e.message}")
+    model = MemoryModel.from_config(snap.config, opts.bytes_per_log_entry,
+                                    opts.bytes_per_log_dup, opts.bytes_per_pg)
+    mem_now = _memory_now(snap, model)
 
     # weight-proportional shares, one weight vector per rule
     weights_by_rule: Dict[int, np.ndarray] = {}
@@ -83,6 +107,10 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None) -> Dict[str, 
             "pg_share": round(float(share[sel, o].sum()), 6),
             "bytes_used": _opt(int(osds.bytes_used[o])),
             "bytes_total": _opt(int(osds.bytes_total[o])),
+            "pg_memory_now": int(mem_now[o]) if mem_now is not None else None,
+            "pg_memory_steady": (int(model.steady_state(np.array([total_counts[o]]))[0])
+                                 if total_counts is not None else None),
+            "pgs_recommended": int(sizing.pgs_per_osd_after[o]) if sizing is not None else None,
         })
 
     distribution: Dict[str, Any] = {"pools": [], "total": None}
@@ -108,13 +136,39 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None) -> Dict[str, 
     mx = cluster["pgs_per_osd_max"]
     cluster["max_pgs_ratio_of_limit"] = (round(mx / snap.mon_max_pg_per_osd, 6)
                                          if mx is not None else None)
+    cluster["sizing"] = ({
+        "target_pgs_per_osd": opts.target_pgs_per_osd,
+        "pgs_per_osd_limit": sizing.limit_pgs,
+        "pg_memory_budget": int(sizing.memory_budget),
+        "balanced": sizing.balanced,
+        "pgs_per_osd_max_recommended": int(sizing.pgs_per_osd_after.max(initial=0)),
+        "pg_memory_max_recommended": int(sizing.memory_after.max(initial=0)),
+    } if sizing is not None else None)
     return {
         "epoch": snap.epoch,
         "pool_filter": pool_name,
         "pg_source": "pg_stats" if snap.pgs is not None else None,
-        "pools": [_pool_entry(snap, p, reported[p.id]) for p in selected],
+        "pools": [_pool_entry(snap, p, reported[p.id], sizing) for p in selected],
         "osds": osd_rows,
         "distribution": distribution,
         "cluster": cluster,
         "notes": notes,
     }
+
+
+def _memory_now(snap: Snapshot, model: MemoryModel) -> Optional[np.ndarray]:
+    """PG memory per OSD from the logs its PGs report (acting sets: where the PGs live)."""
+    pgs = snap.pgs
+    if pgs is None:
+        return None
+    n_osd = snap.osds.count
+    dups = np.clip(pgs.writes - pgs.log_size, 0, snap.config["osd_pg_log_dups_tracked"])
+    width = pgs.acting.shape[1]
+    osd = pgs.acting.reshape(-1)
+    ok = (osd >= 0) & (osd < n_osd)
+    rep = np.repeat(np.arange(pgs.count), width)[ok]
+    osd = osd[ok]
+    entries = np.bincount(osd, weights=pgs.log_size[rep], minlength=n_osd)
+    ndups = np.bincount(osd, weights=dups[rep], minlength=n_osd)
+    npg = np.bincount(osd, minlength=n_osd)
+    return model.current(entries, ndups, npg)

@@ -17,21 +17,24 @@ def status_text(r: Dict[str, Any]) -> str:
     out.append("POOLS")
     out.append(table(
         ["id", "name", "type", "size", "min_size", "crush_rule", "pg_num", "pgp_num",
-         "pg_num_target", "stored", "objects"],
+         "pg_num_target", "stored", "objects", "recommended", "autoscaler"],
         [[p["id"], p["name"], p["type"], p["size"], p["min_size"],
           f"{p['crush_rule']} ({p['crush_rule_name'] or '?'})", p["pg_num"], p["pgp_num"],
-          p["pg_num_target"], human_bytes(p["stored"]), p["objects"]] for p in r["pools"]]))
+          p["pg_num_target"], human_bytes(p["stored"]), p["objects"], p["recommended_pg_num"],
+          p["autoscaler_pg_num"]] for p in r["pools"]]))
+    out.extend(f"  {p['recommendation']}" for p in r["pools"] if p["recommendation"])
     out.append("")
     out.append("OSDS")
     pool_names = {str(p["id"]): p["name"] for p in r["pools"]}
     out.append(table(
         ["id", "host", "class", "weight", "reweight", "up", "in", "pgs", "share",
-         "pgs_by_pool", "used", "total"],
+         "pgs_by_pool", "used", "total", "pg_mem_now", "pg_mem_full"],
         [[o["id"], o["host"], o["device_class"], o["crush_weight"], o["reweight"],
           o["up"], o["in"], o["pgs"], o["pg_share"],
           (" ".join(f"{pool_names.get(k, k)}={v}" for k, v in o["pgs_by_pool"].items())
            if o["pgs_by_pool"] is not None else None),
-          human_bytes(o["bytes_used"]), human_bytes(o["bytes_total"])] for o in r["osds"]]))
+          human_bytes(o["bytes_used"]), human_bytes(o["bytes_total"]),
+          human_bytes(o["pg_memory_now"]), human_bytes(o["pg_memory_steady"])] for o in r["osds"]]))
     d = r["distribution"]
     keys = ("osds", "min", "max", "mean", "stdev", "max_deviation")
     rows = [[x["pool"]] + [x[k] for k in keys] for x in d["pools"]]

@@ -24,4 +24,5 @@ def dumps() -> Dict[str, Any]:
 
 @pytest.fixture
 def snap(dumps: Dict[str, Any]) -> snapshot.Snapshot:
-    return snapshot.load(dumps["osd_dump"], dumps["crush"], dumps["pg_dump"], dumps["df"])
+    return snapshot.load(dumps["osd_dump"], dumps["crush"], dumps["pg_dump"], dumps["df"],
+                         autoscale=read("autoscale_status.json"))

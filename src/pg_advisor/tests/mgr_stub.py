@@ -20,6 +20,7 @@ class FakeMgr:
         self.options = {"debug_mgr": "0/5", "log_file": "/dev/null", "mon_max_pg_per_osd": 250,
                         **(options or {})}
         self.store: Dict[str, str] = {}
+        self.module_options: Dict[Any, Any] = {}
         self.health: Dict[str, Any] = {}
         self.log: list = []
 
@@ -37,7 +38,7 @@ class BaseMgrModule:
         return self.fake.options.get(key)
 
     def _ceph_get_module_option(self, module: str, key: str, prefix: Optional[str] = None) -> Any:
-        return None
+        return self.fake.module_options.get((module, key))
 
     def _ceph_get_version(self) -> str:
         return "16.2.15"

@@ -14,7 +14,8 @@ from .conftest import CLUSTER6, DUMP_FILES, read
 
 SRC = Path(__file__).resolve().parents[2]
 BASE = ["--osdmap", str(CLUSTER6 / "osd_dump.json"), "--crush", str(CLUSTER6 / "crush_dump.json"),
-        "--pg-dump", str(CLUSTER6 / "pg_dump.json"), "--df", str(CLUSTER6 / "df.json")]
+        "--pg-dump", str(CLUSTER6 / "pg_dump.json"), "--df", str(CLUSTER6 / "df.json"),
+        "--autoscale-status", str(CLUSTER6 / "autoscale_status.json")]
 
 
 def run_cli(argv: List[str]) -> subprocess.CompletedProcess:
@@ -26,7 +27,9 @@ def run_cli(argv: List[str]) -> subprocess.CompletedProcess:
 def test_json_is_the_status_report() -> None:
     out = io.StringIO()
     assert cli.run(BASE + ["status", "-f", "json"], out) == 0
-    snap = snapshot.load(*(read(DUMP_FILES[k]) for k in ("osd_dump", "crush", "pg_dump", "df")))
+    d = {k: read(v) for k, v in DUMP_FILES.items()}
+    snap = snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"],
+                         autoscale=read("autoscale_status.json"))
     assert json.loads(out.getvalue()) == status_report(snap)
 
 

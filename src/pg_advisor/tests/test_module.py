@@ -20,7 +20,10 @@ def module(dumps: Dict[str, Any]) -> Module:
     fake = mgr_stub.FakeMgr({"osd_map": dumps["osd_dump"], "osd_map_crush": dumps["crush"],
                              "pg_dump": dumps["pg_dump"]["pg_map"], "df": dumps["df"]})
     mgr_stub.BaseMgrModule.fake = fake
-    return Module("pg_advisor", None, None)
+    m = Module("pg_advisor", None, None)
+    # what remote('pg_autoscaler', ...) answers in the real mgr
+    m.remote = lambda mod, meth, **kw: (0, json.dumps(read("autoscale_status.json")), "")
+    return m
 
 
 def test_package_exposes_module_inside_the_mgr() -> None:

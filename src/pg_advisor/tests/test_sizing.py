@@ -1,0 +1,134 @@
+import copy
+import math
+from typing import Any, Dict
+
+import numpy as np
+import pytest
+
+from pg_advisor import options, snapshot
+from pg_advisor.crush.placement import Placer
+from pg_advisor.distribution import up_counts
+from pg_advisor.errors import AdvisorError
+from pg_advisor.memory import MemoryModel
+from pg_advisor.sizing import _round_pow2, raw_rate, recommend
+
+
+def load(d: Dict[str, Any]) -> snapshot.Snapshot:
+    return snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
+
+
+def test_rounding_is_to_the_nearest_power_of_two_by_ratio() -> None:
+    assert _round_pow2(142.9)[0] == 128 and _round_pow2(142.9)[1].code == "round_down"
+    assert _round_pow2(182.0)[0] == 256 and _round_pow2(182.0)[1].code == "round_up"
+    assert _round_pow2(64.0)[0] == 64
+    # the midpoint is sqrt(2) x the lower power: 1.41 * 128 = 181.02
+    assert _round_pow2(181.0)[0] == 128 and _round_pow2(181.1)[0] == 256
+
+
+def test_shares_follow_the_data(snap: snapshot.Snapshot) -> None:
+    r = recommend(snap, options.make())
+    rbd, ec = r.by_name("rbd"), r.by_name("ecpool")
+    # rbd and ecpool share the default root: their budget splits by raw bytes
+    raw = {p.name: (p.stored or 0) * raw_rate(p) for p in snap.pools}
+    assert rbd.data_share == pytest.approx(raw["rbd"] / (raw["rbd"] + raw["ecpool"]))
+    n = rbd.osds
+    assert rbd.ideal == pytest.approx(100 * n * rbd.data_share / 3)
+    assert ec.ideal == pytest.approx(100 * n * ec.data_share / 3)
+    for s in (rbd, ec):
+        assert s.recommended & (s.recommended - 1) == 0
+        assert abs(math.log2(s.recommended / s.ideal)) <= 0.5
+    # fast is alone on the ssd subtree and empty: the floor
+    assert r.by_name("fast").recommended == 32 and r.by_name("fast").reasons[0].code == "near_empty"
+
+
+def test_ec_raw_rate(snap: snapshot.Snapshot) -> None:
+    ec = snap.pool_by_name("ecpool")
+    assert ec.data_chunks == 2 and raw_rate(ec) == pytest.approx(1.5)
+
+
+def test_hysteresis_keeps_a_near_value(dumps: Dict[str, Any]) -> None:
+    r = recommend(load(dumps), options.make())
+    rec = r.by_name("rbd").recommended
+    # a pool already at a power of two within the band stays there
+    d = copy.deepcopy(dumps)
+    for p in d["osd_dump"]["pools"]:
+        if p["pool_name"] == "rbd":
+            p["pg_num"] = p["pg_num_target"] = p["pg_placement_num"] = rec // 2
+    s = recommend(load(d), options.make({"hysteresis": 1.0})).by_name("rbd")
+    assert s.recommended == rec // 2 and "hysteresis" in [x.code for x in s.reasons]
+    s = recommend(load(d), options.make({"hysteresis": 0.0})).by_name("rbd")
+    assert s.recommended == rec
+
+
+def test_the_fullest_osd_caps_the_recommendation(snap: snapshot.Snapshot) -> None:
+    r = recommend(snap, options.make({"target_pgs_per_osd": 1000}))
+    assert r.pgs_per_osd_after.max() <= r.limit_pgs == 200
+    capped = [s for s in r.pools if any(x.code == "cap_pgs" for x in s.reasons)]
+    assert capped
+    # the prediction is CRUSH's: recompute the counts independently from the placer
+    pl = Placer(snap)
+    total = sum(up_counts(pl.map_pool(s.pool, pg_num=s.recommended, pgp_num=s.recommended).up,
+                          snap.osds.count) for s in r.pools)
+    assert np.array_equal(total, r.pgs_per_osd_after)
+
+
+def test_balanced_ideal_is_the_ceiling_of_the_share(snap: snapshot.Snapshot) -> None:
+    r = recommend(snap, options.make(), balanced=True)
+    assert r.balanced and r.pgs_per_osd_after.max() <= r.limit_pgs
+
+
+def test_memory_cap(snap: snapshot.Snapshot) -> None:
+    r = recommend(snap, options.make({"pg_memory_fraction": 0.02, "target_pgs_per_osd": 400}))
+    assert (r.memory_after <= r.memory_budget).all() or r.notes
+    assert any(x.code == "cap_memory" for s in r.pools for x in s.reasons)
+
+
+def test_pool_options_are_honoured(dumps: Dict[str, Any]) -> None:
+    d = copy.deepcopy(dumps)
+    for p in d["osd_dump"]["pools"]:
+        if p["pool_name"] == "fast":
+            p["options"] = {"pg_num_min": 64}
+        if p["pool_name"] == "rbd":
+            p["options"] = {"pg_num_max": 16}
+        if p["pool_name"] == "ecpool":
+            p["options"] = {"target_size_ratio": 0.9}
+    r = recommend(load(d), options.make())
+    assert r.by_name("fast").recommended == 64
+    assert r.by_name("rbd").recommended == 16
+    assert r.by_name("ecpool").data_share > 0.9
+
+
+def test_every_recommendation_has_reasons_and_a_sentence(snap: snapshot.Snapshot) -> None:
+    for s in recommend(snap, options.make()).pools:
+        assert s.reasons and all(r.text for r in s.reasons)
+        assert s.sentence().startswith(f"{s.pool.name}: ") and str(s.recommended) in s.sentence()
+
+
+def test_memory_model() -> None:
+    m = MemoryModel(500, 50, 10000, min_log=250, max_log=10000, target_log_per_osd=300000,
+                    dups_tracked=3000)
+    # few PGs: each log at its max; many: the per-OSD target spread thin, floored at min
+    assert m.log_entries_per_pg(np.array([10]))[0] == 10000
+    assert m.log_entries_per_pg(np.array([100]))[0] == 3000
+    assert m.log_entries_per_pg(np.array([2000]))[0] == 250
+    assert m.steady_state(np.array([100]))[0] == 100 * (3000 * 500 + 3000 * 50 + 10000)
+    assert m.current(np.array([1000]), np.array([10]), np.array([2]))[0] == 1000 * 500 + 500 + 20000
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("target_pgs_per_osd", 5, "outside 10..1000"),
+    ("target_pgs_per_osd", "many", "is not an int"),
+    ("hysteresis", 2, "outside"),
+    ("assume_balanced", "maybe", "not one of auto, yes, no"),
+    ("no_such_option", 1, "unknown option"),
+])
+def test_bad_options(name: str, value: Any, message: str) -> None:
+    with pytest.raises(AdvisorError) as e:
+        options.make({name: value})
+    assert e.value.code == -22 and message in e.value.message
+
+
+def test_option_schema_for_the_mgr() -> None:
+    opts = {o["name"]: o for o in options.mgr_options()}
+    assert opts["target_pgs_per_osd"]["min"] == 10 and opts["target_pgs_per_osd"]["default"] == 100
+    assert opts["assume_balanced"]["enum_allowed"] == ["auto", "yes", "no"]
