@@ -162,13 +162,16 @@ def _memory_now(snap: Snapshot, model: MemoryModel) -> Optional[np.ndarray]:
     if pgs is None:
         return None
     n_osd = snap.osds.count
-    dups = np.clip(pgs.writes - pgs.log_size, 0, snap.config["osd_pg_log_dups_tracked"])
+    # log_size is the span of log versions: after a split a child keeps its parent's span
+    # but only some of the entries, and its share of writes bounds them better
+    entries_pg = np.minimum(pgs.log_size, pgs.writes)
+    dups = np.clip(pgs.writes - entries_pg, 0, snap.config["osd_pg_log_dups_tracked"])
     width = pgs.acting.shape[1]
     osd = pgs.acting.reshape(-1)
     ok = (osd >= 0) & (osd < n_osd)
     rep = np.repeat(np.arange(pgs.count), width)[ok]
     osd = osd[ok]
-    entries = np.bincount(osd, weights=pgs.log_size[rep], minlength=n_osd)
+    entries = np.bincount(osd, weights=entries_pg[rep], minlength=n_osd)
     ndups = np.bincount(osd, weights=dups[rep], minlength=n_osd)
     npg = np.bincount(osd, minlength=n_osd)
     return model.current(entries, ndups, npg)
