@@ -39,9 +39,10 @@ class Cluster:
         return json.loads(self.ceph(*args, "-f", "json"))
 
     def dumps(self) -> Dict[str, Any]:
-        """The four dumps the offline CLI reads."""
+        """The dumps the offline CLI reads."""
         return {"osd_dump": self.json("osd", "dump"), "crush": self.json("osd", "crush", "dump"),
-                "pg_dump": self.json("pg", "dump"), "df": self.json("df")}
+                "pg_dump": self.json("pg", "dump"), "df": self.json("df"),
+                "autoscale": self.json("osd", "pool", "autoscale-status")}
 
     def fingerprint(self) -> Dict[str, Any]:
         """What a pg_advisor command could change: pools, upmaps, OSD weights, flags, config.
@@ -87,7 +88,8 @@ def offline(dumps: Dict[str, Any], tmp: Path, args: List[str],
     """Run `python3 -m pg_advisor` on dumps written to files, as an operator would."""
     files = []
     for flag, key in (("--osdmap", "osd_dump"), ("--crush", "crush"),
-                      ("--pg-dump", "pg_dump"), ("--df", "df")):
+                      ("--pg-dump", "pg_dump"), ("--df", "df"),
+                      ("--autoscale-status", "autoscale")):
         f = tmp / f"{key}.json"
         f.write_text(json.dumps(dumps[key]))
         files += [flag, str(f)]
