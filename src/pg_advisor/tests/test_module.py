@@ -72,3 +72,33 @@ def test_a_bug_is_reported_not_raised(module: Module, monkeypatch: pytest.Monkey
     monkeypatch.setattr("pg_advisor.module.status_report", boom)
     code, _, err = module.handle_command(None, {"prefix": "pg-advisor status"})
     assert code == -5 and "internal error" in err and "oops" in err
+
+
+def test_plan_command(module: Module) -> None:
+    code, out, err = module.handle_command(None, {"prefix": "pg-advisor plan", "format": "json"})
+    assert code == 0, err
+    steps = json.loads(out)["steps"]
+    assert {s["pool"] for s in steps} == {"rbd", "ecpool", "fast"}
+
+
+def test_health_refresh_sets_the_checks(module: Module) -> None:
+    module.refresh_health()
+    checks = mgr_stub.BaseMgrModule.fake.health
+    assert "PG_ADVISOR_TOO_FEW_PGS" in checks
+    assert checks["PG_ADVISOR_TOO_FEW_PGS"]["count"] == 3
+
+
+def test_options_reach_the_model(module: Module) -> None:
+    mgr_stub.BaseMgrModule.fake.module_options[("pg_advisor", "min_pgs_per_pool")] = 64
+    _, out, _ = module.handle_command(None, {"prefix": "pg-advisor status", "format": "json"})
+    assert {p["name"]: p["recommended_pg_num"] for p in json.loads(out)["pools"]}["fast"] == 64
+
+
+def test_balanced_when_the_upmap_balancer_is_active(module: Module) -> None:
+    fake = mgr_stub.BaseMgrModule.fake
+    assert not module.balanced(module.current_options())
+    fake.module_options[("balancer", "active")] = True
+    fake.module_options[("balancer", "mode")] = "upmap"
+    assert module.balanced(module.current_options())
+    fake.module_options[("pg_advisor", "assume_balanced")] = "no"
+    assert not module.balanced(module.current_options())
