@@ -12,6 +12,8 @@ import sys
 from typing import Any, List, Optional, TextIO
 
 from . import options, snapshot
+from .balance import balance_report
+from .balance_text import balance_text
 from .errors import AdvisorError
 from .plan import plan_report
 from .plan_text import plan_text
@@ -63,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("-f", "--format", choices=FORMATS, default="plain")
     pl = sub.add_parser("plan", help="the pg_num changes pg_advisor would make, in order")
     pl.add_argument("-f", "--format", choices=FORMATS, default="plain")
+    bl = sub.add_parser("balance", help="pg-upmap-items that bring every OSD to its share")
+    bl.add_argument("--pool", action="append", help="only this pool (repeatable)")
+    bl.add_argument("--max-items", type=int, default=1 << 20, metavar="N",
+                    help="at most this many replica moves")
+    bl.add_argument("--mode", default="pgs", help="what to balance: pgs")
+    bl.add_argument("-f", "--format", choices=FORMATS, default="plain")
     mp = sub.add_parser("map", help="every PG's up set, computed with CRUSH")
     mp.add_argument("pool", nargs="?", help="only this pool")
     mp.add_argument("-f", "--format", choices=FORMATS, default="plain")
@@ -106,6 +114,9 @@ def run(argv: List[str], out: TextIO) -> int:
                          status_text) + "\n")
     elif args.command == "plan":
         out.write(render(plan_report(snap, opts, balanced), args.format, plan_text) + "\n")
+    elif args.command == "balance":
+        out.write(render(balance_report(snap, args.pool, args.max_items, args.mode), args.format,
+                         balance_text) + "\n")
     elif args.command == "map":
         out.write(render(pg_map(snap, args.pool), args.format, map_text) + "\n")
     elif args.command == "simulate":

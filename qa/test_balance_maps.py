@@ -1,0 +1,117 @@
+"""The balancer on maps Ceph's tools build, and its items through the real mon."""
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+import pytest
+
+from pg_advisor import snapshot
+from pg_advisor.balance import Balancer
+from pg_advisor.crush.placement import Placer
+from pg_advisor.distribution import up_counts
+from pg_advisor.tests.upmap_checker import check_up_set
+
+from .cluster import Cluster
+from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, generate, rule
+
+
+def run(tmp: Path, layout: Layout, rules: Sequence[str], pg_num: Optional[int] = None,
+        **kw: Any) -> Dict[str, Any]:
+    gm = generate(tmp, layout, rules, **kw)
+    osd_dump, crush = gm.dumps(pg_num)
+    snap = snapshot.load(osd_dump, crush)
+    res = Balancer(snap).run()
+    # every proposal passes the independent checker, and the items give exactly it
+    new = dict(snap.pg_upmap_items)
+    new.update({k: tuple(v) for k, v in res.items.items() if v})
+    after = Placer(dataclasses.replace(snap, pg_upmap_items=new))
+    pool_json = {p["pool"]: p for p in osd_dump["pools"]}
+    n = snap.osds.count
+    total, share = np.zeros(n), np.zeros(n)
+    dev = {}
+    for st in res.pools:
+        m = after.map_pool(st.pool)
+        for r in range(m.up.shape[0]):
+            up = m.up_list(r)
+            bad = check_up_set(osd_dump, crush, pool_json[st.pool.id], up)
+            assert not bad, f"{m.pgid(r)}: {bad}"
+        c = up_counts(m.up, n)
+        dev[st.pool.name] = float(np.abs(c - st.share)[st.share > 0].max())
+        total += c
+        share += st.share
+    dev["(total)"] = float(np.abs(total - share)[share > 0].max())
+    return {"dev": dev, "moves": res.moves, "lower_bound": res.lower_bound, "items": res.items}
+
+
+def test_60_osds_2048_pgs_reaches_the_limit(tmp_path: Path) -> None:
+    r = run(tmp_path, Layout(0, 5, 12), [REPLICATED_HOST], pg_num=2048, pg_bits=5)
+    assert max(r["dev"].values()) <= 1.0, r["dev"]
+    assert r["moves"] <= 1.1 * r["lower_bound"], (r["moves"], r["lower_bound"])
+
+
+def test_1000_mixed_osds_in_racks(tmp_path: Path) -> None:
+    r = run(tmp_path, Layout(10, 10, 10, weight=lambda o: (4.0, 8.0, 16.0)[o % 3]),
+            [REPLICATED_HOST], pg_bits=2)
+    assert max(r["dev"].values()) <= 1.0, r["dev"]
+
+
+def test_racks_then_hosts_keeps_two_per_rack(tmp_path: Path) -> None:
+    rr = rule(["take default", "choose firstn 2 type rack", "chooseleaf firstn 2 type host", "emit"])
+    r = run(tmp_path, Layout(10, 10, 10), [rr], pg_bits=2, size=4)
+    assert r["items"]
+
+
+def test_indep_ec_like(tmp_path: Path) -> None:
+    rr = rule(["take default", "chooseleaf indep 0 type host", "emit"])
+    r = run(tmp_path, Layout(10, 10, 10), [rr], pg_bits=2, size=6)
+    assert max(r["dev"].values()) <= 1.0, r["dev"]
+
+
+def test_device_class_rule_stays_in_its_class(tmp_path: Path) -> None:
+    rr = rule(["take default class ssd", "chooseleaf firstn 0 type host", "emit"])
+    run(tmp_path, Layout(10, 10, 10, device_class=lambda o: "ssd" if o % 5 == 0 else "hdd"),
+        [rr], pg_bits=2)
+
+
+@pytest.fixture
+def ec_pool(cluster: Cluster) -> Any:
+    c = cluster
+    c.ceph("osd", "erasure-code-profile", "set", "bal21", "k=2", "m=1", "crush-failure-domain=host")
+    c.ceph("osd", "pool", "create", "balec", "32", "32", "erasure", "bal21")
+    c.ceph("osd", "pool", "set", "balec", "pg_autoscale_mode", "off")
+    c.wait_clean()
+    yield c
+    c.ceph("osd", "pool", "rm", "balec", "balec", "--yes-i-really-really-mean-it")
+    for pg in [u["pgid"] for u in c.json("osd", "dump")["pg_upmap_items"]]:
+        c.ceph("osd", "rm-pg-upmap-items", pg)
+    c.wait_clean()
+
+
+def test_live_mon_keeps_every_item(ec_pool: Cluster, tmp_path: Path) -> None:
+    """Set the proposed items through the real mon: none is dropped by its verify_upmap,
+    and the mon's own mapping (osdmaptool on its map) is what the balancer proposed."""
+    c = ec_pool
+    osd_dump, crush = c.json("osd", "dump"), c.json("osd", "crush", "dump")
+    snap = snapshot.load(osd_dump, crush)
+    res = Balancer(snap).run()
+    assert res.items
+    for pgid, pairs in res.items.items():
+        if pairs:
+            c.ceph("osd", "pg-upmap-items", pgid, *[str(x) for p in pairs for x in p])
+        else:
+            c.ceph("osd", "rm-pg-upmap-items", pgid)
+    path = tmp_path / "after.bin"
+    c.ceph("osd", "getmap", "-o", str(path))
+    kept = {u["pgid"]: [(m["from"], m["to"]) for m in u["mappings"]]
+            for u in c.json("osd", "dump")["pg_upmap_items"]}
+    for pgid, pairs in res.items.items():
+        assert kept.get(pgid, []) == [tuple(p) for p in pairs], pgid
+    ref = GeneratedMap(path=path, num_osds=6, as_is=True).reference()
+    for st in res.pools:
+        for r in range(st.up.shape[0]):
+            want: List[int] = [o for o in st.up[r].tolist() if o != -1]
+            got = ref[f"{st.pool.id}.{r:x}"][0]
+            assert (sorted(got) == sorted(want)) if st.pool.type == "replicated" else got == want
+    print(json.dumps({"items": len(res.items), "moves": res.moves, "lower_bound": res.lower_bound}))

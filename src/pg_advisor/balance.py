@@ -1,0 +1,298 @@
+"""Layer 4: pg-upmap-items that bring PG counts to the weight-proportional share.
+
+Phase 1, per pool: move replicas from the most overfull OSD to the most underfull one
+that the PG's rule allows, while that strictly lowers the pool's squared deviation.
+Phase 2, across pools: with every pool kept within floor/ceil of its share, move
+replicas so that the OSDs' totals come within one of their total share too. Every
+candidate destination is checked against the rule: same ancestors at each level a
+choose step fixes, a failure-domain bucket no other replica uses, under the rule's root
+and class, up, in and of non-zero weight, not already in the PG.
+"""
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from .crush.compiled import CRUSH_ITEM_NONE
+from .crush.placement import Placer
+from .distribution import pool_share, rule_weights, up_counts
+from .errors import AdvisorError
+from .snapshot import Pool, Snapshot
+
+EPS = 1e-9
+
+
+def ancestors(snap: Snapshot) -> Dict[int, np.ndarray]:
+    """type id -> vector over OSDs of their ancestor bucket of that type (real tree).
+
+    OSDs without such an ancestor get a unique negative sentinel below any bucket id.
+    """
+    parent: Dict[int, int] = {}
+    for b in snap.buckets.values():
+        if not b.is_shadow:
+            for child in b.items.tolist():
+                parent.setdefault(child, b.id)
+    n = snap.osds.count
+    floor_id = min(list(snap.buckets) + [0]) - 1
+    out: Dict[int, np.ndarray] = {0: np.arange(n, dtype=np.int64)}
+    for t in set(snap.crush_types.values()) - {0}:
+        out[t] = floor_id - np.arange(n, dtype=np.int64)
+    for osd in range(n):
+        node = parent.get(osd)
+        while node is not None:
+            out.setdefault(snap.buckets[node].type_id, floor_id - np.arange(n))[osd] = node
+            node = parent.get(node)
+    return out
+
+
+@dataclass(frozen=True)
+class RuleShape:
+    """What a replacement must keep: ancestors at `fixed` types, distinctness at `domain`."""
+    fixed: Tuple[int, ...]
+    domain: int
+
+
+def rule_shape(snap: Snapshot, pool: Pool) -> RuleShape:
+    rule = snap.rules.get(pool.crush_rule)
+    if rule is None:
+        raise AdvisorError.invalid(f"pool {pool.name}: crush rule {pool.crush_rule} is missing")
+    takes = [s for s in rule.steps if s.get("op") == "take"]
+    chooses = [s for s in rule.steps if str(s.get("op", "")).startswith("choose")]
+    if len(takes) != 1 or not chooses:
+        raise AdvisorError.invalid(f"pool {pool.name}: rule '{rule.name}' has {len(takes)} take "
+                                   f"steps; only single-take rules are balanced")
+    types = [snap.crush_types[str(s["type"])] for s in chooses]
+    return RuleShape(fixed=tuple(types[:-1]), domain=types[-1])
+
+
+@dataclass
+class PoolState:
+    pool: Pool
+    raw: np.ndarray          # CRUSH's own up sets (no upmaps)
+    up: np.ndarray           # current, then proposed, up sets
+    start: np.ndarray        # up sets before balancing
+    share: np.ndarray        # weight-proportional share per OSD
+    allowed: np.ndarray      # OSDs the rule may use (root/class, weight, up, in)
+    shape: RuleShape
+    healthy: np.ndarray      # rows that may be moved (complete, all OSDs up)
+    counts: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.counts = up_counts(self.up, self.share.shape[0])
+
+
+@dataclass
+class BalanceResult:
+    pools: List[PoolState]
+    items: Dict[str, List[Tuple[int, int]]]       # pgid -> new full item list ([] = remove)
+    moves: int
+    lower_bound: int
+    notes: List[str]
+
+
+class Balancer:
+    def __init__(self, snap: Snapshot, placer: Optional[Placer] = None,
+                 pools: Optional[List[str]] = None) -> None:
+        self.snap = snap
+        self.placer = placer or Placer(snap)
+        self.anc = ancestors(snap)
+        o = snap.osds
+        self.usable = o.exists & o.up & o.in_ & (o.reweight > 0) & (o.crush_weight > 0)
+        self.notes: List[str] = []
+        self.states: List[PoolState] = []
+        for pool in snap.pools:
+            if pools is not None and pool.name not in pools:
+                continue
+            try:
+                self.states.append(self._state(pool))
+            except AdvisorError as e:
+                self.notes.append(e.message)
+
+    def _state(self, pool: Pool) -> PoolState:
+        shape = rule_shape(self.snap, pool)
+        rule = self.snap.rules[pool.crush_rule]
+        w = rule_weights(self.snap, rule)
+        cur = self.placer.map_pool(pool)
+        raw = self.placer.map_pool(pool, upmaps=False)
+        full = ((cur.up >= 0) & (cur.up != CRUSH_ITEM_NONE)).all(axis=1)
+        return PoolState(pool=pool, raw=raw.up, up=cur.up.copy(), start=cur.up.copy(),
+                         share=pool_share(pool, w), allowed=(w > 0) & self.usable,
+                         shape=shape, healthy=full)
+
+    # -- legality -------------------------------------------------------------------------------
+
+    def destinations(self, st: PoolState, rows: np.ndarray, src: int) -> np.ndarray:
+        """(len(rows), n_osd) mask of legal replacements for `src` in each row."""
+        up = st.up[rows]
+        n = self.snap.osds.count
+        ok = np.broadcast_to(st.allowed, (rows.size, n)).copy()
+        held = up[(up >= 0) & (up < n)]
+        rr = np.nonzero((up >= 0) & (up < n))[0]
+        ok[rr, held] = False                        # not already in the PG
+        if st.pool.type != "replicated":            # EC: Ceph skips an item whose target is raw
+            raw = st.raw[rows]
+            m = (raw >= 0) & (raw < n)
+            ok[np.nonzero(m)[0], raw[m]] = False
+        for t in st.shape.fixed:                    # keep the upper levels the rule chose
+            a = self.anc[t]
+            ok &= a[None, :] == a[src]
+        dom = self.anc[st.shape.domain]
+        # failure-domain buckets of the PG's other replicas (a large sentinel for holes)
+        others = np.where((up != src) & (up >= 0) & (up < n), dom[np.clip(up, 0, n - 1)],
+                          np.iinfo(np.int64).max)
+        ok &= ~(dom[None, :, None] == others[:, None, :]).any(axis=2)
+        return ok
+
+    # -- the two phases -------------------------------------------------------------------------
+
+    def _move(self, st: PoolState, row: int, src: int, dst: int) -> None:
+        pos = int(np.flatnonzero(st.up[row] == src)[0])
+        st.up[row, pos] = dst
+        st.counts[src] -= 1
+        st.counts[dst] += 1
+
+    def _best_move(self, st: PoolState, src: int, score: np.ndarray,
+                   extra: Optional[np.ndarray] = None) -> Optional[Tuple[int, int]]:
+        rows = np.flatnonzero(st.healthy & (st.up == src).any(axis=1))
+        if not rows.size:
+            return None
+        ok = self.destinations(st, rows, src)
+        if extra is not None:
+            ok &= extra[None, :]
+        if not ok.any():
+            return None
+        # prefer undoing an existing item (a row where src is not CRUSH's own choice)
+        moved = ~(st.raw[rows] == src).any(axis=1)
+        cost = np.where(ok, score[None, :], np.inf) - moved[:, None] * EPS
+        r, d = np.unravel_index(int(np.argmin(cost)), cost.shape)
+        return int(rows[r]), int(d)
+
+    def balance_pools(self, budget: int) -> int:
+        used = 0
+        for st in self.states:
+            while used < budget:
+                dev = st.counts - st.share
+                done = False
+                for src in np.argsort(-dev).tolist():
+                    if dev[src] <= 0.5:
+                        break
+                    mv = self._best_move(st, src, dev)
+                    if mv is None or dev[src] - dev[mv[1]] <= 1 + EPS:
+                        continue
+                    self._move(st, mv[0], src, mv[1])
+                    used += 1
+                    done = True
+                    break
+                if not done:
+                    break
+        return used
+
+    def balance_total(self, budget: int) -> int:
+        n = self.snap.osds.count
+        used = 0
+        while used < budget:
+            tot = sum((st.counts for st in self.states), np.zeros(n))
+            share = sum((st.share for st in self.states), np.zeros(n))
+            dev = tot - share
+            done = False
+            for src in np.argsort(-dev).tolist():
+                if dev[src] <= 0.5:
+                    break
+                for st in self.states:
+                    # keep the pool within floor/ceil of its own share at both ends
+                    if st.counts[src] - 1 < np.floor(st.share[src] + EPS):
+                        continue
+                    room = st.counts + 1 <= np.ceil(st.share - EPS)
+                    mv = self._best_move(st, src, dev, room)
+                    if mv is None or dev[src] - dev[mv[1]] <= 1 + EPS:
+                        continue
+                    self._move(st, mv[0], src, mv[1])
+                    used += 1
+                    done = True
+                    break
+                if done:
+                    break
+            if not done:
+                break
+        return used
+
+    # -- results --------------------------------------------------------------------------------
+
+    def items(self) -> Dict[str, List[Tuple[int, int]]]:
+        """The new full item list of every PG whose up set changed (empty: remove them)."""
+        out: Dict[str, List[Tuple[int, int]]] = {}
+        for st in self.states:
+            changed = np.flatnonzero((st.up != st.start).any(axis=1))
+            for r in changed.tolist():
+                raw, want = st.raw[r].tolist(), st.up[r].tolist()
+                if st.pool.type == "replicated":
+                    gone = [o for o in raw if o >= 0 and o not in want]
+                    new = [o for o in want if o >= 0 and o not in raw]
+                    pairs = list(zip(gone, new))
+                else:
+                    pairs = [(a, b) for a, b in zip(raw, want) if a != b]
+                out[f"{st.pool.id}.{r:x}"] = pairs
+        return out
+
+    def lower_bound(self) -> int:
+        """Replicas that must move at least, per pool: those above each OSD's rounded-up
+        share, or those missing below each rounded-down share, whichever is more (one move
+        takes one replica off one OSD and puts it on one other)."""
+        total = 0
+        for st in self.states:
+            c = up_counts(st.start, st.share.shape[0])
+            over = np.maximum(c - np.ceil(st.share - EPS), 0).sum()
+            under = np.maximum(np.floor(st.share + EPS) - c, 0).sum()
+            total += int(max(over, under))
+        return total
+
+    def run(self, max_moves: int = 1 << 30) -> BalanceResult:
+        lb = self.lower_bound()
+        used = self.balance_pools(max_moves)
+        used += self.balance_total(max_moves - used)
+        moves = int(sum(((st.up != st.start) & (st.start >= 0)).sum() for st in self.states))
+        return BalanceResult(pools=self.states, items=self.items(), moves=moves, lower_bound=lb,
+                             notes=self.notes)
+
+
+def _spreads(states: List[PoolState], use_start: bool) -> Dict[str, Any]:
+    from .distribution import spread   # local: the report is the only user
+    n = states[0].share.shape[0] if states else 0
+    tot, share = np.zeros(n), np.zeros(n)
+    pools: List[Dict[str, Any]] = []
+    for st in states:
+        c = up_counts(st.start if use_start else st.up, n)
+        pools.append({"pool": st.pool.name, **spread(c, st.share).as_dict()})
+        tot += c
+        share += st.share
+    return {"pools": pools, "total": spread(tot, share).as_dict() if states else None}
+
+
+def commands(items: Dict[str, List[Tuple[int, int]]]) -> List[str]:
+    """The `ceph` commands that set the items, as `osdmaptool --upmap` writes them."""
+    out = []
+    for pgid, pairs in sorted(items.items(), key=lambda kv: tuple(int(x, 16) for x in kv[0].split("."))):
+        if pairs:
+            out.append(f"ceph osd pg-upmap-items {pgid} " + " ".join(f"{a} {b}" for a, b in pairs))
+        else:
+            out.append(f"ceph osd rm-pg-upmap-items {pgid}")
+    return out
+
+
+def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 1 << 20,
+                   mode: str = "pgs", placer: Optional[Placer] = None) -> Dict[str, Any]:
+    if mode != "pgs":
+        raise AdvisorError.invalid(f"mode '{mode}' is not available yet: use --mode pgs")
+    if max_items < 1:
+        raise AdvisorError.invalid(f"--max-items must be at least 1, not {max_items}")
+    for name in pools or []:
+        snap.pool_by_name(name)
+    b = Balancer(snap, placer, pools)
+    res = b.run(max_items)
+    return {
+        "epoch": snap.epoch, "mode": mode,
+        "commands": commands(res.items),
+        "items": {k: [list(p) for p in v] for k, v in sorted(res.items.items())},
+        "before": _spreads(res.pools, True), "after": _spreads(res.pools, False),
+        "moves": res.moves, "lower_bound": res.lower_bound, "notes": res.notes,
+    }

@@ -1,0 +1,74 @@
+"""An independent checker of up sets against a pool's CRUSH rule, from the raw JSON dumps.
+
+Plain Python over `ceph osd dump` / `ceph osd crush dump`: shares no code with the balancer.
+"""
+from typing import Any, Dict, List, Set
+
+
+def check_up_set(osd_dump: Dict[str, Any], crush: Dict[str, Any], pool: Dict[str, Any],
+                 up: List[int]) -> List[str]:
+    """Every way `up` breaks the pool's rule or the OSDs' state (empty when it is fine)."""
+    problems = []
+    none = 0x7FFFFFFF
+    osds = [o for o in up if o != none and o >= 0]
+    if len(set(osds)) != len(osds):
+        problems.append(f"repeats an OSD: {up}")
+    state = {o["osd"]: o for o in osd_dump["osds"]}
+    for o in osds:
+        s = state.get(o)
+        if s is None or not s["up"] or not s["in"] or s["weight"] <= 0:
+            problems.append(f"osd.{o} is down, out or of zero weight")
+    buckets = {b["id"]: b for b in crush["buckets"]}
+    parent: Dict[int, int] = {}
+    weight: Dict[int, int] = {}
+    for b in crush["buckets"]:
+        if "~" in b["name"]:
+            continue
+        for it in b["items"]:
+            parent.setdefault(it["id"], b["id"])
+            if it["id"] >= 0:
+                weight[it["id"]] = it["weight"]
+    for o in osds:
+        if weight.get(o, 0) <= 0:
+            problems.append(f"osd.{o} has CRUSH weight 0")
+
+    def under(item: int) -> Set[int]:
+        found: Set[int] = set()
+        stack = [item]
+        while stack:
+            b = buckets.get(stack.pop())
+            if b is None:
+                continue
+            for it in b["items"]:
+                (found.add if it["id"] >= 0 else stack.append)(it["id"])
+        return found
+
+    def ancestor(o: int, type_name: str) -> int:
+        node = parent.get(o)
+        while node is not None and buckets[node]["type_name"] != type_name:
+            node = parent.get(node)
+        return node if node is not None else -10**9 - o
+
+    rule = next(r for r in crush["rules"] if r["rule_id"] == pool["crush_rule"])
+    take = next(s for s in rule["steps"] if s["op"] == "take")
+    allowed = under(take["item"])
+    for o in osds:
+        if o not in allowed:
+            problems.append(f"osd.{o} is outside {take['item_name']}")
+    chooses = [s for s in rule["steps"] if s["op"].startswith("choose")]
+    size = pool["size"]
+    nums = [s["num"] if s["num"] > 0 else s["num"] + size for s in chooses]
+    for k, step in enumerate(chooses):
+        per_bucket = 1
+        for n in nums[k + 1:]:
+            per_bucket *= n
+        if step["type"] == "osd":
+            continue
+        count: Dict[int, int] = {}
+        for o in osds:
+            a = ancestor(o, step["type"])
+            count[a] = count.get(a, 0) + 1
+        if max(count.values(), default=0) > per_bucket:
+            problems.append(f"{max(count.values())} replicas share a {step['type']} "
+                            f"(rule allows {per_bucket}): {up}")
+    return problems
