@@ -92,8 +92,12 @@ class BalanceResult:
 
 class Balancer:
     def __init__(self, snap: Snapshot, placer: Optional[Placer] = None,
-                 pools: Optional[List[str]] = None) -> None:
+                 pools: Optional[List[str]] = None, object_budget: Optional[float] = None) -> None:
         self.snap = snap
+        # object copies the moves may misplace (None: no limit); each move misplaces the
+        # PG's objects once
+        self.object_budget = object_budget
+        self.misplaced = 0.0
         self.placer = placer or Placer(snap)
         self.anc = ancestors(snap)
         o = snap.osds
@@ -145,7 +149,19 @@ class Balancer:
 
     # -- the two phases -------------------------------------------------------------------------
 
+    def pg_objects(self, st: PoolState, row: int) -> float:
+        pgs = self.snap.pgs
+        if pgs is None:
+            return 0.0
+        hit = np.flatnonzero((pgs.pool == st.pool.id) & (pgs.ps == row))
+        return float(pgs.objects[hit[0]]) if hit.size else 0.0
+
+    def affordable(self, st: PoolState, row: int) -> bool:
+        return (self.object_budget is None
+                or self.misplaced + self.pg_objects(st, row) <= self.object_budget)
+
     def _move(self, st: PoolState, row: int, src: int, dst: int) -> None:
+        self.misplaced += self.pg_objects(st, row)
         pos = int(np.flatnonzero(st.up[row] == src)[0])
         st.up[row, pos] = dst
         st.counts[src] -= 1
@@ -179,6 +195,8 @@ class Balancer:
                     mv = self._best_move(st, src, dev)
                     if mv is None or dev[src] - dev[mv[1]] <= 1 + EPS:
                         continue
+                    if not self.affordable(st, mv[0]):
+                        return used
                     self._move(st, mv[0], src, mv[1])
                     used += 1
                     done = True
@@ -206,6 +224,8 @@ class Balancer:
                     mv = self._best_move(st, src, dev, room)
                     if mv is None or dev[src] - dev[mv[1]] <= 1 + EPS:
                         continue
+                    if not self.affordable(st, mv[0]):
+                        return used
                     self._move(st, mv[0], src, mv[1])
                     used += 1
                     done = True
@@ -279,15 +299,40 @@ def commands(items: Dict[str, List[Tuple[int, int]]]) -> List[str]:
     return out
 
 
+def eval_report(snap: Snapshot, pools: Optional[List[str]] = None,
+                placer: Optional[Placer] = None) -> Dict[str, Any]:
+    """The distribution now; score: the largest deviation from a share (<= 1 is the limit)."""
+    for name in pools or []:
+        snap.pool_by_name(name)
+    b = Balancer(snap, placer, pools)
+    now = _spreads(b.states, True)
+    devs = [p["max_deviation"] for p in now["pools"]]
+    if now["total"] is not None:
+        devs.append(now["total"]["max_deviation"])
+    return {"epoch": snap.epoch, "score": max(devs, default=0.0), "distribution": now,
+            "upmap_items": len(snap.pg_upmap_items), "notes": b.notes}
+
+
+def misplaced_budget(snap: Snapshot, ratio: float) -> Optional[float]:
+    """Object copies a round may misplace: ratio x all copies, less what is misplaced now."""
+    pgs = snap.pgs
+    if pgs is None:
+        return None
+    size = {p.id: p.size for p in snap.pools}
+    copies = float(sum(int(o) * size.get(int(p), 0) for p, o in zip(pgs.pool, pgs.objects)))
+    return max(ratio * copies - snap.misplaced_objects, 0.0)
+
+
 def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 1 << 20,
-                   mode: str = "pgs", placer: Optional[Placer] = None) -> Dict[str, Any]:
+                   mode: str = "pgs", placer: Optional[Placer] = None,
+                   object_budget: Optional[float] = None) -> Dict[str, Any]:
     if mode != "pgs":
         raise AdvisorError.invalid(f"mode '{mode}' is not available yet: use --mode pgs")
     if max_items < 1:
         raise AdvisorError.invalid(f"--max-items must be at least 1, not {max_items}")
     for name in pools or []:
         snap.pool_by_name(name)
-    b = Balancer(snap, placer, pools)
+    b = Balancer(snap, placer, pools, object_budget)
     res = b.run(max_items)
     return {
         "epoch": snap.epoch, "mode": mode,
@@ -295,4 +340,5 @@ def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items:
         "items": {k: [list(p) for p in v] for k, v in sorted(res.items.items())},
         "before": _spreads(res.pools, True), "after": _spreads(res.pools, False),
         "moves": res.moves, "lower_bound": res.lower_bound, "notes": res.notes,
+        "objects_misplaced": int(b.misplaced),
     }

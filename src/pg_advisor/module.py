@@ -13,6 +13,8 @@ from mgr_module import MgrModule, Option
 from . import options, snapshot
 from .errors import AdvisorError
 from .health import health_checks
+from .balance import balance_report, eval_report, misplaced_budget
+from .balance_text import balance_text, eval_text
 from .plan import plan_report
 from .plan_text import plan_text
 from .render import check_format, render
@@ -35,6 +37,18 @@ class Module(MgrModule):
             "cmd": "pg-advisor plan",
             "desc": "List the pg_num changes pg_advisor recommends, in order, with their cost",
             "perm": "r",
+        },
+        {
+            "cmd": "pg-advisor eval name=pool,type=CephString,req=false",
+            "desc": "Score the current PG distribution against each OSD's share",
+            "perm": "r",
+        },
+        {
+            "cmd": "pg-advisor balance name=pool,type=CephString,req=false "
+                   "name=max_items,type=CephInt,req=false name=dry_run,type=CephBool,req=false",
+            "desc": "Compute pg-upmap-items toward each OSD's share and set a bounded batch "
+                    "of them (--dry-run: only show them)",
+            "perm": "rw",
         },
         {
             "cmd": "pg-advisor map name=pool,type=CephString,req=false",
@@ -64,6 +78,8 @@ class Module(MgrModule):
         self._handlers: Dict[str, Callable[[Dict[str, Any]], str]] = {
             "pg-advisor status": self._cmd_status,
             "pg-advisor plan": self._cmd_plan,
+            "pg-advisor eval": self._cmd_eval,
+            "pg-advisor balance": self._cmd_balance,
             "pg-advisor map": self._cmd_map,
             "pg-advisor simulate": self._cmd_simulate,
         }
@@ -115,6 +131,66 @@ class Module(MgrModule):
         fmt = check_format(cmd.get("format"))
         opts = self.current_options()
         return render(plan_report(self.take_snapshot(), opts, self.balanced(opts)), fmt, plan_text)
+
+    def _cmd_eval(self, cmd: Dict[str, Any]) -> str:
+        fmt = check_format(cmd.get("format"))
+        pools = [cmd["pool"]] if cmd.get("pool") else None
+        return render(eval_report(self.take_snapshot(), pools), fmt, eval_text)
+
+    def _refuse_to_balance(self, snap: snapshot.Snapshot) -> Optional[str]:
+        """Why balancing must not start now, or None."""
+        if str(self.get_module_option_ex("balancer", "active", False)).lower() in ("true", "1"):
+            return ("the built-in balancer is active: pg_advisor does not fight it "
+                    "(`ceph balancer off` hands balancing over)")
+        flags = set(snap.flags) & {"norebalance", "nobackfill"}
+        if flags:
+            return f"the cluster has {', '.join(sorted(flags))} set"
+        if snap.pgs is not None:
+            unwell = ("degraded", "unknown", "peering", "down")
+            bad = [s for s in snap.pgs.state
+                   if not s.startswith("active") or any(w in s for w in unwell)]
+            if bad:
+                return f"{len(bad)} PGs are not active and whole (e.g. {bad[0]})"
+        return None
+
+    def _cmd_balance(self, cmd: Dict[str, Any]) -> str:
+        fmt = check_format(cmd.get("format"))
+        opts = self.current_options()
+        max_items = cmd.get("max_items")
+        max_items = int(max_items) if max_items is not None else int(opts.balance_max_items)
+        snap = self.take_snapshot()
+        ratio = float(self.get_ceph_option("target_max_misplaced_ratio"))
+        pools = [cmd["pool"]] if cmd.get("pool") else None
+        report = balance_report(snap, pools, max_items,
+                                object_budget=misplaced_budget(snap, ratio))
+        dry = bool(cmd.get("dry_run"))
+        report["dry_run"] = dry
+        if not dry:
+            why = self._refuse_to_balance(snap)
+            if why:
+                raise AdvisorError(-errno.EBUSY, f"not balancing: {why}")
+            report["applied"], report["failed"] = self._set_items(report["items"])
+        return render(report, fmt, balance_text)
+
+    def _set_items(self, items: Dict[str, List[List[int]]]) -> Tuple[int, List[str]]:
+        """Set each PG's items with the mon, then check the mon kept them."""
+        failed = []
+        for pgid, pairs in items.items():
+            if pairs:
+                c = {"prefix": "osd pg-upmap-items", "pgid": pgid, "format": "json",
+                     "id": [x for p in pairs for x in p]}
+            else:
+                c = {"prefix": "osd rm-pg-upmap-items", "pgid": pgid, "format": "json"}
+            code, _, err = self.mon_command(c)
+            if code != 0:
+                failed.append(f"{pgid}: {err.strip()}")
+        kept = {u["pgid"]: [[m["from"], m["to"]] for m in u["mappings"]]
+                for u in self.get("osd_map").get("pg_upmap_items", [])}
+        for pgid, pairs in items.items():
+            if kept.get(pgid, []) != [list(p) for p in pairs] and not any(
+                    f.startswith(pgid + ":") for f in failed):
+                failed.append(f"{pgid}: the mon did not keep the items")
+        return len(items) - len(failed), failed
 
     def _cmd_map(self, cmd: Dict[str, Any]) -> str:
         fmt = check_format(cmd.get("format"))

@@ -53,6 +53,7 @@ SPECS: Tuple[Spec, ...] = (
          "size against the balanced ideal (yes), CRUSH as it falls (no), or yes when the "
          "upmap balancer is active (auto)", choices=("auto", "yes", "no")),
     Spec("sleep_interval", "int", 60, "seconds between health evaluations", 1, 86400),
+    Spec("balance_max_items", "int", 10, "replica moves one `balance` round may set", 1, 10000),
 )
 
 BY_NAME = {s.name: s for s in SPECS}

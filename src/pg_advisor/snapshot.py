@@ -156,6 +156,7 @@ class Snapshot:
     config: Mapping[str, int] = field(default_factory=lambda: dict(CONFIG_DEFAULTS))
     # `ceph osd pool autoscale-status -f json`, by pool name, when known
     autoscale: Optional[Mapping[str, Mapping[str, Any]]] = None
+    misplaced_objects: int = 0    # object copies misplaced now (PG stats)
     sources: Tuple[str, ...] = field(default=())
 
     def pool_by_name(self, name: str) -> Pool:
@@ -468,6 +469,8 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
             config=cfg,
             autoscale=({str(a["pool_name"]): a for a in autoscale}
                        if autoscale is not None else None),
+            misplaced_objects=int((pg_map or {}).get("pg_stats_sum", {}).get("stat_sum", {})
+                                  .get("num_objects_misplaced", 0)),
             sources=tuple(s for s, d in (("osd_dump", osd_dump), ("crush", crush),
                                          ("pg_dump", pg_dump), ("df", df)) if d is not None))
     except AdvisorError:
