@@ -98,6 +98,7 @@ class Balancer:
         # PG's objects once
         self.object_budget = object_budget
         self.misplaced = 0.0
+        self.width = 128      # destinations examined per move: the most underfull ones
         self.placer = placer or Placer(snap)
         self.anc = ancestors(snap)
         o = snap.osds
@@ -125,26 +126,23 @@ class Balancer:
 
     # -- legality -------------------------------------------------------------------------------
 
-    def destinations(self, st: PoolState, rows: np.ndarray, src: int) -> np.ndarray:
-        """(len(rows), n_osd) mask of legal replacements for `src` in each row."""
+    def destinations(self, st: PoolState, rows: np.ndarray, src: int,
+                     cols: np.ndarray) -> np.ndarray:
+        """(len(rows), len(cols)) mask: may OSD cols[j] replace `src` in PG rows[i]?"""
         up = st.up[rows]
         n = self.snap.osds.count
-        ok = np.broadcast_to(st.allowed, (rows.size, n)).copy()
-        held = up[(up >= 0) & (up < n)]
-        rr = np.nonzero((up >= 0) & (up < n))[0]
-        ok[rr, held] = False                        # not already in the PG
-        if st.pool.type != "replicated":            # EC: Ceph skips an item whose target is raw
-            raw = st.raw[rows]
-            m = (raw >= 0) & (raw < n)
-            ok[np.nonzero(m)[0], raw[m]] = False
+        ok = np.broadcast_to(st.allowed[cols], (rows.size, cols.size)).copy()
+        # not already in the PG (EC: nor in CRUSH's own set, or Ceph skips the item)
+        held = up if st.pool.type == "replicated" else np.concatenate([up, st.raw[rows]], axis=1)
+        ok &= ~(cols[None, :, None] == held[:, None, :]).any(axis=2)
         for t in st.shape.fixed:                    # keep the upper levels the rule chose
             a = self.anc[t]
-            ok &= a[None, :] == a[src]
+            ok &= (a[cols] == a[src])[None, :]
         dom = self.anc[st.shape.domain]
         # failure-domain buckets of the PG's other replicas (a large sentinel for holes)
         others = np.where((up != src) & (up >= 0) & (up < n), dom[np.clip(up, 0, n - 1)],
                           np.iinfo(np.int64).max)
-        ok &= ~(dom[None, :, None] == others[:, None, :]).any(axis=2)
+        ok &= ~(dom[cols][None, :, None] == others[:, None, :]).any(axis=2)
         return ok
 
     # -- the two phases -------------------------------------------------------------------------
@@ -161,7 +159,8 @@ class Balancer:
                 or self.misplaced + self.pg_objects(st, row) <= self.object_budget)
 
     def _move(self, st: PoolState, row: int, src: int, dst: int) -> None:
-        self.misplaced += self.pg_objects(st, row)
+        if self.object_budget is not None:
+            self.misplaced += self.pg_objects(st, row)
         pos = int(np.flatnonzero(st.up[row] == src)[0])
         st.up[row, pos] = dst
         st.counts[src] -= 1
@@ -172,16 +171,22 @@ class Balancer:
         rows = np.flatnonzero(st.healthy & (st.up == src).any(axis=1))
         if not rows.size:
             return None
-        ok = self.destinations(st, rows, src)
+        # only destinations a move would improve, the most underfull first
+        good = score < score[src] - 1 - EPS
         if extra is not None:
-            ok &= extra[None, :]
+            good &= extra
+        cols = np.flatnonzero(good & st.allowed)
+        cols = cols[np.argsort(score[cols], kind="stable")][:self.width]
+        if not cols.size:
+            return None
+        ok = self.destinations(st, rows, src, cols)
         if not ok.any():
             return None
         # prefer undoing an existing item (a row where src is not CRUSH's own choice)
         moved = ~(st.raw[rows] == src).any(axis=1)
-        cost = np.where(ok, score[None, :], np.inf) - moved[:, None] * EPS
+        cost = np.where(ok, score[cols][None, :], np.inf) - moved[:, None] * EPS
         r, d = np.unravel_index(int(np.argmin(cost)), cost.shape)
-        return int(rows[r]), int(d)
+        return int(rows[r]), int(cols[d])
 
     def balance_pools(self, budget: int) -> int:
         used = 0
@@ -340,5 +345,5 @@ def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items:
         "items": {k: [list(p) for p in v] for k, v in sorted(res.items.items())},
         "before": _spreads(res.pools, True), "after": _spreads(res.pools, False),
         "moves": res.moves, "lower_bound": res.lower_bound, "notes": res.notes,
-        "objects_misplaced": int(b.misplaced),
+        "objects_misplaced": int(b.misplaced) if object_budget is not None else None,
     }
