@@ -188,36 +188,44 @@ class Balancer:
         r, d = np.unravel_index(int(np.argmin(cost)), cost.shape)
         return int(rows[r]), int(cols[d])
 
+    def _try(self, st: PoolState, src: int, dev: np.ndarray,
+             room: Optional[np.ndarray] = None) -> Optional[bool]:
+        """Make the best improving move off `src`: True if made, None if there is none,
+        False if it would break the misplaced budget (the round ends there)."""
+        mv = self._best_move(st, src, dev, room)
+        if mv is None:
+            return None
+        if not self.affordable(st, mv[0]):
+            return False
+        self._move(st, mv[0], src, mv[1])
+        return True
+
     def balance_pools(self, budget: int) -> int:
         used = 0
         for st in self.states:
             while used < budget:
                 dev = st.counts - st.share
-                done = False
+                outcome = None
                 for src in np.argsort(-dev).tolist():
                     if dev[src] <= 0.5:
                         break
-                    mv = self._best_move(st, src, dev)
-                    if mv is None or dev[src] - dev[mv[1]] <= 1 + EPS:
-                        continue
-                    if not self.affordable(st, mv[0]):
-                        return used
-                    self._move(st, mv[0], src, mv[1])
-                    used += 1
-                    done = True
+                    outcome = self._try(st, src, dev)
+                    if outcome is not None:
+                        break
+                if outcome is False:
+                    return used
+                if not outcome:
                     break
-                if not done:
-                    break
+                used += 1
         return used
 
     def balance_total(self, budget: int) -> int:
         n = self.snap.osds.count
+        share = sum((st.share for st in self.states), np.zeros(n))
         used = 0
         while used < budget:
-            tot = sum((st.counts for st in self.states), np.zeros(n))
-            share = sum((st.share for st in self.states), np.zeros(n))
-            dev = tot - share
-            done = False
+            dev = sum((st.counts for st in self.states), np.zeros(n)) - share
+            outcome = None
             for src in np.argsort(-dev).tolist():
                 if dev[src] <= 0.5:
                     break
@@ -225,20 +233,16 @@ class Balancer:
                     # keep the pool within floor/ceil of its own share at both ends
                     if st.counts[src] - 1 < np.floor(st.share[src] + EPS):
                         continue
-                    room = st.counts + 1 <= np.ceil(st.share - EPS)
-                    mv = self._best_move(st, src, dev, room)
-                    if mv is None or dev[src] - dev[mv[1]] <= 1 + EPS:
-                        continue
-                    if not self.affordable(st, mv[0]):
-                        return used
-                    self._move(st, mv[0], src, mv[1])
-                    used += 1
-                    done = True
+                    outcome = self._try(st, src, dev, st.counts + 1 <= np.ceil(st.share - EPS))
+                    if outcome is not None:
+                        break
+                if outcome is not None:
                     break
-                if done:
-                    break
-            if not done:
+            if outcome is False:
+                return used
+            if not outcome:
                 break
+            used += 1
         return used
 
     # -- results --------------------------------------------------------------------------------
