@@ -28,6 +28,9 @@ def populated(cluster: Cluster) -> Cluster:
                        timeout=120)
     cluster.ceph("osd", "reweight", "2", "0.85")
     cluster.wait_clean()
+    # pool usage reaches `ceph df` with the next stats report
+    wait_until(lambda: all(p["stats"]["objects"] > 0 for p in cluster.json("df")["pools"]
+                           if p["name"] in ("rbd", "ecpool")), 60, "the objects in ceph df")
     return cluster
 
 
@@ -68,13 +71,16 @@ def stable_status(cluster: Cluster, tries: int = 30) -> Tuple[Dict[str, Any], Di
     """A live status together with `ceph pg dump`/`ceph osd df` readings that did not change
     around it and agree with each other."""
     for _ in range(tries):
-        before = (cluster.json("pg", "dump"), cluster.json("osd", "df"))
+        before = (cluster.json("pg", "dump"), cluster.json("osd", "df"), cluster.json("df"))
         live = json.loads(cluster.ceph("pg-advisor", "status", "-f", "json"))
-        after = (cluster.json("pg", "dump"), cluster.json("osd", "df"))
+        after = (cluster.json("pg", "dump"), cluster.json("osd", "df"), cluster.json("df"))
         ups = [{s["pgid"]: s["up"] for s in d[0]["pg_map"]["pg_stats"]} for d in (before, after)]
         used = [{n["id"]: (n["kb_used"], n["pgs"]) for n in d[1]["nodes"]} for d in (before, after)]
-        if ups[0] == ups[1] and used[0] == used[1] and osd_reports_caught_up(*after):
-            return live, {"pg_dump": after[0], "osd_df": after[1]}
+        usage = [{p["name"]: (p["stats"]["stored"], p["stats"]["objects"]) for p in d[2]["pools"]}
+                 for d in (before, after)]
+        if (ups[0] == ups[1] and used[0] == used[1] and usage[0] == usage[1]
+                and osd_reports_caught_up(after[0], after[1])):
+            return live, {"pg_dump": after[0], "osd_df": after[1], "df": after[2]}
         time.sleep(1)
     raise AssertionError("the cluster kept changing; could not take a stable reading")
 
@@ -106,7 +112,7 @@ def test_status_numbers_match_ceph(populated: Cluster) -> None:
         for k, v in ind["pools"][d["pool"]].items():
             assert d[k] == pytest.approx(v, abs=1e-4), (d["pool"], k)
     pools = {p["name"]: p for p in live["pools"]}
-    df = {p["name"]: p["stats"] for p in populated.json("df")["pools"]}
+    df = {p["name"]: p["stats"] for p in ref["df"]["pools"]}
     for raw in osd_dump["pools"]:
         p = pools[raw["pool_name"]]
         assert (p["pg_num"], p["pgp_num"], p["size"], p["min_size"]) == (
