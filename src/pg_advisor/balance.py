@@ -9,7 +9,7 @@ choose step fixes, a failure-domain bucket no other replica uses, under the rule
 and class, up, in and of non-zero weight, not already in the PG.
 """
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -176,7 +176,9 @@ class Balancer:
         if extra is not None:
             good &= extra
         cols = np.flatnonzero(good & st.allowed)
-        cols = cols[np.argsort(score[cols], kind="stable")][:self.width]
+        if cols.size > self.width:   # the `width` lowest, without sorting them all
+            cols = cols[np.argpartition(score[cols], self.width - 1)[:self.width]]
+        cols = cols[np.argsort(score[cols], kind="stable")]
         if not cols.size:
             return None
         ok = self.destinations(st, rows, src, cols)
@@ -200,13 +202,22 @@ class Balancer:
         self._move(st, mv[0], src, mv[1])
         return True
 
+    @staticmethod
+    def _sources(dev: np.ndarray) -> Iterator[int]:
+        """OSDs from the most overfull down; the full sort only if the first has no move."""
+        top = int(np.argmax(dev))
+        yield top
+        for src in np.argsort(-dev, kind="stable").tolist():
+            if src != top:
+                yield src
+
     def balance_pools(self, budget: int) -> int:
         used = 0
         for st in self.states:
             while used < budget:
                 dev = st.counts - st.share
                 outcome = None
-                for src in np.argsort(-dev).tolist():
+                for src in self._sources(dev):
                     if dev[src] <= 0.5:
                         break
                     outcome = self._try(st, src, dev)
@@ -226,7 +237,7 @@ class Balancer:
         while used < budget:
             dev = sum((st.counts for st in self.states), np.zeros(n)) - share
             outcome = None
-            for src in np.argsort(-dev).tolist():
+            for src in self._sources(dev):
                 if dev[src] <= 0.5:
                     break
                 for st in self.states:
