@@ -9,7 +9,7 @@ choose step fixes, a failure-domain bucket no other replica uses, under the rule
 and class, up, in and of non-zero weight, not already in the PG.
 """
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -211,50 +211,59 @@ class Balancer:
             if src != top:
                 yield src
 
+    def _step(self, dev: np.ndarray, attempt: Callable[[int], Optional[bool]]) -> Optional[bool]:
+        """Offer sources, most overfull first, until `attempt` makes a move (True), the
+        budget stops the round (False), or no source above its share has one (None)."""
+        for src in self._sources(dev):
+            if dev[src] <= 0.5:
+                return None
+            outcome = attempt(src)
+            if outcome is not None:
+                return outcome
+        return None
+
+    def _loop(self, budget: int, step: Callable[[], Optional[bool]]) -> Tuple[int, bool]:
+        """Run steps until none helps or `budget` moves are made: (moves, budget hit)."""
+        used = 0
+        while used < budget:
+            outcome = step()
+            if outcome is None:
+                return used, False
+            if outcome is False:
+                return used, True
+            used += 1
+        return used, True
+
     def balance_pools(self, budget: int) -> int:
         used = 0
         for st in self.states:
-            while used < budget:
+            def step(st: PoolState = st) -> Optional[bool]:
                 dev = st.counts - st.share
-                outcome = None
-                for src in self._sources(dev):
-                    if dev[src] <= 0.5:
-                        break
-                    outcome = self._try(st, src, dev)
-                    if outcome is not None:
-                        break
-                if outcome is False:
-                    return used
-                if not outcome:
-                    break
-                used += 1
+                return self._step(dev, lambda src: self._try(st, src, dev))
+            n, stopped = self._loop(budget - used, step)
+            used += n
+            if stopped:
+                break
         return used
 
     def balance_total(self, budget: int) -> int:
         n = self.snap.osds.count
         share = sum((st.share for st in self.states), np.zeros(n))
-        used = 0
-        while used < budget:
-            dev = sum((st.counts for st in self.states), np.zeros(n)) - share
-            outcome = None
-            for src in self._sources(dev):
-                if dev[src] <= 0.5:
-                    break
-                for st in self.states:
-                    # keep the pool within floor/ceil of its own share at both ends
-                    if st.counts[src] - 1 < np.floor(st.share[src] + EPS):
-                        continue
-                    outcome = self._try(st, src, dev, st.counts + 1 <= np.ceil(st.share - EPS))
-                    if outcome is not None:
-                        break
+
+        def attempt(src: int, dev: np.ndarray) -> Optional[bool]:
+            for st in self.states:
+                # keep the pool within floor/ceil of its own share at both ends
+                if st.counts[src] - 1 < np.floor(st.share[src] + EPS):
+                    continue
+                outcome = self._try(st, src, dev, st.counts + 1 <= np.ceil(st.share - EPS))
                 if outcome is not None:
-                    break
-            if outcome is False:
-                return used
-            if not outcome:
-                break
-            used += 1
-        return used
+                    return outcome
+            return None
+
+        def step() -> Optional[bool]:
+            dev = sum((st.counts for st in self.states), np.zeros(n)) - share
+            return self._step(dev, lambda src: attempt(src, dev))
+        return self._loop(budget, step)[0]
 
     # -- results --------------------------------------------------------------------------------
 
