@@ -5,11 +5,12 @@ compiles it, `osdmaptool --createsimple` makes an OSDMap around it, and
 `osdmaptool --test-map-pgs-dump-all` says where Ceph puts every PG.
 """
 import json
-import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from pg_advisor.tests.osdmaptool_output import parse_dump_all
 
 TUNABLES = """tunable choose_local_tries 0
 tunable choose_local_fallback_tries 0
@@ -131,18 +132,6 @@ class GeneratedMap:
         if pg_num is not None:
             args += ["--pg_num", str(pg_num)]
         return parse_dump_all(run(*args))
-
-
-UP_RE = re.compile(r"^(\d+\.[0-9a-f]+) raw \(\[[^\]]*\], p-?\d+\) up \(\[([^\]]*)\], p(-?\d+)\)")
-
-
-def parse_dump_all(text: str) -> Dict[str, Tuple[List[int], int]]:
-    ref = {}
-    for line in text.splitlines():
-        m = UP_RE.match(line)
-        if m:
-            ref[m.group(1)] = ([int(v) for v in m.group(2).split(",") if v], int(m.group(3)))
-    return ref
 
 
 def generate(tmp: Path, layout: Layout, rules: Sequence[str], pg_bits: int = 6,

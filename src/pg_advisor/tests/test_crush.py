@@ -2,7 +2,6 @@
 mapping osdmaptool computed for the exact map the fixtures were captured from."""
 import copy
 import ctypes
-import re
 import struct
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
@@ -17,6 +16,7 @@ from pg_advisor.crush.placement import Placer, stable_mod
 from pg_advisor.errors import AdvisorError
 
 from .conftest import CLUSTER6
+from .osdmaptool_output import parse_dump_all
 
 LIBCEPH = Path("/usr/lib/x86_64-linux-gnu/ceph/libceph-common.so.2")
 needs_lib = pytest.mark.skipif(not LIBCEPH.exists(), reason="libceph-common (ceph-common) not installed")
@@ -54,16 +54,8 @@ def test_stable_mod() -> None:
     assert stable_mod(x, 1).tolist() == [0] * 16
 
 
-UP_RE = re.compile(r"^(\d+\.[0-9a-f]+) raw \(\[[^\]]*\], p-?\d+\) up \(\[([^\]]*)\], p(-?\d+)\)")
-
-
 def osdmaptool_reference() -> Dict[str, Tuple[List[int], int]]:
-    ref = {}
-    for line in (CLUSTER6 / "osdmaptool_dump_all.txt").read_text().splitlines():
-        m = UP_RE.match(line)
-        if m:
-            ref[m.group(1)] = ([int(v) for v in m.group(2).split(",") if v], int(m.group(3)))
-    return ref
+    return parse_dump_all((CLUSTER6 / "osdmaptool_dump_all.txt").read_text())
 
 
 def test_every_pg_maps_as_ceph_maps_it(snap: snapshot.Snapshot) -> None:
