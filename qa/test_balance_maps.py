@@ -42,7 +42,11 @@ def run(tmp: Path, layout: Layout, rules: Sequence[str], pg_num: Optional[int] =
         total += c
         share += st.share
     dev["(total)"] = float(np.abs(total - share)[share > 0].max())
-    return {"dev": dev, "moves": res.moves, "lower_bound": res.lower_bound, "items": res.items}
+    print(json.dumps({"dev": dev, "moves": res.moves, "lower_bound": res.lower_bound}))
+    # the fewest moves: within 1.1 x the bound on every map
+    assert res.moves <= 1.1 * res.lower_bound, (res.moves, res.lower_bound)
+    return {"dev": dev, "moves": res.moves, "lower_bound": res.lower_bound, "items": res.items,
+            "after": after, "snap": snap}
 
 
 def test_60_osds_2048_pgs_reaches_the_limit(tmp_path: Path) -> None:
@@ -61,6 +65,12 @@ def test_racks_then_hosts_keeps_two_per_rack(tmp_path: Path) -> None:
     rr = rule(["take default", "choose firstn 2 type rack", "chooseleaf firstn 2 type host", "emit"])
     r = run(tmp_path, Layout(10, 10, 10), [rr], pg_bits=2, size=4)
     assert r["items"]
+    # no move leaves its rack, so each rack keeps CRUSH's count; within the rack (equal
+    # weights, OSD o in rack o // 100) every OSD ends within one of the rack's mean
+    snap = r["snap"]
+    counts = up_counts(r["after"].map_pool(snap.pools[0]).up, snap.osds.count).reshape(10, 100)
+    mean = counts.sum(axis=1, keepdims=True) / 100.0
+    assert np.abs(counts - mean).max() < 1.0, np.abs(counts - mean).max()
 
 
 def test_indep_ec_like(tmp_path: Path) -> None:

@@ -1,15 +1,15 @@
 """Layer 4: pg-upmap-items that bring PG counts to the weight-proportional share.
 
-Phase 1, per pool: move replicas from the most overfull OSD to the most underfull one
-that the PG's rule allows, while that strictly lowers the pool's squared deviation.
-Phase 2, across pools: with every pool kept within floor/ceil of its share, move
-replicas so that the OSDs' totals come within one of their total share too. Every
-candidate destination is checked against the rule: same ancestors at each level a
-choose step fixes, a failure-domain bucket no other replica uses, under the rule's root
-and class, up, in and of non-zero weight, not already in the PG.
+The goal at each level is floor(share) <= count <= ceil(share) on every OSD, first per
+pool, then for the OSDs' totals over all pools. A move takes one replica of one PG off
+one OSD and puts it on another that the PG's rule allows (legality.py). Moves are
+chosen so that each one brings an OSD above its ceiling down or one below its floor up
+(the lower bound counts exactly those), from the most overfull OSD ("push") and into the
+most underfull one ("pull"); a move that only lowers the squared deviation is the
+fallback when the rule leaves no direct move. Optionally, bytes come last (bytes mode).
 """
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
@@ -17,52 +17,39 @@ from .crush.compiled import CRUSH_ITEM_NONE
 from .crush.placement import Placer
 from .distribution import pool_share, rule_weights, up_counts
 from .errors import AdvisorError
+from .legality import RuleShape, ancestors, replaceable, rule_shape
 from .snapshot import Pool, Snapshot
 
 EPS = 1e-9
+TIE = 1e-3      # weight of the other level's deviation when choosing among equals
 
 
-def ancestors(snap: Snapshot) -> Dict[int, np.ndarray]:
-    """type id -> vector over OSDs of their ancestor bucket of that type (real tree).
+class Level:
+    """PG counts per OSD beside their share; the goal is floor(share) <= count <= ceil(share)."""
 
-    OSDs without such an ancestor get a unique negative sentinel below any bucket id.
-    """
-    parent: Dict[int, int] = {}
-    for b in snap.buckets.values():
-        if not b.is_shadow:
-            for child in b.items.tolist():
-                parent.setdefault(child, b.id)
-    n = snap.osds.count
-    floor_id = min(list(snap.buckets) + [0]) - 1
-    out: Dict[int, np.ndarray] = {0: np.arange(n, dtype=np.int64)}
-    for t in set(snap.crush_types.values()) - {0}:
-        out[t] = floor_id - np.arange(n, dtype=np.int64)
-    for osd in range(n):
-        node = parent.get(osd)
-        while node is not None:
-            out.setdefault(snap.buckets[node].type_id, floor_id - np.arange(n))[osd] = node
-            node = parent.get(node)
-    return out
+    def __init__(self, counts: np.ndarray, share: np.ndarray) -> None:
+        self.counts = counts.astype(np.int64)
+        self.share = share
+        self.lo = np.floor(share + EPS)
+        self.hi = np.ceil(share - EPS)
 
+    def dev(self) -> np.ndarray:
+        return self.counts - self.share
 
-@dataclass(frozen=True)
-class RuleShape:
-    """What a replacement must keep: ancestors at `fixed` types, distinctness at `domain`."""
-    fixed: Tuple[int, ...]
-    domain: int
+    def excess(self) -> np.ndarray:
+        return self.counts > self.hi
 
+    def deficit(self) -> np.ndarray:
+        return self.counts < self.lo
 
-def rule_shape(snap: Snapshot, pool: Pool) -> RuleShape:
-    rule = snap.rules.get(pool.crush_rule)
-    if rule is None:
-        raise AdvisorError.invalid(f"pool {pool.name}: crush rule {pool.crush_rule} is missing")
-    takes = [s for s in rule.steps if s.get("op") == "take"]
-    chooses = [s for s in rule.steps if str(s.get("op", "")).startswith("choose")]
-    if len(takes) != 1 or not chooses:
-        raise AdvisorError.invalid(f"pool {pool.name}: rule '{rule.name}' has {len(takes)} take "
-                                   f"steps; only single-take rules are balanced")
-    types = [snap.crush_types[str(s["type"])] for s in chooses]
-    return RuleShape(fixed=tuple(types[:-1]), domain=types[-1])
+    def bound(self) -> int:
+        """Moves needed at least: each takes one replica off one OSD and adds one to another."""
+        over = np.maximum(self.counts - self.hi, 0).sum()
+        under = np.maximum(self.lo - self.counts, 0).sum()
+        return int(max(over, under))
+
+    def clear(self) -> bool:
+        return not (self.excess().any() or self.deficit().any())
 
 
 @dataclass
@@ -75,10 +62,28 @@ class PoolState:
     allowed: np.ndarray      # OSDs the rule may use (root/class, weight, up, in)
     shape: RuleShape
     healthy: np.ndarray      # rows that may be moved (complete, all OSDs up)
-    counts: np.ndarray = field(init=False)
+    objects: np.ndarray      # per row: objects (what a move misplaces), 0 without PG stats
+    level: Level = field(init=False)
+    rows_of: List[Set[int]] = field(init=False)   # OSD -> healthy rows it holds
 
     def __post_init__(self) -> None:
-        self.counts = up_counts(self.up, self.share.shape[0])
+        n = self.share.shape[0]
+        self.level = Level(up_counts(self.up, n), self.share)
+        self.rows_of = [set() for _ in range(n)]
+        rows = np.flatnonzero(self.healthy)
+        for r, osd in zip(np.repeat(rows, self.up.shape[1]).tolist(), self.up[rows].reshape(-1).tolist()):
+            if 0 <= osd < n:
+                self.rows_of[osd].add(r)
+
+    @property
+    def counts(self) -> np.ndarray:
+        return self.level.counts
+
+    def held(self, rows: np.ndarray) -> np.ndarray:
+        """OSDs a replacement must not be: the up set, and for EC also CRUSH's own set
+        (Ceph skips an item whose target is anywhere in the raw set)."""
+        up = self.up[rows]
+        return up if self.pool.type == "replicated" else np.concatenate([up, self.raw[rows]], axis=1)
 
 
 @dataclass
@@ -90,6 +95,12 @@ class BalanceResult:
     notes: List[str]
 
 
+def _order(key: np.ndarray, mask: np.ndarray) -> List[int]:
+    """Indices where `mask`, largest `key` first."""
+    idx = np.flatnonzero(mask)
+    return idx[np.argsort(-key[idx], kind="stable")].tolist()
+
+
 class Balancer:
     def __init__(self, snap: Snapshot, placer: Optional[Placer] = None,
                  pools: Optional[List[str]] = None, object_budget: Optional[float] = None) -> None:
@@ -98,7 +109,7 @@ class Balancer:
         # PG's objects once
         self.object_budget = object_budget
         self.misplaced = 0.0
-        self.width = 128      # destinations examined per move: the most underfull ones
+        self.width = 128      # candidates examined per move: the most promising ones
         self.placer = placer or Placer(snap)
         self.anc = ancestors(snap)
         o = snap.osds
@@ -112,158 +123,200 @@ class Balancer:
                 self.states.append(self._state(pool))
             except AdvisorError as e:
                 self.notes.append(e.message)
+        n = o.count
+        self.total = Level(sum((st.counts for st in self.states), np.zeros(n, np.int64)),
+                           sum((st.share for st in self.states), np.zeros(n)))
+        self.left = 0          # moves the current run may still make
+        self.stopped = False   # the move or misplaced budget ran out
 
     def _state(self, pool: Pool) -> PoolState:
         shape = rule_shape(self.snap, pool)
         rule = self.snap.rules[pool.crush_rule]
         w = rule_weights(self.snap, rule)
-        cur = self.placer.map_pool(pool)
-        raw = self.placer.map_pool(pool, upmaps=False)
+        raw, cur = self.placer.map_pool_raw_and_up(pool)
         full = ((cur.up >= 0) & (cur.up != CRUSH_ITEM_NONE)).all(axis=1)
-        return PoolState(pool=pool, raw=raw.up, up=cur.up.copy(), start=cur.up.copy(),
-                         share=pool_share(pool, w), allowed=(w > 0) & self.usable,
-                         shape=shape, healthy=full)
-
-    # -- legality -------------------------------------------------------------------------------
-
-    def destinations(self, st: PoolState, rows: np.ndarray, src: int,
-                     cols: np.ndarray) -> np.ndarray:
-        """(len(rows), len(cols)) mask: may OSD cols[j] replace `src` in PG rows[i]?"""
-        up = st.up[rows]
-        n = self.snap.osds.count
-        ok = np.broadcast_to(st.allowed[cols], (rows.size, cols.size)).copy()
-        # not already in the PG (EC: nor in CRUSH's own set, or Ceph skips the item)
-        held = up if st.pool.type == "replicated" else np.concatenate([up, st.raw[rows]], axis=1)
-        ok &= ~(cols[None, :, None] == held[:, None, :]).any(axis=2)
-        for t in st.shape.fixed:                    # keep the upper levels the rule chose
-            a = self.anc[t]
-            ok &= (a[cols] == a[src])[None, :]
-        dom = self.anc[st.shape.domain]
-        # failure-domain buckets of the PG's other replicas (a large sentinel for holes)
-        others = np.where((up != src) & (up >= 0) & (up < n), dom[np.clip(up, 0, n - 1)],
-                          np.iinfo(np.int64).max)
-        ok &= ~(dom[cols][None, :, None] == others[:, None, :]).any(axis=2)
-        return ok
-
-    # -- the two phases -------------------------------------------------------------------------
-
-    def pg_objects(self, st: PoolState, row: int) -> float:
+        objects = np.zeros(cur.up.shape[0])
         pgs = self.snap.pgs
-        if pgs is None:
-            return 0.0
-        hit = np.flatnonzero((pgs.pool == st.pool.id) & (pgs.ps == row))
-        return float(pgs.objects[hit[0]]) if hit.size else 0.0
+        if pgs is not None:
+            mine = (pgs.pool == pool.id) & (pgs.ps < objects.size)
+            objects[pgs.ps[mine]] = pgs.objects[mine]
+        share = self._reachable(shape, pool_share(pool, w), up_counts(cur.up, w.shape[0]))
+        return PoolState(pool=pool, raw=raw.up, up=cur.up.copy(), start=cur.up.copy(),
+                         share=share, allowed=(w > 0) & self.usable,
+                         shape=shape, healthy=full, objects=objects)
 
-    def affordable(self, st: PoolState, row: int) -> bool:
-        return (self.object_budget is None
-                or self.misplaced + self.pg_objects(st, row) <= self.object_budget)
+    def _reachable(self, shape: RuleShape, share: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """The share scaled within each bucket the rule's earlier steps fix: no legal move
+        crosses such a bucket, so its replica count is what CRUSH gave it."""
+        if not shape.fixed:
+            return share
+        _, bucket = np.unique(self.anc[shape.fixed[-1]], return_inverse=True)
+        have = np.bincount(bucket, weights=counts)
+        want = np.bincount(bucket, weights=share)
+        scale = np.divide(have, want, out=np.ones_like(have), where=want > 0)
+        return share * scale[bucket]
 
-    def _move(self, st: PoolState, row: int, src: int, dst: int) -> None:
-        if self.object_budget is not None:
-            self.misplaced += self.pg_objects(st, row)
-        pos = int(np.flatnonzero(st.up[row] == src)[0])
-        st.up[row, pos] = dst
-        st.counts[src] -= 1
-        st.counts[dst] += 1
+    # -- single moves ---------------------------------------------------------------------------
 
-    def _best_move(self, st: PoolState, src: int, score: np.ndarray,
-                   extra: Optional[np.ndarray] = None) -> Optional[Tuple[int, int]]:
-        rows = np.flatnonzero(st.healthy & (st.up == src).any(axis=1))
-        if not rows.size:
+    def _rows(self, st: PoolState, osd: int) -> np.ndarray:
+        return np.fromiter(st.rows_of[osd], dtype=np.int64, count=len(st.rows_of[osd]))
+
+    def _push(self, st: PoolState, src: int, take: np.ndarray,
+              cost: np.ndarray) -> Optional[Tuple[int, int]]:
+        """The best (row, destination) for a replica on `src`: lowest `cost` among `take`,
+        and of equals a row where src is not CRUSH's own choice (that undoes an item)."""
+        rows = self._rows(st, src)
+        cols = np.flatnonzero(take & st.allowed)
+        if not rows.size or not cols.size:
             return None
-        # only destinations a move would improve, the most underfull first
-        good = score < score[src] - 1 - EPS
-        if extra is not None:
-            good &= extra
-        cols = np.flatnonzero(good & st.allowed)
-        if cols.size > self.width:   # the `width` lowest, without sorting them all
-            cols = cols[np.argpartition(score[cols], self.width - 1)[:self.width]]
-        cols = cols[np.argsort(score[cols], kind="stable")]
-        if not cols.size:
-            return None
-        ok = self.destinations(st, rows, src, cols)
-        if not ok.any():
-            return None
-        # prefer undoing an existing item (a row where src is not CRUSH's own choice)
-        moved = ~(st.raw[rows] == src).any(axis=1)
-        cost = np.where(ok, score[cols][None, :], np.inf) - moved[:, None] * EPS
-        r, d = np.unravel_index(int(np.argmin(cost)), cost.shape)
-        return int(rows[r]), int(cols[d])
-
-    def _try(self, st: PoolState, src: int, dev: np.ndarray,
-             room: Optional[np.ndarray] = None) -> Optional[bool]:
-        """Make the best improving move off `src`: True if made, None if there is none,
-        False if it would break the misplaced budget (the round ends there)."""
-        mv = self._best_move(st, src, dev, room)
-        if mv is None:
-            return None
-        if not self.affordable(st, mv[0]):
-            return False
-        self._move(st, mv[0], src, mv[1])
-        return True
-
-    @staticmethod
-    def _sources(dev: np.ndarray) -> Iterator[int]:
-        """OSDs from the most overfull down; the full sort only if the first has no move."""
-        top = int(np.argmax(dev))
-        yield top
-        for src in np.argsort(-dev, kind="stable").tolist():
-            if src != top:
-                yield src
-
-    def _step(self, dev: np.ndarray, attempt: Callable[[int], Optional[bool]]) -> Optional[bool]:
-        """Offer sources, most overfull first, until `attempt` makes a move (True), the
-        budget stops the round (False), or no source above its share has one (None)."""
-        for src in self._sources(dev):
-            if dev[src] <= 0.5:
-                return None
-            outcome = attempt(src)
-            if outcome is not None:
-                return outcome
+        held, up, srcs = st.held(rows), st.up[rows], np.full(rows.size, src)
+        undo = ~(st.raw[rows] == src).any(axis=1)
+        # the cheapest legal destination is among the k cheapest whenever any of those is
+        # legal: try a few first, widen only if none is
+        for k in (16, self.width):
+            cand = cols if cols.size <= k else cols[np.argpartition(cost[cols], k - 1)[:k]]
+            ok = replaceable(self.anc, st.shape, st.allowed, up, held, srcs, cand)
+            if ok.any():
+                c = np.where(ok, cost[cand][None, :], np.inf) - undo[:, None] * EPS
+                r, d = np.unravel_index(int(np.argmin(c)), c.shape)
+                return int(rows[r]), int(cand[d])
+            if cand.size == cols.size:
+                break
         return None
 
-    def _loop(self, budget: int, step: Callable[[], Optional[bool]]) -> Tuple[int, bool]:
-        """Run steps until none helps or `budget` moves are made: (moves, budget hit)."""
-        used = 0
-        while used < budget:
-            outcome = step()
-            if outcome is None:
-                return used, False
-            if outcome is False:
-                return used, True
-            used += 1
-        return used, True
-
-    def balance_pools(self, budget: int) -> int:
-        used = 0
-        for st in self.states:
-            def step(st: PoolState = st) -> Optional[bool]:
-                dev = st.counts - st.share
-                return self._step(dev, lambda src: self._try(st, src, dev))
-            n, stopped = self._loop(budget - used, step)
-            used += n
-            if stopped:
-                break
-        return used
-
-    def balance_total(self, budget: int) -> int:
-        n = self.snap.osds.count
-        share = sum((st.share for st in self.states), np.zeros(n))
-
-        def attempt(src: int, dev: np.ndarray) -> Optional[bool]:
-            for st in self.states:
-                # keep the pool within floor/ceil of its own share at both ends
-                if st.counts[src] - 1 < np.floor(st.share[src] + EPS):
-                    continue
-                outcome = self._try(st, src, dev, st.counts + 1 <= np.ceil(st.share - EPS))
-                if outcome is not None:
-                    return outcome
+    def _pull(self, st: PoolState, dst: int, give: np.ndarray,
+              pref: np.ndarray) -> Optional[Tuple[int, int]]:
+        """The best (row, source) to bring a replica onto `dst`: highest `pref` among `give`."""
+        if not st.allowed[dst]:
             return None
+        srcs = np.flatnonzero(give)
+        srcs = srcs[srcs != dst]
+        if srcs.size > self.width:
+            srcs = srcs[np.argpartition(-pref[srcs], self.width - 1)[:self.width]]
+        parts = [self._rows(st, s) for s in srcs.tolist()]
+        if not parts:
+            return None
+        rows = np.concatenate(parts)
+        owners = np.repeat(srcs, [p.size for p in parts])
+        if not rows.size:
+            return None
+        ok = replaceable(self.anc, st.shape, st.allowed, st.up[rows], st.held(rows), owners,
+                         np.array([dst]))[:, 0]
+        if not ok.any():
+            return None
+        undo = ~(st.raw[rows] == owners[:, None]).any(axis=1)
+        score = np.where(ok, pref[owners], -np.inf) + undo * EPS
+        i = int(np.argmax(score))
+        return int(rows[i]), int(owners[i])
 
-        def step() -> Optional[bool]:
-            dev = sum((st.counts for st in self.states), np.zeros(n)) - share
-            return self._step(dev, lambda src: attempt(src, dev))
-        return self._loop(budget, step)[0]
+    def _apply(self, st: PoolState, row: int, src: int, dst: int) -> bool:
+        """Make the move unless a budget forbids it (then the run stops)."""
+        if self.stopped:
+            return False
+        objs = float(st.objects[row])
+        if self.object_budget is not None and self.misplaced + objs > self.object_budget:
+            self.stopped = True
+            return False
+        self.misplaced += objs
+        pos = int(np.flatnonzero(st.up[row] == src)[0])
+        st.up[row, pos] = dst
+        for lv in (st.level, self.total):
+            lv.counts[src] -= 1
+            lv.counts[dst] += 1
+        st.rows_of[src].discard(row)
+        st.rows_of[dst].add(row)
+        self.left -= 1
+        if self.left <= 0:
+            self.stopped = True
+        return True
+
+    # -- per pool -------------------------------------------------------------------------------
+
+    def _fix_pool(self, st: PoolState) -> None:
+        L, T = st.level, self.total
+
+        def cost_at(ix: Any) -> Any:
+            # into deficits first, then the least full; the total decides among equals
+            return (L.counts[ix] - L.share[ix] - 2.0 * (L.counts[ix] < L.lo[ix])
+                    + TIE * np.tanh(T.counts[ix] - T.share[ix]))
+        while not self.stopped:
+            made = 0
+            cost = cost_at(slice(None))
+            for src in _order(L.dev(), L.excess()):
+                while L.counts[src] > L.hi[src]:
+                    mv = self._push(st, src, L.counts < L.hi, cost)
+                    if mv is None or not self._apply(st, mv[0], src, mv[1]):
+                        break
+                    cost[[src, mv[1]]] = cost_at([src, mv[1]])
+                    made += 1
+            for dst in _order(-L.dev(), L.deficit()):
+                while L.counts[dst] < L.lo[dst]:
+                    pref = L.dev() + 2.0 * L.excess() + TIE * np.tanh(T.dev())
+                    mv = self._pull(st, dst, L.counts > L.lo, pref)
+                    if mv is None or not self._apply(st, mv[0], mv[1], dst):
+                        break
+                    made += 1
+            if made == 0 and (L.clear() or not self._relaxed(st)):
+                return
+
+    def _relaxed(self, st: PoolState) -> bool:
+        """One move that lowers the pool's squared deviation without fixing a bound (a
+        chain's first link, when the rule allows no direct move): True if made."""
+        L = st.level
+        dev = L.dev()
+        for src in _order(dev, L.excess()):
+            mv = self._push(st, src, dev < dev[src] - 1 - EPS, dev)
+            if mv is not None:
+                return self._apply(st, mv[0], src, mv[1])
+        for dst in _order(-dev, L.deficit()):
+            mv = self._pull(st, dst, dev > dev[dst] + 1 + EPS, dev)
+            if mv is not None:
+                return self._apply(st, mv[0], mv[1], dst)
+        return False
+
+    # -- across pools ---------------------------------------------------------------------------
+
+    def _fix_total(self) -> None:
+        T = self.total
+        while not self.stopped:
+            made = 0
+            for src in _order(T.dev(), T.excess()):
+                while T.counts[src] > T.hi[src] and self._total_push(src):
+                    made += 1
+            for dst in _order(-T.dev(), T.deficit()):
+                while T.counts[dst] < T.lo[dst] and self._total_pull(dst):
+                    made += 1
+            if made == 0:
+                return
+
+    def _by_pool_dev(self, osd: int) -> List[PoolState]:
+        return sorted(self.states, key=lambda s: -(s.level.counts[osd] - s.level.share[osd]))
+
+    def _total_push(self, src: int) -> bool:
+        """Move one replica off `src`, from the pool most over its share there; every pool
+        stays within floor/ceil of its own share at both ends."""
+        T = self.total
+        for st in self._by_pool_dev(src):
+            L = st.level
+            if L.counts[src] <= L.lo[src]:
+                continue
+            cost = T.dev() - 2.0 * T.deficit() + TIE * np.tanh(L.dev())
+            mv = self._push(st, src, (T.counts < T.hi) & (L.counts < L.hi), cost)
+            if mv is not None:
+                return self._apply(st, mv[0], src, mv[1])
+        return False
+
+    def _total_pull(self, dst: int) -> bool:
+        T = self.total
+        for st in reversed(self._by_pool_dev(dst)):
+            L = st.level
+            if L.counts[dst] >= L.hi[dst]:
+                continue
+            pref = T.dev() + 2.0 * T.excess() + TIE * np.tanh(L.dev())
+            mv = self._pull(st, dst, (T.counts > T.lo) & (L.counts > L.lo), pref)
+            if mv is not None:
+                return self._apply(st, mv[0], mv[1], dst)
+        return False
 
     # -- results --------------------------------------------------------------------------------
 
@@ -284,21 +337,22 @@ class Balancer:
         return out
 
     def lower_bound(self) -> int:
-        """Replicas that must move at least, per pool: those above each OSD's rounded-up
-        share, or those missing below each rounded-down share, whichever is more (one move
-        takes one replica off one OSD and puts it on one other)."""
-        total = 0
-        for st in self.states:
-            c = up_counts(st.start, st.share.shape[0])
-            over = np.maximum(c - np.ceil(st.share - EPS), 0).sum()
-            under = np.maximum(np.floor(st.share + EPS) - c, 0).sum()
-            total += int(max(over, under))
-        return total
+        """Replica moves needed at least: per pool, the replicas above each OSD's ceiling or
+        missing below its floor, whichever is more, summed; or the same for the totals, if
+        that is more (every move fixes at most one unit of each)."""
+        n = self.snap.osds.count
+        pools = sum(Level(up_counts(st.start, n), st.share).bound() for st in self.states)
+        total = Level(sum((up_counts(st.start, n) for st in self.states), np.zeros(n, np.int64)),
+                      self.total.share).bound()
+        return max(pools, total)
 
     def run(self, max_moves: int = 1 << 30) -> BalanceResult:
         lb = self.lower_bound()
-        used = self.balance_pools(max_moves)
-        used += self.balance_total(max_moves - used)
+        self.left, self.stopped = max_moves, max_moves <= 0
+        for st in self.states:
+            self._fix_pool(st)
+        if len(self.states) > 1:
+            self._fix_total()
         moves = int(sum(((st.up != st.start) & (st.start >= 0)).sum() for st in self.states))
         return BalanceResult(pools=self.states, items=self.items(), moves=moves, lower_bound=lb,
                              notes=self.notes)

@@ -73,6 +73,16 @@ class Placer:
 
     def map_pool(self, pool: Pool, pg_num: Optional[int] = None,
                  pgp_num: Optional[int] = None, upmaps: bool = True) -> PoolMapping:
+        ps, pps, raw = self._crush(pool, pg_num, pgp_num)
+        return self._finish(pool, ps, pps, raw, upmaps)
+
+    def map_pool_raw_and_up(self, pool: Pool) -> Tuple[PoolMapping, PoolMapping]:
+        """The pool without and with its upmap items, from one CRUSH run."""
+        ps, pps, raw = self._crush(pool, None, None)
+        return self._finish(pool, ps, pps, raw, False), self._finish(pool, ps, pps, raw, True)
+
+    def _crush(self, pool: Pool, pg_num: Optional[int],
+               pgp_num: Optional[int]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         n = pg_num if pg_num is not None else pool.pg_num
         ps = np.arange(n, dtype=np.int64)
         pps = placement_seeds(pool, ps, pgp_num)
@@ -82,7 +92,10 @@ class Placer:
         if rule is not None and n:
             args = self.crush.choose_args.get(pool.id, self.crush.choose_args.get(-1))
             raw, _ = do_rule(self.crush, rule, pps, size, self.weight, args)
-        raw = self._drop(pool, raw, self._exists(raw))
+        return ps, pps, self._drop(pool, raw, self._exists(raw))
+
+    def _finish(self, pool: Pool, ps: np.ndarray, pps: np.ndarray, raw: np.ndarray,
+                upmaps: bool) -> PoolMapping:
         if upmaps:
             raw = self._apply_upmaps(pool, ps, raw)
         up = self._drop(pool, raw, self._exists(raw) & self.up_state[np.clip(raw, 0, len(self.up_state) - 1)])
