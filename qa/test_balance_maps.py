@@ -9,6 +9,7 @@ import pytest
 
 from pg_advisor import snapshot
 from pg_advisor.balance import Balancer
+from pg_advisor.balance_report import balance_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.distribution import up_counts
 from pg_advisor.tests.upmap_checker import check_up_set
@@ -125,3 +126,46 @@ def test_live_mon_keeps_every_item(ec_pool: Cluster, tmp_path: Path) -> None:
             got = ref[f"{st.pool.id}.{r:x}"][0]
             assert (sorted(got) == sorted(want)) if st.pool.type == "replicated" else got == want
     print(json.dumps({"items": len(res.items), "moves": res.moves, "lower_bound": res.lower_bound}))
+
+
+def synthetic_pg_dump(snap: snapshot.Snapshot, sigma: float, seed: int = 1) -> Dict[str, Any]:
+    """A `pg dump` of the map's PGs where PG sizes spread lognormally (sigma), as skewed
+    object sizes or hot buckets make them."""
+    rng = np.random.default_rng(seed)
+    stats = []
+    for pool in snap.pools:
+        m = Placer(snap).map_pool(pool)
+        sizes = rng.lognormal(0.0, sigma, m.up.shape[0]) * 1e9
+        for r in range(m.up.shape[0]):
+            up = m.up_list(r)
+            stats.append({"pgid": m.pgid(r), "up": up, "acting": up, "up_primary": up[0],
+                          "state": "active+clean",
+                          "stat_sum": {"num_bytes": int(sizes[r]), "num_objects": 100}})
+    return {"osd_stats": [], "pool_stats": [], "pg_stats": stats}
+
+
+def test_bytes_mode_evens_fullness_and_keeps_counts(tmp_path: Path) -> None:
+    gm = generate(tmp_path, Layout(0, 5, 12), [REPLICATED_HOST], pg_bits=5)
+    osd_dump, crush = gm.dumps()
+    snap = snapshot.load(osd_dump, crush, synthetic_pg_dump(snapshot.load(osd_dump, crush), 0.5))
+    pgs, byt = balance_report(snap, mode="pgs"), balance_report(snap, mode="bytes")
+    # counts: the bytes phase keeps every OSD within one of its share, per pool and in total
+    for r in (pgs, byt):
+        assert r["after"]["pools"][0]["max_deviation"] < 1.0
+    # fullness, measured independently from the items and the PG sizes
+    sizes = {s["pgid"]: s["stat_sum"]["num_bytes"] for s in synthetic_pg_dump(snap, 0.5)["pg_stats"]}
+    ratios = {}
+    for name, r in (("pgs", pgs), ("bytes", byt)):
+        after = Placer(dataclasses.replace(snap, pg_upmap_items={
+            k: tuple(tuple(p) for p in v) for k, v in r["items"].items() if v}))
+        m = after.map_pool(snap.pools[0])
+        used = np.zeros(snap.osds.count)
+        for row in range(m.up.shape[0]):
+            assert not check_up_set(osd_dump, crush, osd_dump["pools"][0], m.up_list(row))
+            used[m.up_list(row)] += sizes[m.pgid(row)]
+        ratios[name] = (used.max() / used.mean(), used.min() / used.mean())
+        assert abs(r["fullness"]["after"]["max_ratio"] - ratios[name][0]) < 1e-3
+    print(json.dumps({"ratios": ratios, "moves": {"pgs": pgs["moves"], "bytes": byt["moves"]}}))
+    # one PG is ~1/100 of an OSD here: bytes mode gets within about a tenth of that
+    assert ratios["bytes"][0] < 1.02 and ratios["bytes"][1] > 0.98
+    assert ratios["pgs"][0] > 1.05      # counts alone leave the PG size spread

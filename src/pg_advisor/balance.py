@@ -63,6 +63,7 @@ class PoolState:
     shape: RuleShape
     healthy: np.ndarray      # rows that may be moved (complete, all OSDs up)
     objects: np.ndarray      # per row: objects (what a move misplaces), 0 without PG stats
+    bytes: np.ndarray        # per row: bytes one replica (EC: one shard) holds
     level: Level = field(init=False)
     rows_of: List[Set[int]] = field(init=False)   # OSD -> healthy rows it holds
 
@@ -128,6 +129,7 @@ class Balancer:
                            sum((st.share for st in self.states), np.zeros(n)))
         self.left = 0          # moves the current run may still make
         self.stopped = False   # the move or misplaced budget ran out
+        self.lb = 0
 
     def _state(self, pool: Pool) -> PoolState:
         shape = rule_shape(self.snap, pool)
@@ -135,15 +137,16 @@ class Balancer:
         w = rule_weights(self.snap, rule)
         raw, cur = self.placer.map_pool_raw_and_up(pool)
         full = ((cur.up >= 0) & (cur.up != CRUSH_ITEM_NONE)).all(axis=1)
-        objects = np.zeros(cur.up.shape[0])
+        objects, size = np.zeros(cur.up.shape[0]), np.zeros(cur.up.shape[0])
         pgs = self.snap.pgs
         if pgs is not None:
             mine = (pgs.pool == pool.id) & (pgs.ps < objects.size)
             objects[pgs.ps[mine]] = pgs.objects[mine]
+            size[pgs.ps[mine]] = pgs.bytes[mine] / max(pool.data_chunks, 1)
         share = self._reachable(shape, pool_share(pool, w), up_counts(cur.up, w.shape[0]))
         return PoolState(pool=pool, raw=raw.up, up=cur.up.copy(), start=cur.up.copy(),
                          share=share, allowed=(w > 0) & self.usable,
-                         shape=shape, healthy=full, objects=objects)
+                         shape=shape, healthy=full, objects=objects, bytes=size)
 
     def _reachable(self, shape: RuleShape, share: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """The share scaled within each bucket the rule's earlier steps fix: no legal move
@@ -209,12 +212,16 @@ class Balancer:
         i = int(np.argmax(score))
         return int(rows[i]), int(owners[i])
 
+    def affordable(self, objects: float) -> bool:
+        """May moves that misplace `objects` more object copies still be made?"""
+        return self.object_budget is None or self.misplaced + objects <= self.object_budget
+
     def _apply(self, st: PoolState, row: int, src: int, dst: int) -> bool:
         """Make the move unless a budget forbids it (then the run stops)."""
         if self.stopped:
             return False
         objs = float(st.objects[row])
-        if self.object_budget is not None and self.misplaced + objs > self.object_budget:
+        if not self.affordable(objs):
             self.stopped = True
             return False
         self.misplaced += objs
@@ -346,82 +353,23 @@ class Balancer:
                       self.total.share).bound()
         return max(pools, total)
 
-    def run(self, max_moves: int = 1 << 30) -> BalanceResult:
-        lb = self.lower_bound()
+    def begin(self, max_moves: int) -> None:
+        self.lb = self.lower_bound()
         self.left, self.stopped = max_moves, max_moves <= 0
+
+    def balance_counts(self) -> None:
         for st in self.states:
             self._fix_pool(st)
         if len(self.states) > 1:
             self._fix_total()
+
+    def result(self) -> BalanceResult:
         moves = int(sum(((st.up != st.start) & (st.start >= 0)).sum() for st in self.states))
-        return BalanceResult(pools=self.states, items=self.items(), moves=moves, lower_bound=lb,
-                             notes=self.notes)
+        return BalanceResult(pools=self.states, items=self.items(), moves=moves,
+                             lower_bound=self.lb, notes=self.notes)
 
-
-def _spreads(states: List[PoolState], use_start: bool) -> Dict[str, Any]:
-    from .distribution import spread   # local: the report is the only user
-    n = states[0].share.shape[0] if states else 0
-    tot, share = np.zeros(n), np.zeros(n)
-    pools: List[Dict[str, Any]] = []
-    for st in states:
-        c = up_counts(st.start if use_start else st.up, n)
-        pools.append({"pool": st.pool.name, **spread(c, st.share).as_dict()})
-        tot += c
-        share += st.share
-    return {"pools": pools, "total": spread(tot, share).as_dict() if states else None}
-
-
-def commands(items: Dict[str, List[Tuple[int, int]]]) -> List[str]:
-    """The `ceph` commands that set the items, as `osdmaptool --upmap` writes them."""
-    out = []
-    for pgid, pairs in sorted(items.items(), key=lambda kv: tuple(int(x, 16) for x in kv[0].split("."))):
-        if pairs:
-            out.append(f"ceph osd pg-upmap-items {pgid} " + " ".join(f"{a} {b}" for a, b in pairs))
-        else:
-            out.append(f"ceph osd rm-pg-upmap-items {pgid}")
-    return out
-
-
-def eval_report(snap: Snapshot, pools: Optional[List[str]] = None,
-                placer: Optional[Placer] = None) -> Dict[str, Any]:
-    """The distribution now; score: the largest deviation from a share (<= 1 is the limit)."""
-    for name in pools or []:
-        snap.pool_by_name(name)
-    b = Balancer(snap, placer, pools)
-    now = _spreads(b.states, True)
-    devs = [p["max_deviation"] for p in now["pools"]]
-    if now["total"] is not None:
-        devs.append(now["total"]["max_deviation"])
-    return {"epoch": snap.epoch, "score": max(devs, default=0.0), "distribution": now,
-            "upmap_items": len(snap.pg_upmap_items), "notes": b.notes}
-
-
-def misplaced_budget(snap: Snapshot, ratio: float) -> Optional[float]:
-    """Object copies a round may misplace: ratio x all copies, less what is misplaced now."""
-    pgs = snap.pgs
-    if pgs is None:
-        return None
-    size = {p.id: p.size for p in snap.pools}
-    copies = float(sum(int(o) * size.get(int(p), 0) for p, o in zip(pgs.pool, pgs.objects)))
-    return max(ratio * copies - snap.misplaced_objects, 0.0)
-
-
-def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 1 << 20,
-                   mode: str = "pgs", placer: Optional[Placer] = None,
-                   object_budget: Optional[float] = None) -> Dict[str, Any]:
-    if mode != "pgs":
-        raise AdvisorError.invalid(f"mode '{mode}' is not available yet: use --mode pgs")
-    if max_items < 1:
-        raise AdvisorError.invalid(f"--max-items must be at least 1, not {max_items}")
-    for name in pools or []:
-        snap.pool_by_name(name)
-    b = Balancer(snap, placer, pools, object_budget)
-    res = b.run(max_items)
-    return {
-        "epoch": snap.epoch, "mode": mode,
-        "commands": commands(res.items),
-        "items": {k: [list(p) for p in v] for k, v in sorted(res.items.items())},
-        "before": _spreads(res.pools, True), "after": _spreads(res.pools, False),
-        "moves": res.moves, "lower_bound": res.lower_bound, "notes": res.notes,
-        "objects_misplaced": int(b.misplaced) if object_budget is not None else None,
-    }
+    def run(self, max_moves: int = 1 << 30) -> BalanceResult:
+        """Balance PG counts with at most `max_moves` replica moves."""
+        self.begin(max_moves)
+        self.balance_counts()
+        return self.result()

@@ -18,6 +18,8 @@ def balance_text(r: Dict[str, Any]) -> str:
     out.append(f"{len(r['commands'])} PGs changed, {r['moves']} replica moves "
                f"(lower bound {r['lower_bound']})")
     out.append(table(["pool", "when", "osds", "min", "max", "mean", "stdev", "max_dev"], rows))
+    if r.get("fullness"):
+        out.extend(fullness_line(f"fullness {when}:", r["fullness"][when]) for when in ("before", "after"))
     if "applied" in r:
         out.append(f"set {r['applied']} of {len(r['items'])} PGs' items")
         out.extend(f"failed: {f}" for f in r["failed"])
@@ -35,5 +37,17 @@ def eval_text(r: Dict[str, Any]) -> str:
     out = [f"score {r['score']:.2f} (largest deviation from an OSD's share; 1 or less is the "
            f"limit), {r['upmap_items']} PGs with upmap items",
            table(["pool", "osds", "min", "max", "mean", "stdev", "max_dev"], rows)]
+    if r.get("fullness"):
+        out.append(fullness_line("fullness:", r["fullness"]))
     out.extend(f"note: {n}" for n in r["notes"])
     return "\n".join(out)
+
+
+def fullness_line(label: str, f: Dict[str, Any]) -> str:
+    if f["max_ratio"] is None:
+        return f"{label} no PG bytes yet"
+    line = (f"{label} fullest OSD {f['max_ratio']:.3f} x the mean, emptiest {f['min_ratio']:.3f} x "
+            f"(by {f['basis']})")
+    if f["max_used"] is not None:
+        line += f"; {100 * f['max_used']:.2f}% .. {100 * f['min_used']:.2f}% of their size in PG data"
+    return line

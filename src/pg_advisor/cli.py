@@ -12,7 +12,7 @@ import sys
 from typing import Any, List, Optional, TextIO
 
 from . import options, snapshot
-from .balance import balance_report
+from .balance_report import balance_report
 from .balance_text import balance_text
 from .errors import AdvisorError
 from .plan import plan_report
@@ -69,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     bl.add_argument("--pool", action="append", help="only this pool (repeatable)")
     bl.add_argument("--max-items", type=int, default=1 << 20, metavar="N",
                     help="at most this many replica moves")
-    bl.add_argument("--mode", default="pgs", help="what to balance: pgs")
+    bl.add_argument("--mode", help="pgs (counts) or bytes (counts, then fullness); "
+                                   "default: --balance-mode")
     bl.add_argument("-f", "--format", choices=FORMATS, default="plain")
     mp = sub.add_parser("map", help="every PG's up set, computed with CRUSH")
     mp.add_argument("pool", nargs="?", help="only this pool")
@@ -115,7 +116,8 @@ def run(argv: List[str], out: TextIO) -> int:
     elif args.command == "plan":
         out.write(render(plan_report(snap, opts, balanced), args.format, plan_text) + "\n")
     elif args.command == "balance":
-        out.write(render(balance_report(snap, args.pool, args.max_items, args.mode), args.format,
+        out.write(render(balance_report(snap, args.pool, args.max_items, args.mode or opts.balance_mode,
+                                        min_gain=opts.balance_min_gain), args.format,
                          balance_text) + "\n")
     elif args.command == "map":
         out.write(render(pg_map(snap, args.pool), args.format, map_text) + "\n")

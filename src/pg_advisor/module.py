@@ -13,7 +13,7 @@ from mgr_module import MgrModule, Option
 from . import options, snapshot
 from .errors import AdvisorError
 from .health import health_checks
-from .balance import balance_report, eval_report, misplaced_budget
+from .balance_report import balance_report, eval_report, misplaced_budget
 from .balance_text import balance_text, eval_text
 from .plan import plan_report
 from .plan_text import plan_text
@@ -45,7 +45,8 @@ class Module(MgrModule):
         },
         {
             "cmd": "pg-advisor balance name=pool,type=CephString,req=false "
-                   "name=max_items,type=CephInt,req=false name=dry_run,type=CephBool,req=false",
+                   "name=max_items,type=CephInt,req=false name=dry_run,type=CephBool,req=false "
+                   "name=mode,type=CephChoices,strings=pgs|bytes,req=false",
             "desc": "Compute pg-upmap-items toward each OSD's share and set a bounded batch "
                     "of them (--dry-run: only show them)",
             "perm": "rw",
@@ -161,8 +162,9 @@ class Module(MgrModule):
         snap = self.take_snapshot()
         ratio = float(self.get_ceph_option("target_max_misplaced_ratio"))
         pools = [cmd["pool"]] if cmd.get("pool") else None
-        report = balance_report(snap, pools, max_items,
-                                object_budget=misplaced_budget(snap, ratio))
+        report = balance_report(snap, pools, max_items, cmd.get("mode") or opts.balance_mode,
+                                object_budget=misplaced_budget(snap, ratio),
+                                min_gain=float(opts.balance_min_gain))
         dry = bool(cmd.get("dry_run"))
         report["dry_run"] = dry
         if not dry:

@@ -54,6 +54,12 @@ SPECS: Tuple[Spec, ...] = (
          "upmap balancer is active (auto)", choices=("auto", "yes", "no")),
     Spec("sleep_interval", "int", 60, "seconds between health evaluations", 1, 86400),
     Spec("balance_max_items", "int", 10, "replica moves one `balance` round may set", 1, 10000),
+    Spec("balance_mode", "str", "bytes",
+         "balance PG counts only (pgs), or counts and then how full the OSDs are (bytes)",
+         choices=("pgs", "bytes")),
+    Spec("balance_min_gain", "float", 0.005,
+         "bytes mode: a move must bring the fullest OSD down (or the emptiest up) by this "
+         "fraction of the mean fullness", 0.0001, 1.0),
 )
 
 BY_NAME = {s.name: s for s in SPECS}

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from pg_advisor import snapshot
-from pg_advisor.balance import Balancer, balance_report
+from pg_advisor.balance import Balancer
+from pg_advisor.balance_report import balance_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.distribution import up_counts
 from pg_advisor.errors import AdvisorError
@@ -72,7 +73,7 @@ def test_report_and_commands(snap: snapshot.Snapshot) -> None:
 
 
 @pytest.mark.parametrize("kw, code, message", [
-    ({"mode": "bytes"}, -22, "not available yet"),
+    ({"mode": "weight"}, -22, "not one of pgs, bytes"),
     ({"max_items": 0}, -22, "at least 1"),
     ({"pools": ["nope"]}, -2, "pool 'nope' does not exist"),
 ])
@@ -80,3 +81,33 @@ def test_bad_arguments(snap: snapshot.Snapshot, kw: Dict[str, Any], code: int, m
     with pytest.raises(AdvisorError) as e:
         balance_report(snap, **kw)
     assert e.value.code == code and message in e.value.message
+
+
+def test_bytes_mode_is_legal_keeps_counts_and_evens_fullness(snap: snapshot.Snapshot,
+                                                             dumps: Dict[str, Any]) -> None:
+    pgs, byt = balance_report(snap, mode="pgs"), balance_report(snap, mode="bytes")
+    pools = {p["pool"]: p for p in dumps["osd_dump"]["pools"]}
+    after = Placer(applied(snap, byt["items"]))
+    n = snap.osds.count
+    share = {st.pool.id: st.share for st in Balancer(snap).states}
+    for pool in snap.pools:
+        m = after.map_pool(pool)
+        for r in range(m.up.shape[0]):
+            assert not check_up_set(dumps["osd_dump"], dumps["crush"], pools[pool.id], m.up_list(r))
+        # no OSD ends further outside floor/ceil of its share than counts alone leave it
+        c = up_counts(m.up, n)
+        outside = np.maximum(c - np.ceil(share[pool.id] - 1e-9), 0) + \
+            np.maximum(np.floor(share[pool.id] + 1e-9) - c, 0)
+        ref = up_counts(Placer(applied(snap, pgs["items"])).map_pool(pool).up, n)
+        ref_outside = np.maximum(ref - np.ceil(share[pool.id] - 1e-9), 0) + \
+            np.maximum(np.floor(share[pool.id] + 1e-9) - ref, 0)
+        assert outside.sum() <= ref_outside.sum(), pool.name
+    f_pgs, f_byt = pgs["fullness"]["after"], byt["fullness"]["after"]
+    assert f_byt["max_ratio"] < f_pgs["max_ratio"] and f_byt["min_ratio"] > f_pgs["min_ratio"]
+
+
+def test_bytes_mode_without_pg_stats_says_so(dumps: Dict[str, Any]) -> None:
+    bare = snapshot.load(dumps["osd_dump"], dumps["crush"])
+    r = balance_report(bare, mode="bytes")
+    assert r["fullness"] is None and any("needs PG stats" in n for n in r["notes"])
+    assert r["items"] == balance_report(bare, mode="pgs")["items"]

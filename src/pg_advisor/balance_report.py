@@ -1,0 +1,93 @@
+"""The balancer's reports: the distribution now (eval), a proposal (balance), its commands."""
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from .balance import Balancer, PoolState
+from .balance_bytes import ByteEvener, fullness
+from .crush.placement import Placer
+from .distribution import spread, up_counts
+from .errors import AdvisorError
+from .snapshot import Snapshot
+
+MODES = ("pgs", "bytes")
+
+
+def _spreads(states: List[PoolState], use_start: bool) -> Dict[str, Any]:
+    n = states[0].share.shape[0] if states else 0
+    tot, share = np.zeros(n), np.zeros(n)
+    pools: List[Dict[str, Any]] = []
+    for st in states:
+        c = up_counts(st.start if use_start else st.up, n)
+        pools.append({"pool": st.pool.name, **spread(c, st.share).as_dict()})
+        tot += c
+        share += st.share
+    return {"pools": pools, "total": spread(tot, share).as_dict() if states else None}
+
+
+def commands(items: Dict[str, List[Tuple[int, int]]]) -> List[str]:
+    """The `ceph` commands that set the items, as `osdmaptool --upmap` writes them."""
+    out = []
+    for pgid, pairs in sorted(items.items(), key=lambda kv: tuple(int(x, 16) for x in kv[0].split("."))):
+        if pairs:
+            out.append(f"ceph osd pg-upmap-items {pgid} " + " ".join(f"{a} {b}" for a, b in pairs))
+        else:
+            out.append(f"ceph osd rm-pg-upmap-items {pgid}")
+    return out
+
+
+def eval_report(snap: Snapshot, pools: Optional[List[str]] = None,
+                placer: Optional[Placer] = None) -> Dict[str, Any]:
+    """The distribution now; score: the largest deviation from a share (<= 1 is the limit)."""
+    for name in pools or []:
+        snap.pool_by_name(name)
+    b = Balancer(snap, placer, pools)
+    now = _spreads(b.states, True)
+    devs = [p["max_deviation"] for p in now["pools"]]
+    if now["total"] is not None:
+        devs.append(now["total"]["max_deviation"])
+    return {"epoch": snap.epoch, "score": max(devs, default=0.0), "distribution": now,
+            "fullness": fullness(b, start=True) if snap.pgs is not None else None,
+            "upmap_items": len(snap.pg_upmap_items), "notes": b.notes}
+
+
+def misplaced_budget(snap: Snapshot, ratio: float) -> Optional[float]:
+    """Object copies a round may misplace: ratio x all copies, less what is misplaced now."""
+    pgs = snap.pgs
+    if pgs is None:
+        return None
+    size = {p.id: p.size for p in snap.pools}
+    copies = float(sum(int(o) * size.get(int(p), 0) for p, o in zip(pgs.pool, pgs.objects)))
+    return max(ratio * copies - snap.misplaced_objects, 0.0)
+
+
+def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 1 << 20,
+                   mode: str = "bytes", placer: Optional[Placer] = None,
+                   object_budget: Optional[float] = None, min_gain: float = 0.005) -> Dict[str, Any]:
+    """Balance PG counts (per pool, then in total), then in bytes mode how full the OSDs
+    are, with at most `max_items` replica moves."""
+    if mode not in MODES:
+        raise AdvisorError.invalid(f"mode '{mode}' is not one of {', '.join(MODES)}")
+    if max_items < 1:
+        raise AdvisorError.invalid(f"--max-items must be at least 1, not {max_items}")
+    for name in pools or []:
+        snap.pool_by_name(name)
+    b = Balancer(snap, placer, pools, object_budget)
+    b.begin(max_items)
+    b.balance_counts()
+    bytes_mode = mode == "bytes" and snap.pgs is not None
+    if mode == "bytes" and not bytes_mode:
+        b.notes.append("bytes mode needs PG stats (offline: --pg-dump): PG counts balanced only")
+    if bytes_mode:
+        ByteEvener(b, min_gain).run()
+    res = b.result()
+    return {
+        "epoch": snap.epoch, "mode": mode,
+        "commands": commands(res.items),
+        "items": {k: [list(p) for p in v] for k, v in sorted(res.items.items())},
+        "before": _spreads(res.pools, True), "after": _spreads(res.pools, False),
+        "fullness": ({"before": fullness(b, start=True), "after": fullness(b)}
+                     if snap.pgs is not None else None),
+        "moves": res.moves, "lower_bound": res.lower_bound, "notes": res.notes,
+        "objects_misplaced": int(b.misplaced) if object_budget is not None else None,
+    }
