@@ -1,14 +1,19 @@
 """Benchmark: pg_advisor's balancer beside `osdmaptool --upmap`, on the same maps, one run.
 
-    /usr/bin/python3 -m qa.bench_balance [--only 60,1000,10000] [--tool-timeout 300]
+    PYTHONPATH=src /usr/bin/python3 -m qa.bench_balance [--only 60,1000,10000,bytes]
+                                                       [--tool-timeout 300]
 
-Maps come from crushtool/osdmaptool (qa/crushgen.py), one replicated pool each at the
-pg_num osdmaptool --createsimple gives (OSDs << pg-bits). osdmaptool runs at
---upmap-deviation 5 (Ceph's default) and 1, with a time limit; its commands are applied
-to the map and everything is measured the same way, with pg_advisor's exact CRUSH:
-max deviation from the weight-proportional share (pool and total), stdev of PGs per OSD,
-PGs with items, replica moves against the lower bound, wall time, peak memory.
-"stdev" is the standard deviation of (PGs - share) over the OSDs.
+Maps: 60 OSDs (5 hosts x 12) with a 2048-PG pool, and 1,000 OSDs of mixed weights in
+racks and hosts with a replicated pool per rule (host; rack; 3 racks then a host in
+each) plus an EC 4+2 pool, both made by a throw-away mon (qa/monbuilt.py); 10,000 OSDs
+with one 80,000-PG pool from `osdmaptool --createsimple`. osdmaptool runs at
+--upmap-deviation 5 (Ceph's default) and 1 with a time limit; its commands are applied
+to the map and every result is measured the same way, with pg_advisor's exact CRUSH:
+the largest deviation from an OSD's share in any pool and in the OSDs' totals, stdev of
+the totals' deviations, PGs with items, replica moves against the lower bound, wall
+time, peak memory (of the process so far: pg_advisor's own, osdmaptool's largest).
+"bytes": the 60-OSD map with lognormally spread PG sizes, fullest/emptiest OSD against
+the mean, by counts alone and in bytes mode.
 """
 import argparse
 import dataclasses
@@ -19,42 +24,69 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from pg_advisor import snapshot
 from pg_advisor.balance import Balancer
+from pg_advisor.balance_report import balance_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.distribution import up_counts
 
-from .crushgen import REPLICATED_HOST, Layout, generate
+from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, generate, rule, synthetic_pg_dump
+from .monbuilt import PoolSpec, build
 
-MAPS = {
-    "60": (Layout(0, 5, 12), 5),
-    "1000": (Layout(10, 10, 10, weight=lambda o: (4.0, 8.0, 16.0)[o % 3]), 3),
-    "10000": (Layout(20, 25, 20, weight=lambda o: (1.0, 2.0, 4.0)[o % 3]), 3),
-}
+MIXED = Layout(10, 10, 10, weight=lambda o: (4.0, 8.0, 16.0)[o % 3])
+RULES_1000 = [
+    REPLICATED_HOST,
+    rule(["take default", "chooseleaf firstn 0 type rack", "emit"], "by_rack", 1),
+    rule(["take default", "choose firstn 3 type rack", "chooseleaf firstn 1 type host", "emit"],
+         "rack_then_host", 2),
+]
+POOLS_1000 = [PoolSpec("by_host", 2048, "replicated_rule"), PoolSpec("by_rack", 1024, "by_rack"),
+              PoolSpec("rack_then_host", 1024, "rack_then_host"),
+              PoolSpec("ec42", 1024, ec=(4, 2), failure_domain="host")]
 ITEM_RE = re.compile(r"^ceph osd pg-upmap-items (\S+) (.*)$")
+Items = Dict[str, Tuple[Tuple[int, int], ...]]
 
 
-def measure(snap: snapshot.Snapshot, items: Dict[str, Tuple[Tuple[int, int], ...]]) -> Dict[str, Any]:
+def make_map(name: str, tmp: Path) -> GeneratedMap:
+    if name in ("60", "bytes"):
+        return build(tmp, Layout(0, 5, 12), [REPLICATED_HOST], [PoolSpec("rbd", 2048)])
+    if name == "1000":
+        return build(tmp, MIXED, RULES_1000, POOLS_1000)
+    return generate(tmp, Layout(20, 25, 20, weight=lambda o: (1.0, 2.0, 4.0)[o % 3]),
+                    [REPLICATED_HOST], pg_bits=3)
+
+
+def with_items(snap: snapshot.Snapshot, items: Items) -> snapshot.Snapshot:
     new = dict(snap.pg_upmap_items)
     new.update(items)
-    pl0, pl1 = Placer(snap), Placer(dataclasses.replace(snap, pg_upmap_items=new))
-    pool = snap.pools[0]
-    before, after = pl0.map_pool(pool).up, pl1.map_pool(pool).up
-    n = snap.osds.count
+    return dataclasses.replace(snap, pg_upmap_items=new)
+
+
+def measure(snap: snapshot.Snapshot, items: Items) -> Dict[str, Any]:
+    pl0, pl1 = Placer(snap), Placer(with_items(snap, items))
     b = Balancer(snap, pl0)
-    st = b.states[0]
-    c = up_counts(after, n)
-    dev = np.abs(c - st.share)[st.share > 0]
-    moves = int(sum(len(set(a.tolist()) - set(x.tolist())) for a, x in zip(after, before)))
-    return {"max_dev": float(dev.max()), "stdev": float((c - st.share)[st.share > 0].std()),
-            "items": len(items), "moves": moves, "lower_bound": b.lower_bound()}
+    n = snap.osds.count
+    total, share = np.zeros(n), np.zeros(n)
+    pool_dev, moves = 0.0, 0
+    for st in b.states:
+        before, after = pl0.map_pool(st.pool).up, pl1.map_pool(st.pool).up
+        c = up_counts(after, n)
+        pool_dev = max(pool_dev, float(np.abs(c - st.share)[st.share > 0].max()))
+        total += c
+        share += st.share
+        moves += int(((after != before) & (before >= 0)).sum()) if st.pool.type != "replicated" else \
+            int(sum(len(set(a.tolist()) - set(x.tolist())) for a, x in zip(after, before)))
+    live = share > 0
+    return {"pool_dev": pool_dev, "total_dev": float(np.abs(total - share)[live].max()),
+            "stdev": float((total - share)[live].std()), "items": len(items), "moves": moves,
+            "lower_bound": b.lower_bound()}
 
 
-def run_tool(path: Path, deviation: int, timeout: float, out: Path) -> Tuple[Dict[str, Any], float, str]:
+def run_tool(path: Path, deviation: int, timeout: float, out: Path) -> Tuple[Items, float, str]:
     t0 = time.perf_counter()
     try:
         subprocess.run(["osdmaptool", str(path), "--mark-up-in", "--upmap", str(out),
@@ -64,7 +96,7 @@ def run_tool(path: Path, deviation: int, timeout: float, out: Path) -> Tuple[Dic
     except subprocess.TimeoutExpired:
         status = f"hit the {timeout:.0f} s limit"
     dt = time.perf_counter() - t0
-    items: Dict[str, Tuple[Tuple[int, int], ...]] = {}
+    items: Items = {}
     if out.exists():
         for line in out.read_text().splitlines():
             m = ITEM_RE.match(line)
@@ -74,37 +106,89 @@ def run_tool(path: Path, deviation: int, timeout: float, out: Path) -> Tuple[Dic
     return items, dt, status
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", default="60,1000,10000")
+def peak(who: int) -> str:
+    return f"{resource.getrusage(who).ru_maxrss / 1024:.0f}"
+
+
+def count_rows(name: str, gm: GeneratedMap, timeout: float) -> List[List[Any]]:
+    osd_dump, crush = gm.dumps()
+    snap = snapshot.load(osd_dump, crush)
+    pgs = sum(p.pg_num for p in snap.pools)
+    label = f"{gm.num_osds} OSDs, {len(snap.pools)} pool{'s' if len(snap.pools) > 1 else ''}, {pgs} PGs"
+    rows: List[List[Any]] = [[label, "CRUSH alone", measure(snap, {}), 0.0, "-", ""]]
+    for dev in (5, 1):
+        items, dt, status = run_tool(gm.path, dev, timeout, gm.path.parent / f"up{dev}")
+        rows.append([label, f"osdmaptool --upmap-deviation {dev}", measure(snap, items), dt,
+                     peak(resource.RUSAGE_CHILDREN), status])
+    t0 = time.perf_counter()
+    res = Balancer(snap).run()
+    dt = time.perf_counter() - t0
+    items = {k: tuple(v) for k, v in res.items.items() if v}
+    removed = [k for k, v in res.items.items() if not v]
+    assert not removed, removed      # a fresh map has no items to remove
+    rows.append([label, "pg_advisor", measure(snap, items), dt, peak(resource.RUSAGE_SELF), "done"])
+    return rows
+
+
+def print_counts(rows: List[List[Any]]) -> None:
+    print(f"{'map':<32} {'balancer':<30} {'pool_dev':>8} {'tot_dev':>7} {'stdev':>6} {'items':>6} "
+          f"{'moves':>6} {'bound':>6} {'seconds':>8} {'peak MiB':>8}  status")
+    for label, who, m, dt, pk, status in rows:
+        print(f"{label:<32} {who:<30} {m['pool_dev']:>8.2f} {m['total_dev']:>7.2f} {m['stdev']:>6.2f} "
+              f"{m['items']:>6} {m['moves']:>6} {m['lower_bound']:>6} {dt:>8.2f} {pk:>8}  {status}")
+
+
+def fullness(snap: snapshot.Snapshot, items: Items, sizes: Dict[str, int]) -> Tuple[float, float]:
+    used = np.zeros(snap.osds.count)
+    pl = Placer(with_items(snap, items))
+    for pool in snap.pools:
+        m = pl.map_pool(pool)
+        for r in range(m.up.shape[0]):
+            used[m.up_list(r)] += sizes[m.pgid(r)]
+    live = used[snap.osds.crush_weight > 0]
+    return float(live.max() / live.mean()), float(live.min() / live.mean())
+
+
+def bytes_rows(gm: GeneratedMap, timeout: float) -> List[List[Any]]:
+    osd_dump, crush = gm.dumps()
+    bare = snapshot.load(osd_dump, crush)
+    pg_dump = synthetic_pg_dump(bare, 0.5)
+    sizes = {s["pgid"]: s["stat_sum"]["num_bytes"] for s in pg_dump["pg_stats"]}
+    snap = snapshot.load(osd_dump, crush, pg_dump)
+    out: List[List[Any]] = [["CRUSH alone", fullness(snap, {}, sizes), 0, 0.0]]
+    items, dt, _ = run_tool(gm.path, 1, timeout, gm.path.parent / "upbytes")
+    out.append(["osdmaptool --upmap-deviation 1", fullness(snap, items, sizes), len(items), dt])
+    for mode in ("pgs", "bytes"):
+        t0 = time.perf_counter()
+        r = balance_report(snap, mode=mode)
+        dt = time.perf_counter() - t0
+        got: Items = {k: tuple((int(p[0]), int(p[1])) for p in v) for k, v in r["items"].items() if v}
+        out.append([f"pg_advisor --mode {mode} ({r['moves']} moves)", fullness(snap, got, sizes),
+                    len(got), dt])
+    return out
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--only", default="60,1000,10000,bytes")
     ap.add_argument("--tool-timeout", type=float, default=300.0)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     rows: List[List[Any]] = []
+    byte_rows: List[List[Any]] = []
     for name in args.only.split(","):
-        layout, bits = MAPS[name]
         with tempfile.TemporaryDirectory(prefix="pga-bal-") as tmp:
-            gm = generate(Path(tmp), layout, [REPLICATED_HOST], pg_bits=bits)
-            osd_dump, crush = gm.dumps()
-            snap = snapshot.load(osd_dump, crush)
-            label = f"{layout.num_osds} OSDs, {snap.pools[0].pg_num} PGs"
-            m = measure(snap, {})
-            rows.append([label, "CRUSH alone", m, 0.0, "-", ""])
-            for dev in (5, 1):
-                items, dt, status = run_tool(gm.path, dev, args.tool_timeout, Path(tmp) / f"up{dev}")
-                peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-                rows.append([label, f"osdmaptool --upmap-deviation {dev}", measure(snap, items), dt,
-                             f"{peak:.0f}", status])
-            t0 = time.perf_counter()
-            res = Balancer(snap).run()
-            dt = time.perf_counter() - t0
-            items = {k: tuple(v) for k, v in res.items.items() if v}
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            rows.append([label, "pg_advisor", measure(snap, items), dt, f"{peak:.0f}", "done"])
-    print(f"{'map':<24} {'balancer':<30} {'max_dev':>7} {'stdev':>6} {'items':>6} {'moves':>6} "
-          f"{'bound':>6} {'seconds':>8} {'peak MiB':>8}  status")
-    for label, who, m, dt, peak, status in rows:
-        print(f"{label:<24} {who:<30} {m['max_dev']:>7.2f} {m['stdev']:>6.2f} {m['items']:>6} "
-              f"{m['moves']:>6} {m['lower_bound']:>6} {dt:>8.2f} {peak:>8}  {status}")
+            gm = make_map(name, Path(tmp))
+            if name == "bytes":
+                byte_rows = bytes_rows(gm, args.tool_timeout)
+            else:
+                rows += count_rows(name, gm, args.tool_timeout)
+    if rows:
+        print_counts(rows)
+    if byte_rows:
+        print("\n60 OSDs, 2048 PGs of lognormal(0, 0.5) sizes: OSD fullness against the mean")
+        print(f"{'balancer':<40} {'fullest':>8} {'emptiest':>8} {'items':>6} {'seconds':>8}")
+        for who, (hi, lo), n_items, dt in byte_rows:
+            print(f"{who:<40} {hi:>8.3f} {lo:>8.3f} {n_items:>6} {dt:>8.2f}")
     return 0
 
 

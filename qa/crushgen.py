@@ -8,8 +8,12 @@ import json
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
+
+from pg_advisor import snapshot
+from pg_advisor.crush.placement import Placer
 from pg_advisor.tests.osdmaptool_output import parse_dump_all
 
 TUNABLES = """tunable choose_local_tries 0
@@ -149,3 +153,19 @@ def generate(tmp: Path, layout: Layout, rules: Sequence[str], pg_bits: int = 6,
         f"--osd_pool_default_size={size}", str(om))
     run("osdmaptool", str(om), "--import-crush", str(crush_bin))
     return GeneratedMap(path=om, num_osds=layout.num_osds, mark_out=list(mark_out))
+
+
+def synthetic_pg_dump(snap: snapshot.Snapshot, sigma: float, seed: int = 1) -> Dict[str, Any]:
+    """A `pg dump` of the map's PGs where PG sizes spread lognormally (sigma), as skewed
+    object sizes or hot buckets make them."""
+    rng = np.random.default_rng(seed)
+    stats = []
+    for pool in snap.pools:
+        m = Placer(snap).map_pool(pool)
+        sizes = rng.lognormal(0.0, sigma, m.up.shape[0]) * 1e9
+        for r in range(m.up.shape[0]):
+            up = m.up_list(r)
+            stats.append({"pgid": m.pgid(r), "up": up, "acting": up, "up_primary": up[0],
+                          "state": "active+clean",
+                          "stat_sum": {"num_bytes": int(sizes[r]), "num_objects": 100}})
+    return {"osd_stats": [], "pool_stats": [], "pg_stats": stats}

@@ -15,7 +15,7 @@ from pg_advisor.distribution import up_counts
 from pg_advisor.tests.upmap_checker import check_up_set
 
 from .cluster import Cluster
-from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, generate, rule
+from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, generate, rule, synthetic_pg_dump
 
 
 def run(tmp: Path, layout: Layout, rules: Sequence[str], pg_num: Optional[int] = None,
@@ -126,22 +126,6 @@ def test_live_mon_keeps_every_item(ec_pool: Cluster, tmp_path: Path) -> None:
             got = ref[f"{st.pool.id}.{r:x}"][0]
             assert (sorted(got) == sorted(want)) if st.pool.type == "replicated" else got == want
     print(json.dumps({"items": len(res.items), "moves": res.moves, "lower_bound": res.lower_bound}))
-
-
-def synthetic_pg_dump(snap: snapshot.Snapshot, sigma: float, seed: int = 1) -> Dict[str, Any]:
-    """A `pg dump` of the map's PGs where PG sizes spread lognormally (sigma), as skewed
-    object sizes or hot buckets make them."""
-    rng = np.random.default_rng(seed)
-    stats = []
-    for pool in snap.pools:
-        m = Placer(snap).map_pool(pool)
-        sizes = rng.lognormal(0.0, sigma, m.up.shape[0]) * 1e9
-        for r in range(m.up.shape[0]):
-            up = m.up_list(r)
-            stats.append({"pgid": m.pgid(r), "up": up, "acting": up, "up_primary": up[0],
-                          "state": "active+clean",
-                          "stat_sum": {"num_bytes": int(sizes[r]), "num_objects": 100}})
-    return {"osd_stats": [], "pool_stats": [], "pg_stats": stats}
 
 
 def test_bytes_mode_evens_fullness_and_keeps_counts(tmp_path: Path) -> None:

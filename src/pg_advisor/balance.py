@@ -21,7 +21,8 @@ from .legality import RuleShape, ancestors, replaceable, rule_shape
 from .snapshot import Pool, Snapshot
 
 EPS = 1e-9
-TIE = 1e-3      # weight of the other level's deviation when choosing among equals
+FIRST = 1e3     # ranks the OSDs that fix a bound unit before all others
+TIE = 1e-2      # weight of the pool's own deviation next to the total's
 
 
 class Level:
@@ -42,11 +43,13 @@ class Level:
     def deficit(self) -> np.ndarray:
         return self.counts < self.lo
 
-    def bound(self) -> int:
-        """Moves needed at least: each takes one replica off one OSD and adds one to another."""
-        over = np.maximum(self.counts - self.hi, 0).sum()
-        under = np.maximum(self.lo - self.counts, 0).sum()
-        return int(max(over, under))
+    def bound(self, group: Optional[np.ndarray] = None) -> int:
+        """Moves needed at least: each takes one replica off one OSD and adds one to
+        another in the same group (the buckets a rule fixes; None: all one group)."""
+        g = np.zeros(self.counts.shape[0], np.int64) if group is None else group
+        over = np.bincount(g, weights=np.maximum(self.counts - self.hi, 0))
+        under = np.bincount(g, weights=np.maximum(self.lo - self.counts, 0))
+        return int(np.maximum(over, under).sum())
 
     def clear(self) -> bool:
         return not (self.excess().any() or self.deficit().any())
@@ -64,6 +67,7 @@ class PoolState:
     healthy: np.ndarray      # rows that may be moved (complete, all OSDs up)
     objects: np.ndarray      # per row: objects (what a move misplaces), 0 without PG stats
     bytes: np.ndarray        # per row: bytes one replica (EC: one shard) holds
+    group: Optional[np.ndarray]   # per OSD: its bucket at the deepest level the rule fixes
     level: Level = field(init=False)
     rows_of: List[Set[int]] = field(init=False)   # OSD -> healthy rows it holds
 
@@ -79,6 +83,10 @@ class PoolState:
     @property
     def counts(self) -> np.ndarray:
         return self.level.counts
+
+    def rows(self, osd: int) -> np.ndarray:
+        """The healthy rows (PGs) with a replica on `osd`."""
+        return np.fromiter(self.rows_of[osd], dtype=np.int64, count=len(self.rows_of[osd]))
 
     def held(self, rows: np.ndarray) -> np.ndarray:
         """OSDs a replacement must not be: the up set, and for EC also CRUSH's own set
@@ -143,33 +151,41 @@ class Balancer:
             mine = (pgs.pool == pool.id) & (pgs.ps < objects.size)
             objects[pgs.ps[mine]] = pgs.objects[mine]
             size[pgs.ps[mine]] = pgs.bytes[mine] / max(pool.data_chunks, 1)
-        share = self._reachable(shape, pool_share(pool, w), up_counts(cur.up, w.shape[0]))
+        group = (np.unique(self.anc[shape.fixed[-1]], return_inverse=True)[1] if shape.fixed
+                 else None)
+        share = self._reachable(group, pool_share(pool, w), up_counts(cur.up, w.shape[0]))
         return PoolState(pool=pool, raw=raw.up, up=cur.up.copy(), start=cur.up.copy(),
                          share=share, allowed=(w > 0) & self.usable,
-                         shape=shape, healthy=full, objects=objects, bytes=size)
+                         shape=shape, healthy=full, objects=objects, bytes=size, group=group)
 
-    def _reachable(self, shape: RuleShape, share: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def _reachable(group: Optional[np.ndarray], share: np.ndarray,
+                   counts: np.ndarray) -> np.ndarray:
         """The share scaled within each bucket the rule's earlier steps fix: no legal move
         crosses such a bucket, so its replica count is what CRUSH gave it."""
-        if not shape.fixed:
+        if group is None:
             return share
-        _, bucket = np.unique(self.anc[shape.fixed[-1]], return_inverse=True)
-        have = np.bincount(bucket, weights=counts)
-        want = np.bincount(bucket, weights=share)
+        have = np.bincount(group, weights=counts)
+        want = np.bincount(group, weights=share)
         scale = np.divide(have, want, out=np.ones_like(have), where=want > 0)
-        return share * scale[bucket]
+        return share * scale[group]
 
     # -- single moves ---------------------------------------------------------------------------
 
-    def _rows(self, st: PoolState, osd: int) -> np.ndarray:
-        return np.fromiter(st.rows_of[osd], dtype=np.int64, count=len(st.rows_of[osd]))
+    def _beside(self, st: PoolState, osd: int) -> np.ndarray:
+        """OSDs in the same buckets as `osd` at every level the rule fixes: the only ones
+        that can replace it (or that it can replace), whatever the PG."""
+        ok = np.ones(self.snap.osds.count, bool)
+        for t in st.shape.fixed:
+            ok &= self.anc[t] == self.anc[t][osd]
+        return ok
 
     def _push(self, st: PoolState, src: int, take: np.ndarray,
               cost: np.ndarray) -> Optional[Tuple[int, int]]:
         """The best (row, destination) for a replica on `src`: lowest `cost` among `take`,
         and of equals a row where src is not CRUSH's own choice (that undoes an item)."""
-        rows = self._rows(st, src)
-        cols = np.flatnonzero(take & st.allowed)
+        rows = st.rows(src)
+        cols = np.flatnonzero(take & st.allowed & self._beside(st, src))
         if not rows.size or not cols.size:
             return None
         held, up, srcs = st.held(rows), st.up[rows], np.full(rows.size, src)
@@ -192,11 +208,11 @@ class Balancer:
         """The best (row, source) to bring a replica onto `dst`: highest `pref` among `give`."""
         if not st.allowed[dst]:
             return None
-        srcs = np.flatnonzero(give)
+        srcs = np.flatnonzero(give & self._beside(st, dst))
         srcs = srcs[srcs != dst]
         if srcs.size > self.width:
             srcs = srcs[np.argpartition(-pref[srcs], self.width - 1)[:self.width]]
-        parts = [self._rows(st, s) for s in srcs.tolist()]
+        parts = [st.rows(s) for s in srcs.tolist()]
         if not parts:
             return None
         rows = np.concatenate(parts)
@@ -243,9 +259,10 @@ class Balancer:
         L, T = st.level, self.total
 
         def cost_at(ix: Any) -> Any:
-            # into deficits first, then the least full; the total decides among equals
-            return (L.counts[ix] - L.share[ix] - 2.0 * (L.counts[ix] < L.lo[ix])
-                    + TIE * np.tanh(T.counts[ix] - T.share[ix]))
+            # into the pool's deficits first; among the rest of the OSDs with room, the one
+            # whose total over all pools is lowest, so the across-pools phase has less to do
+            return (T.counts[ix] - T.share[ix] - FIRST * (L.counts[ix] < L.lo[ix])
+                    + TIE * (L.counts[ix] - L.share[ix]))
         while not self.stopped:
             made = 0
             cost = cost_at(slice(None))
@@ -258,7 +275,7 @@ class Balancer:
                     made += 1
             for dst in _order(-L.dev(), L.deficit()):
                 while L.counts[dst] < L.lo[dst]:
-                    pref = L.dev() + 2.0 * L.excess() + TIE * np.tanh(T.dev())
+                    pref = T.dev() + FIRST * L.excess() + TIE * L.dev()
                     mv = self._pull(st, dst, L.counts > L.lo, pref)
                     if mv is None or not self._apply(st, mv[0], mv[1], dst):
                         break
@@ -307,7 +324,7 @@ class Balancer:
             L = st.level
             if L.counts[src] <= L.lo[src]:
                 continue
-            cost = T.dev() - 2.0 * T.deficit() + TIE * np.tanh(L.dev())
+            cost = T.dev() - FIRST * T.deficit() + TIE * L.dev()
             mv = self._push(st, src, (T.counts < T.hi) & (L.counts < L.hi), cost)
             if mv is not None:
                 return self._apply(st, mv[0], src, mv[1])
@@ -319,7 +336,7 @@ class Balancer:
             L = st.level
             if L.counts[dst] >= L.hi[dst]:
                 continue
-            pref = T.dev() + 2.0 * T.excess() + TIE * np.tanh(L.dev())
+            pref = T.dev() + FIRST * T.excess() + TIE * L.dev()
             mv = self._pull(st, dst, (T.counts > T.lo) & (L.counts > L.lo), pref)
             if mv is not None:
                 return self._apply(st, mv[0], mv[1], dst)
@@ -348,7 +365,7 @@ class Balancer:
         missing below its floor, whichever is more, summed; or the same for the totals, if
         that is more (every move fixes at most one unit of each)."""
         n = self.snap.osds.count
-        pools = sum(Level(up_counts(st.start, n), st.share).bound() for st in self.states)
+        pools = sum(Level(up_counts(st.start, n), st.share).bound(st.group) for st in self.states)
         total = Level(sum((up_counts(st.start, n) for st in self.states), np.zeros(n, np.int64)),
                       self.total.share).bound()
         return max(pools, total)

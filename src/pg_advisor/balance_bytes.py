@@ -105,7 +105,7 @@ class ByteEvener:
         if L.counts[s] <= L.lo[s] or T.counts[s] <= T.lo[s]:
             return None
         ds = ds[(L.counts[ds] < L.hi[ds]) & (T.counts[ds] < T.hi[ds]) & st.allowed[ds]]
-        rows = self.b._rows(st, s)
+        rows = st.rows(s)
         if not ds.size or not rows.size:
             return None
         ok = replaceable(self.b.anc, st.shape, st.allowed, st.up[rows], st.held(rows),
@@ -120,11 +120,11 @@ class ByteEvener:
     def _swaps(self, st: PoolState, s: int, ds: np.ndarray, u: np.ndarray,
                down: bool) -> Optional[Step]:
         best: Optional[Step] = None
-        rows_s = self.b._rows(st, s)
+        rows_s = st.rows(s)
         if not rows_s.size:
             return None
         for d in ds[st.allowed[ds]].tolist():
-            rows_d = self.b._rows(st, d)
+            rows_d = st.rows(d)
             if not rows_d.size:
                 continue
             a = rows_s[replaceable(self.b.anc, st.shape, st.allowed, st.up[rows_s], st.held(rows_s),
