@@ -5,10 +5,10 @@
 
 Maps: 60 OSDs (5 hosts x 12) with a 2048-PG pool, and 1,000 OSDs of mixed weights in
 racks and hosts with a replicated pool per rule (host; rack; 3 racks then a host in
-each) plus an EC 4+2 pool, both made by a throw-away mon (qa/monbuilt.py); 10,000 OSDs
-with one 80,000-PG pool from `osdmaptool --createsimple`. osdmaptool runs at
---upmap-deviation 5 (Ceph's default) and 1 with a time limit; its commands are applied
-to the map and every result is measured the same way, with pg_advisor's exact CRUSH:
+each) plus an EC 4+2 pool; 10,000 OSDs with one 81,920-PG pool; all made by a throw-away
+mon (qa/monbuilt.py). osdmaptool runs at --upmap-deviation 5 (Ceph's default) and 1 with
+a time limit; its commands are applied to the map and every result is measured the same
+way, with pg_advisor's exact CRUSH:
 the largest deviation from an OSD's share in any pool and in the OSDs' totals, stdev of
 the totals' deviations, PGs with items, replica moves against the lower bound, wall
 time, peak memory (of the process so far: pg_advisor's own, osdmaptool's largest).
@@ -34,30 +34,15 @@ from pg_advisor.balance_report import balance_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.distribution import up_counts
 
-from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, generate, rule, synthetic_pg_dump
-from .monbuilt import PoolSpec, build
+from .crushgen import GeneratedMap, synthetic_pg_dump
+from .monbuilt import build_case
 
-MIXED = Layout(10, 10, 10, weight=lambda o: (4.0, 8.0, 16.0)[o % 3])
-RULES_1000 = [
-    REPLICATED_HOST,
-    rule(["take default", "chooseleaf firstn 0 type rack", "emit"], "by_rack", 1),
-    rule(["take default", "choose firstn 3 type rack", "chooseleaf firstn 1 type host", "emit"],
-         "rack_then_host", 2),
-]
-POOLS_1000 = [PoolSpec("by_host", 2048, "replicated_rule"), PoolSpec("by_rack", 1024, "by_rack"),
-              PoolSpec("rack_then_host", 1024, "rack_then_host"),
-              PoolSpec("ec42", 1024, ec=(4, 2), failure_domain="host")]
 ITEM_RE = re.compile(r"^ceph osd pg-upmap-items (\S+) (.*)$")
 Items = Dict[str, Tuple[Tuple[int, int], ...]]
 
 
 def make_map(name: str, tmp: Path) -> GeneratedMap:
-    if name in ("60", "bytes"):
-        return build(tmp, Layout(0, 5, 12), [REPLICATED_HOST], [PoolSpec("rbd", 2048)])
-    if name == "1000":
-        return build(tmp, MIXED, RULES_1000, POOLS_1000)
-    return generate(tmp, Layout(20, 25, 20, weight=lambda o: (1.0, 2.0, 4.0)[o % 3]),
-                    [REPLICATED_HOST], pg_bits=3)
+    return build_case(tmp, "60" if name == "bytes" else name)
 
 
 def with_items(snap: snapshot.Snapshot, items: Items) -> snapshot.Snapshot:

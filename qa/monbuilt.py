@@ -223,20 +223,29 @@ def pools_of(gm: GeneratedMap) -> List[Dict[str, Any]]:
              "rule": rules[p["crush_rule"]]} for p in osd_dump["pools"]]
 
 
+# The benchmark's maps (qa/bench_balance.py): 60 OSDs with a 2048-PG pool; 1,000 OSDs of mixed
+# weights in racks and hosts with a replicated pool per rule plus an EC 4+2 pool; 10,000 OSDs.
+CASES: Dict[str, Tuple[Layout, List[str], List[PoolSpec]]] = {
+    "60": (Layout(0, 5, 12), [REPLICATED_HOST], [PoolSpec("rbd", 2048)]),
+    "1000": (Layout(10, 10, 10, weight=lambda o: (4.0, 8.0, 16.0)[o % 3]),
+             [rule(["take default", "chooseleaf firstn 0 type host", "emit"], "by_host", 0),
+              rule(["take default", "chooseleaf firstn 0 type rack", "emit"], "by_rack", 1),
+              rule(["take default", "choose firstn 3 type rack", "chooseleaf firstn 1 type host", "emit"],
+                   "rack_then_host", 2)],
+             [PoolSpec("p_host", 2048, "by_host"), PoolSpec("p_rack", 1024, "by_rack"),
+              PoolSpec("p_rack_host", 1024, "rack_then_host"), PoolSpec("ec42", 1024, ec=(4, 2))]),
+    "10000": (Layout(20, 25, 20, weight=lambda o: (1.0, 2.0, 4.0)[o % 3]), [REPLICATED_HOST],
+              [PoolSpec("rbd", 81920)]),
+}
+
+
+def build_case(tmp: Path, name: str) -> GeneratedMap:
+    layout, rules, pools = CASES[name]
+    return build(tmp, layout, rules, pools)
+
+
 def demo(big: bool, out: Optional[Path]) -> None:
-    cases: List[Tuple[str, Layout, List[str], List[PoolSpec]]] = [
-        ("60", Layout(0, 5, 12), [REPLICATED_HOST], [PoolSpec("rep", 2048)]),
-        ("1000", Layout(10, 10, 10, weight=lambda o: (4.0, 8.0, 16.0)[o % 3]),
-         [rule(["take default", "chooseleaf firstn 0 type host", "emit"], "by_host", 0),
-          rule(["take default", "chooseleaf firstn 0 type rack", "emit"], "by_rack", 1),
-          rule(["take default", "choose firstn 3 type rack", "chooseleaf firstn 1 type host", "emit"],
-               "rack_then_host", 2)],
-         [PoolSpec("p_host", 2048, "by_host"), PoolSpec("p_rack", 1024, "by_rack"),
-          PoolSpec("p_rack_host", 1024, "rack_then_host"), PoolSpec("ec42", 1024, ec=(4, 2))]),
-    ]
-    if big:
-        cases.append(("10000", Layout(20, 25, 20, weight=lambda o: (1.0, 2.0, 4.0)[o % 3]),
-                      [REPLICATED_HOST], [PoolSpec("rep", 81920)]))
+    cases = [(k, *v) for k, v in CASES.items() if big or k != "10000"]
     with tempfile.TemporaryDirectory(prefix="monbuilt-") as d:
         for label, layout, rules, pools in cases:
             t0 = time.monotonic()

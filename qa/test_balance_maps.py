@@ -16,12 +16,17 @@ from pg_advisor.tests.upmap_checker import check_up_set
 
 from .cluster import Cluster
 from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, generate, rule, synthetic_pg_dump
+from .monbuilt import build_case
 
 
 def run(tmp: Path, layout: Layout, rules: Sequence[str], pg_num: Optional[int] = None,
         **kw: Any) -> Dict[str, Any]:
     gm = generate(tmp, layout, rules, **kw)
     osd_dump, crush = gm.dumps(pg_num)
+    return check_balanced(osd_dump, crush)
+
+
+def check_balanced(osd_dump: Dict[str, Any], crush: Dict[str, Any]) -> Dict[str, Any]:
     snap = snapshot.load(osd_dump, crush)
     res = Balancer(snap).run()
     # every proposal passes the independent checker, and the items give exactly it
@@ -153,3 +158,13 @@ def test_bytes_mode_evens_fullness_and_keeps_counts(tmp_path: Path) -> None:
     # one PG is ~1/100 of an OSD here: bytes mode gets within about a tenth of that
     assert ratios["bytes"][0] < 1.02 and ratios["bytes"][1] > 0.98
     assert ratios["pgs"][0] > 1.05      # counts alone leave the PG size spread
+
+
+def test_pool_per_rule_and_ec_on_a_mon_built_map(tmp_path: Path) -> None:
+    """The benchmark's 1,000-OSD map: replicated pools on host, rack and rack-then-host
+    rules and an EC 4+2 pool, made by a real mon (osdmaptool cannot make EC pools)."""
+    gm = build_case(tmp_path, "1000")
+    osd_dump, crush = gm.dumps()
+    assert {p["type"] for p in osd_dump["pools"]} == {1, 3}
+    r = check_balanced(osd_dump, crush)
+    assert max(r["dev"].values()) <= 1.0, r["dev"]
