@@ -168,3 +168,35 @@ def test_pool_per_rule_and_ec_on_a_mon_built_map(tmp_path: Path) -> None:
     assert {p["type"] for p in osd_dump["pools"]} == {1, 3}
     r = check_balanced(osd_dump, crush)
     assert max(r["dev"].values()) <= 1.0, r["dev"]
+
+
+def test_an_item_that_unbalances_is_removed_not_answered(tmp_path: Path) -> None:
+    """Balanced, then one legal item moves a replica from an OSD at its floor to one at
+    its ceiling: the fix is to remove that item (one move), not to add another."""
+    gm = generate(tmp_path, Layout(0, 5, 12, weight=lambda o: (1.0, 1.5)[o % 2]), [REPLICATED_HOST],
+                  pg_bits=4)
+    osd_dump, crush = gm.dumps()
+    snap = snapshot.load(osd_dump, crush)
+    base = dataclasses.replace(snap, pg_upmap_items={
+        k: tuple(v) for k, v in Balancer(snap).run().items.items() if v})
+    st = Balancer(base).states[0]
+    lv = st.level
+    found = None
+    for r in reversed(range(st.up.shape[0])):   # the last: not the first row met by chance
+        pgid = f"{st.pool.id}.{r:x}"
+        row = st.up[r].tolist()
+        if pgid in base.pg_upmap_items or found:
+            continue
+        for x in (o for o in row if lv.counts[o] == lv.lo[o]):
+            for y in np.flatnonzero((lv.counts == lv.hi) & (lv.hi > lv.lo)).tolist():
+                up = [y if o == x else o for o in row]
+                if y not in row and not check_up_set(osd_dump, crush, osd_dump["pools"][0], up):
+                    found = (pgid, x, y)
+                    break
+            if found:
+                break
+    assert found, "no legal unbalancing item on this map"
+    pgid, x, y = found
+    bad = dataclasses.replace(base, pg_upmap_items={**base.pg_upmap_items, pgid: ((x, y),)})
+    res = Balancer(bad).run()
+    assert res.items == {pgid: []} and res.moves == 1 == res.lower_bound
