@@ -17,3 +17,7 @@ class AdvisorError(Exception):
     @classmethod
     def not_found(cls, message: str) -> "AdvisorError":
         return cls(-errno.ENOENT, message)
+
+    @classmethod
+    def busy(cls, message: str) -> "AdvisorError":
+        return cls(-errno.EBUSY, message)

@@ -13,6 +13,7 @@ from mgr_module import MgrModule, Option
 from . import options, snapshot
 from .errors import AdvisorError
 from .health import health_checks
+from .gates import cluster_blockers
 from .balance_report import balance_report, eval_report, misplaced_budget
 from .balance_text import balance_text, eval_text
 from .plan import plan_report
@@ -143,16 +144,8 @@ class Module(MgrModule):
         if str(self.get_module_option_ex("balancer", "active", False)).lower() in ("true", "1"):
             return ("the built-in balancer is active: pg_advisor does not fight it "
                     "(`ceph balancer off` hands balancing over)")
-        flags = set(snap.flags) & {"norebalance", "nobackfill"}
-        if flags:
-            return f"the cluster has {', '.join(sorted(flags))} set"
-        if snap.pgs is not None:
-            unwell = ("degraded", "unknown", "peering", "down")
-            bad = [s for s in snap.pgs.state
-                   if not s.startswith("active") or any(w in s for w in unwell)]
-            if bad:
-                return f"{len(bad)} PGs are not active and whole (e.g. {bad[0]})"
-        return None
+        why = cluster_blockers(snap)
+        return why[0] if why else None
 
     def _cmd_balance(self, cmd: Dict[str, Any]) -> str:
         fmt = check_format(cmd.get("format"))

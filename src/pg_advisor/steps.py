@@ -1,0 +1,137 @@
+"""Layer 5 (execution part): a pool's pg_num change as an ordered list of small steps.
+
+Growth: split at most `max_splitting` PGs at a time with pgp_num held (the children stay
+with their parents, nothing moves), then raise pgp_num in increments whose predicted
+movement fits the misplaced budget and the per-OSD backfill limit; then the next chunk.
+Shrink: lower pgp_num the same way (each PG to be merged moves onto its target), then
+pg_num in chunks (the merges themselves move nothing). Movement is predicted with the
+crush layer: the up sets before and after each pgp_num step, exactly.
+"""
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from .crush.placement import Placer
+from .errors import AdvisorError
+from .snapshot import Pool, Snapshot
+
+MAX_PG_NUM = 65536      # Ceph's mon_max_pool_pg_num default
+
+
+@dataclass(frozen=True)
+class Throttles:
+    budget: float               # fraction of all object copies one step may misplace
+    max_splitting: int          # PGs split or merged by one step
+    max_backfills_per_osd: int  # PGs one step may move into or out of one OSD
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: str                 # "pg_num" | "pgp_num"
+    pool: str
+    pool_id: int
+    pg_num: int               # the pool's pg_num and pgp_num once the step is done
+    pgp_num: int
+    pgs_moving: int = 0       # PGs with a shard changing OSD
+    shards_moving: int = 0
+    misplaced: float = 0.0    # predicted fraction of all object copies misplaced
+    max_osd_backfills: int = 0  # most PGs moving into or out of one OSD
+
+    def describe(self) -> str:
+        if self.kind == "pg_num":
+            return f"{self.pool}: pg_num -> {self.pg_num} (pgp_num stays {self.pgp_num})"
+        return (f"{self.pool}: pgp_num -> {self.pgp_num} ({self.pgs_moving} PGs move, "
+                f"~{100 * self.misplaced:.2f}% of object copies misplaced)")
+
+    def to_json(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "Step":
+        return Step(**d)
+
+
+def _copies(snap: Snapshot) -> float:
+    """All object copies in the cluster (Ceph's misplaced ratio is over these)."""
+    return float(sum((p.objects or 0) * p.size for p in snap.pools))
+
+
+class StepPlanner:
+    def __init__(self, snap: Snapshot, throttles: Throttles, placer: Optional[Placer] = None) -> None:
+        self.snap = snap
+        self.t = throttles
+        self.placer = placer or Placer(snap)
+        self.copies = _copies(snap)
+
+    def _movement(self, pool: Pool, pg_num: int, a: int, b: int) -> Tuple[int, int, int]:
+        """(PGs moving, shards moving, most PGs moving in or out of one OSD) for pgp a -> b."""
+        before = self.placer.map_pool(pool, pg_num, a).up
+        after = self.placer.map_pool(pool, pg_num, b).up
+        n = self.snap.osds.count
+        if pool.type == "replicated":
+            gone = (before[:, :, None] != after[:, None, :]).all(axis=2) & (before >= 0)
+            came = (after[:, :, None] != before[:, None, :]).all(axis=2) & (after >= 0)
+        else:
+            gone = (before != after) & (before >= 0) & (before < n)
+            came = (before != after) & (after >= 0) & (after < n)
+        per_pg = gone.sum(axis=1)
+        load = np.zeros(n, np.int64)
+        for side, mask in ((before, gone), (after, came)):
+            ok = mask & (side >= 0) & (side < n)
+            np.add.at(load, side[ok], 1)
+        return int((per_pg > 0).sum()), int(per_pg.sum()), int(load.max(initial=0))
+
+    def _fraction(self, pool: Pool, pg_num: int, shards: int) -> float:
+        if self.copies <= 0:
+            return 0.0
+        return shards * (pool.objects or 0) / max(pg_num, 1) / self.copies
+
+    def _pgp_step(self, pool: Pool, pg_num: int, cur: int, goal: int) -> Step:
+        """The farthest pgp_num from `cur` toward `goal` whose movement fits the throttles
+        (at least one PG: a step always makes progress)."""
+        def fits(p: int) -> Tuple[bool, Tuple[int, int, int]]:
+            mv = self._movement(pool, pg_num, cur, p)
+            return (self._fraction(pool, pg_num, mv[1]) <= self.t.budget
+                    and mv[2] <= self.t.max_backfills_per_osd), mv
+        step = 1 if goal > cur else -1
+        best, best_mv = cur + step, fits(cur + step)[1]
+        lo, hi = 1, abs(goal - cur)
+        while lo < hi:      # the largest distance that fits (movement grows with it)
+            mid = (lo + hi + 1) // 2
+            ok, mv = fits(cur + step * mid)
+            if ok:
+                lo = mid
+                best, best_mv = cur + step * mid, mv
+            else:
+                hi = mid - 1
+        return Step("pgp_num", pool.name, pool.id, pg_num, best, best_mv[0], best_mv[1],
+                    self._fraction(pool, pg_num, best_mv[1]), best_mv[2])
+
+    def plan(self, pool: Pool, target: int) -> List[Step]:
+        if not 1 <= target <= MAX_PG_NUM:
+            raise AdvisorError.invalid(f"pg_num must be between 1 and {MAX_PG_NUM}, not {target}")
+        if pool.pg_num != pool.pg_num_target or pool.pgp_num != pool.pgp_num_target:
+            raise AdvisorError.busy(f"pool {pool.name} is already changing (pg_num {pool.pg_num} -> "
+                                    f"{pool.pg_num_target}, pgp_num {pool.pgp_num} -> "
+                                    f"{pool.pgp_num_target}): wait for it to finish")
+        pg, pgp = pool.pg_num, pool.pgp_num
+        steps: List[Step] = []
+        if target >= pg:
+            while pgp < pg:                 # a pool left half placed: finish it first
+                steps.append(self._pgp_step(pool, pg, pgp, pg))
+                pgp = steps[-1].pgp_num
+            while pg < target:
+                pg = min(target, pg + self.t.max_splitting)
+                steps.append(Step("pg_num", pool.name, pool.id, pg, pgp))
+                while pgp < pg:
+                    steps.append(self._pgp_step(pool, pg, pgp, pg))
+                    pgp = steps[-1].pgp_num
+        else:
+            while pgp > target:
+                steps.append(self._pgp_step(pool, pg, pgp, target))
+                pgp = steps[-1].pgp_num
+            while pg > target:
+                pg = max(target, pg - self.t.max_splitting)
+                steps.append(Step("pg_num", pool.name, pool.id, pg, pgp))
+        return steps

@@ -1,0 +1,230 @@
+"""The step planner and the executor, against a small simulation of the mon's pool targets."""
+import copy
+import dataclasses
+import datetime
+from typing import Any, Dict, List, Optional, Tuple
+
+import pytest
+
+from pg_advisor import snapshot
+from pg_advisor.errors import AdvisorError
+from pg_advisor.execute import Executor, Pacing, check_pacing, in_window
+from pg_advisor.steps import StepPlanner, Throttles
+from pg_advisor.whatif import Change, simulate
+
+OPEN = Pacing(budget=0.05, interval=0.0, window_begin="00:00", window_end="00:00", window_days="")
+T = Throttles(budget=0.05, max_splitting=16, max_backfills_per_osd=2)
+
+
+class FakeCeph:
+    """Pool targets as the mon keeps them, and actuals that follow one `settle()` later.
+
+    Setting pg_num drags pgp_num's target along when the two targets are equal, as the
+    Pacific mon does."""
+
+    def __init__(self, dumps: Dict[str, Any]) -> None:
+        self.dumps = copy.deepcopy(dumps)
+        self.sent: List[Dict[str, Any]] = []
+        self.fail: Optional[str] = None
+
+    def pool(self, name: str) -> Dict[str, Any]:
+        return next(p for p in self.dumps["osd_dump"]["pools"] if p["pool_name"] == name)
+
+    def send(self, cmd: Dict[str, Any]) -> Tuple[int, str]:
+        self.sent.append(cmd)
+        if self.fail:
+            return -1, self.fail
+        p = self.pool(cmd["pool"])
+        val = int(cmd["val"])
+        if cmd["var"] == "pg_num":
+            if p["pg_num_target"] == p["pg_placement_num_target"]:
+                p["pg_placement_num_target"] = val
+            p["pg_num_target"] = val
+        else:
+            p["pg_placement_num_target"] = val
+        return 0, ""
+
+    def settle(self) -> None:
+        for p in self.dumps["osd_dump"]["pools"]:
+            p["pg_num"], p["pg_placement_num"] = p["pg_num_target"], p["pg_placement_num_target"]
+
+    def snap(self) -> snapshot.Snapshot:
+        d = self.dumps
+        return snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
+
+
+class Store:
+    def __init__(self) -> None:
+        self.state: Optional[Dict[str, Any]] = None
+        self.history: List[Dict[str, Any]] = []
+        self.saves: List[Dict[str, Any]] = []
+
+    def save(self, state: Optional[Dict[str, Any]], history: List[Dict[str, Any]]) -> None:
+        self.state, self.history = copy.deepcopy(state), list(history)
+        self.saves.append(copy.deepcopy(state) if state else {})
+
+
+def start(ceph: FakeCeph, store: Store, target: int, pool: str = "rbd") -> Executor:
+    snap = ceph.snap()
+    p = snap.pool_by_name(pool)
+    ex = Executor(None, [], store.save)
+    ex.start(StepPlanner(snap, T).plan(p, target), {pool: p.pg_num}, "apply", 0.0)
+    return ex
+
+
+def run(ex: Executor, ceph: FakeCeph, pacing: Pacing = OPEN, ticks: int = 200) -> None:
+    for i in range(ticks):
+        ex.tick(ceph.snap(), pacing, ceph.send, float(i))
+        ceph.settle()
+        if not ex.active:
+            return
+
+
+def test_growth_plan_splits_in_chunks_then_places_within_the_throttles(snap: snapshot.Snapshot) -> None:
+    rbd = snap.pool_by_name("rbd")
+    steps = StepPlanner(snap, T).plan(rbd, 64)
+    assert (steps[-1].pg_num, steps[-1].pgp_num) == (64, 64)
+    pg, pgp = rbd.pg_num, rbd.pgp_num
+    for s in steps:
+        if s.kind == "pg_num":      # splits move nothing and never more than max_splitting
+            assert s.pgp_num == pgp and 0 < s.pg_num - pg <= T.max_splitting
+        else:
+            assert s.pg_num == pg and s.pgp_num > pgp
+            assert s.misplaced <= T.budget and s.max_osd_backfills <= T.max_backfills_per_osd
+            # the movement is what the what-if layer predicts for the same change
+            at = dataclasses.replace(snap, pools=tuple(
+                dataclasses.replace(p, pg_num=pg, pgp_num=pgp, pg_num_target=pg, pgp_num_target=pgp)
+                if p.id == rbd.id else p for p in snap.pools))
+            sim = simulate(at, Change(pool="rbd", pg_num=pg, pgp_num=s.pgp_num))
+            assert sim["total"]["shards_moved"] == s.shards_moving
+        pg, pgp = s.pg_num, s.pgp_num
+
+
+def test_shrink_plan_places_first_then_merges(snap: snapshot.Snapshot) -> None:
+    steps = StepPlanner(snap, T).plan(snap.pool_by_name("rbd"), 16)
+    kinds = [s.kind for s in steps]
+    assert kinds == sorted(kinds, key=lambda k: k == "pg_num")     # all pgp steps first
+    assert (steps[-1].pg_num, steps[-1].pgp_num) == (16, 16)
+
+
+@pytest.mark.parametrize("target, code", [(0, -22), (1 << 20, -22)])
+def test_bad_targets(snap: snapshot.Snapshot, target: int, code: int) -> None:
+    with pytest.raises(AdvisorError) as e:
+        StepPlanner(snap, T).plan(snap.pool_by_name("rbd"), target)
+    assert e.value.code == code
+
+
+def test_runs_to_the_end_each_step_issued_once(dumps: Dict[str, Any]) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    ex = start(ceph, store, 64)
+    run(ex, ceph)
+    assert store.state is not None and store.state["status"] == "done"
+    rbd = ceph.pool("rbd")
+    assert (rbd["pg_num"], rbd["pg_placement_num"]) == (64, 64)
+    issued = [h["detail"].split(":")[0] for h in store.history if h["event"] == "issue"]
+    assert len(issued) == len(set(issued)) == len(store.state["steps"])
+    # pgp_num never ran ahead of the step: each pg_num step was followed by its pgp_num
+    pgp_vals = [int(c["val"]) for c in ceph.sent if c["var"] == "pgp_num"]
+    assert pgp_vals == sorted(pgp_vals)
+
+
+def test_a_new_mgr_resumes_without_resending(dumps: Dict[str, Any]) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    ex = start(ceph, store, 64)
+    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)            # step 1 sent...
+    crashed = next(s for s in store.saves if s.get("phase") == "issuing")   # ...saved before
+    sent = len(ceph.sent)
+    ex2 = Executor(copy.deepcopy(crashed), list(store.history), store.save)
+    ex2.tick(ceph.snap(), OPEN, ceph.send, 1.0)
+    assert len(ceph.sent) == sent                          # not sent again
+    assert any(h["event"] == "recovered" for h in store.history)
+    run(ex2, ceph)
+    assert store.state is not None and store.state["status"] == "done"
+
+
+def test_a_failing_command_is_retried_later_and_reported(dumps: Dict[str, Any]) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    ex = start(ceph, store, 64)
+    ceph.fail = "Error EPERM: pool has nopgchange set"
+    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)
+    st = store.state
+    assert st is not None and st["attempts"] == 1 and "nopgchange" in st["last_error"]
+    n = len(ceph.sent)
+    ex.tick(ceph.snap(), OPEN, ceph.send, 1.0)             # too early: waits for the retry
+    assert len(ceph.sent) == n and "retrying" in (store.state or {})["waiting"]
+    ceph.fail = None
+    ex.tick(ceph.snap(), OPEN, ceph.send, 10.0)
+    assert (store.state or {})["phase"] == "issued"
+    assert any(h["event"] == "retry" for h in store.history)
+
+
+def test_blockers_stop_it_and_say_why(dumps: Dict[str, Any]) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    ex = start(ceph, store, 64)
+    ceph.dumps["osd_dump"]["flags"] += ",noautoscale"
+    ceph.pool("rbd")["pg_autoscale_mode"] = "on"
+    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)
+    assert ceph.sent == []
+    why = " | ".join((store.state or {})["blockers"])
+    assert "noautoscale" in why and "pg_autoscaler manages it" in why
+    ceph.dumps["osd_dump"]["flags"] = ceph.dumps["osd_dump"]["flags"].replace(",noautoscale", "")
+    ceph.pool("rbd")["pg_autoscale_mode"] = "off"
+    ex.tick(ceph.snap(), OPEN, ceph.send, 1.0)
+    assert ceph.sent and not (store.state or {})["blockers"]
+
+
+def test_an_osd_down_blocks(dumps: Dict[str, Any]) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    ex = start(ceph, store, 64)
+    ceph.dumps["osd_dump"]["osds"][2]["up"] = 0
+    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)
+    assert ceph.sent == [] and "osd.2 is down" in " ".join((store.state or {})["blockers"])
+
+
+def test_interval_and_budget_pace_the_steps(dumps: Dict[str, Any]) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    ex = start(ceph, store, 64)
+    slow = dataclasses.replace(OPEN, interval=30.0)
+    ex.tick(ceph.snap(), slow, ceph.send, 0.0)
+    ceph.settle()
+    ex.tick(ceph.snap(), slow, ceph.send, 1.0)             # step 1 done, step 2 must wait
+    assert "to the next step" in (store.state or {})["waiting"]
+    n = len(ceph.sent)
+    ceph.dumps["pg_dump"]["pg_map"]["pg_stats_sum"]["stat_sum"]["num_objects_misplaced"] = 10 ** 9
+    ex.tick(ceph.snap(), slow, ceph.send, 100.0)
+    assert len(ceph.sent) == n and "budget" in (store.state or {})["waiting"]
+
+
+def test_pause_resume_abort(dumps: Dict[str, Any]) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    ex = start(ceph, store, 64)
+    run(ex, ceph, ticks=3)
+    ex.pause(5.0)
+    n = len(ceph.sent)
+    run(ex, ceph, ticks=5)
+    assert len(ceph.sent) == n
+    with pytest.raises(AdvisorError):
+        ex.pause(6.0)
+    ex.resume(7.0)
+    with pytest.raises(AdvisorError) as busy:
+        ex.start([], {}, "apply", 8.0)
+    assert busy.value.code == -16
+    ex.tick(ceph.snap(), OPEN, ceph.send, 8.0)             # a step in flight...
+    summary = ex.abort(ceph.snap(), ceph.send, 9.0)        # ...then abort
+    rbd = ceph.pool("rbd")
+    assert rbd["pg_num_target"] == rbd["pg_placement_num_target"], rbd
+    assert "short of the plan's 64" in summary and not ex.active
+    with pytest.raises(AdvisorError) as none:
+        ex.abort(ceph.snap(), ceph.send, 10.0)
+    assert none.value.code == -2
+
+
+def test_window() -> None:
+    p = dataclasses.replace(OPEN, window_begin="22:00", window_end="06:00", window_days="sat,sun")
+    sat_23 = datetime.datetime(2026, 11, 21, 23, 0).timestamp()     # a Saturday
+    sat_12 = datetime.datetime(2026, 11, 21, 12, 0).timestamp()
+    mon_23 = datetime.datetime(2026, 11, 23, 23, 0).timestamp()
+    assert in_window(p, sat_23) and not in_window(p, sat_12) and not in_window(p, mon_23)
+    for bad in (dict(window_begin="25:00"), dict(window_end="7"), dict(window_days="monday")):
+        with pytest.raises(AdvisorError):
+            check_pacing(dataclasses.replace(OPEN, **bad))
