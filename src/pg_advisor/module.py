@@ -5,17 +5,20 @@ Every decision lives in the layers it calls; this file only knows the mgr's API.
 import errno
 import json
 import threading
+import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from mgr_module import MgrModule, Option
 
 from . import options, snapshot
-from .errors import AdvisorError
-from .health import health_checks
-from .gates import cluster_blockers
 from .balance_report import balance_report, eval_report, misplaced_budget
 from .balance_text import balance_text, eval_text
+from .driver import Driver
+from .errors import AdvisorError
+from .execute_text import apply_text, history_text, progress_text
+from .gates import cluster_blockers
+from .health import health_checks
 from .plan import plan_report
 from .plan_text import plan_text
 from .render import check_format, render
@@ -66,6 +69,30 @@ class Module(MgrModule):
                     "marked out (--out-osd OSD) or a reweight (--reweight OSD --weight W) would do",
             "perm": "r",
         },
+        {
+            "cmd": "pg-advisor mode name=mode,type=CephChoices,strings=off|advise|auto,req=false",
+            "desc": "Show or set what pg_advisor does in the background (off, advise: warn only, "
+                    "auto: apply recommended pg_num changes in throttled steps)",
+            "perm": "rw",
+        },
+        {
+            "cmd": "pg-advisor apply name=pool,type=CephString,req=false "
+                   "name=pg_num,type=CephInt,req=false name=dry_run,type=CephBool,req=false",
+            "desc": "Apply the recommended pg_num changes (or --pool P --pg-num N) in throttled "
+                    "steps (--dry-run: only show the steps)",
+            "perm": "rw",
+        },
+        {"cmd": "pg-advisor pause", "desc": "Take no new step of the running plan", "perm": "rw"},
+        {"cmd": "pg-advisor resume", "desc": "Continue the paused plan", "perm": "rw"},
+        {
+            "cmd": "pg-advisor abort",
+            "desc": "Stop the plan, leaving pg_num and pgp_num consistent; say what remains",
+            "perm": "rw",
+        },
+        {"cmd": "pg-advisor progress", "desc": "The plan in progress: its steps and where it stands",
+         "perm": "r"},
+        {"cmd": "pg-advisor history", "desc": "The steps pg_advisor took (the last 200 events)",
+         "perm": "r"},
     ]
     MODULE_OPTIONS = [Option(**o) for o in options.mgr_options()]
     # the cluster settings the sizing model reads, as the mgr sees them
@@ -84,7 +111,17 @@ class Module(MgrModule):
             "pg-advisor balance": self._cmd_balance,
             "pg-advisor map": self._cmd_map,
             "pg-advisor simulate": self._cmd_simulate,
+            "pg-advisor mode": self._cmd_mode,
+            "pg-advisor apply": self._cmd_apply,
+            "pg-advisor pause": self._cmd_pause,
+            "pg-advisor resume": self._cmd_resume,
+            "pg-advisor abort": self._cmd_abort,
+            "pg-advisor progress": self._cmd_progress,
+            "pg-advisor history": self._cmd_history,
         }
+        self._driver: Optional[Driver] = None
+        self._sizing_checks: Dict[str, Any] = {}
+        self._closed_events: set = set()
 
     # -- reading the cluster -------------------------------------------------------------------
 
@@ -202,6 +239,83 @@ class Module(MgrModule):
                       if cmd.get("reweight") is not None else {}))
         return render(simulate(self.take_snapshot(), change), fmt, simulate_text)
 
+    # -- execution -----------------------------------------------------------------------------
+
+    @property
+    def driver(self) -> Driver:
+        if self._driver is None:    # the store is readable only once the module runs
+            self._driver = Driver(self.get_store, self.set_store)
+        return self._driver
+
+    def cluster_ratio(self) -> float:
+        return float(self.get_ceph_option("target_max_misplaced_ratio"))
+
+    def send(self, cmd: Dict[str, Any]) -> Tuple[int, str]:
+        code, _, err = self.mon_command(dict(cmd, format="json"))
+        return code, err
+
+    def _cmd_mode(self, cmd: Dict[str, Any]) -> str:
+        fmt = check_format(cmd.get("format"))
+        if cmd.get("mode"):
+            self.set_module_option("mode", cmd["mode"])
+            self._wake.set()
+        return render({"mode": self.get_module_option("mode")}, fmt, lambda r: f"mode {r['mode']}")
+
+    def _cmd_apply(self, cmd: Dict[str, Any]) -> str:
+        fmt = check_format(cmd.get("format"))
+        opts = self.current_options()
+        pg_num = cmd.get("pg_num")
+        report = self.driver.apply(self.take_snapshot(), opts, self.cluster_ratio(), self.balanced(opts),
+                                   cmd.get("pool"), int(pg_num) if pg_num is not None else None,
+                                   bool(cmd.get("dry_run")), time.time())
+        self._wake.set()
+        return render(report, fmt, apply_text)
+
+    def _cmd_pause(self, cmd: Dict[str, Any]) -> str:
+        with self.driver.lock:
+            self.driver.executor.pause(time.time())
+        return self._cmd_progress(cmd)
+
+    def _cmd_resume(self, cmd: Dict[str, Any]) -> str:
+        with self.driver.lock:
+            self.driver.executor.resume(time.time())
+        self._wake.set()
+        return self._cmd_progress(cmd)
+
+    def _cmd_abort(self, cmd: Dict[str, Any]) -> str:
+        fmt = check_format(cmd.get("format"))
+        with self.driver.lock:
+            summary = self.driver.executor.abort(self.take_snapshot(), self.send, time.time())
+        self._report_progress()
+        return render({"aborted": True, "summary": summary}, fmt, lambda r: f"aborted: {r['summary']}")
+
+    def _cmd_progress(self, cmd: Dict[str, Any]) -> str:
+        fmt = check_format(cmd.get("format"))
+        return render(self.driver.executor.report(), fmt, progress_text)
+
+    def _cmd_history(self, cmd: Dict[str, Any]) -> str:
+        fmt = check_format(cmd.get("format"))
+        return render({"history": self.driver.executor.history}, fmt, history_text)
+
+    def _report_progress(self) -> None:
+        """The plan as an event in `ceph -s`: updated while it runs, closed once."""
+        ev = self.driver.progress()
+        if ev is None or ev[0] in self._closed_events:
+            return
+        ev_id, msg, frac, status = ev
+        try:
+            if status in ("running", "paused"):
+                self.remote("progress", "update", ev_id, ev_msg=msg, ev_progress=frac,
+                            add_to_ceph_s=True)
+            else:
+                self._closed_events.add(ev_id)
+                if status == "done":
+                    self.remote("progress", "complete", ev_id)
+                else:
+                    self.remote("progress", "fail", ev_id, f"plan {status}")
+        except Exception as e:   # progress is optional: never let it stop the plan
+            self.log.warning("pg_advisor: progress event: %s", e)
+
     def handle_command(self, inbuf: Optional[str], cmd: Dict[str, Any]) -> CommandResult:
         handler = self._handlers.get(cmd.get("prefix", ""))
         if handler is None:
@@ -217,26 +331,56 @@ class Module(MgrModule):
     # -- lifecycle -----------------------------------------------------------------------------
 
     def refresh_health(self) -> None:
-        """Evaluate the sizing model and raise or clear pg_advisor's health checks."""
-        try:
-            checks = health_checks(self.status())
-        except AdvisorError as e:
-            self.log.warning("pg_advisor: health not evaluated: %s", e.message)
+        """Evaluate the sizing model (the costly part), then publish all health checks."""
+        self._sizing_checks = {}
+        if self.get_module_option("mode") != "off":
+            try:
+                self._sizing_checks = health_checks(self.status())
+            except AdvisorError as e:
+                self.log.warning("pg_advisor: health not evaluated: %s", e.message)
+        self.publish_health()
+
+    def publish_health(self) -> None:
+        """The sizing checks as last evaluated, and the plan's, as they are now."""
+        if self.get_module_option("mode") == "off":
+            self.set_health_checks({})
             return
-        self.set_health_checks(checks)
+        self.set_health_checks({**self._sizing_checks, **self.driver.health()})
+
+    def run_plan(self) -> None:
+        """One tick of the executor (and, in auto mode, a new plan when one is due)."""
+        opts = self.current_options()
+        if opts.mode == "off":      # nothing in the background: a plan waits
+            return
+        try:
+            self.driver.tick(self.take_snapshot(), opts, self.cluster_ratio(), self.balanced(opts),
+                             self.send, time.time())
+        except AdvisorError as e:
+            self.log.warning("pg_advisor: plan not advanced: %s", e.message)
+        self._report_progress()
+
+    def _guard(self, job: Callable[[], None]) -> None:
+        try:
+            job()
+        except Exception:   # a bug must not end the loop
+            self.log.error("pg_advisor: %s failed: %s", job.__name__, traceback.format_exc())
 
     def serve(self) -> None:
         self.log.info("pg_advisor: serving")
-        while True:
-            try:
-                self.refresh_health()
-            except Exception:
-                self.log.error("pg_advisor: health evaluation failed: %s", traceback.format_exc())
-            interval = self.get_module_option("sleep_interval")
-            self._wake.wait(float(interval) if interval else 60.0)
-            self._wake.clear()
-            if self._stopping:
-                break
+        next_sizing = 0.0
+        while not self._stopping:
+            self._guard(self.run_plan)
+            if time.time() >= next_sizing:
+                self._guard(self.refresh_health)
+                next_sizing = time.time() + float(self.get_module_option("sleep_interval") or 60)
+            else:
+                self._guard(self.publish_health)
+            wait = next_sizing - time.time()
+            if self.driver.executor.active:
+                wait = min(wait, float(self.get_module_option("poll_interval") or 2))
+            if self._wake.wait(max(wait, 0.1)):
+                self._wake.clear()
+                next_sizing = 0.0     # options changed or a command asked: evaluate now
 
     def shutdown(self) -> None:
         self._stopping = True

@@ -53,6 +53,21 @@ SPECS: Tuple[Spec, ...] = (
          "size against the balanced ideal (yes), CRUSH as it falls (no), or yes when the "
          "upmap balancer is active (auto)", choices=("auto", "yes", "no")),
     Spec("sleep_interval", "int", 60, "seconds between health evaluations", 1, 86400),
+    Spec("mode", "str", "advise",
+         "off: nothing in the background; advise: health warnings only; auto: also apply the "
+         "recommended pg_num changes in throttled steps", choices=("off", "advise", "auto")),
+    Spec("misplaced_budget", "float", 0.0,
+         "fraction of object copies a plan may have misplaced at once (0: the cluster's "
+         "target_max_misplaced_ratio)", 0.0, 1.0),
+    Spec("max_pgs_splitting", "int", 16, "PGs one step may split or merge", 1, 4096),
+    Spec("max_backfills_per_osd", "int", 2,
+         "PGs one step may move into or out of a single OSD", 1, 1024),
+    Spec("step_interval", "int", 10, "seconds at least between two steps of a plan", 0, 86400),
+    Spec("poll_interval", "int", 2, "seconds between checks while a plan runs", 1, 600),
+    Spec("window_begin", "str", "00:00", "plans take steps from this time of day (HH:MM, local)"),
+    Spec("window_end", "str", "00:00",
+         "until this time of day (HH:MM; equal to window_begin: all day; earlier: past midnight)"),
+    Spec("window_days", "str", "", "on these days only (e.g. mon,tue,sat; empty: every day)"),
     Spec("balance_max_items", "int", 10, "replica moves one `balance` round may set", 1, 10000),
     Spec("balance_mode", "str", "bytes",
          "balance PG counts only (pgs), or counts and then how full the OSDs are (bytes)",

@@ -1,0 +1,152 @@
+"""What the module runs in the background and for `apply`: plans from the sizing advice
+or an operator's target, the executor's ticks, its health checks and progress event.
+
+No mgr calls here: the module hands in a snapshot, the options, and functions to send a
+mon command and to read and write the mgr store.
+"""
+import json
+import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from .errors import AdvisorError
+from .execute import Executor, Pacing, Send, check_pacing
+from .options import Options
+from .plan import plan_report
+from .sizing import Sizer
+from .snapshot import Snapshot
+from .steps import Step, StepPlanner, Throttles
+
+STATE_KEY, HISTORY_KEY = "exec_state", "exec_history"
+AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a new plan
+
+
+def pacing(opts: Options, cluster_ratio: float) -> Pacing:
+    p = Pacing(budget=float(opts.misplaced_budget) or cluster_ratio, interval=float(opts.step_interval),
+               window_begin=str(opts.window_begin), window_end=str(opts.window_end),
+               window_days=str(opts.window_days))
+    check_pacing(p)
+    return p
+
+
+def throttles(opts: Options, cluster_ratio: float) -> Throttles:
+    return Throttles(budget=float(opts.misplaced_budget) or cluster_ratio,
+                     max_splitting=int(opts.max_pgs_splitting),
+                     max_backfills_per_osd=int(opts.max_backfills_per_osd))
+
+
+class Driver:
+    def __init__(self, load: Callable[[str], Optional[str]],
+                 store: Callable[[str, Optional[str]], None]) -> None:
+        self._store = store
+        state = json.loads(load(STATE_KEY) or "null")
+        history = json.loads(load(HISTORY_KEY) or "[]")
+        self.executor = Executor(state, history, self._save)
+        self.lock = threading.Lock()     # commands and the serve loop share the executor
+
+    def _save(self, state: Optional[Dict[str, Any]], history: List[Dict[str, Any]]) -> None:
+        self._store(STATE_KEY, json.dumps(state))
+        self._store(HISTORY_KEY, json.dumps(history))
+
+    # -- planning -------------------------------------------------------------------------------
+
+    def targets(self, snap: Snapshot, opts: Options, balanced: bool, pool: Optional[str],
+                pg_num: Optional[int]) -> Dict[str, int]:
+        """pool -> pg_num to reach: the operator's, or the sizing advice (shrinks first)."""
+        if pg_num is not None and pool is None:
+            raise AdvisorError.invalid("--pg-num needs --pool")
+        if pool is not None:
+            p = snap.pool_by_name(pool)
+            if p.autoscale_mode == "on":
+                raise AdvisorError.busy(f"pool {pool}: pg_autoscaler manages it (pg_autoscale_mode "
+                                        f"on); set it off to hand the pool to pg_advisor")
+        if pg_num is not None:
+            return {str(pool): int(pg_num)}
+        steps = plan_report(snap, opts, balanced)["steps"]
+        return {s["pool"]: s["pg_num"][1] for s in steps if pool is None or s["pool"] == pool}
+
+    def plan(self, snap: Snapshot, opts: Options, cluster_ratio: float,
+             targets: Dict[str, int]) -> List[Step]:
+        planner = StepPlanner(snap, throttles(opts, cluster_ratio))
+        steps: List[Step] = []
+        for name, target in targets.items():
+            pool = snap.pool_by_name(name)
+            if target == pool.pg_num_target:
+                raise AdvisorError.invalid(f"pool {name} already has pg_num {target}")
+            self._check_limit(snap, opts, name, target)
+            steps.extend(planner.plan(pool, target))
+        return steps
+
+    @staticmethod
+    def _check_limit(snap: Snapshot, opts: Options, name: str, target: int) -> None:
+        """Refuse a target that would put more PGs on an OSD than the mon allows."""
+        sizer = Sizer(snap, opts)
+        pg = {p.id: (target if p.name == name else p.pg_num_target) for p in snap.pools}
+        most = int(sizer.totals(pg).max(initial=0))
+        if most > snap.mon_max_pg_per_osd:
+            raise AdvisorError.invalid(
+                f"pg_num {target} for pool {name} would put up to {most} PGs on an OSD, over "
+                f"mon_max_pg_per_osd {snap.mon_max_pg_per_osd}")
+
+    def apply(self, snap: Snapshot, opts: Options, cluster_ratio: float, balanced: bool,
+              pool: Optional[str], pg_num: Optional[int], dry_run: bool, now: float) -> Dict[str, Any]:
+        with self.lock:
+            if self.executor.active and not dry_run:
+                st = self.executor.state or {}
+                raise AdvisorError.busy(f"plan {st.get('id')} is {st.get('status')}: abort it or "
+                                        f"let it finish first")
+            targets = self.targets(snap, opts, balanced, pool, pg_num)
+            if not targets:
+                raise AdvisorError.invalid("nothing to apply: pg_num is where pg_advisor recommends"
+                                           + (f" for pool {pool}" if pool else ""))
+            steps = self.plan(snap, opts, cluster_ratio, targets)
+            start = {n: snap.pool_by_name(n).pg_num for n in targets}
+            out: Dict[str, Any] = {"dry_run": dry_run, "targets": targets,
+                                   "steps": [dict(s.to_json(), description=s.describe()) for s in steps]}
+            if not dry_run:
+                out["plan"] = self.executor.start(steps, start, "apply", now)["id"]
+            return out
+
+    # -- the background -------------------------------------------------------------------------
+
+    def tick(self, snap: Snapshot, opts: Options, cluster_ratio: float, balanced: bool,
+             send: Send, now: float) -> None:
+        with self.lock:
+            ex = self.executor
+            if not ex.active and opts.mode == "auto" and self._auto_may_start(now):
+                targets = self.targets(snap, opts, balanced, None, None)
+                targets = {k: v for k, v in targets.items()
+                           if snap.pool_by_name(k).pg_num == snap.pool_by_name(k).pg_num_target}
+                if targets:
+                    steps = self.plan(snap, opts, cluster_ratio, targets)
+                    ex.start(steps, {n: snap.pool_by_name(n).pg_num for n in targets}, "auto", now)
+            if ex.active:
+                ex.tick(snap, pacing(opts, cluster_ratio), send, now)
+
+    def _auto_may_start(self, now: float) -> bool:
+        aborts = [h["time"] for h in self.executor.history if h["event"] == "abort"]
+        return not aborts or now - aborts[-1] > AUTO_COOLDOWN
+
+    def health(self) -> Dict[str, Dict[str, Any]]:
+        st = self.executor.state
+        checks: Dict[str, Dict[str, Any]] = {}
+        if st is None or st["status"] not in ("running", "paused", "failed"):
+            return checks
+        if st["status"] == "running" and st["blockers"]:
+            checks["PG_ADVISOR_BLOCKED"] = {
+                "severity": "warning", "count": len(st["blockers"]), "detail": st["blockers"],
+                "summary": f"pg_advisor plan {st['id']} is blocked: {st['blockers'][0]}"}
+        if st["last_error"]:
+            checks["PG_ADVISOR_STEP_FAILED"] = {
+                "severity": "warning", "count": 1, "detail": [st["last_error"]],
+                "summary": f"pg_advisor plan {st['id']} step {st['next'] + 1} failed "
+                           f"{st['attempts']} time(s); retrying" if st["status"] != "failed"
+                           else f"pg_advisor plan {st['id']} failed: {st['last_error']}"}
+        return checks
+
+    def progress(self) -> Optional[Tuple[str, str, float, str]]:
+        """(event id, message, fraction, plan status) of the current or last plan."""
+        st = self.executor.state
+        if st is None:
+            return None
+        frac, msg = self.executor.progress()
+        return f"pg_advisor-{st['id']}", msg, frac, st["status"]

@@ -1,0 +1,37 @@
+"""Plain-text rendering of apply, progress and history."""
+import datetime
+from typing import Any, Dict, List
+
+from .render import table
+
+
+def apply_text(r: Dict[str, Any]) -> str:
+    out: List[str] = [f"{p}: pg_num -> {n}" for p, n in r["targets"].items()]
+    out.append(table(["step", "does"], [[i + 1, s["description"]] for i, s in enumerate(r["steps"])]))
+    out.append("dry run: nothing started" if r["dry_run"]
+               else f"plan {r['plan']} started: `ceph pg-advisor progress` follows it")
+    return "\n".join(out)
+
+
+def progress_text(r: Dict[str, Any]) -> str:
+    plan = r["plan"]
+    if plan is None:
+        return "no plan has run"
+    out = [f"plan {plan['id']} ({plan['source']}): {plan['status']}, step "
+           f"{min(plan['next'] + 1, len(r['steps']))} of {len(r['steps'])}"]
+    out.extend(f"blocked: {b}" for b in plan["blockers"])
+    if plan.get("waiting"):
+        out.append(f"waiting: {plan['waiting']}")
+    if plan.get("last_error"):
+        out.append(f"last error ({plan['attempts']} attempts): {plan['last_error']}")
+    out.append(table(["step", "state", "does"],
+                     [[i + 1, s["state"], s["description"]] for i, s in enumerate(r["steps"])]))
+    return "\n".join(out)
+
+
+def history_text(r: Dict[str, Any]) -> str:
+    if not r["history"]:
+        return "no history yet"
+    return table(["time", "plan", "event", "detail"],
+                 [[datetime.datetime.fromtimestamp(h["time"]).strftime("%Y-%m-%d %H:%M:%S"),
+                   h["plan"] or "-", h["event"], h["detail"]] for h in r["history"]])

@@ -1,0 +1,101 @@
+"""The module's plan commands and background tick, with the mon simulated (unit level)."""
+import json
+from typing import Any, Dict
+
+import pytest
+
+from . import mgr_stub
+from .test_execute import FakeCeph
+from .test_module import module  # noqa: F401  (the fixture)
+
+from pg_advisor.module import Module  # noqa: E402
+
+
+@pytest.fixture
+def wired(module: Module, dumps: Dict[str, Any]) -> Any:  # noqa: F811
+    ceph = FakeCeph(dumps)
+    fake = mgr_stub.BaseMgrModule.fake
+    fake.options["target_max_misplaced_ratio"] = 0.05
+
+    def refresh() -> None:      # what the mgr would hand out after the mon changed
+        fake.docs["osd_map"] = ceph.dumps["osd_dump"]
+
+    def send(cmd: Dict[str, Any]) -> Any:
+        out = ceph.send(cmd)
+        refresh()
+        return out
+
+    def set_option(key: str, value: Any) -> None:
+        fake.module_options[("pg_advisor", key)] = value
+    setattr(module, "send", send)
+    setattr(module, "set_module_option", set_option)
+    return module, ceph, refresh
+
+
+def cmd(m: Module, prefix: str, **kw: Any) -> Any:
+    code, out, err = m.handle_command(None, {"prefix": "pg-advisor " + prefix, "format": "json", **kw})
+    return code, (json.loads(out) if out else None), err
+
+
+def test_apply_dry_run_starts_nothing(wired: Any) -> None:
+    m, ceph, _ = wired
+    code, r, _ = cmd(m, "apply", pool="rbd", pg_num=64, dry_run=True)
+    assert code == 0 and r["dry_run"] and r["steps"][-1]["pg_num"] == 64
+    assert cmd(m, "progress")[1] == {"plan": None} and ceph.sent == []
+
+
+@pytest.mark.parametrize("kw, code, message", [
+    ({"pg_num": 64}, -22, "--pg-num needs --pool"),
+    ({"pool": "nope", "pg_num": 64}, -2, "does not exist"),
+    ({"pool": "rbd", "pg_num": 0}, -22, "between 1 and"),
+    ({"pool": "rbd", "pg_num": 32}, -22, "already has pg_num 32"),
+    ({"pool": "rbd", "pg_num": 4096}, -22, "over mon_max_pg_per_osd"),
+])
+def test_bad_apply_changes_nothing(wired: Any, kw: Dict[str, Any], code: int, message: str) -> None:
+    m, ceph, _ = wired
+    got, _, err = cmd(m, "apply", **kw)
+    assert got == code and message in err
+    assert ceph.sent == [] and mgr_stub.BaseMgrModule.fake.store.get("exec_state") in (None, "null")
+
+
+def test_apply_then_tick_pause_resume_abort(wired: Any) -> None:
+    m, ceph, refresh = wired
+    code, r, _ = cmd(m, "apply", pool="rbd", pg_num=64)
+    assert code == 0 and r["plan"]
+    assert cmd(m, "apply", pool="rbd", pg_num=128)[0] == -16       # one plan at a time
+    m.run_plan()
+    assert [c["var"] for c in ceph.sent] == ["pg_num", "pgp_num"]
+    ceph.settle()
+    refresh()
+    assert cmd(m, "pause")[1]["plan"]["status"] == "paused"
+    m.run_plan()
+    assert len(ceph.sent) == 2                                      # paused: nothing new
+    assert cmd(m, "pause")[0] == -22
+    cmd(m, "resume")
+    code, r, _ = cmd(m, "abort")
+    assert code == 0 and r["aborted"] and "short of the plan's 64" in r["summary"]
+    assert cmd(m, "abort")[0] == -2
+    hist = [h["event"] for h in cmd(m, "history")[1]["history"]]
+    assert hist[0] == "start" and "pause" in hist and hist[-1] == "abort"
+    # the state is in the mgr store: a new module instance (a new mgr) reads it back
+    m2 = Module("pg_advisor", None, None)
+    assert (m2.driver.executor.state or {})["status"] == "aborted"
+
+
+def test_blocked_plan_raises_a_health_check(wired: Any) -> None:
+    m, ceph, refresh = wired
+    cmd(m, "apply", pool="rbd", pg_num=64)
+    ceph.dumps["osd_dump"]["flags"] += ",norebalance"
+    refresh()
+    m.run_plan()
+    m.publish_health()
+    health = mgr_stub.BaseMgrModule.fake.health
+    checks: Dict[str, Any] = dict(health)
+    assert "PG_ADVISOR_BLOCKED" in checks and "norebalance" in json.dumps(checks)
+    assert ceph.sent == []
+
+
+def test_mode_is_an_option(wired: Any) -> None:
+    m, _, _ = wired
+    assert cmd(m, "mode", mode="auto")[1] == {"mode": "auto"}
+    assert cmd(m, "mode")[1] == {"mode": "auto"}
