@@ -1,0 +1,165 @@
+"""Throttled execution on the real cluster: `ceph pg-advisor apply` and its controls."""
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from typing import Any, Dict, Iterator, List
+
+import pytest
+
+from .cluster import Cluster, wait_until
+
+OPT = "mgr/pg_advisor/"
+FAST = {"step_interval": "0", "poll_interval": "1"}
+DEFAULTS = {"step_interval": "10", "poll_interval": "2"}
+
+
+def progress(c: Cluster) -> Dict[str, Any]:
+    return json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))
+
+
+def history(c: Cluster) -> List[Dict[str, Any]]:
+    return json.loads(c.ceph("pg-advisor", "history", "-f", "json"))["history"]
+
+
+def plan_state(c: Cluster) -> str:
+    plan = progress(c)["plan"]
+    return plan["status"] if plan else "none"
+
+
+class Writer:
+    """A client writing small objects throughout, through the rados binding; every op's
+    outcome is kept."""
+
+    def __init__(self, c: Cluster, pool: str) -> None:
+        import rados   # the system Python's binding
+        self.cluster = rados.Rados(conffile=c.env["CEPH_CONF"])
+        self.cluster.connect()
+        self.io = self.cluster.open_ioctx(pool)
+        self.ok = 0
+        self.failed: List[str] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        i = 0
+        while not self.stop.is_set():
+            try:
+                self.io.write_full(f"w{i}", b"x" * 4096)
+                self.ok += 1
+            except Exception as e:   # any failure is what the test counts
+                self.failed.append(repr(e))
+            i += 1
+
+    def __enter__(self) -> "Writer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        self.thread.join(60)
+        self.io.close()
+        self.cluster.shutdown()
+
+
+@pytest.fixture
+def pool(cluster: Cluster) -> Iterator[Cluster]:
+    c = cluster
+    c.ceph("osd", "pool", "create", "grow", "16", "16")
+    c.ceph("osd", "pool", "set", "grow", "pg_autoscale_mode", "off")
+    for k, v in FAST.items():
+        c.ceph("config", "set", "mgr", OPT + k, v)
+    c.wait_clean()
+    yield c
+    if plan_state(c) in ("running", "paused"):
+        c.ceph("pg-advisor", "abort")
+    for k, v in DEFAULTS.items():       # `config rm` is not seen by a running 16.2 mgr
+        c.ceph("config", "set", "mgr", OPT + k, v)
+    c.ceph("osd", "pool", "rm", "grow", "grow", "--yes-i-really-really-mean-it")
+    c.wait_clean()
+
+
+def issued_steps(c: Cluster, plan: str) -> List[str]:
+    return [h["detail"].split(":")[0] for h in history(c) if h["plan"] == plan and h["event"] == "issue"]
+
+
+def test_doubling_with_a_client_writing_survives_a_mgr_failover(pool: Cluster) -> None:
+    c = pool
+    with Writer(c, "grow") as w:
+        r = json.loads(c.ceph("pg-advisor", "apply", "--pool", "grow", "--pg-num", "32", "-f", "json"))
+        plan = r["plan"]
+        steps = len(r["steps"])
+        assert steps >= 3 and r["steps"][0]["kind"] == "pg_num"
+        # the plan is an event in `ceph -s` while it runs
+        seen: List[str] = []
+
+        def event_shown() -> bool:
+            evs = c.json("status").get("progress_events", {})
+            seen.extend(e["message"] for e in evs.values())
+            return any("pg_advisor" in m for m in seen)
+        wait_until(event_shown, 60, "the plan's progress event in ceph -s")
+        # fail the mgr once a step is in flight: the new one resumes, no step is sent twice
+        wait_until(lambda: len(issued_steps(c, plan)) >= 2, 120, "two steps issued")
+        c.ceph("mgr", "fail")
+        wait_until(lambda: plan_state(c) == "done", 600, "the plan to finish", step=3)
+        time.sleep(2)
+    assert w.failed == [] and w.ok > 100, (w.ok, w.failed[:3])
+    issued = issued_steps(c, plan)
+    assert len(issued) == len(set(issued)) == steps, issued
+    c.wait_clean()
+    p = next(x for x in c.json("osd", "pool", "ls", "detail") if x["pool_name"] == "grow")
+    assert (p["pg_num"], p["pg_placement_num"]) == (32, 32)
+    assert not any("pg_advisor" in e["message"]
+                   for e in c.json("status").get("progress_events", {}).values())
+
+
+def test_a_refused_command_is_retried_and_an_osd_down_blocks(pool: Cluster) -> None:
+    c = pool
+    c.ceph("osd", "pool", "set", "grow", "nopgchange", "true")
+    plan = json.loads(c.ceph("pg-advisor", "apply", "--pool", "grow", "--pg-num", "32", "-f",
+                             "json"))["plan"]
+
+    def failing() -> bool:
+        health = c.json("health", "detail")["checks"]
+        return "PG_ADVISOR_STEP_FAILED" in health and (progress(c)["plan"]["attempts"] or 0) >= 1
+    wait_until(failing, 60, "the refused step to be reported")
+    assert "nopgchange" in progress(c)["plan"]["last_error"]
+    c.ceph("osd", "pool", "set", "grow", "nopgchange", "false")
+    wait_until(lambda: len(issued_steps(c, plan)) >= 1, 120, "the step to go through on retry")
+    assert any(h["event"] == "retry" for h in history(c) if h["plan"] == plan)
+    # an OSD goes down mid-plan: no new step until it is back
+    c.ceph("pg-advisor", "pause")
+    pidfile = c.dir / "run" / "osd.5.pid"
+    pid = int(pidfile.read_text())
+    os.kill(pid, signal.SIGTERM)
+    wait_until(lambda: any(o["osd"] == 5 and not o["up"] for o in c.json("osd", "dump")["osds"]),
+               60, "osd.5 to be marked down")
+    c.ceph("pg-advisor", "resume")
+
+    def blocked() -> bool:
+        checks = c.json("health", "detail")["checks"]
+        return "PG_ADVISOR_BLOCKED" in checks and bool(progress(c)["plan"]["blockers"])
+    wait_until(blocked, 60, "the plan to say it is blocked")
+    before = len(issued_steps(c, plan))
+    time.sleep(5)
+    assert len(issued_steps(c, plan)) == before
+    subprocess.run(["ceph-osd", "-i", "5"], env=c.env, check=True, timeout=60)
+    wait_until(lambda: plan_state(c) == "done", 600, "the plan to finish after osd.5 returns", step=3)
+    assert "PG_ADVISOR_BLOCKED" not in c.json("health", "detail")["checks"]
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["apply", "--pool", "nope", "--pg-num", "64"], 2, "does not exist"),
+    (["apply", "--pg-num", "64"], 22, "needs --pool"),
+    (["apply", "--pool", "rbd", "--pg-num", "0"], 22, "between 1 and"),
+    (["pause"], 2, "no plan"),
+    (["abort"], 2, "no plan"),
+    (["mode", "sideways"], 22, "sideways"),
+])
+def test_bad_arguments_change_nothing(cluster: Cluster, args: List[str], code: int, message: str) -> None:
+    fp = cluster.fingerprint()
+    got, _, err = cluster.run("pg-advisor", *args)
+    assert got == code and message in err, (got, err)
+    assert cluster.fingerprint() == fp
