@@ -104,6 +104,16 @@ class BalanceResult:
     notes: List[str]
 
 
+def item_pairs(raw: List[int], want: List[int], replicated: bool) -> List[Tuple[int, int]]:
+    """The pg-upmap-items (from, to) that turn CRUSH's up set `raw` into `want`:
+    replicated sets as sets, EC sets position by position."""
+    if replicated:
+        gone = [o for o in raw if o >= 0 and o not in want]
+        new = [o for o in want if o >= 0 and o not in raw]
+        return list(zip(gone, new))
+    return [(a, b) for a, b in zip(raw, want) if a != b]
+
+
 def _order(key: np.ndarray, mask: np.ndarray) -> List[int]:
     """Indices where `mask`, largest `key` first."""
     idx = np.flatnonzero(mask)
@@ -350,14 +360,8 @@ class Balancer:
         for st in self.states:
             changed = np.flatnonzero((st.up != st.start).any(axis=1))
             for r in changed.tolist():
-                raw, want = st.raw[r].tolist(), st.up[r].tolist()
-                if st.pool.type == "replicated":
-                    gone = [o for o in raw if o >= 0 and o not in want]
-                    new = [o for o in want if o >= 0 and o not in raw]
-                    pairs = list(zip(gone, new))
-                else:
-                    pairs = [(a, b) for a, b in zip(raw, want) if a != b]
-                out[f"{st.pool.id}.{r:x}"] = pairs
+                out[f"{st.pool.id}.{r:x}"] = item_pairs(st.raw[r].tolist(), st.up[r].tolist(),
+                                                        st.pool.type == "replicated")
         return out
 
     def lower_bound(self) -> int:

@@ -36,6 +36,13 @@ def commands(items: Dict[str, List[Tuple[int, int]]]) -> List[str]:
     return out
 
 
+def mon_commands(items: Dict[str, List[Tuple[int, int]]]) -> List[Dict[str, Any]]:
+    """The same as mon commands (JSON), one per PG."""
+    return [{"prefix": "osd pg-upmap-items", "pgid": pgid, "id": [x for p in pairs for x in p]}
+            if pairs else {"prefix": "osd rm-pg-upmap-items", "pgid": pgid}
+            for pgid, pairs in items.items()]
+
+
 def eval_report(snap: Snapshot, pools: Optional[List[str]] = None,
                 placer: Optional[Placer] = None) -> Dict[str, Any]:
     """The distribution now; score: the largest deviation from a share (<= 1 is the limit)."""

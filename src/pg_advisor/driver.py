@@ -9,7 +9,7 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .errors import AdvisorError
-from .execute import Executor, Pacing, Send, check_pacing
+from .execute import Burst, Executor, Pacing, Send, check_pacing
 from .options import Options
 from .plan import plan_report
 from .sizing import Sizer
@@ -31,7 +31,8 @@ def pacing(opts: Options, cluster_ratio: float) -> Pacing:
 def throttles(opts: Options, cluster_ratio: float) -> Throttles:
     return Throttles(budget=float(opts.misplaced_budget) or cluster_ratio,
                      max_splitting=int(opts.max_pgs_splitting),
-                     max_backfills_per_osd=int(opts.max_backfills_per_osd))
+                     max_backfills_per_osd=int(opts.max_backfills_per_osd),
+                     pin=bool(opts.split_pinning))
 
 
 class Driver:
@@ -109,7 +110,7 @@ class Driver:
     # -- the background -------------------------------------------------------------------------
 
     def tick(self, snap: Snapshot, opts: Options, cluster_ratio: float, balanced: bool,
-             send: Send, now: float) -> None:
+             send: Send, now: float, burst: Optional[Burst] = None) -> None:
         with self.lock:
             ex = self.executor
             if not ex.active and opts.mode == "auto" and self._auto_may_start(now):
@@ -120,7 +121,7 @@ class Driver:
                     steps = self.plan(snap, opts, cluster_ratio, targets)
                     ex.start(steps, {n: snap.pool_by_name(n).pg_num for n in targets}, "auto", now)
             if ex.active:
-                ex.tick(snap, pacing(opts, cluster_ratio), send, now)
+                ex.tick(snap, pacing(opts, cluster_ratio), send, now, burst)
 
     def _auto_may_start(self, now: float) -> bool:
         aborts = [h["time"] for h in self.executor.history if h["event"] == "abort"]

@@ -15,6 +15,9 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from .balance import item_pairs
+from .balance_report import balance_report, misplaced_budget, mon_commands
+from .crush.placement import Placer
 from .distribution import rule_weights
 from .errors import AdvisorError
 from .gates import MOVE_FLAGS, cluster_blockers
@@ -26,6 +29,8 @@ RETRY_MAX_DELAY = 300.0
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 Command = Dict[str, Any]
 Send = Callable[[Command], Tuple[int, str]]       # (return code, error text)
+Burst = Callable[[List[Command]], List[Tuple[int, str]]]   # sent together, answered in order
+RELEASE_ROUNDS_MAX = 1000
 
 
 @dataclass(frozen=True)
@@ -104,14 +109,34 @@ def step_shown(pool: Pool, step: Step) -> bool:
     return (pool.pg_num_target, pool.pgp_num_target) == (step.pg_num, step.pgp_num)
 
 
+def _set(step: Step, var: str, val: int) -> Command:
+    return {"prefix": "osd pool set", "pool": step.pool, "var": var, "val": str(val)}
+
+
 def commands(step: Step) -> List[Command]:
     """Targets for Ceph's own stepping. Setting pg_num drags pgp_num's target along when
     the two are equal, so pgp_num is set right after it, back to the step's value."""
-    def set_(var: str, val: int) -> Command:
-        return {"prefix": "osd pool set", "pool": step.pool, "var": var, "val": str(val)}
     if step.kind == "pg_num":
-        return [set_("pg_num", step.pg_num), set_("pgp_num", step.pgp_num)]
-    return [set_("pgp_num", step.pgp_num)]
+        return [_set(step, "pg_num", step.pg_num), _set(step, "pgp_num", step.pgp_num)]
+    return [_set(step, "pgp_num", step.pgp_num)]
+
+
+def pin_commands(snap: Snapshot, step: Step) -> List[Command]:
+    """pgp_num at once (target and actual) and, for each PG it remaps, items that keep the
+    PG on the OSDs it is on now. Sent together they land in one map epoch: the mon checks
+    the items against the map with the new pgp_num, and no PG sees a new up set."""
+    pool = snap.pool_by_name(step.pool)
+    placer = Placer(snap)
+    now = placer.map_pool(pool)
+    raw = placer.map_pool(pool, pool.pg_num, step.pgp_num, upmaps=False)
+    items: Dict[str, List[Tuple[int, int]]] = {}
+    replicated = pool.type == "replicated"
+    for r in range(now.up.shape[0]):
+        want, new = now.up_list(r), raw.up_list(r)
+        if (set(want) != set(new)) if replicated else want != new:
+            items[now.pgid(r)] = item_pairs(new, want, replicated)
+    return [_set(step, "pgp_num", step.pgp_num), _set(step, "pgp_num_actual", step.pgp_num)] + \
+        mon_commands(items)
 
 
 class Executor:
@@ -194,7 +219,10 @@ class Executor:
 
     # -- the tick -------------------------------------------------------------------------------
 
-    def tick(self, snap: Snapshot, pacing: Pacing, send: Send, now: float) -> None:
+    def tick(self, snap: Snapshot, pacing: Pacing, send: Send, now: float,
+             burst: Optional[Burst] = None) -> None:
+        """`burst` sends commands together (pinned steps); by default one after another."""
+        burst = burst or (lambda cmds: [send(c) for c in cmds])
         st = self.state
         if st is None or st["status"] != "running":
             return
@@ -221,7 +249,11 @@ class Executor:
                 continue
             if not self._may_issue(st, snap, pool, step, pacing, now):
                 break
-            self._issue(st, step, send, now)
+            if step.kind == "release":
+                if self._release_round(st, snap, step, pacing, send, now):
+                    break
+                continue
+            self._issue(st, snap, step, burst, now)
             break
         else:
             st["status"] = "done"
@@ -247,12 +279,34 @@ class Executor:
         st["waiting"] = "; ".join(waits) or None
         return not waits
 
-    def _issue(self, st: Dict[str, Any], step: Step, send: Send, now: float) -> None:
+    def _release_round(self, st: Dict[str, Any], snap: Snapshot, step: Step, pacing: Pacing,
+                       send: Send, now: float) -> bool:
+        """One balance round on the pool: True if it set items (more rounds follow), False
+        when the pool needs none (the step is done)."""
+        st["rounds"] = st.get("rounds", 0) + 1
+        r = balance_report(snap, [step.pool], max(1, step.pgs_moving or 16), "pgs",
+                           object_budget=misplaced_budget(snap, pacing.budget))
+        if not r["items"] or st["rounds"] > RELEASE_ROUNDS_MAX:
+            self._log(now, "done", f"step {st['next'] + 1}/{len(st['steps'])}: {step.describe()} "
+                                   f"({st['rounds'] - 1} rounds)")
+            st.update(next=st["next"] + 1, phase="idle", last_step_at=now, rounds=0)
+            return False
+        cmds = mon_commands({k: [(a, b) for a, b in v] for k, v in r["items"].items()})
+        failed = [err for rc, err in (send(c) for c in cmds) if rc != 0]
+        st["last_step_at"] = now
+        self._log(now, "round", f"step {st['next'] + 1}: {len(r['items'])} PGs, {r['moves']} moves"
+                                + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
+        return True
+
+    def _issue(self, st: Dict[str, Any], snap: Snapshot, step: Step, burst: Burst, now: float) -> None:
         st["phase"] = "issuing"
         self.save()                      # a failover from here resends only if not shown
-        for cmd in commands(step):
-            rc, err = send(cmd)
-            if rc != 0:
+        cmds = pin_commands(snap, step) if step.pin else commands(step)
+        unpinned = []
+        for cmd, (rc, err) in zip(cmds, burst(cmds)):
+            if rc != 0 and "pgid" in cmd:     # a pin that did not take: that PG just moves
+                unpinned.append(f"{cmd['pgid']}: {err.strip()}")
+            elif rc != 0:
                 st["attempts"] += 1
                 st["last_error"] = f"{cmd['var']} {cmd['val']}: {err.strip() or f'error {rc}'}"
                 st["retry_at"] = now + min(RETRY_MAX_DELAY, 5.0 * 2 ** (st["attempts"] - 1))
@@ -260,6 +314,8 @@ class Executor:
                 self._log(now, "retry", f"step {st['next'] + 1} attempt {st['attempts']} failed: "
                                         f"{st['last_error']}")
                 return
+        if unpinned:
+            self._log(now, "unpinned", f"{len(unpinned)} pins refused, e.g. {unpinned[0]}")
         st["phase"] = "issued"
         st["issued_at"] = now
         st["waiting"] = None

@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from mgr_module import MgrModule, Option
 
 from . import options, snapshot
-from .balance_report import balance_report, eval_report, misplaced_budget
+from .balance_report import balance_report, eval_report, misplaced_budget, mon_commands
 from .balance_text import balance_text, eval_text
 from .driver import Driver
 from .errors import AdvisorError
@@ -207,15 +207,10 @@ class Module(MgrModule):
     def _set_items(self, items: Dict[str, List[List[int]]]) -> Tuple[int, List[str]]:
         """Set each PG's items with the mon, then check the mon kept them."""
         failed = []
-        for pgid, pairs in items.items():
-            if pairs:
-                c = {"prefix": "osd pg-upmap-items", "pgid": pgid, "format": "json",
-                     "id": [x for p in pairs for x in p]}
-            else:
-                c = {"prefix": "osd rm-pg-upmap-items", "pgid": pgid, "format": "json"}
-            code, _, err = self.mon_command(c)
+        for c in mon_commands({k: [(p[0], p[1]) for p in v] for k, v in items.items()}):
+            code, _, err = self.mon_command(dict(c, format="json"))
             if code != 0:
-                failed.append(f"{pgid}: {err.strip()}")
+                failed.append(f"{c['pgid']}: {err.strip()}")
         kept = {u["pgid"]: [[m["from"], m["to"]] for m in u["mappings"]]
                 for u in self.get("osd_map").get("pg_upmap_items", [])}
         for pgid, pairs in items.items():
@@ -253,6 +248,21 @@ class Module(MgrModule):
     def send(self, cmd: Dict[str, Any]) -> Tuple[int, str]:
         code, _, err = self.mon_command(dict(cmd, format="json"))
         return code, err
+
+    def burst(self, cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
+        """Send commands together, in order, each from its own thread, so that the mon
+        takes them into one map epoch; answers in the same order."""
+        results: List[Tuple[int, str]] = [(-errno.EIO, "not sent")] * len(cmds)
+
+        def one(i: int, c: Dict[str, Any]) -> None:
+            results[i] = self.send(c)
+        threads = [threading.Thread(target=one, args=(i, c)) for i, c in enumerate(cmds)]
+        for t in threads:
+            t.start()
+            time.sleep(0.002)     # keep them in order at the mon
+        for t in threads:
+            t.join(120)
+        return results
 
     def _cmd_mode(self, cmd: Dict[str, Any]) -> str:
         fmt = check_format(cmd.get("format"))
@@ -354,7 +364,7 @@ class Module(MgrModule):
             return
         try:
             self.driver.tick(self.take_snapshot(), opts, self.cluster_ratio(), self.balanced(opts),
-                             self.send, time.time())
+                             self.send, time.time(), self.burst)
         except AdvisorError as e:
             self.log.warning("pg_advisor: plan not advanced: %s", e.message)
         self._report_progress()

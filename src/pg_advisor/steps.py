@@ -6,6 +6,11 @@ movement fits the misplaced budget and the per-OSD backfill limit; then the next
 Shrink: lower pgp_num the same way (each PG to be merged moves onto its target), then
 pg_num in chunks (the merges themselves move nothing). Movement is predicted with the
 crush layer: the up sets before and after each pgp_num step, exactly.
+
+With pinning (growth only), a pgp_num step remaps up to `max_splitting` PGs at once but
+pins each moved child to the OSDs that hold its data (pg-upmap-items set in the same
+map epoch), so nothing moves then; a last "release" step runs balance rounds on the pool
+under the budget, which move children on only where that evens the pool out.
 """
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Tuple
@@ -24,11 +29,12 @@ class Throttles:
     budget: float               # fraction of all object copies one step may misplace
     max_splitting: int          # PGs split or merged by one step
     max_backfills_per_osd: int  # PGs one step may move into or out of one OSD
+    pin: bool = False           # pin split children where their data is (see above)
 
 
 @dataclass(frozen=True)
 class Step:
-    kind: str                 # "pg_num" | "pgp_num"
+    kind: str                 # "pg_num" | "pgp_num" | "release"
     pool: str
     pool_id: int
     pg_num: int               # the pool's pg_num and pgp_num once the step is done
@@ -37,10 +43,16 @@ class Step:
     shards_moving: int = 0
     misplaced: float = 0.0    # predicted fraction of all object copies misplaced
     max_osd_backfills: int = 0  # most PGs moving into or out of one OSD
+    pin: bool = False         # pgp_num: pin the remapped PGs where they are
 
     def describe(self) -> str:
         if self.kind == "pg_num":
             return f"{self.pool}: pg_num -> {self.pg_num} (pgp_num stays {self.pgp_num})"
+        if self.kind == "release":
+            return f"{self.pool}: balance rounds move pinned PGs on where that evens the pool"
+        if self.pin:
+            return (f"{self.pool}: pgp_num -> {self.pgp_num} ({self.pgs_moving} PGs remapped, "
+                    f"pinned where their data is)")
         return (f"{self.pool}: pgp_num -> {self.pgp_num} ({self.pgs_moving} PGs move, "
                 f"~{100 * self.misplaced:.2f}% of object copies misplaced)")
 
@@ -87,11 +99,14 @@ class StepPlanner:
             return 0.0
         return shards * (pool.objects or 0) / max(pg_num, 1) / self.copies
 
-    def _pgp_step(self, pool: Pool, pg_num: int, cur: int, goal: int) -> Step:
+    def _pgp_step(self, pool: Pool, pg_num: int, cur: int, goal: int, pin: bool = False) -> Step:
         """The farthest pgp_num from `cur` toward `goal` whose movement fits the throttles
-        (at least one PG: a step always makes progress)."""
+        (at least one PG: a step always makes progress). Pinned, nothing moves at once:
+        only the number of PGs remapped (peering together) is bounded."""
         def fits(p: int) -> Tuple[bool, Tuple[int, int, int]]:
             mv = self._movement(pool, pg_num, cur, p)
+            if pin:
+                return mv[0] <= self.t.max_splitting, mv
             return (self._fraction(pool, pg_num, mv[1]) <= self.t.budget
                     and mv[2] <= self.t.max_backfills_per_osd), mv
         step = 1 if goal > cur else -1
@@ -105,6 +120,9 @@ class StepPlanner:
                 best, best_mv = cur + step * mid, mv
             else:
                 hi = mid - 1
+        if pin:
+            return Step("pgp_num", pool.name, pool.id, pg_num, best, best_mv[0], best_mv[1], 0.0, 0,
+                        pin=True)
         return Step("pgp_num", pool.name, pool.id, pg_num, best, best_mv[0], best_mv[1],
                     self._fraction(pool, pg_num, best_mv[1]), best_mv[2])
 
@@ -125,8 +143,10 @@ class StepPlanner:
                 pg = min(target, pg + self.t.max_splitting)
                 steps.append(Step("pg_num", pool.name, pool.id, pg, pgp))
                 while pgp < pg:
-                    steps.append(self._pgp_step(pool, pg, pgp, pg))
+                    steps.append(self._pgp_step(pool, pg, pgp, pg, self.t.pin))
                     pgp = steps[-1].pgp_num
+            if self.t.pin and target > pool.pg_num:
+                steps.append(Step("release", pool.name, pool.id, pg, pgp))
         else:
             while pgp > target:
                 steps.append(self._pgp_step(pool, pg, pgp, target))

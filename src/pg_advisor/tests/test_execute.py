@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 
 from pg_advisor import snapshot
+from pg_advisor.crush.placement import Placer
 from pg_advisor.errors import AdvisorError
 from pg_advisor.execute import Executor, Pacing, check_pacing, in_window
 from pg_advisor.steps import StepPlanner, Throttles
@@ -34,9 +35,19 @@ class FakeCeph:
         self.sent.append(cmd)
         if self.fail:
             return -1, self.fail
+        items = self.dumps["osd_dump"]["pg_upmap_items"]
+        if cmd["prefix"] in ("osd pg-upmap-items", "osd rm-pg-upmap-items"):
+            items[:] = [u for u in items if u["pgid"] != cmd["pgid"]]
+            ids = cmd.get("id", [])
+            if ids:
+                pairs = zip(ids[0::2], ids[1::2])
+                items.append({"pgid": cmd["pgid"], "mappings": [{"from": a, "to": b} for a, b in pairs]})
+            return 0, ""
         p = self.pool(cmd["pool"])
         val = int(cmd["val"])
-        if cmd["var"] == "pg_num":
+        if cmd["var"] == "pgp_num_actual":
+            p["pg_placement_num"] = val
+        elif cmd["var"] == "pg_num":
             if p["pg_num_target"] == p["pg_placement_num_target"]:
                 p["pg_placement_num_target"] = val
             p["pg_num_target"] = val
@@ -217,6 +228,35 @@ def test_pause_resume_abort(dumps: Dict[str, Any]) -> None:
     with pytest.raises(AdvisorError) as none:
         ex.abort(ceph.snap(), ceph.send, 10.0)
     assert none.value.code == -2
+
+
+def test_pinned_steps_move_nothing_and_release_rounds_follow(dumps: Dict[str, Any]) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    snap = ceph.snap()
+    rbd = snap.pool_by_name("rbd")
+    steps = StepPlanner(snap, dataclasses.replace(T, pin=True)).plan(rbd, 64)
+    assert steps[-1].kind == "release" and all(s.pin for s in steps if s.kind == "pgp_num")
+    assert all(s.pgs_moving <= T.max_splitting for s in steps if s.kind == "pgp_num")
+    ex = Executor(None, [], store.save)
+    ex.start(steps, {"rbd": rbd.pg_num}, "apply", 0.0)
+    pinned = 0
+    for i in range(400):
+        before = Placer(ceph.snap()).map_pool(ceph.snap().pool_by_name("rbd"))
+        sent = len(ceph.sent)
+        ex.tick(ceph.snap(), OPEN, ceph.send, float(i))
+        ceph.settle()
+        after = Placer(ceph.snap()).map_pool(ceph.snap().pool_by_name("rbd"))
+        if any(c.get("var") == "pgp_num_actual" for c in ceph.sent[sent:]):
+            # a pinned pgp_num step went out in this tick: every PG keeps its OSDs
+            pinned += 1
+            assert all(set(before.up_list(r)) == set(after.up_list(r)) for r in range(before.up.shape[0]))
+        if not ex.active:
+            break
+    assert pinned == sum(1 for s in steps if s.pin)
+    assert store.state is not None and store.state["status"] == "done"
+    rbd_after = ceph.pool("rbd")
+    assert (rbd_after["pg_num"], rbd_after["pg_placement_num"]) == (64, 64)
+    assert any(h["event"] == "round" for h in store.history)
 
 
 def test_window() -> None:

@@ -1,0 +1,167 @@
+"""Benchmark: client latency while a pool's pg_num doubles, straight through Ceph or
+through `ceph pg-advisor apply`. Prints one table.
+
+    PYTHONPATH=src /usr/bin/python3 -m qa.bench_split [--objects 2000,20000] [--pg-num 16]
+        [--methods ceph,advisor,advisor-pinned] [--concurrency 8] [--dir DIR] [--keep]
+
+It starts its own loopback cluster (qa/vstart.sh, 6 OSDs on 3 hosts; the ports of the test
+cluster, so not beside it). Per object count and method: a fresh pool of --pg-num PGs
+filled with that many 4 KiB objects; a client (the rados binding) keeps --concurrency
+writes of new 4 KiB objects in flight and timestamps every op; after 10 s the pool's
+pg_num is doubled, (ceph) by `ceph osd pool set POOL pg_num N` at default settings, or
+(advisor) by `ceph pg-advisor apply --pool POOL --pg-num N` with split_pinning off or on;
+the client runs until 10 s after the pool is active+clean at the new pg_num. Reported:
+the longest stall (a gap with no op completing), p50/p99/p99.9 latency of the ops started
+before, during and after the change, failed ops, and the time to active+clean.
+"""
+import argparse
+import json
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from .cluster import Cluster, wait_until
+
+POOL = "splitbench"
+OPT = "mgr/pg_advisor/"
+
+
+class Client:
+    """Writes new small objects with a fixed number in flight; keeps (start, end, ok) per op."""
+
+    def __init__(self, conffile: str, pool: str, concurrency: int) -> None:
+        import rados
+        self.rados = rados.Rados(conffile=conffile)
+        self.rados.connect()
+        self.io = self.rados.open_ioctx(pool)
+        self.slots = threading.Semaphore(concurrency)
+        self.ops: List[Tuple[float, float, bool]] = []
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        i = 0
+        while not self.stop.is_set():
+            if not self.slots.acquire(timeout=1.0):
+                continue
+            t0 = time.monotonic()
+
+            def done(completion: Any, t0: float = t0) -> None:
+                ok = completion.get_return_value() >= 0
+                with self.lock:
+                    self.ops.append((t0, time.monotonic(), ok))
+                self.slots.release()
+            self.io.aio_write_full(f"c{i}", b"y" * 4096, oncomplete=done)
+            i += 1
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def finish(self) -> List[Tuple[float, float, bool]]:
+        self.stop.set()
+        self.thread.join(30)
+        self.io.aio_flush()
+        self.io.close()
+        self.rados.shutdown()
+        return sorted(self.ops)
+
+
+def fill(conffile: str, pool: str, n: int) -> None:
+    """n objects of 4 KiB, 64 writes in flight."""
+    import rados
+    with rados.Rados(conffile=conffile) as r, r.open_ioctx(pool) as io:
+        slots = threading.Semaphore(64)
+        for i in range(n):
+            slots.acquire()
+            io.aio_write_full(f"f{i}", b"x" * 4096, oncomplete=lambda c: slots.release())
+        io.aio_flush()
+
+
+def pool_at(c: Cluster, pg_num: int) -> bool:
+    p = next(x for x in c.json("osd", "pool", "ls", "detail") if x["pool_name"] == POOL)
+    return bool(p["pg_num"] == p["pg_placement_num"] == p["pg_num_target"]
+                == p["pg_placement_num_target"] == pg_num)
+
+
+def run_one(c: Cluster, method: str, objects: int, pg_num: int, concurrency: int) -> Dict[str, Any]:
+    c.ceph("osd", "pool", "create", POOL, str(pg_num), str(pg_num))
+    c.ceph("osd", "pool", "set", POOL, "pg_autoscale_mode", "off")
+    fill(c.env["CEPH_CONF"], POOL, objects)
+    c.wait_clean(600)
+    c.ceph("config", "set", "mgr", OPT + "split_pinning", "true" if method == "advisor-pinned" else "false")
+    client = Client(c.env["CEPH_CONF"], POOL, concurrency)
+    client.start()
+    time.sleep(10)
+    t_change = time.monotonic()
+    if method == "ceph":
+        c.ceph("osd", "pool", "set", POOL, "pg_num", str(2 * pg_num))
+    else:
+        c.ceph("pg-advisor", "apply", "--pool", POOL, "--pg-num", str(2 * pg_num))
+    wait_until(lambda: pool_at(c, 2 * pg_num), 1800, "the new pg_num", step=1)
+    c.wait_clean(1800)
+    t_clean = time.monotonic()
+    time.sleep(10)
+    ops = client.finish()
+    c.ceph("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
+    c.wait_clean(600)
+    return summarize(ops, t_change, t_clean) | {"method": method, "objects": objects}
+
+
+def summarize(ops: List[Tuple[float, float, bool]], t_change: float, t_clean: float) -> Dict[str, Any]:
+    start = np.array([o[0] for o in ops])
+    end = np.array([o[1] for o in ops])
+    ok = np.array([o[2] for o in ops])
+    lat = (end - start) * 1000.0
+    out: Dict[str, Any] = {"ops": len(ops), "failed": int((~ok).sum()),
+                           "to_clean_s": round(t_clean - t_change, 1)}
+    ends = np.sort(end[(end >= t_change - 5) & (end <= t_clean + 5)])
+    out["stall_s"] = round(float(np.diff(ends).max(initial=0.0)), 2)
+    for name, mask in (("before", start < t_change), ("during", (start >= t_change) & (start < t_clean)),
+                       ("after", start >= t_clean)):
+        v = lat[mask]
+        out[name] = [round(float(np.percentile(v, q)), 1) if v.size else None for q in (50, 99, 99.9)]
+    return out
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--objects", default="2000,20000")
+    ap.add_argument("--pg-num", type=int, default=16)
+    ap.add_argument("--methods", default="ceph,advisor,advisor-pinned")
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--dir", type=Path)
+    ap.add_argument("--keep", action="store_true", help="leave the cluster running")
+    args = ap.parse_args(argv)
+    c = Cluster(args.dir or Path(tempfile.mkdtemp(prefix="pga-split-")))
+    c.vstart("start", "--no-pool")
+    rows = []
+    try:
+        c.ceph("config", "set", "mgr", OPT + "step_interval", "0")
+        for n in [int(x) for x in args.objects.split(",")]:
+            for m in args.methods.split(","):
+                r = run_one(c, m, n, args.pg_num, args.concurrency)
+                print(json.dumps(r), file=sys.stderr)
+                rows.append(r)
+    finally:
+        if not args.keep:
+            c.vstart("stop")
+    print(f"pg_num {args.pg_num} -> {2 * args.pg_num}, {args.concurrency} writes of 4 KiB in flight; "
+          f"latency ms p50/p99/p99.9")
+    print(f"{'objects':>8} {'method':<15} {'stall s':>7} {'before':>17} {'during':>19} {'after':>17} "
+          f"{'failed':>6} {'ops':>7} {'to clean s':>10}")
+    for r in rows:
+        fmt = (lambda v: "/".join("-" if x is None else f"{x:g}" for x in v))
+        print(f"{r['objects']:>8} {r['method']:<15} {r['stall_s']:>7} {fmt(r['before']):>17} "
+              f"{fmt(r['during']):>19} {fmt(r['after']):>17} {r['failed']:>6} {r['ops']:>7} "
+              f"{r['to_clean_s']:>10}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
