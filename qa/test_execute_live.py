@@ -13,7 +13,7 @@ from .cluster import Cluster, wait_until
 
 OPT = "mgr/pg_advisor/"
 FAST = {"step_interval": "0", "poll_interval": "1"}
-DEFAULTS = {"step_interval": "10", "poll_interval": "2"}
+DEFAULTS = {"step_interval": "10", "poll_interval": "2", "split_pinning": "false"}
 
 
 def progress(c: Cluster) -> Dict[str, Any]:
@@ -148,6 +148,35 @@ def test_a_refused_command_is_retried_and_an_osd_down_blocks(pool: Cluster) -> N
     subprocess.run(["ceph-osd", "-i", "5"], env=c.env, check=True, timeout=60)
     wait_until(lambda: plan_state(c) == "done", 600, "the plan to finish after osd.5 returns", step=3)
     assert "PG_ADVISOR_BLOCKED" not in c.json("health", "detail")["checks"]
+
+
+def test_pinned_split_keeps_children_where_their_data_is(pool: Cluster) -> None:
+    c = pool
+    subprocess.run(["rados", "-p", "grow", "bench", "3", "write", "-t", "8", "-b", "4096", "--no-cleanup"],
+                   env=c.env, check=True, capture_output=True, timeout=120)
+    c.ceph("config", "set", "mgr", OPT + "split_pinning", "true")
+    pool_id = next(p["pool"] for p in c.json("osd", "dump")["pools"] if p["pool_name"] == "grow")
+    with Writer(c, "grow") as w:
+        r = json.loads(c.ceph("pg-advisor", "apply", "--pool", "grow", "--pg-num", "32", "-f", "json"))
+        pinned = [s for s in r["steps"] if s["pin"]]
+        assert pinned and r["steps"][-1]["kind"] == "release"
+        most = 0
+
+        def finished() -> bool:   # meanwhile: how many of the pool's PGs the mon keeps pinned
+            nonlocal most
+            items = [u for u in c.json("osd", "dump")["pg_upmap_items"]
+                     if u["pgid"].startswith(f"{pool_id}.")]
+            most = max(most, len(items))
+            return plan_state(c) == "done"
+        wait_until(finished, 600, "the pinned plan to finish", step=1)
+    assert w.failed == [] and w.ok > 100
+    # the mon kept the pins of (at least) the first pinned step: it checked them against
+    # the map with the new pgp_num, not the old one
+    assert most >= pinned[0]["pgs_moving"] > 0, (most, pinned[0])
+    assert any(h["event"] == "round" for h in history(c) if h["plan"] == r["plan"])
+    c.wait_clean()
+    p = next(x for x in c.json("osd", "pool", "ls", "detail") if x["pool_name"] == "grow")
+    assert (p["pg_num"], p["pg_placement_num"]) == (32, 32)
 
 
 @pytest.mark.parametrize("args, code, message", [
