@@ -2,7 +2,8 @@
 through `ceph pg-advisor apply`. Prints one table.
 
     PYTHONPATH=src /usr/bin/python3 -m qa.bench_split [--objects 2000,20000] [--pg-num 16]
-        [--methods ceph,advisor,advisor-pinned] [--concurrency 8] [--dir DIR] [--keep]
+        [--methods ceph,advisor,advisor-pinned] [--concurrency 8] [--set OPTION=VALUE]
+        [--dir DIR] [--keep]
 
 It starts its own loopback cluster (qa/vstart.sh, 6 OSDs on 3 hosts; the ports of the test
 cluster, so not beside it). Per object count and method: a fresh pool of --pg-num PGs
@@ -10,7 +11,8 @@ filled with that many 4 KiB objects; a client (the rados binding) keeps --concur
 writes of new 4 KiB objects in flight and timestamps every op; after 10 s the pool's
 pg_num is doubled, (ceph) by `ceph osd pool set POOL pg_num N` at default settings, or
 (advisor) by `ceph pg-advisor apply --pool POOL --pg-num N` with split_pinning off or on;
-the client runs until 10 s after the pool is active+clean at the new pg_num. Reported:
+the client runs until 10 s after the pool is active+clean at the new pg_num (and, for
+pg_advisor, its plan is done: pinned PGs are released by later balance rounds). Reported:
 the longest stall (a gap with no op completing), p50/p99/p99.9 latency of the ops started
 before, during and after the change, failed ops, and the time to active+clean.
 """
@@ -104,6 +106,9 @@ def run_one(c: Cluster, method: str, objects: int, pg_num: int, concurrency: int
     else:
         c.ceph("pg-advisor", "apply", "--pool", POOL, "--pg-num", str(2 * pg_num))
     wait_until(lambda: pool_at(c, 2 * pg_num), 1800, "the new pg_num", step=1)
+    if method != "ceph":    # pinned: the release rounds still move PGs after the split
+        wait_until(lambda: json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))["plan"]["status"]
+                   == "done", 1800, "the plan to finish", step=1)
     c.wait_clean(1800)
     t_clean = time.monotonic()
     time.sleep(10)
@@ -137,12 +142,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--dir", type=Path)
     ap.add_argument("--keep", action="store_true", help="leave the cluster running")
+    ap.add_argument("--set", action="append", default=[], metavar="OPTION=VALUE",
+                    help="a pg_advisor option for the advisor runs (repeatable)")
     args = ap.parse_args(argv)
     c = Cluster(args.dir or Path(tempfile.mkdtemp(prefix="pga-split-")))
     c.vstart("start", "--no-pool")
     rows = []
     try:
         c.ceph("config", "set", "mgr", OPT + "step_interval", "0")
+        for kv in args.set:
+            k, v = kv.split("=", 1)
+            c.ceph("config", "set", "mgr", OPT + k, v)
         for n in [int(x) for x in args.objects.split(",")]:
             for m in args.methods.split(","):
                 r = run_one(c, m, n, args.pg_num, args.concurrency)

@@ -20,10 +20,10 @@ STATE_KEY, HISTORY_KEY = "exec_state", "exec_history"
 AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a new plan
 
 
-def pacing(opts: Options, cluster_ratio: float) -> Pacing:
+def pacing(opts: Options, cluster_ratio: float, balancer_active: bool = False) -> Pacing:
     p = Pacing(budget=float(opts.misplaced_budget) or cluster_ratio, interval=float(opts.step_interval),
                window_begin=str(opts.window_begin), window_end=str(opts.window_end),
-               window_days=str(opts.window_days))
+               window_days=str(opts.window_days), balancer_active=balancer_active)
     check_pacing(p)
     return p
 
@@ -110,7 +110,8 @@ class Driver:
     # -- the background -------------------------------------------------------------------------
 
     def tick(self, snap: Snapshot, opts: Options, cluster_ratio: float, balanced: bool,
-             send: Send, now: float, burst: Optional[Burst] = None) -> None:
+             send: Send, now: float, burst: Optional[Burst] = None,
+             balancer_active: bool = False) -> None:
         with self.lock:
             ex = self.executor
             if not ex.active and opts.mode == "auto" and self._auto_may_start(now):
@@ -121,7 +122,7 @@ class Driver:
                     steps = self.plan(snap, opts, cluster_ratio, targets)
                     ex.start(steps, {n: snap.pool_by_name(n).pg_num for n in targets}, "auto", now)
             if ex.active:
-                ex.tick(snap, pacing(opts, cluster_ratio), send, now, burst)
+                ex.tick(snap, pacing(opts, cluster_ratio, balancer_active), send, now, burst)
 
     def _auto_may_start(self, now: float) -> bool:
         aborts = [h["time"] for h in self.executor.history if h["event"] == "abort"]
@@ -136,6 +137,11 @@ class Driver:
             checks["PG_ADVISOR_BLOCKED"] = {
                 "severity": "warning", "count": len(st["blockers"]), "detail": st["blockers"],
                 "summary": f"pg_advisor plan {st['id']} is blocked: {st['blockers'][0]}"}
+            conflicts = [b for b in st["blockers"] if "pg_autoscaler" in b or "balancer" in b]
+            if conflicts:    # the other party is named, so the operator can choose
+                checks["PG_ADVISOR_CONFLICT"] = {
+                    "severity": "warning", "count": len(conflicts), "detail": conflicts,
+                    "summary": f"pg_advisor does not fight Ceph: {conflicts[0]}"}
         if st["last_error"]:
             checks["PG_ADVISOR_STEP_FAILED"] = {
                 "severity": "warning", "count": 1, "detail": [st["last_error"]],

@@ -40,6 +40,7 @@ class Pacing:
     window_begin: str          # "HH:MM"
     window_end: str            # "HH:MM" (before begin: the window spans midnight)
     window_days: str           # "" (every day) or e.g. "mon,tue,sat"
+    balancer_active: bool = False   # Ceph's own balancer runs: no upmap items from us
 
 
 def _minutes(hhmm: str, name: str) -> int:
@@ -79,9 +80,13 @@ def misplaced_ratio(snap: Snapshot) -> float:
     return snap.misplaced_objects / copies if copies > 0 else 0.0
 
 
-def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float) -> List[str]:
-    """Conditions under which no step is taken, each as a sentence (health-worthy)."""
+def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float, upmaps: bool = False) -> List[str]:
+    """Conditions under which no step is taken, each as a sentence (health-worthy);
+    `upmaps`: the step sets pg-upmap-items."""
     out: List[str] = []
+    if upmaps and p.balancer_active:
+        out.append("the built-in balancer is active: pg_advisor sets no upmap items beside it "
+                   "(`ceph balancer off` hands balancing over, or set split_pinning false)")
     if pool.autoscale_mode == "on":
         out.append(f"pool {pool.name}: pg_autoscaler manages it (pg_autoscale_mode on); "
                    f"pg_advisor does not fight it")
@@ -263,7 +268,7 @@ class Executor:
 
     def _may_issue(self, st: Dict[str, Any], snap: Snapshot, pool: Pool, step: Step,
                    pacing: Pacing, now: float) -> bool:
-        st["blockers"] = blockers(snap, pool, pacing, now)
+        st["blockers"] = blockers(snap, pool, pacing, now, step.pin or step.kind == "release")
         if st["blockers"]:
             st["waiting"] = None
             return False

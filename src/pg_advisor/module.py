@@ -152,9 +152,7 @@ class Module(MgrModule):
         """Size against the balanced ideal when told to, or when the upmap balancer runs."""
         if opts.assume_balanced != "auto":
             return bool(opts.assume_balanced == "yes")
-        active = self.get_module_option_ex("balancer", "active", False)
-        mode = self.get_module_option_ex("balancer", "mode", "upmap")
-        return str(active).lower() in ("true", "1") and mode == "upmap"
+        return self.balancer_active() and self.get_module_option_ex("balancer", "mode", "upmap") == "upmap"
 
     def status(self, pool: Optional[str] = None) -> Dict[str, Any]:
         opts = self.current_options()
@@ -176,9 +174,12 @@ class Module(MgrModule):
         pools = [cmd["pool"]] if cmd.get("pool") else None
         return render(eval_report(self.take_snapshot(), pools), fmt, eval_text)
 
+    def balancer_active(self) -> bool:
+        return str(self.get_module_option_ex("balancer", "active", False)).lower() in ("true", "1")
+
     def _refuse_to_balance(self, snap: snapshot.Snapshot) -> Optional[str]:
         """Why balancing must not start now, or None."""
-        if str(self.get_module_option_ex("balancer", "active", False)).lower() in ("true", "1"):
+        if self.balancer_active():
             return ("the built-in balancer is active: pg_advisor does not fight it "
                     "(`ceph balancer off` hands balancing over)")
         why = cluster_blockers(snap)
@@ -364,7 +365,7 @@ class Module(MgrModule):
             return
         try:
             self.driver.tick(self.take_snapshot(), opts, self.cluster_ratio(), self.balanced(opts),
-                             self.send, time.time(), self.burst)
+                             self.send, time.time(), self.burst, self.balancer_active())
         except AdvisorError as e:
             self.log.warning("pg_advisor: plan not advanced: %s", e.message)
         self._report_progress()

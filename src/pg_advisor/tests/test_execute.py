@@ -259,6 +259,19 @@ def test_pinned_steps_move_nothing_and_release_rounds_follow(dumps: Dict[str, An
     assert any(h["event"] == "round" for h in store.history)
 
 
+def test_no_pins_beside_the_builtin_balancer(dumps: Dict[str, Any]) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    snap = ceph.snap()
+    rbd = snap.pool_by_name("rbd")
+    ex = Executor(None, [], store.save)
+    ex.start(StepPlanner(snap, dataclasses.replace(T, pin=True)).plan(rbd, 64), {"rbd": 32}, "apply", 0.0)
+    busy = dataclasses.replace(OPEN, balancer_active=True)
+    run(ex, ceph, busy, ticks=10)
+    st = store.state or {}
+    assert st["next"] == 1 and any("built-in balancer" in b for b in st["blockers"])
+    assert not any(c.get("var") == "pgp_num_actual" or "pgid" in c for c in ceph.sent)
+
+
 def test_window() -> None:
     p = dataclasses.replace(OPEN, window_begin="22:00", window_end="06:00", window_days="sat,sun")
     sat_23 = datetime.datetime(2026, 11, 21, 23, 0).timestamp()     # a Saturday
