@@ -8,6 +8,7 @@ from .balance_bytes import ByteEvener, fullness
 from .crush.placement import Placer
 from .distribution import spread, up_counts
 from .errors import AdvisorError
+from .gates import object_copies
 from .snapshot import Snapshot
 
 MODES = ("pgs", "bytes")
@@ -60,12 +61,9 @@ def eval_report(snap: Snapshot, pools: Optional[List[str]] = None,
 
 def misplaced_budget(snap: Snapshot, ratio: float) -> Optional[float]:
     """Object copies a round may misplace: ratio x all copies, less what is misplaced now."""
-    pgs = snap.pgs
-    if pgs is None:
+    if snap.pgs is None:
         return None
-    size = {p.id: p.size for p in snap.pools}
-    copies = float(sum(int(o) * size.get(int(p), 0) for p, o in zip(pgs.pool, pgs.objects)))
-    return max(ratio * copies - snap.misplaced_objects, 0.0)
+    return max(ratio * object_copies(snap) - snap.misplaced_objects, 0.0)
 
 
 def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 1 << 20,

@@ -20,7 +20,7 @@ from .balance_report import balance_report, misplaced_budget, mon_commands
 from .crush.placement import Placer
 from .distribution import rule_weights
 from .errors import AdvisorError
-from .gates import MOVE_FLAGS, cluster_blockers
+from .gates import MOVE_FLAGS, cluster_blockers, misplaced_ratio
 from .snapshot import Pool, Snapshot
 from .steps import Step
 
@@ -73,11 +73,6 @@ def in_window(p: Pacing, now: float) -> bool:
     if begin == end:
         return True
     return begin <= cur < end if begin < end else (cur >= begin or cur < end)
-
-
-def misplaced_ratio(snap: Snapshot) -> float:
-    copies = float(sum((p.objects or 0) * p.size for p in snap.pools))
-    return snap.misplaced_objects / copies if copies > 0 else 0.0
 
 
 def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float, upmaps: bool = False) -> List[str]:

@@ -20,3 +20,17 @@ def cluster_blockers(snap: Snapshot, flags: Iterable[str] = MOVE_FLAGS) -> List[
         if bad:
             out.append(f"{len(bad)} PGs are not active and whole (e.g. {bad[0]})")
     return out
+
+
+def object_copies(snap: Snapshot) -> float:
+    """All object copies in the cluster, over which Ceph's misplaced ratio is taken: from
+    the PG stats when given, else from the pool stats."""
+    size = {p.id: p.size for p in snap.pools}
+    if snap.pgs is not None:
+        return float(sum(int(o) * size.get(int(p), 0) for p, o in zip(snap.pgs.pool, snap.pgs.objects)))
+    return float(sum((p.objects or 0) * p.size for p in snap.pools))
+
+
+def misplaced_ratio(snap: Snapshot) -> float:
+    copies = object_copies(snap)
+    return snap.misplaced_objects / copies if copies > 0 else 0.0

@@ -19,6 +19,7 @@ import numpy as np
 
 from .crush.placement import Placer
 from .errors import AdvisorError
+from .gates import object_copies
 from .snapshot import Pool, Snapshot
 
 MAX_PG_NUM = 65536      # Ceph's mon_max_pool_pg_num default
@@ -64,17 +65,12 @@ class Step:
         return Step(**d)
 
 
-def _copies(snap: Snapshot) -> float:
-    """All object copies in the cluster (Ceph's misplaced ratio is over these)."""
-    return float(sum((p.objects or 0) * p.size for p in snap.pools))
-
-
 class StepPlanner:
     def __init__(self, snap: Snapshot, throttles: Throttles, placer: Optional[Placer] = None) -> None:
         self.snap = snap
         self.t = throttles
         self.placer = placer or Placer(snap)
-        self.copies = _copies(snap)
+        self.copies = object_copies(snap)
 
     def _movement(self, pool: Pool, pg_num: int, a: int, b: int) -> Tuple[int, int, int]:
         """(PGs moving, shards moving, most PGs moving in or out of one OSD) for pgp a -> b."""
