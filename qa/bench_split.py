@@ -8,7 +8,8 @@ through `ceph pg-advisor apply`. Prints one table.
 It starts its own loopback cluster (qa/vstart.sh, 6 OSDs on 3 hosts; the ports of the test
 cluster, so not beside it). Per object count and method: a fresh pool of --pg-num PGs
 filled with that many 4 KiB objects; a client (the rados binding) keeps --concurrency
-writes of new 4 KiB objects in flight and timestamps every op; after 10 s the pool's
+writes of 4 KiB objects in flight (creating 4096, then rewriting them) and timestamps
+every op; after 10 s the pool's
 pg_num is doubled, (ceph) by `ceph osd pool set POOL pg_num N` at default settings, or
 (advisor) by `ceph pg-advisor apply --pool POOL --pg-num N` with split_pinning off or on;
 the client runs until 10 s after the pool is active+clean at the new pg_num (and, for
@@ -33,8 +34,12 @@ POOL = "splitbench"
 OPT = "mgr/pg_advisor/"
 
 
+CLIENT_OBJECTS = 4096   # the client creates these, then keeps rewriting them (memstore OSDs
+#                        hold everything in RAM: an ever-growing set would fill them)
+
+
 class Client:
-    """Writes new small objects with a fixed number in flight; keeps (start, end, ok) per op."""
+    """Writes small objects with a fixed number in flight; keeps (start, end, ok) per op."""
 
     def __init__(self, conffile: str, pool: str, concurrency: int) -> None:
         import rados
@@ -59,7 +64,7 @@ class Client:
                 with self.lock:
                     self.ops.append((t0, time.monotonic(), ok))
                 self.slots.release()
-            self.io.aio_write_full(f"c{i}", b"y" * 4096, oncomplete=done)
+            self.io.aio_write_full(f"c{i % CLIENT_OBJECTS}", b"y" * 4096, oncomplete=done)
             i += 1
 
     def start(self) -> None:

@@ -13,7 +13,7 @@ from .cluster import Cluster, wait_until
 
 OPT = "mgr/pg_advisor/"
 FAST = {"step_interval": "0", "poll_interval": "1"}
-DEFAULTS = {"step_interval": "10", "poll_interval": "2", "split_pinning": "false"}
+DEFAULTS = {"step_interval": "10", "poll_interval": "2", "split_pinning": "true"}
 
 
 def progress(c: Cluster) -> Dict[str, Any]:
@@ -87,6 +87,7 @@ def issued_steps(c: Cluster, plan: str) -> List[str]:
 
 def test_doubling_with_a_client_writing_survives_a_mgr_failover(pool: Cluster) -> None:
     c = pool
+    c.ceph("config", "set", "mgr", OPT + "split_pinning", "false")   # plain steps here
     with Writer(c, "grow") as w:
         r = json.loads(c.ceph("pg-advisor", "apply", "--pool", "grow", "--pg-num", "32", "-f", "json"))
         plan = r["plan"]

@@ -62,7 +62,7 @@ SPECS: Tuple[Spec, ...] = (
     Spec("max_pgs_splitting", "int", 16, "PGs one step may split or merge", 1, 4096),
     Spec("max_backfills_per_osd", "int", 2,
          "PGs one step may move into or out of a single OSD", 1, 1024),
-    Spec("split_pinning", "bool", False,
+    Spec("split_pinning", "bool", True,
          "pin split PGs where their data is (upmap items in the same epoch as pgp_num) and "
          "release them by balance rounds, instead of letting them move at once"),
     Spec("step_interval", "int", 10, "seconds at least between two steps of a plan", 0, 86400),
