@@ -160,7 +160,7 @@ def test_pinned_split_keeps_children_where_their_data_is(pool: Cluster) -> None:
     with Writer(c, "grow") as w:
         r = json.loads(c.ceph("pg-advisor", "apply", "--pool", "grow", "--pg-num", "32", "-f", "json"))
         pinned = [s for s in r["steps"] if s["pin"]]
-        assert pinned and r["steps"][-1]["kind"] == "release"
+        assert pinned and r["steps"][-1]["kind"] == "balance"
         most = 0
 
         def finished() -> bool:   # meanwhile: how many of the pool's PGs the mon keeps pinned

@@ -8,6 +8,7 @@ import json
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from .balance_report import balance_report
 from .errors import AdvisorError
 from .execute import Burst, Executor, Pacing, Send, check_pacing
 from .options import Options
@@ -23,7 +24,8 @@ AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a
 def pacing(opts: Options, cluster_ratio: float, balancer_active: bool = False) -> Pacing:
     p = Pacing(budget=float(opts.misplaced_budget) or cluster_ratio, interval=float(opts.step_interval),
                window_begin=str(opts.window_begin), window_end=str(opts.window_end),
-               window_days=str(opts.window_days), balancer_active=balancer_active)
+               window_days=str(opts.window_days), balancer_active=balancer_active,
+               balance_mode=str(opts.balance_mode))
     check_pacing(p)
     return p
 
@@ -43,6 +45,7 @@ class Driver:
         history = json.loads(load(HISTORY_KEY) or "[]")
         self.executor = Executor(state, history, self._save)
         self.lock = threading.Lock()     # commands and the serve loop share the executor
+        self._next_balance_check = 0.0
 
     def _save(self, state: Optional[Dict[str, Any]], history: List[Dict[str, Any]]) -> None:
         self._store(STATE_KEY, json.dumps(state))
@@ -121,8 +124,21 @@ class Driver:
                 if targets:
                     steps = self.plan(snap, opts, cluster_ratio, targets)
                     ex.start(steps, {n: snap.pool_by_name(n).pg_num for n in targets}, "auto", now)
+                elif not balancer_active and now >= self._next_balance_check:
+                    self._next_balance_check = now + float(opts.sleep_interval)
+                    self._start_balancing(snap, opts, now)
             if ex.active:
                 ex.tick(snap, pacing(opts, cluster_ratio, balancer_active), send, now, burst)
+
+    def _start_balancing(self, snap: Snapshot, opts: Options, now: float) -> None:
+        """Auto mode with no pg_num change due: a plan of balance rounds for the pools the
+        balancer would change (none: no plan)."""
+        r = balance_report(snap, None, 1 << 20, str(opts.balance_mode), min_gain=float(opts.balance_min_gain))
+        ids = {int(pgid.split(".")[0]) for pgid in r["items"]}
+        pools = [p for p in snap.pools if p.id in ids]
+        if pools:
+            steps = [Step("balance", p.name, p.id, p.pg_num, p.pgp_num) for p in pools]
+            self.executor.start(steps, {p.name: p.pg_num for p in pools}, "auto", now)
 
     def _auto_may_start(self, now: float) -> bool:
         aborts = [h["time"] for h in self.executor.history if h["event"] == "abort"]

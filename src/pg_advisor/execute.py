@@ -41,6 +41,7 @@ class Pacing:
     window_end: str            # "HH:MM" (before begin: the window spans midnight)
     window_days: str           # "" (every day) or e.g. "mon,tue,sat"
     balancer_active: bool = False   # Ceph's own balancer runs: no upmap items from us
+    balance_mode: str = "pgs"       # what balance rounds even out: pgs or bytes
 
 
 def _minutes(hhmm: str, name: str) -> int:
@@ -249,8 +250,8 @@ class Executor:
                 continue
             if not self._may_issue(st, snap, pool, step, pacing, now):
                 break
-            if step.kind == "release":
-                if self._release_round(st, snap, step, pacing, send, now):
+            if step.kind == "balance":
+                if self._balance_round(st, snap, step, pacing, send, now):
                     break
                 continue
             self._issue(st, snap, step, burst, now)
@@ -263,7 +264,7 @@ class Executor:
 
     def _may_issue(self, st: Dict[str, Any], snap: Snapshot, pool: Pool, step: Step,
                    pacing: Pacing, now: float) -> bool:
-        st["blockers"] = blockers(snap, pool, pacing, now, step.pin or step.kind == "release")
+        st["blockers"] = blockers(snap, pool, pacing, now, step.pin or step.kind == "balance")
         if st["blockers"]:
             st["waiting"] = None
             return False
@@ -279,12 +280,12 @@ class Executor:
         st["waiting"] = "; ".join(waits) or None
         return not waits
 
-    def _release_round(self, st: Dict[str, Any], snap: Snapshot, step: Step, pacing: Pacing,
+    def _balance_round(self, st: Dict[str, Any], snap: Snapshot, step: Step, pacing: Pacing,
                        send: Send, now: float) -> bool:
         """One balance round on the pool: True if it set items (more rounds follow), False
         when the pool needs none (the step is done)."""
         st["rounds"] = st.get("rounds", 0) + 1
-        r = balance_report(snap, [step.pool], max(1, step.pgs_moving or 16), "pgs",
+        r = balance_report(snap, [step.pool], max(1, step.pgs_moving or 16), pacing.balance_mode,
                            object_budget=misplaced_budget(snap, pacing.budget))
         if not r["items"] or st["rounds"] > RELEASE_ROUNDS_MAX:
             self._log(now, "done", f"step {st['next'] + 1}/{len(st['steps'])}: {step.describe()} "
@@ -331,8 +332,9 @@ class Executor:
         steps = st["steps"]
         last = steps[-1]
         pools = sorted({s["pool"] for s in steps})
-        line = (f"pg_advisor: {', '.join(pools)} to pg_num {last['pg_num']} "
-                f"(step {min(st['next'] + 1, len(steps))}/{len(steps)})")
+        what = ("balancing " + ", ".join(pools) if all(s["kind"] == "balance" for s in steps)
+                else f"{', '.join(pools)} to pg_num {last['pg_num']}")
+        line = f"pg_advisor: {what} (step {min(st['next'] + 1, len(steps))}/{len(steps)})"
         if st["status"] == "paused":
             line += ", paused"
         return st["next"] / len(steps), line

@@ -9,7 +9,7 @@ crush layer: the up sets before and after each pgp_num step, exactly.
 
 With pinning (growth only), a pgp_num step remaps up to `max_splitting` PGs at once but
 pins each moved child to the OSDs that hold its data (pg-upmap-items set in the same
-map epoch), so nothing moves then; a last "release" step runs balance rounds on the pool
+map epoch), so nothing moves then; a last "balance" step runs balance rounds on the pool
 under the budget, which move children on only where that evens the pool out.
 """
 from dataclasses import asdict, dataclass
@@ -35,7 +35,7 @@ class Throttles:
 
 @dataclass(frozen=True)
 class Step:
-    kind: str                 # "pg_num" | "pgp_num" | "release"
+    kind: str                 # "pg_num" | "pgp_num" | "balance"
     pool: str
     pool_id: int
     pg_num: int               # the pool's pg_num and pgp_num once the step is done
@@ -49,8 +49,8 @@ class Step:
     def describe(self) -> str:
         if self.kind == "pg_num":
             return f"{self.pool}: pg_num -> {self.pg_num} (pgp_num stays {self.pgp_num})"
-        if self.kind == "release":
-            return f"{self.pool}: balance rounds move pinned PGs on where that evens the pool"
+        if self.kind == "balance":
+            return f"{self.pool}: balance rounds within the budget until the pool is even"
         if self.pin:
             return (f"{self.pool}: pgp_num -> {self.pgp_num} ({self.pgs_moving} PGs remapped, "
                     f"pinned where their data is)")
@@ -142,7 +142,7 @@ class StepPlanner:
                     steps.append(self._pgp_step(pool, pg, pgp, pg, self.t.pin))
                     pgp = steps[-1].pgp_num
             if self.t.pin and target > pool.pg_num:
-                steps.append(Step("release", pool.name, pool.id, pg, pgp))
+                steps.append(Step("balance", pool.name, pool.id, pg, pgp))
         else:
             while pgp > target:
                 steps.append(self._pgp_step(pool, pg, pgp, target))

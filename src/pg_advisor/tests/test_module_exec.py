@@ -99,3 +99,31 @@ def test_mode_is_an_option(wired: Any) -> None:
     m, _, _ = wired
     assert cmd(m, "mode", mode="auto")[1] == {"mode": "auto"}
     assert cmd(m, "mode")[1] == {"mode": "auto"}
+
+
+def test_auto_mode_starts_plans_itself(wired: Any, monkeypatch: Any) -> None:
+    m, ceph, refresh = wired
+    fake = mgr_stub.BaseMgrModule.fake
+    fake.module_options[("pg_advisor", "mode")] = "auto"
+    m.run_plan()                      # pg_num changes are recommended: a pg_num plan
+    r = cmd(m, "progress")[1]
+    assert r["plan"]["source"] == "auto" and r["steps"][0]["kind"] == "pg_num"
+    cmd(m, "abort")
+    # none due (and an abort an hour ago): balance rounds for the pools that need them
+    monkeypatch.setattr(m.driver, "targets", lambda *a, **k: {})
+    for h in m.driver.executor.history:
+        h["time"] -= 7200
+    ceph.sent.clear()
+    m.run_plan()
+    r = cmd(m, "progress")[1]
+    assert r["plan"]["source"] == "auto" and {s["kind"] for s in r["steps"]} == {"balance"}
+    assert any("pgid" in c for c in ceph.sent)
+    # with the built-in balancer on, auto mode sets no upmap items
+    cmd(m, "abort")
+    for h in m.driver.executor.history:
+        h["time"] -= 7200
+    m.driver._next_balance_check = 0.0
+    fake.module_options[("balancer", "active")] = True
+    ceph.sent.clear()
+    m.run_plan()
+    assert cmd(m, "progress")[1]["plan"]["status"] == "aborted" and ceph.sent == []
