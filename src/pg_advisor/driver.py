@@ -21,8 +21,13 @@ STATE_KEY, HISTORY_KEY = "exec_state", "exec_history"
 AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a new plan
 
 
+def budget(opts: Options, cluster_ratio: float) -> float:
+    """misplaced_budget, or the cluster's target_max_misplaced_ratio when it is 0."""
+    return float(opts.misplaced_budget) or cluster_ratio
+
+
 def pacing(opts: Options, cluster_ratio: float, balancer_active: bool = False) -> Pacing:
-    p = Pacing(budget=float(opts.misplaced_budget) or cluster_ratio, interval=float(opts.step_interval),
+    p = Pacing(budget=budget(opts, cluster_ratio), interval=float(opts.step_interval),
                window_begin=str(opts.window_begin), window_end=str(opts.window_end),
                window_days=str(opts.window_days), balancer_active=balancer_active,
                balance_mode=str(opts.balance_mode))
@@ -31,7 +36,7 @@ def pacing(opts: Options, cluster_ratio: float, balancer_active: bool = False) -
 
 
 def throttles(opts: Options, cluster_ratio: float) -> Throttles:
-    return Throttles(budget=float(opts.misplaced_budget) or cluster_ratio,
+    return Throttles(budget=budget(opts, cluster_ratio),
                      max_splitting=int(opts.max_pgs_splitting),
                      max_backfills_per_osd=int(opts.max_backfills_per_osd),
                      pin=bool(opts.split_pinning))

@@ -191,10 +191,9 @@ class Module(MgrModule):
         max_items = cmd.get("max_items")
         max_items = int(max_items) if max_items is not None else int(opts.balance_max_items)
         snap = self.take_snapshot()
-        ratio = float(self.get_ceph_option("target_max_misplaced_ratio"))
         pools = [cmd["pool"]] if cmd.get("pool") else None
         report = balance_report(snap, pools, max_items, cmd.get("mode") or opts.balance_mode,
-                                object_budget=misplaced_budget(snap, ratio),
+                                object_budget=misplaced_budget(snap, self.cluster_ratio()),
                                 min_gain=float(opts.balance_min_gain))
         dry = bool(cmd.get("dry_run"))
         report["dry_run"] = dry
