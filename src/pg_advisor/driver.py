@@ -10,12 +10,13 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .balance_report import balance_report
 from .errors import AdvisorError
+from .gates import object_copies
 from .execute import Burst, Executor, Pacing, Send, check_pacing
 from .options import Options
 from .plan import plan_report
 from .sizing import Sizer
 from .snapshot import Snapshot
-from .steps import Step, StepPlanner, Throttles
+from .steps import Step, StepPlanner, Throttles, balance_step
 
 STATE_KEY, HISTORY_KEY = "exec_state", "exec_history"
 AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a new plan
@@ -51,6 +52,7 @@ class Driver:
         self.executor = Executor(state, history, self._save)
         self.lock = threading.Lock()     # commands and the serve loop share the executor
         self._next_balance_check = 0.0
+        self.error: Optional[str] = None  # why the last tick could not run (e.g. a bad option)
 
     def _save(self, state: Optional[Dict[str, Any]], history: List[Dict[str, Any]]) -> None:
         self._store(STATE_KEY, json.dumps(state))
@@ -103,6 +105,7 @@ class Driver:
                 st = self.executor.state or {}
                 raise AdvisorError.busy(f"plan {st.get('id')} is {st.get('status')}: abort it or "
                                         f"let it finish first")
+            pacing(opts, cluster_ratio)        # a malformed window is refused now
             targets = self.targets(snap, opts, balanced, pool, pg_num)
             if not targets:
                 raise AdvisorError.invalid("nothing to apply: pg_num is where pg_advisor recommends"
@@ -120,6 +123,15 @@ class Driver:
     def tick(self, snap: Snapshot, opts: Options, cluster_ratio: float, balanced: bool,
              send: Send, now: float, burst: Optional[Burst] = None,
              balancer_active: bool = False) -> None:
+        try:
+            self._tick(snap, opts, cluster_ratio, balanced, send, now, burst, balancer_active)
+            self.error = None
+        except AdvisorError as e:
+            self.error = e.message
+            raise
+
+    def _tick(self, snap: Snapshot, opts: Options, cluster_ratio: float, balanced: bool,
+              send: Send, now: float, burst: Optional[Burst], balancer_active: bool) -> None:
         with self.lock:
             ex = self.executor
             if not ex.active and opts.mode == "auto" and self._auto_may_start(now):
@@ -139,10 +151,14 @@ class Driver:
         """Auto mode with no pg_num change due: a plan of balance rounds for the pools the
         balancer would change (none: no plan)."""
         r = balance_report(snap, None, 1 << 20, str(opts.balance_mode), min_gain=float(opts.balance_min_gain))
-        ids = {int(pgid.split(".")[0]) for pgid in r["items"]}
-        pools = [p for p in snap.pools if p.id in ids]
+        shards: Dict[int, int] = {}
+        for pgid, pairs in r["items"].items():   # a PG's items changed: at least one shard moves
+            pid = int(pgid.split(".")[0])
+            shards[pid] = shards.get(pid, 0) + max(len(pairs), 1)
+        pools = [p for p in snap.pools if p.id in shards]
         if pools:
-            steps = [Step("balance", p.name, p.id, p.pg_num, p.pgp_num) for p in pools]
+            copies = object_copies(snap)
+            steps = [balance_step(p, p.pg_num, p.pgp_num, shards[p.id], copies) for p in pools]
             self.executor.start(steps, {p.name: p.pg_num for p in pools}, "auto", now)
 
     def _auto_may_start(self, now: float) -> bool:
@@ -152,6 +168,10 @@ class Driver:
     def health(self) -> Dict[str, Dict[str, Any]]:
         st = self.executor.state
         checks: Dict[str, Dict[str, Any]] = {}
+        if self.error:
+            checks["PG_ADVISOR_PLAN_ERROR"] = {
+                "severity": "warning", "count": 1, "detail": [self.error],
+                "summary": f"pg_advisor cannot advance or start a plan: {self.error}"}
         if st is None or st["status"] not in ("running", "paused", "failed"):
             return checks
         if st["status"] == "running" and st["blockers"]:

@@ -50,7 +50,9 @@ class Step:
         if self.kind == "pg_num":
             return f"{self.pool}: pg_num -> {self.pg_num} (pgp_num stays {self.pgp_num})"
         if self.kind == "balance":
-            return f"{self.pool}: balance rounds within the budget until the pool is even"
+            return (f"{self.pool}: balance rounds within the budget until the pool is even "
+                    f"(up to ~{self.shards_moving} shard moves, ~{100 * self.misplaced:.2f}% of "
+                    f"object copies)")
         if self.pin:
             return (f"{self.pool}: pgp_num -> {self.pgp_num} ({self.pgs_moving} PGs remapped, "
                     f"pinned where their data is)")
@@ -63,6 +65,20 @@ class Step:
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "Step":
         return Step(**d)
+
+
+def misplaced_fraction(pool: Pool, pg_num: int, shards: int, copies: float) -> float:
+    """Share of all object copies that moving `shards` PG shards of the pool misplaces
+    (objects spread evenly over its pg_num PGs)."""
+    if copies <= 0:
+        return 0.0
+    return shards * (pool.objects or 0) / max(pg_num, 1) / copies
+
+
+def balance_step(pool: Pool, pg_num: int, pgp_num: int, shards: int, copies: float) -> Step:
+    """Balance rounds on the pool, predicted to move about `shards` shards in all."""
+    return Step("balance", pool.name, pool.id, pg_num, pgp_num, shards_moving=shards,
+                misplaced=misplaced_fraction(pool, pg_num, shards, copies))
 
 
 class StepPlanner:
@@ -91,9 +107,7 @@ class StepPlanner:
         return int((per_pg > 0).sum()), int(per_pg.sum()), int(load.max(initial=0))
 
     def _fraction(self, pool: Pool, pg_num: int, shards: int) -> float:
-        if self.copies <= 0:
-            return 0.0
-        return shards * (pool.objects or 0) / max(pg_num, 1) / self.copies
+        return misplaced_fraction(pool, pg_num, shards, self.copies)
 
     def _pgp_step(self, pool: Pool, pg_num: int, cur: int, goal: int, pin: bool = False) -> Step:
         """The farthest pgp_num from `cur` toward `goal` whose movement fits the throttles
@@ -142,7 +156,9 @@ class StepPlanner:
                     steps.append(self._pgp_step(pool, pg, pgp, pg, self.t.pin))
                     pgp = steps[-1].pgp_num
             if self.t.pin and target > pool.pg_num:
-                steps.append(Step("balance", pool.name, pool.id, pg, pgp))
+                # at most what the pins held back: the rounds move only what evens the pool
+                held = sum(s.shards_moving for s in steps if s.pin)
+                steps.append(balance_step(pool, pg, pgp, held, self.copies))
         else:
             while pgp > target:
                 steps.append(self._pgp_step(pool, pg, pgp, target))

@@ -127,3 +127,22 @@ def test_auto_mode_starts_plans_itself(wired: Any, monkeypatch: Any) -> None:
     ceph.sent.clear()
     m.run_plan()
     assert cmd(m, "progress")[1]["plan"]["status"] == "aborted" and ceph.sent == []
+
+
+def test_a_malformed_window_is_refused_and_reported(wired: Any) -> None:
+    m, ceph, _ = wired
+    fake = mgr_stub.BaseMgrModule.fake
+    fake.module_options[("pg_advisor", "window_begin")] = "25:00"
+    code, _, err = cmd(m, "apply", pool="rbd", pg_num=64)
+    assert code == -22 and "window_begin" in err and ceph.sent == []
+    fake.module_options[("pg_advisor", "window_begin")] = "00:00"
+    assert cmd(m, "apply", pool="rbd", pg_num=64)[0] == 0
+    fake.module_options[("pg_advisor", "window_days")] = "someday"
+    m.run_plan()
+    m.publish_health()
+    assert "PG_ADVISOR_PLAN_ERROR" in fake.health and ceph.sent == []
+    assert "window_days" in str(fake.health["PG_ADVISOR_PLAN_ERROR"])
+    fake.module_options[("pg_advisor", "window_days")] = ""
+    m.run_plan()
+    m.publish_health()
+    assert "PG_ADVISOR_PLAN_ERROR" not in fake.health and ceph.sent
