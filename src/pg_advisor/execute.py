@@ -30,7 +30,7 @@ WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 Command = Dict[str, Any]
 Send = Callable[[Command], Tuple[int, str]]       # (return code, error text)
 Burst = Callable[[List[Command]], List[Tuple[int, str]]]   # sent together, answered in order
-RELEASE_ROUNDS_MAX = 1000
+BALANCE_ROUNDS_MAX = 1000
 
 
 @dataclass(frozen=True)
@@ -55,18 +55,22 @@ def _minutes(hhmm: str, name: str) -> int:
         raise AdvisorError.invalid(f"option {name}: '{hhmm}' is not a time HH:MM") from None
 
 
+def _days(p: Pacing) -> List[str]:
+    return [d for d in p.window_days.replace(" ", "").split(",") if d]
+
+
 def check_pacing(p: Pacing) -> None:
     """Refuse a malformed window with a sentence (the mon cannot check these strings)."""
     _minutes(p.window_begin, "window_begin")
     _minutes(p.window_end, "window_end")
-    bad = [d for d in p.window_days.replace(" ", "").split(",") if d and d not in WEEKDAYS]
+    bad = [d for d in _days(p) if d not in WEEKDAYS]
     if bad:
         raise AdvisorError.invalid(f"option window_days: '{bad[0]}' is not one of {','.join(WEEKDAYS)}")
 
 
 def in_window(p: Pacing, now: float) -> bool:
     t = datetime.datetime.fromtimestamp(now)
-    days = [d for d in p.window_days.replace(" ", "").split(",") if d]
+    days = _days(p)
     if days and WEEKDAYS[t.weekday()] not in days:
         return False
     begin, end = _minutes(p.window_begin, "window_begin"), _minutes(p.window_end, "window_end")
@@ -287,7 +291,7 @@ class Executor:
         st["rounds"] = st.get("rounds", 0) + 1
         r = balance_report(snap, [step.pool], max(1, step.pgs_moving or 16), pacing.balance_mode,
                            object_budget=misplaced_budget(snap, pacing.budget))
-        if not r["items"] or st["rounds"] > RELEASE_ROUNDS_MAX:
+        if not r["items"] or st["rounds"] > BALANCE_ROUNDS_MAX:
             self._log(now, "done", f"step {st['next'] + 1}/{len(st['steps'])}: {step.describe()} "
                                    f"({st['rounds'] - 1} rounds)")
             st.update(next=st["next"] + 1, phase="idle", last_step_at=now, rounds=0)
