@@ -19,6 +19,7 @@ from .errors import AdvisorError
 from .execute_text import apply_text, history_text, progress_text
 from .gates import cluster_blockers
 from .health import health_checks
+from .http_server import Server
 from .plan import plan_report
 from .plan_text import plan_text
 from .render import check_format, render
@@ -121,6 +122,8 @@ class Module(MgrModule):
         }
         self._driver: Optional[Driver] = None
         self._sizing_checks: Dict[str, Any] = {}
+        self._server = Server(lambda: self.status(), lambda: self.driver.executor.report(),
+                              lambda: {"history": self.driver.executor.history})
         self._closed_events: set = set()
 
     # -- reading the cluster -------------------------------------------------------------------
@@ -375,8 +378,26 @@ class Module(MgrModule):
         except Exception:   # a bug must not end the loop
             self.log.error("pg_advisor: %s failed: %s", job.__name__, traceback.format_exc())
 
+    def start_panel(self) -> None:
+        """The panel's HTTP server; its URL shows in `ceph mgr services`."""
+        addr, port = str(self.get_module_option("server_addr")), int(self.get_module_option("server_port"))
+        try:
+            url = self._server.start(addr, port)
+        except Exception as e:   # a port in use must not stop the rest of the module
+            self.log.error("pg_advisor: panel not started on %s:%s: %s", addr, port, e)
+            return
+        self.set_uri(url)
+        self.log.info("pg_advisor: panel at %s", url)
+
     def serve(self) -> None:
         self.log.info("pg_advisor: serving")
+        self.start_panel()
+        try:
+            self._loop()
+        finally:
+            self._server.stop()    # module disabled or mgr failing over: release the port
+
+    def _loop(self) -> None:
         next_sizing = 0.0
         while not self._stopping:
             self._guard(self.run_plan)

@@ -53,6 +53,8 @@ SPECS: Tuple[Spec, ...] = (
          "size against the balanced ideal (yes), CRUSH as it falls (no), or yes when the "
          "upmap balancer is active (auto)", choices=("auto", "yes", "no")),
     Spec("sleep_interval", "int", 60, "seconds between health evaluations", 1, 86400),
+    Spec("server_addr", "str", "127.0.0.1", "address the panel's HTTP server listens on"),
+    Spec("server_port", "int", 9285, "port of the panel's HTTP server", 1, 65535),
     Spec("mode", "str", "advise",
          "off: nothing in the background; advise: health warnings only; auto: also apply the "
          "recommended pg_num changes in throttled steps", choices=("off", "advise", "auto")),
