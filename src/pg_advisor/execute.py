@@ -42,6 +42,7 @@ class Pacing:
     window_days: str           # "" (every day) or e.g. "mon,tue,sat"
     balancer_active: bool = False   # Ceph's own balancer runs: no upmap items from us
     balance_mode: str = "pgs"       # what balance rounds even out: pgs or bytes
+    max_backfills: int = 0          # PGs backfilling into or out of one OSD (0: no limit)
 
 
 def _minutes(hhmm: str, name: str) -> int:
@@ -102,6 +103,22 @@ def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float, upmaps: bool = F
         out.append(f"outside the window {p.window_begin}-{p.window_end}"
                    + (f" on {p.window_days}" if p.window_days else ""))
     return out
+
+
+def backfills(snap: Snapshot) -> Tuple[int, int]:
+    """(the OSD with the most, how many) PGs backfilling or waiting to, into or out of it."""
+    pgs = snap.pgs
+    if pgs is None:
+        return -1, 0
+    n = snap.osds.count
+    load = np.zeros(n, np.int64)
+    for i in np.flatnonzero(["backfill" in s for s in pgs.state]).tolist():
+        osds = set(pgs.up[i].tolist()) ^ set(pgs.acting[i].tolist())   # the ends that move
+        for o in osds:
+            if 0 <= o < n:
+                load[o] += 1
+    o = int(np.argmax(load)) if n else -1
+    return o, int(load[o]) if n else 0
 
 
 def step_done(pool: Pool, step: Step) -> bool:
@@ -281,6 +298,11 @@ class Executor:
         if ratio > 0 and ratio + step.misplaced > pacing.budget:
             waits.append(f"misplaced {100 * ratio:.2f}% + this step's {100 * step.misplaced:.2f}% "
                          f"would pass the budget {100 * pacing.budget:.2f}%")
+        if pacing.max_backfills and step.max_osd_backfills:
+            osd, busy = backfills(snap)
+            if busy and busy + step.max_osd_backfills > pacing.max_backfills:
+                waits.append(f"osd.{osd} has {busy} PGs backfilling; this step adds up to "
+                             f"{step.max_osd_backfills} (limit {pacing.max_backfills})")
         st["waiting"] = "; ".join(waits) or None
         return not waits
 

@@ -206,6 +206,27 @@ def test_interval_and_budget_pace_the_steps(dumps: Dict[str, Any]) -> None:
     assert len(ceph.sent) == n and "budget" in (store.state or {})["waiting"]
 
 
+def test_backfills_in_flight_hold_the_next_step(dumps: Dict[str, Any]) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    ex = start(ceph, store, 64)
+    limited = dataclasses.replace(OPEN, max_backfills=2)
+    ex.tick(ceph.snap(), limited, ceph.send, 0.0)            # the split (moves nothing)
+    ceph.settle()
+    stats = ceph.dumps["pg_dump"]["pg_map"]["pg_stats"]
+    for s in stats[:3]:                                       # three PGs moving onto osd.5
+        s["state"] = "active+remapped+backfilling"
+        s["up"] = [o for o in s["up"] if o != 5][:2] + [5]
+        s["acting"] = [o for o in s["acting"] if o != 5]
+        s["acting"] = (s["acting"] + [x for x in range(6) if x not in s["acting"] + [5]])[:3]
+    n = len(ceph.sent)
+    ex.tick(ceph.snap(), limited, ceph.send, 1.0)
+    assert len(ceph.sent) == n and "backfilling" in (store.state or {})["waiting"]
+    for s in stats[:3]:
+        s["state"] = "active+clean"
+    ex.tick(ceph.snap(), limited, ceph.send, 2.0)
+    assert len(ceph.sent) > n
+
+
 def test_pause_resume_abort(dumps: Dict[str, Any]) -> None:
     ceph, store = FakeCeph(dumps), Store()
     ex = start(ceph, store, 64)
