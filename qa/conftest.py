@@ -27,8 +27,10 @@ def cluster() -> Iterator[Cluster]:
 
 
 # These restart the mgr and an OSD and split, fill and delete pools; run after them, the
-# PG memory check of test_sizing_live.py read 65-90% low on every OSD: they come last.
-LAST = ("test_execute_live.py", "test_panel_live.py")
+# PG memory check of test_sizing_live.py read 65-90% low on every OSD, and with the
+# browser test's pool churn just before it, a status reading once disagreed with `ceph df`
+# by 107 objects (a race in that test to look into): they come last.
+LAST = ("test_execute_live.py", "test_panel_browser.py", "test_panel_live.py")
 
 
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:

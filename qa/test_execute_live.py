@@ -148,7 +148,9 @@ def test_a_refused_command_is_retried_and_an_osd_down_blocks(pool: Cluster) -> N
     assert len(issued_steps(c, plan)) == before
     subprocess.run(["ceph-osd", "-i", "5"], env=c.env, check=True, timeout=60)
     wait_until(lambda: plan_state(c) == "done", 600, "the plan to finish after osd.5 returns", step=3)
-    assert "PG_ADVISOR_BLOCKED" not in c.json("health", "detail")["checks"]
+    # the mon shows the mgr's checks a report later
+    wait_until(lambda: "PG_ADVISOR_BLOCKED" not in c.json("health", "detail")["checks"], 60,
+               "the blocked check to clear")
 
 
 def test_pinned_split_keeps_children_where_their_data_is(pool: Cluster) -> None:
