@@ -26,6 +26,18 @@ def cluster() -> Iterator[Cluster]:
             c.vstart("stop")
 
 
+EVIL = "<img src=x onerror=alert(1)>"    # a pool name that is markup
+
+
+@pytest.fixture
+def evil_pool(cluster: Cluster) -> Iterator[Cluster]:
+    """A pool whose name would run script if a page ever used it as markup."""
+    cluster.ceph("osd", "pool", "create", EVIL, "8", "8")
+    yield cluster
+    cluster.ceph("osd", "pool", "rm", EVIL, EVIL, "--yes-i-really-really-mean-it")
+    cluster.wait_clean()
+
+
 # These restart the mgr and an OSD and split, fill and delete pools; run after them, the
 # PG memory check of test_sizing_live.py read 65-90% low on every OSD, and with the
 # browser test's pool churn just before it, a status reading once disagreed with `ceph df`

@@ -13,9 +13,9 @@ from typing import Any, Dict, Iterator, List, Tuple
 import pytest
 
 from .cluster import Cluster, wait_until
+from .conftest import EVIL
 
 URL = "http://127.0.0.1:9285/"
-EVIL = "<img src=x onerror=alert(1)>"
 # the machine has no network: nothing in the background may try to reach it
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -109,15 +109,7 @@ def test_rendered_numbers_are_the_status(panel: Cluster, tmp_path: Path) -> None
     print(f"screenshot: {shot}")
 
 
-@pytest.fixture
-def evil_pool(panel: Cluster) -> Iterator[Cluster]:
-    panel.ceph("osd", "pool", "create", EVIL, "8", "8")
-    yield panel
-    panel.ceph("osd", "pool", "rm", EVIL, EVIL, "--yes-i-really-really-mean-it")
-    panel.wait_clean()
-
-
-def test_a_hostile_pool_name_does_not_execute(evil_pool: Cluster) -> None:
+def test_a_hostile_pool_name_does_not_execute(panel: Cluster, evil_pool: Cluster) -> None:
     wait_until(lambda: any(p["name"] == EVIL for p in api_status()["pools"]), 60, "the pool")
     page = rendered()
     assert EVIL in [row[0] for row in page.tables["pools"][1:]]   # shown, as text

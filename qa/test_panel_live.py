@@ -9,8 +9,7 @@ from typing import Any, Dict, Iterator, Tuple
 import pytest
 
 from .cluster import Cluster, wait_until
-
-EVIL = "<img src=x onerror=alert(1)>"
+from .conftest import EVIL
 
 
 def url_of(c: Cluster) -> str:
@@ -66,14 +65,6 @@ def test_refusals_are_plain(panel: Tuple[Cluster, str]) -> None:
         assert code == 404 and "Traceback" not in body, path
     code, body = get(url + "api/status", "POST")
     assert code == 405 and "Traceback" not in body
-
-
-@pytest.fixture
-def evil_pool(cluster: Cluster) -> Iterator[Cluster]:
-    cluster.ceph("osd", "pool", "create", EVIL, "8", "8")
-    yield cluster
-    cluster.ceph("osd", "pool", "rm", EVIL, EVIL, "--yes-i-really-really-mean-it")
-    cluster.wait_clean()
 
 
 def test_an_evil_pool_name_stays_data(evil_pool: Cluster) -> None:
