@@ -5,9 +5,11 @@ GET /metrics         Prometheus text. Anything else is 404; a method other than 
 HEAD is 405. The data comes from callables the module hands in.
 """
 import json
+import threading
 from typing import Any, Callable, Dict, Optional
 
 import cherrypy
+from cheroot import wsgi
 
 from .panel import PAGE, metrics as metrics_text
 
@@ -61,25 +63,40 @@ def _error_page(status: str, message: str, traceback: str, version: str) -> str:
 
 
 class Server:
+    """cherrypy's application served by its WSGI server (cheroot) in a thread of our own.
+
+    Not through cherrypy.engine: when the engine cannot bind its port, its bus calls
+    os._exit(70), which would take the whole ceph-mgr down. cheroot's prepare() just raises.
+    """
+
     def __init__(self, status: Source, progress: Source, history: Source) -> None:
         self.root = _Root(status, progress, history)
         self.running: Optional[str] = None
+        self._httpd: Optional[wsgi.Server] = None
+        self._thread: Optional[threading.Thread] = None
 
     def start(self, addr: str, port: int) -> str:
-        cherrypy.config.update({
-            "server.socket_host": addr, "server.socket_port": port,
-            "engine.autoreload.on": False, "checker.on": False, "log.screen": False,
+        """Bind and serve; OSError (the address, the port in use) if it cannot bind."""
+        app = cherrypy.Application(self.root, "", {"/": {
             "request.show_tracebacks": False, "error_page.default": _error_page,
-            "response.headers.server": "pg_advisor",
-        })
-        cherrypy.tree.mount(self.root, "/")
-        cherrypy.engine.start()
+            "tools.response_headers.on": True,
+            "tools.response_headers.headers": [("Server", "pg_advisor")],
+        }})
+        app.log.screen = False     # no access log on the mgr's stdout
+        cherrypy.log.screen = False
+        httpd = wsgi.Server((addr, port), app, numthreads=4, server_name="pg_advisor")
+        httpd.prepare()       # binds now: a port in use raises here, and nothing runs
+        self._httpd = httpd
+        self._thread = threading.Thread(target=httpd.serve, name="pg_advisor-http", daemon=True)
+        self._thread.start()
         host = f"[{addr}]" if ":" in addr else addr
         self.running = f"http://{host}:{port}/"
         return self.running
 
     def stop(self) -> None:
-        if self.running:
-            cherrypy.engine.stop()
-            cherrypy.server.httpserver = None    # so that a restart binds again
-            self.running = None
+        """Stop serving and release the port (no-op when not serving)."""
+        if self._httpd is not None:
+            self._httpd.stop()
+            if self._thread is not None:
+                self._thread.join(10)
+        self._httpd, self._thread, self.running = None, None, None

@@ -125,6 +125,7 @@ class Module(MgrModule):
         self._server = Server(lambda: self.status(), lambda: self.driver.executor.report(),
                               lambda: {"history": self.driver.executor.history})
         self._closed_events: set = set()
+        self._panel_at: Optional[Tuple[str, int]] = None
 
     # -- reading the cluster -------------------------------------------------------------------
 
@@ -378,20 +379,25 @@ class Module(MgrModule):
         except Exception:   # a bug must not end the loop
             self.log.error("pg_advisor: %s failed: %s", job.__name__, traceback.format_exc())
 
-    def start_panel(self) -> None:
-        """The panel's HTTP server; its URL shows in `ceph mgr services`."""
-        addr, port = str(self.get_module_option("server_addr")), int(self.get_module_option("server_port"))
+    def keep_panel(self) -> None:
+        """The panel's HTTP server on server_addr:server_port, moved when they change; its
+        URL shows in `ceph mgr services` (and leaves it while nothing serves)."""
+        want = (str(self.get_module_option("server_addr")), int(self.get_module_option("server_port")))
+        if want == self._panel_at:     # serving there, or failed there: wait for new options
+            return
+        self._server.stop()
+        self._panel_at = want
         try:
-            url = self._server.start(addr, port)
+            url = self._server.start(*want)
         except Exception as e:   # a port in use must not stop the rest of the module
-            self.log.error("pg_advisor: panel not started on %s:%s: %s", addr, port, e)
+            self.log.error("pg_advisor: panel not started on %s:%s: %s", *want, e)
+            self.set_uri("")
             return
         self.set_uri(url)
         self.log.info("pg_advisor: panel at %s", url)
 
     def serve(self) -> None:
         self.log.info("pg_advisor: serving")
-        self.start_panel()
         try:
             self._loop()
         finally:
@@ -400,6 +406,7 @@ class Module(MgrModule):
     def _loop(self) -> None:
         next_sizing = 0.0
         while not self._stopping:
+            self._guard(self.keep_panel)
             self._guard(self.run_plan)
             if time.time() >= next_sizing:
                 self._guard(self.refresh_health)

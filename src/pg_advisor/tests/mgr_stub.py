@@ -23,6 +23,7 @@ class FakeMgr:
         self.module_options: Dict[Any, Any] = {}
         self.health: Dict[str, Any] = {}
         self.log: list = []
+        self.uri = ""
 
 
 class BaseMgrModule:
@@ -66,6 +67,9 @@ class BaseMgrModule:
 
     def _ceph_set_health_checks(self, checks: Any) -> None:
         self.fake.health = checks
+
+    def _ceph_set_uri(self, uri: str) -> None:
+        self.fake.uri = uri
 
 
 class _Opaque:

@@ -1,5 +1,7 @@
 """The mgr adapter, driven through Ceph's own mgr_module with a stand-in for the C++ side."""
 import json
+import socket
+import urllib.request
 from typing import Any, Dict
 
 import pytest
@@ -102,3 +104,37 @@ def test_balanced_when_the_upmap_balancer_is_active(module: Module) -> None:
     assert module.balanced(module.current_options())
     fake.module_options[("pg_advisor", "assume_balanced")] = "no"
     assert not module.balanced(module.current_options())
+
+
+def test_the_panel_follows_its_options_and_survives_a_busy_port(module: Module,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    fake = mgr_stub.BaseMgrModule.fake
+    ports = []
+    for _ in range(2):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(int(s.getsockname()[1]))
+    try:
+        fake.module_options[("pg_advisor", "server_port")] = ports[0]
+        module.keep_panel()
+        assert fake.uri == f"http://127.0.0.1:{ports[0]}/"
+        assert urllib.request.urlopen(fake.uri + "api/history", timeout=10).status == 200
+        # a new port: served there, the old one released
+        fake.module_options[("pg_advisor", "server_port")] = ports[1]
+        module.keep_panel()
+        assert fake.uri == f"http://127.0.0.1:{ports[1]}/"
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", ports[0]))
+            s.listen()
+            # a port in use: said in the log, no URL published, and this process lives on
+            fake.module_options[("pg_advisor", "server_port")] = ports[0]
+            module.keep_panel()
+            assert fake.uri == ""
+            assert "panel not started" in caplog.text
+        module.keep_panel()          # same options: not retried until they change
+        assert fake.uri == ""
+        fake.module_options[("pg_advisor", "server_port")] = ports[1]
+        module.keep_panel()
+        assert fake.uri == f"http://127.0.0.1:{ports[1]}/"
+    finally:
+        module._server.stop()
