@@ -34,22 +34,39 @@ host = {0: 3, 3: 0, 1: 4, 4: 1, 2: 5, 5: 2}   # vstart puts osd.i on host (i % 3
 print(up[0], host[up[0]])')
 ceph osd pg-upmap-items 1.0 "$from" "$to" >/dev/null
 # let the stats settle: everything active+clean and the PG stats caught up with the map
-# (remapped PGs stay: a 2-host ssd tree with a reweighted OSD leaves some up sets short)
-for _ in $(seq 120); do
-    ceph pg dump -f json 2>/dev/null | jq -e '.pg_map.pg_stats | length > 0 and
-        all(.state | test("^active[+]clean") and (test("backfill|recover|wait") | not))' \
-        >/dev/null && break
+# (remapped PGs stay: a 2-host ssd tree with a reweighted OSD leaves some up sets short).
+# Stats lag the map: a read just after the upmap can still show the old, clean state, so
+# the check must hold for five reads in a row.
+clean=0
+for _ in $(seq 180); do
+    if ceph pg dump -f json 2>/dev/null | jq -e '.pg_map.pg_stats | length > 0 and
+        all(.state | test("^active[+]clean") and (test("backfill|recover|wait|peering") | not))' \
+        >/dev/null; then
+        clean=$((clean + 1))
+        [ "$clean" -ge 5 ] && break
+    else
+        clean=0
+    fi
     sleep 1
 done
+[ "$clean" -ge 5 ] || { echo "capture_fixtures: PGs did not settle" >&2; exit 1; }
 sleep 6
 mkdir -p "$out"
 ceph osd dump -f json >"$out/osd_dump.json"
 ceph osd crush dump -f json >"$out/crush_dump.json"
-ceph pg dump -f json 2>/dev/null >"$out/pg_dump.json"
-ceph df -f json >"$out/df.json"
-ceph osd df -f json >"$out/osd_df.json"
-ceph osd pool autoscale-status -f json >"$out/autoscale_status.json"
-ceph pg-advisor status -f json >"$out/live_status.json"
+# the PG stats move every few seconds: keep a set of dumps only if the mgr's PG map
+# (its version) did not change while they were taken, so the module's own status saw
+# exactly the stats the other files hold
+for _ in $(seq 30); do
+    ceph pg dump -f json 2>/dev/null >"$out/pg_dump.json"
+    ceph df -f json >"$out/df.json"
+    ceph osd df -f json >"$out/osd_df.json"
+    ceph osd pool autoscale-status -f json >"$out/autoscale_status.json"
+    ceph pg-advisor status -f json >"$out/live_status.json"
+    [ "$(jq .pg_map.version "$out/pg_dump.json")" = \
+      "$(ceph pg dump -f json 2>/dev/null | jq .pg_map.version)" ] && break
+    sleep 1
+done
 # Ceph's own mapping of every PG in this exact map, for the crush layer's tests
 ceph osd getmap -o "$out/osdmap.bin" 2>/dev/null
 osdmaptool "$out/osdmap.bin" --test-map-pgs-dump-all 2>/dev/null >"$out/osdmaptool_dump_all.txt"

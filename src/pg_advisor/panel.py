@@ -35,8 +35,19 @@ def metrics(status: Dict[str, Any], progress: Dict[str, Any]) -> str:
     lines += _family("pg_advisor_osd_pool_pgs", "PG replicas of the pool on the OSD", "gauge",
                      [((("osd", o["id"]), ("pool_id", pid)), n)
                       for o in osds for pid, n in (o.get("pgs_by_pool") or {}).items()])
+    lines += _family("pg_advisor_osd_pool_pg_share", "the OSD's weight-proportional share of the pool's PG "
+                     "replicas", "gauge",
+                     [((("osd", o["id"]), ("pool_id", pid)), v)
+                      for o in osds for pid, v in o["pg_share_by_pool"].items()])
+    lines += _family("pg_advisor_osd_utilization_percent", "space used on the OSD, %", "gauge",
+                     [((("osd", o["id"]),), o["utilization"]) for o in osds])
     lines += _family("pg_advisor_osd_pg_memory_bytes", "estimated PG memory on the OSD now", "gauge",
-                     [((("osd", o["id"]),), o.get("pg_memory_now")) for o in osds])
+                     [((("osd", o["id"]),), o["pg_memory_now"]) for o in osds])
+    lines += _family("pg_advisor_osd_pg_memory_steady_bytes", "estimated PG memory on the OSD with every "
+                     "PG log full", "gauge", [((("osd", o["id"]),), o["pg_memory_steady"]) for o in osds])
+    sizing = status["cluster"].get("sizing")
+    lines += _family("pg_advisor_pg_memory_budget_bytes", "PG memory allowed per OSD", "gauge",
+                     [((), sizing["pg_memory_budget"] if sizing else None)])
     lines += _family("pg_advisor_pool_pg_num", "the pool's pg_num", "gauge",
                      [((("pool", p["name"]), ("pool_id", p["id"])), p["pg_num"]) for p in pools])
     lines += _family("pg_advisor_pool_recommended_pg_num", "pg_num pg_advisor recommends", "gauge",
@@ -68,19 +79,30 @@ body{font:14px sans-serif;margin:1em 2em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}
 td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}
 th{background:#eee} td.l{text-align:left}
-.bar{fill:#4a7ab5} .share{stroke:#c33;stroke-width:2} .muted{color:#777}
+.wide{overflow-x:auto} h3{font-size:14px;margin:.6em 0 0}
+.bar{fill:#4a7ab5} .over{fill:#c96} .mark{stroke:#c33;stroke-width:2}
+.level{stroke:#c33;stroke-width:1;stroke-dasharray:4 3} .muted{color:#777}
 </style></head>
 <body>
 <h1>pg_advisor</h1>
 <p class="muted">refreshes every <span id="every">10</span> s; last: <span id="stamp">-</span></p>
 <h2>Pools</h2><table id="pools"></table>
-<h2>PGs per OSD</h2><p id="extremes"></p><svg id="chart" width="900" height="220"></svg>
+<h2>Distribution</h2><table id="extremes"></table>
+<h3>PGs per OSD, all pools (red: the OSD's weight-proportional share)</h3>
+<div class="wide"><svg id="chart" width="900" height="170"></svg></div>
+<div id="pool-charts"></div>
+<h3>Space used per OSD, %</h3>
+<div class="wide"><svg id="util" width="900" height="170"></svg></div>
+<h2>OSD memory</h2><p id="budget"></p>
+<h3>PG memory per OSD now (red: with every PG log full; dashed: the budget)</h3>
+<div class="wide"><svg id="memory" width="900" height="170"></svg></div>
 <table id="osds"></table>
 <h2>Plan</h2><p id="plan"></p><table id="steps"></table>
 <h2>History</h2><table id="history"></table>
 <script>
 "use strict";
 // every value goes in through textContent or an SVG attribute: names cannot inject markup
+const NS = "http://www.w3.org/2000/svg";
 function cell(row, text, left) {
   const td = document.createElement("td");
   td.textContent = text === null || text === undefined ? "-" : String(text);
@@ -99,22 +121,62 @@ function table(id, head, rows) {
     t.appendChild(tr);
   }
 }
-function chart(osds) {
-  const svg = document.getElementById("chart"), ns = "http://www.w3.org/2000/svg";
+function svgEl(parent, kind, attrs, title) {
+  const e = document.createElementNS(NS, kind);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (title !== undefined) {
+    const t = document.createElementNS(NS, "title"); t.textContent = title; e.appendChild(t);
+  }
+  parent.appendChild(e);
+  return e;
+}
+// bars: [{value, title, mark, over}]; mark: a short red line on the bar (a share, a ceiling);
+// level: {value, title}, a dashed line across the chart (a budget)
+function chart(svg, bars, level) {
   svg.replaceChildren();
-  const max = Math.max(1, ...osds.map(o => Math.max(o.pgs || 0, o.pg_share || 0)));
-  const w = Math.max(2, Math.floor(880 / Math.max(1, osds.length)));
-  osds.forEach((o, i) => {
-    const h = 200 * (o.pgs || 0) / max, s = 200 * (o.pg_share || 0) / max;
-    const r = document.createElementNS(ns, "rect");
-    r.setAttribute("class", "bar"); r.setAttribute("x", 10 + i * w); r.setAttribute("width", w - 1);
-    r.setAttribute("y", 210 - h); r.setAttribute("height", h);
-    const t = document.createElementNS(ns, "title"); t.textContent = "osd." + o.id + ": " + o.pgs;
-    r.appendChild(t); svg.appendChild(r);
-    const l = document.createElementNS(ns, "line");
-    l.setAttribute("class", "share"); l.setAttribute("x1", 10 + i * w); l.setAttribute("x2", 9 + (i + 1) * w);
-    l.setAttribute("y1", 210 - s); l.setAttribute("y2", 210 - s); svg.appendChild(l);
+  const H = 150, w = Math.max(3, Math.floor(880 / Math.max(1, bars.length)));
+  svg.setAttribute("width", Math.max(900, 20 + bars.length * w));
+  const top = Math.max(1e-9, ...bars.map(b => Math.max(b.value || 0, b.mark || 0)),
+                       level ? level.value : 0);
+  const y = v => 160 - H * (v || 0) / top;
+  bars.forEach((b, i) => {
+    const x = 10 + i * w;
+    svgEl(svg, "rect", {class: b.over ? "bar over" : "bar", x: x, width: w - 1, y: y(b.value),
+                        height: 160 - y(b.value)}, b.title);
+    if (b.mark !== undefined && b.mark !== null)
+      svgEl(svg, "line", {class: "mark", x1: x, x2: x + w - 1, y1: y(b.mark), y2: y(b.mark)});
   });
+  if (level)
+    svgEl(svg, "line", {class: "level", x1: 10, x2: 10 + bars.length * w, y1: y(level.value),
+                        y2: y(level.value)}, level.title);
+}
+function poolCharts(st, osds) {
+  const box = document.getElementById("pool-charts");
+  box.replaceChildren();
+  for (const p of st.pools) {
+    const key = String(p.id);
+    const h = document.createElement("h3");
+    h.textContent = "PGs per OSD, pool " + p.name;
+    const div = document.createElement("div"); div.className = "wide";
+    const svg = svgEl(div, "svg", {id: "chart-pool-" + key, class: "pool-chart", width: 900, height: 170});
+    const on = osds.filter(o => o.pgs_by_pool[key] > 0 || o.pg_share_by_pool[key] > 0);
+    chart(svg, on.map(o => ({value: o.pgs_by_pool[key], mark: o.pg_share_by_pool[key],
+                             title: "osd." + o.id + ": " + o.pgs_by_pool[key] + " PGs, share " +
+                                    o.pg_share_by_pool[key]})));
+    box.appendChild(h); box.appendChild(div);
+  }
+}
+function extremes(ext) {
+  const rows = [];
+  for (const k of ["fullest", "emptiest"]) {
+    const e = ext.by_pgs && ext.by_pgs[k];
+    if (e) rows.push([k + " by PGs", "osd." + e.osd, e.pgs + " PGs, " + e.ratio + " x its share"]);
+  }
+  for (const k of ["fullest", "emptiest"]) {
+    const e = ext.by_utilization && ext.by_utilization[k];
+    if (e) rows.push([k + " by space used", "osd." + e.osd, e.utilization + " %"]);
+  }
+  table("extremes", ["", "osd", ""], rows);
 }
 async function refresh() {
   const [st, pr, hi] = await Promise.all(["api/status", "api/progress", "api/history"].map(
@@ -122,17 +184,25 @@ async function refresh() {
   table("pools", ["pool", "pg_num", "recommended", "pg_autoscaler", "stored", "reason"],
         st.pools.map(p => [p.name, p.pg_num, p.recommended_pg_num, p.autoscaler_pg_num, p.stored,
                            p.recommendation]));
+  extremes(st.distribution.extremes);
   const osds = st.osds.filter(o => o.pgs !== null);
-  chart(osds);
-  table("osds", ["osd", "host", "pgs", "share", "bytes used", "pg memory now", "pg memory steady"],
-        osds.map(o => ["osd." + o.id, o.host, o.pgs, o.pg_share, o.bytes_used, o.pg_memory_now,
-                       o.pg_memory_steady]));
-  if (osds.length) {
-    const by = [...osds].sort((a, b) => (b.pgs - b.pg_share) - (a.pgs - a.pg_share));
-    document.getElementById("extremes").textContent =
-      "fullest: osd." + by[0].id + " (" + by[0].pgs + " PGs), emptiest: osd." +
-      by[by.length - 1].id + " (" + by[by.length - 1].pgs + " PGs)";
-  }
+  chart(document.getElementById("chart"), osds.map(o => ({
+    value: o.pgs, mark: o.pg_share, title: "osd." + o.id + ": " + o.pgs + " PGs, share " + o.pg_share})));
+  poolCharts(st, osds);
+  const used = st.osds.filter(o => o.utilization !== null);
+  chart(document.getElementById("util"), used.map(o => ({
+    value: o.utilization, title: "osd." + o.id + ": " + o.utilization + " %"})));
+  const sizing = st.cluster.sizing, budget = sizing ? sizing.pg_memory_budget : null;
+  document.getElementById("budget").textContent = budget === null ? "no PG memory budget (no sizing)" :
+    "PG memory budget per OSD: " + budget + " bytes";
+  const mem = st.osds.filter(o => o.pg_memory_now !== null);
+  chart(document.getElementById("memory"), mem.map(o => ({
+    value: o.pg_memory_now, mark: o.pg_memory_steady, over: budget !== null && o.pg_memory_steady > budget,
+    title: "osd." + o.id + ": " + o.pg_memory_now + " bytes now, " + o.pg_memory_steady + " full"})),
+    budget === null ? null : {value: budget, title: "budget: " + budget + " bytes"});
+  table("osds", ["osd", "host", "pgs", "share", "used %", "bytes used", "pg memory now", "pg memory steady"],
+        osds.map(o => ["osd." + o.id, o.host, o.pgs, o.pg_share, o.utilization, o.bytes_used,
+                       o.pg_memory_now, o.pg_memory_steady]));
   const plan = pr.plan;
   document.getElementById("plan").textContent = plan ?
     "plan " + plan.id + ": " + plan.status + ", step " + Math.min(plan.next + 1, pr.steps.length) +

@@ -19,6 +19,39 @@ def _opt(v: int) -> Optional[int]:
     return None if v < 0 else int(v)
 
 
+def _opt_round(v: float, digits: int) -> Optional[float]:
+    return None if np.isnan(v) else round(float(v), digits)
+
+
+def utilization(used: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """Percent of each OSD's space in use, as `ceph osd df` reports it (NaN where unknown)."""
+    known = (used >= 0) & (total > 0)
+    out = np.full(used.shape, np.nan)
+    out[known] = 100.0 * used[known] / total[known]
+    return out
+
+
+def extremes(osds: np.ndarray, counts: Optional[np.ndarray], share: np.ndarray,
+             util: np.ndarray) -> Dict[str, Any]:
+    """The fullest and emptiest of the given (in) OSDs: by PGs against their share, and by
+    space used. By PGs, the ratio count / share ranks them, so a bigger OSD holding more PGs
+    is not called fuller for it."""
+    out: Dict[str, Any] = {"by_pgs": None, "by_utilization": None}
+    cand = np.flatnonzero(osds & (share > 0))
+    if counts is not None and cand.size:
+        ratio = counts[cand] / share[cand]
+        hi, lo = int(cand[np.argmax(ratio)]), int(cand[np.argmin(ratio)])
+        out["by_pgs"] = {k: {"osd": o, "pgs": int(counts[o]), "pg_share": round(float(share[o]), 6),
+                             "ratio": round(float(counts[o] / share[o]), 4)}
+                         for k, o in (("fullest", hi), ("emptiest", lo))}
+    cand = np.flatnonzero(osds & ~np.isnan(util))
+    if cand.size:
+        hi, lo = int(cand[np.argmax(util[cand])]), int(cand[np.argmin(util[cand])])
+        out["by_utilization"] = {k: {"osd": o, "utilization": round(float(util[o]), 4)}
+                                 for k, o in (("fullest", hi), ("emptiest", lo))}
+    return out
+
+
 def _pool_entry(snap: Snapshot, pool: Pool, reported: int,
                 sizing: Optional[SizingResult]) -> Dict[str, Any]:
     rule = snap.rules.get(pool.crush_rule)
@@ -94,6 +127,7 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
         shown &= (share[sel].sum(axis=0) > 0) | (
             counts[sel].sum(axis=0) > 0 if counts is not None else False)
 
+    util = utilization(osds.bytes_used, osds.bytes_total)
     osd_rows = []
     for o in np.flatnonzero(shown).tolist():
         osd_rows.append({
@@ -105,6 +139,9 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
             "pgs_by_pool": ({str(snap.pools[i].id): int(counts[i, o]) for i in sel.tolist()}
                             if counts is not None else None),
             "pg_share": round(float(share[sel, o].sum()), 6),
+            "pg_share_by_pool": {str(snap.pools[i].id): round(float(share[i, o]), 6)
+                                 for i in sel.tolist()},
+            "utilization": _opt_round(util[o], 4),
             "bytes_used": _opt(int(osds.bytes_used[o])),
             "bytes_total": _opt(int(osds.bytes_total[o])),
             "pg_memory_now": int(mem_now[o]) if mem_now is not None else None,
@@ -121,6 +158,9 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
                                           "pool": snap.pools[i].name, **d})
         if pool_name is None:
             distribution["total"] = spread(counts.sum(axis=0), share.sum(axis=0)).as_dict()
+    distribution["extremes"] = extremes(
+        shown & osds.in_, counts[sel].sum(axis=0) if counts is not None else None,
+        share[sel].sum(axis=0), util)
 
     n_in = int((osds.exists & osds.in_).sum())
     cluster: Dict[str, Any] = {

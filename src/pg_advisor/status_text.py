@@ -28,12 +28,12 @@ def status_text(r: Dict[str, Any]) -> str:
     pool_names = {str(p["id"]): p["name"] for p in r["pools"]}
     out.append(table(
         ["id", "host", "class", "weight", "reweight", "up", "in", "pgs", "share",
-         "pgs_by_pool", "used", "total", "pg_mem_now", "pg_mem_full"],
+         "pgs_by_pool", "used", "total", "use%", "pg_mem_now", "pg_mem_full"],
         [[o["id"], o["host"], o["device_class"], o["crush_weight"], o["reweight"],
           o["up"], o["in"], o["pgs"], o["pg_share"],
           (" ".join(f"{pool_names.get(k, k)}={v}" for k, v in o["pgs_by_pool"].items())
            if o["pgs_by_pool"] is not None else None),
-          human_bytes(o["bytes_used"]), human_bytes(o["bytes_total"]),
+          human_bytes(o["bytes_used"]), human_bytes(o["bytes_total"]), o["utilization"],
           human_bytes(o["pg_memory_now"]), human_bytes(o["pg_memory_steady"])] for o in r["osds"]]))
     d = r["distribution"]
     keys = ("osds", "min", "max", "mean", "stdev", "max_deviation")
@@ -44,6 +44,15 @@ def status_text(r: Dict[str, Any]) -> str:
         out.append("")
         out.append("PGS PER OSD (deviation is from each OSD's weight-proportional share)")
         out.append(table(["pool", "osds", "min", "max", "mean", "stdev", "max_dev"], rows))
+    ext = d["extremes"]
+    if ext["by_pgs"] is not None:
+        hi, lo = ext["by_pgs"]["fullest"], ext["by_pgs"]["emptiest"]
+        out.append(f"fullest by PGs: osd.{hi['osd']} ({hi['pgs']}, {hi['ratio']:.2f} x its share); "
+                   f"emptiest: osd.{lo['osd']} ({lo['pgs']}, {lo['ratio']:.2f} x)")
+    if ext["by_utilization"] is not None:
+        hi, lo = ext["by_utilization"]["fullest"], ext["by_utilization"]["emptiest"]
+        out.append(f"fullest by space used: osd.{hi['osd']} ({hi['utilization']:.2f}%); "
+                   f"emptiest: osd.{lo['osd']} ({lo['utilization']:.2f}%)")
     for n in r["notes"]:
         out.append(f"note: {n}")
     return "\n".join(out)

@@ -85,7 +85,10 @@ def test_bad_arguments(snap: snapshot.Snapshot, kw: Dict[str, Any], code: int, m
 
 def test_bytes_mode_is_legal_keeps_counts_and_evens_fullness(snap: snapshot.Snapshot,
                                                              dumps: Dict[str, Any]) -> None:
-    pgs, byt = balance_report(snap, mode="pgs"), balance_report(snap, mode="bytes")
+    # the fixture's PGs hold ~1 MiB each on 1 GiB OSDs, and its fullest OSD (host2's
+    # other OSD is reweighted) can only swap within its host: such a swap gains less than the
+    # default threshold (0.5% of the mean per move), so a lower one is asked for
+    pgs, byt = balance_report(snap, mode="pgs"), balance_report(snap, mode="bytes", min_gain=0.002)
     pools = {p["pool"]: p for p in dumps["osd_dump"]["pools"]}
     after = Placer(applied(snap, byt["items"]))
     n = snap.osds.count

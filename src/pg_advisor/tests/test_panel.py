@@ -28,6 +28,11 @@ def test_metrics_carry_the_status_figures_with_escaped_labels() -> None:
     text = metrics(st, {"plan": None, "steps": []})
     for o in st["osds"]:
         assert f'pg_advisor_osd_pgs{{osd="{o["id"]}"}} {o["pgs"]:g}' in text
+        assert f'pg_advisor_osd_utilization_percent{{osd="{o["id"]}"}} {o["utilization"]:g}' in text
+        for pid, x in o["pg_share_by_pool"].items():
+            assert f'pg_advisor_osd_pool_pg_share{{osd="{o["id"]}",pool_id="{pid}"}} {x:g}' in text
+    budget = st["cluster"]["sizing"]["pg_memory_budget"]
+    assert f"pg_advisor_pg_memory_budget_bytes {budget:g}" in text
     # a label value cannot end early or add a line: quote and backslash are escaped
     assert 'pool="<img src=x onerror=alert(1)>\\"\\\\"' in text
     for line in text.splitlines():

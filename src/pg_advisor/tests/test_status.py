@@ -22,6 +22,8 @@ def test_status_numbers_match_independent_computation(snap: snapshot.Snapshot,
         assert o["pgs"] == sum(counts.get((p, o["id"]), 0) for p in pools)
         assert o["pg_share"] == pytest.approx(sum(s.get(o["id"], 0) for s in shares.values()),
                                               abs=1e-5)
+        for pid, x in o["pg_share_by_pool"].items():
+            assert x == pytest.approx(shares[int(pid)].get(o["id"], 0), abs=1e-5)
     for d in r["distribution"]["pools"]:
         c = {osd: n for (p, osd), n in counts.items() if p == d["pool_id"]}
         want = independent.spread(c, shares[d["pool_id"]])
@@ -94,3 +96,29 @@ def test_lagging_stats_are_noted(dumps: Dict[str, Any]) -> None:
     dumps["osd_dump"]["pools"][0]["pg_num"] *= 2
     s = snapshot.load(dumps["osd_dump"], dumps["crush"], dumps["pg_dump"])
     assert any("stats lag" in n for n in status_report(s)["notes"])
+
+
+def test_utilization_is_what_ceph_osd_df_says(snap: snapshot.Snapshot) -> None:
+    # osd_df.json: `ceph osd df -f json` taken with the other dumps
+    df = {n["id"]: n["utilization"] for n in read("osd_df.json")["nodes"]}
+    r = status_report(snap)
+    assert {o["id"]: o["utilization"] for o in r["osds"]} == pytest.approx(df, abs=1e-4)
+
+
+def test_fullest_and_emptiest(snap: snapshot.Snapshot, dumps: Dict[str, Any]) -> None:
+    r = status_report(snap)
+    counts = independent.pg_counts(dumps["pg_dump"])
+    shares = independent.pool_shares(dumps["osd_dump"], dumps["crush"])
+    ratio = {o: sum(n for (_, osd), n in counts.items() if osd == o) /
+             sum(s.get(o, 0) for s in shares.values()) for o in {osd for _, osd in counts}}
+    ext = r["distribution"]["extremes"]
+    assert ext["by_pgs"]["fullest"]["osd"] == max(ratio, key=ratio.__getitem__)
+    assert ext["by_pgs"]["emptiest"]["osd"] == min(ratio, key=ratio.__getitem__)
+    assert ext["by_pgs"]["fullest"]["ratio"] == pytest.approx(max(ratio.values()), abs=1e-4)
+    df = {n["id"]: n["utilization"] for n in read("osd_df.json")["nodes"]}
+    assert ext["by_utilization"]["fullest"]["osd"] == max(df, key=df.__getitem__)
+    assert ext["by_utilization"]["emptiest"]["osd"] == min(df, key=df.__getitem__)
+    # unknown sizes: no utilization, and no extremes by it
+    bare = status_report(snapshot.load(dumps["osd_dump"], dumps["crush"]))
+    assert all(o["utilization"] is None for o in bare["osds"])
+    assert bare["distribution"]["extremes"] == {"by_pgs": None, "by_utilization": None}
