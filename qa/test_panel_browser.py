@@ -31,34 +31,51 @@ def chromium(*args: str) -> str:
 
 
 class Tables(HTMLParser):
-    """Rows of cell texts per table id, and every element tag seen."""
+    """Rows of cell texts per table id; the titles of the bars and lines per SVG id; every
+    element tag seen."""
 
     def __init__(self) -> None:
         super().__init__()
         self.tables: Dict[str, List[List[str]]] = {}
+        self.titles: Dict[str, List[Tuple[str, str]]] = {}    # svg id: [(rect|line, title)]
+        self.texts: Dict[str, str] = {}                        # text of elements with an id
         self.tags: List[str] = []
-        self._table = ""
-        self._cell: List[str] = []
-        self._in_cell = False
+        self._table = self._svg = self._shape = self._id = ""
+        self._text: List[str] = []
+        self._in = ""
 
     def handle_starttag(self, tag: str, attrs: List[Tuple[str, Any]]) -> None:
         self.tags.append(tag)
+        a = dict(attrs)
         if tag == "table":
-            self._table = dict(attrs).get("id") or ""
+            self._table = a.get("id") or ""
             self.tables[self._table] = []
         elif tag == "tr":
             self.tables.setdefault(self._table, []).append([])
-        elif tag in ("td", "th"):
-            self._in_cell, self._cell = True, []
+        elif tag == "svg":
+            self._svg = a.get("id") or ""
+            self.titles[self._svg] = []
+        elif tag in ("rect", "line"):
+            self._shape = tag
+        if tag in ("td", "th", "title") or (tag in ("p", "span") and a.get("id")):
+            self._in, self._text, self._id = tag, [], a.get("id") or ""
 
     def handle_endtag(self, tag: str) -> None:
+        if tag != self._in:
+            return
+        text = "".join(self._text)
         if tag in ("td", "th"):
-            self.tables[self._table][-1].append("".join(self._cell))
-            self._in_cell = False
+            self.tables[self._table][-1].append(text)
+        elif tag == "title":
+            if self._svg:
+                self.titles[self._svg].append((self._shape, text))
+        else:
+            self.texts[self._id] = text
+        self._in = ""
 
     def handle_data(self, data: str) -> None:
-        if self._in_cell:
-            self._cell.append(data)
+        if self._in:
+            self._text.append(data)
 
 
 def rendered() -> Tables:
@@ -88,29 +105,67 @@ def panel(cluster: Cluster) -> Iterator[Cluster]:
     yield cluster
 
 
-def test_rendered_numbers_are_the_status(panel: Cluster, tmp_path: Path) -> None:
+def expected(st: Dict[str, Any]) -> Dict[str, Any]:
+    """What the page must show for this status: table rows, chart titles, texts."""
+    osds = [o for o in st["osds"] if o["pgs"] is not None]
+    want: Dict[str, Any] = {"tables": {}, "titles": {}}
+    want["tables"]["pools"] = [
+        [p["name"], text(p["pg_num"]), text(p["recommended_pg_num"]), text(p["autoscaler_pg_num"]),
+         text(p["stored"]), text(p["recommendation"])] for p in st["pools"]]
+    want["tables"]["osds"] = [
+        [f"osd.{o['id']}", text(o["host"]), text(o["pgs"]), text(o["pg_share"]), text(o["utilization"]),
+         text(o["bytes_used"]), text(o["pg_memory_now"]), text(o["pg_memory_steady"])] for o in osds]
+    ext = st["distribution"]["extremes"]
+    want["tables"]["extremes"] = (
+        [[f"{k} by PGs", f"osd.{e['osd']}", f"{e['pgs']} PGs, {text(e['ratio'])} x its share"]
+         for k, e in ((k, ext["by_pgs"][k]) for k in ("fullest", "emptiest"))] +
+        [[f"{k} by space used", f"osd.{e['osd']}", f"{text(e['utilization'])} %"]
+         for k, e in ((k, ext["by_utilization"][k]) for k in ("fullest", "emptiest"))])
+    want["titles"]["chart"] = [("rect", f"osd.{o['id']}: {o['pgs']} PGs, share {text(o['pg_share'])}")
+                               for o in osds]
+    for p in st["pools"]:
+        k = str(p["id"])
+        want["titles"][f"chart-pool-{k}"] = [
+            ("rect", f"osd.{o['id']}: {o['pgs_by_pool'][k]} PGs, share {text(o['pg_share_by_pool'][k])}")
+            for o in osds if o["pgs_by_pool"][k] > 0 or o["pg_share_by_pool"][k] > 0]
+    want["titles"]["util"] = [("rect", f"osd.{o['id']}: {text(o['utilization'])} %")
+                              for o in st["osds"] if o["utilization"] is not None]
+    budget = st["cluster"]["sizing"]["pg_memory_budget"]
+    want["titles"]["memory"] = [
+        ("rect", f"osd.{o['id']}: {o['pg_memory_now']} bytes now, {o['pg_memory_steady']} full")
+        for o in st["osds"] if o["pg_memory_now"] is not None] + [("line", f"budget: {budget} bytes")]
+    want["budget"] = f"PG memory budget per OSD: {budget} bytes"
+    return want
+
+
+def shown(page: Tables) -> Dict[str, Any]:
+    return {"tables": {k: page.tables.get(k, [])[1:] for k in ("pools", "osds", "extremes")},
+            "titles": page.titles, "budget": page.texts.get("budget")}
+
+
+def test_rendered_numbers_are_the_status_and_a_hostile_name_stays_text(
+        panel: Cluster, evil_pool: Cluster, tmp_path: Path) -> None:
+    # the hostile pool is also the second pool, so there are two per-pool charts
+    def placed() -> bool:     # every replica of the new pool's PGs counted on an OSD
+        st = api_status()
+        p = next((p for p in st["pools"] if p["name"] == EVIL), None)
+        return p is not None and sum(o["pgs_by_pool"][str(p["id"])] for o in st["osds"]) == \
+            p["pg_num"] * p["size"]
+    wait_until(placed, 90, "the pool's PGs on the OSDs in the status")
     for _ in range(5):       # stats move: a render and the JSON read just after must agree
         page, st = rendered(), api_status()
-        pools = [[p["name"], text(p["pg_num"]), text(p["recommended_pg_num"]),
-                  text(p["autoscaler_pg_num"]), text(p["stored"]), text(p["recommendation"])]
-                 for p in st["pools"]]
-        osds = [[f"osd.{o['id']}", text(o["host"]), text(o["pgs"]), text(o["pg_share"]),
-                 text(o["bytes_used"]), text(o["pg_memory_now"]), text(o["pg_memory_steady"])]
-                for o in st["osds"] if o["pgs"] is not None]
-        if page.tables.get("pools", [])[1:] == pools and page.tables.get("osds", [])[1:] == osds:
+        want, got = expected(st), shown(page)
+        if got == want:
             break
         time.sleep(2)
-    assert page.tables["pools"][1:] == pools
-    assert page.tables["osds"][1:] == osds
-    assert page.tags.count("rect") == len(osds)          # one bar per OSD in the chart
-    shot = Path(os.environ.get("PG_ADVISOR_ARTIFACTS", tmp_path)) / "panel.png"
-    chromium("--window-size=1200,1400", f"--screenshot={shot}", URL)
-    assert shot.stat().st_size > 10_000
-    print(f"screenshot: {shot}")
-
-
-def test_a_hostile_pool_name_does_not_execute(panel: Cluster, evil_pool: Cluster) -> None:
-    wait_until(lambda: any(p["name"] == EVIL for p in api_status()["pools"]), 60, "the pool")
-    page = rendered()
+    assert got["tables"] == want["tables"]
+    assert got["titles"] == want["titles"]     # one bar per OSD in each chart, its figures
+    assert got["budget"] == want["budget"]
+    # the cluster has several pools, each charted; sizes are known, so space is charted
+    assert len(st["pools"]) >= 2 and len(want["titles"]["util"]) == len(want["titles"]["chart"]) > 0
     assert EVIL in [row[0] for row in page.tables["pools"][1:]]   # shown, as text
     assert "img" not in page.tags                                  # never as an element
+    shot = Path(os.environ.get("PG_ADVISOR_ARTIFACTS", tmp_path)) / "panel.png"
+    chromium("--window-size=1200,2600", f"--screenshot={shot}", URL)
+    assert shot.stat().st_size > 10_000
+    print(f"screenshot: {shot}")

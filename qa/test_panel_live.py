@@ -12,6 +12,10 @@ from .cluster import Cluster, wait_until
 from .conftest import EVIL
 
 
+URL = "http://127.0.0.1:9285/"
+OPT_PORT = "mgr/pg_advisor/server_port"
+
+
 def url_of(c: Cluster) -> str:
     return str(c.json("mgr", "services").get("pg_advisor", ""))
 
@@ -84,21 +88,75 @@ def test_an_evil_pool_name_stays_data(evil_pool: Cluster) -> None:
     assert EVIL not in page                # the page carries no data, only its script
 
 
+def serving(url: str) -> bool:
+    try:
+        return get(url + "api/history")[0] == 200
+    except OSError:      # refused while the server moves or the mgr restarts
+        return False
+
+
+def port_closed(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def mgr_pid(c: Cluster) -> int:
+    return int((c.dir / "run" / "mgr.x.pid").read_text())
+
+
 def test_disabling_the_module_releases_the_port(cluster: Cluster) -> None:
     c = cluster
     wait_until(lambda: url_of(c) != "", 60, "the panel")
     c.ceph("mgr", "module", "disable", "pg_advisor")
     try:
-        def closed() -> bool:
-            with socket.socket() as s:
-                return s.connect_ex(("127.0.0.1", 9285)) != 0
-        wait_until(closed, 60, "port 9285 to close")
+        wait_until(lambda: port_closed(9285), 60, "port 9285 to close")
     finally:
         c.ceph("mgr", "module", "enable", "pg_advisor", "--force")
+    wait_until(lambda: serving(URL), 90, "the panel back after enable")
 
-    def back() -> bool:
-        try:
-            return get("http://127.0.0.1:9285/api/history")[0] == 200
-        except OSError:      # refused while the mgr restarts
-            return False
-    wait_until(back, 90, "the panel back after enable")
+
+def test_a_new_port_moves_the_panel_and_a_busy_one_harms_nothing(cluster: Cluster) -> None:
+    c = cluster
+    wait_until(lambda: url_of(c) == URL, 60, "the panel")
+    pid = mgr_pid(c)
+    port = free_port()
+    try:
+        c.ceph("config", "set", "mgr", OPT_PORT, str(port))
+        moved = f"http://127.0.0.1:{port}/"
+        wait_until(lambda: url_of(c) == moved and serving(moved), 60, "the panel on the new port")
+        wait_until(lambda: port_closed(9285), 30, "the old port released")
+        # a port something else holds: logged, no URL, and the mgr carries on
+        with socket.socket() as busy:
+            busy.bind(("127.0.0.1", 0))
+            busy.listen()
+            c.ceph("config", "set", "mgr", OPT_PORT, str(busy.getsockname()[1]))
+            wait_until(lambda: url_of(c) == "", 60, "the URL withdrawn")
+            assert port_closed(port)
+            assert mgr_pid(c) == pid and json.loads(c.ceph("pg-advisor", "status", "-f", "json"))["pools"]
+    finally:     # back with `set`: a running 16.2 mgr does not see a `config rm`
+        c.ceph("config", "set", "mgr", OPT_PORT, "9285")
+    wait_until(lambda: url_of(c) == URL and serving(URL), 60, "the panel back on its default port")
+    assert mgr_pid(c) == pid
+
+
+def test_a_mgr_failover_releases_the_port_for_the_next_mgr(cluster: Cluster) -> None:
+    c = cluster
+    wait_until(lambda: serving(URL), 60, "the panel")
+    log = c.dir / "log" / "mgr.x.log"
+    seen = log.stat().st_size
+    gid = c.json("mgr", "dump")["active_gid"]
+    c.ceph("mgr", "fail")
+    wait_until(lambda: c.json("mgr", "dump")["active_gid"] not in (0, gid), 120, "a new active mgr")
+    # the next mgr (this one, respawned) binds the same port: the old server let it go
+    wait_until(lambda: url_of(c) == URL and serving(URL), 120, "the panel served by the new mgr")
+    with log.open("rb") as f:
+        f.seek(seen)
+        after = f.read().decode(errors="replace")
+    assert "panel not started" not in after
+    assert "pg_advisor: panel at " + URL in after

@@ -82,6 +82,7 @@ th{background:#eee} td.l{text-align:left}
 .wide{overflow-x:auto} h3{font-size:14px;margin:.6em 0 0}
 .bar{fill:#4a7ab5} .over{fill:#c96} .mark{stroke:#c33;stroke-width:2}
 .level{stroke:#c33;stroke-width:1;stroke-dasharray:4 3} .muted{color:#777}
+.axis{font-size:10px;fill:#555}
 </style></head>
 <body>
 <h1>pg_advisor</h1>
@@ -130,25 +131,32 @@ function svgEl(parent, kind, attrs, title) {
   parent.appendChild(e);
   return e;
 }
-// bars: [{value, title, mark, over}]; mark: a short red line on the bar (a share, a ceiling);
+// bars: [{label, value, title, mark, over}]; mark: a short red line on the bar (a share, a ceiling);
 // level: {value, title}, a dashed line across the chart (a budget)
 function chart(svg, bars, level) {
   svg.replaceChildren();
-  const H = 150, w = Math.max(3, Math.floor(880 / Math.max(1, bars.length)));
+  const H = 145, w = Math.max(3, Math.floor(880 / Math.max(1, bars.length)));
   svg.setAttribute("width", Math.max(900, 20 + bars.length * w));
   const top = Math.max(1e-9, ...bars.map(b => Math.max(b.value || 0, b.mark || 0)),
                        level ? level.value : 0);
-  const y = v => 160 - H * (v || 0) / top;
+  const y = v => 158 - H * (v || 0) / top;
   bars.forEach((b, i) => {
     const x = 10 + i * w;
     svgEl(svg, "rect", {class: b.over ? "bar over" : "bar", x: x, width: w - 1, y: y(b.value),
-                        height: 160 - y(b.value)}, b.title);
+                        height: 158 - y(b.value)}, b.title);
     if (b.mark !== undefined && b.mark !== null)
       svgEl(svg, "line", {class: "mark", x1: x, x2: x + w - 1, y1: y(b.mark), y2: y(b.mark)});
   });
   if (level)
     svgEl(svg, "line", {class: "level", x1: 10, x2: 10 + bars.length * w, y1: y(level.value),
                         y2: y(level.value)}, level.title);
+  // the scale: the value at the top of the chart, and each bar's OSD where there is room
+  svgEl(svg, "text", {class: "axis", x: 12, y: 9}).textContent = "top: " + Number(top.toPrecision(4));
+  if (w >= 28)
+    bars.forEach((b, i) => {
+      svgEl(svg, "text", {class: "axis", x: 10 + i * w + w / 2, y: 170, "text-anchor": "middle"})
+        .textContent = b.label;
+    });
 }
 function poolCharts(st, osds) {
   const box = document.getElementById("pool-charts");
@@ -160,7 +168,7 @@ function poolCharts(st, osds) {
     const div = document.createElement("div"); div.className = "wide";
     const svg = svgEl(div, "svg", {id: "chart-pool-" + key, class: "pool-chart", width: 900, height: 170});
     const on = osds.filter(o => o.pgs_by_pool[key] > 0 || o.pg_share_by_pool[key] > 0);
-    chart(svg, on.map(o => ({value: o.pgs_by_pool[key], mark: o.pg_share_by_pool[key],
+    chart(svg, on.map(o => ({label: "osd." + o.id, value: o.pgs_by_pool[key], mark: o.pg_share_by_pool[key],
                              title: "osd." + o.id + ": " + o.pgs_by_pool[key] + " PGs, share " +
                                     o.pg_share_by_pool[key]})));
     box.appendChild(h); box.appendChild(div);
@@ -187,17 +195,19 @@ async function refresh() {
   extremes(st.distribution.extremes);
   const osds = st.osds.filter(o => o.pgs !== null);
   chart(document.getElementById("chart"), osds.map(o => ({
-    value: o.pgs, mark: o.pg_share, title: "osd." + o.id + ": " + o.pgs + " PGs, share " + o.pg_share})));
+    label: "osd." + o.id, value: o.pgs, mark: o.pg_share,
+    title: "osd." + o.id + ": " + o.pgs + " PGs, share " + o.pg_share})));
   poolCharts(st, osds);
   const used = st.osds.filter(o => o.utilization !== null);
   chart(document.getElementById("util"), used.map(o => ({
-    value: o.utilization, title: "osd." + o.id + ": " + o.utilization + " %"})));
+    label: "osd." + o.id, value: o.utilization, title: "osd." + o.id + ": " + o.utilization + " %"})));
   const sizing = st.cluster.sizing, budget = sizing ? sizing.pg_memory_budget : null;
   document.getElementById("budget").textContent = budget === null ? "no PG memory budget (no sizing)" :
     "PG memory budget per OSD: " + budget + " bytes";
   const mem = st.osds.filter(o => o.pg_memory_now !== null);
   chart(document.getElementById("memory"), mem.map(o => ({
-    value: o.pg_memory_now, mark: o.pg_memory_steady, over: budget !== null && o.pg_memory_steady > budget,
+    label: "osd." + o.id, value: o.pg_memory_now, mark: o.pg_memory_steady,
+    over: budget !== null && o.pg_memory_steady > budget,
     title: "osd." + o.id + ": " + o.pg_memory_now + " bytes now, " + o.pg_memory_steady + " full"})),
     budget === null ? null : {value: budget, title: "budget: " + budget + " bytes"});
   table("osds", ["osd", "host", "pgs", "share", "used %", "bytes used", "pg memory now", "pg memory steady"],
