@@ -110,7 +110,7 @@ def test_the_panel_follows_its_options_and_survives_a_busy_port(module: Module,
                                                                 caplog: pytest.LogCaptureFixture) -> None:
     fake = mgr_stub.BaseMgrModule.fake
     ports = []
-    for _ in range(2):
+    for _ in range(3):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             ports.append(int(s.getsockname()[1]))
@@ -124,17 +124,19 @@ def test_the_panel_follows_its_options_and_survives_a_busy_port(module: Module,
         module.keep_panel()
         assert fake.uri == f"http://127.0.0.1:{ports[1]}/"
         with socket.socket() as s:
-            s.bind(("127.0.0.1", ports[0]))
+            assert s.connect_ex(("127.0.0.1", ports[0])) != 0
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", ports[2]))
             s.listen()
             # a port in use: said in the log, no URL published, and this process lives on
-            fake.module_options[("pg_advisor", "server_port")] = ports[0]
+            fake.module_options[("pg_advisor", "server_port")] = ports[2]
             module.keep_panel()
             assert fake.uri == ""
             assert "panel not started" in caplog.text
         module.keep_panel()          # same options: not retried until they change
         assert fake.uri == ""
-        fake.module_options[("pg_advisor", "server_port")] = ports[1]
+        fake.module_options[("pg_advisor", "server_port")] = ports[0]
         module.keep_panel()
-        assert fake.uri == f"http://127.0.0.1:{ports[1]}/"
+        assert fake.uri == f"http://127.0.0.1:{ports[0]}/"
     finally:
         module._server.stop()
