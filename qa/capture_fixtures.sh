@@ -57,6 +57,7 @@ ceph osd crush dump -f json >"$out/crush_dump.json"
 # the PG stats move every few seconds: keep a set of dumps only if the mgr's PG map
 # (its version) did not change while they were taken, so the module's own status saw
 # exactly the stats the other files hold
+same=0
 for _ in $(seq 30); do
     ceph pg dump -f json 2>/dev/null >"$out/pg_dump.json"
     ceph df -f json >"$out/df.json"
@@ -64,9 +65,10 @@ for _ in $(seq 30); do
     ceph osd pool autoscale-status -f json >"$out/autoscale_status.json"
     ceph pg-advisor status -f json >"$out/live_status.json"
     [ "$(jq .pg_map.version "$out/pg_dump.json")" = \
-      "$(ceph pg dump -f json 2>/dev/null | jq .pg_map.version)" ] && break
+      "$(ceph pg dump -f json 2>/dev/null | jq .pg_map.version)" ] && { same=1; break; }
     sleep 1
 done
+[ "$same" = 1 ] || { echo "capture_fixtures: the PG stats never held still" >&2; exit 1; }
 # Ceph's own mapping of every PG in this exact map, for the crush layer's tests
 ceph osd getmap -o "$out/osdmap.bin" 2>/dev/null
 osdmaptool "$out/osdmap.bin" --test-map-pgs-dump-all 2>/dev/null >"$out/osdmaptool_dump_all.txt"

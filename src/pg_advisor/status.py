@@ -122,10 +122,11 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
     sel = np.array([i for i, p in enumerate(snap.pools) if p.id in wanted], dtype=np.int64)
     total_counts = counts.sum(axis=0) if counts is not None else None
     # OSDs shown: all of them, or for one pool those it should or does use
+    sel_share = share[sel].sum(axis=0)
+    sel_counts = counts[sel].sum(axis=0) if counts is not None else None
     shown = osds.exists.copy()
     if pool_name is not None:
-        shown &= (share[sel].sum(axis=0) > 0) | (
-            counts[sel].sum(axis=0) > 0 if counts is not None else False)
+        shown &= (sel_share > 0) | (sel_counts > 0 if sel_counts is not None else False)
 
     util = utilization(osds.bytes_used, osds.bytes_total)
     osd_rows = []
@@ -138,7 +139,7 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
             "pgs": int(total_counts[o]) if total_counts is not None else None,
             "pgs_by_pool": ({str(snap.pools[i].id): int(counts[i, o]) for i in sel.tolist()}
                             if counts is not None else None),
-            "pg_share": round(float(share[sel, o].sum()), 6),
+            "pg_share": round(float(sel_share[o]), 6),
             "pg_share_by_pool": {str(snap.pools[i].id): round(float(share[i, o]), 6)
                                  for i in sel.tolist()},
             "utilization": _opt_round(util[o], 4),
@@ -158,9 +159,7 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
                                           "pool": snap.pools[i].name, **d})
         if pool_name is None:
             distribution["total"] = spread(counts.sum(axis=0), share.sum(axis=0)).as_dict()
-    distribution["extremes"] = extremes(
-        shown & osds.in_, counts[sel].sum(axis=0) if counts is not None else None,
-        share[sel].sum(axis=0), util)
+    distribution["extremes"] = extremes(shown & osds.in_, sel_counts, sel_share, util)
 
     n_in = int((osds.exists & osds.in_).sum())
     cluster: Dict[str, Any] = {
