@@ -1,11 +1,13 @@
 """The panel rendered by headless Chromium from the module in the real mgr: its numbers are
 the JSON status's, and a hostile pool name stays text. A screenshot is kept."""
 import json
+import math
 import os
 import subprocess
 import tempfile
 import time
 import urllib.request
+from datetime import datetime, timezone
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
@@ -84,10 +86,21 @@ def rendered() -> Tables:
     return t
 
 
-def api_status() -> Dict[str, Any]:
-    with urllib.request.urlopen(URL + "api/status", timeout=30) as r:
+def api(what: str) -> Dict[str, Any]:
+    with urllib.request.urlopen(URL + "api/" + what, timeout=30) as r:
         doc: Dict[str, Any] = json.loads(r.read())
     return doc
+
+
+def api_status() -> Dict[str, Any]:
+    return api("status")
+
+
+def iso(t: float) -> str:
+    """A time as the page's `new Date(t * 1000).toISOString()` writes it (ms truncated)."""
+    ms = math.trunc(t * 1000)
+    day = datetime.fromtimestamp(ms // 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{day}.{ms % 1000:03d}Z"
 
 
 def text(v: Any) -> str:
@@ -169,3 +182,39 @@ def test_rendered_numbers_are_the_status_and_a_hostile_name_stays_text(
     chromium("--window-size=1200,2600", f"--screenshot={shot}", URL)
     assert shot.stat().st_size > 10_000
     print(f"screenshot: {shot}")
+
+
+def plan_shown(pr: Dict[str, Any], hi: Dict[str, Any]) -> Dict[str, Any]:
+    """The plan paragraph, the steps and the history as the page must show them."""
+    plan, steps = pr["plan"], pr["steps"]
+    line = (f"plan {plan['id']}: {plan['status']}, step {min(plan['next'] + 1, len(steps))} of "
+            f"{len(steps)}" + (f"; blocked: {'; '.join(plan['blockers'])}" if plan["blockers"] else "")
+            + (f"; waiting: {plan['waiting']}" if plan.get("waiting") else ""))
+    return {"plan": line,
+            "steps": [[str(i + 1), s["state"], s["description"]] for i, s in enumerate(steps)],
+            "history": [[iso(h["time"]), h["event"], text(h["detail"])]
+                        for h in reversed(hi["history"][-20:])]}
+
+
+def test_a_blocked_plan_its_steps_and_history(panel: Cluster, evil_pool: Cluster) -> None:
+    c = evil_pool
+    c.ceph("osd", "pool", "set", EVIL, "pg_autoscale_mode", "off")
+    c.ceph("osd", "set", "norebalance")
+    try:
+        c.ceph("pg-advisor", "apply", "--pool", EVIL, "--pg-num", "16")
+        wait_until(lambda: bool((api("progress")["plan"] or {}).get("blockers")), 60,
+                   "the plan to be blocked")
+        for _ in range(5):
+            page, pr, hi = rendered(), api("progress"), api("history")
+            want = plan_shown(pr, hi)
+            got: Dict[str, Any] = {"plan": page.texts.get("plan"), "steps": page.tables["steps"][1:],
+                                   "history": page.tables["history"][1:]}
+            if got == want:
+                break
+            time.sleep(2)
+        assert got == want
+        assert "norebalance" in got["plan"] and len(got["steps"]) >= 1
+        assert any(row[1] == "start" for row in got["history"]), got["history"]
+    finally:
+        c.run("pg-advisor", "abort")
+        c.ceph("osd", "unset", "norebalance")
