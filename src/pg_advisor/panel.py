@@ -86,7 +86,8 @@ th{background:#eee} td.l{text-align:left}
 </style></head>
 <body>
 <h1>pg_advisor</h1>
-<p class="muted">refreshes every <span id="every">10</span> s; last: <span id="stamp">-</span></p>
+<p class="muted">refreshes every <span id="every">10</span> s; last: <span id="stamp">-</span>
+(<span id="refreshes">0</span> so far)</p>
 <h2>Pools</h2><table id="pools"></table>
 <h2>Distribution</h2><table id="extremes"></table>
 <h3>PGs per OSD, all pools (red: the OSD's weight-proportional share)</h3>
@@ -222,6 +223,8 @@ async function refresh() {
   table("history", ["time", "event", "detail"], hi.history.slice(-20).reverse().map(
     h => [new Date(h.time * 1000).toISOString(), h.event, h.detail]));
   document.getElementById("stamp").textContent = new Date().toISOString();
+  const n = document.getElementById("refreshes");
+  n.textContent = String(Number(n.textContent) + 1);
 }
 refresh();
 setInterval(refresh, 10000);
