@@ -234,6 +234,7 @@ class Executor:
             notes.append(f"{name}: left at pg_num {want} and pgp_num {want}; {abs(goal - want)} PGs "
                          f"short of the plan's {goal}")
         st["status"] = "aborted"
+        st["blockers"], st["waiting"] = [], None     # nothing waits any more
         summary = "; ".join(notes)
         self._log(now, "abort", summary)
         self.save()

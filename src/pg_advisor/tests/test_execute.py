@@ -191,6 +191,11 @@ def test_an_osd_down_blocks(dumps: Dict[str, Any]) -> None:
     ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)
     assert ceph.sent == [] and "osd.2 is down" in " ".join((store.state or {})["blockers"])
 
+    # an aborted plan is no longer blocked by anything: the report says so
+    ex.abort(ceph.snap(), ceph.send, 1.0)
+    plan = ex.report()["plan"]
+    assert plan["status"] == "aborted" and plan["blockers"] == [] and plan["waiting"] is None
+
 
 def test_interval_and_budget_pace_the_steps(dumps: Dict[str, Any]) -> None:
     ceph, store = FakeCeph(dumps), Store()
