@@ -1,4 +1,5 @@
 import json
+import socket
 from pathlib import Path
 from typing import Any, Dict
 
@@ -10,6 +11,13 @@ FIXTURES = Path(__file__).parent / "fixtures"
 CLUSTER6 = FIXTURES / "cluster6"
 DUMP_FILES = {"osd_dump": "osd_dump.json", "crush": "crush_dump.json",
               "pg_dump": "pg_dump.json", "df": "df.json"}
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (the kernel's pick, released at once)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def read(name: str, where: Path = CLUSTER6) -> Any:

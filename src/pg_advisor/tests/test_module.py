@@ -2,12 +2,12 @@
 import json
 import socket
 import urllib.request
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import pytest
 
 from . import mgr_stub
-from .conftest import read
+from .conftest import free_port, read
 
 mgr_stub.install()
 
@@ -109,11 +109,9 @@ def test_balanced_when_the_upmap_balancer_is_active(module: Module) -> None:
 def test_the_panel_follows_its_options_and_survives_a_busy_port(module: Module,
                                                                 caplog: pytest.LogCaptureFixture) -> None:
     fake = mgr_stub.BaseMgrModule.fake
-    ports = []
-    for _ in range(3):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            ports.append(int(s.getsockname()[1]))
+    ports: List[int] = []
+    while len(ports) < 3:          # three different ones
+        ports = list(dict.fromkeys(ports + [free_port()]))
     try:
         fake.module_options[("pg_advisor", "server_port")] = ports[0]
         module.keep_panel()

@@ -11,7 +11,7 @@ import pytest
 from pg_advisor.http_server import Server
 from pg_advisor.panel import PAGE, metrics
 
-from .conftest import read
+from .conftest import free_port, read
 
 EVIL = '<img src=x onerror=alert(1)>"\\'
 
@@ -43,12 +43,6 @@ def test_metrics_carry_the_status_figures_with_escaped_labels() -> None:
 def test_the_page_builds_no_markup_from_data() -> None:
     assert "innerHTML" not in PAGE and "outerHTML" not in PAGE and "document.write" not in PAGE
     assert "http://" not in PAGE.replace("http://www.w3.org/2000/svg", "")   # no CDN
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
