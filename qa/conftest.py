@@ -27,6 +27,7 @@ def cluster() -> Iterator[Cluster]:
 
 
 EVIL = "<img src=x onerror=alert(1)>"    # a pool name that is markup
+PANEL_URL = "http://127.0.0.1:9285/"     # the panel at its default server_addr/server_port
 
 
 @pytest.fixture

@@ -15,9 +15,8 @@ from typing import Any, Dict, Iterator, List, Tuple
 import pytest
 
 from .cluster import Cluster, wait_until
-from .conftest import EVIL
+from .conftest import EVIL, PANEL_URL as URL
 
-URL = "http://127.0.0.1:9285/"
 # the machine has no network: nothing in the background may try to reach it
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -93,10 +92,6 @@ def api(what: str) -> Dict[str, Any]:
     return doc
 
 
-def api_status() -> Dict[str, Any]:
-    return api("status")
-
-
 def iso(t: float) -> str:
     """A time as the page's `new Date(t * 1000).toISOString()` writes it (ms truncated)."""
     ms = math.trunc(t * 1000)
@@ -161,13 +156,13 @@ def test_rendered_numbers_are_the_status_and_a_hostile_name_stays_text(
         panel: Cluster, evil_pool: Cluster, tmp_path: Path) -> None:
     # the hostile pool is also the second pool, so there are two per-pool charts
     def placed() -> bool:     # every replica of the new pool's PGs counted on an OSD
-        st = api_status()
+        st = api("status")
         p = next((p for p in st["pools"] if p["name"] == EVIL), None)
         return p is not None and sum(o["pgs_by_pool"][str(p["id"])] for o in st["osds"]) == \
             p["pg_num"] * p["size"]
     wait_until(placed, 90, "the pool's PGs on the OSDs in the status")
     for _ in range(5):       # stats move: a render and the JSON read just after must agree
-        page, st = rendered(), api_status()
+        page, st = rendered(), api("status")
         want, got = expected(st), shown(page)
         if got == want:
             break

@@ -9,10 +9,9 @@ from typing import Any, Dict, Iterator, Tuple
 import pytest
 
 from .cluster import Cluster, wait_until
-from .conftest import EVIL
+from .conftest import EVIL, PANEL_URL as URL
 
 
-URL = "http://127.0.0.1:9285/"
 OPT_PORT = "mgr/pg_advisor/server_port"
 
 
@@ -37,7 +36,7 @@ def panel(cluster: Cluster) -> Iterator[Tuple[Cluster, str]]:
 
 def test_url_json_and_metrics_match_the_status(panel: Tuple[Cluster, str]) -> None:
     c, url = panel
-    assert url == "http://127.0.0.1:9285/"
+    assert url == URL
     code, page = get(url)
     assert code == 200 and "<title>pg_advisor</title>" in page
     # the same numbers as `ceph pg-advisor status -f json` at the same moment (stats move:
