@@ -43,7 +43,7 @@ def evil_pool(cluster: Cluster) -> Iterator[Cluster]:
 # PG memory check of test_sizing_live.py read 65-90% low on every OSD, and with the
 # browser test's pool churn just before it, a status reading once disagreed with `ceph df`
 # by 107 objects (a race in that test to look into): they come last.
-LAST = ("test_execute_live.py", "test_panel_browser.py", "test_panel_live.py")
+LAST = ("test_execute_live.py", "test_hardening_live.py", "test_panel_browser.py", "test_panel_live.py")
 
 
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:

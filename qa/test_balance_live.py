@@ -48,7 +48,7 @@ def test_eval_dry_run_and_a_bounded_round(clean_upmaps: Cluster) -> None:
 
 
 @pytest.mark.parametrize("args, code, message", [
-    (["--max-items", "0"], 22, "at least 1"),
+    (["--max-items", "0"], 22, "between 1 and 10000, not 0"),
     (["--pool", "nosuchpool"], 2, "does not exist"),
 ])
 def test_bad_balance_arguments(clean_upmaps: Cluster, args: Any, code: int, message: str) -> None:

@@ -6,13 +6,16 @@ import dataclasses
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
+import numpy as np
 import pytest
 
 from pg_advisor import snapshot
+from pg_advisor.balance import Balancer
 from pg_advisor.crush.placement import Placer
+from pg_advisor.distribution import rule_weights
 
 from .cluster import Cluster
-from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, generate, rule
+from .crushgen import REPLICATED_HOST, TUNABLES, GeneratedMap, Layout, generate, rule, run
 
 
 def mismatches(snap: snapshot.Snapshot, ref: Dict[str, Tuple[List[int], int]],
@@ -87,6 +90,65 @@ def test_two_device_classes(tmp_path: Path) -> None:
 def test_pg_num_beyond_the_maps_own(tmp_path: Path) -> None:
     # osdmaptool --pg_num changes pg_num only: pgp_num stays, so seeds fold with stable_mod
     check(tmp_path, Layout(0, 5, 12), [REPLICATED_HOST], pg_num=3000, pg_bits=5)
+
+
+def _bucket(kind: str, name: str, bid: int, items: Sequence[Tuple[str, float]]) -> str:
+    body = "".join(f"\titem {c} weight {w:.5f}\n" for c, w in items)
+    return f"{kind} {name} {{\n\tid {bid}\n\talg straw2\n\thash 0\n{body}}}\n"
+
+
+def _stray_map(tmp: Path, racked: bool, steps: Sequence[str]) -> GeneratedMap:
+    """3 racks (or none) over 6 hosts of 2 OSDs, plus osd.12 in a host outside any rack
+    (racked) or straight under the root, and osd.13 in a rack without a host."""
+    out = [TUNABLES, "".join(f"device {o} osd.{o}\n" for o in range(14)),
+           "type 0 osd\ntype 1 host\ntype 2 rack\ntype 3 root\n"]
+    for h in range(6):
+        out.append(_bucket("host", f"host{h}", -2 - h, [(f"osd.{2 * h}", 1.0), (f"osd.{2 * h + 1}", 1.0)]))
+    top: List[Tuple[str, float]] = []
+    if racked:
+        for r in range(3):
+            hosts = [(f"host{2 * r}", 2.0), (f"host{2 * r + 1}", 2.0)]
+            out.append(_bucket("rack", f"rack{r}", -10 - r, hosts))
+            top.append((f"rack{r}", 4.0))
+        out.append(_bucket("host", "host9", -20, [("osd.12", 1.0)]))
+        top.append(("host9", 1.0))
+    else:
+        top += [(f"host{h}", 2.0) for h in range(6)] + [("osd.12", 1.0)]
+    out.append(_bucket("rack", "rack9", -21, [("osd.13", 1.0)]))
+    top.append(("rack9", 1.0))
+    out.append(_bucket("root", "default", -1, top))
+    out.append(rule(steps))
+    (tmp / "crush.txt").write_text("".join(out))
+    run("crushtool", "-c", str(tmp / "crush.txt"), "-o", str(tmp / "crush.bin"))
+    om = tmp / "osdmap.bin"
+    run("osdmaptool", "--createsimple", "14", "--with-default-pool", "--clobber", "--pg-bits", "5",
+        "--pgp-bits", "5", "--osd_pool_default_size=3", str(om))
+    run("osdmaptool", str(om), "--import-crush", str(tmp / "crush.bin"))
+    return GeneratedMap(path=om, num_osds=14)
+
+
+@pytest.mark.parametrize("racked, steps", [
+    (False, ["take default", "chooseleaf firstn 0 type host", "emit"]),
+    (True, ["take default", "choose firstn 0 type rack", "chooseleaf firstn 1 type host", "emit"]),
+], ids=["host-rule", "rack-then-host-rule"])
+def test_osds_the_rule_cannot_reach_get_nothing(tmp_path: Path, racked: bool,
+                                                steps: Sequence[str]) -> None:
+    # Ceph maps no replica onto an OSD with no bucket of a type the rule chooses (it skips
+    # the replica); ours agrees on every PG, gives those OSDs no share and no upmap
+    gm = _stray_map(tmp_path, racked, steps)
+    osd_dump, crush = gm.dumps()
+    ref = gm.reference()
+    stray = {12, 13}
+    assert not [pg for pg, (up, _) in ref.items() if stray & set(up)]
+    assert any(len(up) < 3 for up, _ in ref.values())   # the replicas CRUSH skipped
+    snap = snapshot.load(osd_dump, crush)
+    bad = mismatches(snap, ref)
+    assert not bad, f"{len(bad)} of {len(ref)} PGs differ, first: {bad[:5]}"
+    pool = snap.pools[0]
+    w = rule_weights(snap, snap.rule(pool.crush_rule))
+    assert sorted(np.flatnonzero(w == 0).tolist()) == sorted(stray)
+    res = Balancer(snap).run()
+    assert res.items and not [pg for pg, pairs in res.items.items() for _, to in pairs if to in stray]
 
 
 @pytest.fixture(scope="module")

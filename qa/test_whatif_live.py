@@ -81,7 +81,7 @@ def test_out_prediction_matches_marking_out(cluster: Cluster, tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("args, code, message", [
-    (["rbd", "--pg_num", "16", "--pgp_num", "32"], 22, "cannot exceed"),
+    (["rbd", "--pg_num", "16", "--pgp_num", "32"], 22, "pgp_num must be between 1 and pg_num 16"),
     (["nosuchpool", "--pg_num", "64"], 2, "does not exist"),
     (["--out-osd", "99"], 2, "osd.99 does not exist"),
     (["--reweight", "1", "--weight", "2.5"], 22, "within 0..1"),

@@ -15,7 +15,7 @@ import numpy as np
 
 from .crush.compiled import CRUSH_ITEM_NONE
 from .crush.placement import Placer
-from .distribution import pool_share, rule_weights, up_counts
+from .distribution import pool_share, rule_weights, unreachable, up_counts
 from .errors import AdvisorError
 from .legality import RuleShape, ancestors, replaceable, rule_shape
 from .snapshot import Pool, Snapshot
@@ -152,7 +152,14 @@ class Balancer:
     def _state(self, pool: Pool) -> PoolState:
         shape = rule_shape(self.snap, pool)
         rule = self.snap.rules[pool.crush_rule]
+        # 0 where the rule's steps cannot reach: no share, never a destination
         w = rule_weights(self.snap, rule)
+        lost = np.flatnonzero(unreachable(self.snap, rule)).tolist()
+        if lost:
+            self.notes.append(
+                f"pool {pool.name}: rule '{rule.name}' cannot reach "
+                f"{', '.join(f'osd.{o}' for o in lost)} (under its root but not under a bucket "
+                f"of each type its steps choose): CRUSH maps nothing there, nor does the balancer")
         raw, cur = self.placer.map_pool_raw_and_up(pool)
         full = ((cur.up >= 0) & (cur.up != CRUSH_ITEM_NONE)).all(axis=1)
         objects, size = np.zeros(cur.up.shape[0]), np.zeros(cur.up.shape[0])

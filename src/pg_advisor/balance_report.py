@@ -1,5 +1,5 @@
 """The balancer's reports: the distribution now (eval), a proposal (balance), its commands."""
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -42,6 +42,14 @@ def mon_commands(items: Dict[str, List[Tuple[int, int]]]) -> List[Dict[str, Any]
     return [{"prefix": "osd pg-upmap-items", "pgid": pgid, "id": [x for p in pairs for x in p]}
             if pairs else {"prefix": "osd rm-pg-upmap-items", "pgid": pgid}
             for pgid, pairs in items.items()]
+
+
+def unkept(items: Mapping[str, Sequence[Sequence[int]]],
+           kept: Mapping[str, Sequence[Sequence[int]]]) -> List[str]:
+    """The PGs whose items the map does not show as set (for [], as removed): the mon
+    acknowledges an item that breaks the rule and drops it later, so every setter checks."""
+    return [pgid for pgid, pairs in items.items()
+            if [tuple(p) for p in kept.get(pgid, ())] != [tuple(p) for p in pairs]]
 
 
 def eval_report(snap: Snapshot, pools: Optional[List[str]] = None,
@@ -95,4 +103,6 @@ def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items:
                      if snap.pgs is not None else None),
         "moves": res.moves, "lower_bound": res.lower_bound, "notes": res.notes,
         "objects_misplaced": int(b.misplaced) if object_budget is not None else None,
+        # the misplaced budget, not the lack of a useful move, ended the proposal
+        "budget_stopped": bool(object_budget is not None and b.stopped and b.left > 0),
     }

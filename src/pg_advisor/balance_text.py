@@ -1,13 +1,14 @@
 """Plain-text rendering of the balance report."""
 from typing import Any, Dict, List
 
-from .render import table
+from .render import printable, table
 
 KEYS = ("osds", "min", "max", "mean", "stdev", "max_deviation")
 
 
 def balance_text(r: Dict[str, Any]) -> str:
-    out: List[str] = list(r["commands"])
+    # free text that may carry names: escaped (table cells are, by cell())
+    out: List[str] = [printable(c) for c in r["commands"]]
     rows = []
     for when in ("before", "after"):
         for p in r[when]["pools"]:
@@ -22,10 +23,10 @@ def balance_text(r: Dict[str, Any]) -> str:
         out.extend(fullness_line(f"fullness {when}:", r["fullness"][when]) for when in ("before", "after"))
     if "applied" in r:
         out.append(f"set {r['applied']} of {len(r['items'])} PGs' items")
-        out.extend(f"failed: {f}" for f in r["failed"])
+        out.extend(f"failed: {printable(f)}" for f in r["failed"])
     elif r.get("dry_run"):
         out.append("dry run: nothing was set")
-    out.extend(f"note: {n}" for n in r["notes"])
+    out.extend(f"note: {printable(n)}" for n in r["notes"])
     return "\n".join(out)
 
 
@@ -39,7 +40,7 @@ def eval_text(r: Dict[str, Any]) -> str:
            table(["pool", "osds", "min", "max", "mean", "stdev", "max_dev"], rows)]
     if r.get("fullness"):
         out.append(fullness_line("fullness:", r["fullness"]))
-    out.extend(f"note: {n}" for n in r["notes"])
+    out.extend(f"note: {printable(n)}" for n in r["notes"])
     return "\n".join(out)
 
 
@@ -47,7 +48,7 @@ def fullness_line(label: str, f: Dict[str, Any]) -> str:
     if f["max_ratio"] is None:
         return f"{label} no PG bytes yet"
     line = (f"{label} fullest OSD {f['max_ratio']:.3f} x the mean, emptiest {f['min_ratio']:.3f} x "
-            f"(by {f['basis']})")
+            f"(by {printable(f['basis'])})")
     if f["max_used"] is not None:
         line += f"; {100 * f['max_used']:.2f}% .. {100 * f['min_used']:.2f}% of their size in PG data"
     return line

@@ -9,7 +9,7 @@
 import argparse
 import json
 import sys
-from typing import Any, List, Optional, TextIO
+from typing import Any, Dict, List, Optional, TextIO
 
 from . import options, snapshot
 from .balance_report import balance_report
@@ -24,6 +24,7 @@ from .whatif import Change, pg_map, simulate
 from .whatif_text import map_text, simulate_text
 
 EXIT_BAD_INPUT = 2
+MAX_BALANCE_ITEMS = 1 << 20    # replica moves one offline balance may propose (and its default)
 
 
 def _read_json(path: Optional[str], flag: str) -> Any:
@@ -34,8 +35,11 @@ def _read_json(path: Optional[str], flag: str) -> Any:
             return json.load(f)
     except OSError as e:
         raise AdvisorError.invalid(f"{flag} {path}: {e.strerror or e}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (ValueError, UnicodeDecodeError) as e:   # JSONDecodeError, or an int of 4300+ digits
         raise AdvisorError.invalid(f"{flag} {path}: not valid JSON ({e})") from None
+    except RecursionError:
+        # json recurses per level; no Ceph dump nests more than a dozen levels
+        raise AdvisorError.invalid(f"{flag} {path}: JSON nested too deeply") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--osd-memory-target", type=int, metavar="BYTES",
                    help="the OSDs' osd_memory_target (default 4 GiB)")
     for spec in options.SPECS:
-        if spec.name == "sleep_interval":
+        if spec.name in ("sleep_interval", "refresh_interval"):
             continue
         p.add_argument("--" + spec.name.replace("_", "-"), dest="opt_" + spec.name,
                        metavar=spec.type.upper(), help=f"{spec.desc} (default {spec.default})")
@@ -67,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("-f", "--format", choices=FORMATS, default="plain")
     bl = sub.add_parser("balance", help="pg-upmap-items that bring every OSD to its share")
     bl.add_argument("--pool", action="append", help="only this pool (repeatable)")
-    bl.add_argument("--max-items", type=int, default=1 << 20, metavar="N",
+    bl.add_argument("--max-items", type=int, default=MAX_BALANCE_ITEMS, metavar="N",
                     help="at most this many replica moves")
     bl.add_argument("--mode", help="pgs (counts) or bytes (counts, then fullness); "
                                    "default: --balance-mode")
@@ -89,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _reweights(pairs: List[List[str]]) -> dict:
+def _reweights(pairs: List[List[str]]) -> Dict[int, float]:
     out = {}
     for osd, w in pairs:
         try:
@@ -116,6 +120,9 @@ def run(argv: List[str], out: TextIO) -> int:
     elif args.command == "plan":
         out.write(render(plan_report(snap, opts, balanced), args.format, plan_text) + "\n")
     elif args.command == "balance":
+        if not 1 <= args.max_items <= MAX_BALANCE_ITEMS:
+            raise AdvisorError.invalid(f"--max-items must be within 1..{MAX_BALANCE_ITEMS}, "
+                                       f"not {args.max_items}")
         out.write(render(balance_report(snap, args.pool, args.max_items, args.mode or opts.balance_mode,
                                         min_gain=opts.balance_min_gain), args.format,
                          balance_text) + "\n")

@@ -3,48 +3,115 @@
 Whole-cluster arithmetic in numpy: one bincount over every (PG, OSD) pair, no loop per PG.
 """
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .snapshot import NO_OSD, Pgs, Pool, Rule, Snapshot
 
 
-def osds_under(snap: Snapshot, root: int) -> np.ndarray:
-    """CRUSH weight of every OSD below bucket `root` (0 elsewhere), as a vector over OSD ids.
+CHOOSE_OPS = ("choose_firstn", "choose_indep", "chooseleaf_firstn", "chooseleaf_indep")
+
+
+def rule_segments(snap: Snapshot, rule: Rule) -> List[Tuple[int, Tuple[Optional[int], ...]]]:
+    """(take item, type ids of its choose steps in order) for each take ... emit of a rule.
+
+    A choose step's type is the bucket type it picks (for chooseleaf, the one it then
+    descends from to a device); None for a type name the map does not define, and after
+    a last plain choose of buckets, which emits the buckets and so no OSD. As in
+    crush_do_rule, choose steps after an emit act on nothing, and a take never emitted
+    places nothing.
+    """
+    out: List[Tuple[int, Tuple[Optional[int], ...]]] = []
+    take: Optional[int] = None
+    types: List[Optional[int]] = []
+    leaf = True     # does the last choose step end on devices?
+    for s in rule.steps:
+        op = str(s.get("op"))
+        if op == "take":
+            take, types, leaf = int(s["item"]), [], True
+        elif op in CHOOSE_OPS and take is not None:
+            types.append(snap.crush_types.get(str(s.get("type"))))
+            leaf = op.startswith("chooseleaf") or types[-1] == 0
+        elif op == "emit" and take is not None:
+            # a plain choose of buckets, emitted, places no OSD: a type nothing has
+            out.append((take, tuple(types) if leaf else tuple(types) + (None,)))
+            take = None
+    return out
+
+
+def osds_under(snap: Snapshot, root: int,
+               types: Optional[Sequence[Optional[int]]] = None) -> np.ndarray:
+    """CRUSH weight of every OSD below `root` (0 elsewhere), as a vector over OSD ids; with
+    `types`, only of the OSDs that choose steps picking those types in turn can reach.
+
+    CRUSH (mapper.c, crush_choose_firstn/indep) descends through buckets of other types
+    until it meets one of the type a step wants; a device met first is rejected ("bad item
+    type": firstn skips the replica, indep leaves a hole), never retried elsewhere. So a
+    device is reached only along a path root -> bucket of types[0] -> ... -> bucket of
+    types[-1] -> device, each strictly below the one before; a last type 0 (osd) is the
+    device itself, and from a device no further step picks anything.
 
     A device-class rule takes a shadow bucket ("default~ssd"), whose tree holds only that
-    class's OSDs, so walking from the take item honours the class without special cases.
+    class's OSDs (and mirrors the hosts as "host0~ssd"), so walking from the take item
+    honours the class without special cases.
     """
     w = np.zeros(snap.osds.count, dtype=np.float64)
+    want = None if types is None else tuple(types)
     if root >= 0:
-        if root < w.shape[0]:
+        # a device taken directly is emitted as is; a choose step from it picks nothing
+        if root < w.shape[0] and not want:
             w[root] = snap.osds.crush_weight[root]
         return w
-    stack = [root]
+    if want is not None and not want:
+        return w            # "take bucket; emit" emits a bucket id, which is no OSD
+    last = len(want) if want is not None else 0
+    # one walk; a node's stage is how many of the steps' types its path has met (the
+    # first bucket of the wanted type below the last match is what CRUSH stops at)
+    stack = [(root, 0)]
     seen = set()
     while stack:
-        b = snap.buckets.get(stack.pop())
-        if b is None or b.id in seen:
+        bid, k = stack.pop()
+        b = snap.buckets.get(bid)
+        if b is None or (bid, k) in seen:
             continue
-        seen.add(b.id)
+        seen.add((bid, k))
         devs = b.items >= 0
-        w[b.items[devs]] = b.weights[devs]
-        stack.extend(b.items[~devs].tolist())
+        if want is None or k == last or (k == last - 1 and want[-1] == 0):
+            w[b.items[devs]] = b.weights[devs]
+        for child in b.items[~devs].tolist():
+            cb = snap.buckets.get(child)
+            if cb is not None:
+                step = want is not None and k < last and cb.type_id == want[k]
+                stack.append((child, k + int(step)))
     return w
 
 
 def rule_weights(snap: Snapshot, rule: Rule, reweight: Optional[np.ndarray] = None) -> np.ndarray:
-    """Effective weight of each OSD for a rule: CRUSH weight under its take items x reweight.
+    """Effective weight of each OSD for a rule: CRUSH weight where the rule's steps can
+    reach it (osds_under) x reweight.
 
+    An OSD under the take item but not under a bucket of each type the steps choose (e.g.
+    no host, for "chooseleaf firstn 0 type host") gets nothing: CRUSH never maps there.
     Out OSDs have reweight 0, so they get no share; the weight of an OSD reached by
     several take steps counts once. `reweight` replaces the map's, for what-ifs.
     """
     w = np.zeros(snap.osds.count, dtype=np.float64)
-    for item in rule.take_items():
-        w = np.maximum(w, osds_under(snap, item))
+    for item, types in rule_segments(snap, rule):
+        w = np.maximum(w, osds_under(snap, item, types))
     rw = snap.osds.reweight if reweight is None else reweight
     return w * rw * snap.osds.exists
+
+
+def unreachable(snap: Snapshot, rule: Rule) -> np.ndarray:
+    """OSDs of non-zero CRUSH weight under one of the rule's take items that its choose
+    steps can never reach (a misplaced OSD: CRUSH skips the replica instead)."""
+    under = np.zeros(snap.osds.count, dtype=bool)
+    reach = np.zeros(snap.osds.count, dtype=bool)
+    for item, types in rule_segments(snap, rule):
+        under |= osds_under(snap, item) > 0
+        reach |= osds_under(snap, item, types) > 0
+    return under & ~reach & snap.osds.exists
 
 
 def pg_counts(snap: Snapshot, pgs: Pgs) -> Tuple[List[int], np.ndarray]:

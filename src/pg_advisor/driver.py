@@ -4,7 +4,6 @@ or an operator's target, the executor's ticks, its health checks and progress ev
 No mgr calls here: the module hands in a snapshot, the options, and functions to send a
 mon command and to read and write the mgr store.
 """
-import json
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -12,13 +11,14 @@ from .balance_report import balance_report
 from .errors import AdvisorError
 from .gates import object_copies
 from .execute import Burst, Executor, Pacing, Send, check_pacing
+from .limits import check_pg_num
 from .options import Options
 from .plan import plan_report
+from .plan_store import PlanStore
 from .sizing import Sizer
 from .snapshot import Snapshot
 from .steps import Step, StepPlanner, Throttles, balance_step
 
-STATE_KEY, HISTORY_KEY = "exec_state", "exec_history"
 AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a new plan
 
 
@@ -45,18 +45,26 @@ def throttles(opts: Options, cluster_ratio: float) -> Throttles:
 
 class Driver:
     def __init__(self, load: Callable[[str], Optional[str]],
-                 store: Callable[[str, Optional[str]], None]) -> None:
-        self._store = store
-        state = json.loads(load(STATE_KEY) or "null")
-        history = json.loads(load(HISTORY_KEY) or "[]")
-        self.executor = Executor(state, history, self._save)
+                 store: Callable[[str, Optional[str]], None], now: float) -> None:
+        self.store = PlanStore(load, store)
+        state, history = self.store.read(now)      # never raises: what is unreadable is reported
+        self.executor = Executor(state, history, self.store.write)
         self.lock = threading.Lock()     # commands and the serve loop share the executor
         self._next_balance_check = 0.0
         self.error: Optional[str] = None  # why the last tick could not run (e.g. a bad option)
 
-    def _save(self, state: Optional[Dict[str, Any]], history: List[Dict[str, Any]]) -> None:
-        self._store(STATE_KEY, json.dumps(state))
-        self._store(HISTORY_KEY, json.dumps(history))
+    def _check_store(self) -> None:
+        if self.store.error:
+            raise AdvisorError.busy(self.store.error)
+
+    def check_idle(self, what: str) -> None:
+        """Refuse `what` (EBUSY) while a plan is open: its pins and rounds own the upmap
+        items, and a manual round would overwrite them."""
+        self._check_store()
+        st = self.executor.state
+        if self.executor.open and st is not None:
+            raise AdvisorError.busy(f"not {what}: plan {st['id']} is {st['status']} and owns the "
+                                    f"pool's upmap items; let it finish or `ceph pg-advisor abort` it")
 
     # -- planning -------------------------------------------------------------------------------
 
@@ -81,6 +89,7 @@ class Driver:
         steps: List[Step] = []
         for name, target in targets.items():
             pool = snap.pool_by_name(name)
+            check_pg_num(snap, pool, target)      # the mon's bounds first: they cost nothing
             if target == pool.pg_num_target:
                 raise AdvisorError.invalid(f"pool {name} already has pg_num {target}")
             self._check_limit(snap, opts, name, target)
@@ -101,7 +110,9 @@ class Driver:
     def apply(self, snap: Snapshot, opts: Options, cluster_ratio: float, balanced: bool,
               pool: Optional[str], pg_num: Optional[int], dry_run: bool, now: float) -> Dict[str, Any]:
         with self.lock:
-            if self.executor.active and not dry_run:
+            if not dry_run:
+                self._check_store()
+            if self.executor.open and not dry_run:
                 st = self.executor.state or {}
                 raise AdvisorError.busy(f"plan {st.get('id')} is {st.get('status')}: abort it or "
                                         f"let it finish first")
@@ -111,12 +122,25 @@ class Driver:
                 raise AdvisorError.invalid("nothing to apply: pg_num is where pg_advisor recommends"
                                            + (f" for pool {pool}" if pool else ""))
             steps = self.plan(snap, opts, cluster_ratio, targets)
-            start = {n: snap.pool_by_name(n).pg_num for n in targets}
+            pools = [snap.pool_by_name(n) for n in targets]
             out: Dict[str, Any] = {"dry_run": dry_run, "targets": targets,
                                    "steps": [dict(s.to_json(), description=s.describe()) for s in steps]}
             if not dry_run:
-                out["plan"] = self.executor.start(steps, start, "apply", now)["id"]
+                out["plan"] = self.executor.start(steps, pools, "apply", now)["id"]
             return out
+
+    def abort(self, snap: Snapshot, send: Send, now: float) -> str:
+        """End the plan; or forget a stored plan that could not be read."""
+        with self.lock:
+            if self.store.error:
+                why = self.store.error
+                self.store.clear()
+                self.error = None
+                self.executor.state = None
+                self.executor._log(now, "abort", f"cleared a stored plan that could not be read: {why}")
+                self.executor.save()
+                return "cleared the stored plan that could not be read (a copy is kept in exec_corrupt)"
+            return self.executor.abort(snap, send, now)
 
     # -- the background -------------------------------------------------------------------------
 
@@ -133,14 +157,15 @@ class Driver:
     def _tick(self, snap: Snapshot, opts: Options, cluster_ratio: float, balanced: bool,
               send: Send, now: float, burst: Optional[Burst], balancer_active: bool) -> None:
         with self.lock:
+            self._check_store()
             ex = self.executor
-            if not ex.active and opts.mode == "auto" and self._auto_may_start(now):
+            if not ex.open and opts.mode == "auto" and self._auto_may_start(now):
                 targets = self.targets(snap, opts, balanced, None, None)
                 targets = {k: v for k, v in targets.items()
                            if snap.pool_by_name(k).pg_num == snap.pool_by_name(k).pg_num_target}
                 if targets:
                     steps = self.plan(snap, opts, cluster_ratio, targets)
-                    ex.start(steps, {n: snap.pool_by_name(n).pg_num for n in targets}, "auto", now)
+                    ex.start(steps, [snap.pool_by_name(n) for n in targets], "auto", now)
                 elif not balancer_active and now >= self._next_balance_check:
                     self._next_balance_check = now + float(opts.sleep_interval)
                     self._start_balancing(snap, opts, now)
@@ -159,7 +184,7 @@ class Driver:
         if pools:
             copies = object_copies(snap)
             steps = [balance_step(p, p.pg_num, p.pgp_num, shards[p.id], copies) for p in pools]
-            self.executor.start(steps, {p.name: p.pg_num for p in pools}, "auto", now)
+            self.executor.start(steps, pools, "auto", now)
 
     def _auto_may_start(self, now: float) -> bool:
         aborts = [h["time"] for h in self.executor.history if h["event"] == "abort"]
@@ -168,11 +193,21 @@ class Driver:
     def health(self) -> Dict[str, Dict[str, Any]]:
         st = self.executor.state
         checks: Dict[str, Dict[str, Any]] = {}
-        if self.error:
+        if self.store.error and self.store.error != self.error:
+            checks["PG_ADVISOR_PLAN_ERROR"] = {
+                "severity": "warning", "count": 1, "detail": [self.store.error],
+                "summary": f"pg_advisor cannot advance or start a plan: {self.store.error}"}
+        elif self.error:
             checks["PG_ADVISOR_PLAN_ERROR"] = {
                 "severity": "warning", "count": 1, "detail": [self.error],
                 "summary": f"pg_advisor cannot advance or start a plan: {self.error}"}
-        if st is None or st["status"] not in ("running", "paused", "failed"):
+        if st is None or st["status"] not in ("running", "paused", "failed", "stopped"):
+            return checks
+        if st["status"] == "stopped":
+            checks["PG_ADVISOR_PLAN_STOPPED"] = {
+                "severity": "warning", "count": 1, "detail": [st["stopped_why"]],
+                "summary": f"pg_advisor plan {st['id']} stopped: {st['stopped_why']}; "
+                           f"`ceph pg-advisor abort` ends it"}
             return checks
         if st["status"] == "running" and st["blockers"]:
             checks["PG_ADVISOR_BLOCKED"] = {

@@ -11,12 +11,12 @@ delay and reported; nothing is given up without the operator (`abort`).
 import datetime
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .balance import item_pairs
-from .balance_report import balance_report, misplaced_budget, mon_commands
+from .balance_report import balance_report, misplaced_budget, mon_commands, unkept
 from .crush.placement import Placer
 from .distribution import rule_weights
 from .errors import AdvisorError
@@ -31,6 +31,9 @@ Command = Dict[str, Any]
 Send = Callable[[Command], Tuple[int, str]]       # (return code, error text)
 Burst = Callable[[List[Command]], List[Tuple[int, str]]]   # sent together, answered in order
 BALANCE_ROUNDS_MAX = 1000
+ROUND_CHECK_WAIT = 30.0     # seconds for a round's items to show in the map before they are checked
+DETAIL_MAX = 300            # characters of one history event's detail (the history is stored)
+REASON_MAX = 1000           # characters of a stored error or stop reason (the state stays small)
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,7 @@ def step_done(pool: Pool, step: Step) -> bool:
         (step.pg_num, step.pgp_num, step.pg_num, step.pgp_num)
 
 
-def step_shown(pool: Pool, step: Step) -> bool:
+def targets_shown(pool: Pool, step: Step) -> bool:
     """The cluster already has the step's targets (it was sent before a failover)."""
     return (pool.pg_num_target, pool.pgp_num_target) == (step.pg_num, step.pgp_num)
 
@@ -143,26 +146,57 @@ def commands(step: Step) -> List[Command]:
     return [_set(step, "pgp_num", step.pgp_num)]
 
 
-def pin_commands(snap: Snapshot, step: Step) -> List[Command]:
-    """pgp_num at once (target and actual) and, for each PG it remaps, items that keep the
-    PG on the OSDs it is on now. Sent together they land in one map epoch: the mon checks
-    the items against the map with the new pgp_num, and no PG sees a new up set."""
+def _acting(snap: Snapshot, pool: Pool) -> Dict[int, List[int]]:
+    """Placement seed -> the OSDs that hold the PG's data now (complete sets only)."""
+    pgs = snap.pgs
+    if pgs is None:
+        return {}
+    sel = np.flatnonzero(pgs.pool == pool.id)
+    rows = pgs.acting[sel][:, :pool.size]
+    whole = (rows >= 0).sum(axis=1) == pool.size
+    return {int(ps): row for ps, row, ok in zip(pgs.ps[sel].tolist(), rows.tolist(), whole.tolist()) if ok}
+
+
+def pins(snap: Snapshot, step: Step, from_pgp: int) -> Dict[str, List[Tuple[int, int]]]:
+    """For each PG that pgp_num from_pgp -> step.pgp_num remaps, the items that keep it on
+    the OSDs that hold its data: the acting set where the PG stats have it, else where
+    the PG maps at from_pgp. The same answer before the pgp_num change and after it (a
+    failover between the two resends exactly these)."""
     pool = snap.pool_by_name(step.pool)
     placer = Placer(snap)
-    now = placer.map_pool(pool)
+    was = placer.map_pool(pool, pool.pg_num, from_pgp)
     raw = placer.map_pool(pool, pool.pg_num, step.pgp_num, upmaps=False)
+    acting = _acting(snap, pool)
     items: Dict[str, List[Tuple[int, int]]] = {}
     replicated = pool.type == "replicated"
-    for r in range(now.up.shape[0]):
-        want, new = now.up_list(r), raw.up_list(r)
+    for r in range(was.up.shape[0]):
+        want = acting.get(int(was.ps[r]), was.up_list(r))
+        new = raw.up_list(r)
         if (set(want) != set(new)) if replicated else want != new:
-            items[now.pgid(r)] = item_pairs(new, want, replicated)
+            items[was.pgid(r)] = item_pairs(new, want, replicated)
+    return items
+
+
+def pin_commands(snap: Snapshot, step: Step, from_pgp: int) -> List[Command]:
+    """pgp_num at once (target and actual) and the pins. Sent together they land in one
+    map epoch: the mon checks the items against the map with the new pgp_num, and no PG
+    sees a new up set."""
     return [_set(step, "pgp_num", step.pgp_num), _set(step, "pgp_num_actual", step.pgp_num)] + \
-        mon_commands(items)
+        mon_commands(pins(snap, step, from_pgp))
+
+
+def pins_shown(snap: Snapshot, pool: Pool, step: Step, from_pgp: int) -> bool:
+    """A pinned step is in the cluster only when its pgp_num (target and actual) and every
+    one of its pins are: a failover between the pgp_num change and the pins must resend
+    the pins, or those PGs move outside the budget."""
+    if not targets_shown(pool, step) or pool.pgp_num != step.pgp_num:
+        return False
+    want = {k: [list(p) for p in v] for k, v in pins(snap, step, from_pgp).items()}
+    return not unkept(want, snap.pg_upmap_items)
 
 
 class Executor:
-    """One plan at a time. `state` is what the mgr store keeps (JSON-able)."""
+    """One plan at a time. `state` is what the plan store keeps (JSON-able)."""
 
     def __init__(self, state: Optional[Dict[str, Any]], history: List[Dict[str, Any]],
                  save: Callable[[Optional[Dict[str, Any]], List[Dict[str, Any]]], None]) -> None:
@@ -174,31 +208,40 @@ class Executor:
 
     @property
     def active(self) -> bool:
+        """Running or paused: steps are still to be taken."""
         return self.state is not None and self.state["status"] in ("running", "paused")
 
-    def start(self, steps: List[Step], start: Dict[str, int], source: str,
-              now: float) -> Dict[str, Any]:
-        """Run `steps`; `start` is each pool's pg_num before them."""
-        if self.active:
+    @property
+    def open(self) -> bool:
+        """Active, or stopped by a change it must not act on: it waits for the operator."""
+        return self.state is not None and self.state["status"] in ("running", "paused", "stopped")
+
+    def start(self, steps: List[Step], pools: Sequence[Pool], source: str, now: float) -> Dict[str, Any]:
+        """Run `steps` on `pools` (as they are now: the plan is bound to their ids and targets)."""
+        if self.open:
             raise AdvisorError.busy(f"plan {self.state['id']} is {self.state['status']}: "   # type: ignore
                                     f"abort it or let it finish first")
         if not steps:
             raise AdvisorError.invalid("nothing to apply: no step is needed")
+        if {s.pool_id for s in steps} - {p.id for p in pools}:
+            raise AdvisorError.invalid("a step names a pool the plan is not for")
         self.state = {"id": uuid.uuid4().hex[:8], "source": source, "created": now,
                       "steps": [s.to_json() for s in steps], "next": 0, "phase": "idle",
-                      # pool -> (pg_num before, pg_num at the end)
-                      "pools": {p: (start[p], [s.pg_num for s in steps if s.pool == p][-1])
-                                for p in start},
+                      "pools": {p.name: {"id": p.id, "start": p.pg_num,
+                                         "goal": [s.pg_num for s in steps if s.pool_id == p.id][-1],
+                                         # the targets the plan last set (or found)
+                                         "expect": [p.pg_num_target, p.pgp_num_target]}
+                                for p in pools},
                       "status": "running", "issued_at": None, "last_step_at": None,
-                      "attempts": 0, "retry_at": None, "last_error": None, "blockers": [],
-                      "waiting": None}
+                      "attempts": 0, "retry_at": None, "last_error": None, "stopped_why": None,
+                      "rounds": 0, "round": None, "blockers": [], "waiting": None}
         self._log(now, "start", f"{len(steps)} steps: " + "; ".join(
-            f"{p} pg_num {a} -> {b}" for p, (a, b) in sorted(self.state["pools"].items())))
+            f"{n} pg_num {p['start']} -> {p['goal']}" for n, p in sorted(self.state["pools"].items())))
         self.save()
         return self.state
 
     def pause(self, now: float) -> None:
-        st = self._need_active()
+        st = self._need("running", "paused")
         if st["status"] == "paused":
             raise AdvisorError.invalid(f"plan {st['id']} is already paused")
         st["status"] = "paused"
@@ -206,7 +249,7 @@ class Executor:
         self.save()
 
     def resume(self, now: float) -> None:
-        st = self._need_active()
+        st = self._need("running", "paused")
         if st["status"] != "paused":
             raise AdvisorError.invalid(f"plan {st['id']} is not paused")
         st["status"] = "running"
@@ -216,29 +259,66 @@ class Executor:
     def abort(self, snap: Snapshot, send: Send, now: float) -> str:
         """Stop, leaving each pool with equal pg_num and pgp_num targets: the PGs that
         exist are placed when growing, the PGs already moved together are merged when
-        shrinking (Ceph completes that at its own pace); no further step is taken."""
-        st = self._need_active()
+        shrinking (Ceph completes that at its own pace); no further step is taken. A pool
+        that is gone, renamed, recreated or retargeted by someone else is left alone."""
+        st = self._need("running", "paused", "stopped")
         notes: List[str] = []
-        for name, (start_pg, goal) in sorted(st["pools"].items()):
-            try:
-                pool = snap.pool_by_name(name)
-            except AdvisorError:
-                notes.append(f"{name}: gone")
+        for name, p in sorted(st["pools"].items()):
+            why = self._changed(st, snap, name, p)
+            if why:
+                notes.append(f"{name}: left alone ({why})")
                 continue
-            want = pool.pg_num if goal >= start_pg else pool.pgp_num
+            pool = snap.pool_by_name(name)
+            want = pool.pg_num if p["goal"] >= p["start"] else pool.pgp_num
             for var, cur in (("pg_num", pool.pg_num_target), ("pgp_num", pool.pgp_num_target)):
                 if cur != want:
                     rc, err = send({"prefix": "osd pool set", "pool": name, "var": var, "val": str(want)})
                     if rc != 0:
                         notes.append(f"{name}: setting {var} {want} failed: {err.strip()}")
-            notes.append(f"{name}: left at pg_num {want} and pgp_num {want}; {abs(goal - want)} PGs "
-                         f"short of the plan's {goal}")
+            notes.append(f"{name}: left at pg_num {want} and pgp_num {want}; {abs(p['goal'] - want)} "
+                         f"PGs short of the plan's {p['goal']}")
         st["status"] = "aborted"
         st["blockers"], st["waiting"] = [], None     # nothing waits any more
         summary = "; ".join(notes)
         self._log(now, "abort", summary)
         self.save()
         return summary
+
+    # -- is the plan still about the pools it was made for? -------------------------------------
+
+    def _changed(self, st: Dict[str, Any], snap: Snapshot, name: str, p: Dict[str, Any]) -> Optional[str]:
+        """What happened to a plan's pool that the plan must not act on, or None."""
+        by_id = {q.id: q for q in snap.pools}
+        pool = by_id.get(p["id"])
+        if pool is None:
+            other = next((q for q in snap.pools if q.name == name), None)
+            return (f"pool {name} (id {p['id']}) was deleted" +
+                    (f"; a new pool {name} has id {other.id}" if other else ""))
+        if pool.name != name:
+            return f"pool {name} (id {p['id']}) was renamed to {pool.name}"
+        have = (pool.pg_num_target, pool.pgp_num_target)
+        if have not in self._expected(st, p):
+            exp = p["expect"]
+            return (f"pool {name}: pg_num/pgp_num targets were changed outside the plan to "
+                    f"{have[0]}/{have[1]} (the plan left them at {exp[0]}/{exp[1]})")
+        return None
+
+    @staticmethod
+    def _expected(st: Dict[str, Any], p: Dict[str, Any]) -> List[Tuple[int, int]]:
+        """Targets the pool may show: the plan's last, and while the plan's current step
+        is being set on it, that step's and the states between its commands."""
+        out = [tuple(p["expect"])]
+        if st["next"] < len(st["steps"]):
+            step = Step.from_json(st["steps"][st["next"]])
+            if step.pool_id == p["id"] and step.kind != "balance":
+                out += [(step.pg_num, step.pgp_num), (step.pg_num, step.pg_num),
+                        (step.pg_num, p["expect"][1])]
+        return out    # type: ignore[return-value]
+
+    def _stop(self, st: Dict[str, Any], why: str, now: float) -> None:
+        st["status"], st["stopped_why"] = "stopped", why[:REASON_MAX]
+        st["blockers"], st["waiting"] = [], None
+        self._log(now, "stop", f"{why}; no command is sent to it; `abort` ends the plan")
 
     # -- the tick -------------------------------------------------------------------------------
 
@@ -249,17 +329,18 @@ class Executor:
         st = self.state
         if st is None or st["status"] != "running":
             return
+        for name, p in sorted(st["pools"].items()):
+            why = self._changed(st, snap, name, p)
+            if why:
+                self._stop(st, why, now)
+                self.save()
+                return
         while st["next"] < len(st["steps"]):
             step = Step.from_json(st["steps"][st["next"]])
-            try:
-                pool = snap.pool_by_name(step.pool)
-            except AdvisorError:
-                st["status"] = "failed"
-                st["last_error"] = f"pool {step.pool} no longer exists"
-                self._log(now, "fail", st["last_error"])
-                break
-            if st["phase"] == "issuing" and step_shown(pool, step):
+            pool = snap.pool_by_name(step.pool)       # checked above: the plan's own pool
+            if st["phase"] == "issuing" and self._shown(st, snap, pool, step):
                 st["phase"] = "issued"       # sent before a failover: do not send it again
+                self._issued(st, step, now)
                 self._log(now, "recovered", f"step {st['next'] + 1} was already sent")
             if st["phase"] == "issued":
                 if not step_done(pool, step):
@@ -270,6 +351,9 @@ class Executor:
                 st.update(next=st["next"] + 1, phase="idle", last_step_at=now, attempts=0,
                           retry_at=None, last_error=None)
                 continue
+            if step.kind == "balance" and st["round"] is not None:
+                if not self._round_checked(st, snap, now):
+                    break
             if not self._may_issue(st, snap, pool, step, pacing, now):
                 break
             if step.kind == "balance":
@@ -284,6 +368,15 @@ class Executor:
             self._log(now, "finish", f"all {len(st['steps'])} steps done")
         self.save()
 
+    def _from_pgp(self, st: Dict[str, Any], step: Step) -> int:
+        """The pool's pgp_num before this step: the plan's last target for it."""
+        return int(st["pools"][step.pool]["expect"][1])
+
+    def _shown(self, st: Dict[str, Any], snap: Snapshot, pool: Pool, step: Step) -> bool:
+        if step.pin:
+            return pins_shown(snap, pool, step, self._from_pgp(st, step))
+        return targets_shown(pool, step)
+
     def _may_issue(self, st: Dict[str, Any], snap: Snapshot, pool: Pool, step: Step,
                    pacing: Pacing, now: float) -> bool:
         st["blockers"] = blockers(snap, pool, pacing, now, step.pin or step.kind == "balance")
@@ -292,9 +385,9 @@ class Executor:
             return False
         waits = []
         if st["retry_at"] is not None and now < st["retry_at"]:
-            waits.append(f"retrying in {st['retry_at'] - now:.0f} s after: {st['last_error']}")
+            waits.append(f"retrying after {_clock(st['retry_at'])}: {st['last_error']}")
         if st["last_step_at"] is not None and now - st["last_step_at"] < pacing.interval:
-            waits.append(f"{pacing.interval - (now - st['last_step_at']):.0f} s to the next step")
+            waits.append(f"next step after {_clock(st['last_step_at'] + pacing.interval)}")
         ratio = misplaced_ratio(snap)
         if ratio > 0 and ratio + step.misplaced > pacing.budget:
             waits.append(f"misplaced {100 * ratio:.2f}% + this step's {100 * step.misplaced:.2f}% "
@@ -307,47 +400,78 @@ class Executor:
         st["waiting"] = "; ".join(waits) or None
         return not waits
 
+    def _failed(self, st: Dict[str, Any], error: str, now: float) -> None:
+        """A command failed: try again later, longer each time, and say so."""
+        st["attempts"] += 1
+        st["last_error"] = error[:REASON_MAX]
+        st["retry_at"] = now + min(RETRY_MAX_DELAY, 5.0 * 2 ** (st["attempts"] - 1))
+        self._log(now, "retry", f"step {st['next'] + 1} attempt {st['attempts']} failed: {error}")
+
     def _balance_round(self, st: Dict[str, Any], snap: Snapshot, step: Step, pacing: Pacing,
                        send: Send, now: float) -> bool:
-        """One balance round on the pool: True if it set items (more rounds follow), False
-        when the pool needs none (the step is done)."""
-        st["rounds"] = st.get("rounds", 0) + 1
+        """One balance round on the pool: True if it set items or waits for the budget
+        (more rounds follow), False when the pool is as even as the balancer can make it
+        (the step is done)."""
         r = balance_report(snap, [step.pool], max(1, step.pgs_moving or 16), pacing.balance_mode,
                            object_budget=misplaced_budget(snap, pacing.budget))
-        if not r["items"] or st["rounds"] > BALANCE_ROUNDS_MAX:
+        if not r["items"] and r["budget_stopped"]:
+            st["waiting"] = "the misplaced budget holds the next balance round back"
+            return True
+        if not r["items"] or st["rounds"] >= BALANCE_ROUNDS_MAX:
             self._log(now, "done", f"step {st['next'] + 1}/{len(st['steps'])}: {step.describe()} "
-                                   f"({st['rounds'] - 1} rounds)")
-            st.update(next=st["next"] + 1, phase="idle", last_step_at=now, rounds=0)
+                                   f"({st['rounds']} rounds)")
+            st.update(next=st["next"] + 1, phase="idle", last_step_at=now, rounds=0, attempts=0,
+                      retry_at=None, last_error=None)
             return False
-        cmds = mon_commands({k: [(a, b) for a, b in v] for k, v in r["items"].items()})
-        failed = [err for rc, err in (send(c) for c in cmds) if rc != 0]
+        st["rounds"] += 1
+        items = {k: [list(p) for p in v] for k, v in r["items"].items()}
+        cmds = mon_commands({k: [(a, b) for a, b in v] for k, v in items.items()})
+        failed = [f"{c['pgid']}: {err.strip() or f'error {rc}'}"
+                  for c, (rc, err) in zip(cmds, (send(c) for c in cmds)) if rc != 0]
         st["last_step_at"] = now
-        self._log(now, "round", f"step {st['next'] + 1}: {len(r['items'])} PGs, {r['moves']} moves"
+        st["round"] = {"epoch": snap.epoch, "items": {k: v for k, v in items.items()
+                                                      if not any(f.startswith(k + ":") for f in failed)}}
+        self._log(now, "round", f"step {st['next'] + 1}: {len(items)} PGs, {r['moves']} moves"
                                 + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
+        if failed:
+            self._failed(st, f"{len(failed)} of {len(items)} items refused, e.g. {failed[0]}", now)
+        return True
+
+    def _round_checked(self, st: Dict[str, Any], snap: Snapshot, now: float) -> bool:
+        """Did the mon keep the last round's items? False while its map may not show them."""
+        rnd = st["round"]
+        if snap.epoch <= rnd["epoch"] and now - (st["last_step_at"] or now) < ROUND_CHECK_WAIT:
+            st["waiting"] = "waiting for the map with the last round's items"
+            return False
+        st["round"] = None
+        lost = unkept(rnd["items"], snap.pg_upmap_items)
+        if lost:
+            self._failed(st, f"the mon did not keep the items of {len(lost)} PGs, e.g. {lost[0]}", now)
         return True
 
     def _issue(self, st: Dict[str, Any], snap: Snapshot, step: Step, burst: Burst, now: float) -> None:
         st["phase"] = "issuing"
         self.save()                      # a failover from here resends only if not shown
-        cmds = pin_commands(snap, step) if step.pin else commands(step)
+        cmds = pin_commands(snap, step, self._from_pgp(st, step)) if step.pin else commands(step)
         unpinned = []
         for cmd, (rc, err) in zip(cmds, burst(cmds)):
             if rc != 0 and "pgid" in cmd:     # a pin that did not take: that PG just moves
                 unpinned.append(f"{cmd['pgid']}: {err.strip()}")
             elif rc != 0:
-                st["attempts"] += 1
-                st["last_error"] = f"{cmd['var']} {cmd['val']}: {err.strip() or f'error {rc}'}"
-                st["retry_at"] = now + min(RETRY_MAX_DELAY, 5.0 * 2 ** (st["attempts"] - 1))
                 st["phase"] = "idle"
-                self._log(now, "retry", f"step {st['next'] + 1} attempt {st['attempts']} failed: "
-                                        f"{st['last_error']}")
+                self._failed(st, f"{cmd['var']} {cmd['val']}: {err.strip() or f'error {rc}'}", now)
                 return
         if unpinned:
             self._log(now, "unpinned", f"{len(unpinned)} pins refused, e.g. {unpinned[0]}")
         st["phase"] = "issued"
+        self._issued(st, step, now)
+        self._log(now, "issue", f"step {st['next'] + 1}/{len(st['steps'])}: {step.describe()}")
+
+    @staticmethod
+    def _issued(st: Dict[str, Any], step: Step, now: float) -> None:
         st["issued_at"] = now
         st["waiting"] = None
-        self._log(now, "issue", f"step {st['next'] + 1}/{len(st['steps'])}: {step.describe()}")
+        st["pools"][step.pool]["expect"] = [step.pg_num, step.pgp_num]
 
     # -- reporting ------------------------------------------------------------------------------
 
@@ -362,8 +486,8 @@ class Executor:
         what = ("balancing " + ", ".join(pools) if all(s["kind"] == "balance" for s in steps)
                 else f"{', '.join(pools)} to pg_num {last['pg_num']}")
         line = f"pg_advisor: {what} (step {min(st['next'] + 1, len(steps))}/{len(steps)})"
-        if st["status"] == "paused":
-            line += ", paused"
+        if st["status"] in ("paused", "stopped"):
+            line += f", {st['status']}"
         return st["next"] / len(steps), line
 
     def report(self) -> Dict[str, Any]:
@@ -378,15 +502,20 @@ class Executor:
 
     # -- persistence ----------------------------------------------------------------------------
 
-    def _need_active(self) -> Dict[str, Any]:
-        if self.state is None or not self.active:
-            raise AdvisorError.not_found("no plan is running or paused")
+    def _need(self, *statuses: str) -> Dict[str, Any]:
+        if self.state is None or self.state["status"] not in statuses:
+            raise AdvisorError.not_found(f"no plan is {' or '.join(statuses)}")
         return self.state
 
     def _log(self, now: float, event: str, detail: str) -> None:
         plan = self.state["id"] if self.state else None
-        self.history.append({"time": now, "plan": plan, "event": event, "detail": detail})
+        self.history.append({"time": now, "plan": plan, "event": event, "detail": detail[:DETAIL_MAX]})
         del self.history[:-HISTORY_MAX]
 
     def save(self) -> None:
         self._save(self.state, self.history)
+
+
+def _clock(t: float) -> str:
+    """A moment as local HH:MM:SS: a waiting line that does not change every poll."""
+    return datetime.datetime.fromtimestamp(t).strftime("%H:%M:%S")

@@ -2,7 +2,8 @@
 
 A replacement keeps the ancestors the rule's earlier choose steps fixed, lands in a
 failure-domain bucket no other replica of the PG uses, stays under the rule's root and
-class, is up, in and of non-zero weight, and is not already in the PG.
+class, is up, in and of non-zero weight, and is not already in the PG. An OSD with no
+ancestor of a type the rule chooses is never one: CRUSH cannot reach it.
 """
 from dataclasses import dataclass
 from typing import Dict, Tuple
@@ -13,10 +14,16 @@ from .errors import AdvisorError
 from .snapshot import Pool, Snapshot
 
 
+# OSDs without an ancestor of some type get NO_ANCESTOR - osd there: unique per OSD (so
+# two such OSDs never look like one bucket) and below any bucket id (CRUSH ids are int32)
+NO_ANCESTOR = -(1 << 40)
+
+
 def ancestors(snap: Snapshot) -> Dict[int, np.ndarray]:
     """type id -> vector over OSDs of their ancestor bucket of that type (real tree).
 
-    OSDs without such an ancestor get a unique negative sentinel below any bucket id.
+    OSDs without such an ancestor get a unique sentinel at or below NO_ANCESTOR
+    (has_ancestor() tells them apart): no rule choosing that type can reach them.
     """
     parent: Dict[int, int] = {}
     for b in snap.buckets.values():
@@ -24,16 +31,21 @@ def ancestors(snap: Snapshot) -> Dict[int, np.ndarray]:
             for child in b.items.tolist():
                 parent.setdefault(child, b.id)
     n = snap.osds.count
-    floor_id = min(list(snap.buckets) + [0]) - 1
     out: Dict[int, np.ndarray] = {0: np.arange(n, dtype=np.int64)}
     for t in set(snap.crush_types.values()) - {0}:
-        out[t] = floor_id - np.arange(n, dtype=np.int64)
+        out[t] = NO_ANCESTOR - np.arange(n, dtype=np.int64)
     for osd in range(n):
         node = parent.get(osd)
         while node is not None:
-            out.setdefault(snap.buckets[node].type_id, floor_id - np.arange(n))[osd] = node
+            out.setdefault(snap.buckets[node].type_id,
+                           NO_ANCESTOR - np.arange(n, dtype=np.int64))[osd] = node
             node = parent.get(node)
     return out
+
+
+def has_ancestor(a: np.ndarray) -> np.ndarray:
+    """Which entries of an ancestors() vector are real buckets (or, for type 0, OSDs)."""
+    return a > NO_ANCESTOR
 
 
 @dataclass(frozen=True)
@@ -64,12 +76,17 @@ def replaceable(anc: Dict[int, np.ndarray], shape: RuleShape, allowed: np.ndarra
     also CRUSH's own set, or Ceph skips the item); `allowed` is over all OSDs.
     """
     n = allowed.shape[0]
-    ok = np.broadcast_to(allowed[cols], (srcs.size, cols.size)).copy()
+    dom = anc[shape.domain]
+    # an OSD with no bucket of a type the rule chooses is out of the rule's reach (CRUSH
+    # rejects a device where such a bucket was due), whatever `allowed` says
+    reach = has_ancestor(dom[cols])
+    for t in shape.fixed:
+        reach &= has_ancestor(anc[t][cols])
+    ok = np.broadcast_to(allowed[cols] & reach, (srcs.size, cols.size)).copy()
     ok &= ~(cols[None, :, None] == held[:, None, :]).any(axis=2)
     for t in shape.fixed:                    # keep the upper levels the rule chose
         a = anc[t]
         ok &= a[cols][None, :] == a[srcs][:, None]
-    dom = anc[shape.domain]
     # failure-domain buckets of the PG's other replicas (a large sentinel for holes)
     others = np.where((up != srcs[:, None]) & (up >= 0) & (up < n), dom[np.clip(up, 0, n - 1)],
                       np.iinfo(np.int64).max)

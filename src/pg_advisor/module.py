@@ -2,6 +2,7 @@
 
 Every decision lives in the layers it calls; this file only knows the mgr's API.
 """
+import copy
 import errno
 import json
 import threading
@@ -12,7 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from mgr_module import MgrModule, Option
 
 from . import options, snapshot
-from .balance_report import balance_report, eval_report, misplaced_budget, mon_commands
+from .balance_report import balance_report, eval_report, misplaced_budget, mon_commands, unkept
 from .balance_text import balance_text, eval_text
 from .driver import Driver
 from .errors import AdvisorError
@@ -97,8 +98,8 @@ class Module(MgrModule):
     ]
     MODULE_OPTIONS = [Option(**o) for o in options.mgr_options()]
     # the cluster settings the sizing model reads, as the mgr sees them
-    NATIVE_OPTIONS = ["mon_max_pg_per_osd", "mon_target_pg_per_osd", "osd_memory_target",
-                      "osd_min_pg_log_entries", "osd_max_pg_log_entries",
+    NATIVE_OPTIONS = ["mon_max_pg_per_osd", "mon_max_pool_pg_num", "mon_target_pg_per_osd",
+                      "osd_memory_target", "osd_min_pg_log_entries", "osd_max_pg_log_entries",
                       "osd_target_pg_log_entries_per_osd", "osd_pg_log_dups_tracked"]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -122,8 +123,13 @@ class Module(MgrModule):
         }
         self._driver: Optional[Driver] = None
         self._sizing_checks: Dict[str, Any] = {}
-        self._server = Server(lambda: self.status(), lambda: self.driver.executor.report(),
-                              lambda: {"history": self.driver.executor.history})
+        self._option_errors: List[str] = []
+        # what the panel serves: computed in the serve loop, once per refresh, never per
+        # request (a scrape or a page must not cost a CRUSH and sizing run each)
+        self._served: Dict[str, Any] = {"status": None, "at": 0.0, "progress": {"plan": None},
+                                        "history": {"history": []}}
+        self._server = Server(self._served_status, lambda: self._served["progress"],
+                              lambda: self._served["history"])
         self._closed_events: set = set()
         self._panel_at: Optional[Tuple[str, int]] = None
 
@@ -150,7 +156,22 @@ class Module(MgrModule):
         return status
 
     def current_options(self) -> options.Options:
-        return options.make({s.name: self.get_module_option(s.name) for s in options.SPECS})
+        """The module's options; one the mon let through that we cannot use (it passes
+        'nan' for a float) falls back to its default and is reported, so that one bad
+        value does not stop every command and the background."""
+        good: Dict[str, Any] = {}
+        bad: List[str] = []
+        for spec in options.SPECS:
+            raw = self.get_module_option(spec.name)
+            if raw is None:
+                continue
+            try:
+                options.coerce(spec.name, raw)
+                good[spec.name] = raw
+            except AdvisorError as e:
+                bad.append(f"{e.message}; using the default {spec.default}")
+        self._option_errors = bad
+        return options.make(good)
 
     def balanced(self, opts: options.Options) -> bool:
         """Size against the balanced ideal when told to, or when the upmap balancer runs."""
@@ -161,6 +182,12 @@ class Module(MgrModule):
     def status(self, pool: Optional[str] = None) -> Dict[str, Any]:
         opts = self.current_options()
         return status_report(self.take_snapshot(), pool, opts, self.balanced(opts))
+
+    def _served_status(self) -> Dict[str, Any]:
+        doc = self._served["status"]
+        if doc is None:
+            raise AdvisorError(-errno.EAGAIN, "the status is not computed yet")
+        return dict(doc)
 
     # -- commands ------------------------------------------------------------------------------
 
@@ -194,6 +221,9 @@ class Module(MgrModule):
         opts = self.current_options()
         max_items = cmd.get("max_items")
         max_items = int(max_items) if max_items is not None else int(opts.balance_max_items)
+        most = int(options.BY_NAME["balance_max_items"].max or 0)
+        if not 1 <= max_items <= most:     # as the option itself: one round stays small
+            raise AdvisorError.invalid(f"--max-items must be between 1 and {most}, not {max_items}")
         snap = self.take_snapshot()
         pools = [cmd["pool"]] if cmd.get("pool") else None
         report = balance_report(snap, pools, max_items, cmd.get("mode") or opts.balance_mode,
@@ -202,6 +232,7 @@ class Module(MgrModule):
         dry = bool(cmd.get("dry_run"))
         report["dry_run"] = dry
         if not dry:
+            self.driver.check_idle("balancing")
             why = self._refuse_to_balance(snap)
             if why:
                 raise AdvisorError(-errno.EBUSY, f"not balancing: {why}")
@@ -215,12 +246,11 @@ class Module(MgrModule):
             code, _, err = self.mon_command(dict(c, format="json"))
             if code != 0:
                 failed.append(f"{c['pgid']}: {err.strip()}")
-        kept = {u["pgid"]: [[m["from"], m["to"]] for m in u["mappings"]]
+        kept = {u["pgid"]: [(m["from"], m["to"]) for m in u["mappings"]]
                 for u in self.get("osd_map").get("pg_upmap_items", [])}
-        for pgid, pairs in items.items():
-            if kept.get(pgid, []) != [list(p) for p in pairs] and not any(
-                    f.startswith(pgid + ":") for f in failed):
-                failed.append(f"{pgid}: the mon did not keep the items")
+        refused = {f.split(":")[0] for f in failed}
+        failed += [f"{pgid}: the mon did not keep the items"
+                   for pgid in unkept({k: v for k, v in items.items() if k not in refused}, kept)]
         return len(items) - len(failed), failed
 
     def _cmd_map(self, cmd: Dict[str, Any]) -> str:
@@ -243,7 +273,7 @@ class Module(MgrModule):
     @property
     def driver(self) -> Driver:
         if self._driver is None:    # the store is readable only once the module runs
-            self._driver = Driver(self.get_store, self.set_store)
+            self._driver = Driver(self.get_store, self.set_store, time.time())
         return self._driver
 
     def cluster_ratio(self) -> float:
@@ -288,6 +318,7 @@ class Module(MgrModule):
     def _cmd_pause(self, cmd: Dict[str, Any]) -> str:
         with self.driver.lock:
             self.driver.executor.pause(time.time())
+        self._wake.set()
         return self._cmd_progress(cmd)
 
     def _cmd_resume(self, cmd: Dict[str, Any]) -> str:
@@ -298,18 +329,29 @@ class Module(MgrModule):
 
     def _cmd_abort(self, cmd: Dict[str, Any]) -> str:
         fmt = check_format(cmd.get("format"))
-        with self.driver.lock:
-            summary = self.driver.executor.abort(self.take_snapshot(), self.send, time.time())
+        summary = self.driver.abort(self.take_snapshot(), self.send, time.time())
         self._report_progress()
+        self._serve_plan()
+        self._wake.set()          # health follows at once
         return render({"aborted": True, "summary": summary}, fmt, lambda r: f"aborted: {r['summary']}")
 
     def _cmd_progress(self, cmd: Dict[str, Any]) -> str:
         fmt = check_format(cmd.get("format"))
-        return render(self.driver.executor.report(), fmt, progress_text)
+        with self.driver.lock:
+            report = self.driver.executor.report()
+            return render(report, fmt, progress_text)
 
     def _cmd_history(self, cmd: Dict[str, Any]) -> str:
         fmt = check_format(cmd.get("format"))
-        return render({"history": self.driver.executor.history}, fmt, history_text)
+        with self.driver.lock:
+            return render({"history": list(self.driver.executor.history)}, fmt, history_text)
+
+    def _serve_plan(self) -> None:
+        """Copies of the plan and its history for the panel's thread (the serve loop and
+        commands change the originals)."""
+        with self.driver.lock:
+            self._served["progress"] = copy.deepcopy(self.driver.executor.report())
+            self._served["history"] = {"history": list(self.driver.executor.history)}
 
     def _report_progress(self) -> None:
         """The plan as an event in `ceph -s`: updated while it runs, closed once."""
@@ -344,14 +386,27 @@ class Module(MgrModule):
 
     # -- lifecycle -----------------------------------------------------------------------------
 
+    def _interval(self, name: str, default: float) -> float:
+        return float(self.get_module_option(name) or default)
+
+    def refresh_status(self) -> None:
+        """The status the panel and /metrics serve (and the sizing checks read): the costly
+        part, computed here once per refresh."""
+        try:
+            doc = self.status()
+        except AdvisorError as e:
+            self.log.warning("pg_advisor: status not computed: %s", e.message)
+            return
+        self._served.update(status=doc, at=time.time())
+
     def refresh_health(self) -> None:
-        """Evaluate the sizing model (the costly part), then publish all health checks."""
+        """Evaluate the sizing model (from a fresh status), then publish all health checks."""
         self._sizing_checks = {}
         if self.get_module_option("mode") != "off":
-            try:
-                self._sizing_checks = health_checks(self.status())
-            except AdvisorError as e:
-                self.log.warning("pg_advisor: health not evaluated: %s", e.message)
+            if time.time() - self._served["at"] > self._interval("refresh_interval", 10):
+                self.refresh_status()
+            if self._served["status"] is not None:
+                self._sizing_checks = health_checks(self._served["status"])
         self.publish_health()
 
     def publish_health(self) -> None:
@@ -359,7 +414,13 @@ class Module(MgrModule):
         if self.get_module_option("mode") == "off":
             self.set_health_checks({})
             return
-        self.set_health_checks({**self._sizing_checks, **self.driver.health()})
+        checks = {**self._sizing_checks, **self.driver.health()}
+        if self._option_errors:
+            checks["PG_ADVISOR_OPTION_INVALID"] = {
+                "severity": "warning", "count": len(self._option_errors), "detail": self._option_errors,
+                "summary": f"pg_advisor ignores {len(self._option_errors)} option value(s): "
+                           f"{self._option_errors[0]}"}
+        self.set_health_checks(checks)
 
     def run_plan(self) -> None:
         """One tick of the executor (and, in auto mode, a new plan when one is due)."""
@@ -404,21 +465,25 @@ class Module(MgrModule):
             self._server.stop()    # module disabled or mgr failing over: release the port
 
     def _loop(self) -> None:
-        next_sizing = 0.0
+        next_sizing = next_status = 0.0
         while not self._stopping:
             self._guard(self.keep_panel)
             self._guard(self.run_plan)
+            self._guard(self._serve_plan)
+            if self._server.running and time.time() >= next_status:
+                self._guard(self.refresh_status)      # for the panel, while it serves
+                next_status = time.time() + self._interval("refresh_interval", 10)
             if time.time() >= next_sizing:
                 self._guard(self.refresh_health)
-                next_sizing = time.time() + float(self.get_module_option("sleep_interval") or 60)
+                next_sizing = time.time() + self._interval("sleep_interval", 60)
             else:
                 self._guard(self.publish_health)
-            wait = next_sizing - time.time()
+            wait = (min(next_sizing, next_status) if self._server.running else next_sizing) - time.time()
             if self.driver.executor.active:
-                wait = min(wait, float(self.get_module_option("poll_interval") or 2))
+                wait = min(wait, self._interval("poll_interval", 2))
             if self._wake.wait(max(wait, 0.1)):
                 self._wake.clear()
-                next_sizing = 0.0     # options changed or a command asked: evaluate now
+                next_sizing = next_status = 0.0   # options changed or a command asked: now
 
     def shutdown(self) -> None:
         self._stopping = True

@@ -2,6 +2,7 @@
 
 Set live with `ceph config set mgr mgr/pg_advisor/NAME VALUE`; offline with --NAME.
 """
+import math
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
@@ -53,6 +54,8 @@ SPECS: Tuple[Spec, ...] = (
          "size against the balanced ideal (yes), CRUSH as it falls (no), or yes when the "
          "upmap balancer is active (auto)", choices=("auto", "yes", "no")),
     Spec("sleep_interval", "int", 60, "seconds between health evaluations", 1, 86400),
+    Spec("refresh_interval", "int", 10,
+         "seconds between two computations of the status the panel and /metrics serve", 1, 3600),
     Spec("server_addr", "str", "127.0.0.1", "address the panel's HTTP server listens on"),
     Spec("server_port", "int", 9285, "port of the panel's HTTP server", 1, 65535),
     Spec("mode", "str", "advise",
@@ -97,6 +100,8 @@ def coerce(name: str, raw: Any) -> Value:
             v: Value = int(raw)
         elif spec.type == "float":
             v = float(raw)
+            if not math.isfinite(v):    # nan passes every min/max comparison below
+                raise AdvisorError.invalid(f"option {name}: {raw!r} is not a finite number")
         elif spec.type == "bool":
             v = raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes", "on")
         else:

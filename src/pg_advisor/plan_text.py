@@ -1,7 +1,7 @@
 """Plain-text rendering of the plan report."""
 from typing import Any, Dict, List
 
-from .render import human_bytes, table
+from .render import human_bytes, printable, table
 
 
 def plan_text(r: Dict[str, Any]) -> str:
@@ -19,6 +19,7 @@ def plan_text(r: Dict[str, Any]) -> str:
             [[i + 1, s["pool"], f"{s['pg_num'][0]} -> {s['pg_num'][1]}", s["pgs_remapped"],
               s["shards_moved"], human_bytes(s["bytes_moved"]), s["pgs_per_osd_max_after"],
               human_bytes(s["pg_memory_max_after"])] for i, s in enumerate(r["steps"])]))
-        out.extend(f"  {i + 1}. {s['reason']}" for i, s in enumerate(r["steps"]))
-    out.extend(f"note: {n}" for n in r["notes"])
+        # free text that may carry names: escaped (table cells are, by cell())
+        out.extend(f"  {i + 1}. {printable(s['reason'])}" for i, s in enumerate(r["steps"]))
+    out.extend(f"note: {printable(n)}" for n in r["notes"])
     return "\n".join(out)

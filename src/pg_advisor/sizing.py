@@ -16,6 +16,7 @@ import numpy as np
 
 from .crush.placement import Placer
 from .distribution import pool_share, rule_weights, up_counts
+from .limits import max_pool_pg_num
 from .memory import MemoryModel
 from .options import Options
 from .snapshot import Pool, Snapshot
@@ -94,7 +95,9 @@ def _round_pow2(ideal: float) -> Tuple[int, Reason]:
                                     f"(nearer than {hi} by ratio)", {"ideal": ideal, "to": lo})
 
 
-def _bounds(pool: Pool, v: int, reasons: List[Reason], floor: int) -> int:
+def _bounds(pool: Pool, v: int, reasons: List[Reason], floor: int, ceiling: int) -> int:
+    """The pool's pg_num_min/pg_num_max and our floor, within the mon's ceiling (a stored
+    pg_num_min of 10^9 must not make us map 10^9 PGs)."""
     pmin, pmax = int(_opt_num(pool, "pg_num_min")), int(_opt_num(pool, "pg_num_max"))
     lo = max(floor, pmin)
     if v < lo:
@@ -104,6 +107,10 @@ def _bounds(pool: Pool, v: int, reasons: List[Reason], floor: int) -> int:
     if pmax and v > pmax:
         reasons.append(Reason("max", f"held at pg_num_max {pmax}", {"pg_num_max": pmax}))
         v = pmax
+    if v > ceiling:
+        reasons.append(Reason("max", f"held at mon_max_pool_pg_num {ceiling}",
+                              {"mon_max_pool_pg_num": ceiling}))
+        v = ceiling
     return v
 
 
@@ -209,7 +216,7 @@ class Sizer:
                      "ideal": ideal}))
             rounded, r = _round_pow2(ideal)
             reasons.append(r)
-            rec = _bounds(p, rounded, reasons, floor)
+            rec = _bounds(p, rounded, reasons, floor, max_pool_pg_num(snap))
             cur = p.pg_num_target
             if (rec != cur and cur > 0 and cur & (cur - 1) == 0 and p.id not in empty
                     and abs(math.log2(max(ideal, 1) / cur)) < 0.5 + o.hysteresis):
@@ -265,7 +272,7 @@ class Sizer:
         if "share" not in {r.code for r in s.reasons}:
             return
         ideal = s.ideal * alt_target / self.opts.target_pgs_per_osd
-        alt, _ = _round_pow2(ideal)
+        alt = min(_round_pow2(ideal)[0], max_pool_pg_num(self.snap))
         if alt <= s.recommended:
             return
         trial = dict(pg)

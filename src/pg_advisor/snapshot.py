@@ -6,8 +6,9 @@ Built from the same four documents whether they come from the mgr (`get('osd_map
 the mgr hands out exactly those shapes, so one loader serves both and the live and
 offline answers agree by construction. Nothing below this layer reads the mgr.
 """
+import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -21,6 +22,7 @@ POOL_TYPES = {1: "replicated", 3: "erasure"}
 # Cluster settings the layers above use, with Pacific's defaults for what a dump lacks.
 CONFIG_DEFAULTS: Mapping[str, int] = {
     "mon_max_pg_per_osd": 250,
+    "mon_max_pool_pg_num": 65536,
     "mon_target_pg_per_osd": 100,
     "osd_memory_target": 4 << 30,
     "osd_min_pg_log_entries": 250,
@@ -96,7 +98,8 @@ class Pool:
 
 @dataclass(frozen=True)
 class Osds:
-    """Per-OSD vectors indexed by OSD id (0 .. max_osd-1)."""
+    """Per-OSD vectors indexed by OSD id: 0 .. max_osd-1, and on to the highest device
+    CRUSH names when that is past max_osd (such a device never exists)."""
     exists: np.ndarray
     up: np.ndarray
     in_: np.ndarray
@@ -172,79 +175,281 @@ class Snapshot:
             raise AdvisorError.invalid(f"crush rule {rule_id} is not in the CRUSH map") from None
 
 
+# -- bounds ------------------------------------------------------------------------------------
+# What a dump may claim, checked before anything is sized by it: the loader also runs inside
+# the mgr, so a corrupt number must be refused at once, never allocated or looped over. Each
+# bound is far above what a real cluster reaches.
+MAX_OSD = 1 << 20           # OSD ids 0..MAX_OSD-1 (large clusters have ~10^4 OSDs)
+MAX_BUCKETS = 1 << 16       # bucket ids -1..-MAX_BUCKETS (CRUSH numbers them from -1 down)
+MAX_PG_NUM = 1 << 20        # pg_num of one pool (mon_max_pool_pg_num is 65536 by default)
+MAX_PG_REPLICAS = 1 << 22   # pg_num x size summed over the pools: what one CRUSH run holds
+MAX_POOL_SIZE = 255         # replicas or shards of a PG (pg_pool_t keeps size in a byte)
+MAX_TRIES = 1000            # CRUSH retries (choose_total_tries is 50 by default)
+MAX_ID = (1 << 31) - 1      # pool, rule and bucket type ids are 32-bit in Ceph
+MAX_INT64 = (1 << 63) - 1   # bytes, objects, log entries
+MAX_KB = 1 << 53            # OSD sizes in KiB: x 1024 stays within int64
+MAX_WEIGHT = 0xFFFFFFFF     # CRUSH weights are unsigned 16.16
+
+# The range of each setting in CONFIG_DEFAULTS (others: 0..CONFIG_MAX); pg counts and
+# memory are computed from them.
+CONFIG_BOUNDS: Mapping[str, Tuple[int, int]] = {
+    "mon_max_pg_per_osd": (1, 1 << 20),
+    "mon_max_pool_pg_num": (1, MAX_PG_NUM),
+    "mon_target_pg_per_osd": (1, 1 << 20),
+    "osd_memory_target": (1, 1 << 50),
+}
+CONFIG_MAX = 1 << 40
+
+# Rule steps: op -> (field of the first argument, field of the second). The loader checks
+# them and the compiled map reads them by this one table.
+STEP_ARGS: Mapping[str, Tuple[Optional[str], Optional[str]]] = {
+    "take": ("item", None),
+    "choose_firstn": ("num", "type"), "choose_indep": ("num", "type"),
+    "chooseleaf_firstn": ("num", "type"), "chooseleaf_indep": ("num", "type"),
+    "emit": (None, None), "noop": (None, None),
+    "set_choose_tries": ("num", None), "set_chooseleaf_tries": ("num", None),
+    "set_choose_local_tries": ("num", None), "set_choose_local_fallback_tries": ("num", None),
+    "set_chooseleaf_vary_r": ("num", None), "set_chooseleaf_stable": ("num", None),
+}
+
+# CRUSH tunables the mapper uses: (value when the dump lacks it (firefly and later), lo, hi).
+# Others (profile, has_v5_rules, ...) are kept as they come.
+TUNABLES: Mapping[str, Tuple[int, int, int]] = {
+    "choose_total_tries": (50, 0, MAX_TRIES),
+    "chooseleaf_descend_once": (1, 0, 1),
+    "chooseleaf_vary_r": (1, 0, 255),
+    "chooseleaf_stable": (1, 0, 1),
+    "choose_local_tries": (0, 0, MAX_TRIES),
+    "choose_local_fallback_tries": (0, 0, MAX_TRIES),
+}
+
+# Pool options sizing reads, and their ranges (Ceph: pg_autoscale_bias within 0..1000).
+POOL_OPTIONS: Mapping[str, Tuple[float, float]] = {
+    "pg_num_min": (0, MAX_PG_NUM), "pg_num_max": (0, MAX_PG_NUM),
+    "target_size_bytes": (0, MAX_INT64), "target_size_ratio": (0, 1e6),
+    "pg_autoscale_bias": (0, 1000),
+}
+
+
 # -- loading -----------------------------------------------------------------------------------
 
-def _get(doc: Json, key: str, what: str) -> Any:
-    if not isinstance(doc, Mapping) or key not in doc:
+Number = Union[int, float]
+
+
+def _show(v: Any) -> str:
+    """A value for a message, cut short (a dump may hold a 4000-digit number)."""
+    s = str(v) if isinstance(v, (int, float, str)) else type(v).__name__
+    return s if len(s) <= 24 else s[:20] + "..."
+
+
+def _number(v: Any, what: str) -> Number:
+    """A finite number; Ceph prints some numbers as strings ("16"), so those count too."""
+    if isinstance(v, str):
+        try:
+            v = int(v)
+        except ValueError:
+            try:
+                v = float(v)
+            except ValueError:
+                raise AdvisorError.invalid(f"{what} is not a number") from None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise AdvisorError.invalid(f"{what} is not a number")
+    if isinstance(v, float) and not math.isfinite(v):
+        # json reads NaN, Infinity and 1e999; nothing in a cluster map is infinite
+        raise AdvisorError.invalid(f"{what} is {v}, not a finite number")
+    return v
+
+
+def _within(v: Number, lo: Number, hi: Number, what: str) -> None:
+    if not lo <= v <= hi:
+        raise AdvisorError.invalid(f"{what} is {_show(v)}; it must be within {lo}..{hi}")
+
+
+def _as_int(v: Any, what: str, lo: int = -MAX_INT64 - 1, hi: int = MAX_INT64) -> int:
+    n = int(_number(v, what))
+    _within(n, lo, hi, what)
+    return n
+
+
+def _as_float(v: Any, what: str, lo: float, hi: float) -> float:
+    x = _number(v, what)
+    _within(x, lo, hi, what)    # before float(): a huge int would overflow it
+    return float(x)
+
+
+def _get(doc: Json, key: str, what: str, default: Any = None) -> Any:
+    """doc[key]; `default`, when given, stands in for a missing or null field."""
+    if not isinstance(doc, Mapping):
+        raise AdvisorError.invalid(f"{what}: not an object")
+    if default is not None and doc.get(key) is None:
+        return default
+    if key not in doc:
         raise AdvisorError.invalid(f"{what}: missing field '{key}'")
     return doc[key]
 
 
-def _int(doc: Json, key: str, what: str) -> int:
-    v = _get(doc, key, what)
-    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
-        raise AdvisorError.invalid(f"{what}: field '{key}' is not a number")
-    try:
-        return int(v)
-    except ValueError:
-        raise AdvisorError.invalid(f"{what}: field '{key}' is not a number") from None
+def _int(doc: Json, key: str, what: str, lo: int = -MAX_INT64 - 1, hi: int = MAX_INT64,
+         default: Optional[int] = None) -> int:
+    return _as_int(_get(doc, key, what, default), f"{what}: field '{key}'", lo, hi)
 
 
-def _list(doc: Json, key: str, what: str) -> Sequence[Any]:
-    v = _get(doc, key, what)
+def _float(doc: Json, key: str, what: str, lo: float, hi: float,
+           default: Optional[float] = None) -> float:
+    return _as_float(_get(doc, key, what, default), f"{what}: field '{key}'", lo, hi)
+
+
+def _str(doc: Json, key: str, what: str, default: Optional[str] = None) -> str:
+    v = _get(doc, key, what, default)
+    if not isinstance(v, str):
+        raise AdvisorError.invalid(f"{what}: field '{key}' is not a string")
+    return v
+
+
+def _list(doc: Json, key: str, what: str, default: Optional[list] = None) -> Sequence[Any]:
+    v = _get(doc, key, what, default)
     if not isinstance(v, list):
         raise AdvisorError.invalid(f"{what}: field '{key}' is not a list")
     return v
 
 
+def _map(doc: Json, key: str, what: str) -> Json:
+    """An optional object field ({} when missing or null)."""
+    v = _get(doc, key, what, {})
+    if not isinstance(v, Mapping):
+        raise AdvisorError.invalid(f"{what}: field '{key}' is not an object")
+    return v
+
+
+def _osd_ids(row: Any, what: str) -> List[int]:
+    """An up/acting/upmap set: at most MAX_POOL_SIZE OSD ids, -1 or CRUSH_ITEM_NONE for holes."""
+    if not isinstance(row, list):
+        raise AdvisorError.invalid(f"{what} is not a list")
+    if len(row) > MAX_POOL_SIZE:
+        raise AdvisorError.invalid(f"{what} has {len(row)} OSDs; a PG has at most {MAX_POOL_SIZE}")
+    if all(type(o) is int for o in row) and (not row or NO_OSD <= min(row) and max(row) <= CRUSH_ITEM_NONE):
+        return row      # the usual case, checked at C speed
+    return [_as_int(o, what, NO_OSD, CRUSH_ITEM_NONE) for o in row]
+
+
 def _load_buckets(crush: Json) -> Dict[int, Bucket]:
     out: Dict[int, Bucket] = {}
     for b in _list(crush, "buckets", "crush dump"):
-        what = f"crush dump: bucket {b.get('name', '?') if isinstance(b, Mapping) else '?'}"
-        items = _list(b, "items", what)
-        out[_int(b, "id", what)] = Bucket(
-            id=_int(b, "id", what),
-            name=str(_get(b, "name", what)),
-            type_name=str(_get(b, "type_name", what)),
-            type_id=_int(b, "type_id", what),
-            alg=str(b.get("alg", "straw2")),
-            hash=str(b.get("hash", "rjenkins1")),
-            items=_frozen(np.array([_int(i, "id", what) for i in items], dtype=np.int64)),
-            weights=_frozen(np.array([_int(i, "weight", what) for i in items],
-                                     dtype=np.float64) / WEIGHT_ONE),
-        )
+        what = f"crush dump: bucket {_str(b, 'name', 'crush dump: bucket')}"
+        bid = _int(b, "id", what, -MAX_BUCKETS, -1)
+        if bid in out:
+            raise AdvisorError.invalid(f"{what}: id {bid} is also bucket {out[bid].name}")
+        items = [(_int(i, "id", what + ": item", -MAX_BUCKETS, MAX_OSD - 1),
+                  _int(i, "weight", what + ": item", 0, MAX_WEIGHT))
+                 for i in _list(b, "items", what)]
+        out[bid] = Bucket(
+            id=bid, name=_str(b, "name", what), type_name=_str(b, "type_name", what),
+            type_id=_int(b, "type_id", what, 0, MAX_ID),
+            alg=_str(b, "alg", what, "straw2"), hash=_str(b, "hash", what, "rjenkins1"),
+            items=_frozen(np.array([i for i, _ in items], dtype=np.int64)),
+            weights=_frozen(np.array([w for _, w in items], dtype=np.float64) / WEIGHT_ONE))
+    _check_tree(out)
     return out
 
 
-def _load_rules(crush: Json) -> Dict[int, Rule]:
+def _check_tree(buckets: Mapping[int, Bucket]) -> None:
+    """Every bucket a bucket holds exists and none holds its own ancestor: every walk down
+    the tree (CRUSH, balancing, the host of an OSD) must end."""
+    kids = {bid: [c for c in b.items.tolist() if c < 0] for bid, b in buckets.items()}
+    for bid, cs in kids.items():
+        for c in cs:
+            if c not in buckets:
+                raise AdvisorError.invalid(f"crush dump: bucket {buckets[bid].name} holds bucket "
+                                           f"{c}, which is not in the map")
+    done: set = set()
+    for root in kids:
+        if root in done:
+            continue
+        path = {root}
+        stack = [(root, iter(kids[root]))]
+        while stack:        # depth first, without recursion: a map may be deep
+            node, it = stack[-1]
+            child = next(it, None)
+            if child is None:
+                stack.pop()
+                path.discard(node)
+                done.add(node)
+            elif child in path:
+                raise AdvisorError.invalid(
+                    f"crush dump: bucket {buckets[node].name} holds {buckets[child].name}, "
+                    f"which is itself or above it (a cycle)")
+            elif child not in done:
+                path.add(child)
+                stack.append((child, iter(kids[child])))
+
+
+def _load_types(crush: Json) -> Dict[str, int]:
+    return {_str(t, "name", "crush dump: type"): _int(t, "type_id", "crush dump: type", 0, MAX_ID)
+            for t in _list(crush, "types", "crush dump", [])}
+
+
+def _load_step(s: Json, rule: str, types: Mapping[str, int]) -> Dict[str, Any]:
+    """One rule step, its arguments checked and made ints (type: a known type name)."""
+    what = f"crush rule '{rule}': step"
+    op = _str(s, "op", what)
+    if op not in STEP_ARGS:
+        raise AdvisorError.invalid(f"crush rule '{rule}': step '{op}' is not supported")
+    what = f"crush rule '{rule}': step {op}"
+    a1, a2 = STEP_ARGS[op]
+    step = dict(s)
+    if a1 == "item":
+        step[a1] = _int(s, a1, what, -MAX_BUCKETS, MAX_OSD - 1)
+    elif a1 is not None:
+        # a choose step's count sizes the mapping's rows; a set_ step's is a retry count
+        most = MAX_POOL_SIZE if a2 else MAX_TRIES
+        step[a1] = _int(s, a1, what, -most, most)
+    if a2 is not None:
+        tname = _str(s, a2, what)
+        if tname not in types:
+            raise AdvisorError.invalid(f"crush rule '{rule}': unknown bucket type '{tname}'")
+    return step
+
+
+def _load_rules(crush: Json, types: Mapping[str, int]) -> Dict[int, Rule]:
     out: Dict[int, Rule] = {}
     for r in _list(crush, "rules", "crush dump"):
-        what = f"crush dump: rule {r.get('rule_name', '?') if isinstance(r, Mapping) else '?'}"
-        out[_int(r, "rule_id", what)] = Rule(
-            id=_int(r, "rule_id", what), name=str(_get(r, "rule_name", what)),
-            type=_int(r, "type", what), steps=tuple(_list(r, "steps", what)),
-            ruleset=int(r.get("ruleset", r["rule_id"])),
-            min_size=int(r.get("min_size", 1)), max_size=int(r.get("max_size", 10)))
+        name = _str(r, "rule_name", "crush dump: rule")
+        what = f"crush dump: rule {name}"
+        rid = _int(r, "rule_id", what, 0, MAX_ID)
+        if rid in out:
+            raise AdvisorError.invalid(f"{what}: rule_id {rid} is also rule {out[rid].name}")
+        out[rid] = Rule(
+            id=rid, name=name, type=_int(r, "type", what, 0, MAX_ID),
+            steps=tuple(_load_step(s, name, types) for s in _list(r, "steps", what)),
+            ruleset=_int(r, "ruleset", what, 0, MAX_ID, rid),
+            min_size=_int(r, "min_size", what, 0, MAX_ID, 1),
+            max_size=_int(r, "max_size", what, 0, MAX_ID, 10))
     return out
 
 
-def _osd_placement(buckets: Mapping[int, Bucket], max_osd: int
+def _load_tunables(crush: Json) -> Dict[str, Any]:
+    t = dict(_map(crush, "tunables", "crush dump"))
+    for k, (default, lo, hi) in TUNABLES.items():
+        t[k] = _int(t, k, "crush dump: tunables", lo, hi, default)
+    return t
+
+
+def _osd_placement(buckets: Mapping[int, Bucket], n_osd: int
                    ) -> Tuple[np.ndarray, List[Optional[str]]]:
     """Crush weight and host of each OSD, read from the real (non-shadow) tree."""
-    weight = np.zeros(max_osd, dtype=np.float64)
-    host: List[Optional[str]] = [None] * max_osd
+    weight = np.zeros(n_osd, dtype=np.float64)
+    host: List[Optional[str]] = [None] * n_osd
     parent: Dict[int, int] = {}
-    seen = np.zeros(max_osd, dtype=bool)
+    seen = np.zeros(n_osd, dtype=bool)
     for b in buckets.values():
         if b.is_shadow:
             continue
         for child, w in zip(b.items.tolist(), b.weights.tolist()):
             parent.setdefault(child, b.id)
-            if 0 <= child < max_osd and not seen[child]:
+            if 0 <= child < n_osd and not seen[child]:
                 seen[child] = True
                 weight[child] = w
     for osd in np.flatnonzero(seen).tolist():
-        # the nearest ancestor of type host, else the direct parent
+        # the nearest ancestor of type host, else the direct parent (the tree has no cycle)
         node: Optional[int] = parent.get(osd)
         name = buckets[node].name if node is not None else None
         while node is not None:
@@ -258,35 +463,43 @@ def _osd_placement(buckets: Mapping[int, Bucket], max_osd: int
 
 def _load_osds(osd_dump: Json, crush: Json, buckets: Mapping[int, Bucket],
                pg_map: Optional[Json]) -> Osds:
-    max_osd = _int(osd_dump, "max_osd", "osd dump")
-    exists = np.zeros(max_osd, dtype=bool)
-    up = np.zeros(max_osd, dtype=bool)
-    in_ = np.zeros(max_osd, dtype=bool)
-    reweight = np.zeros(max_osd, dtype=np.float64)
-    affinity = np.ones(max_osd, dtype=np.float64)
+    max_osd = _int(osd_dump, "max_osd", "osd dump", 0, MAX_OSD)
+    # A device CRUSH names past max_osd does not exist, as in Ceph (CRUSH skips it, OSDMap
+    # drops it): the vectors cover it too, never existing, so every walk can index it.
+    n = max([max_osd] + [int(b.items.max()) + 1 for b in buckets.values() if b.items.size])
+    exists = np.zeros(n, dtype=bool)
+    up = np.zeros(n, dtype=bool)
+    in_ = np.zeros(n, dtype=bool)
+    reweight = np.zeros(n, dtype=np.float64)
+    affinity = np.ones(n, dtype=np.float64)
     for o in _list(osd_dump, "osds", "osd dump"):
         i = _int(o, "osd", "osd dump: osd")
         if not 0 <= i < max_osd:
-            raise AdvisorError.invalid(f"osd dump: osd.{i} is outside max_osd {max_osd}")
+            raise AdvisorError.invalid(f"osd dump: osd.{_show(i)} is outside max_osd {max_osd}")
+        what = f"osd dump: osd.{i}"
         exists[i] = True
-        up[i] = bool(_int(o, "up", f"osd dump: osd.{i}"))
-        in_[i] = bool(_int(o, "in", f"osd dump: osd.{i}"))
-        reweight[i] = float(_get(o, "weight", f"osd dump: osd.{i}"))
-        affinity[i] = float(o.get("primary_affinity", 1.0))
-    crush_weight, host = _osd_placement(buckets, max_osd)
-    dclass: List[Optional[str]] = [None] * max_osd
+        up[i] = bool(_int(o, "up", what))
+        in_[i] = bool(_int(o, "in", what))
+        reweight[i] = _float(o, "weight", what, 0.0, 1.0)
+        affinity[i] = _float(o, "primary_affinity", what, 0.0, 1.0, 1.0)
+    crush_weight, host = _osd_placement(buckets, n)
+    dclass: List[Optional[str]] = [None] * n
     for d in _list(crush, "devices", "crush dump"):
         i = _int(d, "id", "crush dump: device")
-        if 0 <= i < max_osd:
-            dclass[i] = d.get("class")
-    used = np.full(max_osd, -1, dtype=np.int64)
-    total = np.full(max_osd, -1, dtype=np.int64)
+        c = _get(d, "class", "crush dump: device", "")
+        if not isinstance(c, str):
+            raise AdvisorError.invalid(f"crush dump: device {i}: field 'class' is not a string")
+        if 0 <= i < n:
+            dclass[i] = c or None
+    used = np.full(n, -1, dtype=np.int64)
+    total = np.full(n, -1, dtype=np.int64)
     if pg_map is not None:
-        for s in _list(pg_map, "osd_stats", "pg dump"):
+        for s in _list(pg_map, "osd_stats", "pg dump", []):
             i = _int(s, "osd", "pg dump: osd_stats")
-            if 0 <= i < max_osd:
-                used[i] = _int(s, "kb_used", f"pg dump: osd_stats osd.{i}") * 1024
-                total[i] = _int(s, "kb", f"pg dump: osd_stats osd.{i}") * 1024
+            what = f"pg dump: osd_stats osd.{_show(i)}"
+            kb_used, kb = _int(s, "kb_used", what, 0, MAX_KB), _int(s, "kb", what, 0, MAX_KB)
+            if 0 <= i < n:
+                used[i], total[i] = kb_used * 1024, kb * 1024
     return Osds(exists=_frozen(exists), up=_frozen(up), in_=_frozen(in_),
                 reweight=_frozen(reweight), primary_affinity=_frozen(affinity),
                 crush_weight=_frozen(crush_weight),
@@ -302,72 +515,134 @@ def _pool_usage(df: Optional[Json], pg_map: Optional[Json]
         for p in _list(df, "pools", "df"):
             st = _get(p, "stats", "df: pool")
             usage[_int(p, "id", "df: pool")] = (
-                _int(st, "stored", "df: pool stats"), _int(st, "objects", "df: pool stats"))
+                _int(st, "stored", "df: pool stats", 0), _int(st, "objects", "df: pool stats", 0))
     elif pg_map is not None:
-        for p in _list(pg_map, "pool_stats", "pg dump"):
+        for p in _list(pg_map, "pool_stats", "pg dump", []):
             st = _get(p, "stat_sum", "pg dump: pool_stats")
             usage[_int(p, "poolid", "pg dump: pool_stats")] = (
-                _int(st, "num_bytes", "pg dump: pool_stats"),
-                _int(st, "num_objects", "pg dump: pool_stats"))
+                _int(st, "num_bytes", "pg dump: pool_stats", 0),
+                _int(st, "num_objects", "pg dump: pool_stats", 0))
     return usage
 
 
-def _load_pools(osd_dump: Json, usage: Mapping[int, Tuple[int, int]]) -> Tuple[Pool, ...]:
-    pools = []
-    profiles = osd_dump.get("erasure_code_profiles") or {}
-    for p in _list(osd_dump, "pools", "osd dump"):
-        pid = _int(p, "pool", "osd dump: pool")
-        what = f"osd dump: pool {pid}"
-        stored, objects = usage.get(pid, (None, None))
-        pools.append(Pool(
-            id=pid, name=str(_get(p, "pool_name", what)),
-            type=POOL_TYPES.get(_int(p, "type", what), f"type-{p['type']}"),
-            size=_int(p, "size", what), min_size=_int(p, "min_size", what),
-            crush_rule=_int(p, "crush_rule", what),
-            pg_num=_int(p, "pg_num", what), pgp_num=_int(p, "pg_placement_num", what),
-            pg_num_target=int(p.get("pg_num_target", p["pg_num"])),
-            pgp_num_target=int(p.get("pg_placement_num_target", p["pg_placement_num"])),
-            autoscale_mode=str(p.get("pg_autoscale_mode", "")),
-            erasure_code_profile=str(p.get("erasure_code_profile", "")),
-            options=dict(p.get("options") or {}),
-            stored=stored, objects=objects,
-            hashpspool=bool(int(p.get("flags", 1)) & 1),
-            data_chunks=(int(profiles.get(p.get("erasure_code_profile", ""), {}).get("k", 1))
-                         if int(p["type"]) == 3 else 1)))
-    return tuple(sorted(pools, key=lambda q: q.id))
-
-
-def _load_choose_args(crush: Json) -> Dict[int, Dict[int, Tuple[Tuple[Tuple[int, ...], ...],
-                                                                Optional[Tuple[int, ...]]]]]:
-    """choose_args weight sets, back in 16.16 fixed point (the dump prints them as floats)."""
-    out: Dict[int, Dict[int, Tuple[Tuple[Tuple[int, ...], ...], Optional[Tuple[int, ...]]]]] = {}
-    raw = crush.get("choose_args") or {}
-    if not isinstance(raw, Mapping):
-        raise AdvisorError.invalid("crush dump: field 'choose_args' is not an object")
-    for key, entries in raw.items():
-        per_bucket = {}
-        for e in entries:
-            ws = tuple(tuple(int(round(float(w) * WEIGHT_ONE)) for w in pos)
-                       for pos in e.get("weight_set", []))
-            ids = tuple(int(i) for i in e["ids"]) if "ids" in e else None
-            per_bucket[int(e["bucket_id"])] = (ws, ids)
-        out[int(key)] = per_bucket
+def _pool_options(p: Json, what: str) -> Dict[str, Any]:
+    """The pool's options: the ones sizing reads checked, other plain values kept."""
+    raw = _map(p, "options", what)
+    out = {k: v for k, v in raw.items() if isinstance(v, (str, int, float, bool))}
+    for k, (lo, hi) in POOL_OPTIONS.items():
+        if k in out:
+            out[k] = _float(out, k, f"{what}: options", lo, hi)
     return out
 
 
-def _parse_pgid(pgid: str, what: str) -> Tuple[int, int]:
+def _data_chunks(ptype: int, p: Json, profiles: Json, size: int, what: str) -> int:
+    """EC k (a shard holds 1/k of a PG's bytes); 1 for other pools."""
+    if ptype != 3:
+        return 1
+    name = _str(p, "erasure_code_profile", what)
+    profile = profiles.get(name)
+    if not isinstance(profile, Mapping):
+        raise AdvisorError.invalid(f"{what}: erasure code profile '{name}' is not in the dump's "
+                                   f"erasure_code_profiles")
+    return _int(profile, "k", f"osd dump: erasure code profile {name}", 1, size)
+
+
+def _load_pools(osd_dump: Json, usage: Mapping[int, Tuple[int, int]]) -> Tuple[Pool, ...]:
+    pools: Dict[int, Pool] = {}
+    profiles = _map(osd_dump, "erasure_code_profiles", "osd dump")
+    for p in _list(osd_dump, "pools", "osd dump"):
+        pid = _int(p, "pool", "osd dump: pool", 0, MAX_ID)
+        what = f"osd dump: pool {pid}"
+        if pid in pools:
+            raise AdvisorError.invalid(f"{what}: the id is also pool {pools[pid].name}")
+        size = _int(p, "size", what, 1, MAX_POOL_SIZE)
+        pg_num = _int(p, "pg_num", what, 1, MAX_PG_NUM)
+        pgp_num = _int(p, "pg_placement_num", what, 1, pg_num)
+        pg_num_target = _int(p, "pg_num_target", what, 1, MAX_PG_NUM, pg_num)
+        ptype = _int(p, "type", what, 0, MAX_ID)
+        stored, objects = usage.get(pid, (None, None))
+        pools[pid] = Pool(
+            id=pid, name=_str(p, "pool_name", what),
+            type=POOL_TYPES.get(ptype, f"type-{ptype}"),
+            size=size, min_size=_int(p, "min_size", what, 1, size),
+            crush_rule=_int(p, "crush_rule", what, -MAX_ID - 1, MAX_ID),
+            pg_num=pg_num, pgp_num=pgp_num, pg_num_target=pg_num_target,
+            pgp_num_target=_int(p, "pg_placement_num_target", what, 1, MAX_PG_NUM, pgp_num),
+            autoscale_mode=_str(p, "pg_autoscale_mode", what, ""),
+            erasure_code_profile=_str(p, "erasure_code_profile", what, ""),
+            options=_pool_options(p, what),
+            stored=stored, objects=objects,
+            hashpspool=bool(_int(p, "flags", what, 0, (1 << 64) - 1, 1) & 1),
+            data_chunks=_data_chunks(ptype, p, profiles, size, what))
+    # every PG of every pool is mapped at once: bound the whole before any mapping
+    replicas = sum(max(q.pg_num, q.pg_num_target) * q.size for q in pools.values())
+    if replicas > MAX_PG_REPLICAS:
+        raise AdvisorError.invalid(f"osd dump: the pools hold {replicas} PG replicas (pg_num x "
+                                   f"size); pg_advisor maps at most {MAX_PG_REPLICAS}")
+    return tuple(pools[k] for k in sorted(pools))
+
+
+def _load_choose_args(crush: Json, buckets: Mapping[int, Bucket]
+                      ) -> Dict[int, Dict[int, Tuple[Tuple[Tuple[int, ...], ...],
+                                                     Optional[Tuple[int, ...]]]]]:
+    """choose_args weight sets, back in 16.16 fixed point (the dump prints them as floats)."""
+    out: Dict[int, Dict[int, Tuple[Tuple[Tuple[int, ...], ...], Optional[Tuple[int, ...]]]]] = {}
+    for key, entries in _map(crush, "choose_args", "crush dump").items():
+        # -1: the default weight set; else a pool id
+        k = _as_int(key, "crush dump: choose_args key", -1, MAX_ID)
+        what = f"crush dump: choose_args {k}"
+        if not isinstance(entries, list):
+            raise AdvisorError.invalid(f"{what} is not a list")
+        per_bucket = {}
+        for e in entries:
+            bid = _int(e, "bucket_id", what, -MAX_BUCKETS, -1)
+            if bid not in buckets:
+                raise AdvisorError.invalid(f"{what} names unknown bucket {bid}")
+            n = buckets[bid].items.shape[0]
+            bwhat = f"{what} bucket {bid}"
+            # one weight set per replica position at most: the compiled map holds them all
+            ws = _list(e, "weight_set", bwhat, [])
+            if len(ws) > MAX_POOL_SIZE:
+                raise AdvisorError.invalid(f"{bwhat}: {len(ws)} weight sets; at most "
+                                           f"{MAX_POOL_SIZE} (one per position)")
+            sets = []
+            for pos in ws:
+                if not isinstance(pos, list) or len(pos) != n:
+                    raise AdvisorError.invalid(f"{bwhat}: a weight set that is not {n} weights "
+                                               f"for {n} items")
+                sets.append(tuple(int(round(_as_float(w, f"{bwhat}: weight", 0, MAX_WEIGHT / WEIGHT_ONE)
+                                            * WEIGHT_ONE)) for w in pos))
+            ids = None
+            if e.get("ids") is not None:
+                raw = _list(e, "ids", bwhat)
+                if len(raw) != n:
+                    raise AdvisorError.invalid(f"{bwhat}: {len(raw)} ids for {n} items")
+                ids = tuple(_as_int(i, f"{bwhat}: id", -MAX_ID - 1, MAX_ID) for i in raw)
+            per_bucket[bid] = (tuple(sets), ids)
+        out[k] = per_bucket
+    return out
+
+
+def _parse_pgid(pgid: Any, what: str) -> Tuple[int, int]:
     try:
         pool, ps = pgid.split(".")
-        return int(pool), int(ps, 16)
+        p, s = int(pool), int(ps, 16)
     except (ValueError, AttributeError):
-        raise AdvisorError.invalid(f"{what}: '{pgid}' is not a PG id") from None
+        raise AdvisorError.invalid(f"{what}: '{_show(pgid)}' is not a PG id") from None
+    if not (0 <= p <= MAX_ID and 0 <= s < MAX_PG_NUM):
+        raise AdvisorError.invalid(f"{what}: PG id '{_show(pgid)}' is out of range")
+    return p, s
 
 
 def _load_pgs(pg_map: Json) -> Pgs:
     stats = _list(pg_map, "pg_stats", "pg dump")
     n = len(stats)
-    width = max([max(len(_list(s, "up", "pg dump: pg")), len(s.get("acting") or []))
-                 for s in stats], default=0)
+    ups, actings = [], []
+    for s in stats:    # the rows first: their width sizes the matrices
+        what = f"pg dump: pg {_show(_get(s, 'pgid', 'pg dump: pg'))}"
+        ups.append(_osd_ids(_get(s, "up", what), f"{what}: up"))
+        actings.append(_osd_ids(_get(s, "acting", what, []), f"{what}: acting"))
+    width = max([len(r) for r in ups + actings], default=0)
     pool = np.zeros(n, dtype=np.int64)
     ps = np.zeros(n, dtype=np.int64)
     up = np.full((n, width), NO_OSD, dtype=np.int64)
@@ -379,19 +654,17 @@ def _load_pgs(pg_map: Json) -> Pgs:
     writes = np.zeros(n, dtype=np.int64)
     state: List[str] = []
     for i, s in enumerate(stats):
-        pgid = str(_get(s, "pgid", "pg dump: pg"))
-        pool[i], ps[i] = _parse_pgid(pgid, "pg dump")
-        row = s["up"]
-        up[i, :len(row)] = row
-        prim[i] = int(s.get("up_primary", NO_OSD))
-        summ = s.get("stat_sum", {})
-        nbytes[i] = int(summ.get("num_bytes", 0))
-        objects[i] = int(summ.get("num_objects", 0))
-        writes[i] = int(summ.get("num_write", 0))
-        log_size[i] = int(s.get("log_size") or 0)
-        act = s.get("acting") or []
-        acting[i, :len(act)] = act
-        state.append(str(s.get("state", "unknown")))
+        pool[i], ps[i] = _parse_pgid(s["pgid"], "pg dump")
+        what = f"pg dump: pg {_show(s['pgid'])}"
+        up[i, :len(ups[i])] = ups[i]
+        acting[i, :len(actings[i])] = actings[i]
+        prim[i] = _int(s, "up_primary", what, NO_OSD, CRUSH_ITEM_NONE, NO_OSD)
+        summ = _map(s, "stat_sum", what)
+        nbytes[i] = _int(summ, "num_bytes", what, 0, MAX_INT64, 0)
+        objects[i] = _int(summ, "num_objects", what, 0, MAX_INT64, 0)
+        writes[i] = _int(summ, "num_write", what, 0, MAX_INT64, 0)
+        log_size[i] = _int(s, "log_size", what, 0, MAX_INT64, 0)
+        state.append(_str(s, "state", what, "unknown"))
     up[up == CRUSH_ITEM_NONE] = NO_OSD
     acting[acting == CRUSH_ITEM_NONE] = NO_OSD
     order = np.lexsort((ps, pool))
@@ -404,11 +677,49 @@ def _load_pgs(pg_map: Json) -> Pgs:
 
 def _load_upmaps(osd_dump: Json) -> Tuple[Dict[str, Tuple[int, ...]],
                                           Dict[str, Tuple[Tuple[int, int], ...]]]:
-    upmap = {str(u["pgid"]): tuple(int(o) for o in u["osds"])
-             for u in osd_dump.get("pg_upmap", [])}
-    items = {str(u["pgid"]): tuple((int(m["from"]), int(m["to"])) for m in u["mappings"])
-             for u in osd_dump.get("pg_upmap_items", [])}
+    upmap: Dict[str, Tuple[int, ...]] = {}
+    for u in _list(osd_dump, "pg_upmap", "osd dump", []):
+        pgid = _str(u, "pgid", "osd dump: pg_upmap")
+        _parse_pgid(pgid, "osd dump: pg_upmap")
+        upmap[pgid] = tuple(_osd_ids(_get(u, "osds", f"osd dump: pg_upmap {pgid}"),
+                                     f"osd dump: pg_upmap {pgid}: osds"))
+    items: Dict[str, Tuple[Tuple[int, int], ...]] = {}
+    for u in _list(osd_dump, "pg_upmap_items", "osd dump", []):
+        pgid = _str(u, "pgid", "osd dump: pg_upmap_items")
+        _parse_pgid(pgid, "osd dump: pg_upmap_items")
+        what = f"osd dump: pg_upmap_items {pgid}"
+        items[pgid] = tuple((_int(m, "from", what, NO_OSD, CRUSH_ITEM_NONE),
+                             _int(m, "to", what, NO_OSD, CRUSH_ITEM_NONE))
+                            for m in _list(u, "mappings", what))
     return upmap, items
+
+
+def _load_config(mon_max_pg_per_osd: Any, config: Optional[Mapping[str, Any]]) -> Dict[str, int]:
+    raw = dict(CONFIG_DEFAULTS, mon_max_pg_per_osd=mon_max_pg_per_osd)
+    raw.update({k: v for k, v in (config or {}).items() if k in CONFIG_DEFAULTS and v is not None})
+    cfg = {}
+    for k, v in raw.items():
+        lo, hi = CONFIG_BOUNDS.get(k, (0, CONFIG_MAX))
+        cfg[k] = _as_int(v, k, lo, hi)
+    return cfg
+
+
+def _load_autoscale(autoscale: Optional[Sequence[Json]]) -> Optional[Dict[str, Json]]:
+    if autoscale is None:
+        return None
+    if not isinstance(autoscale, list) or any(not isinstance(a, Mapping) or "pool_name" not in a
+                                              for a in autoscale):
+        raise AdvisorError.invalid("autoscale status: not the output of "
+                                   "`ceph osd pool autoscale-status -f json`")
+    out: Dict[str, Json] = {}
+    for a in autoscale:
+        name = _str(a, "pool_name", "autoscale status")
+        entry = dict(a)
+        if a.get("pg_num_final") is not None:
+            entry["pg_num_final"] = _int(a, "pg_num_final", f"autoscale status: pool {name}",
+                                         0, MAX_PG_NUM)
+        out[name] = entry
+    return out
 
 
 def pg_map_of(pg_dump: Json) -> Json:
@@ -422,7 +733,10 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
          df: Optional[Json] = None, mon_max_pg_per_osd: int = 250,
          config: Optional[Mapping[str, Any]] = None,
          autoscale: Optional[Sequence[Json]] = None) -> Snapshot:
-    """Build a Snapshot from the dumps; raise AdvisorError(EINVAL) on anything malformed."""
+    """Build a Snapshot from the dumps; raise AdvisorError(EINVAL) on anything malformed.
+
+    Every number is checked (finite, within the bounds above) before it sizes anything.
+    """
     for doc, what, keys in ((osd_dump, "osd dump", ("epoch", "pools", "osds", "max_osd")),
                             (crush, "crush dump", ("buckets", "rules", "devices"))):
         if not isinstance(doc, Mapping) or any(k not in doc for k in keys):
@@ -435,46 +749,34 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
                                    "(needs field pg_stats)")
     if df is not None and (not isinstance(df, Mapping) or "pools" not in df):
         raise AdvisorError.invalid("df: not the output of `ceph df -f json` (needs field pools)")
-    if mon_max_pg_per_osd <= 0:
-        raise AdvisorError.invalid("mon_max_pg_per_osd must be positive")
-    cfg = dict(CONFIG_DEFAULTS, mon_max_pg_per_osd=int(mon_max_pg_per_osd))
-    for k, v in (config or {}).items():
-        if k in CONFIG_DEFAULTS and v is not None:
-            try:
-                cfg[k] = int(v)
-            except (TypeError, ValueError):
-                raise AdvisorError.invalid(f"config {k}: '{v}' is not an integer") from None
-    if autoscale is not None and (not isinstance(autoscale, list)
-                                  or any(not isinstance(a, Mapping) or "pool_name" not in a
-                                         for a in autoscale)):
-        raise AdvisorError.invalid("autoscale status: not the output of "
-                                   "`ceph osd pool autoscale-status -f json`")
+    cfg = _load_config(mon_max_pg_per_osd, config)
     try:
         buckets = _load_buckets(crush)
+        types = _load_types(crush)
         upmap, upmap_items = _load_upmaps(osd_dump)
-        flags = str(osd_dump.get("flags", ""))
+        stat_sum = _map(_map(pg_map or {}, "pg_stats_sum", "pg dump"), "stat_sum",
+                        "pg dump: pg_stats_sum")
         return Snapshot(
-            epoch=_int(osd_dump, "epoch", "osd dump"),
-            flags=tuple(f for f in flags.split(",") if f),
+            epoch=_int(osd_dump, "epoch", "osd dump", 0, (1 << 32) - 1),
+            flags=tuple(f for f in _str(osd_dump, "flags", "osd dump", "").split(",") if f),
             osds=_load_osds(osd_dump, crush, buckets, pg_map),
             buckets=buckets,
-            rules=_load_rules(crush),
-            tunables=dict(crush.get("tunables") or {}),
+            rules=_load_rules(crush, types),
+            tunables=_load_tunables(crush),
             pools=_load_pools(osd_dump, _pool_usage(df, pg_map)),
             pgs=_load_pgs(pg_map) if pg_map is not None else None,
             pg_upmap=upmap, pg_upmap_items=upmap_items,
-            mon_max_pg_per_osd=int(mon_max_pg_per_osd),
-            crush_types={str(t["name"]): int(t["type_id"]) for t in crush.get("types", [])},
-            choose_args=_load_choose_args(crush),
+            mon_max_pg_per_osd=cfg["mon_max_pg_per_osd"],
+            crush_types=types,
+            choose_args=_load_choose_args(crush, buckets),
             config=cfg,
-            autoscale=({str(a["pool_name"]): a for a in autoscale}
-                       if autoscale is not None else None),
-            misplaced_objects=int((pg_map or {}).get("pg_stats_sum", {}).get("stat_sum", {})
-                                  .get("num_objects_misplaced", 0)),
+            autoscale=_load_autoscale(autoscale),
+            misplaced_objects=_int(stat_sum, "num_objects_misplaced", "pg dump: pg_stats_sum",
+                                   0, MAX_INT64, 0),
             sources=tuple(s for s, d in (("osd_dump", osd_dump), ("crush", crush),
                                          ("pg_dump", pg_dump), ("df", df)) if d is not None))
     except AdvisorError:
         raise
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
+    except (LookupError, TypeError, ValueError, AttributeError, ArithmeticError) as e:
         # anything the field checks above did not anticipate still gets one clear line
         raise AdvisorError.invalid(f"malformed dump: {type(e).__name__}: {e}") from None

@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from .distribution import pg_counts, pool_share, rule_weights, spread
+from .distribution import pg_counts, pool_share, rule_weights, spread, unreachable
 from .errors import AdvisorError
 from .memory import MemoryModel
 from .options import Options, make
@@ -103,6 +103,13 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
                                                 else np.zeros(n_osd))
             if rule is None:
                 notes.append(f"pool {pool.name}: crush rule {pool.crush_rule} is not in the CRUSH map")
+            else:
+                lost = np.flatnonzero(unreachable(snap, rule)).tolist()
+                if lost:     # CRUSH skips the replica there: say where the share went
+                    notes.append(f"crush rule '{rule.name}' cannot reach osd.{lost[0]}"
+                                 + (f" and {len(lost) - 1} more" if len(lost) > 1 else "")
+                                 + " (no ancestor of a type its steps choose): they get no share "
+                                 "and CRUSH maps no replica there")
         share[i] = pool_share(pool, weights_by_rule[pool.crush_rule])
 
     counts: Optional[np.ndarray] = None

@@ -1,7 +1,7 @@
 """The plain-text rendering of the status report."""
 from typing import Any, Dict, List
 
-from .render import cell, human_bytes, table
+from .render import cell, human_bytes, printable, table
 
 
 def status_text(r: Dict[str, Any]) -> str:
@@ -22,7 +22,8 @@ def status_text(r: Dict[str, Any]) -> str:
           f"{p['crush_rule']} ({p['crush_rule_name'] or '?'})", p["pg_num"], p["pgp_num"],
           p["pg_num_target"], human_bytes(p["stored"]), p["objects"], p["recommended_pg_num"],
           p["autoscaler_pg_num"]] for p in r["pools"]]))
-    out.extend(f"  {p['recommendation']}" for p in r["pools"] if p["recommendation"])
+    # free text that may carry names: escaped (table cells are, by cell())
+    out.extend(f"  {printable(p['recommendation'])}" for p in r["pools"] if p["recommendation"])
     out.append("")
     out.append("OSDS")
     pool_names = {str(p["id"]): p["name"] for p in r["pools"]}
@@ -54,5 +55,5 @@ def status_text(r: Dict[str, Any]) -> str:
         out.append(f"fullest by space used: osd.{hi['osd']} ({hi['utilization']:.2f}%); "
                    f"emptiest: osd.{lo['osd']} ({lo['utilization']:.2f}%)")
     for n in r["notes"]:
-        out.append(f"note: {n}")
+        out.append(f"note: {printable(n)}")
     return "\n".join(out)

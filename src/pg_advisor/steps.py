@@ -20,9 +20,8 @@ import numpy as np
 from .crush.placement import Placer
 from .errors import AdvisorError
 from .gates import object_copies
+from .limits import check_pg_num
 from .snapshot import Pool, Snapshot
-
-MAX_PG_NUM = 65536      # Ceph's mon_max_pool_pg_num default
 
 
 @dataclass(frozen=True)
@@ -137,8 +136,7 @@ class StepPlanner:
                     self._fraction(pool, pg_num, best_mv[1]), best_mv[2])
 
     def plan(self, pool: Pool, target: int) -> List[Step]:
-        if not 1 <= target <= MAX_PG_NUM:
-            raise AdvisorError.invalid(f"pg_num must be between 1 and {MAX_PG_NUM}, not {target}")
+        check_pg_num(self.snap, pool, target)
         if pool.pg_num != pool.pg_num_target or pool.pgp_num != pool.pgp_num_target:
             raise AdvisorError.busy(f"pool {pool.name} is already changing (pg_num {pool.pg_num} -> "
                                     f"{pool.pg_num_target}, pgp_num {pool.pgp_num} -> "

@@ -12,9 +12,8 @@ from .crush.compiled import CRUSH_ITEM_NONE
 from .crush.placement import Placer, PoolMapping, stable_mod
 from .distribution import pool_share, rule_weights, spread, up_counts
 from .errors import AdvisorError
+from .limits import check_pg_num, check_pgp_num
 from .snapshot import Pool, Snapshot
-
-MAX_PG_NUM = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -40,14 +39,12 @@ def validate(snap: Snapshot, ch: Change) -> Optional[Pool]:
     pool = snap.pool_by_name(ch.pool) if ch.pool is not None else None
     if pool is not None and ch.pg_num is None and ch.pgp_num is None:
         raise AdvisorError.invalid(f"pool '{pool.name}': give --pg-num and/or --pgp-num")
-    for name, v in (("pg_num", ch.pg_num), ("pgp_num", ch.pgp_num)):
-        if v is not None and not 1 <= v <= MAX_PG_NUM:
-            raise AdvisorError.invalid(f"{name} must be between 1 and {MAX_PG_NUM}, not {v}")
-    if pool is not None:
+    if pool is not None:       # the mon's bounds, before any mapping is done
         pg = ch.pg_num if ch.pg_num is not None else pool.pg_num
+        if ch.pg_num is not None:
+            check_pg_num(snap, pool, pg)
         pgp = ch.pgp_num if ch.pgp_num is not None else (pg if ch.pg_num is not None else pool.pgp_num)
-        if pgp > pg:
-            raise AdvisorError.invalid(f"pgp_num {pgp} cannot exceed pg_num {pg}")
+        check_pgp_num(pgp, pg)
     for osd in list(ch.out) + list(ch.reweight):
         if not (0 <= osd < snap.osds.count and snap.osds.exists[osd]):
             raise AdvisorError.not_found(f"osd.{osd} does not exist")

@@ -1,7 +1,7 @@
 """Plain-text renderings of the `map` and `simulate` reports."""
 from typing import Any, Dict, List
 
-from .render import cell, human_bytes, table
+from .render import cell, human_bytes, printable, table
 
 SPREAD_KEYS = ("osds", "min", "max", "mean", "stdev", "max_deviation")
 
@@ -15,7 +15,9 @@ def simulate_text(r: Dict[str, Any]) -> str:
     ch = r["change"]
     what = []
     if ch["pool"] is not None:
-        what.append(f"pool {ch['pool']}: pg_num {ch['pg_num'] or '-'}, pgp_num {ch['pgp_num'] or '-'}")
+        # free text that may carry names: escaped (table cells are, by cell())
+        what.append(f"pool {printable(ch['pool'])}: pg_num {ch['pg_num'] or '-'}, "
+                    f"pgp_num {ch['pgp_num'] or '-'}")
     if ch["out"]:
         what.append("out " + ", ".join(f"osd.{o}" for o in ch["out"]))
     if ch["reweight"]:
@@ -41,5 +43,5 @@ def simulate_text(r: Dict[str, Any]) -> str:
     out.append(table(["id", "pgs_before", "pgs_after", "share_after"],
                      [[o["id"], o["pgs_before"], o["pgs_after"], cell(o["share_after"])]
                       for o in r["osds"]]))
-    out.extend(f"note: {n}" for n in r["notes"])
+    out.extend(f"note: {printable(n)}" for n in r["notes"])
     return "\n".join(out)

@@ -9,12 +9,17 @@ from typing import Dict, List, Mapping, Optional, Tuple
 import numpy as np
 
 from ..errors import AdvisorError
-from ..snapshot import Snapshot
+from ..snapshot import STEP_ARGS, TUNABLES, Snapshot
 
 CRUSH_ITEM_NONE = 0x7FFFFFFF
 CRUSH_ITEM_UNDEF = 0x7FFFFFFE
 
 SUPPORTED_ALGS = ("straw2",)
+
+# The dense arrays hold a row per bucket id down to the lowest and a column per item of the
+# widest bucket, once for the map and once per weight-set position: refuse a map whose rows
+# x columns would not fit (2^25 cells: 256 MiB of int64) before allocating any of it.
+MAX_CELLS = 1 << 25
 
 
 @dataclass(frozen=True)
@@ -102,33 +107,14 @@ class CompiledCrush:
             stack.extend(kids[kids < 0].tolist())
 
 
-_STEP_ARGS = {
-    "take": ("item", None),
-    "choose_firstn": ("num", "type"), "choose_indep": ("num", "type"),
-    "chooseleaf_firstn": ("num", "type"), "chooseleaf_indep": ("num", "type"),
-    "emit": (None, None), "noop": (None, None),
-    "set_choose_tries": ("num", None), "set_chooseleaf_tries": ("num", None),
-    "set_choose_local_tries": ("num", None), "set_choose_local_fallback_tries": ("num", None),
-    "set_chooseleaf_vary_r": ("num", None), "set_chooseleaf_stable": ("num", None),
-}
-
-
 def _compile_rule(rule_id: int, snap: Snapshot) -> CompiledRule:
+    """The rule's steps with type names resolved (the loader checked ops and arguments)."""
     r = snap.rules[rule_id]
     steps: List[Step] = []
     for s in r.steps:
-        op = str(s.get("op"))
-        if op not in _STEP_ARGS:
-            raise AdvisorError.invalid(f"crush rule '{r.name}': step '{op}' is not supported")
-        a1, a2 = _STEP_ARGS[op]
-        arg1 = int(s[a1]) if a1 else 0
-        arg2 = 0
-        if a2:
-            tname = str(s[a2])
-            if tname not in snap.crush_types:
-                raise AdvisorError.invalid(f"crush rule '{r.name}': unknown bucket type '{tname}'")
-            arg2 = snap.crush_types[tname]
-        steps.append(Step(op, arg1, arg2))
+        a1, a2 = STEP_ARGS[s["op"]]
+        steps.append(Step(s["op"], int(s[a1]) if a1 else 0,
+                          snap.crush_types[s[a2]] if a2 else 0))
     return CompiledRule(id=r.id, name=r.name, type=r.type, ruleset=r.ruleset,
                         min_size=r.min_size, max_size=r.max_size, steps=tuple(steps))
 
@@ -142,16 +128,10 @@ def _compile_choose_args(snap: Snapshot, items: np.ndarray, weights: np.ndarray,
         w = np.repeat(weights[:, None, :], npos, axis=1)
         positions = np.ones(nb, dtype=np.int64)
         ids = items.copy()
-        for bid, (ws, alt_ids) in per_bucket.items():
+        for bid, (ws, alt_ids) in per_bucket.items():   # the loader checked ids and lengths
             b = -1 - bid
-            if not 0 <= b < nb:
-                raise AdvisorError.invalid(f"crush dump: choose_args {key} names unknown bucket {bid}")
             n = int(size[b])
             for p, pos_w in enumerate(ws):
-                if len(pos_w) != n:
-                    raise AdvisorError.invalid(
-                        f"crush dump: choose_args {key} bucket {bid}: weight set of "
-                        f"{len(pos_w)} for {n} items")
                 w[b, p, :n] = pos_w
             if ws:
                 positions[b] = len(ws)
@@ -161,10 +141,21 @@ def _compile_choose_args(snap: Snapshot, items: np.ndarray, weights: np.ndarray,
     return out
 
 
+def _positions(snap: Snapshot) -> int:
+    """Rows x columns the weight sets take: one copy per position (at least 1) and the ids."""
+    return sum(max([len(ws) for ws, _ in per_bucket.values()] + [1]) + 1
+               for per_bucket in snap.choose_args.values())
+
+
 def compile_crush(snap: Snapshot) -> CompiledCrush:
     buckets = snap.buckets
     nb = max([-1 - bid for bid in buckets] + [-1]) + 1
     width = max([b.items.shape[0] for b in buckets.values()] + [1])
+    cells = nb * width * (2 + _positions(snap))
+    if cells > MAX_CELLS:
+        raise AdvisorError.invalid(
+            f"crush map too large to map: {nb} bucket ids x {width} items in the widest bucket "
+            f"x {2 + _positions(snap)} arrays is {cells} cells, over {MAX_CELLS}")
     items = np.zeros((nb, width), dtype=np.int64)
     weights = np.zeros((nb, width), dtype=np.int64)
     size = np.zeros(nb, dtype=np.int64)
@@ -186,14 +177,8 @@ def compile_crush(snap: Snapshot) -> CompiledCrush:
         alg[i], names[i] = b.alg, b.name
         if n:
             max_dev = max(max_dev, int(b.items.max()) + 1)
-    t = snap.tunables
-    tunables = Tunables(
-        choose_total_tries=int(t.get("choose_total_tries", 50)),
-        chooseleaf_descend_once=int(t.get("chooseleaf_descend_once", 1)),
-        chooseleaf_vary_r=int(t.get("chooseleaf_vary_r", 1)),
-        chooseleaf_stable=int(t.get("chooseleaf_stable", 1)),
-        choose_local_tries=int(t.get("choose_local_tries", 0)),
-        choose_local_fallback_tries=int(t.get("choose_local_fallback_tries", 0)))
+    tunables = Tunables(**{k: int(snap.tunables.get(k, default))
+                           for k, (default, _, _) in TUNABLES.items()})
     if tunables.choose_local_tries or tunables.choose_local_fallback_tries:
         raise AdvisorError.invalid(
             "legacy CRUSH tunables (choose_local_tries / choose_local_fallback_tries > 0) "

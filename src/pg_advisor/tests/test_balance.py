@@ -1,5 +1,5 @@
 import dataclasses
-from typing import Any, Dict
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import pytest
@@ -10,8 +10,19 @@ from pg_advisor.balance_report import balance_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.distribution import up_counts
 from pg_advisor.errors import AdvisorError
+from pg_advisor.legality import ancestors, replaceable, rule_shape
 
+from .conftest import DUMP_FILES, read
+from .test_distribution import (HOST_WITHOUT_RACK, IN_HOSTLESS_RACK, RACK_THEN_HOST,
+                                RACK_WITHOUT_HOST, UNDER_ROOT, Layout, load, regrow, use_rule)
 from .upmap_checker import check_up_set
+
+
+ALL_POOLS = ("rbd", "ecpool", "fast")
+
+
+def read_dumps() -> Dict[str, Any]:
+    return {k: read(v) for k, v in DUMP_FILES.items()}
 
 
 def applied(snap: snapshot.Snapshot, items: Dict[str, Any]) -> snapshot.Snapshot:
@@ -114,3 +125,64 @@ def test_bytes_mode_without_pg_stats_says_so(dumps: Dict[str, Any]) -> None:
     r = balance_report(bare, mode="bytes")
     assert r["fullness"] is None and any("needs PG stats" in n for n in r["notes"])
     assert r["items"] == balance_report(bare, mode="pgs")["items"]
+
+
+# (layout, rbd's rule or None: the fixture's, the pools whose rules cannot reach osd.6)
+CANNOT_REACH = [(UNDER_ROOT, None, ALL_POOLS), (IN_HOSTLESS_RACK, None, ALL_POOLS),
+                # host3 is a host: the host rules of ecpool and fast do reach osd.6
+                (HOST_WITHOUT_RACK, RACK_THEN_HOST, ("rbd",)),
+                (RACK_WITHOUT_HOST, RACK_THEN_HOST, ALL_POOLS)]
+
+
+@pytest.mark.parametrize("mode", ["pgs", "bytes"])
+@pytest.mark.parametrize("layout, steps, blind", CANNOT_REACH,
+                         ids=["under-root", "hostless-rack", "rack-host-rule:host-without-rack",
+                              "rack-host-rule:rack-without-host"])
+def test_balance_moves_nothing_onto_an_osd_the_rule_cannot_reach(
+        dumps: Dict[str, Any], layout: Layout, steps: Optional[List[str]],
+        blind: Tuple[str, ...], mode: str) -> None:
+    # CRUSH never maps a replica there (a device where a host/rack was due is rejected), so
+    # its count is 0: with a share it would be the first place every pull goes
+    new = regrow(dumps, layout)
+    if steps is not None:
+        use_rule(dumps, "rbd", steps)
+    s = load(dumps)
+    blind_ids = {p.id for p in s.pools if p.name in blind}
+    for st in Balancer(s).states:
+        assert (st.share[new] == 0) == (st.pool.id in blind_ids), st.pool.name
+        assert st.allowed[new] == (st.pool.id not in blind_ids), st.pool.name
+    r = balance_report(s, max_items=1 << 20, mode=mode, min_gain=0.002)
+    assert r["items"]                   # the other OSDs are still balanced
+    assert any(f"cannot reach osd.{new}" in n for n in r["notes"])   # and it says why
+    onto = [(pg, p) for pg, pairs in r["items"].items() for p in pairs
+            if p[1] == new and int(pg.split(".")[0]) in blind_ids]
+    assert not onto
+    after = Placer(applied(s, r["items"]))
+    pools = {p["pool"]: p for p in dumps["osd_dump"]["pools"]}
+    for pool in s.pools:
+        m = after.map_pool(pool)
+        assert pool.id not in blind_ids or not (m.up == new).any(), pool.name
+        for i in range(m.up.shape[0]):
+            assert not check_up_set(dumps["osd_dump"], dumps["crush"], pools[pool.id], m.up_list(i))
+
+
+def test_no_replacement_by_an_osd_without_a_failure_domain_ancestor(dumps: Dict[str, Any]) -> None:
+    # even where `allowed` says yes, an OSD with no host is no host's replacement
+    new = regrow(dumps, UNDER_ROOT, device_class="hdd")
+    s = load(dumps)
+    anc = ancestors(s)
+    shape = rule_shape(s, s.pool_by_name("rbd"))
+    allowed = np.ones(s.osds.count, bool)
+    up = np.array([[0, 1, 2]])
+    ok = replaceable(anc, shape, allowed, up, up, np.array([0]), np.array([3, new]))
+    assert ok.tolist() == [[True, False]]
+    # nor, for a rule that fixes racks first, one without a rack
+    dumps2 = read_dumps()
+    new2 = regrow(dumps2, HOST_WITHOUT_RACK, device_class="hdd")
+    use_rule(dumps2, "rbd", RACK_THEN_HOST)
+    s2 = load(dumps2)
+    shape2 = rule_shape(s2, s2.pool_by_name("rbd"))
+    assert shape2.fixed == (s2.crush_types["rack"],)
+    ok2 = replaceable(ancestors(s2), shape2, np.ones(s2.osds.count, bool), up, up,
+                      np.array([0]), np.array([new2]))
+    assert ok2.tolist() == [[False]]

@@ -67,7 +67,8 @@ def test_mon_max_pg_per_osd_option() -> None:
     (["--osdmap", str(CLUSTER6 / "crush_dump.json"), "--crush", str(CLUSTER6 / "crush_dump.json"),
       "status"], "osd dump: not the output of `ceph osd dump -f json`"),
     (BASE + ["status", "nosuchpool"], "pool 'nosuchpool' does not exist"),
-    (BASE + ["--mon-max-pg-per-osd", "0", "status"], "mon_max_pg_per_osd must be positive"),
+    (BASE + ["--mon-max-pg-per-osd", "0", "status"],
+     "mon_max_pg_per_osd is 0; it must be within 1..1048576"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv: List[str], message: str) -> None:
     p = run_cli(argv)

@@ -1,9 +1,13 @@
-from typing import Any, Dict
+import copy
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import pytest
 
 from pg_advisor import distribution, snapshot
+from pg_advisor.crush.placement import Placer
+from pg_advisor.distribution import up_counts
+from pg_advisor.status import status_report
 
 from . import independent
 
@@ -58,3 +62,157 @@ def test_spread_counts_an_osd_outside_the_rule_that_holds_pgs() -> None:
 
 def test_spread_of_nothing() -> None:
     assert distribution.spread(np.zeros(3), np.zeros(3)).osds == 0
+
+
+# -- OSDs a rule can never reach ---------------------------------------------------------------
+
+Layout = Mapping[str, Tuple[str, Sequence[str]]]   # bucket -> (type, children: buckets, "osd.N")
+
+HOSTS: Layout = {"host0": ("host", ["osd.0", "osd.3"]), "host1": ("host", ["osd.4", "osd.1"]),
+                 "host2": ("host", ["osd.5", "osd.2"])}
+# the fixture's hosts and one more OSD (osd.6) where a host rule cannot reach it
+UNDER_ROOT: Layout = {"default": ("root", ["host0", "host1", "host2", "osd.6"]), **HOSTS}
+IN_HOSTLESS_RACK: Layout = {"default": ("root", ["host0", "host1", "host2", "rack9"]),
+                            "rack9": ("rack", ["osd.6"]), **HOSTS}
+# racks over the fixture's hosts; osd.6 in a host outside any rack, in a rack without a
+# host, or (reachable) in a host in a rack
+RACKED: Layout = {"rack0": ("rack", ["host0"]), "rack1": ("rack", ["host1"]),
+                  "rack2": ("rack", ["host2"]), **HOSTS}
+HOST_WITHOUT_RACK: Layout = {"default": ("root", ["rack0", "rack1", "rack2", "host3"]),
+                             "host3": ("host", ["osd.6"]), **RACKED}
+RACK_WITHOUT_HOST: Layout = {"default": ("root", ["rack0", "rack1", "rack2", "rack3"]),
+                             "rack3": ("rack", ["osd.6"]), **RACKED}
+HOST_IN_RACK: Layout = {"default": ("root", ["rack0", "rack1", "rack2", "rack3"]),
+                        "rack3": ("rack", ["host3"]), "host3": ("host", ["osd.6"]), **RACKED}
+RACK_THEN_HOST = ["take default", "choose_firstn 0 rack", "chooseleaf_firstn 1 host", "emit"]
+OSDS_ANYWHERE = ["take default", "choose_firstn 0 osd", "emit"]
+
+
+def regrow(dumps: Dict[str, Any], layout: Layout, device_class: str = "ssd") -> int:
+    """Add osd.N (N = max_osd; up, in, sized like osd.0) to the dumps and rebuild the CRUSH
+    tree as `layout` says, with the weights and device-class shadow trees Ceph would give
+    it (existing buckets keep their ids: the rules take them). Returns N."""
+    crush, osd_dump = dumps["crush"], dumps["osd_dump"]
+    new = int(osd_dump["max_osd"])
+    osd_dump["osds"].append(dict(copy.deepcopy(osd_dump["osds"][0]), osd=new))
+    osd_dump["max_osd"] = new + 1
+    pg_map = dumps["pg_dump"]["pg_map"]
+    pg_map["osd_stats"].append(dict(copy.deepcopy(pg_map["osd_stats"][0]), osd=new))
+    crush["devices"].append({"id": new, "name": f"osd.{new}", "class": device_class})
+    dev_class = {d["id"]: d.get("class") for d in crush["devices"]}
+    type_id = {t["name"]: t["type_id"] for t in crush["types"]}
+    ids = {b["name"]: b["id"] for b in crush["buckets"]}
+    fresh = iter(range(min(ids.values()) - 1, -10**6, -1))
+    unit = 65                       # the fixture's devices: 16.16 fixed point
+    out: List[Dict[str, Any]] = []
+
+    def build(name: str, cls: Optional[str]) -> int:
+        full = name if cls is None else f"{name}~{cls}"
+        bid = ids.setdefault(full, next(fresh))
+        tname, kids = layout[name]
+        items: List[Tuple[int, int]] = []
+        for k in kids:
+            if k.startswith("osd."):
+                if cls is None or dev_class[int(k[4:])] == cls:
+                    items.append((int(k[4:]), unit))
+            else:
+                w = build(k, cls)
+                items.append((ids[k if cls is None else f"{k}~{cls}"], w))
+        total = sum(w for _, w in items)
+        out.append({"id": bid, "name": full, "type_id": type_id[tname], "type_name": tname,
+                    "weight": total, "alg": "straw2", "hash": "rjenkins1",
+                    "items": [{"id": i, "weight": w, "pos": p} for p, (i, w) in enumerate(items)]})
+        return total
+
+    for cls in [None] + sorted({c for c in dev_class.values() if c}):
+        build("default", cls)
+    crush["buckets"] = sorted(out, key=lambda b: -b["id"])
+    return new
+
+
+def use_rule(dumps: Dict[str, Any], pool_name: str, steps: Sequence[str]) -> None:
+    """Give the pool a new rule of `steps` ("take NAME", "OP NUM TYPE", "emit")."""
+    crush = dumps["crush"]
+    ids = {b["name"]: b["id"] for b in crush["buckets"]}
+    parsed: List[Dict[str, Any]] = []
+    for s in steps:
+        w = s.split()
+        if w[0] == "take":
+            parsed.append({"op": "take", "item": ids[w[1]], "item_name": w[1]})
+        elif w[0] == "emit":
+            parsed.append({"op": "emit"})
+        else:
+            parsed.append({"op": w[0], "num": int(w[1]), "type": w[2]})
+    rid = max(r["rule_id"] for r in crush["rules"]) + 1
+    crush["rules"].append({"rule_id": rid, "rule_name": f"rule{rid}", "ruleset": rid, "type": 1,
+                           "min_size": 1, "max_size": 10, "steps": parsed})
+    next(p for p in dumps["osd_dump"]["pools"] if p["pool_name"] == pool_name)["crush_rule"] = rid
+
+
+def load(dumps: Dict[str, Any]) -> snapshot.Snapshot:
+    return snapshot.load(dumps["osd_dump"], dumps["crush"], dumps["pg_dump"], dumps["df"])
+
+
+def crush_maps_to(snap: snapshot.Snapshot, pool: snapshot.Pool, osd: int) -> int:
+    """Replicas CRUSH itself (our exact mapper) puts on `osd`, upmaps aside."""
+    return int(up_counts(Placer(snap).map_pool(pool, upmaps=False).up, snap.osds.count)[osd])
+
+
+@pytest.mark.parametrize("layout", [UNDER_ROOT, IN_HOSTLESS_RACK], ids=["under-root", "hostless-rack"])
+def test_an_osd_without_a_host_gets_no_share_of_host_rule_pools(
+        dumps: Dict[str, Any], layout: Layout) -> None:
+    new = regrow(dumps, layout)     # class ssd: the "fast" rule's shadow tree has it too
+    s = load(dumps)
+    report = status_report(s)
+    row = next(o for o in report["osds"] if o["id"] == new)
+    assert row["pg_share"] == 0 and set(row["pg_share_by_pool"].values()) == {0}
+    assert any(f"cannot reach osd.{new}" in n for n in report["notes"])     # and it says so
+    for pool in s.pools:                 # every rule of the fixture: chooseleaf type host
+        share = distribution.pool_share(pool, distribution.rule_weights(s, s.rule(pool.crush_rule)))
+        assert share[new] == 0, pool.name
+        assert share.sum() == pytest.approx(pool.pg_num * pool.size), pool.name
+        assert crush_maps_to(s, pool, new) == 0, pool.name    # as CRUSH itself does
+    fast = s.pool_by_name("fast")
+    share = distribution.pool_share(fast, distribution.rule_weights(s, s.rule(fast.crush_rule)))
+    assert set(np.flatnonzero(share).tolist()) == {4, 5}
+
+
+@pytest.mark.parametrize("layout, reachable", [(HOST_WITHOUT_RACK, False), (RACK_WITHOUT_HOST, False),
+                                               (HOST_IN_RACK, True)],
+                         ids=["host-without-rack", "rack-without-host", "host-in-rack"])
+def test_a_two_step_rule_reaches_only_osds_under_each_steps_type(
+        dumps: Dict[str, Any], layout: Layout, reachable: bool) -> None:
+    new = regrow(dumps, layout, device_class="hdd")
+    use_rule(dumps, "rbd", RACK_THEN_HOST)
+    s = load(dumps)
+    rbd = s.pool_by_name("rbd")
+    share = distribution.pool_share(rbd, distribution.rule_weights(s, s.rule(rbd.crush_rule)))
+    assert (share[new] > 0) == reachable
+    assert share.sum() == pytest.approx(rbd.pg_num * rbd.size)
+    assert (crush_maps_to(s, rbd, new) > 0) == reachable
+    row = next(o for o in status_report(s)["osds"] if o["id"] == new)
+    assert (row["pg_share_by_pool"][str(rbd.id)] > 0) == reachable
+
+
+def test_a_choose_osd_rule_reaches_every_device_under_the_take(dumps: Dict[str, Any]) -> None:
+    new = regrow(dumps, UNDER_ROOT, device_class="hdd")
+    use_rule(dumps, "rbd", OSDS_ANYWHERE)
+    s = load(dumps)
+    rbd = s.pool_by_name("rbd")
+    share = distribution.pool_share(rbd, distribution.rule_weights(s, s.rule(rbd.crush_rule)))
+    assert share[new] > 0 and crush_maps_to(s, rbd, new) > 0
+    assert share.sum() == pytest.approx(rbd.pg_num * rbd.size)
+
+
+def test_rule_weights_follow_each_take_to_its_own_emit(dumps: Dict[str, Any]) -> None:
+    # the first take's host step cannot reach osd.6; the second take's osd step can
+    new = regrow(dumps, UNDER_ROOT, device_class="hdd")
+    use_rule(dumps, "rbd", ["take default", "chooseleaf_firstn 1 host", "emit",
+                            "take default", "choose_firstn -1 osd", "emit"])
+    s = load(dumps)
+    w = distribution.rule_weights(s, s.rule(s.pool_by_name("rbd").crush_rule))
+    assert w[new] > 0
+    use_rule(dumps, "rbd", ["take default", "chooseleaf_firstn 0 host", "emit",
+                            "take default~ssd", "chooseleaf_firstn 0 host", "emit"])
+    s = load(dumps)
+    assert distribution.rule_weights(s, s.rule(s.pool_by_name("rbd").crush_rule))[new] == 0

@@ -79,7 +79,7 @@ def start(ceph: FakeCeph, store: Store, target: int, pool: str = "rbd") -> Execu
     snap = ceph.snap()
     p = snap.pool_by_name(pool)
     ex = Executor(None, [], store.save)
-    ex.start(StepPlanner(snap, T).plan(p, target), {pool: p.pg_num}, "apply", 0.0)
+    ex.start(StepPlanner(snap, T).plan(p, target), [p], "apply", 0.0)
     return ex
 
 
@@ -204,7 +204,7 @@ def test_interval_and_budget_pace_the_steps(dumps: Dict[str, Any]) -> None:
     ex.tick(ceph.snap(), slow, ceph.send, 0.0)
     ceph.settle()
     ex.tick(ceph.snap(), slow, ceph.send, 1.0)             # step 1 done, step 2 must wait
-    assert "to the next step" in (store.state or {})["waiting"]
+    assert "next step after" in (store.state or {})["waiting"]
     n = len(ceph.sent)
     ceph.dumps["pg_dump"]["pg_map"]["pg_stats_sum"]["stat_sum"]["num_objects_misplaced"] = 10 ** 9
     ex.tick(ceph.snap(), slow, ceph.send, 100.0)
@@ -244,7 +244,7 @@ def test_pause_resume_abort(dumps: Dict[str, Any]) -> None:
         ex.pause(6.0)
     ex.resume(7.0)
     with pytest.raises(AdvisorError) as busy:
-        ex.start([], {}, "apply", 8.0)
+        ex.start([], [], "apply", 8.0)
     assert busy.value.code == -16
     ex.tick(ceph.snap(), OPEN, ceph.send, 8.0)             # a step in flight...
     summary = ex.abort(ceph.snap(), ceph.send, 9.0)        # ...then abort
@@ -264,7 +264,7 @@ def test_pinned_steps_move_nothing_and_release_rounds_follow(dumps: Dict[str, An
     assert steps[-1].kind == "balance" and all(s.pin for s in steps if s.kind == "pgp_num")
     assert all(s.pgs_moving <= T.max_splitting for s in steps if s.kind == "pgp_num")
     ex = Executor(None, [], store.save)
-    ex.start(steps, {"rbd": rbd.pg_num}, "apply", 0.0)
+    ex.start(steps, [rbd], "apply", 0.0)
     pinned = 0
     for i in range(400):
         before = Placer(ceph.snap()).map_pool(ceph.snap().pool_by_name("rbd"))
@@ -290,7 +290,7 @@ def test_no_pins_beside_the_builtin_balancer(dumps: Dict[str, Any]) -> None:
     snap = ceph.snap()
     rbd = snap.pool_by_name("rbd")
     ex = Executor(None, [], store.save)
-    ex.start(StepPlanner(snap, dataclasses.replace(T, pin=True)).plan(rbd, 64), {"rbd": 32}, "apply", 0.0)
+    ex.start(StepPlanner(snap, dataclasses.replace(T, pin=True)).plan(rbd, 64), [rbd], "apply", 0.0)
     busy = dataclasses.replace(OPEN, balancer_active=True)
     run(ex, ceph, busy, ticks=10)
     st = store.state or {}

@@ -49,7 +49,12 @@ def test_apply_dry_run_starts_nothing(wired: Any) -> None:
     ({"pool": "nope", "pg_num": 64}, -2, "does not exist"),
     ({"pool": "rbd", "pg_num": 0}, -22, "between 1 and"),
     ({"pool": "rbd", "pg_num": 32}, -22, "already has pg_num 32"),
-    ({"pool": "rbd", "pg_num": 4096}, -22, "over mon_max_pg_per_osd"),
+    ({"pool": "rbd", "pg_num": 4096}, -22, "(mon_max_pg_per_osd 250 x 6 OSDs in)"),
+    ({"pool": "rbd", "pg_num": 450}, -22, "on an OSD, over mon_max_pg_per_osd 250"),
+    ({"pool": "rbd", "pg_num": -5}, -22, "between 1 and 65536"),
+    ({"pool": "rbd", "pg_num": 2 ** 31}, -22, "between 1 and 65536"),
+    ({"pool": "rbd", "pg_num": 10 ** 8}, -22, "between 1 and 65536"),
+    ({"pool": "rbd", "pg_num": 10 ** 12}, -22, "between 1 and 65536"),
 ])
 def test_bad_apply_changes_nothing(wired: Any, kw: Dict[str, Any], code: int, message: str) -> None:
     m, ceph, _ = wired

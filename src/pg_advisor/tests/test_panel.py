@@ -1,15 +1,22 @@
 """The panel's metrics and HTTP server (a real server on loopback; no mgr needed)."""
 import copy
+import errno
 import json
+import os
 import socket
+import threading
+import time
 import urllib.error
 import urllib.request
-from typing import Any, Dict, Iterator, Tuple
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
-from pg_advisor.http_server import Server
-from pg_advisor.panel import PAGE, metrics
+from pg_advisor.errors import AdvisorError
+from pg_advisor.http_server import (ACCEPTED_QUEUE, KEEP_ALIVE_CONNECTIONS, RETRY_AFTER, WORKERS,
+                                    Server)
+from pg_advisor.panel import PAGE, family, metrics
 
 from .conftest import free_port, read
 
@@ -26,18 +33,31 @@ def status_with_evil_pool() -> Dict[str, Any]:
 def test_metrics_carry_the_status_figures_with_escaped_labels() -> None:
     st = status_with_evil_pool()
     text = metrics(st, {"plan": None, "steps": []})
-    for o in st["osds"]:
-        assert f'pg_advisor_osd_pgs{{osd="{o["id"]}"}} {o["pgs"]:g}' in text
-        assert f'pg_advisor_osd_utilization_percent{{osd="{o["id"]}"}} {o["utilization"]:g}' in text
+    samples = dict(line.rsplit(" ", 1) for line in text.splitlines() if not line.startswith("#"))
+    for o in st["osds"]:       # each value reads back as the JSON's, exactly
+        assert int(samples[f'pg_advisor_osd_pgs{{osd="{o["id"]}"}}']) == o["pgs"]
+        assert float(samples[f'pg_advisor_osd_utilization_percent{{osd="{o["id"]}"}}']) == o["utilization"]
+        assert int(samples[f'pg_advisor_osd_pg_memory_bytes{{osd="{o["id"]}"}}']) == o["pg_memory_now"]
         for pid, x in o["pg_share_by_pool"].items():
-            assert f'pg_advisor_osd_pool_pg_share{{osd="{o["id"]}",pool_id="{pid}"}} {x:g}' in text
+            assert float(samples[f'pg_advisor_osd_pool_pg_share{{osd="{o["id"]}",pool_id="{pid}"}}']) == x
     budget = st["cluster"]["sizing"]["pg_memory_budget"]
-    assert f"pg_advisor_pg_memory_budget_bytes {budget:g}" in text
+    assert samples["pg_advisor_pg_memory_budget_bytes"] == str(int(budget))
     # a label value cannot end early or add a line: quote and backslash are escaped
     assert 'pool="<img src=x onerror=alert(1)>\\"\\\\"' in text
     for line in text.splitlines():
         assert line.startswith("#") or line.startswith("pg_advisor_")
     assert "pg_advisor_plan_running 0" in text
+
+
+def test_metric_values_are_exact() -> None:
+    values = [1073741824, 2 ** 53 + 1, 0.1, 12.5, 1073741824.0, -3.0, 1e300, None,
+              float("nan"), float("inf"), True]
+    lines = family("x", "help", "gauge", [((("i", i),), v) for i, v in enumerate(values)])
+    assert lines[2:] == ['x{i="0"} 1073741824', 'x{i="1"} 9007199254740993', 'x{i="2"} 0.1',
+                         'x{i="3"} 12.5', 'x{i="4"} 1073741824', 'x{i="5"} -3', 'x{i="6"} 1e+300',
+                         # None (not known): no sample; NaN and infinities as Prometheus spells them
+                         'x{i="8"} NaN', 'x{i="9"} +Inf', 'x{i="10"} 1']
+    assert family("y", "help", "gauge", [((), 0.0)])[2:] == ["y 0"]
 
 
 def test_the_page_builds_no_markup_from_data() -> None:
@@ -82,6 +102,27 @@ def test_server_answers_and_refuses(server: Tuple[str, Dict[str, Any], int]) -> 
     assert code == 405 and "Traceback" not in body
 
 
+def test_a_source_not_ready_is_503_and_a_failing_one_500_in_one_line() -> None:
+    def not_yet() -> Dict[str, Any]:
+        raise AdvisorError(-errno.EAGAIN, "the status is not computed yet")
+
+    def broken() -> Dict[str, Any]:
+        raise RuntimeError("boom")
+    srv, port = Server(not_yet, broken, lambda: {"history": []}), free_port()
+    url = srv.start("127.0.0.1", port)
+    try:
+        for path in ("api/status", "metrics"):
+            with pytest.raises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(url + path, timeout=10)
+            assert e.value.code == 503 and e.value.headers["Retry-After"] == str(RETRY_AFTER)
+            assert e.value.read().decode() == "503 Service Unavailable\n"
+        code, _, body = get(url + "api/progress")     # (cherrypy pads some errors with spaces)
+        assert code == 500 and body.rstrip() == "500 Internal Server Error" and "boom" not in body
+        assert get(url + "api/history")[0] == 200
+    finally:
+        srv.stop()
+
+
 def test_port_is_free_after_stop() -> None:
     port = free_port()
     srv = Server(lambda: {}, lambda: {}, lambda: {})
@@ -92,3 +133,148 @@ def test_port_is_free_after_stop() -> None:
     srv.start("127.0.0.1", port)   # and the server can start again on it
     assert get(f"http://127.0.0.1:{port}/")[0] == 200
     srv.stop()
+
+
+# --- bounds: what clients that stall, send too much or come in crowds can take ---------
+
+def tiny_server() -> Server:
+    return Server(lambda: {"pools": []}, lambda: {"plan": None, "steps": []}, lambda: {"history": []})
+
+
+@pytest.fixture
+def tiny() -> Iterator[Tuple[Server, int]]:
+    srv, port = tiny_server(), free_port()
+    srv.start("127.0.0.1", port)
+    try:
+        yield srv, port
+    finally:
+        srv.stop()
+
+
+def stalled_clients(port: int, n: int) -> List[socket.socket]:
+    """n clients that connect, send part of a request line or of the headers, and stall."""
+    parts = (b"GET /api/sta", b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: ")
+    return [_stall(port, parts[i % 2]) for i in range(n)]
+
+
+def _stall(port: int, part: bytes) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(part)
+    return s
+
+
+def timed_get(url: str) -> Tuple[int, float]:
+    t0 = time.monotonic()
+    code = get(url)[0]
+    return code, time.monotonic() - t0
+
+
+def raw_request(port: int, request: bytes) -> bytes:
+    """Send a whole request, then read the answer until the server closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(request)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    return answer
+
+
+def held_sockets(port: int) -> int:
+    """Sockets of this process bound to the server's port: the listener and the connections
+    the server has accepted (not those still in the kernel's backlog, nor the clients')."""
+    ours = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            ours.add(os.readlink(f"/proc/self/fd/{fd}"))
+        except FileNotFoundError:      # closed meanwhile (the listing's own fd, a worker's)
+            pass
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and f"socket:[{fields[9]}]" in ours:
+                count += 1
+    return count
+
+
+def rss_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_stalled_clients_do_not_starve_a_get(tiny: Tuple[Server, int]) -> None:
+    _, port = tiny
+    clients = stalled_clients(port, 12)
+    try:
+        time.sleep(0.3)    # the server has accepted them and its workers wait on them
+        code, took = timed_get(f"http://127.0.0.1:{port}/api/history")
+        assert code == 200 and took < 3, took
+    finally:
+        for c in clients:
+            c.close()
+
+
+def test_oversized_headers_are_refused_and_the_server_serves_on(tiny: Tuple[Server, int]) -> None:
+    _, port = tiny
+    big = b"a" * 100 * 1024
+    for request in (b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + big + b"\r\n\r\n",      # one header
+                    b"GET / HTTP/1.1\r\nHost: x\r\n" + b"X-Many: b\r\n" * 10240 + b"\r\n",  # many
+                    b"GET /" + big + b" HTTP/1.1\r\nHost: x\r\n\r\n"):                 # the URI
+        answer = raw_request(port, request)
+        status = answer.split(b"\r\n", 1)[0]
+        assert status.startswith(b"HTTP/1.1 4"), status
+        assert b"Traceback" not in answer
+    assert get(f"http://127.0.0.1:{port}/")[0] == 200
+
+
+def test_a_crowd_of_connections_takes_bounded_threads_and_memory(tiny: Tuple[Server, int]) -> None:
+    _, port = tiny
+    get(f"http://127.0.0.1:{port}/")                    # warm: the first request's allocations
+    threads, rss = threading.active_count(), rss_bytes()
+    crowd = []
+    for _ in range(200):                                # opened at once: none waits for accept
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", port))
+        crowd.append(s)
+    try:
+        # the peak over 2.5 s: the kernel retries the connections its backlog dropped after 1 s
+        held, most_threads, most_rss = 0, 0, 0
+        for _ in range(25):
+            time.sleep(0.1)
+            held = max(held, held_sockets(port))
+            most_threads, most_rss = max(most_threads, threading.active_count()), max(most_rss, rss_bytes())
+        # the listener, a worker's connection each, the accept queue, idle keep-alives
+        assert held <= 1 + WORKERS + ACCEPTED_QUEUE + KEEP_ALIVE_CONNECTIONS, held
+        assert most_threads <= threads
+        assert most_rss - rss < 16 << 20
+    finally:
+        for s in crowd:
+            s.close()
+    time.sleep(0.5)        # the server accepts and drops what its backlog still holds
+    for _ in range(5):
+        code, took = timed_get(f"http://127.0.0.1:{port}/api/history")
+        assert code == 200 and took < 3, took
+    assert threading.active_count() <= threads
+
+
+def test_stop_releases_the_port_with_stalled_clients_connected() -> None:
+    srv, port = tiny_server(), free_port()
+    srv.start("127.0.0.1", port)
+    clients = stalled_clients(port, 12 + WORKERS + ACCEPTED_QUEUE)    # workers busy, queue full
+    try:
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        srv.stop()
+        assert time.monotonic() - t0 < 8
+        with pytest.raises(ConnectionRefusedError):               # nothing listens any more
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        assert held_sockets(port) == 0                            # nor holds a connection
+        srv.start("127.0.0.1", port)                              # the next server binds it
+        assert get(f"http://127.0.0.1:{port}/")[0] == 200
+    finally:
+        srv.stop()
+        for c in clients:
+            c.close()

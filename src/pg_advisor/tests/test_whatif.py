@@ -65,7 +65,12 @@ def test_reweight_zero_is_out(snap: snapshot.Snapshot) -> None:
     (Change(pool="rbd"), -22, "give --pg-num"),
     (Change(pool="nope", pg_num=8), -2, "pool 'nope' does not exist"),
     (Change(pool="rbd", pg_num=0), -22, "pg_num must be between"),
-    (Change(pool="rbd", pg_num=16, pgp_num=32), -22, "pgp_num 32 cannot exceed pg_num 16"),
+    (Change(pool="rbd", pg_num=16, pgp_num=32), -22, "pgp_num must be between 1 and pg_num 16, not 32"),
+    (Change(pool="rbd", pg_num=-1), -22, "between 1 and 65536 (mon_max_pool_pg_num)"),
+    (Change(pool="rbd", pg_num=2 ** 31), -22, "between 1 and 65536"),
+    (Change(pool="rbd", pg_num=10 ** 12), -22, "between 1 and 65536"),
+    (Change(pool="rbd", pg_num=4096), -22, "over 1500 (mon_max_pg_per_osd 250 x 6 OSDs in)"),
+    (Change(pool="rbd", pgp_num=0), -22, "pgp_num must be between 1 and pg_num 32, not 0"),
     (Change(out=(42,)), -2, "osd.42 does not exist"),
     (Change(reweight={1: 1.5}), -22, "within 0..1"),
 ])

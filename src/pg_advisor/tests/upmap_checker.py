@@ -67,6 +67,8 @@ def check_up_set(osd_dump: Dict[str, Any], crush: Dict[str, Any], pool: Dict[str
         count: Dict[int, int] = {}
         for o in osds:
             a = ancestor(o, step["type"])
+            if a < -10**9 + 1:     # CRUSH never reaches an OSD outside every such bucket
+                problems.append(f"osd.{o} has no {step['type']} above it: the rule cannot reach it")
             count[a] = count.get(a, 0) + 1
         if max(count.values(), default=0) > per_bucket:
             problems.append(f"{max(count.values())} replicas share a {step['type']} "

@@ -1,0 +1,216 @@
+"""How a plan is kept in the mgr store, so that a new mgr resumes it.
+
+- Small entries: the mon refuses a config-key value over mon_config_key_max_entry_size
+  (64 KiB in Pacific), and the mgr only logs that refusal, so a big plan would silently
+  not be kept. The steps (fixed when the plan starts) go in chunks written once; the
+  state that changes as the plan runs is a few hundred bytes; the history is trimmed to
+  fit.
+- Written only when a value changed: a blocked plan polled every 2 s writes nothing.
+- Read back with every field checked: the store may hold anything (a hand edit, another
+  version). What cannot be read is kept aside under CORRUPT_KEY and reported; it never
+  stops the module, and `abort` clears it.
+
+No mgr calls here: the module hands in functions that read and write its store.
+"""
+import json
+import math
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from .steps import Step
+
+STATE_KEY, HISTORY_KEY, STEPS_KEY, CORRUPT_KEY = "exec_state", "exec_history", "exec_steps", "exec_corrupt"
+STATE_VERSION = 2
+ENTRY_MAX = 60000            # bytes per store entry, below the mon's 65536
+STEPS_PER_CHUNK = 150        # a step is ~250 bytes of JSON
+MAX_STEPS = 1 << 18          # more than any pg_num change within mon_max_pool_pg_num needs
+READ_MAX = 1 << 20           # a stored value longer than this is not parsed at all
+STATUSES = ("running", "paused", "stopped", "done", "aborted", "failed")
+PHASES = ("idle", "issuing", "issued")
+VOLATILE = ("steps", "blockers", "waiting")   # not stored: steps apart, the rest recomputed
+
+Load = Callable[[str], Optional[str]]
+Save = Callable[[str, Optional[str]], None]
+
+
+class Unreadable(ValueError):
+    """A stored value that is not a plan this version can run."""
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+# field -> check; every field of a version-2 state, nothing else
+_STATE_FIELDS: Dict[str, Callable[[Any], bool]] = {
+    "version": lambda v: v == STATE_VERSION,
+    "id": lambda v: isinstance(v, str) and 0 < len(v) <= 64,
+    "source": lambda v: v in ("apply", "auto"),
+    "created": _number,
+    "next": lambda v: _int(v) and v >= 0,
+    "phase": lambda v: v in PHASES,
+    "status": lambda v: v in STATUSES,
+    "pools": lambda v: isinstance(v, dict) and 0 < len(v) <= 4096 and all(
+        isinstance(k, str) and isinstance(p, dict) and set(p) == {"id", "start", "goal", "expect"}
+        and all(_int(p[f]) for f in ("id", "start", "goal"))
+        and isinstance(p["expect"], list) and len(p["expect"]) == 2 and all(_int(x) for x in p["expect"])
+        for k, p in v.items()),
+    "steps_count": lambda v: _int(v) and 0 < v <= MAX_STEPS,
+    "issued_at": lambda v: v is None or _number(v),
+    "last_step_at": lambda v: v is None or _number(v),
+    "retry_at": lambda v: v is None or _number(v),
+    "attempts": lambda v: _int(v) and v >= 0,
+    "last_error": lambda v: v is None or isinstance(v, str),
+    "stopped_why": lambda v: v is None or isinstance(v, str),
+    "rounds": lambda v: _int(v) and v >= 0,
+    "round": lambda v: v is None or (isinstance(v, dict) and set(v) == {"epoch", "items"}
+                                     and _int(v["epoch"]) and isinstance(v["items"], dict)),
+}
+_EVENT_FIELDS = {"time": _number, "plan": lambda v: v is None or isinstance(v, str),
+                 "event": lambda v: isinstance(v, str), "detail": lambda v: isinstance(v, str)}
+
+
+def _parse(raw: Optional[str], key: str) -> Any:
+    if raw is None:
+        return None
+    if len(raw) > READ_MAX:
+        raise Unreadable(f"{key} is {len(raw)} bytes, more than any plan of pg_advisor's")
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        raise Unreadable(f"{key} is not JSON ({type(e).__name__}: {str(e)[:80]})") from None
+
+
+def check_state(doc: Any) -> Dict[str, Any]:
+    """The stored state as it must be; Unreadable with the first field that is not."""
+    if not isinstance(doc, dict):
+        raise Unreadable(f"exec_state is a {type(doc).__name__}, not a plan")
+    if doc.get("version") != STATE_VERSION:
+        raise Unreadable(f"exec_state is of version {doc.get('version')!r}, not {STATE_VERSION} "
+                         f"(written by another pg_advisor)")
+    missing = sorted(set(_STATE_FIELDS) - set(doc))
+    extra = sorted(set(doc) - set(_STATE_FIELDS))
+    if missing or extra:
+        raise Unreadable(f"exec_state lacks {missing} / has unknown {extra}")
+    bad = [k for k, ok in _STATE_FIELDS.items() if not ok(doc[k])]
+    if bad:
+        raise Unreadable(f"exec_state field '{bad[0]}' is malformed: {str(doc[bad[0]])[:80]}")
+    if doc["next"] > doc["steps_count"]:
+        raise Unreadable("exec_state: the next step is past the last one")
+    return doc
+
+
+def check_steps(chunks: List[Any], plan: str, count: int) -> List[Dict[str, Any]]:
+    steps: List[Dict[str, Any]] = []
+    for i, c in enumerate(chunks):
+        if not (isinstance(c, dict) and c.get("plan") == plan and c.get("part") == i
+                and isinstance(c.get("steps"), list)):
+            raise Unreadable(f"{STEPS_KEY}.{i} does not belong to plan {plan}")
+        steps.extend(c["steps"])
+    if len(steps) != count:
+        raise Unreadable(f"plan {plan} has {len(steps)} stored steps, not {count}")
+    for s in steps:
+        try:
+            step = Step.from_json(s)
+        except TypeError as e:
+            raise Unreadable(f"a stored step is malformed: {e}") from None
+        if step.kind not in ("pg_num", "pgp_num", "balance") or not all(
+                _int(getattr(step, f)) for f in ("pool_id", "pg_num", "pgp_num")):
+            raise Unreadable(f"a stored step is malformed: {str(s)[:80]}")
+    return steps
+
+
+def check_history(doc: Any) -> List[Dict[str, Any]]:
+    if doc is None:
+        return []
+    if not isinstance(doc, list) or not all(
+            isinstance(e, dict) and set(e) == set(_EVENT_FIELDS)
+            and all(ok(e[k]) for k, ok in _EVENT_FIELDS.items()) for e in doc):
+        raise Unreadable("exec_history is not a list of events")
+    return doc
+
+
+def _fit(history: List[Dict[str, Any]]) -> str:
+    """The newest events that fit one entry."""
+    text = json.dumps(history)
+    while len(text) > ENTRY_MAX and history:
+        history = history[max(1, len(history) // 10):]
+        text = json.dumps(history)
+    return text
+
+
+class PlanStore:
+    def __init__(self, load: Load, save: Save) -> None:
+        self._load, self._save = load, save
+        self._written: Dict[str, Optional[str]] = {}   # key -> the value last written or read
+        self._chunks = 0
+        self.error: Optional[str] = None     # what could not be read, until cleared
+
+    def _get(self, key: str) -> Optional[str]:
+        raw = self._load(key)
+        self._written[key] = raw
+        return raw
+
+    def _put(self, key: str, value: Optional[str]) -> None:
+        if self._written.get(key, "\0unknown") != value:
+            self._save(key, value)
+            self._written[key] = value
+
+    def read(self, now: float) -> Tuple[Optional[Dict[str, Any]], List[Dict[str, Any]]]:
+        """(state with its steps, or None; history). An unreadable state is set aside and
+        `error` says what it was; an unreadable history starts again with that event."""
+        state: Optional[Dict[str, Any]] = None
+        history: List[Dict[str, Any]] = []
+        problems = []
+        try:
+            history = check_history(_parse(self._get(HISTORY_KEY), HISTORY_KEY))
+        except Unreadable as e:
+            problems.append(str(e))
+            history = [{"time": now, "plan": None, "event": "reset",
+                        "detail": f"the stored history was unreadable and is kept aside in "
+                                  f"{CORRUPT_KEY}: {e}"}]
+        try:
+            doc = _parse(self._get(STATE_KEY), STATE_KEY)
+            if doc is not None:
+                st = check_state(doc)
+                n = -(-st["steps_count"] // STEPS_PER_CHUNK)
+                chunks = [_parse(self._get(f"{STEPS_KEY}.{i}"), f"{STEPS_KEY}.{i}") for i in range(n)]
+                st["steps"] = check_steps(chunks, st["id"], st["steps_count"])
+                st["blockers"], st["waiting"] = [], None
+                self._chunks = n
+                state = st
+        except Unreadable as e:
+            problems.append(str(e))
+            self.error = f"the stored plan is unreadable ({e}); `ceph pg-advisor abort` clears it"
+        if problems:     # keep what was there for a post-mortem (one entry, cut to fit)
+            kept = {k: (self._written.get(k) or "")[:ENTRY_MAX // 16] for k in (STATE_KEY, HISTORY_KEY)}
+            self._put(CORRUPT_KEY, json.dumps({"problems": problems, "values": kept}))
+        return state, history
+
+    def write(self, state: Optional[Dict[str, Any]], history: List[Dict[str, Any]]) -> None:
+        """Store what changed: the steps first (once per plan), then the state that names them."""
+        if state is not None:
+            steps = state["steps"]
+            parts = [steps[i:i + STEPS_PER_CHUNK] for i in range(0, len(steps), STEPS_PER_CHUNK)]
+            for i, part in enumerate(parts):
+                self._put(f"{STEPS_KEY}.{i}", json.dumps({"plan": state["id"], "part": i, "steps": part}))
+            for i in range(len(parts), self._chunks):      # a longer plan's tail
+                self._put(f"{STEPS_KEY}.{i}", None)
+            self._chunks = len(parts)
+            doc = {k: v for k, v in state.items() if k not in VOLATILE}
+            doc["version"], doc["steps_count"] = STATE_VERSION, len(steps)
+            self._put(STATE_KEY, json.dumps(doc, sort_keys=True))
+        else:
+            self._put(STATE_KEY, None)
+        self._put(HISTORY_KEY, _fit(history))
+
+    def clear(self) -> None:
+        """Forget an unreadable plan (`abort`): the state key goes; the copy set aside stays."""
+        self._put(STATE_KEY, None)
+        for i in range(self._chunks):
+            self._put(f"{STEPS_KEY}.{i}", None)
+        self._chunks = 0
+        self.error = None

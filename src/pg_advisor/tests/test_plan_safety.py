@@ -1,0 +1,361 @@
+"""A plan never acts on the wrong pool, survives what the store and the cluster throw at
+it, and writes the store only when something changed (executor, driver and module, with
+the mon's pool targets and upmap items simulated)."""
+import copy
+import dataclasses
+import json
+from typing import Any, Dict, List, Optional, Tuple
+
+import pytest
+
+from . import mgr_stub
+from .test_execute import OPEN, T, FakeCeph, Store, start
+from .test_module import module  # noqa: F401  (the fixture)
+from .test_module_exec import cmd, wired  # noqa: F401  (the fixture)
+
+from pg_advisor.driver import Driver
+from pg_advisor.execute import Executor
+from pg_advisor.module import Module  # noqa: E402
+from pg_advisor.plan_store import ENTRY_MAX, STATE_KEY, PlanStore
+from pg_advisor.steps import StepPlanner, balance_step
+
+
+# -- the plan is bound to its pool's id and to the targets it set ------------------------------
+
+def _stopped_by(dumps: Dict[str, Any], change: Any) -> Tuple[FakeCeph, Store, Executor]:
+    ceph, store = FakeCeph(dumps), Store()
+    ex = start(ceph, store, 64)
+    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)     # step 1 sent
+    ceph.settle()
+    sent = len(ceph.sent)
+    change(ceph)
+    for t in range(1, 5):
+        ex.tick(ceph.snap(), OPEN, ceph.send, float(t))
+        ceph.settle()
+    assert len(ceph.sent) == sent, ceph.sent[sent:]      # nothing more went out, to any pool
+    return ceph, store, ex
+
+
+def _delete(ceph: FakeCeph) -> None:
+    ceph.dumps["osd_dump"]["pools"] = [p for p in ceph.dumps["osd_dump"]["pools"]
+                                       if p["pool_name"] != "rbd"]
+
+
+def _recreate(ceph: FakeCeph) -> None:
+    p = ceph.pool("rbd")
+    p.update(pool=99, pg_num=8, pg_placement_num=8, pg_num_target=8, pg_placement_num_target=8)
+
+
+def _rename(ceph: FakeCeph) -> None:
+    ceph.pool("rbd")["pool_name"] = "renamed"
+
+
+def _retarget(ceph: FakeCeph) -> None:
+    ceph.pool("rbd").update(pg_num_target=128, pg_placement_num_target=128)
+
+
+@pytest.mark.parametrize("change, why", [
+    (_delete, "pool rbd (id 1) was deleted"),
+    (_recreate, "pool rbd (id 1) was deleted; a new pool rbd has id 99"),
+    (_rename, "pool rbd (id 1) was renamed to renamed"),
+    (_retarget, "pool rbd: pg_num/pgp_num targets were changed outside the plan to 128/128"),
+])
+def test_a_changed_pool_stops_the_plan_and_abort_leaves_it_alone(
+        dumps: Dict[str, Any], change: Any, why: str) -> None:
+    ceph, store, ex = _stopped_by(dumps, change)
+    st = store.state or {}
+    assert st["status"] == "stopped" and st["stopped_why"].startswith(why), st["stopped_why"]
+    assert ex.open and not ex.active
+    with pytest.raises(Exception):
+        ex.start([], [], "apply", 9.0)                  # a stopped plan still holds its place
+    summary = ex.abort(ceph.snap(), ceph.send, 10.0)
+    assert "left alone" in summary and not ex.open
+    assert all(c.get("pool") != "rbd" for c in ceph.sent[2:])   # the operator's change stands
+    if change is _retarget:
+        assert ceph.pool("rbd")["pg_num_target"] == 128
+
+
+def test_own_targets_between_commands_are_not_a_change(dumps: Dict[str, Any]) -> None:
+    """Setting pg_num drags pgp_num's target along until pgp_num is set: a failover
+    between the two commands leaves that state, and the plan resumes from it."""
+    ceph, store = FakeCeph(dumps), Store()
+    ex = start(ceph, store, 64)
+    issuing = copy.deepcopy(ex.state)
+    ceph.send({"prefix": "osd pool set", "pool": "rbd", "var": "pg_num", "val": "48"})  # half sent
+    assert issuing is not None
+    issuing["phase"] = "issuing"
+    ex2 = Executor(issuing, [], store.save)
+    for t in range(300):
+        ex2.tick(ceph.snap(), OPEN, ceph.send, float(t))
+        ceph.settle()
+        if not ex2.active:
+            break
+    assert (store.state or {})["status"] == "done"
+
+
+# -- a failover in the middle of a pinned burst ------------------------------------------------
+
+def test_a_failover_after_pgp_num_before_the_pins_resends_the_pins(dumps: Dict[str, Any]) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    snap = ceph.snap()
+    rbd = snap.pool_by_name("rbd")
+    steps = StepPlanner(snap, dataclasses.replace(T, pin=True)).plan(rbd, 64)
+    ex = Executor(None, [], store.save)
+    ex.start(steps, [rbd], "apply", 0.0)
+    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)       # the split
+    ceph.settle()
+    crashed: List[Optional[Dict[str, Any]]] = []
+
+    def dies_after_pgp(cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
+        crashed.append(copy.deepcopy(store.state))      # saved as "issuing"
+        for c in cmds[:2]:                                # pgp_num target and actual, no pins
+            ceph.send(c)
+        raise SystemExit("mgr failed over")
+    with pytest.raises(SystemExit):
+        ex.tick(ceph.snap(), OPEN, ceph.send, 1.0, dies_after_pgp)    # split done, pgp_num next
+    state = crashed[0]
+    assert state is not None and state["phase"] == "issuing"
+    pins = [c for c in ceph.sent if "pgid" in c]
+    assert pins == []
+    ex2 = Executor(copy.deepcopy(state), [], store.save)
+    ex2.tick(ceph.snap(), OPEN, ceph.send, 3.0)
+    resent = [c for c in ceph.sent if "pgid" in c]
+    assert resent, "the pins were not resent"
+    # with them, every PG is where its data was before the pgp_num change
+    from pg_advisor.crush.placement import Placer
+    before = Placer(snap).map_pool(rbd, 48, 32)
+    now = Placer(ceph.snap()).map_pool(ceph.snap().pool_by_name("rbd"))
+    assert all(set(before.up_list(r)) == set(now.up_list(r)) for r in range(48))
+    assert (store.state or {})["phase"] == "issued"
+    # and once they show, a further failover does not send them again (it goes on)
+    n = len(ceph.sent)
+    again = copy.deepcopy(state)
+    Executor(again, [], store.save).tick(ceph.snap(), OPEN, ceph.send, 4.0)
+    assert not [c for c in ceph.sent[n:] if "pgid" in c or c.get("var") == "pgp_num_actual"], ceph.sent[n:]
+    assert any(h["event"] == "recovered" for h in store.history)
+
+
+# -- balance rounds: checked like the manual command, not done while uneven -------------------
+
+def _balance_plan(ceph: FakeCeph, store: Store) -> Executor:
+    snap = ceph.snap()
+    rbd = snap.pool_by_name("rbd")
+    ex = Executor(None, [], store.save)
+    ex.start([balance_step(rbd, rbd.pg_num, rbd.pgp_num, 10, 1.0)], [rbd], "apply", 0.0)
+    return ex
+
+
+def _skewed(dumps: Dict[str, Any]) -> FakeCeph:
+    """rbd with osd.0 holding more than its share (items that pile PGs onto it)."""
+    ceph = FakeCeph(dumps)
+    from pg_advisor.crush.placement import Placer
+    snap = ceph.snap()
+    m = Placer(snap).map_pool(snap.pool_by_name("rbd"))
+    items = ceph.dumps["osd_dump"]["pg_upmap_items"]
+    for r in range(m.up.shape[0]):
+        row = m.up_list(r)
+        if 0 not in row and 1 not in row:     # osd.1 shares osd.0's host
+            items.append({"pgid": m.pgid(r), "mappings": [{"from": row[0], "to": 0}]})
+    return ceph
+
+
+def test_a_round_the_mon_drops_is_retried_later_and_reported(dumps: Dict[str, Any]) -> None:
+    ceph, store = _skewed(dumps), Store()
+    ex = _balance_plan(ceph, store)
+    real_send = ceph.send
+
+    def drops_items(c: Dict[str, Any]) -> Tuple[int, str]:     # acknowledged, then dropped
+        ceph.sent.append(c)
+        return 0, ""
+    ex.tick(ceph.snap(), OPEN, drops_items, 0.0)
+    assert (store.state or {})["round"] is not None
+    ceph.dumps["osd_dump"]["epoch"] += 1
+    ex.tick(ceph.snap(), OPEN, drops_items, 1.0)
+    st = store.state or {}
+    assert st["attempts"] == 1 and "did not keep" in st["last_error"] and st["status"] == "running"
+    n = len(ceph.sent)
+    ex.tick(ceph.snap(), OPEN, real_send, 2.0)           # backing off: nothing now
+    assert len(ceph.sent) == n and "retrying after" in (store.state or {})["waiting"]
+    for t in range(10, 400, 10):                          # the mon keeps them now
+        ex.tick(ceph.snap(), OPEN, real_send, float(t))
+        ceph.dumps["osd_dump"]["epoch"] += 1
+        if not ex.active:
+            break
+    st = store.state or {}
+    assert st["status"] == "done" and st["last_error"] is None
+
+
+def test_a_round_held_back_by_the_budget_is_not_done(dumps: Dict[str, Any]) -> None:
+    ceph, store = _skewed(dumps), Store()
+    ex = _balance_plan(ceph, store)
+    stats = ceph.dumps["pg_dump"]["pg_map"]
+    total = sum(s["stat_sum"]["num_objects"] for s in stats["pg_stats"]) * 3
+    stats["pg_stats_sum"]["stat_sum"]["num_objects_misplaced"] = total   # far past any budget
+    for t in range(5):
+        ex.tick(ceph.snap(), dataclasses.replace(OPEN, budget=1.0), ceph.send, float(t))
+    st = store.state or {}
+    assert st["status"] == "running" and st["next"] == 0
+    assert "budget" in (st["waiting"] or "") and not any("pgid" in c for c in ceph.sent)
+
+
+def test_manual_balance_is_refused_while_a_plan_runs(wired: Any) -> None:  # noqa: F811
+    m, ceph, _ = wired
+    assert cmd(m, "apply", pool="rbd", pg_num=64)[0] == 0
+    code, _, err = cmd(m, "balance")
+    assert code == -16 and "owns the pool's upmap items" in err and ceph.sent == []
+    assert cmd(m, "balance", dry_run=True)[0] == 0         # looking is fine
+    cmd(m, "abort")
+    ceph.sent.clear()
+
+    def mon_command(c: Dict[str, Any]) -> Tuple[int, str, str]:
+        rc, err = m.send(c)
+        return rc, "", err
+    setattr(m, "mon_command", mon_command)
+    code, r, _ = cmd(m, "balance")
+    assert code == 0 and r["applied"] == len(r["items"]) > 0 and not r["failed"]
+
+
+# -- the store: written only on change, small entries, anything read back safely --------------
+
+class CountingStore:
+    def __init__(self) -> None:
+        self.kv: Dict[str, str] = {}
+        self.writes: List[str] = []
+
+    def load(self, key: str) -> Optional[str]:
+        return self.kv.get(key)
+
+    def save(self, key: str, value: Optional[str]) -> None:
+        self.writes.append(key)
+        if value is None:
+            self.kv.pop(key, None)
+        else:
+            assert len(value) <= ENTRY_MAX, (key, len(value))
+            self.kv[key] = value
+
+
+def test_a_blocked_plan_writes_the_store_once(dumps: Dict[str, Any]) -> None:
+    ceph, kv = FakeCeph(dumps), CountingStore()
+    ceph.dumps["osd_dump"]["flags"] += ",norebalance"
+    d = Driver(kv.load, kv.save, 0.0)
+    snap = ceph.snap()
+    d.executor.start(StepPlanner(snap, T).plan(snap.pool_by_name("rbd"), 64),
+                     [snap.pool_by_name("rbd")], "apply", 0.0)
+    n = len(kv.writes)
+    for t in range(1, 40):       # 40 polls, each with a waiting line and blockers
+        d.executor.tick(ceph.snap(), dataclasses.replace(OPEN, interval=1000.0), ceph.send, float(t))
+    assert len(kv.writes) == n and (d.executor.state or {})["blockers"]
+
+
+def test_a_long_plan_is_kept_in_small_entries_and_read_back(dumps: Dict[str, Any]) -> None:
+    ceph, kv = FakeCeph(dumps), CountingStore()
+    snap = ceph.snap()
+    rbd = snap.pool_by_name("rbd")
+    steps = [balance_step(rbd, rbd.pg_num, rbd.pgp_num, i, 0.5) for i in range(1, 2001)]
+    d = Driver(kv.load, kv.save, 0.0)
+    for i in range(300):
+        d.executor._log(float(i), "round", "x" * 1000)      # a long history too
+    d.executor.start(steps, [rbd], "apply", 0.0)
+    assert len(kv.kv) > 3 and all(len(v) <= ENTRY_MAX for v in kv.kv.values())
+    d2 = Driver(kv.load, kv.save, 1.0)                       # a new mgr
+    assert d2.store.error is None
+    assert d2.executor.state is not None and d2.executor.state["steps"] == (d.executor.state or {})["steps"]
+    assert d2.executor.history[-1]["event"] == "start"
+    # a shorter plan afterwards leaves no stale chunk behind
+    d2.executor.state["status"] = "done"
+    d2.executor.start(steps[:3], [rbd], "apply", 2.0)
+    assert sorted(k for k in kv.kv if k.startswith("exec_steps")) == ["exec_steps.0"]
+
+
+@pytest.mark.parametrize("raw", ["{not json", "{}", "[1]", "null", "42", '"text"', "[" * 100000,
+                                 json.dumps({"id": "x", "status": "running", "steps": [1]}),
+                                 "x" * (2 << 20)],
+                         ids=["not-json", "empty", "list", "null", "number", "string", "deep",
+                              "wrong-shape", "huge"])
+def test_unreadable_state_is_reported_and_abort_clears_it(wired: Any, raw: str) -> None:  # noqa: F811
+    m, ceph, _ = wired
+    fake = mgr_stub.BaseMgrModule.fake
+    fake.store[STATE_KEY] = raw
+    fake.store["exec_history"] = "{not a list"
+    m2 = Module("pg_advisor", None, None)            # a new mgr finds it
+    for attr in ("send", "set_module_option"):
+        setattr(m2, attr, getattr(m, attr))
+    m2.run_plan()
+    m2.refresh_health()
+    if raw == "null":            # an empty plan is just no plan
+        assert "PG_ADVISOR_PLAN_ERROR" not in fake.health
+        return
+    assert "PG_ADVISOR_PLAN_ERROR" in fake.health, fake.health
+    assert "unreadable" in json.dumps(fake.health["PG_ADVISOR_PLAN_ERROR"])
+    code, _, err = cmd(m2, "apply", pool="rbd", pg_num=64)
+    assert code == -16 and "abort" in err and ceph.sent == []
+    assert cmd(m2, "balance")[0] == -16
+    code, r, _ = cmd(m2, "abort")
+    assert code == 0 and "cleared" in r["summary"]
+    assert fake.store.get(STATE_KEY) is None and "exec_corrupt" in fake.store
+    m2.refresh_health()
+    assert "PG_ADVISOR_PLAN_ERROR" not in fake.health
+    assert cmd(m2, "apply", pool="rbd", pg_num=64)[0] == 0
+    assert [h["event"] for h in cmd(m2, "history")[1]["history"]][:2] == ["reset", "abort"]
+
+
+def test_a_state_of_another_version_is_not_run(dumps: Dict[str, Any]) -> None:
+    ceph, kv = FakeCeph(dumps), CountingStore()
+    d = Driver(kv.load, kv.save, 0.0)
+    snap = ceph.snap()
+    d.executor.start(StepPlanner(snap, T).plan(snap.pool_by_name("rbd"), 64),
+                     [snap.pool_by_name("rbd")], "apply", 0.0)
+    doc = json.loads(kv.kv[STATE_KEY])
+    for mutate in (lambda s: s.update(version=1), lambda s: s.pop("pools"),
+                   lambda s: s.update(next=10 ** 6), lambda s: s.update(pools={"rbd": [32, 64]}),
+                   lambda s: s.update(status="exploded"), lambda s: s.update(created=float("nan"))):
+        bad = copy.deepcopy(doc)
+        mutate(bad)
+        kv.kv[STATE_KEY] = json.dumps(bad)
+        store = PlanStore(kv.load, kv.save)
+        state, _ = store.read(1.0)
+        assert state is None and store.error and "unreadable" in store.error
+
+
+def test_an_option_the_mon_let_through_falls_back_and_is_reported(module: Module) -> None:  # noqa: F811
+    fake = mgr_stub.BaseMgrModule.fake
+    fake.module_options[("pg_advisor", "misplaced_budget")] = float("nan")   # `config set` takes nan
+    assert module.current_options().misplaced_budget == 0.0
+    module.publish_health()
+    check = fake.health.get("PG_ADVISOR_OPTION_INVALID")
+    assert check and "misplaced_budget" in check["summary"] and "default 0.0" in check["summary"]
+    assert module.handle_command(None, {"prefix": "pg-advisor status", "format": "json"})[0] == 0
+    fake.module_options[("pg_advisor", "misplaced_budget")] = 0.02
+    module.current_options()
+    module.publish_health()
+    assert "PG_ADVISOR_OPTION_INVALID" not in fake.health
+
+
+# -- the panel serves what the serve loop computed, once per refresh --------------------------
+
+def test_the_panel_serves_the_status_computed_once_per_refresh(module: Module) -> None:  # noqa: F811
+    import urllib.error
+    import urllib.request
+    from .conftest import free_port
+    fake = mgr_stub.BaseMgrModule.fake
+    calls: List[int] = []
+    real = module.status
+
+    def counted(pool: Optional[str] = None) -> Dict[str, Any]:
+        calls.append(1)
+        return real(pool)
+    setattr(module, "status", counted)
+    fake.module_options[("pg_advisor", "server_port")] = free_port()
+    try:
+        module.keep_panel()
+        with pytest.raises(urllib.error.HTTPError) as early:    # not computed yet: no work here
+            urllib.request.urlopen(fake.uri + "api/status", timeout=10)
+        assert early.value.code == 503 and calls == []
+        module.refresh_status()
+        for _ in range(10):
+            for path in ("api/status", "metrics", "api/progress", "api/history"):
+                assert urllib.request.urlopen(fake.uri + path, timeout=10).status == 200
+        served = json.loads(urllib.request.urlopen(fake.uri + "api/status", timeout=10).read())
+        assert len(calls) == 1 and served == real()
+    finally:
+        module._server.stop()
