@@ -23,6 +23,10 @@ from .snapshot import Pool, Snapshot
 EPS = 1e-9
 FIRST = 1e3     # ranks the OSDs that fix a bound unit before all others
 TIE = 1e-2      # weight of the pool's own deviation next to the total's
+# (PG, OSD) pairs one run may check for legality. A real map needs far fewer (10,000 OSDs
+# and 81,920 PGs: 1.6e7, qa/bench_balance.py); a pool of many thousand PGs per OSD needs
+# ever more per move, and this keeps such a run to seconds, stopping it with a note.
+WORK_MAX = 60_000_000
 
 
 class Level:
@@ -146,7 +150,9 @@ class Balancer:
         self.total = Level(sum((st.counts for st in self.states), np.zeros(n, np.int64)),
                            sum((st.share for st in self.states), np.zeros(n)))
         self.left = 0          # moves the current run may still make
-        self.stopped = False   # the move or misplaced budget ran out
+        self.stopped = False   # the move, misplaced or work budget ran out
+        self.work = 0          # (PG, OSD) pairs checked so far
+        self.work_stopped = False
         self.lb = 0
 
     def _state(self, pool: Pool) -> PoolState:
@@ -211,6 +217,8 @@ class Balancer:
         # legal: try a few first, widen only if none is
         for k in (16, self.width):
             cand = cols if cols.size <= k else cols[np.argpartition(cost[cols], k - 1)[:k]]
+            if not self._spend(rows.size * cand.size):
+                return None
             ok = replaceable(self.anc, st.shape, st.allowed, up, held, srcs, cand)
             if ok.any():
                 c = np.where(ok, cost[cand][None, :], np.inf) - undo[:, None] * EPS
@@ -234,7 +242,7 @@ class Balancer:
             return None
         rows = np.concatenate(parts)
         owners = np.repeat(srcs, [p.size for p in parts])
-        if not rows.size:
+        if not rows.size or not self._spend(rows.size):
             return None
         ok = replaceable(self.anc, st.shape, st.allowed, st.up[rows], st.held(rows), owners,
                          np.array([dst]))[:, 0]
@@ -244,6 +252,16 @@ class Balancer:
         score = np.where(ok, pref[owners], -np.inf) + undo * EPS
         i = int(np.argmax(score))
         return int(rows[i]), int(owners[i])
+
+    def _spend(self, pairs: int) -> bool:
+        """Count `pairs` legality checks; False (and the run stops) past WORK_MAX."""
+        self.work += pairs
+        if self.work > WORK_MAX and not self.work_stopped:
+            self.stopped = self.work_stopped = True
+            self.notes.append(f"stopped after {WORK_MAX:,} legality checks (the bound of one "
+                              f"run; the pools hold thousands of PGs per OSD): the items are "
+                              f"a partial answer, and another run continues from them")
+        return not self.work_stopped
 
     def affordable(self, objects: float) -> bool:
         """May moves that misplace `objects` more object copies still be made?"""

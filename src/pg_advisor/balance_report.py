@@ -104,5 +104,6 @@ def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items:
         "moves": res.moves, "lower_bound": res.lower_bound, "notes": res.notes,
         "objects_misplaced": int(b.misplaced) if object_budget is not None else None,
         # the misplaced budget, not the lack of a useful move, ended the proposal
-        "budget_stopped": bool(object_budget is not None and b.stopped and b.left > 0),
+        "budget_stopped": bool(object_budget is not None and b.stopped and b.left > 0
+                               and not b.work_stopped),
     }

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from .crush.placement import Placer
+from .errors import AdvisorError
 from .options import Options
 from .sizing import Sizer
 from .snapshot import Snapshot
@@ -26,11 +27,18 @@ def plan_report(snap: Snapshot, opts: Options, balanced: bool = False,
     pg = {p.id: p.pg_num_target for p in snap.pools}
     now = sizer.totals(pg)
     steps: List[Dict[str, Any]] = []
+    notes = list(result.notes)
     for s in changes:
+        try:
+            sim = simulate(snap, Change(pool=s.pool.name, pg_num=s.recommended), placer)
+        except AdvisorError as e:
+            # the mon would refuse this step (e.g. the cluster is past mon_max_pg_per_osd
+            # already): say so and plan the others
+            notes.append(f"pool {s.pool.name}: no step to {s.recommended} PGs: {e.message}")
+            continue
         pg[s.pool.id] = s.recommended
         totals = sizer.totals(pg)
         mem = sizer.model.steady_state(totals)
-        sim = simulate(snap, Change(pool=s.pool.name, pg_num=s.recommended), placer)
         steps.append({
             "pool": s.pool.name, "pool_id": s.pool.id,
             "pg_num": [s.pool.pg_num_target, s.recommended],
@@ -41,7 +49,6 @@ def plan_report(snap: Snapshot, opts: Options, balanced: bool = False,
             "pgs_per_osd_max_after": int(totals.max(initial=0)),
             "pg_memory_max_after": int(mem.max(initial=0)),
         })
-    notes = list(result.notes)
     notes.extend(f"pool {n}: pg_autoscaler manages it (pg_autoscale_mode on); no change planned"
                  for n in skipped)
     return {

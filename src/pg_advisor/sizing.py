@@ -202,7 +202,7 @@ class Sizer:
             share = demand[p.id] / total_demand if total_demand > 0 else 0.0
             reasons = []
             roots = ", ".join(snap.buckets[i].name if i in snap.buckets else str(i) for i in key)
-            where = f"{n_osds} OSDs under {roots}"
+            where = f"{n_osds} OSDs under {roots}" if key else "no OSD (the rule maps nowhere)"
             if p.id in empty:
                 ideal = float(floor)
                 reasons.append(Reason("near_empty", f"near-empty ({share:.1%} of the subtree's data): "

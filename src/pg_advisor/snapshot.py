@@ -675,6 +675,17 @@ def _load_pgs(pg_map: Json) -> Pgs:
                writes=_frozen(writes[order]))
 
 
+def _check_pg_osds(pgs: Pgs, n_osd: int) -> None:
+    """Every OSD a PG's up or acting set names is one of the map's (the vectors index by it)."""
+    for name, m in (("up", pgs.up), ("acting", pgs.acting)):
+        bad = np.flatnonzero((m >= n_osd).any(axis=1)) if m.size else np.zeros(0, dtype=np.int64)
+        if bad.size:
+            i = int(bad[0])
+            osd = int(m[i][m[i] >= n_osd][0])
+            raise AdvisorError.invalid(f"pg dump: pg {int(pgs.pool[i])}.{int(pgs.ps[i]):x}: {name} "
+                                       f"names osd.{osd}, which is not in the OSD map")
+
+
 def _load_upmaps(osd_dump: Json) -> Tuple[Dict[str, Tuple[int, ...]],
                                           Dict[str, Tuple[Tuple[int, int], ...]]]:
     upmap: Dict[str, Tuple[int, ...]] = {}
@@ -756,15 +767,19 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
         upmap, upmap_items = _load_upmaps(osd_dump)
         stat_sum = _map(_map(pg_map or {}, "pg_stats_sum", "pg dump"), "stat_sum",
                         "pg dump: pg_stats_sum")
+        osds = _load_osds(osd_dump, crush, buckets, pg_map)
+        pgs = _load_pgs(pg_map) if pg_map is not None else None
+        if pgs is not None:
+            _check_pg_osds(pgs, osds.count)
         return Snapshot(
             epoch=_int(osd_dump, "epoch", "osd dump", 0, (1 << 32) - 1),
             flags=tuple(f for f in _str(osd_dump, "flags", "osd dump", "").split(",") if f),
-            osds=_load_osds(osd_dump, crush, buckets, pg_map),
+            osds=osds,
             buckets=buckets,
             rules=_load_rules(crush, types),
             tunables=_load_tunables(crush),
             pools=_load_pools(osd_dump, _pool_usage(df, pg_map)),
-            pgs=_load_pgs(pg_map) if pg_map is not None else None,
+            pgs=pgs,
             pg_upmap=upmap, pg_upmap_items=upmap_items,
             mon_max_pg_per_osd=cfg["mon_max_pg_per_osd"],
             crush_types=types,

@@ -186,3 +186,15 @@ def test_no_replacement_by_an_osd_without_a_failure_domain_ancestor(dumps: Dict[
     ok2 = replaceable(ancestors(s2), shape2, np.ones(s2.osds.count, bool), up, up,
                       np.array([0]), np.array([new2]))
     assert ok2.tolist() == [[False]]
+
+
+def test_work_bound_stops_the_run_with_a_note(snap: snapshot.Snapshot,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = balance_report(snap, None, 1 << 20, "pgs", object_budget=1e18)
+    assert whole["moves"] > 2 and not any("legality checks" in n for n in whole["notes"])
+    monkeypatch.setattr("pg_advisor.balance.WORK_MAX", 40)
+    cut = balance_report(snap, None, 1 << 20, "pgs", object_budget=1e18)
+    assert any("stopped after 40 legality checks" in n for n in cut["notes"]), cut["notes"]
+    assert cut["moves"] < whole["moves"]
+    # the work bound is not the misplaced budget: the executor must not wait on it
+    assert cut["budget_stopped"] is False

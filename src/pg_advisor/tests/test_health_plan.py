@@ -1,4 +1,5 @@
 import copy
+import dataclasses
 from typing import Any, Dict
 
 from pg_advisor import options, snapshot
@@ -44,3 +45,19 @@ def test_plan_steps_in_order_with_costs(snap: snapshot.Snapshot) -> None:
     maxes = [s["pgs_per_osd_max_after"] for s in p["steps"]]
     assert maxes == sorted(maxes) and maxes[-1] <= p["pgs_per_osd_limit"]
     assert all(s["reason"] and s["bytes_moved"] is not None for s in p["steps"])
+
+
+def test_a_step_the_mon_would_refuse_is_a_note(snap: snapshot.Snapshot) -> None:
+    # the sizing grows pools against its own PGs-per-OSD model; the mon counts pg_num x size
+    # against mon_max_pg_per_osd x OSDs in: where it would refuse a step, the plan says so
+    # and keeps the steps it would take
+    full = plan_report(snap, options.make())
+    grown = [s for s in full["steps"] if s["pg_num"][1] > s["pg_num"][0]]
+    assert grown
+    have = sum(max(p.pg_num, p.pg_num_target) * p.size for p in snap.pools)
+    tight = dataclasses.replace(snap, mon_max_pg_per_osd=have // 6 + 1)
+    p = plan_report(tight, options.make())
+    assert [s["pool"] for s in p["steps"] if s["pg_num"][1] > s["pg_num"][0]] == []
+    for s in grown:
+        assert any(n.startswith(f"pool {s['pool']}: no step to {s['pg_num'][1]} PGs: pg_num")
+                   and "mon_max_pg_per_osd" in n for n in p["notes"]), p["notes"]

@@ -1,0 +1,317 @@
+"""The offline CLI's contract on malformed dumps: exit 2, one line on stderr, no traceback,
+bounded time and memory.
+
+Each case is the captured 6-OSD cluster with one thing broken, the way a truncated copy, a
+hand edit or a buggy exporter breaks a dump. Every command runs on it in a child process,
+as a user would run it, and the child's peak RSS is read from the kernel (wait4).
+"""
+import copy
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import pytest
+
+from .conftest import CLUSTER6, DUMP_FILES, read
+
+SRC = Path(__file__).resolve().parents[2]
+TIME_LIMIT = 10.0           # seconds per command
+RSS_LIMIT = 1 << 30         # bytes of peak RSS per command
+COMMANDS = [["status"], ["plan"], ["balance"], ["map"],
+            ["simulate", "rbd", "--pg-num", "64", "--out", "0"]]
+
+Docs = Dict[str, Any]
+
+
+def _bucket(d: Docs, name: str) -> Dict[str, Any]:
+    return next(b for b in d["crush"]["buckets"] if b["name"] == name)
+
+
+def _pool(d: Docs, name: str) -> Dict[str, Any]:
+    return next(p for p in d["osd_dump"]["pools"] if p["pool_name"] == name)
+
+
+def _rule(d: Docs, name: str) -> Dict[str, Any]:
+    return next(r for r in d["crush"]["rules"] if r["rule_name"] == name)
+
+
+def _pg(d: Docs, pgid: str) -> Dict[str, Any]:
+    return next(s for s in d["pg_dump"]["pg_map"]["pg_stats"] if s["pgid"] == pgid)
+
+
+def _set(path: Callable[[Docs], Dict[str, Any]], key: str, value: Any) -> Callable[[Docs], None]:
+    def mutate(d: Docs) -> None:
+        path(d)[key] = value
+    return mutate
+
+
+def _del(path: Callable[[Docs], Dict[str, Any]], key: str) -> Callable[[Docs], None]:
+    def mutate(d: Docs) -> None:
+        del path(d)[key]
+    return mutate
+
+
+def _grow_all(d: Docs, pg_num: int, size: int) -> None:
+    for p in d["osd_dump"]["pools"]:
+        p.update(pg_num=pg_num, pg_placement_num=pg_num, pg_num_target=pg_num,
+                 pg_placement_num_target=pg_num, size=size)
+
+
+INF, NAN = float("inf"), float("nan")
+
+# (case id, the change, the start of the one-line error it must give)
+MALFORMED: List[Tuple[str, Callable[[Docs], None], str]] = [
+    ("crush-item-weight-inf",
+     lambda d: _bucket(d, "host0")["items"][0].update(weight=INF), "crush dump: bucket host0"),
+    ("crush-item-weight-negative",
+     lambda d: _bucket(d, "host0")["items"][0].update(weight=-65536), "crush dump: bucket host0"),
+    ("pool-pg-num-inf", _set(lambda d: _pool(d, "rbd"), "pg_num", INF), "osd dump: pool 1"),
+    ("pool-pg-num-zero", _set(lambda d: _pool(d, "rbd"), "pg_num", 0), "osd dump: pool 1"),
+    ("pool-pg-num-negative", _set(lambda d: _pool(d, "rbd"), "pg_num", -32), "osd dump: pool 1"),
+    ("pool-pg-num-1e12", _set(lambda d: _pool(d, "rbd"), "pg_num", 10 ** 12), "osd dump: pool 1"),
+    ("pool-pg-num-4000-digits", _set(lambda d: _pool(d, "rbd"), "pg_num", 10 ** 4000),
+     "osd dump: pool 1"),
+    ("pool-pgp-num-above-pg-num",
+     _set(lambda d: _pool(d, "rbd"), "pg_placement_num", 64), "osd dump: pool 1"),
+    ("pool-size-zero", _set(lambda d: _pool(d, "rbd"), "size", 0), "osd dump: pool 1"),
+    ("pool-size-negative", _set(lambda d: _pool(d, "rbd"), "size", -3), "osd dump: pool 1"),
+    ("pool-size-300", _set(lambda d: _pool(d, "rbd"), "size", 300), "osd dump: pool 1"),
+    ("pool-too-many-replicas", lambda d: _grow_all(d, 1 << 20, 4), "osd dump: the pools hold"),
+    ("pool-name-not-string", _set(lambda d: _pool(d, "rbd"), "pool_name", 7), "osd dump: pool 1"),
+    ("pool-id-duplicate", _set(lambda d: _pool(d, "fast"), "pool", 1), "osd dump: pool 1"),
+    ("pool-options-nan-ratio",
+     lambda d: _pool(d, "rbd")["options"].update(target_size_ratio=NAN), "osd dump: pool 1"),
+    ("ec-k-zero",
+     lambda d: d["osd_dump"]["erasure_code_profiles"]["ec21"].update(k="0"),
+     "osd dump: erasure code profile ec21"),
+    ("ec-k-not-number",
+     lambda d: d["osd_dump"]["erasure_code_profiles"]["ec21"].update(k="two"),
+     "osd dump: erasure code profile ec21"),
+    ("ec-profile-missing",
+     lambda d: d["osd_dump"]["erasure_code_profiles"].pop("ec21"), "osd dump: pool 2"),
+    ("bucket-id-positive", _set(lambda d: _bucket(d, "host1"), "id", 7), "crush dump: bucket host1"),
+    ("bucket-id-minus-1e9", _set(lambda d: _bucket(d, "host1"), "id", -10 ** 9),
+     "crush dump: bucket host1"),
+    ("bucket-id-duplicate", _set(lambda d: _bucket(d, "host1"), "id", -2),
+     "crush dump: bucket host1"),
+    ("bucket-item-unknown-bucket",
+     lambda d: _bucket(d, "host1")["items"].append({"id": -99, "weight": 65536, "pos": 2}),
+     "crush dump: bucket host1 holds bucket -99"),
+    ("bucket-cycle",
+     lambda d: _bucket(d, "host1")["items"].append({"id": -1, "weight": 65536, "pos": 2}),
+     "crush dump: bucket"),
+    ("bucket-item-osd-1e9",
+     lambda d: _bucket(d, "host1")["items"].append({"id": 10 ** 9, "weight": 65536, "pos": 2}),
+     "crush dump: bucket host1"),
+    ("max-osd-1e12", _set(lambda d: d["osd_dump"], "max_osd", 10 ** 12), "osd dump"),
+    ("max-osd-negative", _set(lambda d: d["osd_dump"], "max_osd", -1), "osd dump"),
+    ("osd-beyond-max-osd", _set(lambda d: d["osd_dump"], "max_osd", 3), "osd dump: osd.3"),
+    ("osd-reweight-nan", lambda d: d["osd_dump"]["osds"][0].update(weight=NAN), "osd dump: osd.0"),
+    ("osd-reweight-inf", lambda d: d["osd_dump"]["osds"][0].update(weight=INF), "osd dump: osd.0"),
+    ("osd-reweight-above-1", lambda d: d["osd_dump"]["osds"][0].update(weight=2), "osd dump: osd.0"),
+    ("osd-affinity-nan",
+     lambda d: d["osd_dump"]["osds"][1].update(primary_affinity=NAN), "osd dump: osd.1"),
+    ("rule-take-without-item",
+     lambda d: _rule(d, "replicated_rule")["steps"][0].pop("item"), "crush rule 'replicated_rule'"),
+    ("rule-choose-without-num",
+     lambda d: _rule(d, "replicated_rule")["steps"][1].pop("num"), "crush rule 'replicated_rule'"),
+    ("rule-choose-without-type",
+     lambda d: _rule(d, "replicated_rule")["steps"][1].pop("type"), "crush rule 'replicated_rule'"),
+    ("rule-choose-unknown-type",
+     lambda d: _rule(d, "replicated_rule")["steps"][1].update(type="galaxy"),
+     "crush rule 'replicated_rule': unknown bucket type"),
+    ("rule-choose-num-1e9",
+     lambda d: _rule(d, "replicated_rule")["steps"][1].update(num=10 ** 9),
+     "crush rule 'replicated_rule'"),
+    ("rule-unknown-op",
+     lambda d: _rule(d, "replicated_rule")["steps"].insert(0, {"op": "teleport"}),
+     "crush rule 'replicated_rule': step 'teleport'"),
+    ("tunable-not-number",
+     lambda d: d["crush"]["tunables"].update(choose_total_tries="lots"), "crush dump: tunables"),
+    ("tunable-huge",
+     lambda d: d["crush"]["tunables"].update(choose_total_tries=10 ** 9), "crush dump: tunables"),
+    ("tunables-not-object", _set(lambda d: d["crush"], "tunables", [1, 2]), "crush dump"),
+    ("choose-args-weight-inf",
+     _set(lambda d: d["crush"], "choose_args",
+          {"-1": [{"bucket_id": -2, "weight_set": [[INF, 1.0]]}]}), "crush dump: choose_args -1"),
+    ("choose-args-unknown-bucket",
+     _set(lambda d: d["crush"], "choose_args",
+          {"-1": [{"bucket_id": -77, "weight_set": [[1.0]]}]}), "crush dump: choose_args -1"),
+    ("pg-id-garbage", _set(lambda d: _pg(d, "1.1f"), "pgid", "one.x"), "pg dump"),
+    ("pg-up-osd-1e9", _set(lambda d: _pg(d, "1.1f"), "up", [0, 10 ** 9, 2]),
+     "pg dump: pg 1.1f: up names osd.1000000000"),
+    ("pg-acting-osd-6", _set(lambda d: _pg(d, "1.1f"), "acting", [0, 6, 2]),
+     "pg dump: pg 1.1f: acting names osd.6"),
+    ("pg-up-300-wide", _set(lambda d: _pg(d, "1.1f"), "up", list(range(300))), "pg dump: pg 1.1f"),
+    ("pg-bytes-nan", lambda d: _pg(d, "1.1f")["stat_sum"].update(num_bytes=NAN), "pg dump: pg 1.1f"),
+    ("pg-stats-not-list", lambda d: d["pg_dump"]["pg_map"].update(pg_stats={}), "pg dump"),
+    ("osd-stats-kb-inf",
+     lambda d: d["pg_dump"]["pg_map"]["osd_stats"][0].update(kb=INF), "pg dump: osd_stats"),
+    ("df-stored-negative",
+     lambda d: d["df"]["pools"][0]["stats"].update(stored=-1), "df: pool stats"),
+    ("upmap-items-to-1e12",
+     _set(lambda d: d["osd_dump"], "pg_upmap_items",
+          [{"pgid": "1.0", "mappings": [{"from": 1, "to": 10 ** 12}]}]),
+     "osd dump: pg_upmap_items 1.0"),
+    ("osdmap-is-a-list", lambda d: d.update(osd_dump=[1, 2, 3]), "osd dump: not the output"),
+    ("crush-is-a-string", lambda d: d.update(crush="crush"), "crush dump: not the output"),
+]
+
+# Command-line values that are just as malformed
+BAD_ARGS: List[Tuple[str, List[str], str]] = [
+    ("option-nan", ["--hysteresis", "nan"], "option hysteresis"),
+    ("option-inf", ["--pg-per-osd-headroom", "inf"], "option pg_per_osd_headroom"),
+    ("option-int-huge", ["--target-pgs-per-osd", str(10 ** 12)], "option target_pgs_per_osd"),
+    ("mon-max-pg-per-osd-negative", ["--mon-max-pg-per-osd", "-1"], "mon_max_pg_per_osd"),
+    ("osd-memory-target-2-63", ["--osd-memory-target", str(1 << 63)], "osd_memory_target"),
+]
+
+# Odd but legal: Ceph accepts these, and so does pg_advisor (exit 0, valid JSON).
+ACCEPTED: List[Tuple[str, Callable[[Docs], None]]] = [
+    ("unchanged", lambda d: None),
+    # CRUSH may name a device past max_osd: the OSDMap holds no such OSD, CRUSH skips it
+    ("crush-item-beyond-max-osd",
+     lambda d: _bucket(d, "host1")["items"].append({"id": 40, "weight": 65536, "pos": 2})),
+    ("ints-as-strings", lambda d: _pool(d, "rbd").update(pg_num="32", size="3")),
+    ("no-tunables", lambda d: d["crush"].pop("tunables")),
+    # as in Ceph (OSDMap::_pg_to_raw_osds), a pool whose rule is gone maps its PGs nowhere
+    ("pool-rule-missing", _set(lambda d: _pool(d, "rbd"), "crush_rule", 42)),
+    ("zero-weight-osd", lambda d: _bucket(d, "host2")["items"][0].update(weight=0)),
+]
+
+
+def _write(tmp: Path, docs: Docs, raw: Optional[Dict[str, str]] = None) -> List[str]:
+    argv = []
+    for key, flag in (("osd_dump", "--osdmap"), ("crush", "--crush"), ("pg_dump", "--pg-dump"),
+                      ("df", "--df")):
+        path = tmp / DUMP_FILES[key]
+        text = (raw or {}).get(key)
+        path.write_text(text if text is not None else json.dumps(docs[key]))
+        argv += [flag, str(path)]
+    return argv
+
+
+def _run(argv: List[str]) -> Tuple[int, str, str, float, int]:
+    """(exit code, stdout, stderr, seconds, peak RSS bytes) of one offline command."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.monotonic()
+        p = subprocess.Popen([sys.executable, "-m", "pg_advisor", *argv], cwd=SRC,
+                             stdout=out, stderr=err)
+        # reaped here, not by Popen: wait4 gives the child's own peak RSS
+        while True:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - t0 > TIME_LIMIT * 3:
+                os.kill(p.pid, signal.SIGKILL)
+            time.sleep(0.01)
+        p.returncode = os.waitstatus_to_exitcode(status)     # so Popen does not wait again
+        seconds = time.monotonic() - t0
+        out.seek(0)
+        err.seek(0)
+        return p.returncode, out.read(), err.read(), seconds, int(usage.ru_maxrss) * 1024
+
+
+def _check_all(argv_base: List[str], expect_error: Optional[str], workers: int = 3) -> List[str]:
+    """Run every command; check the contract; return their stdouts."""
+    def one(cmd: List[str]) -> Tuple[List[str], Tuple[int, str, str, float, int]]:
+        return cmd, _run(argv_base + cmd + ["-f", "json"])
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(one, COMMANDS))
+    for cmd, (code, out, err, seconds, rss) in results:
+        what = f"{' '.join(cmd)}: exit {code}, stderr {err[-2000:]!r}"
+        assert "Traceback" not in err, what
+        assert seconds < TIME_LIMIT, f"{what}: took {seconds:.1f} s"
+        assert rss < RSS_LIMIT, f"{what}: peak RSS {rss >> 20} MiB"
+        if expect_error is None:
+            assert code == 0 and err == "", what
+            # strict JSON: NaN or Infinity would be refused by every other JSON reader
+            json.loads(out, parse_constant=lambda c: pytest.fail(f"{cmd}: {c} in the JSON"))
+        else:
+            assert code == 2, what
+            assert out == "", what
+            lines = err.splitlines()
+            assert len(lines) == 1, what
+            assert lines[0].startswith(f"pg_advisor: error: {expect_error}"), what
+            assert len(lines[0]) < 400, what
+    return [r[1][1] for r in results]
+
+
+@pytest.fixture
+def docs() -> Docs:
+    return copy.deepcopy({k: read(v) for k, v in DUMP_FILES.items()})
+
+
+@pytest.mark.parametrize("case, mutate, error", MALFORMED, ids=[c[0] for c in MALFORMED])
+def test_malformed_dump(tmp_path: Path, docs: Docs, case: str, mutate: Callable[[Docs], None],
+                        error: str) -> None:
+    mutate(docs)
+    _check_all(_write(tmp_path, docs), error)
+
+
+@pytest.mark.parametrize("case, args, error", BAD_ARGS, ids=[c[0] for c in BAD_ARGS])
+def test_malformed_argument(tmp_path: Path, docs: Docs, case: str, args: List[str],
+                            error: str) -> None:
+    _check_all(_write(tmp_path, docs) + args, error)
+
+
+@pytest.mark.parametrize("depth", [100, 100000])
+def test_deeply_nested_json(tmp_path: Path, docs: Docs, depth: int) -> None:
+    # 100 levels parse (and are refused as the wrong shape); 100000 exceed the parser's stack
+    nested = "[" * depth + "]" * depth
+    argv = _write(tmp_path, docs, {"crush": json.dumps({"buckets": json.loads(nested) if
+                                                        depth < 500 else [], "rules": [],
+                                                        "devices": []})
+                                   if depth < 500 else nested})
+    _check_all(argv, "crush dump" if depth < 500 else "--crush")
+
+
+def test_integer_of_5000_digits(tmp_path: Path, docs: Docs) -> None:
+    # Python's json refuses ints past 4300 digits (a CPU bound on int parsing)
+    text = json.dumps(docs["osd_dump"]).replace('"pg_num": 32', '"pg_num": ' + "9" * 5000, 1)
+    _check_all(_write(tmp_path, docs, {"osd_dump": text}), "--osdmap")
+
+
+def test_truncated_and_binary_files(tmp_path: Path, docs: Docs) -> None:
+    text = json.dumps(docs["osd_dump"])
+    _check_all(_write(tmp_path, docs, {"osd_dump": text[:len(text) // 2]}), "--osdmap")
+    (tmp_path / "bin.json").write_bytes((CLUSTER6 / "osdmap.bin").read_bytes())
+    argv = _write(tmp_path, docs)
+    argv[1] = str(tmp_path / "bin.json")
+    _check_all(argv, "--osdmap")
+
+
+@pytest.mark.parametrize("case, mutate", ACCEPTED, ids=[c[0] for c in ACCEPTED])
+def test_odd_but_legal_dump(tmp_path: Path, docs: Docs, case: str,
+                            mutate: Callable[[Docs], None]) -> None:
+    mutate(docs)
+    _check_all(_write(tmp_path, docs), None)
+
+
+def test_thousands_of_pgs_per_osd(tmp_path: Path, docs: Docs) -> None:
+    # 65,536 PGs of size 3 on 6 OSDs (Ceph's mon would refuse it; a dump can hold it): each
+    # balance move checks thousands of PGs, and the work bound ends the run in seconds
+    pool = _pool(docs, "rbd")
+    for key in ("pg_num", "pg_placement_num", "pg_num_target", "pg_placement_num_target"):
+        pool[key] = 1 << 16
+    del docs["pg_dump"]["pg_map"]["pg_stats"][:]
+    outs = _check_all(_write(tmp_path, docs), None, workers=1)
+    balance = json.loads(outs[COMMANDS.index(["balance"])])
+    assert any("legality checks" in n for n in balance["notes"]), balance["notes"]
+    assert 0 < balance["moves"] < balance["lower_bound"]
+
+
+def test_the_harness_sees_a_failure(tmp_path: Path, docs: Docs) -> None:
+    # the checks above must be able to fail: a valid dump is not an error, a bad one not valid
+    with pytest.raises(AssertionError):
+        _check_all(_write(tmp_path, docs), "osd dump")
+    _pool(docs, "rbd")["size"] = 0
+    with pytest.raises(AssertionError):
+        _check_all(_write(tmp_path, docs), None)
