@@ -1,6 +1,7 @@
 """Nothing an operator types, nothing in the mgr store and no change to a pool can take the
 real ceph-mgr down or make a plan act on the wrong pool."""
 import json
+import subprocess
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
@@ -176,3 +177,81 @@ def test_an_operators_pg_num_change_stops_the_plan_and_stands(blocked_plan: Clus
     c.wait_clean()
     p = held(c)
     assert (p["pg_num"], p["pg_placement_num"]) == (16, 16)        # the operator's, not ours
+
+
+def up_sets(c: Cluster, pool: str) -> Dict[str, List[int]]:
+    """Each PG's up set as the OSDMap has it now (`pg map`, not the PG stats that lag)."""
+    pool_id = next(p["pool"] for p in c.json("osd", "dump")["pools"] if p["pool_name"] == pool)
+    n = int(c.json("osd", "pool", "get", pool, "pg_num")["pg_num"])
+    return {f"{pool_id}.{i:x}": sorted(c.json("pg", "map", f"{pool_id}.{i:x}")["up"])
+            for i in range(n)}
+
+
+def test_a_failover_between_pgp_num_and_its_pins_resends_the_pins(cluster: Cluster) -> None:
+    """The old mgr set pgp_num (target and actual) and died before the pins: the new one
+    must send them, so the remapped PGs stay where their data is."""
+    c = cluster
+    c.ceph("osd", "pool", "create", "burst", "8", "8")
+    c.ceph("osd", "pool", "set", "burst", "pg_autoscale_mode", "off")
+    subprocess.run(["rados", "-p", "burst", "bench", "3", "write", "-t", "8", "-b", "4096",
+                    "--no-cleanup"], env=c.env, check=True, capture_output=True, timeout=120)
+    c.wait_clean()
+    # backfill slow enough that the PGs are still where their data is when the pins come
+    c.ceph("config", "set", "osd", "osd_recovery_sleep", "2")
+    for name, value in (("split_pinning", "true"), ("poll_interval", "1"),
+                        ("step_interval", "3600")):
+        c.ceph("config", "set", "mgr", OPT + name, value)
+    try:
+        r = json.loads(c.ceph("pg-advisor", "apply", "--pool", "burst", "--pg-num", "16",
+                              "-f", "json"))
+        k = next(i for i, s in enumerate(r["steps"]) if s["pin"])
+        step = r["steps"][k]
+        # the split goes out at once; the pinned pgp_num step waits for step_interval
+        wait_until(lambda: plan(c).get("next") == k and plan(c).get("phase") == "idle", 120,
+                   "the plan to reach its pinned step")
+        before = up_sets(c, "burst")
+        assert sorted(map(len, before.values())) == [3] * 16, before
+        c.ceph("mgr", "module", "disable", "pg_advisor")
+        wait_until(lambda: c.run("pg-advisor", "progress")[0] != 0, 60, "the module to stop")
+        # what the old mgr did: saved the step as issuing, sent pgp_num, and no pins
+        state = json.loads(c.ceph("config-key", "get", STORE + "exec_state"))
+        state.update(status="running", phase="issuing")
+        c.ceph("config-key", "set", STORE + "exec_state", json.dumps(state))
+        c.ceph("osd", "pool", "set", "burst", "pgp_num", str(step["pgp_num"]))
+        c.ceph("osd", "pool", "set", "burst", "pgp_num_actual", str(step["pgp_num"]))
+        moved = {k for k, v in up_sets(c, "burst").items() if v != before[k]}
+        assert moved, "the pgp_num change remapped nothing: the test shows nothing"
+        # step_interval stays an hour: it holds the next step (the balance rounds that
+        # would move PGs again), not the rest of this one
+        c.ceph("mgr", "module", "enable", "pg_advisor")
+        try:
+            wait_until(lambda: c.run("pg-advisor", "progress")[0] == 0 and
+                       (plan(c).get("next", 0) > k or plan(c).get("phase") == "issued"), 90,
+                       "the new mgr to take the step")
+        except TimeoutError as e:
+            raise AssertionError(f"{e}: {c.run('pg-advisor', 'progress', '-f', 'json')}") from None
+        # the new mgr pinned every remapped PG back onto the OSDs that hold its data
+        try:
+            wait_until(lambda: up_sets(c, "burst") == before, 60, "the PGs back where their data is")
+        except TimeoutError as e:
+            raise AssertionError(f"{e}: before {before}, moved {moved}, now {up_sets(c, 'burst')}, "
+                                 f"items {c.json('osd', 'dump')['pg_upmap_items']}, "
+                                 f"history {c.ceph('pg-advisor', 'history')}") from None
+        pool_id = next(p["pool"] for p in c.json("osd", "dump")["pools"] if p["pool_name"] == "burst")
+        pinned = {u["pgid"] for u in c.json("osd", "dump")["pg_upmap_items"]
+                  if u["pgid"].startswith(f"{pool_id}.")}
+        assert moved <= pinned, (moved, pinned)
+        events = [h for h in json.loads(c.ceph("pg-advisor", "history", "-f", "json"))["history"]
+                  if h["plan"] == r["plan"]]
+        assert any(h["event"] == "issue" and h["detail"].startswith(f"step {k + 1}/")
+                   for h in events), events
+    finally:
+        c.run("mgr", "module", "enable", "pg_advisor")
+        wait_until(lambda: c.run("pg-advisor", "progress")[0] == 0, 60, "the module")
+        if plan(c).get("status") in ("running", "paused", "stopped"):
+            c.ceph("pg-advisor", "abort")
+        c.ceph("config", "rm", "osd", "osd_recovery_sleep")
+        for name in ("split_pinning", "poll_interval", "step_interval"):
+            c.ceph("config", "rm", "mgr", OPT + name)
+        c.run("osd", "pool", "rm", "burst", "burst", "--yes-i-really-really-mean-it")
+        c.wait_clean()

@@ -84,9 +84,11 @@ def in_window(p: Pacing, now: float) -> bool:
     return begin <= cur < end if begin < end else (cur >= begin or cur < end)
 
 
-def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float, upmaps: bool = False) -> List[str]:
+def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float, upmaps: bool = False,
+             half_sent: bool = False) -> List[str]:
     """Conditions under which no step is taken, each as a sentence (health-worthy);
-    `upmaps`: the step sets pg-upmap-items."""
+    `upmaps`: the step sets pg-upmap-items; `half_sent`: the rest of a step a failover
+    interrupted, which PGs made unwell by its first half must not hold back."""
     out: List[str] = []
     if upmaps and p.balancer_active:
         out.append("the built-in balancer is active: pg_advisor sets no upmap items beside it "
@@ -94,7 +96,7 @@ def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float, upmaps: bool = F
     if pool.autoscale_mode == "on":
         out.append(f"pool {pool.name}: pg_autoscaler manages it (pg_autoscale_mode on); "
                    f"pg_advisor does not fight it")
-    out.extend(cluster_blockers(snap, MOVE_FLAGS + ("noautoscale",)))
+    out.extend(cluster_blockers(snap, MOVE_FLAGS + ("noautoscale",), pg_states=not half_sent))
     rule = snap.rules.get(pool.crush_rule)
     if rule is not None:     # the OSDs the pool's rule can use, down but still in
         o = snap.osds
@@ -354,7 +356,11 @@ class Executor:
             if step.kind == "balance" and st["round"] is not None:
                 if not self._round_checked(st, snap, now):
                     break
-            if not self._may_issue(st, snap, pool, step, pacing, now):
+            # half sent before a failover (its targets are in the pool, its pins not): the
+            # PGs already move, and the rest of the step is what stops them, so the pacing
+            # that would hold a new step back does not hold this one
+            half_sent = st["phase"] == "issuing" and targets_shown(pool, step)
+            if not self._may_issue(st, snap, pool, step, pacing, now, half_sent):
                 break
             if step.kind == "balance":
                 if self._balance_round(st, snap, step, pacing, send, now):
@@ -378,14 +384,18 @@ class Executor:
         return targets_shown(pool, step)
 
     def _may_issue(self, st: Dict[str, Any], snap: Snapshot, pool: Pool, step: Step,
-                   pacing: Pacing, now: float) -> bool:
-        st["blockers"] = blockers(snap, pool, pacing, now, step.pin or step.kind == "balance")
+                   pacing: Pacing, now: float, half_sent: bool = False) -> bool:
+        st["blockers"] = blockers(snap, pool, pacing, now, step.pin or step.kind == "balance",
+                                  half_sent)
         if st["blockers"]:
             st["waiting"] = None
             return False
         waits = []
         if st["retry_at"] is not None and now < st["retry_at"]:
             waits.append(f"retrying after {_clock(st['retry_at'])}: {st['last_error']}")
+        if half_sent:
+            st["waiting"] = "; ".join(waits) or None
+            return not waits
         if st["last_step_at"] is not None and now - st["last_step_at"] < pacing.interval:
             waits.append(f"next step after {_clock(st['last_step_at'] + pacing.interval)}")
         ratio = misplaced_ratio(snap)

@@ -7,12 +7,16 @@ MOVE_FLAGS = ("norebalance", "nobackfill", "pause")
 UNWELL = ("degraded", "unknown", "peering", "down", "incomplete", "stale")
 
 
-def cluster_blockers(snap: Snapshot, flags: Iterable[str] = MOVE_FLAGS) -> List[str]:
-    """Flags that forbid moving data, and PGs that are not active and whole, as sentences."""
+def cluster_blockers(snap: Snapshot, flags: Iterable[str] = MOVE_FLAGS,
+                     pg_states: bool = True) -> List[str]:
+    """Flags that forbid moving data, and (`pg_states`) PGs that are not active and whole,
+    as sentences."""
     out: List[str] = []
     set_ = sorted(set(snap.flags) & set(flags))
     if set_:
         out.append(f"the cluster has {', '.join(set_)} set")
+    if not pg_states:
+        return out
     if snap.pgs is None:
         out.append("no PG stats yet")
     else:
