@@ -7,7 +7,7 @@ primary affinity. Replicated pools shift left; erasure-coded pools keep position
 and mark holes with CRUSH_ITEM_NONE.
 """
 from dataclasses import dataclass
-from typing import Mapping, Optional, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -18,6 +18,10 @@ from .mapper import do_rule
 
 RULE_TYPE = {"replicated": 1, "erasure": 3}
 MAX_AFFINITY = 0x10000
+# CRUSH results a placer keeps (entries of its up-set matrices): sizing and plans map the
+# same pool at the same pg_num several times, and a map whose draws keep failing (an item
+# CRUSH must reject at every try) costs a second per run
+CACHE_MAX = 1 << 21
 
 
 def stable_mod(x: np.ndarray, b: int) -> np.ndarray:
@@ -55,6 +59,8 @@ class Placer:
     def __init__(self, snap: Snapshot) -> None:
         self.snap = snap
         self.crush: CompiledCrush = compile_crush(snap)
+        self._cache: Dict[Tuple[object, ...], Tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._cached = 0
         osds = snap.osds
         self.exists = osds.exists
         self.up_state = osds.up & osds.exists
@@ -69,6 +75,7 @@ class Placer:
         for osd, v in (reweight or {}).items():
             w[osd] = int(round(v * 0x10000))
         p.weight = w
+        p._cache, p._cached = {}, 0     # results under other weights are not these
         return p
 
     def map_pool(self, pool: Pool, pg_num: Optional[int] = None,
@@ -84,6 +91,12 @@ class Placer:
     def _crush(self, pool: Pool, pg_num: Optional[int],
                pgp_num: Optional[int]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         n = pg_num if pg_num is not None else pool.pg_num
+        # everything the result depends on besides the map and the weights
+        key = (pool.id, pool.type, pool.size, pool.crush_rule, pool.hashpspool, n,
+               pgp_num if pgp_num is not None else pool.pgp_num)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
         ps = np.arange(n, dtype=np.int64)
         pps = placement_seeds(pool, ps, pgp_num)
         size = pool.size
@@ -92,7 +105,13 @@ class Placer:
         if rule is not None and n:
             args = self.crush.choose_args.get(pool.id, self.crush.choose_args.get(-1))
             raw, _ = do_rule(self.crush, rule, pps, size, self.weight, args)
-        return ps, pps, self._drop(pool, raw, self._exists(raw))
+        out = ps, pps, self._drop(pool, raw, self._exists(raw))
+        if self._cached + raw.size <= CACHE_MAX:
+            for a in out:
+                a.setflags(write=False)    # shared by later callers: nobody may edit it
+            self._cache[key] = out
+            self._cached += raw.size
+        return out
 
     def _finish(self, pool: Pool, ps: np.ndarray, pps: np.ndarray, raw: np.ndarray,
                 upmaps: bool) -> PoolMapping:

@@ -89,6 +89,21 @@ def test_marking_out_moves_pgs_off_the_osd(snap: snapshot.Snapshot) -> None:
         assert not (m.up == 0).any(), pool.name
 
 
+def test_a_placer_reuses_crush_results_only_where_they_hold(snap: snapshot.Snapshot) -> None:
+    placer = Placer(snap)
+    rbd = snap.pool_by_name("rbd")
+    first = placer.map_pool(rbd, 64, 64)
+    again = placer.map_pool(rbd, 64, 64)
+    assert np.array_equal(first.up, again.up)
+    assert placer.map_pool(rbd, 64, 32).up.tolist() != first.up.tolist()   # pgp_num is in the key
+    with pytest.raises(ValueError):
+        first.ps[0] = 5          # shared with later callers: read-only
+    # other weights, other results: marking out osd.0 must not be answered from the cache
+    out = placer.with_osds({0: 0.0}).map_pool(rbd, 64, 64)
+    assert (first.up == 0).any() and not (out.up == 0).any()
+    assert np.array_equal(placer.map_pool(rbd, 64, 64).up, first.up)
+
+
 def _crush_with(dumps: Dict[str, Any], **bucket_fields: Any) -> snapshot.Snapshot:
     crush = copy.deepcopy(dumps["crush"])
     for b in crush["buckets"]:
