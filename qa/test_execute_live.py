@@ -182,6 +182,41 @@ def test_pinned_split_keeps_children_where_their_data_is(pool: Cluster) -> None:
     assert (p["pg_num"], p["pg_placement_num"]) == (32, 32)
 
 
+def test_a_pinned_split_of_one_pg_ends_with_its_two_pgs_on_two_osds(cluster: Cluster) -> None:
+    """The experiment of "The latency of Ceph placement group splitting", small: one PG of
+    size 1 split in two. The child is half the pool's data, far over the misplaced budget;
+    with nothing else misplaced the balance round still moves it, and the plan is done only
+    when the pool is even: the two PGs on two OSDs."""
+    c = cluster
+    c.ceph("config", "set", "mon", "mon_allow_pool_size_one", "true")
+    c.ceph("osd", "pool", "create", "one", "1", "1")
+    c.ceph("osd", "pool", "set", "one", "pg_autoscale_mode", "off")
+    c.ceph("osd", "pool", "set", "one", "size", "1", "--yes-i-really-mean-it")
+    for k, v in {**FAST, "split_pinning": "true"}.items():
+        c.ceph("config", "set", "mgr", OPT + k, v)
+    try:
+        subprocess.run(["rados", "-p", "one", "bench", "3", "write", "-t", "8", "-b", "4096",
+                        "--no-cleanup"], env=c.env, check=True, capture_output=True, timeout=120)
+        c.wait_clean()
+        pool_id = next(p["pool"] for p in c.json("osd", "dump")["pools"] if p["pool_name"] == "one")
+        r = json.loads(c.ceph("pg-advisor", "apply", "--pool", "one", "--pg-num", "2", "-f", "json"))
+        assert [s["kind"] for s in r["steps"]] == ["pg_num", "pgp_num", "balance"], r["steps"]
+        wait_until(lambda: plan_state(c) == "done", 300, "the plan to finish", step=1)
+        c.wait_clean()
+        ups = [c.json("pg", "map", f"{pool_id}.{i}")["up"] for i in range(2)]
+        assert len(ups[0]) == len(ups[1]) == 1 and ups[0] != ups[1], ups
+        rounds = [h for h in history(c) if h["plan"] == r["plan"] and h["event"] == "round"]
+        assert rounds, history(c)
+    finally:
+        if plan_state(c) in ("running", "paused"):
+            c.ceph("pg-advisor", "abort")
+        for k, v in DEFAULTS.items():
+            c.ceph("config", "set", "mgr", OPT + k, v)
+        c.run("osd", "pool", "rm", "one", "one", "--yes-i-really-really-mean-it")
+        c.ceph("config", "rm", "mon", "mon_allow_pool_size_one")
+        c.wait_clean()
+
+
 @pytest.mark.parametrize("args, code, message", [
     (["apply", "--pool", "nope", "--pg-num", "64"], 2, "does not exist"),
     (["apply", "--pg-num", "64"], 22, "needs --pool"),

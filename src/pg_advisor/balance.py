@@ -15,9 +15,10 @@ import numpy as np
 
 from .crush.compiled import CRUSH_ITEM_NONE
 from .crush.placement import Placer
-from .distribution import pool_share, rule_weights, unreachable, up_counts
+from .distribution import rule_weights, unreachable, up_counts
 from .errors import AdvisorError
 from .legality import RuleShape, ancestors, replaceable, rule_shape
+from .share import capped_share, rule_levels, rule_share
 from .snapshot import Pool, Snapshot
 
 EPS = 1e-9
@@ -26,7 +27,7 @@ TIE = 1e-2      # weight of the pool's own deviation next to the total's
 # (PG, OSD) pairs one run may check for legality. A real map needs far fewer (10,000 OSDs
 # and 81,920 PGs: 1.6e7, qa/bench_balance.py); a pool of many thousand PGs per OSD needs
 # ever more per move, and this keeps such a run to seconds, stopping it with a note.
-WORK_MAX = 60_000_000
+WORK_MAX = 40_000_000
 
 
 class Level:
@@ -131,6 +132,10 @@ class Balancer:
         # object copies the moves may misplace (None: no limit); each move misplaces the
         # PG's objects once
         self.object_budget = object_budget
+        # when nothing is misplaced, the first move is made even if it alone passes the
+        # budget (as Ceph's balancer and pgp_num stepping do): otherwise a pool of few big
+        # PGs (one PG split in two) would never move at all
+        self.first_free = False
         self.misplaced = 0.0
         self.width = 128      # candidates examined per move: the most promising ones
         self.placer = placer or Placer(snap)
@@ -176,22 +181,25 @@ class Balancer:
             size[pgs.ps[mine]] = pgs.bytes[mine] / max(pool.data_chunks, 1)
         group = (np.unique(self.anc[shape.fixed[-1]], return_inverse=True)[1] if shape.fixed
                  else None)
-        share = self._reachable(group, pool_share(pool, w), up_counts(cur.up, w.shape[0]))
+        share = self._reachable(pool, group, w, up_counts(cur.up, w.shape[0]))
         return PoolState(pool=pool, raw=raw.up, up=cur.up.copy(), start=cur.up.copy(),
                          share=share, allowed=(w > 0) & self.usable,
                          shape=shape, healthy=full, objects=objects, bytes=size, group=group)
 
-    @staticmethod
-    def _reachable(group: Optional[np.ndarray], share: np.ndarray,
+    def _reachable(self, pool: Pool, group: Optional[np.ndarray], w: np.ndarray,
                    counts: np.ndarray) -> np.ndarray:
-        """The share scaled within each bucket the rule's earlier steps fix: no legal move
-        crosses such a bucket, so its replica count is what CRUSH gave it."""
+        """The share the rule allows (share.py) of the replicas the pool has (a PG CRUSH
+        found too few OSDs for is short of replicas no move can add). Within each bucket
+        the rule's earlier steps fix, the replicas CRUSH gave it: no legal move crosses
+        such a bucket."""
+        caps = rule_levels(self.snap, pool)
+        if caps is None:
+            return rule_share(self.snap, pool, w, self.anc) * (counts.sum() / max(pool.pg_num * pool.size, 1))
         if group is None:
-            return share
+            return capped_share(self.anc, caps[0], pool.pg_num, w, np.zeros(w.shape[0], np.int64),
+                                np.array([float(counts.sum())]))
         have = np.bincount(group, weights=counts)
-        want = np.bincount(group, weights=share)
-        scale = np.divide(have, want, out=np.ones_like(have), where=want > 0)
-        return share * scale[group]
+        return capped_share(self.anc, caps[0][-1:], pool.pg_num, w, group, have)
 
     # -- single moves ---------------------------------------------------------------------------
 
@@ -265,7 +273,8 @@ class Balancer:
 
     def affordable(self, objects: float) -> bool:
         """May moves that misplace `objects` more object copies still be made?"""
-        return self.object_budget is None or self.misplaced + objects <= self.object_budget
+        return (self.object_budget is None or self.misplaced + objects <= self.object_budget
+                or (self.first_free and self.misplaced == 0))
 
     def _apply(self, st: PoolState, row: int, src: int, dst: int) -> bool:
         """Make the move unless a budget forbids it (then the run stops)."""

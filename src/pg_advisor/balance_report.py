@@ -26,6 +26,14 @@ def _spreads(states: List[PoolState], use_start: bool) -> Dict[str, Any]:
     return {"pools": pools, "total": spread(tot, share).as_dict() if states else None}
 
 
+def uneven_osd(st: PoolState) -> str:
+    """The OSD furthest off the pool's share, as a sentence."""
+    dev = st.level.dev()
+    o = int(np.argmax(np.abs(dev)))
+    return (f"osd.{o} holds {int(st.level.counts[o])} PGs of pool {st.pool.name}, "
+            f"its share is {st.share[o]:.2f}")
+
+
 def commands(items: Dict[str, List[Tuple[int, int]]]) -> List[str]:
     """The `ceph` commands that set the items, as `osdmaptool --upmap` writes them."""
     out = []
@@ -86,6 +94,7 @@ def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items:
     for name in pools or []:
         snap.pool_by_name(name)
     b = Balancer(snap, placer, pools, object_budget)
+    b.first_free = object_budget is not None and snap.misplaced_objects == 0
     b.begin(max_items)
     b.balance_counts()
     bytes_mode = mode == "bytes" and snap.pgs is not None
@@ -102,6 +111,8 @@ def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items:
         "fullness": ({"before": fullness(b, start=True), "after": fullness(b)}
                      if snap.pgs is not None else None),
         "moves": res.moves, "lower_bound": res.lower_bound, "notes": res.notes,
+        # pools with an OSD more than a PG off its share even after these items
+        "uneven": {st.pool.name: uneven_osd(st) for st in res.pools if not st.level.clear()},
         "objects_misplaced": int(b.misplaced) if object_budget is not None else None,
         # the misplaced budget, not the lack of a useful move, ended the proposal
         "budget_stopped": bool(object_budget is not None and b.stopped and b.left > 0

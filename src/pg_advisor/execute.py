@@ -427,12 +427,23 @@ class Executor:
         if not r["items"] and r["budget_stopped"]:
             st["waiting"] = "the misplaced budget holds the next balance round back"
             return True
-        if not r["items"] or st["rounds"] >= BALANCE_ROUNDS_MAX:
+        uneven = r["uneven"].get(step.pool)
+        if not r["items"] and uneven:
+            # "done" means even: an uneven pool the rounds cannot improve stays in view
+            st["blockers"] = [f"pool {step.pool} is not even and no legal move improves it: "
+                              f"{uneven}; the plan stays open (`abort` ends it)"]
+            st["waiting"] = None
+            return True
+        if not r["items"]:
             self._log(now, "done", f"step {st['next'] + 1}/{len(st['steps'])}: {step.describe()} "
                                    f"({st['rounds']} rounds)")
             st.update(next=st["next"] + 1, phase="idle", last_step_at=now, rounds=0, attempts=0,
                       retry_at=None, last_error=None)
             return False
+        if st["rounds"] >= BALANCE_ROUNDS_MAX:
+            self._stop(st, f"pool {step.pool}: still not even after {BALANCE_ROUNDS_MAX} balance "
+                           f"rounds", now)
+            return True
         st["rounds"] += 1
         items = {k: [list(p) for p in v] for k, v in r["items"].items()}
         cmds = mon_commands({k: [(a, b) for a, b in v] for k, v in items.items()})

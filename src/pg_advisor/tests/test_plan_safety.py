@@ -374,3 +374,45 @@ def test_the_panel_serves_the_status_computed_once_per_refresh(module: Module) -
         assert len(calls) == 1 and served == real()
     finally:
         module._server.stop()
+
+
+def test_with_nothing_misplaced_a_round_moves_one_pg_past_the_budget(dumps: Dict[str, Any]) -> None:
+    # a child that is half its pool passes any budget; Ceph moves it anyway, so do we
+    tiny = dataclasses.replace(OPEN, budget=1e-9)
+    ceph, store = _skewed(dumps), Store()
+    stats = ceph.dumps["pg_dump"]["pg_map"]["pg_stats_sum"]["stat_sum"]
+    stats["num_objects_misplaced"] = 1                         # something moves already
+    ex = _balance_plan(ceph, store)
+    ex.tick(ceph.snap(), tiny, ceph.send, 0.0)
+    assert not [c for c in ceph.sent if "pgid" in c]
+    assert "budget" in ((store.state or {})["waiting"] or "")
+    stats["num_objects_misplaced"] = 0                         # nothing: one PG goes
+    ex.tick(ceph.snap(), tiny, ceph.send, 1.0)
+    assert len([c for c in ceph.sent if "pgid" in c]) == 1, ceph.sent
+
+
+def test_an_uneven_pool_with_no_legal_move_is_not_done(dumps: Dict[str, Any], monkeypatch: Any) -> None:
+    from pg_advisor import execute
+    ceph, store = _skewed(dumps), Store()
+    ex = _balance_plan(ceph, store)
+    real = execute.balance_report
+    # the rule leaves no move: the balancer proposes nothing and the pool stays uneven
+    stuck = {"items": {}, "budget_stopped": False,
+             "uneven": {"rbd": "osd.0 holds 20 PGs of pool rbd, its share is 16.00"}}
+    monkeypatch.setattr(execute, "balance_report", lambda *a, **k: stuck)
+    for t in range(3):
+        ex.tick(ceph.snap(), OPEN, ceph.send, float(t))
+    st = store.state or {}
+    assert st["status"] == "running" and st["next"] == 0, st
+    assert ex.state is not None and "rbd is not even" in ex.state["blockers"][0]
+    assert "osd.0 holds" in ex.state["blockers"][0]                # the OSD furthest off
+    monkeypatch.setattr(execute, "balance_report", real)
+    for t in range(3, 400):
+        ex.tick(ceph.snap(), OPEN, ceph.send, float(t))
+        ceph.dumps["osd_dump"]["epoch"] += 1
+        if not ex.active:
+            break
+    assert (store.state or {})["status"] == "done"
+    snap = ceph.snap()
+    from pg_advisor.balance_report import balance_report
+    assert balance_report(snap, ["rbd"], mode="pgs")["uneven"] == {}    # done means even
