@@ -3,19 +3,26 @@ through `ceph pg-advisor apply`. Prints one table.
 
     PYTHONPATH=src /usr/bin/python3 -m qa.bench_split [--objects 2000,20000] [--pg-num 16]
         [--methods ceph,advisor,advisor-pinned] [--concurrency 8] [--set OPTION=VALUE]
-        [--dir DIR] [--keep]
+        [--osds 6] [--hosts 3] [--size N] [--zero] [--dir DIR] [--keep]
+
+The experiment of "The latency of Ceph placement group splitting" (one PG of size 1 on 2
+OSDs, zero-length objects, split in two):
+
+    PYTHONPATH=src /usr/bin/python3 -m qa.bench_split --pg-num 1 --size 1 --osds 2 \
+        --hosts 2 --zero --concurrency 1 --objects 95000,250000
 
 It starts its own loopback cluster (qa/vstart.sh, 6 OSDs on 3 hosts; the ports of the test
 cluster, so not beside it). Per object count and method: a fresh pool of --pg-num PGs
 filled with that many 4 KiB objects; a client (the rados binding) keeps --concurrency
 writes of 4 KiB objects in flight (creating 4096, then rewriting them) and timestamps
-every op; after 10 s the pool's
+every op (with --zero: creates new zero-length objects instead); after 10 s the pool's
 pg_num is doubled, (ceph) by `ceph osd pool set POOL pg_num N` at default settings, or
 (advisor) by `ceph pg-advisor apply --pool POOL --pg-num N` with split_pinning off or on;
 the client runs until 10 s after the pool is active+clean at the new pg_num (and, for
 pg_advisor, its plan is done: pinned PGs are released by later balance rounds). Reported:
 the longest stall (a gap with no op completing), p50/p99/p99.9 latency of the ops started
-before, during and after the change, failed ops, and the time to active+clean.
+before, during and after the change, failed ops, the time to active+clean, and where the
+pool's PGs ended (PGs per OSD, over the OSDs that hold any).
 """
 import argparse
 import json
@@ -41,8 +48,9 @@ CLIENT_OBJECTS = 4096   # the client creates these, then keeps rewriting them (m
 class Client:
     """Writes small objects with a fixed number in flight; keeps (start, end, ok) per op."""
 
-    def __init__(self, conffile: str, pool: str, concurrency: int) -> None:
+    def __init__(self, conffile: str, pool: str, concurrency: int, zero: bool = False) -> None:
         import rados
+        self.zero = zero
         self.rados = rados.Rados(conffile=conffile)
         self.rados.connect()
         self.io = self.rados.open_ioctx(pool)
@@ -64,7 +72,10 @@ class Client:
                 with self.lock:
                     self.ops.append((t0, time.monotonic(), ok))
                 self.slots.release()
-            self.io.aio_write_full(f"c{i % CLIENT_OBJECTS}", b"y" * 4096, oncomplete=done)
+            if self.zero:     # a new empty object each time, as in the paper's client
+                self.io.aio_write_full(f"z{i}", b"", oncomplete=done)
+            else:
+                self.io.aio_write_full(f"c{i % CLIENT_OBJECTS}", b"y" * 4096, oncomplete=done)
             i += 1
 
     def start(self) -> None:
@@ -79,15 +90,26 @@ class Client:
         return sorted(self.ops)
 
 
-def fill(conffile: str, pool: str, n: int) -> None:
-    """n objects of 4 KiB, 64 writes in flight."""
+def fill(conffile: str, pool: str, n: int, zero: bool = False) -> None:
+    """n objects of 4 KiB (zero: empty), 64 writes in flight."""
     import rados
+    data = b"" if zero else b"x" * 4096
     with rados.Rados(conffile=conffile) as r, r.open_ioctx(pool) as io:
         slots = threading.Semaphore(64)
         for i in range(n):
             slots.acquire()
-            io.aio_write_full(f"f{i}", b"x" * 4096, oncomplete=lambda c: slots.release())
+            io.aio_write_full(f"f{i}", data, oncomplete=lambda c: slots.release())
         io.aio_flush()
+
+
+def placement(c: Cluster, pg_num: int) -> List[int]:
+    """PGs of the pool per OSD, over the OSDs that hold any (largest first)."""
+    pool_id = next(p["pool"] for p in c.json("osd", "dump")["pools"] if p["pool_name"] == POOL)
+    per: Dict[int, int] = {}
+    for i in range(pg_num):
+        for o in c.json("pg", "map", f"{pool_id}.{i:x}")["up"]:
+            per[o] = per.get(o, 0) + 1
+    return sorted(per.values(), reverse=True)
 
 
 def pool_at(c: Cluster, pg_num: int) -> bool:
@@ -96,13 +118,16 @@ def pool_at(c: Cluster, pg_num: int) -> bool:
                 == p["pg_placement_num_target"] == pg_num)
 
 
-def run_one(c: Cluster, method: str, objects: int, pg_num: int, concurrency: int) -> Dict[str, Any]:
+def run_one(c: Cluster, method: str, objects: int, pg_num: int, concurrency: int,
+            size: Optional[int] = None, zero: bool = False) -> Dict[str, Any]:
     c.ceph("osd", "pool", "create", POOL, str(pg_num), str(pg_num))
     c.ceph("osd", "pool", "set", POOL, "pg_autoscale_mode", "off")
-    fill(c.env["CEPH_CONF"], POOL, objects)
-    c.wait_clean(600)
+    if size is not None:
+        c.ceph("osd", "pool", "set", POOL, "size", str(size), "--yes-i-really-mean-it")
+    fill(c.env["CEPH_CONF"], POOL, objects, zero)
+    c.wait_clean(1800)
     c.ceph("config", "set", "mgr", OPT + "split_pinning", "true" if method == "advisor-pinned" else "false")
-    client = Client(c.env["CEPH_CONF"], POOL, concurrency)
+    client = Client(c.env["CEPH_CONF"], POOL, concurrency, zero)
     client.start()
     time.sleep(10)
     t_change = time.monotonic()
@@ -116,11 +141,12 @@ def run_one(c: Cluster, method: str, objects: int, pg_num: int, concurrency: int
                    == "done", 1800, "the plan to finish", step=1)
     c.wait_clean(1800)
     t_clean = time.monotonic()
+    ended = placement(c, 2 * pg_num)
     time.sleep(10)
     ops = client.finish()
     c.ceph("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
     c.wait_clean(600)
-    return summarize(ops, t_change, t_clean) | {"method": method, "objects": objects}
+    return summarize(ops, t_change, t_clean) | {"method": method, "objects": objects, "ended": ended}
 
 
 def summarize(ops: List[Tuple[float, float, bool]], t_change: float, t_clean: float) -> Dict[str, Any]:
@@ -145,36 +171,43 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--pg-num", type=int, default=16)
     ap.add_argument("--methods", default="ceph,advisor,advisor-pinned")
     ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--osds", type=int, default=6)
+    ap.add_argument("--hosts", type=int, default=3)
+    ap.add_argument("--size", type=int, help="the pool's size (default: Ceph's)")
+    ap.add_argument("--zero", action="store_true", help="zero-length objects, the client creating them")
     ap.add_argument("--dir", type=Path)
     ap.add_argument("--keep", action="store_true", help="leave the cluster running")
     ap.add_argument("--set", action="append", default=[], metavar="OPTION=VALUE",
                     help="a pg_advisor option for the advisor runs (repeatable)")
     args = ap.parse_args(argv)
     c = Cluster(args.dir or Path(tempfile.mkdtemp(prefix="pga-split-")))
-    c.vstart("start", "--no-pool")
+    c.vstart("start", "--no-pool", "--osds", str(args.osds), "--hosts", str(args.hosts))
     rows = []
     try:
         c.ceph("config", "set", "mgr", OPT + "step_interval", "0")
+        if args.size == 1:
+            c.ceph("config", "set", "mon", "mon_allow_pool_size_one", "true")
         for kv in args.set:
             k, v = kv.split("=", 1)
             c.ceph("config", "set", "mgr", OPT + k, v)
         for n in [int(x) for x in args.objects.split(",")]:
             for m in args.methods.split(","):
-                r = run_one(c, m, n, args.pg_num, args.concurrency)
+                r = run_one(c, m, n, args.pg_num, args.concurrency, args.size, args.zero)
                 print(json.dumps(r), file=sys.stderr)
                 rows.append(r)
     finally:
         if not args.keep:
             c.vstart("stop")
-    print(f"pg_num {args.pg_num} -> {2 * args.pg_num}, {args.concurrency} writes of 4 KiB in flight; "
-          f"latency ms p50/p99/p99.9")
+    what = "empty objects created" if args.zero else "writes of 4 KiB"
+    print(f"pg_num {args.pg_num} -> {2 * args.pg_num}, {args.concurrency} {what} in flight, "
+          f"{args.osds} OSDs on {args.hosts} hosts; latency ms p50/p99/p99.9; ended: PGs per OSD")
     print(f"{'objects':>8} {'method':<15} {'stall s':>7} {'before':>17} {'during':>19} {'after':>17} "
-          f"{'failed':>6} {'ops':>7} {'to clean s':>10}")
+          f"{'failed':>6} {'ops':>7} {'to clean s':>10}  ended")
     for r in rows:
         fmt = (lambda v: "/".join("-" if x is None else f"{x:g}" for x in v))
         print(f"{r['objects']:>8} {r['method']:<15} {r['stall_s']:>7} {fmt(r['before']):>17} "
               f"{fmt(r['during']):>19} {fmt(r['after']):>17} {r['failed']:>6} {r['ops']:>7} "
-              f"{r['to_clean_s']:>10}")
+              f"{r['to_clean_s']:>10}  {'/'.join(map(str, r['ended']))}")
     return 0
 
 

@@ -95,6 +95,9 @@ do_status() {
 
 write_conf() {
     local h i
+    # replicas one per host, at most 3 (with fewer hosts the default pools stay whole)
+    local pool_size=$((hosts < 3 ? hosts : 3))
+    local pool_min_size=$((pool_size > 2 ? 2 : 1))
     cat >"$conf" <<EOF
 [global]
 fsid = $fsid
@@ -107,8 +110,8 @@ auth service required = none
 auth client required = none
 run dir = $dir/run
 crash dir = $dir/crash
-osd pool default size = 3
-osd pool default min size = 2
+osd pool default size = $pool_size
+osd pool default min size = $pool_min_size
 osd pool default pg autoscale mode = off
 mon allow pool delete = true
 mon data avail warn = 1

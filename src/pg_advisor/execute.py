@@ -353,6 +353,13 @@ class Executor:
                 st.update(next=st["next"] + 1, phase="idle", last_step_at=now, attempts=0,
                           retry_at=None, last_error=None)
                 continue
+            if step.kind == "balance" and pacing.balancer_active and st["round"] is None:
+                # Ceph's own balancer evens the pool; pg_advisor sets no items beside it
+                self._log(now, "done", f"step {st['next'] + 1}/{len(st['steps'])}: "
+                                       f"{step.describe()} (left to Ceph's balancer, active)")
+                st.update(next=st["next"] + 1, phase="idle", last_step_at=now, rounds=0,
+                          attempts=0, retry_at=None, last_error=None)
+                continue
             if step.kind == "balance" and st["round"] is not None:
                 if not self._round_checked(st, snap, now):
                     break

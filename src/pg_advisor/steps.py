@@ -10,7 +10,10 @@ crush layer: the up sets before and after each pgp_num step, exactly.
 With pinning (growth only), a pgp_num step remaps up to `max_splitting` PGs at once but
 pins each moved child to the OSDs that hold its data (pg-upmap-items set in the same
 map epoch), so nothing moves then; a last "balance" step runs balance rounds on the pool
-under the budget, which move children on only where that evens the pool out.
+under the budget, which move children on only where that evens the pool out. Growth
+without pinning ends with the same step: CRUSH alone may leave the pool uneven (one PG
+split in two on two OSDs: both halves on one OSD half the time), and a plan is done only
+when the pool is even.
 """
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Tuple
@@ -18,9 +21,12 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from .crush.placement import Placer
+from .distribution import rule_weights, up_counts
 from .errors import AdvisorError
 from .gates import object_copies
+from .legality import ancestors
 from .limits import check_pg_num
+from .share import rule_share
 from .snapshot import Pool, Snapshot
 
 
@@ -105,6 +111,21 @@ class StepPlanner:
             np.add.at(load, side[ok], 1)
         return int((per_pg > 0).sum()), int(per_pg.sum()), int(load.max(initial=0))
 
+    def _uneven(self, pool: Pool, pg_num: int, pgp_num: int) -> int:
+        """Replica moves that CRUSH's placement at (pg_num, pgp_num) needs at least to
+        bring every OSD within one PG of its share."""
+        rule = self.snap.rules.get(pool.crush_rule)
+        if rule is None:
+            return 0
+        n = self.snap.osds.count
+        counts = up_counts(self.placer.map_pool(pool, pg_num, pgp_num).up, n)
+        share = rule_share(self.snap, pool, rule_weights(self.snap, rule), ancestors(self.snap), pg_num)
+        if share.sum() > 0:
+            share = share * counts.sum() / share.sum()
+        over = np.maximum(counts - np.ceil(share - 1e-9), 0).sum()
+        under = np.maximum(np.floor(share + 1e-9) - counts, 0).sum()
+        return int(max(over, under))
+
     def _fraction(self, pool: Pool, pg_num: int, shards: int) -> float:
         return misplaced_fraction(pool, pg_num, shards, self.copies)
 
@@ -153,9 +174,11 @@ class StepPlanner:
                 while pgp < pg:
                     steps.append(self._pgp_step(pool, pg, pgp, pg, self.t.pin))
                     pgp = steps[-1].pgp_num
-            if self.t.pin and target > pool.pg_num:
-                # at most what the pins held back: the rounds move only what evens the pool
-                held = sum(s.shards_moving for s in steps if s.pin)
+            if target > pool.pg_num:
+                # pinned: at most what the pins held back (the rounds move only what evens
+                # the pool); plain: what CRUSH's own placement at the target leaves uneven
+                held = (sum(s.shards_moving for s in steps if s.pin) if self.t.pin
+                        else self._uneven(pool, pg, pgp))
                 steps.append(balance_step(pool, pg, pgp, held, self.copies))
         else:
             while pgp > target:

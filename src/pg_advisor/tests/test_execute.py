@@ -95,8 +95,10 @@ def test_growth_plan_splits_in_chunks_then_places_within_the_throttles(snap: sna
     rbd = snap.pool_by_name("rbd")
     steps = StepPlanner(snap, T).plan(rbd, 64)
     assert (steps[-1].pg_num, steps[-1].pgp_num) == (64, 64)
+    # a plan ends with balance rounds: done means even, not only placed as CRUSH likes
+    assert steps[-1].kind == "balance" and steps[-1].shards_moving > 0
     pg, pgp = rbd.pg_num, rbd.pgp_num
-    for s in steps:
+    for s in steps[:-1]:
         if s.kind == "pg_num":      # splits move nothing and never more than max_splitting
             assert s.pgp_num == pgp and 0 < s.pg_num - pg <= T.max_splitting
         else:
@@ -133,9 +135,11 @@ def test_runs_to_the_end_each_step_issued_once(dumps: Dict[str, Any]) -> None:
     rbd = ceph.pool("rbd")
     assert (rbd["pg_num"], rbd["pg_placement_num"]) == (64, 64)
     issued = [h["detail"].split(":")[0] for h in store.history if h["event"] == "issue"]
-    assert len(issued) == len(set(issued)) == len(store.state["steps"])
+    # every step but the last (balance rounds, logged as rounds) issued exactly once
+    assert len(issued) == len(set(issued)) == len(store.state["steps"]) - 1
+    assert store.state["steps"][-1]["kind"] == "balance"
     # pgp_num never ran ahead of the step: each pg_num step was followed by its pgp_num
-    pgp_vals = [int(c["val"]) for c in ceph.sent if c["var"] == "pgp_num"]
+    pgp_vals = [int(c["val"]) for c in ceph.sent if c.get("var") == "pgp_num"]
     assert pgp_vals == sorted(pgp_vals)
 
 
@@ -307,3 +311,13 @@ def test_window() -> None:
     for bad in (dict(window_begin="25:00"), dict(window_end="7"), dict(window_days="monday")):
         with pytest.raises(AdvisorError):
             check_pacing(dataclasses.replace(OPEN, **bad))
+
+
+def test_with_the_builtin_balancer_active_the_balance_step_is_left_to_it(dumps: Dict[str, Any]) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    ex = start(ceph, store, 64)                     # plain steps: no pins to hold back
+    run(ex, ceph, dataclasses.replace(OPEN, balancer_active=True))
+    st = store.state or {}
+    assert st["status"] == "done", st
+    assert not any("pgid" in c for c in ceph.sent)          # no item beside Ceph's balancer
+    assert "left to Ceph's balancer" in store.history[-2]["detail"], store.history[-2:]
