@@ -135,7 +135,7 @@ class Balancer:
         # when nothing is misplaced, the first move is made even if it alone passes the
         # budget (as Ceph's balancer and pgp_num stepping do): otherwise a pool of few big
         # PGs (one PG split in two) would never move at all
-        self.first_free = False
+        self.first_free = object_budget is not None and snap.misplaced_objects == 0
         self.misplaced = 0.0
         self.width = 128      # candidates examined per move: the most promising ones
         self.placer = placer or Placer(snap)
@@ -193,11 +193,8 @@ class Balancer:
         the rule's earlier steps fix, the replicas CRUSH gave it: no legal move crosses
         such a bucket."""
         caps = rule_levels(self.snap, pool)
-        if caps is None:
-            return rule_share(self.snap, pool, w, self.anc) * (counts.sum() / max(pool.pg_num * pool.size, 1))
-        if group is None:
-            return capped_share(self.anc, caps[0], pool.pg_num, w, np.zeros(w.shape[0], np.int64),
-                                np.array([float(counts.sum())]))
+        if caps is None or group is None:
+            return rule_share(self.snap, pool, w, self.anc, placed=float(counts.sum()))
         have = np.bincount(group, weights=counts)
         return capped_share(self.anc, caps[0][-1:], pool.pg_num, w, group, have)
 

@@ -94,7 +94,6 @@ def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items:
     for name in pools or []:
         snap.pool_by_name(name)
     b = Balancer(snap, placer, pools, object_budget)
-    b.first_free = object_budget is not None and snap.misplaced_objects == 0
     b.begin(max_items)
     b.balance_counts()
     bytes_mode = mode == "bytes" and snap.pgs is not None

@@ -349,16 +349,11 @@ class Executor:
                     st["waiting"] = (f"Ceph is at pg_num {pool.pg_num}, pgp_num {pool.pgp_num} "
                                      f"(step {st['next'] + 1} wants {step.pg_num}, {step.pgp_num})")
                     break
-                self._log(now, "done", f"step {st['next'] + 1}/{len(st['steps'])}: {step.describe()}")
-                st.update(next=st["next"] + 1, phase="idle", last_step_at=now, attempts=0,
-                          retry_at=None, last_error=None)
+                self._advance(st, step, now)
                 continue
             if step.kind == "balance" and pacing.balancer_active and st["round"] is None:
                 # Ceph's own balancer evens the pool; pg_advisor sets no items beside it
-                self._log(now, "done", f"step {st['next'] + 1}/{len(st['steps'])}: "
-                                       f"{step.describe()} (left to Ceph's balancer, active)")
-                st.update(next=st["next"] + 1, phase="idle", last_step_at=now, rounds=0,
-                          attempts=0, retry_at=None, last_error=None)
+                self._advance(st, step, now, " (left to Ceph's balancer, active)")
                 continue
             if step.kind == "balance" and st["round"] is not None:
                 if not self._round_checked(st, snap, now):
@@ -380,6 +375,12 @@ class Executor:
             st["waiting"] = None
             self._log(now, "finish", f"all {len(st['steps'])} steps done")
         self.save()
+
+    def _advance(self, st: Dict[str, Any], step: Step, now: float, how: str = "") -> None:
+        """The current step is done: log it and make the next one current."""
+        self._log(now, "done", f"step {st['next'] + 1}/{len(st['steps'])}: {step.describe()}{how}")
+        st.update(next=st["next"] + 1, phase="idle", last_step_at=now, rounds=0, attempts=0,
+                  retry_at=None, last_error=None)
 
     def _from_pgp(self, st: Dict[str, Any], step: Step) -> int:
         """The pool's pgp_num before this step: the plan's last target for it."""
@@ -442,10 +443,7 @@ class Executor:
             st["waiting"] = None
             return True
         if not r["items"]:
-            self._log(now, "done", f"step {st['next'] + 1}/{len(st['steps'])}: {step.describe()} "
-                                   f"({st['rounds']} rounds)")
-            st.update(next=st["next"] + 1, phase="idle", last_step_at=now, rounds=0, attempts=0,
-                      retry_at=None, last_error=None)
+            self._advance(st, step, now, f" ({st['rounds']} rounds)")
             return False
         if st["rounds"] >= BALANCE_ROUNDS_MAX:
             self._stop(st, f"pool {step.pool}: still not even after {BALANCE_ROUNDS_MAX} balance "

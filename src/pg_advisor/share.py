@@ -84,13 +84,16 @@ def capped_share(anc: Dict[int, np.ndarray], levels: Levels, pg_num: int, w: np.
 
 
 def rule_share(snap: Snapshot, pool: Pool, w: np.ndarray, anc: Dict[int, np.ndarray],
-               pg_num: Optional[int] = None) -> np.ndarray:
+               pg_num: Optional[int] = None, placed: Optional[float] = None) -> np.ndarray:
     """The pool's share per OSD under every cap of its rule (pool_share where the rule
-    has none we can read)."""
+    has none we can read), of `placed` replicas (default: all the rule places; the
+    balancer passes those the pool has, as a PG CRUSH found too few OSDs for is short of
+    replicas no move can add)."""
     caps = rule_levels(snap, pool)
     pg = pool.pg_num if pg_num is None else pg_num
     if caps is None:
-        return pool_share(pool, w, pg)
+        share = pool_share(pool, w, pg)
+        return share if placed is None else share * (placed / max(pg * pool.size, 1))
     levels, per_pg = caps
-    return capped_share(anc, levels, pg, w, np.zeros(w.shape[0], np.int64),
-                        np.array([float(pg * per_pg)]))
+    total = float(pg * per_pg) if placed is None else float(placed)
+    return capped_share(anc, levels, pg, w, np.zeros(w.shape[0], np.int64), np.array([total]))

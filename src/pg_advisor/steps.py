@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from .balance import Level
 from .crush.placement import Placer
 from .distribution import rule_weights, up_counts
 from .errors import AdvisorError
@@ -117,14 +118,10 @@ class StepPlanner:
         rule = self.snap.rules.get(pool.crush_rule)
         if rule is None:
             return 0
-        n = self.snap.osds.count
-        counts = up_counts(self.placer.map_pool(pool, pg_num, pgp_num).up, n)
-        share = rule_share(self.snap, pool, rule_weights(self.snap, rule), ancestors(self.snap), pg_num)
-        if share.sum() > 0:
-            share = share * counts.sum() / share.sum()
-        over = np.maximum(counts - np.ceil(share - 1e-9), 0).sum()
-        under = np.maximum(np.floor(share + 1e-9) - counts, 0).sum()
-        return int(max(over, under))
+        counts = up_counts(self.placer.map_pool(pool, pg_num, pgp_num).up, self.snap.osds.count)
+        share = rule_share(self.snap, pool, rule_weights(self.snap, rule), ancestors(self.snap),
+                           pg_num, placed=float(counts.sum()))     # as the balancer's
+        return Level(counts, share).bound()
 
     def _fraction(self, pool: Pool, pg_num: int, shards: int) -> float:
         return misplaced_fraction(pool, pg_num, shards, self.copies)
