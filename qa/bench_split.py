@@ -102,12 +102,11 @@ def fill(conffile: str, pool: str, n: int, zero: bool = False) -> None:
         io.aio_flush()
 
 
-def placement(c: Cluster, pg_num: int) -> List[int]:
+def placement(c: Cluster) -> List[int]:
     """PGs of the pool per OSD, over the OSDs that hold any (largest first)."""
-    pool_id = next(p["pool"] for p in c.json("osd", "dump")["pools"] if p["pool_name"] == POOL)
     per: Dict[int, int] = {}
-    for i in range(pg_num):
-        for o in c.json("pg", "map", f"{pool_id}.{i:x}")["up"]:
+    for up in c.up_sets(POOL).values():
+        for o in up:
             per[o] = per.get(o, 0) + 1
     return sorted(per.values(), reverse=True)
 
@@ -141,7 +140,7 @@ def run_one(c: Cluster, method: str, objects: int, pg_num: int, concurrency: int
                    == "done", 1800, "the plan to finish", step=1)
     c.wait_clean(1800)
     t_clean = time.monotonic()
-    ended = placement(c, 2 * pg_num)
+    ended = placement(c)
     time.sleep(10)
     ops = client.finish()
     c.ceph("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")

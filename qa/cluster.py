@@ -38,6 +38,15 @@ class Cluster:
     def json(self, *args: str) -> Any:
         return json.loads(self.ceph(*args, "-f", "json"))
 
+    def pool_id(self, pool: str) -> int:
+        return int(next(p["pool"] for p in self.json("osd", "dump")["pools"] if p["pool_name"] == pool))
+
+    def up_sets(self, pool: str) -> Dict[str, List[int]]:
+        """Each PG's up set as the OSDMap has it now (`pg map`, not the PG stats that lag)."""
+        pool_id = self.pool_id(pool)
+        n = int(self.json("osd", "pool", "get", pool, "pg_num")["pg_num"])
+        return {f"{pool_id}.{i:x}": self.json("pg", "map", f"{pool_id}.{i:x}")["up"] for i in range(n)}
+
     def dumps(self) -> Dict[str, Any]:
         """The dumps the offline CLI reads."""
         return {"osd_dump": self.json("osd", "dump"), "crush": self.json("osd", "crush", "dump"),

@@ -88,7 +88,7 @@ def skewed_pool(clean_upmaps: Cluster) -> Iterator[Cluster]:
     def counted() -> bool:
         stats = c.json("pg", "dump")["pg_map"]["pool_stats"]
         return any(p["poolid"] == pool_id and p["stat_sum"]["num_objects"] == 300 for p in stats)
-    pool_id = next(p["pool"] for p in c.json("osd", "dump")["pools"] if p["pool_name"] == "skewed")
+    pool_id = c.pool_id("skewed")
     wait_until(counted, 60, "PG stats to count the objects")
     yield c
     c.ceph("osd", "pool", "rm", "skewed", "skewed", "--yes-i-really-really-mean-it")

@@ -160,7 +160,7 @@ def test_pinned_split_keeps_children_where_their_data_is(pool: Cluster) -> None:
     subprocess.run(["rados", "-p", "grow", "bench", "3", "write", "-t", "8", "-b", "4096", "--no-cleanup"],
                    env=c.env, check=True, capture_output=True, timeout=120)
     c.ceph("config", "set", "mgr", OPT + "split_pinning", "true")
-    pool_id = next(p["pool"] for p in c.json("osd", "dump")["pools"] if p["pool_name"] == "grow")
+    pool_id = c.pool_id("grow")
     with Writer(c, "grow") as w:
         r = json.loads(c.ceph("pg-advisor", "apply", "--pool", "grow", "--pg-num", "32", "-f", "json"))
         pinned = [s for s in r["steps"] if s["pin"]]
@@ -200,12 +200,11 @@ def test_a_pinned_split_of_one_pg_ends_with_its_two_pgs_on_two_osds(cluster: Clu
         subprocess.run(["rados", "-p", "one", "bench", "3", "write", "-t", "8", "-b", "4096",
                         "--no-cleanup"], env=c.env, check=True, capture_output=True, timeout=120)
         c.wait_clean()
-        pool_id = next(p["pool"] for p in c.json("osd", "dump")["pools"] if p["pool_name"] == "one")
         r = json.loads(c.ceph("pg-advisor", "apply", "--pool", "one", "--pg-num", "2", "-f", "json"))
         assert [s["kind"] for s in r["steps"]] == ["pg_num", "pgp_num", "balance"], r["steps"]
         wait_until(lambda: plan_state(c) == "done", 300, "the plan to finish", step=1)
         c.wait_clean()
-        ups = [c.json("pg", "map", f"{pool_id}.{i}")["up"] for i in range(2)]
+        ups = list(c.up_sets("one").values())
         assert len(ups[0]) == len(ups[1]) == 1 and ups[0] != ups[1], ups
         rounds = [h for h in history(c) if h["plan"] == r["plan"] and h["event"] == "round"]
         assert rounds, history(c)

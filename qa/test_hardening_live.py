@@ -180,11 +180,7 @@ def test_an_operators_pg_num_change_stops_the_plan_and_stands(blocked_plan: Clus
 
 
 def up_sets(c: Cluster, pool: str) -> Dict[str, List[int]]:
-    """Each PG's up set as the OSDMap has it now (`pg map`, not the PG stats that lag)."""
-    pool_id = next(p["pool"] for p in c.json("osd", "dump")["pools"] if p["pool_name"] == pool)
-    n = int(c.json("osd", "pool", "get", pool, "pg_num")["pg_num"])
-    return {f"{pool_id}.{i:x}": sorted(c.json("pg", "map", f"{pool_id}.{i:x}")["up"])
-            for i in range(n)}
+    return {pg: sorted(up) for pg, up in c.up_sets(pool).items()}
 
 
 def test_a_failover_between_pgp_num_and_its_pins_resends_the_pins(cluster: Cluster) -> None:
@@ -237,7 +233,7 @@ def test_a_failover_between_pgp_num_and_its_pins_resends_the_pins(cluster: Clust
             raise AssertionError(f"{e}: before {before}, moved {moved}, now {up_sets(c, 'burst')}, "
                                  f"items {c.json('osd', 'dump')['pg_upmap_items']}, "
                                  f"history {c.ceph('pg-advisor', 'history')}") from None
-        pool_id = next(p["pool"] for p in c.json("osd", "dump")["pools"] if p["pool_name"] == "burst")
+        pool_id = c.pool_id("burst")
         pinned = {u["pgid"] for u in c.json("osd", "dump")["pg_upmap_items"]
                   if u["pgid"].startswith(f"{pool_id}.")}
         assert moved <= pinned, (moved, pinned)
