@@ -47,16 +47,17 @@ def rule(body: Sequence[str], name: str = "replicated_rule", rule_id: int = 0,
 
 @dataclass
 class Layout:
-    racks: int                       # 0: hosts hang straight off the root
-    hosts: int                       # per rack (or in total when racks == 0)
+    racks: int                       # 0: hosts hang straight off the root (or room)
+    hosts: int                       # per rack (or per room or in total when racks == 0)
     osds_per_host: int
     weight: Callable[[int], float] = lambda osd: 1.0
     device_class: Callable[[int], Optional[str]] = lambda osd: None
     alg: str = "straw2"
+    rooms: int = 0                   # 0: racks hang straight off the root; else racks per room
 
     @property
     def num_osds(self) -> int:
-        return max(self.racks, 1) * self.hosts * self.osds_per_host
+        return max(self.rooms, 1) * max(self.racks, 1) * self.hosts * self.osds_per_host
 
 
 def crush_text(layout: Layout, rules: Sequence[str]) -> str:
@@ -64,7 +65,8 @@ def crush_text(layout: Layout, rules: Sequence[str]) -> str:
     for o in range(layout.num_osds):
         cls = layout.device_class(o)
         out.append(f"device {o} osd.{o}" + (f" class {cls}" if cls else "") + "\n")
-    out.append("\n# types\ntype 0 osd\ntype 1 host\ntype 2 rack\ntype 3 root\n\n# buckets\n")
+    out.append("\n# types\ntype 0 osd\ntype 1 host\ntype 2 rack\ntype 3 root\ntype 4 room\n\n"
+               "# buckets\n")
     next_id = -1
 
     def bucket(kind: str, name: str, children: List[Tuple[str, float]]) -> None:
@@ -75,19 +77,27 @@ def crush_text(layout: Layout, rules: Sequence[str]) -> str:
 
     osd = 0
     tops: List[Tuple[str, float]] = []
-    for rk in range(max(layout.racks, 1)):
-        hosts: List[Tuple[str, float]] = []
-        for h in range(layout.hosts):
-            name = f"host{rk * layout.hosts + h}"
-            kids = [(f"osd.{o}", layout.weight(o)) for o in range(osd, osd + layout.osds_per_host)]
-            osd += layout.osds_per_host
-            bucket("host", name, kids)
-            hosts.append((name, sum(w for _, w in kids)))
-        if layout.racks:
-            bucket("rack", f"rack{rk}", hosts)
-            tops.append((f"rack{rk}", sum(w for _, w in hosts)))
+    racks = max(layout.racks, 1)
+    for rm in range(max(layout.rooms, 1)):
+        in_room: List[Tuple[str, float]] = []
+        for rk in range(rm * racks, (rm + 1) * racks):
+            hosts: List[Tuple[str, float]] = []
+            for h in range(layout.hosts):
+                name = f"host{rk * layout.hosts + h}"
+                kids = [(f"osd.{o}", layout.weight(o)) for o in range(osd, osd + layout.osds_per_host)]
+                osd += layout.osds_per_host
+                bucket("host", name, kids)
+                hosts.append((name, sum(w for _, w in kids)))
+            if layout.racks:
+                bucket("rack", f"rack{rk}", hosts)
+                in_room.append((f"rack{rk}", sum(w for _, w in hosts)))
+            else:
+                in_room.extend(hosts)
+        if layout.rooms:
+            bucket("room", f"room{rm}", in_room)
+            tops.append((f"room{rm}", sum(w for _, w in in_room)))
         else:
-            tops.extend(hosts)
+            tops.extend(in_room)
     # the root gets id -1 as in a default map: emit it last with an explicit id
     items = "".join(f"\titem {c} weight {w:.5f}\n" for c, w in tops)
     out.append(f"root default {{\n\tid -1\n\talg {layout.alg}\n\thash 0\n{items}}}\n\n# rules\n")
@@ -108,31 +118,39 @@ class GeneratedMap:
     num_osds: int
     mark_out: List[int] = field(default_factory=list)
     as_is: bool = False     # a real cluster's map: keep its up/in states
+    # CRUSH weights set after --mark-up-in (which lifts a zero weight to 1): zero-weight OSDs
+    crush_weights: Dict[int, float] = field(default_factory=dict)
 
-    def _state_args(self) -> List[str]:
+    def state_args(self) -> List[str]:
+        """osdmaptool's options that put the map in its state (every tool call gets them)."""
         if self.as_is:
             return []
         args = ["--mark-up-in"]
+        # osdmaptool keeps only the last --mark-out it is given: one OSD out at most
+        if len(self.mark_out) > 1:
+            raise ValueError(f"osdmaptool marks one OSD out, not {self.mark_out}")
         for o in self.mark_out:
             args += ["--mark-out", str(o)]
+        if self.crush_weights:
+            args += ["--adjust-crush-weight", ",".join(f"{o}:{w}" for o, w in self.crush_weights.items())]
         return args
 
     def dumps(self, pg_num: Optional[int] = None) -> Tuple[Dict, Dict]:
         """(osd dump, crush dump) JSON as Ceph prints them, in the marked state."""
-        text = run("osdmaptool", str(self.path), *self._state_args(), "--dump", "json")
+        text = run("osdmaptool", str(self.path), *self.state_args(), "--dump", "json")
         osd_dump = json.loads(text[text.index("{"):])   # past "marking all OSDs up and in"
         if pg_num is not None:   # what osdmaptool's --pg_num does to the pools
             for p in osd_dump["pools"]:
                 p["pg_num"] = p["pg_num_target"] = pg_num
         # export in the same marked state: --mark-up-in also lifts zero CRUSH weights to 1.0
         crush_bin = self.path.with_suffix(".crush")
-        run("osdmaptool", str(self.path), *self._state_args(), "--export-crush", str(crush_bin))
+        run("osdmaptool", str(self.path), *self.state_args(), "--export-crush", str(crush_bin))
         crush = json.loads(run("crushtool", "-i", str(crush_bin), "--dump"))
         return osd_dump, crush
 
     def reference(self, pg_num: Optional[int] = None) -> Dict[str, Tuple[List[int], int]]:
         """pgid -> (up set, up primary) according to osdmaptool."""
-        args = ["osdmaptool", str(self.path), *self._state_args(), "--test-map-pgs-dump-all"]
+        args = ["osdmaptool", str(self.path), *self.state_args(), "--test-map-pgs-dump-all"]
         if pg_num is not None:
             args += ["--pg_num", str(pg_num)]
         return parse_dump_all(run(*args))
@@ -140,7 +158,7 @@ class GeneratedMap:
 
 def generate(tmp: Path, layout: Layout, rules: Sequence[str], pg_bits: int = 6,
              pgp_bits: Optional[int] = None, size: int = 3,
-             mark_out: Sequence[int] = ()) -> GeneratedMap:
+             mark_out: Sequence[int] = (), crush_weights: Optional[Dict[int, float]] = None) -> GeneratedMap:
     """Write the maps under tmp and return a handle on them."""
     tmp.mkdir(parents=True, exist_ok=True)
     txt = tmp / "crush.txt"
@@ -152,7 +170,8 @@ def generate(tmp: Path, layout: Layout, rules: Sequence[str], pg_bits: int = 6,
         "--pg-bits", str(pg_bits), "--pgp-bits", str(pgp_bits if pgp_bits is not None else pg_bits),
         f"--osd_pool_default_size={size}", str(om))
     run("osdmaptool", str(om), "--import-crush", str(crush_bin))
-    return GeneratedMap(path=om, num_osds=layout.num_osds, mark_out=list(mark_out))
+    return GeneratedMap(path=om, num_osds=layout.num_osds, mark_out=list(mark_out),
+                        crush_weights=dict(crush_weights or {}))
 
 
 def synthetic_pg_dump(snap: snapshot.Snapshot, sigma: float, seed: int = 1) -> Dict[str, Any]:

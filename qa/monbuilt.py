@@ -171,7 +171,7 @@ def _create_pool(mon: _Mon, p: PoolSpec, default_rule: str) -> None:
 
 
 def build(tmp: Path, layout: Layout, rules: Sequence[str], pools: Sequence[PoolSpec],
-          mark_out: Sequence[int] = ()) -> GeneratedMap:
+          mark_out: Sequence[int] = (), crush_weights: Optional[Dict[int, float]] = None) -> GeneratedMap:
     """Write tmp/osdmap.bin holding the layout, the rules and the pools; return a handle on it.
     The OSDs do not exist in it (as with --createsimple): the handle marks them up and in."""
     tmp.mkdir(parents=True, exist_ok=True)
@@ -212,7 +212,8 @@ def build(tmp: Path, layout: Layout, rules: Sequence[str], pools: Sequence[PoolS
             mon.stop()
         if ok:   # after a failure its log stays for the post-mortem (errors name the dir)
             shutil.rmtree(mon_dir, ignore_errors=True)
-    return GeneratedMap(path=om, num_osds=layout.num_osds, mark_out=list(mark_out))
+    return GeneratedMap(path=om, num_osds=layout.num_osds, mark_out=list(mark_out),
+                        crush_weights=dict(crush_weights or {}))
 
 
 def pools_of(gm: GeneratedMap) -> List[Dict[str, Any]]:
@@ -223,8 +224,26 @@ def pools_of(gm: GeneratedMap) -> List[Dict[str, Any]]:
              "rule": rules[p["crush_rule"]]} for p in osd_dump["pools"]]
 
 
+def _multi_weight(o: int) -> float:
+    # rooms of unequal weight (1 : 2 : 3), OSDs of two sizes within each
+    return (1.0, 2.0, 3.0)[o // 24] * (1.0, 1.5)[o % 2]
+
+
+HDD = "take default class hdd"
+# Rules of more than one choose step: EC 8+3 in 4 racks of 3 hosts, 4 replicas in 2 racks of
+# 2 hosts, 6 in 3 rooms of 2 hosts; one OSD per host is an ssd, with a rule of its own
+MULTI_RULES = [
+    rule(["set_chooseleaf_tries 5", "set_choose_tries 100", HDD, "choose indep 4 type rack",
+          "chooseleaf indep 3 type host", "emit"], "ec83_racks", 0, "erasure"),
+    rule([HDD, "choose firstn 2 type rack", "chooseleaf firstn 2 type host", "emit"], "two_racks", 1),
+    rule([HDD, "choose firstn 3 type room", "chooseleaf firstn 2 type host", "emit"], "three_rooms", 2),
+    rule(["take default class ssd", "chooseleaf firstn 0 type host", "emit"], "ssd_host", 3),
+]
+
 # The benchmark's maps (qa/bench_balance.py): 60 OSDs with a 2048-PG pool; 1,000 OSDs of mixed
-# weights in racks and hosts with a replicated pool per rule plus an EC 4+2 pool; 10,000 OSDs.
+# weights in racks and hosts with a replicated pool per rule plus an EC 4+2 pool; 10,000 OSDs;
+# "multi": 72 OSDs in 3 rooms x 2 racks x 3 hosts with a pool per multi-step rule, one OSD
+# out and two of CRUSH weight 0.
 CASES: Dict[str, Tuple[Layout, List[str], List[PoolSpec]]] = {
     "60": (Layout(0, 5, 12), [REPLICATED_HOST], [PoolSpec("rbd", 2048)]),
     "1000": (Layout(10, 10, 10, weight=lambda o: (4.0, 8.0, 16.0)[o % 3]),
@@ -236,12 +255,20 @@ CASES: Dict[str, Tuple[Layout, List[str], List[PoolSpec]]] = {
               PoolSpec("p_rack_host", 1024, "rack_then_host"), PoolSpec("ec42", 1024, ec=(4, 2))]),
     "10000": (Layout(20, 25, 20, weight=lambda o: (1.0, 2.0, 4.0)[o % 3]), [REPLICATED_HOST],
               [PoolSpec("rbd", 81920)]),
+    "multi": (Layout(2, 3, 4, weight=_multi_weight, rooms=3,
+                     device_class=lambda o: "ssd" if o % 4 == 3 else "hdd"),
+              MULTI_RULES,
+              [PoolSpec("ec83", 512, "ec83_racks", ec=(8, 3)), PoolSpec("rep4", 512, "two_racks", size=4),
+               PoolSpec("rep6", 256, "three_rooms", size=6), PoolSpec("ssd", 128, "ssd_host")]),
 }
+# OSD states of a case, set as osdmaptool sets them for every tool: out, CRUSH weight
+STATES: Dict[str, Tuple[List[int], Dict[int, float]]] = {"multi": ([30], {10: 0.0, 50: 0.0})}
 
 
 def build_case(tmp: Path, name: str) -> GeneratedMap:
     layout, rules, pools = CASES[name]
-    return build(tmp, layout, rules, pools)
+    out, weights = STATES.get(name, ([], {}))
+    return build(tmp, layout, rules, pools, out, weights)
 
 
 def demo(big: bool, out: Optional[Path]) -> None:

@@ -17,8 +17,8 @@ from .crush.compiled import CRUSH_ITEM_NONE
 from .crush.placement import Placer
 from .distribution import rule_weights, unreachable, up_counts
 from .errors import AdvisorError
-from .legality import RuleShape, ancestors, replaceable, rule_shape
-from .share import capped_share, rule_levels, rule_share
+from .legality import RuleShape, ancestors, breaks, replaceable, rule_shape
+from .share import rule_share, weight_share
 from .snapshot import Pool, Snapshot
 
 EPS = 1e-9
@@ -28,6 +28,7 @@ TIE = 1e-2      # weight of the pool's own deviation next to the total's
 # and 81,920 PGs: 1.6e7, qa/bench_balance.py); a pool of many thousand PGs per OSD needs
 # ever more per move, and this keeps such a run to seconds, stopping it with a note.
 WORK_MAX = 40_000_000
+REGROUP_WIDTH = 8   # buckets a regroup takes from, and as many it gives to, at most
 
 
 class Level:
@@ -48,13 +49,11 @@ class Level:
     def deficit(self) -> np.ndarray:
         return self.counts < self.lo
 
-    def bound(self, group: Optional[np.ndarray] = None) -> int:
-        """Moves needed at least: each takes one replica off one OSD and adds one to
-        another in the same group (the buckets a rule fixes; None: all one group)."""
-        g = np.zeros(self.counts.shape[0], np.int64) if group is None else group
-        over = np.bincount(g, weights=np.maximum(self.counts - self.hi, 0))
-        under = np.bincount(g, weights=np.maximum(self.lo - self.counts, 0))
-        return int(np.maximum(over, under).sum())
+    def bound(self) -> int:
+        """Moves needed at least: each takes one replica off one OSD and adds one to another."""
+        over = np.maximum(self.counts - self.hi, 0).sum()
+        under = np.maximum(self.lo - self.counts, 0).sum()
+        return int(max(over, under))
 
     def clear(self) -> bool:
         return not (self.excess().any() or self.deficit().any())
@@ -66,13 +65,15 @@ class PoolState:
     raw: np.ndarray          # CRUSH's own up sets (no upmaps)
     up: np.ndarray           # current, then proposed, up sets
     start: np.ndarray        # up sets before balancing
-    share: np.ndarray        # weight-proportional share per OSD
+    base: np.ndarray         # up sets balancing starts from: `start` with broken items undone
+    broken: np.ndarray       # rows whose items break the rule's counts (CRUSH's own set does not)
+    share: np.ndarray        # share per OSD: weight-proportional within the rule's caps
+    by_weight: np.ndarray    # the same replicas in proportion to weight alone
     allowed: np.ndarray      # OSDs the rule may use (root/class, weight, up, in)
     shape: RuleShape
     healthy: np.ndarray      # rows that may be moved (complete, all OSDs up)
     objects: np.ndarray      # per row: objects (what a move misplaces), 0 without PG stats
     bytes: np.ndarray        # per row: bytes one replica (EC: one shard) holds
-    group: Optional[np.ndarray]   # per OSD: its bucket at the deepest level the rule fixes
     level: Level = field(init=False)
     rows_of: List[Set[int]] = field(init=False)   # OSD -> healthy rows it holds
 
@@ -105,8 +106,9 @@ class BalanceResult:
     pools: List[PoolState]
     items: Dict[str, List[Tuple[int, int]]]       # pgid -> new full item list ([] = remove)
     moves: int
-    lower_bound: int
+    lower_bound: int         # of the moves after the repairs
     notes: List[str]
+    repairs: int = 0         # replica moves undoing items that broke the rule
 
 
 def item_pairs(raw: List[int], want: List[int], replicated: bool) -> List[Tuple[int, int]]:
@@ -179,41 +181,39 @@ class Balancer:
             mine = (pgs.pool == pool.id) & (pgs.ps < objects.size)
             objects[pgs.ps[mine]] = pgs.objects[mine]
             size[pgs.ps[mine]] = pgs.bytes[mine] / max(pool.data_chunks, 1)
-        group = (np.unique(self.anc[shape.fixed[-1]], return_inverse=True)[1] if shape.fixed
-                 else None)
-        share = self._reachable(pool, group, w, up_counts(cur.up, w.shape[0]))
+        stuck = full & breaks(shape, self.anc, raw.up)
+        if stuck.any():
+            self.notes.append(
+                f"pool {pool.name}: CRUSH's own placement of {int(stuck.sum())} of its PGs "
+                f"breaks a count Ceph checks for rule '{rule.name}' (verify_upmap counts the "
+                f"buckets of a later choose step over the whole PG), so the mon would drop any "
+                f"item on them: they are left as they are")
+        whole = ((raw.up >= 0) & (raw.up != CRUSH_ITEM_NONE)).all(axis=1)
+        broken = np.flatnonzero(full & whole & ~stuck & breaks(shape, self.anc, cur.up))
+        if broken.size:
+            self.notes.append(
+                f"pool {pool.name}: the items of {broken.size} of its PGs (first {pool.id}."
+                f"{int(broken[0]):x}) put more replicas in one bucket, or use more buckets, than "
+                f"rule '{rule.name}' allows (Ceph's verify_upmap does not check this): balancing "
+                f"removes them first")
+        # the share the rule allows (share.py) of the replicas the pool has: a PG CRUSH
+        # found too few OSDs for is short of replicas no move can add
+        placed = float(up_counts(cur.up, w.shape[0]).sum())
+        share = rule_share(self.snap, pool, w, self.anc, placed=placed)
         return PoolState(pool=pool, raw=raw.up, up=cur.up.copy(), start=cur.up.copy(),
-                         share=share, allowed=(w > 0) & self.usable,
-                         shape=shape, healthy=full, objects=objects, bytes=size, group=group)
-
-    def _reachable(self, pool: Pool, group: Optional[np.ndarray], w: np.ndarray,
-                   counts: np.ndarray) -> np.ndarray:
-        """The share the rule allows (share.py) of the replicas the pool has (a PG CRUSH
-        found too few OSDs for is short of replicas no move can add). Within each bucket
-        the rule's earlier steps fix, the replicas CRUSH gave it: no legal move crosses
-        such a bucket."""
-        caps = rule_levels(self.snap, pool)
-        if caps is None or group is None:
-            return rule_share(self.snap, pool, w, self.anc, placed=float(counts.sum()))
-        have = np.bincount(group, weights=counts)
-        return capped_share(self.anc, caps[0][-1:], pool.pg_num, w, group, have)
+                         base=cur.up.copy(), broken=broken,
+                         share=share, by_weight=weight_share(pool, w, placed),
+                         allowed=(w > 0) & self.usable,
+                         shape=shape, healthy=full & ~stuck, objects=objects, bytes=size)
 
     # -- single moves ---------------------------------------------------------------------------
-
-    def _beside(self, st: PoolState, osd: int) -> np.ndarray:
-        """OSDs in the same buckets as `osd` at every level the rule fixes: the only ones
-        that can replace it (or that it can replace), whatever the PG."""
-        ok = np.ones(self.snap.osds.count, bool)
-        for t in st.shape.fixed:
-            ok &= self.anc[t] == self.anc[t][osd]
-        return ok
 
     def _push(self, st: PoolState, src: int, take: np.ndarray,
               cost: np.ndarray) -> Optional[Tuple[int, int]]:
         """The best (row, destination) for a replica on `src`: lowest `cost` among `take`,
         and of equals a row where src is not CRUSH's own choice (that undoes an item)."""
         rows = st.rows(src)
-        cols = np.flatnonzero(take & st.allowed & self._beside(st, src))
+        cols = np.flatnonzero(take & st.allowed)
         if not rows.size or not cols.size:
             return None
         held, up, srcs = st.held(rows), st.up[rows], np.full(rows.size, src)
@@ -238,7 +238,7 @@ class Balancer:
         """The best (row, source) to bring a replica onto `dst`: highest `pref` among `give`."""
         if not st.allowed[dst]:
             return None
-        srcs = np.flatnonzero(give & self._beside(st, dst))
+        srcs = np.flatnonzero(give)
         srcs = srcs[srcs != dst]
         if srcs.size > self.width:
             srcs = srcs[np.argpartition(-pref[srcs], self.width - 1)[:self.width]]
@@ -304,6 +304,10 @@ class Balancer:
             # whose total over all pools is lowest, so the across-pools phase has less to do
             return (T.counts[ix] - T.share[ix] - FIRST * (L.counts[ix] < L.lo[ix])
                     + TIE * (L.counts[ix] - L.share[ix]))
+        # first the buckets of the rule's first choose type, whole PGs' groups at a time:
+        # cheaper than finding, OSD by OSD, that no single move crosses them
+        while self._regroup(st, strict=True):
+            pass
         while not self.stopped:
             made = 0
             cost = cost_at(slice(None))
@@ -321,7 +325,7 @@ class Balancer:
                     if mv is None or not self._apply(st, mv[0], mv[1], dst):
                         break
                     made += 1
-            if made == 0 and (L.clear() or not self._relaxed(st)):
+            if made == 0 and (L.clear() or not (self._regroup(st) or self._relaxed(st))):
                 return
 
     def _relaxed(self, st: PoolState) -> bool:
@@ -338,6 +342,77 @@ class Balancer:
             if mv is not None:
                 return self._apply(st, mv[0], mv[1], dst)
         return False
+
+    def _regroup(self, st: PoolState, strict: bool = False) -> bool:
+        """Move all of one PG's replicas in a bucket of the rule's first choose type into
+        one such bucket the PG does not use, onto distinct buckets of the next type, as one
+        item list: the only way a PG's set of racks changes when none of its racks has
+        room for a fifth shard (11 shards in 4 racks of 3, or 4 replicas in 2 racks of 2).
+        Each replica alone would break the rule on the way; all together keep it. Made
+        when it lowers the pool's squared deviation: True if made. Rules of two choose
+        steps only (Ceph drops items on the PGs of longer ones). `strict`: only from OSDs
+        above their share into OSDs below it, so that no move is wasted."""
+        lims = st.shape.limits
+        if len(lims) != 2 or lims[0].type == 0 or self.stopped:
+            return False
+        top, low = self.anc[lims[0].type], self.anc[lims[1].type]
+        dev = st.level.dev()
+        ids, unit = np.unique(top, return_inverse=True)
+        bdev = np.bincount(unit, weights=dev, minlength=ids.size)
+        over = np.bincount(unit, weights=st.level.excess(), minlength=ids.size) > 0
+        under = np.bincount(unit, weights=st.level.deficit(), minlength=ids.size) > 0
+        if strict:      # buckets a PG or more off their share, most off first
+            xs, ys = _order(bdev, bdev > 1 - EPS), _order(-bdev, bdev < -1 + EPS)
+        else:           # also those holding an OSD off its share
+            xs = _order(bdev + FIRST * over, (bdev > EPS) | over)[:REGROUP_WIDTH]
+            ys = _order(FIRST * under - bdev, np.ones(ids.size, bool))[:REGROUP_WIDTH]
+        best: Optional[Tuple[float, int, np.ndarray, np.ndarray]] = None
+        n = dev.size
+        for x in xs:
+            rows = np.unique(np.concatenate(
+                [st.rows(o) for o in np.flatnonzero(unit == x).tolist()] + [np.zeros(0, np.int64)]))
+            if not rows.size:
+                continue
+            up = st.up[rows]
+            at = np.clip(up, 0, n - 1)
+            inx = (up >= 0) & (up < n) & (top[at] == ids[x])
+            m = inx.sum(axis=1)
+            src_dev = np.where(inx, dev[at], np.inf)
+            lose = np.where(inx, 1 - 2 * src_dev, 0.0).sum(axis=1)
+            givers = ~strict | (src_dev.min(axis=1) > EPS)
+            for y in ys:
+                # the best destination under each bucket of the next type, best first
+                cand = np.flatnonzero((unit == y) & st.allowed & (~strict | (dev < -EPS)))
+                if not cand.size:
+                    continue
+                cand = cand[np.argsort(dev[cand], kind="stable")]
+                cand = cand[np.unique(low[cand], return_index=True)[1]]
+                cand = cand[np.argsort(dev[cand], kind="stable")]
+                uses_y = ((up >= 0) & (up < n) & (top[at] == ids[y])).any(axis=1)
+                if not self._spend(rows.size * cand.size):
+                    return False
+                free = ~(cand[None, :, None] == st.held(rows)[:, None, :]).any(axis=2)   # (R, C)
+                rank = np.cumsum(free, axis=1)
+                pick = free & (rank <= m[:, None])
+                ok = ~uses_y & (rank[:, -1] >= m) & (m > 0) & (m <= lims[0].cap) & givers
+                gain = lose + np.where(pick, 1 + 2 * dev[cand][None, :], 0.0).sum(axis=1)
+                # per replica moved: a group of two that gains as much as one of three is better
+                ok &= gain < -EPS
+                score = np.where(ok, gain / np.maximum(m, 1), np.inf)
+                i = int(np.argmin(score))
+                if ok[i] and (best is None or score[i] < best[0]):
+                    src = up[i][inx[i]]
+                    dst = cand[pick[i]]
+                    best = (float(score[i]), int(rows[i]), src, dst)
+        if best is None:
+            return False
+        _, row, src, dst = best
+        if self.left < src.size or not self.affordable(float(st.objects[row]) * src.size):
+            self.stopped = True
+            return False
+        for s_osd, d_osd in zip(src.tolist(), dst.tolist()):
+            self._apply(st, row, s_osd, d_osd)
+        return True
 
     # -- across pools ---------------------------------------------------------------------------
 
@@ -400,14 +475,24 @@ class Balancer:
         missing below its floor, whichever is more, summed; or the same for the totals, if
         that is more (every move fixes at most one unit of each)."""
         n = self.snap.osds.count
-        pools = sum(Level(up_counts(st.start, n), st.share).bound(st.group) for st in self.states)
-        total = Level(sum((up_counts(st.start, n) for st in self.states), np.zeros(n, np.int64)),
+        pools = sum(Level(up_counts(st.base, n), st.share).bound() for st in self.states)
+        total = Level(sum((up_counts(st.base, n) for st in self.states), np.zeros(n, np.int64)),
                       self.total.share).bound()
         return max(pools, total)
 
+    def _repair(self) -> None:
+        """Undo the items of PGs that break their rule's counts (CRUSH's own set keeps them)."""
+        for st in self.states:
+            for r in st.broken.tolist():
+                for src, dst in item_pairs(st.up[r].tolist(), st.raw[r].tolist(),
+                                           st.pool.type == "replicated"):
+                    self._apply(st, r, src, dst)
+            st.base = st.up.copy()
+
     def begin(self, max_moves: int) -> None:
-        self.lb = self.lower_bound()
         self.left, self.stopped = max_moves, max_moves <= 0
+        self._repair()
+        self.lb = self.lower_bound()
 
     def balance_counts(self) -> None:
         for st in self.states:
@@ -417,8 +502,9 @@ class Balancer:
 
     def result(self) -> BalanceResult:
         moves = int(sum(((st.up != st.start) & (st.start >= 0)).sum() for st in self.states))
+        repairs = int(sum(((st.base != st.start) & (st.start >= 0)).sum() for st in self.states))
         return BalanceResult(pools=self.states, items=self.items(), moves=moves,
-                             lower_bound=self.lb, notes=self.notes)
+                             lower_bound=self.lb, notes=self.notes, repairs=repairs)
 
     def run(self, max_moves: int = 1 << 30) -> BalanceResult:
         """Balance PG counts with at most `max_moves` replica moves."""

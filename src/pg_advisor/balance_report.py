@@ -20,10 +20,31 @@ def _spreads(states: List[PoolState], use_start: bool) -> Dict[str, Any]:
     pools: List[Dict[str, Any]] = []
     for st in states:
         c = up_counts(st.start if use_start else st.up, n)
-        pools.append({"pool": st.pool.name, **spread(c, st.share).as_dict()})
+        pools.append({"pool": st.pool.name, **spread(c, st.share).as_dict(),
+                      "rule_limit": rule_limit(st)[0]})
         tot += c
         share += st.share
     return {"pools": pools, "total": spread(tot, share).as_dict() if states else None}
+
+
+def rule_limit(st: PoolState) -> Tuple[float, int]:
+    """(how far the rule's share is from a weight-proportional one at most: no placement
+    the rule allows gets nearer; the OSD where it is)."""
+    gap = np.abs(st.share - st.by_weight)
+    o = int(np.argmax(gap)) if gap.size else 0
+    return (round(float(gap[o]), 2) if gap.size else 0.0), o
+
+
+def rule_limit_notes(states: List[PoolState]) -> List[str]:
+    out = []
+    for st in states:
+        gap, o = rule_limit(st)
+        if gap >= 1:
+            out.append(f"pool {st.pool.name}: its rule allows no placement nearer than {gap:.1f} "
+                       f"PGs to a share by weight alone (osd.{o}: {st.by_weight[o]:.1f} by weight, "
+                       f"{st.share[o]:.1f} under the counts its choose steps allow each bucket): "
+                       f"the shares here are what the rule allows")
+    return out
 
 
 def uneven_osd(st: PoolState) -> str:
@@ -72,7 +93,7 @@ def eval_report(snap: Snapshot, pools: Optional[List[str]] = None,
         devs.append(now["total"]["max_deviation"])
     return {"epoch": snap.epoch, "score": max(devs, default=0.0), "distribution": now,
             "fullness": fullness(b, start=True) if snap.pgs is not None else None,
-            "upmap_items": len(snap.pg_upmap_items), "notes": b.notes}
+            "upmap_items": len(snap.pg_upmap_items), "notes": b.notes + rule_limit_notes(b.states)}
 
 
 def misplaced_budget(snap: Snapshot, ratio: float) -> Optional[float]:
@@ -109,7 +130,8 @@ def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items:
         "before": _spreads(res.pools, True), "after": _spreads(res.pools, False),
         "fullness": ({"before": fullness(b, start=True), "after": fullness(b)}
                      if snap.pgs is not None else None),
-        "moves": res.moves, "lower_bound": res.lower_bound, "notes": res.notes,
+        "moves": res.moves, "lower_bound": res.lower_bound, "repairs": res.repairs,
+        "notes": res.notes + rule_limit_notes(res.pools),
         # pools with an OSD more than a PG off its share even after these items
         "uneven": {st.pool.name: uneven_osd(st) for st in res.pools if not st.level.clear()},
         "objects_misplaced": int(b.misplaced) if object_budget is not None else None,

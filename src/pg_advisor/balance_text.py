@@ -16,8 +16,9 @@ def balance_text(r: Dict[str, Any]) -> str:
         if r[when]["total"] is not None:
             rows.append(["(all pools)", when] + [r[when]["total"][k] for k in KEYS])
     out.append("")
+    repairs = f", {r['repairs']} of them undoing items that broke the rule" if r.get("repairs") else ""
     out.append(f"{len(r['commands'])} PGs changed, {r['moves']} replica moves "
-               f"(lower bound {r['lower_bound']})")
+               f"(lower bound {r['lower_bound']}{repairs})")
     out.append(table(["pool", "when", "osds", "min", "max", "mean", "stdev", "max_dev"], rows))
     if r.get("fullness"):
         out.extend(fullness_line(f"fullness {when}:", r["fullness"][when]) for when in ("before", "after"))
@@ -32,12 +33,13 @@ def balance_text(r: Dict[str, Any]) -> str:
 
 def eval_text(r: Dict[str, Any]) -> str:
     d = r["distribution"]
-    rows = [[p["pool"]] + [p[k] for k in KEYS] for p in d["pools"]]
+    rows = [[p["pool"]] + [p[k] for k in KEYS] + [p["rule_limit"]] for p in d["pools"]]
     if d["total"] is not None:
-        rows.append(["(all pools)"] + [d["total"][k] for k in KEYS])
+        rows.append(["(all pools)"] + [d["total"][k] for k in KEYS] + [""])
     out = [f"score {r['score']:.2f} (largest deviation from an OSD's share; 1 or less is the "
-           f"limit), {r['upmap_items']} PGs with upmap items",
-           table(["pool", "osds", "min", "max", "mean", "stdev", "max_dev"], rows)]
+           f"limit), {r['upmap_items']} PGs with upmap items; rule_gap: how far the rule's "
+           f"shares are from shares by weight alone",
+           table(["pool", "osds", "min", "max", "mean", "stdev", "max_dev", "rule_gap"], rows)]
     if r.get("fullness"):
         out.append(fullness_line("fullness:", r["fullness"]))
     out.extend(f"note: {printable(n)}" for n in r["notes"])

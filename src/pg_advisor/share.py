@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from .distribution import pool_share
+from .legality import choose_steps, shape_of
 from .snapshot import Pool, Snapshot
 
 EPS = 1e-9
@@ -23,26 +24,12 @@ def rule_levels(snap: Snapshot, pool: Pool) -> Optional[Tuple[Levels, int]]:
     """(the caps of the pool's rule, outermost first; replicas of one PG it places at
     most), or None where the rule is not one take followed by choose steps with counts
     (the share is then weight-proportional)."""
-    rule = snap.rules.get(pool.crush_rule)
-    if rule is None:
+    steps = choose_steps(snap, pool)
+    if steps is None:
         return None
-    steps = [s for s in rule.steps if str(s.get("op", "")) not in ("emit", "noop")
-             and not str(s.get("op", "")).startswith("set_")]
-    if len(steps) < 2 or steps[0].get("op") != "take":
-        return None
-    counts: List[Tuple[int, int]] = []
-    for s in steps[1:]:
-        t = snap.crush_types.get(str(s.get("type")))
-        num = s.get("num")
-        if not str(s.get("op", "")).startswith("choose") or t is None or not isinstance(num, int):
-            return None
-        n = num if num > 0 else pool.size + num    # as crush_do_rule resolves it
-        if n <= 0:
-            return None
-        counts.append((t, n))
-    below = [int(np.prod([n for _, n in counts[i + 1:]], dtype=np.int64)) for i in range(len(counts))]
-    fan_out = counts[0][1] * below[0]
-    return [(t, b) for (t, _), b in zip(counts, below)], min(pool.size, fan_out)
+    shape = shape_of(steps)
+    fan_out = steps[0].count * shape.limits[0].cap
+    return [(lim.type, lim.cap) for lim in shape.limits], min(pool.size, fan_out)
 
 
 def fill(group: np.ndarray, totals: np.ndarray, w: np.ndarray, cap: np.ndarray) -> np.ndarray:
@@ -66,21 +53,39 @@ def fill(group: np.ndarray, totals: np.ndarray, w: np.ndarray, cap: np.ndarray) 
 
 
 def capped_share(anc: Dict[int, np.ndarray], levels: Levels, pg_num: int, w: np.ndarray,
-                 group: np.ndarray, totals: np.ndarray) -> np.ndarray:
-    """Spread `totals` (per group of OSDs, `group` the index per OSD) down `levels`, then
-    over the OSDs of each last-level bucket in proportion to weight."""
+                 total: float) -> np.ndarray:
+    """Spread `total` replicas down `levels`, then over the OSDs of each last-level
+    bucket in proportion to weight. A bucket holds no more than its cap, nor more than
+    the buckets (or OSDs: one replica of each PG) below it can: a rack whose one host
+    may hold one replica per PG holds no more, whatever the rack's cap."""
     n = w.shape[0]
-    for t, per_pg in levels:
-        unit = anc[t] if t in anc else np.arange(n)
-        _, u = np.unique(unit, return_inverse=True)
-        units = int(u.max()) + 1 if n else 0
-        unit_w = np.bincount(u, weights=w, minlength=units)
-        unit_group = np.zeros(units, np.int64)
+    # per level: each OSD's bucket, as 0..units-1
+    units = [np.unique(anc[t] if t in anc else np.arange(n), return_inverse=True)[1]
+             for t, _ in levels] + [np.arange(n)]
+    hold = np.where(w > 0, float(pg_num), 0.0)            # per OSD
+    caps: List[np.ndarray] = [hold]
+    for (_, per_pg), u, below in reversed(list(zip(levels, units, units[1:]))):
+        m = int(u.max()) + 1 if n else 0
+        child_parent = np.zeros(int(below.max()) + 1 if n else 0, np.int64)
+        child_parent[below] = u
+        room = np.bincount(child_parent, weights=caps[0], minlength=m)
+        caps.insert(0, np.minimum(room, float(per_pg) * pg_num))
+    group = np.zeros(n, np.int64)
+    totals = np.array([float(total)])
+    for u, cap in zip(units, caps):
+        m = cap.shape[0]
+        unit_w = np.bincount(u, weights=w, minlength=m)
+        unit_group = np.zeros(m, np.int64)
         unit_group[u] = group
-        totals = fill(unit_group, totals, unit_w, np.full(units, float(per_pg) * pg_num))
+        totals = fill(unit_group, totals, unit_w, cap)
         group = u
-    gw = np.bincount(group, weights=w, minlength=totals.shape[0])
-    return np.divide(totals[group] * w, gw[group], out=np.zeros(n), where=gw[group] > 0)
+    return totals
+
+
+def weight_share(pool: Pool, w: np.ndarray, placed: float, pg_num: Optional[int] = None) -> np.ndarray:
+    """`placed` replicas of the pool in proportion to weight alone, caps aside."""
+    pg = pool.pg_num if pg_num is None else pg_num
+    return pool_share(pool, w, pg) * (placed / max(pg * pool.size, 1))
 
 
 def rule_share(snap: Snapshot, pool: Pool, w: np.ndarray, anc: Dict[int, np.ndarray],
@@ -92,8 +97,6 @@ def rule_share(snap: Snapshot, pool: Pool, w: np.ndarray, anc: Dict[int, np.ndar
     caps = rule_levels(snap, pool)
     pg = pool.pg_num if pg_num is None else pg_num
     if caps is None:
-        share = pool_share(pool, w, pg)
-        return share if placed is None else share * (placed / max(pg * pool.size, 1))
+        return pool_share(pool, w, pg) if placed is None else weight_share(pool, w, placed, pg)
     levels, per_pg = caps
-    total = float(pg * per_pg) if placed is None else float(placed)
-    return capped_share(anc, levels, pg, w, np.zeros(w.shape[0], np.int64), np.array([total]))
+    return capped_share(anc, levels, pg, w, float(pg * per_pg) if placed is None else placed)

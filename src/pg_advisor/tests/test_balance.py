@@ -182,7 +182,7 @@ def test_no_replacement_by_an_osd_without_a_failure_domain_ancestor(dumps: Dict[
     use_rule(dumps2, "rbd", RACK_THEN_HOST)
     s2 = load(dumps2)
     shape2 = rule_shape(s2, s2.pool_by_name("rbd"))
-    assert shape2.fixed == (s2.crush_types["rack"],)
+    assert shape2.types == (s2.crush_types["rack"], s2.crush_types["host"])
     ok2 = replaceable(ancestors(s2), shape2, np.ones(s2.osds.count, bool), up, up,
                       np.array([0]), np.array([new2]))
     assert ok2.tolist() == [[False]]

@@ -73,4 +73,18 @@ def check_up_set(osd_dump: Dict[str, Any], crush: Dict[str, Any], pool: Dict[str
         if max(count.values(), default=0) > per_bucket:
             problems.append(f"{max(count.values())} replicas share a {step['type']} "
                             f"(rule allows {per_bucket}): {up}")
+        # how many such buckets: at most the step's count within each bucket the step
+        # before chose (in all, for the first step)
+        above = chooses[k - 1]["type"] if k else None
+        used: Dict[int, Set[int]] = {}
+        for b in count:
+            used.setdefault(ancestor(b, above) if above else 0, set()).add(b)
+        for kids in used.values():
+            if len(kids) > nums[k]:
+                where = f"one {above}" if above else "the PG"
+                problems.append(f"{len(kids)} {step['type']}s in {where} (rule allows "
+                                f"{nums[k]}): {up}")
+        # and Ceph's own count for a later choose step, over the whole PG (verify_upmap)
+        if k and not step["op"].startswith("chooseleaf") and len(count) > nums[k]:
+            problems.append(f"{len(count)} {step['type']}s in the PG: Ceph allows {nums[k]}: {up}")
     return problems
