@@ -1,17 +1,21 @@
 """Benchmark: pg_advisor's balancer beside `osdmaptool --upmap`, on the same maps, one run.
 
-    PYTHONPATH=src /usr/bin/python3 -m qa.bench_balance [--only 60,1000,10000,bytes]
+    PYTHONPATH=src /usr/bin/python3 -m qa.bench_balance [--only 60,1000,multi,10000,bytes]
                                                        [--tool-timeout 300]
 
-Maps: 60 OSDs (5 hosts x 12) with a 2048-PG pool, and 1,000 OSDs of mixed weights in
-racks and hosts with a replicated pool per rule (host; rack; 3 racks then a host in
-each) plus an EC 4+2 pool; 10,000 OSDs with one 81,920-PG pool; all made by a throw-away
-mon (qa/monbuilt.py). osdmaptool runs at --upmap-deviation 5 (Ceph's default) and 1 with
-a time limit; its commands are applied to the map and every result is measured the same
-way, with pg_advisor's exact CRUSH:
-the largest deviation from an OSD's share in any pool and in the OSDs' totals, stdev of
-the totals' deviations, PGs with items, replica moves against the lower bound, wall
-time, peak memory (of the process so far: pg_advisor's own, osdmaptool's largest).
+Maps, all made by a throw-away mon (qa/monbuilt.py): 60 OSDs (5 hosts x 12) with a
+2048-PG pool; 1,000 OSDs of mixed weights in racks and hosts with a replicated pool per
+rule (host; rack; 3 racks then a host in each) plus an EC 4+2 pool; "multi": 72 OSDs in 3
+rooms of 2 racks of 3 hosts, rooms of weight 1 : 2 : 3, with a pool per rule of two choose
+steps (EC 8+3 in 4 racks of 3 hosts, 4 replicas in 2 racks of 2 hosts, 6 in 3 rooms of 2
+hosts) and an ssd pool, one OSD out and two of CRUSH weight 0; 10,000 OSDs with one
+81,920-PG pool. osdmaptool runs at --upmap-deviation 5 (Ceph's default) and 1 with a time
+limit; its commands are applied to the map and every result is measured the same way,
+with pg_advisor's exact CRUSH: the largest deviation from an OSD's share (what the rule
+allows, share.py) in any pool and in the OSDs' totals, stdev of the totals' deviations,
+PGs with items, replica moves against the lower bound, items that break the rule's counts
+(tests/upmap_checker.py), wall time, peak memory (of the process so far: pg_advisor's
+own, osdmaptool's largest).
 "bytes": the 60-OSD map with lognormally spread PG sizes, fullest/emptiest OSD against
 the mean, by counts alone and in bytes mode.
 """
@@ -33,6 +37,7 @@ from pg_advisor.balance import Balancer
 from pg_advisor.balance_report import balance_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.distribution import up_counts
+from pg_advisor.legality import breaks
 
 from .crushgen import GeneratedMap, synthetic_pg_dump
 from .monbuilt import build_case
@@ -56,9 +61,11 @@ def measure(snap: snapshot.Snapshot, items: Items) -> Dict[str, Any]:
     b = Balancer(snap, pl0)
     n = snap.osds.count
     total, share = np.zeros(n), np.zeros(n)
-    pool_dev, moves = 0.0, 0
+    pool_dev, moves, broken = 0.0, 0, 0
     for st in b.states:
         before, after = pl0.map_pool(st.pool).up, pl1.map_pool(st.pool).up
+        # sets that break the rule's counts (osdmaptool checks fewer of them than the rule means)
+        broken += int((breaks(st.shape, b.anc, after) & ~breaks(st.shape, b.anc, st.raw)).sum())
         c = up_counts(after, n)
         pool_dev = max(pool_dev, float(np.abs(c - st.share)[st.share > 0].max()))
         total += c
@@ -68,13 +75,13 @@ def measure(snap: snapshot.Snapshot, items: Items) -> Dict[str, Any]:
     live = share > 0
     return {"pool_dev": pool_dev, "total_dev": float(np.abs(total - share)[live].max()),
             "stdev": float((total - share)[live].std()), "items": len(items), "moves": moves,
-            "lower_bound": b.lower_bound()}
+            "lower_bound": b.lower_bound(), "broken": broken}
 
 
-def run_tool(path: Path, deviation: int, timeout: float, out: Path) -> Tuple[Items, float, str]:
+def run_tool(gm: GeneratedMap, deviation: int, timeout: float, out: Path) -> Tuple[Items, float, str]:
     t0 = time.perf_counter()
     try:
-        subprocess.run(["osdmaptool", str(path), "--mark-up-in", "--upmap", str(out),
+        subprocess.run(["osdmaptool", str(gm.path), *gm.state_args(), "--upmap", str(out),
                         "--upmap-deviation", str(deviation), "--upmap-max", "1000000"],
                        capture_output=True, timeout=timeout, check=True)
         status = "done"
@@ -102,7 +109,7 @@ def count_rows(name: str, gm: GeneratedMap, timeout: float) -> List[List[Any]]:
     label = f"{gm.num_osds} OSDs, {len(snap.pools)} pool{'s' if len(snap.pools) > 1 else ''}, {pgs} PGs"
     rows: List[List[Any]] = [[label, "CRUSH alone", measure(snap, {}), 0.0, "-", ""]]
     for dev in (5, 1):
-        items, dt, status = run_tool(gm.path, dev, timeout, gm.path.parent / f"up{dev}")
+        items, dt, status = run_tool(gm, dev, timeout, gm.path.parent / f"up{dev}")
         rows.append([label, f"osdmaptool --upmap-deviation {dev}", measure(snap, items), dt,
                      peak(resource.RUSAGE_CHILDREN), status])
     t0 = time.perf_counter()
@@ -117,10 +124,11 @@ def count_rows(name: str, gm: GeneratedMap, timeout: float) -> List[List[Any]]:
 
 def print_counts(rows: List[List[Any]]) -> None:
     print(f"{'map':<32} {'balancer':<30} {'pool_dev':>8} {'tot_dev':>7} {'stdev':>6} {'items':>6} "
-          f"{'moves':>6} {'bound':>6} {'seconds':>8} {'peak MiB':>8}  status")
+          f"{'moves':>6} {'bound':>6} {'broken':>6} {'seconds':>8} {'peak MiB':>8}  status")
     for label, who, m, dt, pk, status in rows:
         print(f"{label:<32} {who:<30} {m['pool_dev']:>8.2f} {m['total_dev']:>7.2f} {m['stdev']:>6.2f} "
-              f"{m['items']:>6} {m['moves']:>6} {m['lower_bound']:>6} {dt:>8.2f} {pk:>8}  {status}")
+              f"{m['items']:>6} {m['moves']:>6} {m['lower_bound']:>6} {m['broken']:>6} {dt:>8.2f} "
+              f"{pk:>8}  {status}")
 
 
 def fullness(snap: snapshot.Snapshot, items: Items, sizes: Dict[str, int]) -> Tuple[float, float]:
@@ -141,7 +149,7 @@ def bytes_rows(gm: GeneratedMap, timeout: float) -> List[List[Any]]:
     sizes = {s["pgid"]: s["stat_sum"]["num_bytes"] for s in pg_dump["pg_stats"]}
     snap = snapshot.load(osd_dump, crush, pg_dump)
     out: List[List[Any]] = [["CRUSH alone", fullness(snap, {}, sizes), 0, 0.0]]
-    items, dt, _ = run_tool(gm.path, 1, timeout, gm.path.parent / "upbytes")
+    items, dt, _ = run_tool(gm, 1, timeout, gm.path.parent / "upbytes")
     out.append(["osdmaptool --upmap-deviation 1", fullness(snap, items, sizes), len(items), dt])
     for mode in ("pgs", "bytes"):
         t0 = time.perf_counter()
@@ -155,7 +163,7 @@ def bytes_rows(gm: GeneratedMap, timeout: float) -> List[List[Any]]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--only", default="60,1000,10000,bytes")
+    ap.add_argument("--only", default="60,1000,multi,10000,bytes")
     ap.add_argument("--tool-timeout", type=float, default=300.0)
     args = ap.parse_args(argv)
     rows: List[List[Any]] = []

@@ -3,7 +3,7 @@ through `ceph pg-advisor apply`. Prints one table.
 
     PYTHONPATH=src /usr/bin/python3 -m qa.bench_split [--objects 2000,20000] [--pg-num 16]
         [--methods ceph,advisor,advisor-pinned] [--concurrency 8] [--set OPTION=VALUE]
-        [--osds 6] [--hosts 3] [--size N] [--zero] [--dir DIR] [--keep]
+        [--osds 6] [--hosts 3] [--size N] [--zero] [--repeat K] [--dir DIR] [--keep]
 
 The experiment of "The latency of Ceph placement group splitting" (one PG of size 1 on 2
 OSDs, zero-length objects, split in two):
@@ -22,7 +22,9 @@ the client runs until 10 s after the pool is active+clean at the new pg_num (and
 pg_advisor, its plan is done: pinned PGs are released by later balance rounds). Reported:
 the longest stall (a gap with no op completing), p50/p99/p99.9 latency of the ops started
 before, during and after the change, failed ops, the time to active+clean, and where the
-pool's PGs ended (PGs per OSD, over the OSDs that hold any).
+pool's PGs ended (PGs per OSD, over the OSDs that hold any) beside where CRUSH alone puts
+them: a new pool's id decides whether CRUSH moves the child at all, so --repeat K runs each
+method on K pools and summarizes.
 """
 import argparse
 import json
@@ -34,6 +36,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
+
+from pg_advisor import snapshot
+from pg_advisor.crush.placement import Placer
 
 from .cluster import Cluster, wait_until
 
@@ -141,11 +146,24 @@ def run_one(c: Cluster, method: str, objects: int, pg_num: int, concurrency: int
     c.wait_clean(1800)
     t_clean = time.monotonic()
     ended = placement(c)
+    pool_id = c.pool_id(POOL)
+    alone = crush_alone(c, pool_id)
     time.sleep(10)
     ops = client.finish()
     c.ceph("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
     c.wait_clean(600)
-    return summarize(ops, t_change, t_clean) | {"method": method, "objects": objects, "ended": ended}
+    return summarize(ops, t_change, t_clean) | {"method": method, "objects": objects, "ended": ended,
+                                                "pool": pool_id, "crush": alone}
+
+
+def crush_alone(c: Cluster, pool_id: int) -> List[int]:
+    """Where CRUSH itself, without items, puts the pool's PGs (PGs per OSD, as placement()):
+    the new pool id decides whether plain Ceph moves the child at all."""
+    d = c.dumps()
+    snap = snapshot.load(d["osd_dump"], d["crush"])
+    up = Placer(snap).map_pool(next(p for p in snap.pools if p.id == pool_id), upmaps=False).up
+    counts = np.bincount(up[up >= 0].ravel(), minlength=snap.osds.count)
+    return sorted((int(x) for x in counts if x), reverse=True)
 
 
 def summarize(ops: List[Tuple[float, float, bool]], t_change: float, t_clean: float) -> Dict[str, Any]:
@@ -176,6 +194,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--zero", action="store_true", help="zero-length objects, the client creating them")
     ap.add_argument("--dir", type=Path)
     ap.add_argument("--keep", action="store_true", help="leave the cluster running")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs per object count and method, each with a new pool (and pool id)")
     ap.add_argument("--set", action="append", default=[], metavar="OPTION=VALUE",
                     help="a pg_advisor option for the advisor runs (repeatable)")
     args = ap.parse_args(argv)
@@ -190,23 +210,34 @@ def main(argv: Optional[List[str]] = None) -> int:
             k, v = kv.split("=", 1)
             c.ceph("config", "set", "mgr", OPT + k, v)
         for n in [int(x) for x in args.objects.split(",")]:
-            for m in args.methods.split(","):
-                r = run_one(c, m, n, args.pg_num, args.concurrency, args.size, args.zero)
-                print(json.dumps(r), file=sys.stderr)
-                rows.append(r)
+            for _ in range(args.repeat):
+                for m in args.methods.split(","):
+                    r = run_one(c, m, n, args.pg_num, args.concurrency, args.size, args.zero)
+                    print(json.dumps(r), file=sys.stderr)
+                    rows.append(r)
     finally:
         if not args.keep:
             c.vstart("stop")
     what = "empty objects created" if args.zero else "writes of 4 KiB"
     print(f"pg_num {args.pg_num} -> {2 * args.pg_num}, {args.concurrency} {what} in flight, "
           f"{args.osds} OSDs on {args.hosts} hosts; latency ms p50/p99/p99.9; ended: PGs per OSD")
-    print(f"{'objects':>8} {'method':<15} {'stall s':>7} {'before':>17} {'during':>19} {'after':>17} "
-          f"{'failed':>6} {'ops':>7} {'to clean s':>10}  ended")
+    print(f"{'objects':>8} {'method':<15} {'pool':>4} {'stall s':>7} {'before':>17} {'during':>19} "
+          f"{'after':>17} {'failed':>6} {'ops':>7} {'to clean s':>10}  ended (CRUSH alone)")
     for r in rows:
         fmt = (lambda v: "/".join("-" if x is None else f"{x:g}" for x in v))
-        print(f"{r['objects']:>8} {r['method']:<15} {r['stall_s']:>7} {fmt(r['before']):>17} "
+        print(f"{r['objects']:>8} {r['method']:<15} {r['pool']:>4} {r['stall_s']:>7} {fmt(r['before']):>17} "
               f"{fmt(r['during']):>19} {fmt(r['after']):>17} {r['failed']:>6} {r['ops']:>7} "
-              f"{r['to_clean_s']:>10}  {'/'.join(map(str, r['ended']))}")
+              f"{r['to_clean_s']:>10}  {'/'.join(map(str, r['ended']))} ({'/'.join(map(str, r['crush']))})")
+    if args.repeat > 1:
+        print(f"\nper object count and method, over {args.repeat} pools: longest stall s (median, "
+              f"worst), runs that ended with the PGs spread as evenly as the OSDs allow")
+        for n in [int(x) for x in args.objects.split(",")]:
+            for m in args.methods.split(","):
+                rs = [r for r in rows if r["objects"] == n and r["method"] == m]
+                st = [r["stall_s"] for r in rs]
+                even = sum(max(r["ended"]) - min(r["ended"]) <= 1 and len(r["ended"]) == min(
+                    args.osds, 2 * args.pg_num * (args.size or 3)) for r in rs)
+                print(f"{n:>8} {m:<15} {float(np.median(st)):>7.2f} {max(st):>7.2f}  {even}/{len(rs)}")
     return 0
 
 
