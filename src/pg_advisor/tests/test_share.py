@@ -8,7 +8,7 @@ import pytest
 from pg_advisor import snapshot
 from pg_advisor.distribution import pool_share, rule_weights
 from pg_advisor.legality import ancestors
-from pg_advisor.share import fill, rule_levels, rule_share
+from pg_advisor.share import capped_share, fill, rule_levels, rule_share
 
 
 def test_fill_spreads_by_weight_and_gives_what_a_full_unit_cannot_take_to_the_others() -> None:
@@ -28,6 +28,18 @@ def test_fill_spreads_by_weight_and_gives_what_a_full_unit_cannot_take_to_the_ot
     # weightless units get nothing
     assert np.allclose(fill(np.zeros(2, np.int64), np.array([4.0]), np.array([0.0, 1]),
                             np.full(2, 9.0)), [0, 4])
+
+
+def test_a_bucket_holds_no_more_than_the_buckets_under_it_can() -> None:
+    """2 racks of 2 hosts, size 4, 3 racks: rack A's one host (weight 100) may hold one
+    replica of each PG, so rack A holds pg_num, not its cap of 2 x pg_num; racks B and C
+    (two hosts of weight 1 each) share the rest."""
+    rack = np.array([-1, -2, -2, -3, -3])
+    host = np.array([-10, -11, -12, -13, -14])
+    anc = {0: np.arange(5), 1: host, 3: rack}
+    w = np.array([100.0, 1, 1, 1, 1])
+    share = capped_share(anc, [(3, 2), (1, 1)], 10, w, 40.0)
+    assert np.allclose(share, [10, 7.5, 7.5, 7.5, 7.5])
 
 
 def _snap(dumps: Dict[str, Any]) -> snapshot.Snapshot:
