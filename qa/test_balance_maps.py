@@ -24,7 +24,7 @@ def run(tmp: Path, layout: Layout, rules: Sequence[str], pg_num: Optional[int] =
         **kw: Any) -> Dict[str, Any]:
     gm = generate(tmp, layout, rules, **kw)
     osd_dump, crush = gm.dumps(pg_num)
-    return check_balanced(osd_dump, crush)
+    return check_balanced(osd_dump, crush) | {"dumps": (osd_dump, crush)}
 
 
 def check_balanced(osd_dump: Dict[str, Any], crush: Dict[str, Any], ratio: float = 1.1) -> Dict[str, Any]:
@@ -85,6 +85,14 @@ def test_racks_then_hosts_crosses_racks_to_reach_the_limit(tmp_path: Path) -> No
     after = r["after"].map_pool(pool).up // 100
     crossed = sum(set(a.tolist()) != set(b.tolist()) for a, b in zip(after, before))
     assert crossed > 0
+    # a round of one move moves a whole pair at once (one PG's item list), never half of it
+    one = Balancer(snap).run(max_moves=1)
+    assert len(one.items) == 1 and one.moves == 2, (one.items, one.moves)
+    pgid, pairs = next(iter(one.items.items()))
+    row = int(pgid.split(".")[1], 16)
+    up = [dict(pairs).get(o, o) for o in Placer(snap).map_pool(pool).up_list(row)]
+    osd_dump, crush = r["dumps"]
+    assert not check_up_set(osd_dump, crush, osd_dump["pools"][0], up)
 
 
 def test_indep_ec_like(tmp_path: Path) -> None:

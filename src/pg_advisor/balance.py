@@ -29,6 +29,7 @@ TIE = 1e-2      # weight of the pool's own deviation next to the total's
 # ever more per move, and this keeps such a run to seconds, stopping it with a note.
 WORK_MAX = 40_000_000
 REGROUP_WIDTH = 8   # buckets a regroup takes from, and as many it gives to, at most
+REGROUP_BATCH = 16  # PGs moved between the best pair of buckets before the next search, at most
 
 
 class Level:
@@ -156,7 +157,7 @@ class Balancer:
         n = o.count
         self.total = Level(sum((st.counts for st in self.states), np.zeros(n, np.int64)),
                            sum((st.share for st in self.states), np.zeros(n)))
-        self.left = 0          # moves the current run may still make
+        self.left = 0          # moves the current run may still make (a group moved at once: one)
         self.stopped = False   # the move, misplaced or work budget ran out
         self.work = 0          # (PG, OSD) pairs checked so far
         self.work_stopped = False
@@ -275,20 +276,27 @@ class Balancer:
 
     def _apply(self, st: PoolState, row: int, src: int, dst: int) -> bool:
         """Make the move unless a budget forbids it (then the run stops)."""
+        return self._apply_all(st, row, [(src, dst)])
+
+    def _apply_all(self, st: PoolState, row: int, moves: List[Tuple[int, int]]) -> bool:
+        """Make one PG's moves together, or none if a budget forbids them (then the run
+        stops): a group's moves are legal only all at once. The move budget counts one PG's
+        item list as one, however many replicas it moves."""
         if self.stopped:
             return False
-        objs = float(st.objects[row])
+        objs = float(st.objects[row]) * len(moves)
         if not self.affordable(objs):
             self.stopped = True
             return False
         self.misplaced += objs
-        pos = int(np.flatnonzero(st.up[row] == src)[0])
-        st.up[row, pos] = dst
-        for lv in (st.level, self.total):
-            lv.counts[src] -= 1
-            lv.counts[dst] += 1
-        st.rows_of[src].discard(row)
-        st.rows_of[dst].add(row)
+        for src, dst in moves:
+            pos = int(np.flatnonzero(st.up[row] == src)[0])
+            st.up[row, pos] = dst
+            for lv in (st.level, self.total):
+                lv.counts[src] -= 1
+                lv.counts[dst] += 1
+            st.rows_of[src].discard(row)
+            st.rows_of[dst].add(row)
         self.left -= 1
         if self.left <= 0:
             self.stopped = True
@@ -349,70 +357,102 @@ class Balancer:
         item list: the only way a PG's set of racks changes when none of its racks has
         room for a fifth shard (11 shards in 4 racks of 3, or 4 replicas in 2 racks of 2).
         Each replica alone would break the rule on the way; all together keep it. Made
-        when it lowers the pool's squared deviation: True if made. Rules of two choose
-        steps only (Ceph drops items on the PGs of longer ones). `strict`: only from OSDs
-        above their share into OSDs below it, so that no move is wasted."""
+        when it lowers the pool's squared deviation; the best pair of buckets found, up to
+        REGROUP_BATCH of its PGs are moved, each checked again as the counts change. True
+        if any was made. Rules of two choose steps only (Ceph drops items on the PGs of
+        longer ones). `strict`: only from OSDs above their share into OSDs below it, so
+        that no move is wasted."""
         lims = st.shape.limits
         if len(lims) != 2 or lims[0].type == 0 or self.stopped:
             return False
-        top, low = self.anc[lims[0].type], self.anc[lims[1].type]
+        top = self.anc[lims[0].type]
         dev = st.level.dev()
         ids, unit = np.unique(top, return_inverse=True)
         bdev = np.bincount(unit, weights=dev, minlength=ids.size)
-        over = np.bincount(unit, weights=st.level.excess(), minlength=ids.size) > 0
-        under = np.bincount(unit, weights=st.level.deficit(), minlength=ids.size) > 0
         if strict:      # buckets a PG or more off their share, most off first
-            xs, ys = _order(bdev, bdev > 1 - EPS), _order(-bdev, bdev < -1 + EPS)
+            xs = _order(bdev, bdev > 1 - EPS)[:REGROUP_WIDTH]
+            ys = _order(-bdev, bdev < -1 + EPS)[:REGROUP_WIDTH]
         else:           # also those holding an OSD off its share
+            over = np.bincount(unit, weights=st.level.excess(), minlength=ids.size) > 0
+            under = np.bincount(unit, weights=st.level.deficit(), minlength=ids.size) > 0
             xs = _order(bdev + FIRST * over, (bdev > EPS) | over)[:REGROUP_WIDTH]
             ys = _order(FIRST * under - bdev, np.ones(ids.size, bool))[:REGROUP_WIDTH]
-        best: Optional[Tuple[float, int, np.ndarray, np.ndarray]] = None
-        n = dev.size
+        best: Optional[Tuple[float, int, int, np.ndarray, np.ndarray]] = None
         for x in xs:
             rows = np.unique(np.concatenate(
                 [st.rows(o) for o in np.flatnonzero(unit == x).tolist()] + [np.zeros(0, np.int64)]))
-            if not rows.size:
-                continue
-            up = st.up[rows]
-            at = np.clip(up, 0, n - 1)
-            inx = (up >= 0) & (up < n) & (top[at] == ids[x])
-            m = inx.sum(axis=1)
-            src_dev = np.where(inx, dev[at], np.inf)
-            lose = np.where(inx, 1 - 2 * src_dev, 0.0).sum(axis=1)
-            givers = ~strict | (src_dev.min(axis=1) > EPS)
             for y in ys:
-                # the best destination under each bucket of the next type, best first
-                cand = np.flatnonzero((unit == y) & st.allowed & (~strict | (dev < -EPS)))
-                if not cand.size:
+                if not rows.size:
                     continue
-                cand = cand[np.argsort(dev[cand], kind="stable")]
-                cand = cand[np.unique(low[cand], return_index=True)[1]]
-                cand = cand[np.argsort(dev[cand], kind="stable")]
-                uses_y = ((up >= 0) & (up < n) & (top[at] == ids[y])).any(axis=1)
-                if not self._spend(rows.size * cand.size):
-                    return False
-                free = ~(cand[None, :, None] == st.held(rows)[:, None, :]).any(axis=2)   # (R, C)
-                rank = np.cumsum(free, axis=1)
-                pick = free & (rank <= m[:, None])
-                ok = ~uses_y & (rank[:, -1] >= m) & (m > 0) & (m <= lims[0].cap) & givers
-                gain = lose + np.where(pick, 1 + 2 * dev[cand][None, :], 0.0).sum(axis=1)
-                # per replica moved: a group of two that gains as much as one of three is better
-                ok &= gain < -EPS
-                score = np.where(ok, gain / np.maximum(m, 1), np.inf)
+                score = self._group_scores(st, rows, ids[x], unit == y, strict)
                 i = int(np.argmin(score))
-                if ok[i] and (best is None or score[i] < best[0]):
-                    src = up[i][inx[i]]
-                    dst = cand[pick[i]]
-                    best = (float(score[i]), int(rows[i]), src, dst)
+                if score[i] < np.inf and (best is None or score[i] < best[0]):
+                    best = (float(score[i]), int(x), int(y), rows, score)
         if best is None:
             return False
-        _, row, src, dst = best
-        if self.left < src.size or not self.affordable(float(st.objects[row]) * src.size):
-            self.stopped = True
-            return False
-        for s_osd, d_osd in zip(src.tolist(), dst.tolist()):
-            self._apply(st, row, s_osd, d_osd)
-        return True
+        _, x, y, rows, score = best
+        made = 0
+        # while both buckets are far off, several PGs at once: the search costs more than a move
+        batch = int(max(1, min(bdev[x], -bdev[y], REGROUP_BATCH * 4) // 4))
+        for r in rows[np.argsort(score, kind="stable")][:batch].tolist():
+            one = np.array([r])
+            if self._group_scores(st, one, ids[x], unit == y, strict)[0] == np.inf:
+                continue
+            src, dst = self._group_move(st, r, ids[x], unit == y, strict)
+            if not self._apply_all(st, r, list(zip(src.tolist(), dst.tolist()))):
+                break
+            made += 1
+        return made > 0
+
+    def _group_dests(self, st: PoolState, rows: np.ndarray, into: np.ndarray,
+                     strict: bool) -> Tuple[np.ndarray, np.ndarray]:
+        """(candidates, (R, C) free mask): per bucket of the rule's second choose type under
+        `into`, its OSD furthest below its share, best first; free where the PG may use it."""
+        dev = st.level.dev()
+        low = self.anc[st.shape.limits[1].type]
+        cand = np.flatnonzero(into & st.allowed & (~strict | (dev < -EPS)))
+        cand = cand[np.argsort(dev[cand], kind="stable")]
+        cand = cand[np.unique(low[cand], return_index=True)[1]]
+        cand = cand[np.argsort(dev[cand], kind="stable")]
+        free = ~(cand[None, :, None] == st.held(rows)[:, None, :]).any(axis=2)
+        return cand, free
+
+    def _group_scores(self, st: PoolState, rows: np.ndarray, x_id: int, into: np.ndarray,
+                      strict: bool) -> np.ndarray:
+        """Per row: the squared-deviation change per replica of moving its group in bucket
+        `x_id` into the bucket `into` (inf where not allowed or no gain)."""
+        n = st.level.counts.size
+        dev = st.level.dev()
+        top = self.anc[st.shape.limits[0].type]
+        up = st.up[rows]
+        at = np.clip(up, 0, n - 1)
+        real = (up >= 0) & (up < n)
+        inx = real & (top[at] == x_id)
+        m = inx.sum(axis=1)
+        src_dev = np.where(inx, dev[at], np.inf)
+        lose = np.where(inx, 1 - 2 * src_dev, 0.0).sum(axis=1)
+        uses = (real & into[at]).any(axis=1)
+        cand, free = self._group_dests(st, rows, into, strict)
+        if not self._spend(rows.size * max(cand.size, 1)):
+            return np.full(rows.size, np.inf)
+        rank = np.cumsum(free, axis=1)
+        pick = free & (rank <= m[:, None])
+        have = rank[:, -1] if cand.size else np.zeros(rows.size, np.int64)
+        gain = lose + np.where(pick, 1 + 2 * dev[cand][None, :], 0.0).sum(axis=1)
+        ok = (~uses & (have >= m) & (m > 0) & (m <= st.shape.limits[0].cap) & (gain < -EPS)
+              & (~strict | (src_dev.min(axis=1) > EPS)))
+        # per replica moved: a group of two that gains as much as one of three is better
+        return np.where(ok, gain / np.maximum(m, 1), np.inf)
+
+    def _group_move(self, st: PoolState, row: int, x_id: int, into: np.ndarray,
+                    strict: bool) -> Tuple[np.ndarray, np.ndarray]:
+        """(sources, destinations) of the row's group in `x_id` moving into `into`."""
+        n = st.level.counts.size
+        top = self.anc[st.shape.limits[0].type]
+        up = st.up[row]
+        src = up[(up >= 0) & (up < n) & (top[np.clip(up, 0, n - 1)] == x_id)]
+        cand, free = self._group_dests(st, np.array([row]), into, strict)
+        return src, cand[free[0]][:src.size]
 
     # -- across pools ---------------------------------------------------------------------------
 
@@ -484,9 +524,8 @@ class Balancer:
         """Undo the items of PGs that break their rule's counts (CRUSH's own set keeps them)."""
         for st in self.states:
             for r in st.broken.tolist():
-                for src, dst in item_pairs(st.up[r].tolist(), st.raw[r].tolist(),
-                                           st.pool.type == "replicated"):
-                    self._apply(st, r, src, dst)
+                self._apply_all(st, r, item_pairs(st.up[r].tolist(), st.raw[r].tolist(),
+                                                  st.pool.type == "replicated"))
             st.base = st.up.copy()
 
     def begin(self, max_moves: int) -> None:
