@@ -159,8 +159,7 @@ def run_one(c: Cluster, method: str, objects: int, pg_num: int, concurrency: int
 def crush_alone(c: Cluster, pool_id: int) -> List[int]:
     """Where CRUSH itself, without items, puts the pool's PGs (PGs per OSD, as placement()):
     the new pool id decides whether plain Ceph moves the child at all."""
-    d = c.dumps()
-    snap = snapshot.load(d["osd_dump"], d["crush"])
+    snap = snapshot.load(c.json("osd", "dump"), c.json("osd", "crush", "dump"))
     up = Placer(snap).map_pool(next(p for p in snap.pools if p.id == pool_id), upmaps=False).up
     counts = np.bincount(up[up >= 0].ravel(), minlength=snap.osds.count)
     return sorted((int(x) for x in counts if x), reverse=True)

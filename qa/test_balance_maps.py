@@ -1,9 +1,10 @@
 """The balancer on maps Ceph's tools build, and its items through the real mon."""
+import contextlib
 import dataclasses
 import json
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pytest
@@ -107,18 +108,31 @@ def test_device_class_rule_stays_in_its_class(tmp_path: Path) -> None:
         [rr], pg_bits=2)
 
 
-@pytest.fixture
-def ec_pool(cluster: Cluster) -> Any:
-    c = cluster
-    c.ceph("osd", "erasure-code-profile", "set", "bal21", "k=2", "m=1", "crush-failure-domain=host")
-    c.ceph("osd", "pool", "create", "balec", "32", "32", "erasure", "bal21")
-    c.ceph("osd", "pool", "set", "balec", "pg_autoscale_mode", "off")
+@contextlib.contextmanager
+def ec21_pool(c: Cluster, pool: str, failure_domain: str,
+              rule_name: Optional[str] = None) -> Iterator[Cluster]:
+    """An EC 2+1 pool of 32 PGs (on `rule_name`, or the profile's own rule) while the
+    block runs; then the pool, the rule and every item are gone again."""
+    profile = f"{pool}_profile"
+    c.ceph("osd", "erasure-code-profile", "set", profile, "k=2", "m=1",
+           f"crush-failure-domain={failure_domain}")
+    c.ceph("osd", "pool", "create", pool, "32", "32", "erasure", profile,
+           *([rule_name] if rule_name else []))
+    c.ceph("osd", "pool", "set", pool, "pg_autoscale_mode", "off")
     c.wait_clean()
     yield c
-    c.ceph("osd", "pool", "rm", "balec", "balec", "--yes-i-really-really-mean-it")
+    c.ceph("osd", "pool", "rm", pool, pool, "--yes-i-really-really-mean-it")
+    if rule_name:
+        c.ceph("osd", "crush", "rule", "rm", rule_name)
     for pg in [u["pgid"] for u in c.json("osd", "dump")["pg_upmap_items"]]:
         c.ceph("osd", "rm-pg-upmap-items", pg)
     c.wait_clean()
+
+
+@pytest.fixture
+def ec_pool(cluster: Cluster) -> Iterator[Cluster]:
+    with ec21_pool(cluster, "balec", "host") as c:
+        yield c
 
 
 # EC 2+1 in 2 hosts of at most 2 shards: the spare slot lets a shard change host, and
@@ -129,7 +143,7 @@ TWO_HOSTS = rule(["set_chooseleaf_tries 5", "set_choose_tries 100", "take defaul
 
 
 @pytest.fixture
-def ec_two_step_pool(cluster: Cluster, tmp_path: Path) -> Any:
+def ec_two_step_pool(cluster: Cluster, tmp_path: Path) -> Iterator[Cluster]:
     c = cluster
     crush_bin, crush_txt = tmp_path / "crush.bin", tmp_path / "crush.txt"
     c.ceph("osd", "getcrushmap", "-o", str(crush_bin))
@@ -137,16 +151,8 @@ def ec_two_step_pool(cluster: Cluster, tmp_path: Path) -> Any:
     crush_txt.write_text(crush_txt.read_text().replace("# end crush map", TWO_HOSTS + "# end crush map"))
     subprocess.run(["crushtool", "-c", str(crush_txt), "-o", str(crush_bin)], check=True)
     c.ceph("osd", "setcrushmap", "-i", str(crush_bin))
-    c.ceph("osd", "erasure-code-profile", "set", "bal21two", "k=2", "m=1", "crush-failure-domain=osd")
-    c.ceph("osd", "pool", "create", "balec2", "32", "32", "erasure", "bal21two", "two_hosts")
-    c.ceph("osd", "pool", "set", "balec2", "pg_autoscale_mode", "off")
-    c.wait_clean()
-    yield c
-    c.ceph("osd", "pool", "rm", "balec2", "balec2", "--yes-i-really-really-mean-it")
-    c.ceph("osd", "crush", "rule", "rm", "two_hosts")
-    for pg in [u["pgid"] for u in c.json("osd", "dump")["pg_upmap_items"]]:
-        c.ceph("osd", "rm-pg-upmap-items", pg)
-    c.wait_clean()
+    with ec21_pool(c, "balec2", "osd", "two_hosts"):
+        yield c
 
 
 def test_live_mon_keeps_every_item(ec_pool: Cluster, tmp_path: Path) -> None:

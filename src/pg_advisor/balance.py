@@ -384,7 +384,7 @@ class Balancer:
             for y in ys:
                 if not rows.size:
                     continue
-                score = self._group_scores(st, rows, ids[x], unit == y, strict)
+                score = self._group_plan(st, rows, ids[x], unit == y, strict)[0]
                 i = int(np.argmin(score))
                 if score[i] < np.inf and (best is None or score[i] < best[0]):
                     best = (float(score[i]), int(x), int(y), rows, score)
@@ -395,35 +395,26 @@ class Balancer:
         # while both buckets are far off, several PGs at once: the search costs more than a move
         batch = int(max(1, min(bdev[x], -bdev[y], REGROUP_BATCH * 4) // 4))
         for r in rows[np.argsort(score, kind="stable")][:batch].tolist():
-            one = np.array([r])
-            if self._group_scores(st, one, ids[x], unit == y, strict)[0] == np.inf:
+            # again for this PG alone: the moves before it changed the counts
+            one, inx, cand, pick = self._group_plan(st, np.array([r]), ids[x], unit == y, strict)
+            if one[0] == np.inf:
                 continue
-            src, dst = self._group_move(st, r, ids[x], unit == y, strict)
+            src, dst = st.up[r][inx[0]], cand[pick[0]]
             if not self._apply_all(st, r, list(zip(src.tolist(), dst.tolist()))):
                 break
             made += 1
         return made > 0
 
-    def _group_dests(self, st: PoolState, rows: np.ndarray, into: np.ndarray,
-                     strict: bool) -> Tuple[np.ndarray, np.ndarray]:
-        """(candidates, (R, C) free mask): per bucket of the rule's second choose type under
-        `into`, its OSD furthest below its share, best first; free where the PG may use it."""
-        dev = st.level.dev()
-        low = self.anc[st.shape.limits[1].type]
-        cand = np.flatnonzero(into & st.allowed & (~strict | (dev < -EPS)))
-        cand = cand[np.argsort(dev[cand], kind="stable")]
-        cand = cand[np.unique(low[cand], return_index=True)[1]]
-        cand = cand[np.argsort(dev[cand], kind="stable")]
-        free = ~(cand[None, :, None] == st.held(rows)[:, None, :]).any(axis=2)
-        return cand, free
-
-    def _group_scores(self, st: PoolState, rows: np.ndarray, x_id: int, into: np.ndarray,
-                      strict: bool) -> np.ndarray:
-        """Per row: the squared-deviation change per replica of moving its group in bucket
-        `x_id` into the bucket `into` (inf where not allowed or no gain)."""
+    def _group_plan(self, st: PoolState, rows: np.ndarray, x_id: int, into: np.ndarray,
+                    strict: bool) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Moving each row's group in bucket `x_id` into the bucket `into`, onto the OSD
+        furthest below its share under each bucket of the rule's second choose type:
+        (per row the squared-deviation change per replica, inf where not allowed or no
+        gain; (R, K) the group's positions in the up set; the candidate OSDs; (R, C) the
+        ones each row takes)."""
         n = st.level.counts.size
         dev = st.level.dev()
-        top = self.anc[st.shape.limits[0].type]
+        top, low = (self.anc[lim.type] for lim in st.shape.limits)
         up = st.up[rows]
         at = np.clip(up, 0, n - 1)
         real = (up >= 0) & (up < n)
@@ -432,9 +423,13 @@ class Balancer:
         src_dev = np.where(inx, dev[at], np.inf)
         lose = np.where(inx, 1 - 2 * src_dev, 0.0).sum(axis=1)
         uses = (real & into[at]).any(axis=1)
-        cand, free = self._group_dests(st, rows, into, strict)
+        cand = np.flatnonzero(into & st.allowed & (~strict | (dev < -EPS)))
+        cand = cand[np.argsort(dev[cand], kind="stable")]
+        cand = cand[np.unique(low[cand], return_index=True)[1]]
+        cand = cand[np.argsort(dev[cand], kind="stable")]
         if not self._spend(rows.size * max(cand.size, 1)):
-            return np.full(rows.size, np.inf)
+            return np.full(rows.size, np.inf), inx, cand, np.zeros((rows.size, cand.size), bool)
+        free = ~(cand[None, :, None] == st.held(rows)[:, None, :]).any(axis=2)    # (R, C)
         rank = np.cumsum(free, axis=1)
         pick = free & (rank <= m[:, None])
         have = rank[:, -1] if cand.size else np.zeros(rows.size, np.int64)
@@ -442,17 +437,7 @@ class Balancer:
         ok = (~uses & (have >= m) & (m > 0) & (m <= st.shape.limits[0].cap) & (gain < -EPS)
               & (~strict | (src_dev.min(axis=1) > EPS)))
         # per replica moved: a group of two that gains as much as one of three is better
-        return np.where(ok, gain / np.maximum(m, 1), np.inf)
-
-    def _group_move(self, st: PoolState, row: int, x_id: int, into: np.ndarray,
-                    strict: bool) -> Tuple[np.ndarray, np.ndarray]:
-        """(sources, destinations) of the row's group in `x_id` moving into `into`."""
-        n = st.level.counts.size
-        top = self.anc[st.shape.limits[0].type]
-        up = st.up[row]
-        src = up[(up >= 0) & (up < n) & (top[np.clip(up, 0, n - 1)] == x_id)]
-        cand, free = self._group_dests(st, np.array([row]), into, strict)
-        return src, cand[free[0]][:src.size]
+        return np.where(ok, gain / np.maximum(m, 1), np.inf), inx, cand, pick
 
     # -- across pools ---------------------------------------------------------------------------
 
