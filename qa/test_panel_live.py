@@ -28,6 +28,15 @@ def get(url: str, method: str = "GET") -> Tuple[int, str]:
         return e.code, e.read().decode()
 
 
+def metric_samples(text: str) -> Dict[str, float]:
+    samples: Dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("pg_advisor_osd_pgs{"):
+            key, value = line.rsplit(" ", 1)
+            samples[key] = float(value)
+    return samples
+
+
 @pytest.fixture
 def panel(cluster: Cluster) -> Iterator[Tuple[Cluster, str]]:
     wait_until(lambda: url_of(cluster) != "", 60, "the panel's URL in ceph mgr services")
@@ -39,24 +48,26 @@ def test_url_json_and_metrics_match_the_status(panel: Tuple[Cluster, str]) -> No
     assert url == URL
     code, page = get(url)
     assert code == 200 and "<title>pg_advisor</title>" in page
-    # the same numbers as `ceph pg-advisor status -f json` at the same moment (stats move:
-    # take the pair again until two reads agree)
-    for _ in range(5):
+    # the same numbers as `ceph pg-advisor status -f json`, and /metrics the same as
+    # /api/status. The panel serves the status of its last refresh (refresh_interval, 10 s)
+    # and stats still move after earlier tests: read again, across several refreshes, until
+    # the reads agree
+    deadline = time.monotonic() + 90
+    while True:
         live = json.loads(c.ceph("pg-advisor", "status", "-f", "json"))
         api = json.loads(get(url + "api/status")[1])
-        if api == live:
+        code, text = get(url + "metrics")
+        samples = metric_samples(text)
+        want = {f'pg_advisor_osd_pgs{{osd="{o["id"]}"}}': float(o["pgs"])
+                for o in api["osds"] if o["pgs"] is not None}
+        if (api == live and samples == want) or time.monotonic() > deadline:
             break
-        time.sleep(2)
-    assert api == live
-    code, text = get(url + "metrics")
+        time.sleep(1)
+    assert api == live, "differ: " + str({k: (str(api.get(k))[:300], str(live.get(k))[:300])
+                                          for k in set(api) | set(live)
+                                          if api.get(k) != live.get(k)})
     assert code == 200
-    samples: Dict[str, float] = {}
-    for line in text.splitlines():
-        if line.startswith("pg_advisor_osd_pgs{"):
-            key, value = line.rsplit(" ", 1)
-            samples[key] = float(value)
-    assert samples == {f'pg_advisor_osd_pgs{{osd="{o["id"]}"}}': float(o["pgs"])
-                       for o in api["osds"] if o["pgs"] is not None}
+    assert samples == want
     assert json.loads(get(url + "api/progress")[1]).keys() >= {"plan"}
     assert "history" in json.loads(get(url + "api/history")[1])
 
