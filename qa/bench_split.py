@@ -18,13 +18,17 @@ writes of 4 KiB objects in flight (creating 4096, then rewriting them) and times
 every op (with --zero: creates new zero-length objects instead); after 10 s the pool's
 pg_num is doubled, (ceph) by `ceph osd pool set POOL pg_num N` at default settings, or
 (advisor) by `ceph pg-advisor apply --pool POOL --pg-num N` with split_pinning off or on;
-the client runs until 10 s after the pool is active+clean at the new pg_num (and, for
-pg_advisor, its plan is done: pinned PGs are released by later balance rounds). Reported:
-the longest stall (a gap with no op completing), p50/p99/p99.9 latency of the ops started
-before, during and after the change, failed ops, the time to active+clean, and where the
-pool's PGs ended (PGs per OSD, over the OSDs that hold any) beside where CRUSH alone puts
-them: a new pool's id decides whether CRUSH moves the child at all, so --repeat K runs each
-method on K pools and summarizes.
+the client runs until 10 s after the pool is active+clean at the new pg_num, with the PG
+stats showing the OSDMap's up and acting sets (they lag a remap by a second or two, long
+enough to look clean before a backfill starts), and, for pg_advisor, its plan is done
+(pinned PGs are released by later balance rounds). Reported: the longest stall (a gap with
+no op completing, from 5 s before the change to the client's end) and when it began,
+p50/p99/p99.9 latency of the ops started before, during and after the change, failed ops,
+the time to active+clean, and where the pool's PGs ended (PGs per OSD, over the OSDs that
+hold any) beside where CRUSH alone puts them: a new pool's id decides whether CRUSH moves
+the child at all, so --repeat K runs each method on K pools and summarizes, and --crush
+spread (or together) recreates the pool until CRUSH alone spreads its PGs after the split
+(or does not), so that every method starts from the same placement.
 """
 import argparse
 import json
@@ -122,12 +126,33 @@ def pool_at(c: Cluster, pg_num: int) -> bool:
                 == p["pg_placement_num_target"] == pg_num)
 
 
+def spread(counts: List[int], osds: int, copies: int) -> bool:
+    """PGs per OSD as even as the OSDs allow (counts over the OSDs that hold any)."""
+    return max(counts) - min(counts) <= 1 and len(counts) == min(osds, copies)
+
+
+def new_pool(c: Cluster, pg_num: int, size: Optional[int], crush: str, osds: int) -> None:
+    """The bench's pool; with crush "spread" or "together", recreated (each time a new pool
+    id, so a new CRUSH placement) until CRUSH alone puts the PGs after the split spread
+    over the OSDs, or not: every method then starts from the same placement."""
+    for _ in range(40):
+        c.ceph("osd", "pool", "create", POOL, str(pg_num), str(pg_num))
+        c.ceph("osd", "pool", "set", POOL, "pg_autoscale_mode", "off")
+        if size is not None:
+            c.ceph("osd", "pool", "set", POOL, "size", str(size), "--yes-i-really-mean-it")
+        if crush == "any":
+            return
+        after = crush_alone(c, c.pool_id(POOL), 2 * pg_num)
+        if spread(after, osds, 2 * pg_num * (size or 3)) == (crush == "spread"):
+            return
+        c.ceph("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
+    raise RuntimeError(f"no pool id in 40 gave a CRUSH placement '{crush}'")
+
+
 def run_one(c: Cluster, method: str, objects: int, pg_num: int, concurrency: int,
-            size: Optional[int] = None, zero: bool = False) -> Dict[str, Any]:
-    c.ceph("osd", "pool", "create", POOL, str(pg_num), str(pg_num))
-    c.ceph("osd", "pool", "set", POOL, "pg_autoscale_mode", "off")
-    if size is not None:
-        c.ceph("osd", "pool", "set", POOL, "size", str(size), "--yes-i-really-mean-it")
+            size: Optional[int] = None, zero: bool = False, crush: str = "any",
+            osds: int = 6) -> Dict[str, Any]:
+    new_pool(c, pg_num, size, crush, osds)
     fill(c.env["CEPH_CONF"], POOL, objects, zero)
     c.wait_clean(1800)
     c.ceph("config", "set", "mgr", OPT + "split_pinning", "true" if method == "advisor-pinned" else "false")
@@ -143,7 +168,7 @@ def run_one(c: Cluster, method: str, objects: int, pg_num: int, concurrency: int
     if method != "ceph":    # pinned: the release rounds still move PGs after the split
         wait_until(lambda: json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))["plan"]["status"]
                    == "done", 1800, "the plan to finish", step=1)
-    c.wait_clean(1800)
+    c.wait_clean(1800, pool=POOL)     # the stats lag a remap: clean as the OSDMap has it
     t_clean = time.monotonic()
     ended = placement(c)
     pool_id = c.pool_id(POOL)
@@ -156,11 +181,13 @@ def run_one(c: Cluster, method: str, objects: int, pg_num: int, concurrency: int
                                                 "pool": pool_id, "crush": alone}
 
 
-def crush_alone(c: Cluster, pool_id: int) -> List[int]:
-    """Where CRUSH itself, without items, puts the pool's PGs (PGs per OSD, as placement()):
-    the new pool id decides whether plain Ceph moves the child at all."""
+def crush_alone(c: Cluster, pool_id: int, pg_num: Optional[int] = None) -> List[int]:
+    """Where CRUSH itself, without items, puts the pool's PGs (at pg_num = pgp_num, default
+    the pool's own; PGs per OSD, as placement()): the new pool id decides whether plain Ceph
+    moves the child at all."""
     snap = snapshot.load(c.json("osd", "dump"), c.json("osd", "crush", "dump"))
-    up = Placer(snap).map_pool(next(p for p in snap.pools if p.id == pool_id), upmaps=False).up
+    up = Placer(snap).map_pool(next(p for p in snap.pools if p.id == pool_id), pg_num, pg_num,
+                               upmaps=False).up
     counts = np.bincount(up[up >= 0].ravel(), minlength=snap.osds.count)
     return sorted((int(x) for x in counts if x), reverse=True)
 
@@ -172,8 +199,13 @@ def summarize(ops: List[Tuple[float, float, bool]], t_change: float, t_clean: fl
     lat = (end - start) * 1000.0
     out: Dict[str, Any] = {"ops": len(ops), "failed": int((~ok).sum()),
                            "to_clean_s": round(t_clean - t_change, 1)}
-    ends = np.sort(end[(end >= t_change - 5) & (end <= t_clean + 5)])
-    out["stall_s"] = round(float(np.diff(ends).max(initial=0.0)), 2)
+    # to the client's end, 10 s after clean: what the move leaves behind (the old copy's
+    # removal) counts too
+    ends = np.sort(end[end >= t_change - 5])
+    gaps = np.diff(ends)
+    out["stall_s"] = round(float(gaps.max(initial=0.0)), 2)
+    # when it began, s after the change: at the split, or at a later move
+    out["stall_at_s"] = round(float(ends[int(gaps.argmax())] - t_change), 1) if gaps.size else None
     for name, mask in (("before", start < t_change), ("during", (start >= t_change) & (start < t_clean)),
                        ("after", start >= t_clean)):
         v = lat[mask]
@@ -195,6 +227,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--keep", action="store_true", help="leave the cluster running")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs per object count and method, each with a new pool (and pool id)")
+    ap.add_argument("--crush", choices=("any", "spread", "together"), default="any",
+                    help="only pools whose PGs CRUSH alone spreads after the split (or leaves "
+                    "on fewer OSDs): the same starting point for every method")
     ap.add_argument("--set", action="append", default=[], metavar="OPTION=VALUE",
                     help="a pg_advisor option for the advisor runs (repeatable)")
     args = ap.parse_args(argv)
@@ -211,7 +246,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         for n in [int(x) for x in args.objects.split(",")]:
             for _ in range(args.repeat):
                 for m in args.methods.split(","):
-                    r = run_one(c, m, n, args.pg_num, args.concurrency, args.size, args.zero)
+                    r = run_one(c, m, n, args.pg_num, args.concurrency, args.size, args.zero,
+                                args.crush, args.osds)
                     print(json.dumps(r), file=sys.stderr)
                     rows.append(r)
     finally:
@@ -220,12 +256,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     what = "empty objects created" if args.zero else "writes of 4 KiB"
     print(f"pg_num {args.pg_num} -> {2 * args.pg_num}, {args.concurrency} {what} in flight, "
           f"{args.osds} OSDs on {args.hosts} hosts; latency ms p50/p99/p99.9; ended: PGs per OSD")
-    print(f"{'objects':>8} {'method':<15} {'pool':>4} {'stall s':>7} {'before':>17} {'during':>19} "
-          f"{'after':>17} {'failed':>6} {'ops':>7} {'to clean s':>10}  ended (CRUSH alone)")
+    print(f"{'objects':>8} {'method':<15} {'pool':>4} {'stall s':>7} {'at s':>5} {'before':>17} "
+          f"{'during':>19} {'after':>17} {'failed':>6} {'ops':>7} {'to clean s':>10}  ended (CRUSH alone)")
     for r in rows:
         fmt = (lambda v: "/".join("-" if x is None else f"{x:g}" for x in v))
-        print(f"{r['objects']:>8} {r['method']:<15} {r['pool']:>4} {r['stall_s']:>7} {fmt(r['before']):>17} "
-              f"{fmt(r['during']):>19} {fmt(r['after']):>17} {r['failed']:>6} {r['ops']:>7} "
+        print(f"{r['objects']:>8} {r['method']:<15} {r['pool']:>4} {r['stall_s']:>7} "
+              f"{r['stall_at_s']!s:>5} {fmt(r['before']):>17} {fmt(r['during']):>19} "
+              f"{fmt(r['after']):>17} {r['failed']:>6} {r['ops']:>7} "
               f"{r['to_clean_s']:>10}  {'/'.join(map(str, r['ended']))} ({'/'.join(map(str, r['crush']))})")
     if args.repeat > 1:
         print(f"\nper object count and method, over {args.repeat} pools: longest stall s (median, "
@@ -234,8 +271,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             for m in args.methods.split(","):
                 rs = [r for r in rows if r["objects"] == n and r["method"] == m]
                 st = [r["stall_s"] for r in rs]
-                even = sum(max(r["ended"]) - min(r["ended"]) <= 1 and len(r["ended"]) == min(
-                    args.osds, 2 * args.pg_num * (args.size or 3)) for r in rs)
+                even = sum(spread(r["ended"], args.osds, 2 * args.pg_num * (args.size or 3))
+                           for r in rs)
                 print(f"{n:>8} {m:<15} {float(np.median(st)):>7.2f} {max(st):>7.2f}  {even}/{len(rs)}")
     return 0
 

@@ -69,8 +69,11 @@ class Cluster:
             "config": self.json("config", "dump"),
         }
 
-    def wait_clean(self, timeout: float = 180) -> None:
-        """All PGs active+clean, no pg_num/pgp_num change pending, stats caught up."""
+    def wait_clean(self, timeout: float = 180, pool: Optional[str] = None) -> None:
+        """All PGs active+clean, no pg_num/pgp_num change pending, stats caught up. With
+        `pool`, also each of its PGs' stats show the up and acting sets the OSDMap has now:
+        for a second or two after a remap the stats still say active+clean on the old
+        OSDs (a PG per `ceph pg map` call: for pools of few PGs)."""
         def settled() -> bool:
             pools = self.json("osd", "pool", "ls", "detail")
             if any(p["pg_num"] != p["pg_num_target"]
@@ -78,10 +81,22 @@ class Cluster:
                 return False
             stats = self.json("pg", "dump")["pg_map"]["pg_stats"]
             want = sum(p["pg_num"] for p in pools)
-            return len(stats) == want and all(
-                s["state"].startswith("active+clean") and "remapped" not in s["state"]
-                for s in stats)
-        wait_until(settled, timeout, "all PGs active+clean")
+            if len(stats) != want or not all(
+                    s["state"].startswith("active+clean") and "remapped" not in s["state"]
+                    for s in stats):
+                return False
+            if pool is None:
+                return True
+            seen = {s["pgid"]: (s["up"], s["acting"]) for s in stats}
+            pool_id = self.pool_id(pool)
+            n = next(p["pg_num"] for p in pools if p["pool_name"] == pool)
+            for i in range(n):
+                m = self.json("pg", "map", f"{pool_id}.{i:x}")
+                if seen.get(m["pgid"]) != (m["up"], m["acting"]) or m["up"] != m["acting"]:
+                    return False
+            return True
+        wait_until(settled, timeout, "all PGs active+clean" + (f", {pool}'s as the OSDMap has them"
+                                                               if pool else ""))
 
 
 def wait_until(cond: Callable[[], bool], timeout: float, what: str, step: float = 1.0) -> None:

@@ -77,6 +77,7 @@ class PoolState:
     bytes: np.ndarray        # per row: bytes one replica (EC: one shard) holds
     level: Level = field(init=False)
     rows_of: List[Set[int]] = field(init=False)   # OSD -> healthy rows it holds
+    _rows: Dict[int, np.ndarray] = field(init=False)   # rows_of as arrays, until they change
 
     def __post_init__(self) -> None:
         n = self.share.shape[0]
@@ -86,6 +87,7 @@ class PoolState:
         for r, osd in zip(np.repeat(rows, self.up.shape[1]).tolist(), self.up[rows].reshape(-1).tolist()):
             if 0 <= osd < n:
                 self.rows_of[osd].add(r)
+        self._rows = {}
 
     @property
     def counts(self) -> np.ndarray:
@@ -93,7 +95,24 @@ class PoolState:
 
     def rows(self, osd: int) -> np.ndarray:
         """The healthy rows (PGs) with a replica on `osd`."""
-        return np.fromiter(self.rows_of[osd], dtype=np.int64, count=len(self.rows_of[osd]))
+        # asked for again and again (every pull looks at up to 128 sources) while a move
+        # changes only two OSDs: keep each array until its OSD's rows change
+        a = self._rows.get(osd)
+        if a is None:
+            a = self._rows[osd] = np.fromiter(self.rows_of[osd], dtype=np.int64,
+                                              count=len(self.rows_of[osd]))
+        return a
+
+    def move(self, row: int, src: int, dst: int) -> None:
+        """The replica of `row` on `src` goes to `dst`."""
+        pos = int(np.flatnonzero(self.up[row] == src)[0])
+        self.up[row, pos] = dst
+        self.level.counts[src] -= 1
+        self.level.counts[dst] += 1
+        self.rows_of[src].discard(row)
+        self.rows_of[dst].add(row)
+        self._rows.pop(src, None)
+        self._rows.pop(dst, None)
 
     def held(self, rows: np.ndarray) -> np.ndarray:
         """OSDs a replacement must not be: the up set, and for EC also CRUSH's own set
@@ -290,13 +309,9 @@ class Balancer:
             return False
         self.misplaced += objs
         for src, dst in moves:
-            pos = int(np.flatnonzero(st.up[row] == src)[0])
-            st.up[row, pos] = dst
-            for lv in (st.level, self.total):
-                lv.counts[src] -= 1
-                lv.counts[dst] += 1
-            st.rows_of[src].discard(row)
-            st.rows_of[dst].add(row)
+            st.move(row, src, dst)
+            self.total.counts[src] -= 1
+            self.total.counts[dst] += 1
         self.left -= 1
         if self.left <= 0:
             self.stopped = True
