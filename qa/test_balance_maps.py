@@ -317,14 +317,14 @@ def test_reweighted_osds_and_ceph_balancers_items_on_two_step_rules(tmp_path: Pa
     osd_dump["pg_upmap_items"] = items
     for o, rw in ((1, 0.7), (26, 0.85), (61, 0.6)):
         osd_dump["osds"][o]["weight"] = rw
-    # Not met here: EC 8+3 ends with one OSD (osd.2) at 49 PGs against a share of 47.95
-    # (1.05 off), and moves are 1.115 x the bound. Where a rack must give up shards its
-    # groups of 2 or 3 move together, a group's OSDs are not always those above their
-    # share, and no single move or regroup that lowers the squared deviation is left for
-    # that last OSD (nor, searched for by hand, a path of up to five single moves).
-    r = check_balanced(osd_dump, crush, ratio=1.12)
-    dev = dict(r["dev"])
-    assert dev.pop("ec83") < 1.1 and max(dev.values()) <= 1.0, r["dev"]
+    # Every pool within 1 PG of its share: the last OSD of EC 8+3 (osd.0, 49 PGs against
+    # 47.95) gets there only by two moves through a third OSD (a chain), since every PG on
+    # it already uses the hosts of the OSDs below their share in its rack.
+    # Not met here: moves are 1.121 x the bound. Where a rack must give up shards, its
+    # groups of 2 or 3 move together, and a group's OSDs are not always those above their
+    # ceiling, which is all the bound counts.
+    r = check_balanced(osd_dump, crush, ratio=1.13)
+    assert max(r["dev"].values()) <= 1.0, r["dev"]
     # some of Ceph's items break the 3-room rule's two per room (its own check counts rooms
     # only): they are undone and named
     assert r["repairs"] > 0

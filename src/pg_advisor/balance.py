@@ -348,7 +348,8 @@ class Balancer:
                     if mv is None or not self._apply(st, mv[0], mv[1], dst):
                         break
                     made += 1
-            if made == 0 and (L.clear() or not (self._regroup(st) or self._relaxed(st))):
+            if made == 0 and (L.clear() or not (
+                    self._regroup(st) or self._relaxed(st) or self._chain(st))):
                 return
 
     def _relaxed(self, st: PoolState) -> bool:
@@ -364,6 +365,54 @@ class Balancer:
             mv = self._pull(st, dst, dev > dev[dst] + 1 + EPS, dev)
             if mv is not None:
                 return self._apply(st, mv[0], mv[1], dst)
+        return False
+
+    def _chain(self, st: PoolState) -> bool:
+        """Two moves through an OSD y whose count ends as it began: one PG's replica from
+        an OSD x above its ceiling onto y, another PG's from y onto an OSD z further below
+        its share. For when the PGs on x may go nowhere below their share directly (EC 8+3
+        with 3 shards per rack: every PG on x already uses the hosts of the OSDs below
+        their share in x's rack), while y's PGs may. Made when it lowers the pool's squared
+        deviation, the best z over all y for the first such x: True if made."""
+        if self.stopped or self.left < 2:
+            return False
+        L = st.level
+        dev = L.dev()
+        mids = np.flatnonzero(st.allowed)
+        if mids.size > self.width:     # the OSDs least above their share: y's count returns
+            mids = mids[np.argpartition(dev[mids], self.width - 1)[:self.width]]
+        for x in _order(dev, L.excess()):
+            into = np.flatnonzero((dev < dev[x] - 1 - EPS) & st.allowed)
+            rows = st.rows(x)
+            if not into.size or not rows.size:
+                continue
+            if not self._spend(rows.size * mids.size):
+                return False
+            first = replaceable(self.anc, st.shape, st.allowed, st.up[rows], st.held(rows),
+                                np.full(rows.size, x), mids)
+            best: Optional[Tuple[float, int, int, int, int]] = None   # (dev z, r1, y, r2, z)
+            for j in np.flatnonzero(first.any(axis=0)).tolist():
+                y = int(mids[j])
+                r1 = int(rows[int(np.argmax(first[:, j]))])
+                # y's own PGs: their moves do not depend on r1's (r1 is not on y yet)
+                ys = st.rows(y)
+                if not ys.size or not self._spend(ys.size * into.size):
+                    continue
+                ok = replaceable(self.anc, st.shape, st.allowed, st.up[ys], st.held(ys),
+                                 np.full(ys.size, y), into)
+                if not ok.any():
+                    continue
+                score = np.where(ok, dev[into][None, :], np.inf)
+                i, k = np.unravel_index(int(np.argmin(score)), score.shape)
+                if best is None or score[i, k] < best[0]:
+                    best = (float(score[i, k]), r1, y, int(ys[i]), int(into[k]))
+            if best is None:
+                continue
+            _, r1, y, r2, z = best
+            if not self.affordable(float(st.objects[r1] + st.objects[r2])):
+                self.stopped = True
+                return False
+            return self._apply(st, r1, x, y) and self._apply(st, r2, y, z)
         return False
 
     def _regroup(self, st: PoolState, strict: bool = False) -> bool:
