@@ -27,8 +27,21 @@ def test_eval_dry_run_and_a_bounded_round(clean_upmaps: Cluster) -> None:
     dry = json.loads(c.ceph("pg-advisor", "balance", "--dry-run", "-f", "json"))
     assert dry["commands"] and "applied" not in dry
     assert c.fingerprint() == fp
+    epoch = c.json("osd", "dump")["epoch"]
+    acting = {s["pgid"]: s["acting"] for s in c.json("pg", "ls")["pg_stats"]}
     done = json.loads(c.ceph("pg-advisor", "balance", "--max-items", "3", "-f", "json"))
     assert done["applied"] == len(done["items"]) and done["failed"] == [] and done["moves"] <= 3
+    # prime_pg_temp (on by default): in the epoch that brings a PG's items, its pg_temp
+    # holds it on the OSDs with its data, so it peers once and its new OSD backfills
+    primed = set()
+    for e in range(epoch + 1, c.json("osd", "dump")["epoch"] + 1):
+        d = c.json("osd", "dump", str(e))
+        temps = {t["pgid"]: t["osds"] for t in d["pg_temp"]}
+        for u in d["pg_upmap_items"]:
+            if u["pgid"] in done["items"] and u["pgid"] not in primed:
+                assert temps.get(u["pgid"]) == acting[u["pgid"]], (e, u, temps)
+                primed.add(u["pgid"])
+    assert primed == set(done["items"])
     kept = {u["pgid"]: [[m["from"], m["to"]] for m in u["mappings"]]
             for u in c.json("osd", "dump")["pg_upmap_items"]}
     for pgid, pairs in done["items"].items():

@@ -31,7 +31,8 @@ def pacing(opts: Options, cluster_ratio: float, balancer_active: bool = False) -
     p = Pacing(budget=budget(opts, cluster_ratio), interval=float(opts.step_interval),
                window_begin=str(opts.window_begin), window_end=str(opts.window_end),
                window_days=str(opts.window_days), balancer_active=balancer_active,
-               balance_mode=str(opts.balance_mode), max_backfills=int(opts.max_backfills_per_osd))
+               balance_mode=str(opts.balance_mode), max_backfills=int(opts.max_backfills_per_osd),
+               prime=bool(opts.prime_pg_temp))
     check_pacing(p)
     return p
 

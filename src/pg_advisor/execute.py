@@ -21,6 +21,7 @@ from .crush.placement import Placer
 from .distribution import rule_weights
 from .errors import AdvisorError
 from .gates import MOVE_FLAGS, cluster_blockers, misplaced_ratio
+from .priming import item_results, primed_commands
 from .snapshot import Pool, Snapshot
 from .steps import Step
 
@@ -46,6 +47,7 @@ class Pacing:
     balancer_active: bool = False   # Ceph's own balancer runs: no upmap items from us
     balance_mode: str = "pgs"       # what balance rounds even out: pgs or bytes
     max_backfills: int = 0          # PGs backfilling into or out of one OSD (0: no limit)
+    prime: bool = False             # a pg_temp with each PG's items (priming.py)
 
 
 def _minutes(hhmm: str, name: str) -> int:
@@ -365,7 +367,7 @@ class Executor:
             if not self._may_issue(st, snap, pool, step, pacing, now, half_sent):
                 break
             if step.kind == "balance":
-                if self._balance_round(st, snap, step, pacing, send, now):
+                if self._balance_round(st, snap, step, pacing, send, burst, now):
                     break
                 continue
             self._issue(st, snap, step, burst, now)
@@ -426,7 +428,7 @@ class Executor:
         self._log(now, "retry", f"step {st['next'] + 1} attempt {st['attempts']} failed: {error}")
 
     def _balance_round(self, st: Dict[str, Any], snap: Snapshot, step: Step, pacing: Pacing,
-                       send: Send, now: float) -> bool:
+                       send: Send, burst: Burst, now: float) -> bool:
         """One balance round on the pool: True if it set items or waits for the budget
         (more rounds follow), False when the pool is as even as the balancer can make it
         (the step is done)."""
@@ -452,12 +454,18 @@ class Executor:
         st["rounds"] += 1
         items = {k: [list(p) for p in v] for k, v in r["items"].items()}
         cmds = mon_commands({k: [(a, b) for a, b in v] for k, v in items.items()})
-        failed = [f"{c['pgid']}: {err.strip() or f'error {rc}'}"
-                  for c, (rc, err) in zip(cmds, (send(c) for c in cmds)) if rc != 0]
+        primed = 0
+        if pacing.prime:    # each PG's pg_temp and items together, for one map epoch
+            cmds, primed = primed_commands(snap, cmds)
+            answers = item_results(cmds, burst(cmds))
+        else:
+            answers = [(c, send(c)) for c in cmds]
+        failed = [f"{c['pgid']}: {err.strip() or f'error {rc}'}" for c, (rc, err) in answers if rc != 0]
         st["last_step_at"] = now
         st["round"] = {"epoch": snap.epoch, "items": {k: v for k, v in items.items()
                                                       if not any(f.startswith(k + ":") for f in failed)}}
         self._log(now, "round", f"step {st['next'] + 1}: {len(items)} PGs, {r['moves']} moves"
+                                + (f", {primed} primed" if primed else "")
                                 + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
         if failed:
             self._failed(st, f"{len(failed)} of {len(items)} items refused, e.g. {failed[0]}", now)

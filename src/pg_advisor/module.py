@@ -22,6 +22,7 @@ from .gates import cluster_blockers
 from .health import health_checks
 from .http_server import Server
 from .plan import plan_report
+from .priming import PRIME_BATCH, item_results, primed_commands
 from .plan_text import plan_text
 from .render import check_format, render
 from .status import status_report
@@ -236,14 +237,22 @@ class Module(MgrModule):
             why = self._refuse_to_balance(snap)
             if why:
                 raise AdvisorError(-errno.EBUSY, f"not balancing: {why}")
-            report["applied"], report["failed"] = self._set_items(report["items"])
+            report["applied"], report["failed"] = self._set_items(snap, report["items"])
         return render(report, fmt, balance_text)
 
-    def _set_items(self, items: Dict[str, List[List[int]]]) -> Tuple[int, List[str]]:
-        """Set each PG's items with the mon, then check the mon kept them."""
+    def _set_items(self, snap: snapshot.Snapshot, items: Dict[str, List[List[int]]]) -> Tuple[int, List[str]]:
+        """Set each PG's items with the mon (with option prime_pg_temp, each with its
+        pg_temp, PRIME_BATCH PGs to a burst), then check the mon kept them."""
         failed = []
-        for c in mon_commands({k: [(p[0], p[1]) for p in v] for k, v in items.items()}):
-            code, _, err = self.mon_command(dict(c, format="json"))
+        cmds = mon_commands({k: [(p[0], p[1]) for p in v] for k, v in items.items()})
+        if self.get_module_option("prime_pg_temp"):
+            answers = []
+            for i in range(0, len(cmds), PRIME_BATCH):
+                batch, _ = primed_commands(snap, cmds[i:i + PRIME_BATCH])
+                answers += item_results(batch, self.burst(batch))
+        else:
+            answers = [(c, self.send(c)) for c in cmds]
+        for c, (code, err) in answers:
             if code != 0:
                 failed.append(f"{c['pgid']}: {err.strip()}")
         kept = {u["pgid"]: [(m["from"], m["to"]) for m in u["mappings"]]

@@ -70,6 +70,10 @@ SPECS: Tuple[Spec, ...] = (
     Spec("split_pinning", "bool", True,
          "pin split PGs where their data is (upmap items in the same epoch as pgp_num) and "
          "release them by balance rounds, instead of letting them move at once"),
+    Spec("prime_pg_temp", "bool", True,
+         "with each PG's upmap items, set a pg_temp onto the OSDs that hold its data, in the "
+         "same map epoch (as the mon does when an OSD fails): the PG peers once and stays "
+         "served while it backfills, instead of waiting a map epoch for its new primary"),
     Spec("step_interval", "int", 10, "seconds at least between two steps of a plan", 0, 86400),
     Spec("poll_interval", "int", 2, "seconds between checks while a plan runs", 1, 600),
     Spec("window_begin", "str", "00:00", "plans take steps from this time of day (HH:MM, local)"),

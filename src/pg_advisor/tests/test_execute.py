@@ -10,7 +10,7 @@ from pg_advisor import snapshot
 from pg_advisor.crush.placement import Placer
 from pg_advisor.errors import AdvisorError
 from pg_advisor.execute import Executor, Pacing, check_pacing, in_window
-from pg_advisor.steps import StepPlanner, Throttles
+from pg_advisor.steps import StepPlanner, Throttles, balance_step
 from pg_advisor.whatif import Change, simulate
 
 OPEN = Pacing(budget=0.05, interval=0.0, window_begin="00:00", window_end="00:00", window_days="")
@@ -36,6 +36,8 @@ class FakeCeph:
         if self.fail:
             return -1, self.fail
         items = self.dumps["osd_dump"]["pg_upmap_items"]
+        if cmd["prefix"] == "osd pg-temp":
+            return 0, ""
         if cmd["prefix"] in ("osd pg-upmap-items", "osd rm-pg-upmap-items"):
             items[:] = [u for u in items if u["pgid"] != cmd["pgid"]]
             ids = cmd.get("id", [])
@@ -321,3 +323,67 @@ def test_with_the_builtin_balancer_active_the_balance_step_is_left_to_it(dumps: 
     assert st["status"] == "done", st
     assert not any("pgid" in c for c in ceph.sent)          # no item beside Ceph's balancer
     assert "left to Ceph's balancer" in store.history[-2]["detail"], store.history[-2:]
+
+
+def balance_plan(ceph: FakeCeph, store: Store) -> Executor:
+    """A plan of one balance step on rbd (at most 10 PGs a round)."""
+    snap = ceph.snap()
+    rbd = snap.pool_by_name("rbd")
+    ex = Executor(None, [], store.save)
+    ex.start([balance_step(rbd, rbd.pg_num, rbd.pgp_num, 10, 1.0)], [rbd], "apply", 0.0)
+    return ex
+
+
+def test_a_primed_round_sends_each_pgs_acting_set_just_before_its_items(dumps: Dict[str, Any]) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    snap = ceph.snap()
+    pgs = snap.pgs
+    assert pgs is not None
+    acting = {f"{p}.{s:x}": [o for o in row if o >= 0] for p, s, row in
+              zip(pgs.pool.tolist(), pgs.ps.tolist(), pgs.acting.tolist())}
+    bursts: List[List[Dict[str, Any]]] = []
+
+    def burst(cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
+        bursts.append(list(cmds))
+        return [ceph.send(c) for c in cmds]
+    ex = balance_plan(ceph, store)
+    ex.tick(snap, dataclasses.replace(OPEN, prime=True), ceph.send, 0.0, burst)
+    assert len(bursts) == 1, "a round's commands go out together, for one map epoch"
+    cmds = bursts[0]
+    items = [c for c in cmds if c["prefix"].endswith("pg-upmap-items")]     # set or removed: moves
+    assert items
+    for i, c in enumerate(cmds):
+        if c["prefix"] == "osd pg-temp":
+            nxt = cmds[i + 1]
+            assert nxt["prefix"].endswith("pg-upmap-items") and nxt["pgid"] == c["pgid"]
+            assert c["id"] == acting[c["pgid"]]
+    # the fixture's PGs are all active+clean: every moved PG is primed
+    assert sum(c["prefix"] == "osd pg-temp" for c in cmds) == len(items)
+    assert any("primed" in h["detail"] for h in store.history if h["event"] == "round")
+
+
+def test_a_pg_not_clean_is_not_primed_and_a_refused_pg_temp_fails_nothing(
+        dumps: Dict[str, Any]) -> None:
+    d = copy.deepcopy(dumps)
+    for s in d["pg_dump"]["pg_map"]["pg_stats"]:
+        s["state"] = "active+remapped+backfilling"
+    ceph, store = FakeCeph(d), Store()
+    ex = balance_plan(ceph, store)
+    ex.tick(ceph.snap(), dataclasses.replace(OPEN, prime=True), ceph.send, 0.0)
+    assert ceph.sent and not any(c["prefix"] == "osd pg-temp" for c in ceph.sent)
+
+    ceph, store = FakeCeph(dumps), Store()
+
+    def refuse_temps(cmd: Dict[str, Any]) -> Tuple[int, str]:
+        return (-1, "EPERM") if cmd["prefix"] == "osd pg-temp" else ceph.send(cmd)
+    ex = balance_plan(ceph, store)
+    ex.tick(ceph.snap(), dataclasses.replace(OPEN, prime=True), refuse_temps, 0.0)
+    assert ceph.sent and store.state is not None and store.state["status"] == "running"
+    assert not store.state["blockers"] and not store.state.get("error")
+
+
+def test_unprimed_rounds_send_no_pg_temp(dumps: Dict[str, Any]) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    ex = balance_plan(ceph, store)
+    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)
+    assert ceph.sent and not any(c["prefix"] == "osd pg-temp" for c in ceph.sent)

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 
 from . import mgr_stub
-from .test_execute import OPEN, T, FakeCeph, Store, start
+from .test_execute import OPEN, T, FakeCeph, Store, balance_plan, start
 from .test_module import module  # noqa: F401  (the fixture)
 from .test_module_exec import cmd, wired  # noqa: F401  (the fixture)
 
@@ -152,14 +152,6 @@ def test_a_failover_after_pgp_num_before_the_pins_resends_the_pins(dumps: Dict[s
 
 # -- balance rounds: checked like the manual command, not done while uneven -------------------
 
-def _balance_plan(ceph: FakeCeph, store: Store) -> Executor:
-    snap = ceph.snap()
-    rbd = snap.pool_by_name("rbd")
-    ex = Executor(None, [], store.save)
-    ex.start([balance_step(rbd, rbd.pg_num, rbd.pgp_num, 10, 1.0)], [rbd], "apply", 0.0)
-    return ex
-
-
 def _skewed(dumps: Dict[str, Any]) -> FakeCeph:
     """rbd with osd.0 holding more than its share (items that pile PGs onto it)."""
     ceph = FakeCeph(dumps)
@@ -176,7 +168,7 @@ def _skewed(dumps: Dict[str, Any]) -> FakeCeph:
 
 def test_a_round_the_mon_drops_is_retried_later_and_reported(dumps: Dict[str, Any]) -> None:
     ceph, store = _skewed(dumps), Store()
-    ex = _balance_plan(ceph, store)
+    ex = balance_plan(ceph, store)
     real_send = ceph.send
 
     def drops_items(c: Dict[str, Any]) -> Tuple[int, str]:     # acknowledged, then dropped
@@ -202,7 +194,7 @@ def test_a_round_the_mon_drops_is_retried_later_and_reported(dumps: Dict[str, An
 
 def test_a_round_held_back_by_the_budget_is_not_done(dumps: Dict[str, Any]) -> None:
     ceph, store = _skewed(dumps), Store()
-    ex = _balance_plan(ceph, store)
+    ex = balance_plan(ceph, store)
     stats = ceph.dumps["pg_dump"]["pg_map"]
     total = sum(s["stat_sum"]["num_objects"] for s in stats["pg_stats"]) * 3
     stats["pg_stats_sum"]["stat_sum"]["num_objects_misplaced"] = total   # far past any budget
@@ -382,7 +374,7 @@ def test_with_nothing_misplaced_a_round_moves_one_pg_past_the_budget(dumps: Dict
     ceph, store = _skewed(dumps), Store()
     stats = ceph.dumps["pg_dump"]["pg_map"]["pg_stats_sum"]["stat_sum"]
     stats["num_objects_misplaced"] = 1                         # something moves already
-    ex = _balance_plan(ceph, store)
+    ex = balance_plan(ceph, store)
     ex.tick(ceph.snap(), tiny, ceph.send, 0.0)
     assert not [c for c in ceph.sent if "pgid" in c]
     assert "budget" in ((store.state or {})["waiting"] or "")
@@ -394,7 +386,7 @@ def test_with_nothing_misplaced_a_round_moves_one_pg_past_the_budget(dumps: Dict
 def test_an_uneven_pool_with_no_legal_move_is_not_done(dumps: Dict[str, Any], monkeypatch: Any) -> None:
     from pg_advisor import execute
     ceph, store = _skewed(dumps), Store()
-    ex = _balance_plan(ceph, store)
+    ex = balance_plan(ceph, store)
     real = execute.balance_report
     # the rule leaves no move: the balancer proposes nothing and the pool stays uneven
     stuck = {"items": {}, "budget_stopped": False,
