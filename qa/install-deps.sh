@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Install what pg_advisor's cluster, demo and tests need, from Debian's packages only
-# (Ceph Pacific, the mgr's Python libraries, the test and lint tools, Chromium for the
-# panel's browser tests). Skips apt when everything is already there. Must run as root
-# (or via sudo).
+# (Ceph Pacific, the mgr's Python libraries, the test and lint tools, scipy for the
+# balance tests' bound on moves, Chromium for the panel's browser tests). Skips apt when
+# everything is already there. Must run as root (or via sudo).
 set -euo pipefail
 packages=(ceph-mon ceph-osd ceph-mgr ceph-common ceph-base
-          python3-numpy python3-cherrypy3 python3-pytest jq iproute2
+          python3-numpy python3-cherrypy3 python3-pytest python3-scipy jq iproute2
           tox python3-flake8 python3-mypy cmake chromium fonts-liberation)
 missing=()
 for p in "${packages[@]}"; do

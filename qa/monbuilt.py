@@ -271,6 +271,35 @@ def build_case(tmp: Path, name: str) -> GeneratedMap:
     return build(tmp, layout, rules, pools, out, weights)
 
 
+# Items Ceph's own balancer (`osdmaptool --upmap`: it chooses at random, so recorded)
+# proposed for the "multi" map, and OSDs reweighted as `ceph osd reweight` would (which
+# osdmaptool cannot set, so in the dump as the mon shows it)
+MULTI_CEPH_ITEMS = Path(__file__).parent / "fixtures" / "multi_ceph_upmap.txt"
+MULTI_REWEIGHTS = ((1, 0.7), (26, 0.85), (61, 0.6))
+
+
+def reweighted_multi(tmp: Path) -> Tuple[GeneratedMap, Dict[str, Any], Dict[str, Any]]:
+    """The "multi" map with the reweights and Ceph's recorded items set: (map, osd dump, crush)."""
+    gm = build_case(tmp, "multi")
+    osd_dump, crush = gm.dumps()
+    pools = {p["pool"]: p["pg_num"] for p in osd_dump["pools"]}
+    items: List[Dict[str, Any]] = []
+    for line in MULTI_CEPH_ITEMS.read_text().splitlines():
+        w = line.split()
+        if w[:3] != ["ceph", "osd", "pg-upmap-items"]:
+            continue
+        pool, ps = w[3].split(".")
+        v = [int(x) for x in w[4:]]
+        # the recording is of this map
+        if int(ps, 16) >= pools[int(pool)] or not all(0 <= x < gm.num_osds for x in v):
+            raise ValueError(f"{MULTI_CEPH_ITEMS}: not of this map: {line}")
+        items.append({"pgid": w[3], "mappings": [{"from": a, "to": b} for a, b in zip(v[0::2], v[1::2])]})
+    osd_dump["pg_upmap_items"] = items
+    for o, rw in MULTI_REWEIGHTS:
+        osd_dump["osds"][o]["weight"] = rw
+    return gm, osd_dump, crush
+
+
 def demo(big: bool, out: Optional[Path]) -> None:
     cases = [(k, *v) for k, v in CASES.items() if big or k != "10000"]
     with tempfile.TemporaryDirectory(prefix="monbuilt-") as d:
