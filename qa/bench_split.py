@@ -3,7 +3,8 @@ through `ceph pg-advisor apply`. Prints one table.
 
     PYTHONPATH=src /usr/bin/python3 -m qa.bench_split [--objects 2000,20000] [--pg-num 16]
         [--methods ceph,advisor,advisor-pinned] [--concurrency 8] [--set OPTION=VALUE]
-        [--osds 6] [--hosts 3] [--size N] [--zero] [--repeat K] [--dir DIR] [--keep]
+        [--osds 6] [--hosts 3] [--size N] [--zero] [--repeat K] [--crush spread|together]
+        [--client-set OPTION=VALUE] [--dir DIR] [--keep]
 
 The experiment of "The latency of Ceph placement group splitting" (one PG of size 1 on 2
 OSDs, zero-length objects, split in two):
@@ -57,10 +58,11 @@ CLIENT_OBJECTS = 4096   # the client creates these, then keeps rewriting them (m
 class Client:
     """Writes small objects with a fixed number in flight; keeps (start, end, ok) per op."""
 
-    def __init__(self, conffile: str, pool: str, concurrency: int, zero: bool = False) -> None:
+    def __init__(self, conffile: str, pool: str, concurrency: int, zero: bool = False,
+                 conf: Optional[Dict[str, str]] = None) -> None:
         import rados
         self.zero = zero
-        self.rados = rados.Rados(conffile=conffile)
+        self.rados = rados.Rados(conffile=conffile, conf=conf or {})
         self.rados.connect()
         self.io = self.rados.open_ioctx(pool)
         self.slots = threading.Semaphore(concurrency)
@@ -151,12 +153,12 @@ def new_pool(c: Cluster, pg_num: int, size: Optional[int], crush: str, osds: int
 
 def run_one(c: Cluster, method: str, objects: int, pg_num: int, concurrency: int,
             size: Optional[int] = None, zero: bool = False, crush: str = "any",
-            osds: int = 6) -> Dict[str, Any]:
+            osds: int = 6, client_conf: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     new_pool(c, pg_num, size, crush, osds)
     fill(c.env["CEPH_CONF"], POOL, objects, zero)
     c.wait_clean(1800)
     c.ceph("config", "set", "mgr", OPT + "split_pinning", "true" if method == "advisor-pinned" else "false")
-    client = Client(c.env["CEPH_CONF"], POOL, concurrency, zero)
+    client = Client(c.env["CEPH_CONF"], POOL, concurrency, zero, client_conf)
     client.start()
     time.sleep(10)
     t_change = time.monotonic()
@@ -232,7 +234,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                     "on fewer OSDs): the same starting point for every method")
     ap.add_argument("--set", action="append", default=[], metavar="OPTION=VALUE",
                     help="a pg_advisor option for the advisor runs (repeatable)")
+    ap.add_argument("--client-set", action="append", default=[], metavar="OPTION=VALUE",
+                    help="a Ceph option for the measuring client only, e.g. objecter_timeout=2 "
+                    "or debug_objecter=10 with log_file=PATH (repeatable)")
     args = ap.parse_args(argv)
+    client_conf = dict(kv.split("=", 1) for kv in args.client_set)
     c = Cluster(args.dir or Path(tempfile.mkdtemp(prefix="pga-split-")))
     c.vstart("start", "--no-pool", "--osds", str(args.osds), "--hosts", str(args.hosts))
     rows = []
@@ -247,7 +253,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             for _ in range(args.repeat):
                 for m in args.methods.split(","):
                     r = run_one(c, m, n, args.pg_num, args.concurrency, args.size, args.zero,
-                                args.crush, args.osds)
+                                args.crush, args.osds, client_conf)
                     print(json.dumps(r), file=sys.stderr)
                     rows.append(r)
     finally:
