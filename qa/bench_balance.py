@@ -14,8 +14,9 @@ limit; its commands are applied to the map and every result is measured the same
 with pg_advisor's exact CRUSH: the largest deviation from an OSD's share (what the rule
 allows, share.py) in any pool and in the OSDs' totals, stdev of the totals' deviations,
 PGs with items, replica moves against the lower bound, items that break the rule's counts
-(tests/upmap_checker.py), wall time, peak memory (of the process so far: pg_advisor's
-own, osdmaptool's largest).
+(tests/upmap_checker.py), PGs whose primary the items change ("prim": when such a PG's
+backfill ends, the old primary drops the client ops in flight there), wall time, peak
+memory (of the process so far: pg_advisor's own, osdmaptool's largest).
 "bytes": the 60-OSD map with lognormally spread PG sizes, fullest/emptiest OSD against
 the mean, by counts alone and in bytes mode.
 """
@@ -61,9 +62,13 @@ def measure(snap: snapshot.Snapshot, items: Items) -> Dict[str, Any]:
     b = Balancer(snap, pl0)
     n = snap.osds.count
     total, share = np.zeros(n), np.zeros(n)
-    pool_dev, moves, broken = 0.0, 0, 0
+    pool_dev, moves, broken, primaries = 0.0, 0, 0, 0
     for st in b.states:
-        before, after = pl0.map_pool(st.pool).up, pl1.map_pool(st.pool).up
+        m0, m1 = pl0.map_pool(st.pool), pl1.map_pool(st.pool)
+        before, after = m0.up, m1.up
+        # PGs whose primary the items change: each drops the client ops in flight at the old
+        # primary when its backfill ends (a client then waits objecter_timeout to resend)
+        primaries += int(((m0.up_primary != m1.up_primary) & (m0.up_primary >= 0)).sum())
         # sets that break the rule's counts (osdmaptool checks fewer of them than the rule means)
         broken += int((breaks(st.shape, b.anc, after) & ~breaks(st.shape, b.anc, st.raw)).sum())
         c = up_counts(after, n)
@@ -75,7 +80,7 @@ def measure(snap: snapshot.Snapshot, items: Items) -> Dict[str, Any]:
     live = share > 0
     return {"pool_dev": pool_dev, "total_dev": float(np.abs(total - share)[live].max()),
             "stdev": float((total - share)[live].std()), "items": len(items), "moves": moves,
-            "lower_bound": b.lower_bound(), "broken": broken}
+            "lower_bound": b.lower_bound(), "broken": broken, "primaries": primaries}
 
 
 def run_tool(gm: GeneratedMap, deviation: int, timeout: float, out: Path) -> Tuple[Items, float, str]:
@@ -124,10 +129,11 @@ def count_rows(name: str, gm: GeneratedMap, timeout: float) -> List[List[Any]]:
 
 def print_counts(rows: List[List[Any]]) -> None:
     print(f"{'map':<32} {'balancer':<30} {'pool_dev':>8} {'tot_dev':>7} {'stdev':>6} {'items':>6} "
-          f"{'moves':>6} {'bound':>6} {'broken':>6} {'seconds':>8} {'peak MiB':>8}  status")
+          f"{'moves':>6} {'bound':>6} {'broken':>6} {'prim':>5} {'seconds':>8} {'peak MiB':>8}  status")
     for label, who, m, dt, pk, status in rows:
         print(f"{label:<32} {who:<30} {m['pool_dev']:>8.2f} {m['total_dev']:>7.2f} {m['stdev']:>6.2f} "
-              f"{m['items']:>6} {m['moves']:>6} {m['lower_bound']:>6} {m['broken']:>6} {dt:>8.2f} "
+              f"{m['items']:>6} {m['moves']:>6} {m['lower_bound']:>6} {m['broken']:>6} "
+              f"{m['primaries']:>5} {dt:>8.2f} "
               f"{pk:>8}  {status}")
 
 

@@ -29,10 +29,17 @@ the time to active+clean, and where the pool's PGs ended (PGs per OSD, over the 
 hold any) beside where CRUSH alone puts them: a new pool's id decides whether CRUSH moves
 the child at all, so --repeat K runs each method on K pools and summarizes, and --crush
 spread (or together) recreates the pool until CRUSH alone spreads its PGs after the split
-(or does not), so that every method starts from the same placement.
+(or does not), so that every method starts from the same placement. "prim": how often a PG
+of the pool changed its acting primary between the map epochs of the run (from the mon's
+maps, by osdmaptool); "laggy": the ops the client itself counted as laggy (no answer within
+its objecter_timeout, after which it asks the mon for a newer map and resends), read from
+its log. An OSD that stops being a PG's primary drops the client ops in flight
+there without an answer or a newer map, so a client with nothing else in flight to that
+OSD waits for objecter_timeout (10 s, checked every 5 s) to find out.
 """
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 import threading
@@ -59,10 +66,19 @@ class Client:
     """Writes small objects with a fixed number in flight; keeps (start, end, ok) per op."""
 
     def __init__(self, conffile: str, pool: str, concurrency: int, zero: bool = False,
-                 conf: Optional[Dict[str, str]] = None) -> None:
+                 conf: Optional[Dict[str, str]] = None, run_dir: Optional[Path] = None) -> None:
         import rados
         self.zero = zero
-        self.rados = rados.Rados(conffile=conffile, conf=conf or {})
+        self.run_dir = run_dir
+        self.counters: Dict[str, int] = {}
+        conf = dict(conf or {})
+        if run_dir is not None:
+            # its resends from its admin socket; the ops it found laggy from its own log
+            # (the Objecter logs each at level 2; its op_laggy counter is only the last tick's)
+            conf.setdefault("admin_socket", str(run_dir / "bench-client.asok"))
+            conf.setdefault("log_file", str(run_dir / "bench-client.log"))
+            conf.setdefault("debug_objecter", "2/2")
+        self.rados = rados.Rados(conffile=conffile, conf=conf)
         self.rados.connect()
         self.io = self.rados.open_ioctx(pool)
         self.slots = threading.Semaphore(concurrency)
@@ -96,9 +112,23 @@ class Client:
         self.stop.set()
         self.thread.join(30)
         self.io.aio_flush()
+        if self.run_dir is not None:
+            self.counters = objecter_counters(self.run_dir)
         self.io.close()
         self.rados.shutdown()
         return sorted(self.ops)
+
+
+def objecter_counters(run_dir: Path) -> Dict[str, int]:
+    """The ops the client itself found laggy (no answer within objecter_timeout, after
+    which it asks the mon for a newer map and resends) and the ops it resent."""
+    p = subprocess.run(["ceph", "--admin-daemon", str(run_dir / "bench-client.asok"), "perf", "dump"],
+                       capture_output=True, text=True, timeout=30)
+    resent = int(json.loads(p.stdout).get("objecter", {}).get("op_resend", 0)) if p.returncode == 0 else -1
+    log = run_dir / "bench-client.log"
+    laggy = {ln.split(" tid ")[1].split()[0] for ln in log.read_text(errors="replace").splitlines()
+             if ln.endswith(" is laggy")} if log.exists() else set()
+    return {"op_laggy": len(laggy), "op_resend": resent}
 
 
 def fill(conffile: str, pool: str, n: int, zero: bool = False) -> None:
@@ -158,10 +188,14 @@ def run_one(c: Cluster, method: str, objects: int, pg_num: int, concurrency: int
     fill(c.env["CEPH_CONF"], POOL, objects, zero)
     c.wait_clean(1800)
     c.ceph("config", "set", "mgr", OPT + "split_pinning", "true" if method == "advisor-pinned" else "false")
-    client = Client(c.env["CEPH_CONF"], POOL, concurrency, zero, client_conf)
+    run_dir = c.dir / f"bench-{method}-{time.time():.0f}"
+    run_dir.mkdir()
+    client = Client(c.env["CEPH_CONF"], POOL, concurrency, zero, client_conf, run_dir)
     client.start()
     time.sleep(10)
+    first_epoch = int(c.json("osd", "dump")["epoch"])
     t_change = time.monotonic()
+    wall_change = time.time()      # to find the stall in the daemons' and client's logs
     if method == "ceph":
         c.ceph("osd", "pool", "set", POOL, "pg_num", str(2 * pg_num))
     else:
@@ -177,10 +211,17 @@ def run_one(c: Cluster, method: str, objects: int, pg_num: int, concurrency: int
     alone = crush_alone(c, pool_id)
     time.sleep(10)
     ops = client.finish()
+    # when each happened, beside the stall's time: the epoch's own timestamp
+    last_epoch = int(c.json("osd", "dump")["epoch"])
+    changes = [(e, c.json("osd", "dump", str(e))["modified"][11:19], pg, a, b)
+               for e, pg, a, b in c.primary_changes(pool_id, range(first_epoch + 1, last_epoch + 1))]
     c.ceph("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
     c.wait_clean(600)
-    return summarize(ops, t_change, t_clean) | {"method": method, "objects": objects, "ended": ended,
-                                                "pool": pool_id, "crush": alone}
+    out = summarize(ops, t_change, t_clean)
+    if out["stall_at_s"] is not None:
+        out["stall_wall"] = time.strftime("%H:%M:%S", time.localtime(wall_change + out["stall_at_s"]))
+    return out | {"method": method, "objects": objects, "ended": ended, "pool": pool_id, "crush": alone,
+                  "primary_changes": changes} | client.counters
 
 
 def crush_alone(c: Cluster, pool_id: int, pg_num: Optional[int] = None) -> List[int]:
@@ -263,13 +304,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"pg_num {args.pg_num} -> {2 * args.pg_num}, {args.concurrency} {what} in flight, "
           f"{args.osds} OSDs on {args.hosts} hosts; latency ms p50/p99/p99.9; ended: PGs per OSD")
     print(f"{'objects':>8} {'method':<15} {'pool':>4} {'stall s':>7} {'at s':>5} {'before':>17} "
-          f"{'during':>19} {'after':>17} {'failed':>6} {'ops':>7} {'to clean s':>10}  ended (CRUSH alone)")
+          f"{'during':>19} {'after':>17} {'failed':>6} {'ops':>7} {'to clean s':>10} {'prim':>4} "
+          f"{'laggy':>5}  ended (CRUSH alone)")
     for r in rows:
         fmt = (lambda v: "/".join("-" if x is None else f"{x:g}" for x in v))
         print(f"{r['objects']:>8} {r['method']:<15} {r['pool']:>4} {r['stall_s']:>7} "
               f"{r['stall_at_s']!s:>5} {fmt(r['before']):>17} {fmt(r['during']):>19} "
               f"{fmt(r['after']):>17} {r['failed']:>6} {r['ops']:>7} "
-              f"{r['to_clean_s']:>10}  {'/'.join(map(str, r['ended']))} ({'/'.join(map(str, r['crush']))})")
+              f"{r['to_clean_s']:>10} {len(r['primary_changes']):>4} {r.get('op_laggy', '-')!s:>5}  "
+              f"{'/'.join(map(str, r['ended']))} ({'/'.join(map(str, r['crush']))})")
     if args.repeat > 1:
         print(f"\nper object count and method, over {args.repeat} pools: longest stall s (median, "
               f"worst), runs that ended with the PGs spread as evenly as the OSDs allow")

@@ -1,10 +1,11 @@
 """Driving the real test cluster from pytest: start/stop through qa/vstart.sh, `ceph` calls."""
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 QA = Path(__file__).resolve().parent
 REPO = QA.parent
@@ -46,6 +47,35 @@ class Cluster:
         pool_id = self.pool_id(pool)
         n = int(self.json("osd", "pool", "get", pool, "pg_num")["pg_num"])
         return {f"{pool_id}.{i:x}": self.json("pg", "map", f"{pool_id}.{i:x}")["up"] for i in range(n)}
+
+    def acting_primaries(self, epoch: int, pool_id: int) -> Dict[str, int]:
+        """Each PG of the pool -> its acting primary in map `epoch` (pg_temp and
+        primary_temp applied), as osdmaptool maps the mon's own map."""
+        f = self.dir / f"map.{epoch}"
+        self.ceph("osd", "getmap", str(epoch), "-o", str(f))
+        p = subprocess.run(["osdmaptool", str(f), "--test-map-pgs-dump-all", "--pool", str(pool_id)],
+                           capture_output=True, text=True, timeout=60)
+        f.unlink()
+        return {m.group(1): int(m.group(2)) for m in
+                re.finditer(r"^(\d+\.[0-9a-f]+) raw .* acting \(\[[^]]*\], p(-?\d+)\)$", p.stdout, re.M)}
+
+    def primary_changes(self, pool_id: int, epochs: Iterable[int]) -> List[Tuple[int, str, int, int]]:
+        """Each change of a PG's acting primary in the given epochs (from the epoch before
+        each): (epoch, pgid, old, new). The OSD that stops being a PG's primary drops the
+        client ops in flight there without an answer or a newer map: such a client waits
+        for its objecter_timeout (10 s) before it asks the mon and resends."""
+        seen: Dict[int, Dict[str, int]] = {}
+
+        def at(e: int) -> Dict[str, int]:
+            if e not in seen:
+                seen[e] = self.acting_primaries(e, pool_id)
+            return seen[e]
+        out: List[Tuple[int, str, int, int]] = []
+        for e in epochs:
+            prev, cur = at(e - 1), at(e)
+            out += [(e, pg, prev[pg], p) for pg, p in sorted(cur.items()) if pg in prev and prev[pg] != p]
+            seen.pop(e - 1, None)
+        return out
 
     def dumps(self) -> Dict[str, Any]:
         """The dumps the offline CLI reads."""

@@ -75,6 +75,7 @@ class PoolState:
     healthy: np.ndarray      # rows that may be moved (complete, all OSDs up)
     objects: np.ndarray      # per row: objects (what a move misplaces), 0 without PG stats
     bytes: np.ndarray        # per row: bytes one replica (EC: one shard) holds
+    primary: np.ndarray      # per row: the primary before balancing (-1: none)
     level: Level = field(init=False)
     rows_of: List[Set[int]] = field(init=False)   # OSD -> healthy rows it holds
     _rows: Dict[int, np.ndarray] = field(init=False)   # rows_of as arrays, until they change
@@ -139,6 +140,14 @@ def item_pairs(raw: List[int], want: List[int], replicated: bool) -> List[Tuple[
         new = [o for o in want if o >= 0 and o not in raw]
         return list(zip(gone, new))
     return [(a, b) for a, b in zip(raw, want) if a != b]
+
+
+def _lead(st: PoolState, rows: np.ndarray, srcs: np.ndarray) -> np.ndarray:
+    """Per row: is the replica on its source the PG's primary? Moving it changes the
+    primary when the backfill ends, and the OSD that stops being primary drops the client
+    ops in flight there without a word (the client waits objecter_timeout, 10 s, to find
+    out); moving another replica changes no primary. A tie-break: counts come first."""
+    return st.primary[rows] == srcs
 
 
 def _order(key: np.ndarray, mask: np.ndarray) -> List[int]:
@@ -224,14 +233,16 @@ class Balancer:
                          base=cur.up.copy(), broken=broken,
                          share=share, by_weight=weight_share(pool, w, placed),
                          allowed=(w > 0) & self.usable,
-                         shape=shape, healthy=full & ~stuck, objects=objects, bytes=size)
+                         shape=shape, healthy=full & ~stuck, objects=objects, bytes=size,
+                         primary=cur.up_primary.copy())
 
     # -- single moves ---------------------------------------------------------------------------
 
     def _push(self, st: PoolState, src: int, take: np.ndarray,
               cost: np.ndarray) -> Optional[Tuple[int, int]]:
         """The best (row, destination) for a replica on `src`: lowest `cost` among `take`,
-        and of equals a row where src is not CRUSH's own choice (that undoes an item)."""
+        and of equals a row where src is not CRUSH's own choice (that undoes an item), then
+        one where src is not the primary (see _lead)."""
         rows = st.rows(src)
         cols = np.flatnonzero(take & st.allowed)
         if not rows.size or not cols.size:
@@ -246,7 +257,8 @@ class Balancer:
                 return None
             ok = replaceable(self.anc, st.shape, st.allowed, up, held, srcs, cand)
             if ok.any():
-                c = np.where(ok, cost[cand][None, :], np.inf) - undo[:, None] * EPS
+                c = (np.where(ok, cost[cand][None, :], np.inf) - undo[:, None] * EPS
+                     + _lead(st, rows, srcs)[:, None] * (EPS / 2))
                 r, d = np.unravel_index(int(np.argmin(c)), c.shape)
                 return int(rows[r]), int(cand[d])
             if cand.size == cols.size:
@@ -274,7 +286,7 @@ class Balancer:
         if not ok.any():
             return None
         undo = ~(st.raw[rows] == owners[:, None]).any(axis=1)
-        score = np.where(ok, pref[owners], -np.inf) + undo * EPS
+        score = np.where(ok, pref[owners], -np.inf) + undo * EPS - _lead(st, rows, owners) * (EPS / 2)
         i = int(np.argmax(score))
         return int(rows[i]), int(owners[i])
 

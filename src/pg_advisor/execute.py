@@ -21,7 +21,7 @@ from .crush.placement import Placer
 from .distribution import rule_weights
 from .errors import AdvisorError
 from .gates import MOVE_FLAGS, cluster_blockers, misplaced_ratio
-from .priming import item_results, primed_commands
+from .priming import PRIME_MAX, item_results, primed_commands, primes
 from .snapshot import Pool, Snapshot
 from .steps import Step
 
@@ -47,7 +47,7 @@ class Pacing:
     balancer_active: bool = False   # Ceph's own balancer runs: no upmap items from us
     balance_mode: str = "pgs"       # what balance rounds even out: pgs or bytes
     max_backfills: int = 0          # PGs backfilling into or out of one OSD (0: no limit)
-    prime: bool = False             # a pg_temp with each PG's items (priming.py)
+    prime: bool = False             # pg_temps with items and pgp_num steps (priming.py)
 
 
 def _minutes(hhmm: str, name: str) -> int:
@@ -187,6 +187,27 @@ def pin_commands(snap: Snapshot, step: Step, from_pgp: int) -> List[Command]:
     sees a new up set."""
     return [_set(step, "pgp_num", step.pgp_num), _set(step, "pgp_num_actual", step.pgp_num)] + \
         mon_commands(pins(snap, step, from_pgp))
+
+
+def remapped(snap: Snapshot, step: Step, from_pgp: int) -> List[str]:
+    """The PGs whose up set pgp_num from_pgp -> step.pgp_num changes (items applied)."""
+    pool = snap.pool_by_name(step.pool)
+    placer = Placer(snap)
+    was = placer.map_pool(pool, pool.pg_num, from_pgp)
+    new = placer.map_pool(pool, pool.pg_num, step.pgp_num)
+    return [was.pgid(int(r)) for r in np.flatnonzero((was.up != new.up).any(axis=1))]
+
+
+def primed_pgp_commands(snap: Snapshot, step: Step, from_pgp: int) -> List[Command]:
+    """pgp_num at once (target and actual), with a pg_temp for each PG it remaps onto the
+    OSDs that hold its data (at most PRIME_MAX), sent together for one map epoch. The mon
+    primes pg_temp for OSD and CRUSH changes, not for pgp_num: unprimed, a remapped PG's
+    primary moves to an OSD without its data and back an epoch later, and an OSD that stops
+    being a PG's primary drops the client ops in flight there without telling the client,
+    which waits objecter_timeout (10 s) to ask for a newer map."""
+    temps = list(primes(snap, remapped(snap, step, from_pgp)).items())[:PRIME_MAX]
+    return [{"prefix": "osd pg-temp", "pgid": k, "id": v} for k, v in temps] + \
+        [_set(step, "pgp_num", step.pgp_num), _set(step, "pgp_num_actual", step.pgp_num)]
 
 
 def pins_shown(snap: Snapshot, pool: Pool, step: Step, from_pgp: int) -> bool:
@@ -370,7 +391,7 @@ class Executor:
                 if self._balance_round(st, snap, step, pacing, send, burst, now):
                     break
                 continue
-            self._issue(st, snap, step, burst, now)
+            self._issue(st, snap, step, burst, now, pacing.prime)
             break
         else:
             st["status"] = "done"
@@ -483,13 +504,21 @@ class Executor:
             self._failed(st, f"the mon did not keep the items of {len(lost)} PGs, e.g. {lost[0]}", now)
         return True
 
-    def _issue(self, st: Dict[str, Any], snap: Snapshot, step: Step, burst: Burst, now: float) -> None:
+    def _issue(self, st: Dict[str, Any], snap: Snapshot, step: Step, burst: Burst, now: float,
+               prime: bool = False) -> None:
         st["phase"] = "issuing"
         self.save()                      # a failover from here resends only if not shown
-        cmds = pin_commands(snap, step, self._from_pgp(st, step)) if step.pin else commands(step)
-        unpinned = []
+        if step.pin:
+            cmds = pin_commands(snap, step, self._from_pgp(st, step))
+        elif step.kind == "pgp_num" and prime:
+            cmds = primed_pgp_commands(snap, step, self._from_pgp(st, step))
+        else:
+            cmds = commands(step)
+        unpinned, unprimed = [], []
         for cmd, (rc, err) in zip(cmds, burst(cmds)):
-            if rc != 0 and "pgid" in cmd:     # a pin that did not take: that PG just moves
+            if rc != 0 and cmd["prefix"] == "osd pg-temp":    # only the priming is lost
+                unprimed.append(f"{cmd['pgid']}: {err.strip()}")
+            elif rc != 0 and "pgid" in cmd:     # a pin that did not take: that PG just moves
                 unpinned.append(f"{cmd['pgid']}: {err.strip()}")
             elif rc != 0:
                 st["phase"] = "idle"
@@ -497,6 +526,8 @@ class Executor:
                 return
         if unpinned:
             self._log(now, "unpinned", f"{len(unpinned)} pins refused, e.g. {unpinned[0]}")
+        if unprimed:
+            self._log(now, "unprimed", f"{len(unprimed)} pg-temps refused, e.g. {unprimed[0]}")
         st["phase"] = "issued"
         self._issued(st, step, now)
         self._log(now, "issue", f"step {st['next'] + 1}/{len(st['steps'])}: {step.describe()}")

@@ -71,9 +71,10 @@ SPECS: Tuple[Spec, ...] = (
          "pin split PGs where their data is (upmap items in the same epoch as pgp_num) and "
          "release them by balance rounds, instead of letting them move at once"),
     Spec("prime_pg_temp", "bool", True,
-         "with each PG's upmap items, set a pg_temp onto the OSDs that hold its data, in the "
-         "same map epoch (as the mon does when an OSD fails): the PG peers once and stays "
-         "served while it backfills, instead of waiting a map epoch for its new primary"),
+         "with each PG's upmap items, and for each PG a pgp_num step remaps, set a pg_temp "
+         "onto the OSDs that hold its data, in the same map epoch (as the mon does when an "
+         "OSD fails): the PG peers once and keeps its primary while it backfills, instead of "
+         "moving its primary to an OSD without the data and back an epoch later"),
     Spec("step_interval", "int", 10, "seconds at least between two steps of a plan", 0, 86400),
     Spec("poll_interval", "int", 2, "seconds between checks while a plan runs", 1, 600),
     Spec("window_begin", "str", "00:00", "plans take steps from this time of day (HH:MM, local)"),

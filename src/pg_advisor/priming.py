@@ -1,4 +1,5 @@
-"""pg_temp set with a round's upmap items, so that a moved PG stays served where its data is.
+"""pg_temp set with a round's upmap items (and with a pgp_num step, execute.py), so that a
+moved PG stays served where its data is.
 
 When an item changes a PG's up set, the PG's new primary (an OSD without the data) first
 peers, finds the data elsewhere and asks the mon for a pg_temp back onto the old OSDs; the
@@ -9,6 +10,11 @@ items, `osd pg-temp PGID <its acting set>` for the same epoch: the PG peers once
 OSDs that hold its data, and backfills to the new ones while it serves. If the two land in
 different epochs nothing is lost: a pg_temp equal to the up set is dropped by the mon, and
 one that comes after the items equals what the PG asks for itself.
+
+Each primary change also costs a client with ops in flight: the OSD that stops being the
+primary drops them without an answer and without a newer map, and the client finds out only
+when its Objecter calls the op laggy (objecter_timeout, 10 s, checked every 5 s). Priming
+leaves a moved PG one primary change, at the end of its backfill, instead of three.
 
 Only PGs whose stats show them clean on a whole acting set (the OSDs that hold the data) are
 primed; a PG already remapped has its pg_temp.
@@ -22,6 +28,7 @@ from .snapshot import CRUSH_ITEM_NONE, Snapshot
 Command = Dict[str, Any]
 
 PRIME_BATCH = 16     # PGs whose pg-temp and items go out in one burst (a thread each)
+PRIME_MAX = 64       # PGs primed with one pgp_num step (a thread each; the rest ask themselves)
 
 
 def primes(snap: Snapshot, pgids: Sequence[str]) -> Dict[str, List[int]]:

@@ -198,3 +198,19 @@ def test_work_bound_stops_the_run_with_a_note(snap: snapshot.Snapshot,
     assert cut["moves"] < whole["moves"]
     # the work bound is not the misplaced budget: the executor must not wait on it
     assert cut["budget_stopped"] is False
+
+
+def test_moves_leave_each_pg_its_primary_where_another_replica_will_do(snap: snapshot.Snapshot) -> None:
+    # a PG whose primary moves drops the client ops in flight at the old primary when its
+    # backfill ends; moving one of its other replicas changes the same counts (undoing an
+    # item, which returns a PG to CRUSH's own choice, is preferred first)
+    res = Balancer(snap).run()
+    before, after = Placer(snap), Placer(applied(snap, res.items))
+    moves, changed = 0, []
+    for st in res.pools:
+        m0, m1 = before.map_pool(st.pool), after.map_pool(st.pool)
+        fresh = np.array([m0.pgid(r) not in snap.pg_upmap_items for r in range(m0.up.shape[0])])
+        moves += int((m0.up != m1.up)[fresh].sum())
+        changed += [m0.pgid(r) for r in np.flatnonzero(
+            fresh & (m0.up_primary != m1.up_primary) & (m0.up_primary >= 0))]
+    assert moves > 5 and changed == [], (moves, changed)

@@ -387,3 +387,62 @@ def test_unprimed_rounds_send_no_pg_temp(dumps: Dict[str, Any]) -> None:
     ex = balance_plan(ceph, store)
     ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)
     assert ceph.sent and not any(c["prefix"] == "osd pg-temp" for c in ceph.sent)
+
+
+def add_children_stats(ceph: FakeCeph) -> None:
+    """Stats for the PGs a split made: born on their parent's OSDs, clean, as Ceph reports
+    them (the parent's seed is the child's without its highest bit)."""
+    stats = ceph.dumps["pg_dump"]["pg_map"]["pg_stats"]
+    by_id = {s["pgid"]: s for s in stats}
+    for p in ceph.dumps["osd_dump"]["pools"]:
+        for ps in range(p["pg_num"]):
+            if f"{p['pool']}.{ps:x}" not in by_id:
+                parent = by_id[f"{p['pool']}.{ps & ~(1 << (ps.bit_length() - 1)):x}"]
+                child = dict(copy.deepcopy(parent), pgid=f"{p['pool']}.{ps:x}")
+                stats.append(child)
+                by_id[child["pgid"]] = child
+
+
+def test_a_primed_pgp_step_holds_each_remapped_pg_on_the_osds_with_its_data(
+        dumps: Dict[str, Any]) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    ex = start(ceph, store, 64)                 # a plain plan: no pins
+    pgp_steps = sum(1 for s in ex.state["steps"] if s["kind"] == "pgp_num")   # type: ignore
+    primed_steps = 0
+    for i in range(300):
+        snap = ceph.snap()
+        before = Placer(snap).map_pool(snap.pool_by_name("rbd"))
+        assert snap.pgs is not None
+        acting = {f"{p}.{s:x}": [o for o in row if o >= 0] for p, s, row in
+                  zip(snap.pgs.pool.tolist(), snap.pgs.ps.tolist(), snap.pgs.acting.tolist())}
+        bursts: List[List[Dict[str, Any]]] = []
+
+        def burst(cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
+            bursts.append(list(cmds))
+            return [ceph.send(c) for c in cmds]
+        ex.tick(snap, dataclasses.replace(OPEN, prime=True), ceph.send, float(i), burst)
+        ceph.settle()
+        add_children_stats(ceph)
+        after = Placer(ceph.snap()).map_pool(ceph.snap().pool_by_name("rbd"))
+        for b in bursts:
+            if not any(c.get("var") == "pgp_num_actual" for c in b):
+                continue
+            primed_steps += 1
+            # the PGs whose up set this step changed, found from the maps before and after
+            moved = {before.pgid(r) for r in range(before.up.shape[0])
+                     if before.up_list(r) != after.up_list(r)}
+            temps = {c["pgid"]: c["id"] for c in b if c["prefix"] == "osd pg-temp"}
+            assert moved and set(temps) == moved
+            assert all(temps[k] == acting[k] for k in temps)     # where the data is now
+            # the pg-temps go first, pgp_num target and actual after them, one burst
+            assert [c["prefix"] for c in b[len(temps):]] == ["osd pool set"] * 2
+        if not ex.active:
+            break
+    assert primed_steps == pgp_steps > 0
+    assert store.state is not None and store.state["status"] == "done"
+
+
+def test_unprimed_pgp_steps_leave_the_stepping_to_ceph(dumps: Dict[str, Any]) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    run(start(ceph, store, 64), ceph)
+    assert not any(c["prefix"] == "osd pg-temp" or c.get("var") == "pgp_num_actual" for c in ceph.sent)
