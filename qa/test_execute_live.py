@@ -120,15 +120,16 @@ def test_doubling_with_a_client_writing_survives_a_mgr_failover(pool: Cluster) -
     # prime_pg_temp (on by default): a pgp_num step brings, in its own epoch, a pg_temp for
     # each PG it remaps onto the OSDs with its data, so hardly a PG changes its acting
     # primary in an epoch that raises pgp_num (unprimed: 14 here, each remapped PG's primary
-    # going to an OSD without its data and back an epoch later). A split child whose stats
-    # the mgr has not yet got is not primed (seen once in CI: 1)
+    # going to an OSD without its data and back an epoch later). A step with a split child
+    # waits for its stats (before it did not: 1 change seen once in CI)
     pgp = {e: next(p["pg_placement_num"] for p in c.json("osd", "dump", str(e))["pools"]
                    if p["pool_name"] == "grow")
            for e in range(first, int(c.json("osd", "dump")["epoch"]) + 1)}
     raised = [e for e in pgp if e - 1 in pgp and pgp[e] > pgp[e - 1]]
     assert raised
     changed = c.primary_changes(c.pool_id("grow"), raised)
-    assert len(changed) <= 2, changed
+    print("primary changes in pgp_num epochs:", changed)
+    assert len(changed) <= 1, changed
 
 
 def test_a_refused_command_is_retried_and_an_osd_down_blocks(pool: Cluster) -> None:

@@ -20,7 +20,7 @@ from .balance_report import balance_report, misplaced_budget, mon_commands, unke
 from .crush.placement import Placer
 from .distribution import rule_weights
 from .errors import AdvisorError
-from .gates import MOVE_FLAGS, cluster_blockers, misplaced_ratio
+from .gates import MOVE_FLAGS, cluster_blockers, misplaced_ratio, unreported_pgs
 from .priming import PRIME_MAX, item_results, primed_commands, primes
 from .snapshot import Pool, Snapshot
 from .steps import Step
@@ -142,6 +142,12 @@ def _set(step: Step, var: str, val: int) -> Command:
     return {"prefix": "osd pool set", "pool": step.pool, "var": var, "val": str(val)}
 
 
+def pgp_at_once(step: Step) -> List[Command]:
+    """pgp_num's target and actual together: the mon takes the whole step in one epoch
+    instead of stepping it itself, so what goes with it (pins, pg_temps) lands with it."""
+    return [_set(step, "pgp_num", step.pgp_num), _set(step, "pgp_num_actual", step.pgp_num)]
+
+
 def commands(step: Step) -> List[Command]:
     """Targets for Ceph's own stepping. Setting pg_num drags pgp_num's target along when
     the two are equal, so pgp_num is set right after it, back to the step's value."""
@@ -185,8 +191,7 @@ def pin_commands(snap: Snapshot, step: Step, from_pgp: int) -> List[Command]:
     """pgp_num at once (target and actual) and the pins. Sent together they land in one
     map epoch: the mon checks the items against the map with the new pgp_num, and no PG
     sees a new up set."""
-    return [_set(step, "pgp_num", step.pgp_num), _set(step, "pgp_num_actual", step.pgp_num)] + \
-        mon_commands(pins(snap, step, from_pgp))
+    return pgp_at_once(step) + mon_commands(pins(snap, step, from_pgp))
 
 
 def remapped(snap: Snapshot, step: Step, from_pgp: int) -> List[str]:
@@ -206,8 +211,7 @@ def primed_pgp_commands(snap: Snapshot, step: Step, from_pgp: int) -> List[Comma
     being a PG's primary drops the client ops in flight there without telling the client,
     which waits objecter_timeout (10 s) to ask for a newer map."""
     temps = list(primes(snap, remapped(snap, step, from_pgp)).items())[:PRIME_MAX]
-    return [{"prefix": "osd pg-temp", "pgid": k, "id": v} for k, v in temps] + \
-        [_set(step, "pgp_num", step.pgp_num), _set(step, "pgp_num_actual", step.pgp_num)]
+    return [{"prefix": "osd pg-temp", "pgid": k, "id": v} for k, v in temps] + pgp_at_once(step)
 
 
 def pins_shown(snap: Snapshot, pool: Pool, step: Step, from_pgp: int) -> bool:
@@ -427,6 +431,9 @@ class Executor:
         if half_sent:
             st["waiting"] = "; ".join(waits) or None
             return not waits
+        unseen = unreported_pgs(snap, pool) if step.pin or (pacing.prime and step.kind == "pgp_num") else 0
+        if unseen:       # their pins or pg_temps come from the stats: unprimed they change primary
+            waits.append(f"{unseen} PGs of pool {pool.name} not in the PG stats yet")
         if st["last_step_at"] is not None and now - st["last_step_at"] < pacing.interval:
             waits.append(f"next step after {_clock(st['last_step_at'] + pacing.interval)}")
         ratio = misplaced_ratio(snap)

@@ -1,7 +1,9 @@
 """When the cluster may be changed at all: the conditions every action checks first."""
 from typing import Iterable, List
 
-from .snapshot import Snapshot
+import numpy as np
+
+from .snapshot import Pool, Snapshot
 
 MOVE_FLAGS = ("norebalance", "nobackfill", "pause")
 UNWELL = ("degraded", "unknown", "peering", "down", "incomplete", "stale")
@@ -38,3 +40,13 @@ def object_copies(snap: Snapshot) -> float:
 def misplaced_ratio(snap: Snapshot) -> float:
     copies = object_copies(snap)
     return snap.misplaced_objects / copies if copies > 0 else 0.0
+
+
+def unreported_pgs(snap: Snapshot, pool: Pool) -> int:
+    """How many of the pool's PGs the PG stats do not show yet (children of a split whose
+    OSDs have not reported them): a pg_temp for them cannot be taken from the stats."""
+    if snap.pgs is None:
+        return pool.pg_num
+    pgs = snap.pgs
+    seen = np.unique(pgs.ps[(pgs.pool == pool.id) & (pgs.ps < pool.pg_num)])
+    return max(0, pool.pg_num - int(seen.size))

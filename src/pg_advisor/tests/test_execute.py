@@ -57,13 +57,36 @@ class FakeCeph:
             p["pg_placement_num_target"] = val
         return 0, ""
 
-    def settle(self) -> None:
+    def settle(self, report: bool = True) -> None:
+        """The mon reaches the targets; with `report`, the OSDs report the new PGs."""
         for p in self.dumps["osd_dump"]["pools"]:
             p["pg_num"], p["pg_placement_num"] = p["pg_num_target"], p["pg_placement_num_target"]
+        if report:
+            self.report_children()
+
+    def report_children(self) -> None:
+        """Stats for the PGs a split made: born on their parent's OSDs, clean, as Ceph reports
+        them (the parent's seed is the child's without its highest bit)."""
+        stats = self.dumps["pg_dump"]["pg_map"]["pg_stats"]
+        by_id = {s["pgid"]: s for s in stats}
+        for p in self.dumps["osd_dump"]["pools"]:
+            for ps in range(p["pg_num"]):
+                parent = by_id.get(f"{p['pool']}.{ps & ~(1 << max(0, ps.bit_length() - 1)):x}")
+                if f"{p['pool']}.{ps:x}" not in by_id and parent is not None:   # a split's child
+                    child = dict(copy.deepcopy(parent), pgid=f"{p['pool']}.{ps:x}")
+                    stats.append(child)
+                    by_id[child["pgid"]] = child
 
     def snap(self) -> snapshot.Snapshot:
         d = self.dumps
         return snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
+
+
+def acting_sets(snap: snapshot.Snapshot) -> Dict[str, List[int]]:
+    """pgid -> the OSDs the PG stats say hold its data."""
+    assert snap.pgs is not None
+    return {f"{p}.{s:x}": [o for o in row if o >= 0] for p, s, row in
+            zip(snap.pgs.pool.tolist(), snap.pgs.ps.tolist(), snap.pgs.acting.tolist())}
 
 
 class Store:
@@ -273,15 +296,15 @@ def test_pinned_steps_move_nothing_and_release_rounds_follow(dumps: Dict[str, An
     ex.start(steps, [rbd], "apply", 0.0)
     pinned = 0
     for i in range(400):
-        before = Placer(ceph.snap()).map_pool(ceph.snap().pool_by_name("rbd"))
+        held = acting_sets(ceph.snap())          # where each PG's data is (a child: its parent's)
         sent = len(ceph.sent)
         ex.tick(ceph.snap(), OPEN, ceph.send, float(i))
         ceph.settle()
         after = Placer(ceph.snap()).map_pool(ceph.snap().pool_by_name("rbd"))
         if any(c.get("var") == "pgp_num_actual" for c in ceph.sent[sent:]):
-            # a pinned pgp_num step went out in this tick: every PG keeps its OSDs
+            # a pinned pgp_num step went out in this tick: every PG maps onto its data
             pinned += 1
-            assert all(set(before.up_list(r)) == set(after.up_list(r)) for r in range(before.up.shape[0]))
+            assert all(set(held[after.pgid(r)]) == set(after.up_list(r)) for r in range(after.up.shape[0]))
         if not ex.active:
             break
     assert pinned == sum(1 for s in steps if s.pin)
@@ -339,8 +362,7 @@ def test_a_primed_round_sends_each_pgs_acting_set_just_before_its_items(dumps: D
     snap = ceph.snap()
     pgs = snap.pgs
     assert pgs is not None
-    acting = {f"{p}.{s:x}": [o for o in row if o >= 0] for p, s, row in
-              zip(pgs.pool.tolist(), pgs.ps.tolist(), pgs.acting.tolist())}
+    acting = acting_sets(snap)
     bursts: List[List[Dict[str, Any]]] = []
 
     def burst(cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
@@ -389,20 +411,6 @@ def test_unprimed_rounds_send_no_pg_temp(dumps: Dict[str, Any]) -> None:
     assert ceph.sent and not any(c["prefix"] == "osd pg-temp" for c in ceph.sent)
 
 
-def add_children_stats(ceph: FakeCeph) -> None:
-    """Stats for the PGs a split made: born on their parent's OSDs, clean, as Ceph reports
-    them (the parent's seed is the child's without its highest bit)."""
-    stats = ceph.dumps["pg_dump"]["pg_map"]["pg_stats"]
-    by_id = {s["pgid"]: s for s in stats}
-    for p in ceph.dumps["osd_dump"]["pools"]:
-        for ps in range(p["pg_num"]):
-            if f"{p['pool']}.{ps:x}" not in by_id:
-                parent = by_id[f"{p['pool']}.{ps & ~(1 << (ps.bit_length() - 1)):x}"]
-                child = dict(copy.deepcopy(parent), pgid=f"{p['pool']}.{ps:x}")
-                stats.append(child)
-                by_id[child["pgid"]] = child
-
-
 def test_a_primed_pgp_step_holds_each_remapped_pg_on_the_osds_with_its_data(
         dumps: Dict[str, Any]) -> None:
     ceph, store = FakeCeph(dumps), Store()
@@ -412,9 +420,7 @@ def test_a_primed_pgp_step_holds_each_remapped_pg_on_the_osds_with_its_data(
     for i in range(300):
         snap = ceph.snap()
         before = Placer(snap).map_pool(snap.pool_by_name("rbd"))
-        assert snap.pgs is not None
-        acting = {f"{p}.{s:x}": [o for o in row if o >= 0] for p, s, row in
-                  zip(snap.pgs.pool.tolist(), snap.pgs.ps.tolist(), snap.pgs.acting.tolist())}
+        acting = acting_sets(snap)
         bursts: List[List[Dict[str, Any]]] = []
 
         def burst(cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
@@ -422,7 +428,6 @@ def test_a_primed_pgp_step_holds_each_remapped_pg_on_the_osds_with_its_data(
             return [ceph.send(c) for c in cmds]
         ex.tick(snap, dataclasses.replace(OPEN, prime=True), ceph.send, float(i), burst)
         ceph.settle()
-        add_children_stats(ceph)
         after = Placer(ceph.snap()).map_pool(ceph.snap().pool_by_name("rbd"))
         for b in bursts:
             if not any(c.get("var") == "pgp_num_actual" for c in b):
@@ -440,6 +445,34 @@ def test_a_primed_pgp_step_holds_each_remapped_pg_on_the_osds_with_its_data(
             break
     assert primed_steps == pgp_steps > 0
     assert store.state is not None and store.state["status"] == "done"
+
+
+def test_a_primed_pgp_step_waits_for_the_stats_of_every_new_pg(dumps: Dict[str, Any]) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    ex = start(ceph, store, 64)
+    prime = dataclasses.replace(OPEN, prime=True)
+    ex.tick(ceph.snap(), prime, ceph.send, 0.0)           # the split
+    assert [c["var"] for c in ceph.sent] == ["pg_num", "pgp_num"] and ceph.sent[1]["val"] == "32"
+    ceph.settle(report=False)                              # its children not in the stats yet
+    n = len(ceph.sent)
+    for t in (1.0, 2.0):
+        ex.tick(ceph.snap(), prime, ceph.send, t)
+    assert len(ceph.sent) == n, "a pgp_num step went out before its PGs' stats"
+    assert ex.state is not None and ex.state["steps"][ex.state["next"]]["kind"] == "pgp_num"
+    assert "not in the PG stats yet" in (ex.state["waiting"] or "")
+    ceph.report_children()
+    ex.tick(ceph.snap(), prime, ceph.send, 3.0)
+    temps = [c["pgid"] for c in ceph.sent[n:] if c["prefix"] == "osd pg-temp"]
+    children = {c for c in temps if int(c.split(".")[1], 16) >= 32}
+    assert temps and children, ceph.sent[n:]
+    # unprimed, the same step does not wait (Ceph steps pgp_num itself)
+    ceph2, store2 = FakeCeph(dumps), Store()
+    ex2 = start(ceph2, store2, 64)
+    ex2.tick(ceph2.snap(), OPEN, ceph2.send, 0.0)
+    ceph2.settle(report=False)
+    n2 = len(ceph2.sent)
+    ex2.tick(ceph2.snap(), OPEN, ceph2.send, 1.0)
+    assert any(c.get("var") == "pgp_num" for c in ceph2.sent[n2:])
 
 
 def test_unprimed_pgp_steps_leave_the_stepping_to_ceph(dumps: Dict[str, Any]) -> None:

@@ -136,11 +136,12 @@ def test_a_failover_after_pgp_num_before_the_pins_resends_the_pins(dumps: Dict[s
     ex2.tick(ceph.snap(), slow, ceph.send, 3.0)
     resent = [c for c in ceph.sent if "pgid" in c]
     assert resent, f"the pins were not resent: {(store.state or {}).get('waiting')}"
-    # with them, every PG is where its data was before the pgp_num change
+    # with them, every PG maps onto the OSDs that hold its data (a child: its parent's)
     from pg_advisor.crush.placement import Placer
-    before = Placer(snap).map_pool(rbd, 48, 32)
+    from pg_advisor.tests.test_execute import acting_sets
+    held = acting_sets(ceph.snap())
     now = Placer(ceph.snap()).map_pool(ceph.snap().pool_by_name("rbd"))
-    assert all(set(before.up_list(r)) == set(now.up_list(r)) for r in range(48))
+    assert all(set(held[now.pgid(r)]) == set(now.up_list(r)) for r in range(48))
     assert (store.state or {})["phase"] == "issued"
     # and once they show, a further failover does not send them again (it goes on)
     n = len(ceph.sent)
