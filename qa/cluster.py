@@ -3,6 +3,7 @@ import json
 import os
 import re
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
@@ -127,6 +128,41 @@ class Cluster:
             return True
         wait_until(settled, timeout, "all PGs active+clean" + (f", {pool}'s as the OSDMap has them"
                                                                if pool else ""))
+
+
+class Writer:
+    """A client writing small objects throughout, through the rados binding; every op's
+    outcome is kept."""
+
+    def __init__(self, c: Cluster, pool: str) -> None:
+        import rados   # the system Python's binding
+        self.cluster = rados.Rados(conffile=c.env["CEPH_CONF"])
+        self.cluster.connect()
+        self.io = self.cluster.open_ioctx(pool)
+        self.ok = 0
+        self.failed: List[str] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        i = 0
+        while not self.stop.is_set():
+            try:
+                self.io.write_full(f"w{i}", b"x" * 4096)
+                self.ok += 1
+            except Exception as e:   # any failure is what the test counts
+                self.failed.append(repr(e))
+            i += 1
+
+    def __enter__(self) -> "Writer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        self.thread.join(60)
+        self.io.close()
+        self.cluster.shutdown()
 
 
 def wait_until(cond: Callable[[], bool], timeout: float, what: str, step: float = 1.0) -> None:

@@ -3,13 +3,12 @@ import json
 import os
 import signal
 import subprocess
-import threading
 import time
 from typing import Any, Dict, Iterator, List
 
 import pytest
 
-from .cluster import Cluster, wait_until
+from .cluster import Cluster, Writer, wait_until
 
 OPT = "mgr/pg_advisor/"
 FAST = {"step_interval": "0", "poll_interval": "1"}
@@ -27,41 +26,6 @@ def history(c: Cluster) -> List[Dict[str, Any]]:
 def plan_state(c: Cluster) -> str:
     plan = progress(c)["plan"]
     return plan["status"] if plan else "none"
-
-
-class Writer:
-    """A client writing small objects throughout, through the rados binding; every op's
-    outcome is kept."""
-
-    def __init__(self, c: Cluster, pool: str) -> None:
-        import rados   # the system Python's binding
-        self.cluster = rados.Rados(conffile=c.env["CEPH_CONF"])
-        self.cluster.connect()
-        self.io = self.cluster.open_ioctx(pool)
-        self.ok = 0
-        self.failed: List[str] = []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        i = 0
-        while not self.stop.is_set():
-            try:
-                self.io.write_full(f"w{i}", b"x" * 4096)
-                self.ok += 1
-            except Exception as e:   # any failure is what the test counts
-                self.failed.append(repr(e))
-            i += 1
-
-    def __enter__(self) -> "Writer":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop.set()
-        self.thread.join(60)
-        self.io.close()
-        self.cluster.shutdown()
 
 
 @pytest.fixture

@@ -4,6 +4,8 @@
 #
 #   qa/vstart.sh start [--osds N] [--hosts H] [--store memstore|bluestore]
 #                      [--dir DIR] [--no-pool]
+#   qa/vstart.sh add-osds --count N --host NAME [--dir DIR]
+#                      (N more OSDs on CRUSH host NAME of root default, started)
 #   qa/vstart.sh stop   [--dir DIR]
 #   qa/vstart.sh status [--dir DIR]
 #
@@ -23,6 +25,8 @@ store=memstore
 dir=${PG_ADVISOR_CLUSTER_DIR:-/tmp/pg-advisor-cluster}
 make_pool=1
 pool=rbd
+count=0
+new_host=
 while [ $# -gt 0 ]; do
     case "$1" in
         --osds) osds=$2; shift 2 ;;
@@ -30,7 +34,9 @@ while [ $# -gt 0 ]; do
         --store) store=$2; shift 2 ;;
         --dir) dir=$2; shift 2 ;;
         --no-pool) make_pool=0; shift ;;
-        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+        --count) count=$2; shift 2 ;;
+        --host) new_host=$2; shift 2 ;;
+        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
         *) echo "vstart.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
@@ -173,6 +179,17 @@ module_ready() {
     ceph mgr services >/dev/null && ceph pg-advisor status >/dev/null
 }
 
+mkfs_and_start() {  # mkfs_and_start ID UUID: a new OSD's store, then the daemon
+    mkdir -p "$dir/osd.$1"
+    ceph-osd -i "$1" --mkfs --osd-uuid "$2" >"$dir/log/osd.$1.mkfs" 2>&1 &&
+        ceph-osd -i "$1" 2>>"$dir/log/osd.$1.start"
+}
+
+wait_all() {  # wait_all PID...: every OSD start, or fail with where to look
+    local p
+    for p in "$@"; do wait "$p" || { log "an OSD failed to start (see $dir/log)"; exit 1; }; done
+}
+
 do_start() {
     install_packages
     do_stop
@@ -215,12 +232,10 @@ do_start() {
     done
     local pids=()
     for ((i = 0; i < osds; i++)); do
-        mkdir -p "$dir/osd.$i"
-        ( ceph-osd -i "$i" --mkfs --osd-uuid "${uuids[i]}" >"$dir/log/osd.$i.mkfs" 2>&1 &&
-          ceph-osd -i "$i" 2>>"$dir/log/osd.$i.start" ) &
+        mkfs_and_start "$i" "${uuids[i]}" &
         pids+=($!)
     done
-    for p in "${pids[@]}"; do wait "$p" || { log "an OSD failed to start (see $dir/log)"; exit 1; }; done
+    wait_all "${pids[@]}"
 
     wait_for 60 "all OSDs up" bash -c "ceph osd stat -f json | jq -e '.num_up_osds == $osds and .num_in_osds == $osds'"
     if [ "$make_pool" = 1 ]; then
@@ -240,9 +255,33 @@ do_start() {
     echo "export CEPH_CONF=$conf"
 }
 
+do_add_osds() {
+    [[ "$count" =~ ^[1-9][0-9]*$ ]] || { echo "vstart.sh: --count must be a positive integer" >&2; exit 2; }
+    [[ "$new_host" =~ ^[A-Za-z0-9_-]+$ ]] || { echo "vstart.sh: --host NAME (letters, digits, - and _)" >&2; exit 2; }
+    [ -f "$conf" ] || { log "no cluster in $dir"; exit 1; }
+    ceph osd crush add-bucket "$new_host" host root=default >/dev/null 2>&1 || true
+    local i id uuid ids=() pids=()
+    for ((i = 0; i < count; i++)); do
+        uuid=$(cat /proc/sys/kernel/random/uuid)
+        id=$(ceph osd new "$uuid")
+        ids+=("$id")
+        # the OSD places itself at its crush location when it starts (osd crush update on start)
+        printf '\n[osd.%d]\ncrush location = root=default host=%s\n' "$id" "$new_host" >>"$conf"
+        mkfs_and_start "$id" "$uuid" &
+        pids+=($!)
+    done
+    wait_all "${pids[@]}"
+    for id in "${ids[@]}"; do
+        wait_for 60 "osd.$id up" bash -c "ceph osd dump -f json | jq -e '.osds[] | select(.osd == $id) | .up == 1 and .in == 1'"
+    done
+    log "added ${ids[*]} on host $new_host"
+    echo "${ids[*]}"
+}
+
 case "$action" in
     start) do_start ;;
+    add-osds) do_add_osds ;;
     stop) do_stop; log "stopped" ;;
     status) do_status ;;
-    *) echo "usage: $0 start|stop|status [options] (see --help)" >&2; exit 2 ;;
+    *) echo "usage: $0 start|add-osds|stop|status [options] (see --help)" >&2; exit 2 ;;
 esac

@@ -3,7 +3,8 @@
     python3 -m pg_advisor --osdmap OSD_DUMP.json --crush CRUSH_DUMP.json \
         [--pg-dump PG_DUMP.json] [--df DF.json] [--autoscale-status AUTOSCALE.json] COMMAND ...
 
-    COMMAND: status [POOL] | plan | map [POOL] | simulate [POOL --pg-num N [--pgp-num M]]
+    COMMAND: status [POOL] | plan | balance | pin-remapped | map [POOL]
+             | simulate [POOL --pg-num N [--pgp-num M]]
              [--out OSD] [--reweight OSD WEIGHT]   (each with -f plain|json|json-pretty)
 """
 import argparse
@@ -17,6 +18,8 @@ from .balance_text import balance_text
 from .errors import AdvisorError
 from .plan import plan_report
 from .plan_text import plan_text
+from .remapped import pin_remapped, pins_report
+from .remapped_text import pins_text
 from .render import FORMATS, render
 from .status import status_report
 from .status_text import status_text
@@ -76,6 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     bl.add_argument("--mode", help="pgs (counts) or bytes (counts, then fullness); "
                                    "default: --balance-mode")
     bl.add_argument("-f", "--format", choices=FORMATS, default="plain")
+    pr = sub.add_parser("pin-remapped",
+                        help="pg-upmap-items that map each remapped PG back onto the OSDs with "
+                             "its data (needs --pg-dump)")
+    pr.add_argument("-f", "--format", choices=FORMATS, default="plain")
     mp = sub.add_parser("map", help="every PG's up set, computed with CRUSH")
     mp.add_argument("pool", nargs="?", help="only this pool")
     mp.add_argument("-f", "--format", choices=FORMATS, default="plain")
@@ -126,6 +133,10 @@ def run(argv: List[str], out: TextIO) -> int:
         out.write(render(balance_report(snap, args.pool, args.max_items, args.mode or opts.balance_mode,
                                         min_gain=opts.balance_min_gain), args.format,
                          balance_text) + "\n")
+    elif args.command == "pin-remapped":
+        report = pins_report(snap, pin_remapped(snap))
+        report["dry_run"] = True
+        out.write(render(report, args.format, pins_text) + "\n")
     elif args.command == "map":
         out.write(render(pg_map(snap, args.pool), args.format, map_text) + "\n")
     elif args.command == "simulate":

@@ -7,7 +7,8 @@ mon command and to read and write the mgr store.
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .balance_report import balance_report
+from .balance import Balancer
+from .balance_report import balance_report, mon_commands
 from .errors import AdvisorError
 from .gates import object_copies
 from .execute import Burst, Executor, Pacing, Send, check_pacing
@@ -15,6 +16,8 @@ from .limits import check_pg_num
 from .options import Options
 from .plan import plan_report
 from .plan_store import PlanStore
+from .priming import PRIME_BATCH
+from .remapped import pin_remapped, pins_report
 from .sizing import Sizer
 from .snapshot import Snapshot
 from .steps import Step, StepPlanner, Throttles, balance_step
@@ -130,6 +133,53 @@ class Driver:
                 out["plan"] = self.executor.start(steps, pools, "apply", now)["id"]
             return out
 
+    def pin_remapped(self, snap: Snapshot, opts: Options, cluster_ratio: float, dry_run: bool,
+                     burst: Burst, now: float, balancer_active: bool = False) -> Dict[str, Any]:
+        """Pin every remapped PG onto the OSDs with its data (remapped.py), then start the
+        drain: balance rounds on the pools pinned, within the budget, until each is even."""
+        with self.lock:
+            pins = pin_remapped(snap)
+            out = pins_report(snap, pins)
+            out["dry_run"] = dry_run
+            if dry_run:
+                return out
+            self.check_idle("pinning")
+            if balancer_active:
+                raise AdvisorError.busy("not pinning: the built-in balancer is active and would undo "
+                                        "the pins (`ceph balancer off` hands balancing over)")
+            # no flag holds the pins back: they stop data moving (with norebalance set while
+            # OSDs are added, as operators do, they are the point); the drain waits for flags
+            pacing(opts, cluster_ratio)       # a malformed window is refused before anything is set
+            cmds = mon_commands(pins.items)
+            answers: List[Tuple[int, str]] = []
+            for i in range(0, len(cmds), PRIME_BATCH):    # a thread a command: small bursts
+                answers += burst(cmds[i:i + PRIME_BATCH])
+            failed = [f"{c['pgid']}: {err.strip() or f'error {rc}'}"
+                      for c, (rc, err) in zip(cmds, answers) if rc != 0]
+            out["failed"] = failed
+            done = {k for k in pins.items} - {f.split(":")[0] for f in failed}
+            # the pools pinned, and the others the change left uneven (their PGs moved before
+            # the pins: an empty PG is on its new OSDs within a second)
+            uneven = {st.pool.id for st in Balancer(snap).states
+                      if done and not st.level.clear() and st.pool.autoscale_mode != "on"}
+            pinned = {int(k.split(".")[0]) for k in done}
+            pools = [p for p in snap.pools if p.id in uneven | pinned]
+            if pools:
+                copies = object_copies(snap)
+                shards = {p.id: max(1, sum(max(len(v), 1) for k, v in pins.items.items()
+                                           if k in done and k.split(".")[0] == str(p.id))) for p in pools}
+                steps = [balance_step(p, p.pg_num, p.pgp_num, shards[p.id], copies) for p in pools]
+                st = self.executor.start(steps, pools, "pin-remapped", now, hold=True)
+                out["plan"] = st["id"]
+                # what PG_ADVISOR_PINNED counts down as the drain takes the items out
+                # (a PG pinned by removing its items has none to count)
+                st["pins"] = {k: [list(p) for p in pins.items[k]] for k in sorted(done) if pins.items[k]}
+                st["pins_left"] = len(st["pins"])
+                self.executor._log(now, "pin", f"{len(done)} remapped PGs pinned onto their data"
+                                   + (f", {len(failed)} refused" if failed else ""))
+                self.executor.save()
+            return out
+
     def abort(self, snap: Snapshot, send: Send, now: float) -> str:
         """End the plan; or forget a stored plan that could not be read."""
         with self.lock:
@@ -172,6 +222,19 @@ class Driver:
                     self._start_balancing(snap, opts, now)
             if ex.active:
                 ex.tick(snap, pacing(opts, cluster_ratio, balancer_active), send, now, burst)
+            self._count_pins(snap)
+
+    def _count_pins(self, snap: Snapshot) -> None:
+        """How many of the plan's pins the map still has (a PG counts while any of its pin
+        items is there)."""
+        st = self.executor.state
+        if st is None or not st.get("pins") or not self.executor.open:
+            return
+        left = sum(1 for pgid, pairs in st["pins"].items()
+                   if {tuple(p) for p in pairs} & set(snap.pg_upmap_items.get(pgid, ())))
+        if left != st.get("pins_left"):
+            st["pins_left"] = left
+            self.executor.save()
 
     def _start_balancing(self, snap: Snapshot, opts: Options, now: float) -> None:
         """Auto mode with no pg_num change due: a plan of balance rounds for the pools the
@@ -204,6 +267,13 @@ class Driver:
                 "summary": f"pg_advisor cannot advance or start a plan: {self.error}"}
         if st is None or st["status"] not in ("running", "paused", "failed", "stopped"):
             return checks
+        if st.get("pins_left") and st["status"] != "failed":
+            checks["PG_ADVISOR_PINNED"] = {
+                "severity": "warning", "count": st["pins_left"],
+                "detail": [f"plan {st['id']} ({st['status']}): {st['pins_left']} of {len(st['pins'])} "
+                           f"PGs pinned by pin-remapped still hold their items"],
+                "summary": f"pg_advisor: {st['pins_left']} PGs pinned onto their old OSDs wait for the "
+                           f"drain (`ceph pg-advisor progress`)"}
         if st["status"] == "stopped":
             checks["PG_ADVISOR_PLAN_STOPPED"] = {
                 "severity": "warning", "count": 1, "detail": [st["stopped_why"]],

@@ -245,8 +245,10 @@ class Executor:
         """Active, or stopped by a change it must not act on: it waits for the operator."""
         return self.state is not None and self.state["status"] in ("running", "paused", "stopped")
 
-    def start(self, steps: List[Step], pools: Sequence[Pool], source: str, now: float) -> Dict[str, Any]:
-        """Run `steps` on `pools` (as they are now: the plan is bound to their ids and targets)."""
+    def start(self, steps: List[Step], pools: Sequence[Pool], source: str, now: float,
+              hold: bool = False) -> Dict[str, Any]:
+        """Run `steps` on `pools` (as they are now: the plan is bound to their ids and targets);
+        `hold`: the first step, too, waits step_interval (what was just set settles first)."""
         if self.open:
             raise AdvisorError.busy(f"plan {self.state['id']} is {self.state['status']}: "   # type: ignore
                                     f"abort it or let it finish first")
@@ -261,9 +263,10 @@ class Executor:
                                          # the targets the plan last set (or found)
                                          "expect": [p.pg_num_target, p.pgp_num_target]}
                                 for p in pools},
-                      "status": "running", "issued_at": None, "last_step_at": None,
+                      "status": "running", "issued_at": None, "last_step_at": now if hold else None,
                       "attempts": 0, "retry_at": None, "last_error": None, "stopped_why": None,
-                      "rounds": 0, "round": None, "blockers": [], "waiting": None}
+                      "rounds": 0, "round": None, "blockers": [], "waiting": None,
+                      "pins": {}, "pins_left": 0}
         self._log(now, "start", f"{len(steps)} steps: " + "; ".join(
             f"{n} pg_num {p['start']} -> {p['goal']}" for n, p in sorted(self.state["pools"].items())))
         self.save()

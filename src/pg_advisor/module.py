@@ -27,6 +27,7 @@ from .plan_text import plan_text
 from .render import check_format, render
 from .status import status_report
 from .status_text import status_text
+from .remapped_text import pins_text
 from .whatif import Change, pg_map, simulate
 from .whatif_text import map_text, simulate_text
 
@@ -85,6 +86,12 @@ class Module(MgrModule):
                     "steps (--dry-run: only show the steps)",
             "perm": "rw",
         },
+        {
+            "cmd": "pg-advisor pin-remapped name=dry_run,type=CephBool,req=false",
+            "desc": "Map every remapped PG back onto the OSDs that hold its data (pg-upmap-items), "
+                    "then drain the pins in throttled balance rounds (--dry-run: only show them)",
+            "perm": "rw",
+        },
         {"cmd": "pg-advisor pause", "desc": "Take no new step of the running plan", "perm": "rw"},
         {"cmd": "pg-advisor resume", "desc": "Continue the paused plan", "perm": "rw"},
         {
@@ -116,6 +123,7 @@ class Module(MgrModule):
             "pg-advisor simulate": self._cmd_simulate,
             "pg-advisor mode": self._cmd_mode,
             "pg-advisor apply": self._cmd_apply,
+            "pg-advisor pin-remapped": self._cmd_pin_remapped,
             "pg-advisor pause": self._cmd_pause,
             "pg-advisor resume": self._cmd_resume,
             "pg-advisor abort": self._cmd_abort,
@@ -323,6 +331,14 @@ class Module(MgrModule):
                                    bool(cmd.get("dry_run")), time.time())
         self._wake.set()
         return render(report, fmt, apply_text)
+
+    def _cmd_pin_remapped(self, cmd: Dict[str, Any]) -> str:
+        fmt = check_format(cmd.get("format"))
+        report = self.driver.pin_remapped(self.take_snapshot(), self.current_options(), self.cluster_ratio(),
+                                          bool(cmd.get("dry_run")), self.burst, time.time(),
+                                          self.balancer_active())
+        self._wake.set()
+        return render(report, fmt, pins_text)
 
     def _cmd_pause(self, cmd: Dict[str, Any]) -> str:
         with self.driver.lock:

@@ -19,14 +19,19 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from .steps import Step
 
 STATE_KEY, HISTORY_KEY, STEPS_KEY, CORRUPT_KEY = "exec_state", "exec_history", "exec_steps", "exec_corrupt"
+PINS_KEY = "exec_pins"       # pin-remapped's items, in chunks written once, as the steps
 STATE_VERSION = 2
 ENTRY_MAX = 60000            # bytes per store entry, below the mon's 65536
 STEPS_PER_CHUNK = 150        # a step is ~250 bytes of JSON
+PINS_PER_CHUNK = 300         # a PG's pins are at most ~180 bytes of JSON (EC 8+3, all shards)
+MAX_PINS = 1 << 20
 MAX_STEPS = 1 << 18          # more than any pg_num change within mon_max_pool_pg_num needs
 READ_MAX = 1 << 20           # a stored value longer than this is not parsed at all
 STATUSES = ("running", "paused", "stopped", "done", "aborted", "failed")
 PHASES = ("idle", "issuing", "issued")
-VOLATILE = ("steps", "blockers", "waiting")   # not stored: steps apart, the rest recomputed
+# not stored in the state entry: steps and pins apart, the rest recomputed
+VOLATILE = ("steps", "pins", "blockers", "waiting")
+OPTIONAL = {"pins_count": 0, "pins_left": 0}    # absent from states stored before pin-remapped
 
 Load = Callable[[str], Optional[str]]
 Save = Callable[[str, Optional[str]], None]
@@ -48,7 +53,7 @@ def _int(v: Any) -> bool:
 _STATE_FIELDS: Dict[str, Callable[[Any], bool]] = {
     "version": lambda v: v == STATE_VERSION,
     "id": lambda v: isinstance(v, str) and 0 < len(v) <= 64,
-    "source": lambda v: v in ("apply", "auto"),
+    "source": lambda v: v in ("apply", "auto", "pin-remapped"),
     "created": _number,
     "next": lambda v: _int(v) and v >= 0,
     "phase": lambda v: v in PHASES,
@@ -68,6 +73,8 @@ _STATE_FIELDS: Dict[str, Callable[[Any], bool]] = {
     "rounds": lambda v: _int(v) and v >= 0,
     "round": lambda v: v is None or (isinstance(v, dict) and set(v) == {"epoch", "items"}
                                      and _int(v["epoch"]) and isinstance(v["items"], dict)),
+    "pins_count": lambda v: _int(v) and 0 <= v <= MAX_PINS,
+    "pins_left": lambda v: _int(v) and 0 <= v <= MAX_PINS,
 }
 _EVENT_FIELDS = {"time": _number, "plan": lambda v: v is None or isinstance(v, str),
                  "event": lambda v: isinstance(v, str), "detail": lambda v: isinstance(v, str)}
@@ -91,6 +98,7 @@ def check_state(doc: Any) -> Dict[str, Any]:
     if doc.get("version") != STATE_VERSION:
         raise Unreadable(f"exec_state is of version {doc.get('version')!r}, not {STATE_VERSION} "
                          f"(written by another pg_advisor)")
+    doc = dict(OPTIONAL, **doc)
     missing = sorted(set(_STATE_FIELDS) - set(doc))
     extra = sorted(set(doc) - set(_STATE_FIELDS))
     if missing or extra:
@@ -103,13 +111,20 @@ def check_state(doc: Any) -> Dict[str, Any]:
     return doc
 
 
-def check_steps(chunks: List[Any], plan: str, count: int) -> List[Dict[str, Any]]:
-    steps: List[Dict[str, Any]] = []
+def _joined(chunks: List[Any], plan: str, key: str, field: str, kind: type) -> List[Any]:
+    """The `field` of each chunk of `key`, in order, each checked to be of `plan`."""
+    out = []
     for i, c in enumerate(chunks):
         if not (isinstance(c, dict) and c.get("plan") == plan and c.get("part") == i
-                and isinstance(c.get("steps"), list)):
-            raise Unreadable(f"{STEPS_KEY}.{i} does not belong to plan {plan}")
-        steps.extend(c["steps"])
+                and isinstance(c.get(field), kind)):
+            raise Unreadable(f"{key}.{i} does not belong to plan {plan}")
+        out.append(c[field])
+    return out
+
+
+def check_steps(chunks: List[Any], plan: str, count: int) -> List[Dict[str, Any]]:
+    parts = _joined(chunks, plan, STEPS_KEY, "steps", list)
+    steps: List[Dict[str, Any]] = [s for part in parts for s in part]
     if len(steps) != count:
         raise Unreadable(f"plan {plan} has {len(steps)} stored steps, not {count}")
     for s in steps:
@@ -121,6 +136,19 @@ def check_steps(chunks: List[Any], plan: str, count: int) -> List[Dict[str, Any]
                 _int(getattr(step, f)) for f in ("pool_id", "pg_num", "pgp_num")):
             raise Unreadable(f"a stored step is malformed: {str(s)[:80]}")
     return steps
+
+
+def check_pins(chunks: List[Any], plan: str, count: int) -> Dict[str, List[List[int]]]:
+    pins: Dict[str, List[List[int]]] = {}
+    for part in _joined(chunks, plan, PINS_KEY, "pins", dict):
+        pins.update(part)
+    if len(pins) != count:
+        raise Unreadable(f"plan {plan} has {len(pins)} stored pins, not {count}")
+    for k, v in pins.items():
+        if not (isinstance(v, list) and all(isinstance(p, list) and len(p) == 2 and all(_int(x) for x in p)
+                                            for p in v)):
+            raise Unreadable(f"the stored pins of {k[:40]} are malformed")
+    return pins
 
 
 def check_history(doc: Any) -> List[Dict[str, Any]]:
@@ -147,6 +175,7 @@ class PlanStore:
         self._load, self._save = load, save
         self._written: Dict[str, Optional[str]] = {}   # key -> the value last written or read
         self._chunks = 0
+        self._pin_chunks = 0
         self.error: Optional[str] = None     # what could not be read, until cleared
 
     def _get(self, key: str) -> Optional[str]:
@@ -179,8 +208,12 @@ class PlanStore:
                 n = -(-st["steps_count"] // STEPS_PER_CHUNK)
                 chunks = [_parse(self._get(f"{STEPS_KEY}.{i}"), f"{STEPS_KEY}.{i}") for i in range(n)]
                 st["steps"] = check_steps(chunks, st["id"], st["steps_count"])
+                m = -(-st["pins_count"] // PINS_PER_CHUNK)
+                chunks = [_parse(self._get(f"{PINS_KEY}.{i}"), f"{PINS_KEY}.{i}") for i in range(m)]
+                st["pins"] = check_pins(chunks, st["id"], st["pins_count"])
+                del st["pins_count"]
                 st["blockers"], st["waiting"] = [], None
-                self._chunks = n
+                self._chunks, self._pin_chunks = n, m
                 state = st
         except Unreadable as e:
             problems.append(str(e))
@@ -200,8 +233,16 @@ class PlanStore:
             for i in range(len(parts), self._chunks):      # a longer plan's tail
                 self._put(f"{STEPS_KEY}.{i}", None)
             self._chunks = len(parts)
+            pins = sorted((state.get("pins") or {}).items())
+            pparts = [dict(pins[i:i + PINS_PER_CHUNK]) for i in range(0, len(pins), PINS_PER_CHUNK)]
+            for i, ppart in enumerate(pparts):
+                self._put(f"{PINS_KEY}.{i}", json.dumps({"plan": state["id"], "part": i, "pins": ppart},
+                                                        sort_keys=True))
+            for i in range(len(pparts), self._pin_chunks):
+                self._put(f"{PINS_KEY}.{i}", None)
+            self._pin_chunks = len(pparts)
             doc = {k: v for k, v in state.items() if k not in VOLATILE}
-            doc["version"], doc["steps_count"] = STATE_VERSION, len(steps)
+            doc["version"], doc["steps_count"], doc["pins_count"] = STATE_VERSION, len(steps), len(pins)
             self._put(STATE_KEY, json.dumps(doc, sort_keys=True))
         else:
             self._put(STATE_KEY, None)
@@ -212,5 +253,7 @@ class PlanStore:
         self._put(STATE_KEY, None)
         for i in range(self._chunks):
             self._put(f"{STEPS_KEY}.{i}", None)
-        self._chunks = 0
+        for i in range(self._pin_chunks):
+            self._put(f"{PINS_KEY}.{i}", None)
+        self._chunks = self._pin_chunks = 0
         self.error = None
