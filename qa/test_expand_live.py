@@ -5,9 +5,13 @@ writes. Runs last (conftest.LAST): it leaves the cluster with 8 OSDs on 4 hosts.
 import hashlib
 import json
 import time
-from typing import Any, Dict, Iterator, List
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import pytest
+
+from pg_advisor import snapshot
+from pg_advisor.crush.placement import Placer
+from pg_advisor.growth import with_host
 
 from .cluster import Cluster, Writer, wait_until
 
@@ -22,6 +26,10 @@ SHORT_LOG = {"osd_min_pg_log_entries": "10", "osd_max_pg_log_entries": "10", "os
 
 def body(name: str) -> bytes:
     return hashlib.sha256(name.encode()).digest() * 256
+
+
+def load(d: Dict[str, Any]) -> snapshot.Snapshot:
+    return snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
 
 
 def status(c: Cluster) -> Dict[str, Any]:
@@ -64,9 +72,11 @@ def filled(cluster: Cluster) -> Iterator[Cluster]:
         c.ceph("config", "set", "mgr", OPT + k, v)
     c.wait_clean()
     yield c
-    if (plan(c) or {}).get("status") in ("running", "paused"):
+    if (plan(c) or {}).get("status") in ("running", "paused", "stopped"):
         c.ceph("pg-advisor", "abort")
     c.run("osd", "unset", "norebalance")
+    for name in POOLS:
+        c.run("osd", "pool", "rm", name, name, "--yes-i-really-really-mean-it")
     for k in ("step_interval", "poll_interval"):
         c.run("config", "rm", "mgr", OPT + k)
     for k in SHORT_LOG:
@@ -80,8 +90,18 @@ def test_a_new_host_is_pinned_clean_then_drained_within_the_budget(filled: Clust
     with Writer(c, "exp_a") as w:
         # as operators add capacity: norebalance first, so nothing moves as the OSDs come in
         c.ceph("osd", "set", "norebalance")
+        # what simulate --add-host predicts, from the map before
+        was = load(c.dumps())
+        weight = float(was.osds.crush_weight[was.osds.exists].max())
+        grown, predicted_ids, _ = with_host(was, "host9", 2, weight)
         new = [int(x) for x in c.vstart("add-osds", "--count", "2", "--host", "host9").split()]
-        assert len(new) == 2 and not set(new) & before
+        assert len(new) == 2 and not set(new) & before and new == predicted_ids
+        # every PG of every pool where CRUSH now puts it (our CRUSH is exact: test_crush_exact)
+        now = load(c.dumps())
+        wrong = [(m.pgid(r), m.up_list(r), a.up_list(r)) for pool in now.pools
+                 for m, a in [(Placer(grown).map_pool(pool), Placer(now).map_pool(pool))]
+                 for r in range(a.up.shape[0]) if m.up_list(r) != a.up_list(r)]
+        assert wrong == [], f"simulate --add-host mispredicted {len(wrong)} PGs, e.g. {wrong[:3]}"
         wait_until(lambda: misplaced(c) > 0, 60, "CRUSH to remap PGs onto the new OSDs")
         time.sleep(3)                     # the PG stats catch up with the new map
         r = json.loads(c.ceph("pg-advisor", "pin-remapped", "-f", "json"))
@@ -93,12 +113,9 @@ def test_a_new_host_is_pinned_clean_then_drained_within_the_budget(filled: Clust
         assert plan(c)["status"] == "running" and plan(c)["blockers"], "the drain ignored norebalance"
         # the drain: balance rounds within the budget, sampled every second
         c.ceph("osd", "unset", "norebalance")
-        peak, t1 = 0.0, time.time()
-        while (plan(c) or {}).get("status") == "running" and time.time() - t1 < 600:
-            peak = max(peak, misplaced(c))
-            time.sleep(1)
+        t1 = time.time()
+        peak = watch_plan(c)
         drained_in = time.time() - t1
-        assert plan(c)["status"] == "done", plan(c)
         c.wait_clean()
     print(f"pinned {r['pinned']} of {r['remapped']} remapped PGs; clean in {pinned_in:.1f} s; "
           f"drained in {drained_in:.0f} s, misplaced peak {100 * peak:.2f} % (budget {100 * budget:.0f} %)")
@@ -109,13 +126,31 @@ def test_a_new_host_is_pinned_clean_then_drained_within_the_budget(filled: Clust
     print({p["pool"]: p["max_deviation"] for p in ev["distribution"]["pools"]},
           (ev["distribution"]["total"] or {}).get("max_deviation"))
     assert ev["score"] <= 1.0, ev["score"]
-    counts: Dict[int, int] = {}
-    brief = c.json("pg", "dump", "pgs_brief")
-    for s in brief["pg_stats"] if isinstance(brief, dict) else brief:
-        for o in s["acting"]:
-            counts[o] = counts.get(o, 0) + 1
+    counts = acting_counts(c)
     assert all(counts.get(o, 0) > 0 for o in new), counts
-    # and the data is whole
+    assert_intact(c)
+
+
+def watch_plan(c: Cluster, limit: float = 600, on_round: Optional[Callable[[], None]] = None) -> float:
+    """Sample the misplaced ratio every second until the plan ends; the peak. `on_round`
+    runs once, after the plan's first balance round."""
+    peak, t0 = 0.0, time.time()
+    while (plan(c) or {}).get("status") == "running" and time.time() - t0 < limit:
+        peak = max(peak, misplaced(c))
+        if on_round is not None and any(h["event"] == "round" for h in history(c)):
+            on_round()
+            on_round = None
+        time.sleep(1)
+    assert (plan(c) or {}).get("status") == "done", plan(c)
+    return peak
+
+
+def history(c: Cluster) -> List[Dict[str, Any]]:
+    return [h for h in json.loads(c.ceph("pg-advisor", "history", "-f", "json"))["history"]
+            if h["plan"] == (plan(c) or {}).get("id")]
+
+
+def assert_intact(c: Cluster) -> None:
     import rados
     cl = rados.Rados(conffile=c.env["CEPH_CONF"])
     cl.connect()
@@ -130,11 +165,100 @@ def test_a_new_host_is_pinned_clean_then_drained_within_the_budget(filled: Clust
         cl.shutdown()
 
 
-def test_bad_pin_remapped_arguments_change_nothing(cluster: Cluster) -> None:
+def acting_counts(c: Cluster) -> Dict[int, int]:
+    counts: Dict[int, int] = {}
+    brief = c.json("pg", "dump", "pgs_brief")
+    for s in brief["pg_stats"] if isinstance(brief, dict) else brief:
+        for o in s["acting"]:
+            counts[o] = counts.get(o, 0) + 1
+    return counts
+
+
+def test_a_drain_survives_a_mgr_failover_and_the_out_after_it_is_pinned(filled: Cluster) -> None:
+    c = filled
+    budget = 0.05
+    osd = max(o["osd"] for o in c.json("osd", "dump")["osds"] if o["in"] and o["up"])
+    with Writer(c, "exp_b") as w:
+        r = json.loads(c.ceph("pg-advisor", "drain", f"osd.{osd}", "-f", "json"))
+        assert r["plan"] and r["replicas"] > 0 and r["osds"] == [osd], r
+        failed_over: List[float] = []
+
+        def fail_mgr() -> None:
+            c.ceph("mgr", "fail")
+            failed_over.append(time.time())
+            wait_until(lambda: c.run("pg-advisor", "progress")[0] == 0, 120, "the module after mgr fail")
+        peak = watch_plan(c, on_round=fail_mgr)
+        assert failed_over, "the plan ended before the mgr could be failed over"
+        c.wait_clean()
+        assert acting_counts(c).get(osd, 0) == 0, acting_counts(c)
+        # the OSD is empty: marked out, CRUSH remaps the PGs whose raw set had it (their
+        # items point away from it and no longer apply); pinned, nothing moves
+        c.ceph("osd", "out", str(osd))
+        time.sleep(5)
+        p = json.loads(c.ceph("pg-advisor", "pin-remapped", "-f", "json"))
+        wait_until(lambda: all_clean(c), 60, "active+clean with 0 misplaced after the out and the pins")
+        peak2 = watch_plan(c) if p.get("plan") else 0.0
+        c.wait_clean()
+    print(f"drained osd.{osd}: {r['replicas']} replicas, misplaced peak {100 * peak:.2f} %; out: "
+          f"{p['remapped']} remapped, {p['pinned']} pinned, drain peak {100 * peak2:.2f} %")
+    assert peak <= budget and peak2 <= budget
+    assert w.failed == [] and w.ok > 100, (w.ok, w.failed[:3])
+    assert json.loads(c.ceph("pg-advisor", "eval", "-f", "json"))["score"] <= 1.0
+    assert_intact(c)
+
+
+def mgr_pid(c: Cluster) -> int:
+    return int((c.dir / "run" / "mgr.x.pid").read_text())
+
+
+@pytest.fixture
+def ec4(cluster: Cluster) -> Iterator[Cluster]:
+    """An EC 2+2 pool across hosts: it needs four hosts (or, on the 3-host cluster, cannot
+    place all shards anyway), so no host may be drained."""
     c = cluster
-    before = c.fingerprint()
-    code, _, err = c.run("pg-advisor", "pin-remapped", "--dry-run", "maybe")
-    assert code != 0 and err.strip()
-    code, out, _ = c.run("pg-advisor", "pin-remapped", "--dry-run", "-f", "json")
-    assert code == 0 and json.loads(out)["dry_run"] is True
-    assert c.fingerprint() == before
+    c.ceph("osd", "erasure-code-profile", "set", "k2m2", "k=2", "m=2", "crush-failure-domain=host")
+    c.ceph("osd", "pool", "create", "ec4", "8", "8", "erasure", "k2m2")
+    c.ceph("osd", "pool", "set", "ec4", "pg_autoscale_mode", "off")
+    yield c
+    if (plan(c) or {}).get("status") in ("running", "paused", "stopped"):
+        c.ceph("pg-advisor", "abort")
+    c.run("osd", "pool", "rm", "ec4", "ec4", "--yes-i-really-really-mean-it")
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["drain", "osd.99"], 2, "osd.99 does not exist"),
+    (["drain", "osd.-1"], 2, "neither an OSD"),
+    (["drain", "host0"], 22, "can place"),            # a host ec4 needs (2+2 across hosts)
+    (["drain", "osd.2147483648"], 2, "neither an OSD"),
+    (["drain", "osd.100000000"], 2, "does not exist"),
+    (["drain", "nosuchhost"], 2, "neither an OSD"),
+    (["drain", "default"], 22, "can place"),          # the root: nothing would be left
+    (["drain", "osd.1", "--dry-run", "maybe"], 22, ""),
+    (["pin-remapped", "--dry-run", "maybe"], 22, ""),
+])
+def test_bad_drain_and_pin_arguments_change_nothing(
+        ec4: Cluster, args: List[str], code: int, message: str) -> None:
+    c = ec4
+    pid, before = mgr_pid(c), c.fingerprint()
+    rc, _, err = c.run("pg-advisor", *args)
+    assert rc == code and message in err and err.strip(), (rc, err)
+    assert c.fingerprint() == before and mgr_pid(c) == pid
+
+
+def test_a_drain_beside_another_plan_is_refused(ec4: Cluster) -> None:
+    c = ec4
+    c.ceph("osd", "set", "norebalance")           # the first drain holds: it stays open
+    try:
+        r = json.loads(c.ceph("pg-advisor", "drain", "osd.1", "-f", "json"))
+        assert r["plan"]
+        before = c.fingerprint()
+        rc, _, err = c.run("pg-advisor", "drain", "osd.2")
+        assert rc == 16 and "plan" in err, err
+        rc, _, err = c.run("pg-advisor", "pin-remapped")
+        assert rc == 16 and "plan" in err, err
+        assert c.fingerprint() == before
+        dry = json.loads(c.ceph("pg-advisor", "pin-remapped", "--dry-run", "-f", "json"))
+        assert dry["dry_run"] is True
+    finally:
+        c.ceph("pg-advisor", "abort")
+        c.ceph("osd", "unset", "norebalance")

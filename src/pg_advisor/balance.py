@@ -9,7 +9,7 @@ most underfull one ("pull"); a move that only lowers the squared deviation is th
 fallback when the rule leaves no direct move. Optionally, bytes come last (bytes mode).
 """
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -162,8 +162,12 @@ def _order(key: np.ndarray, mask: np.ndarray) -> List[int]:
 
 class Balancer:
     def __init__(self, snap: Snapshot, placer: Optional[Placer] = None,
-                 pools: Optional[List[str]] = None, object_budget: Optional[float] = None) -> None:
+                 pools: Optional[List[str]] = None, object_budget: Optional[float] = None,
+                 drain: Sequence[int] = ()) -> None:
         self.snap = snap
+        # OSDs to empty (`drain`): no share and never a destination, so every replica on
+        # them is excess the moves take off
+        self.drain = np.array(sorted(set(drain)), dtype=np.int64)
         # object copies the moves may misplace (None: no limit); each move misplaces the
         # PG's objects once
         self.object_budget = object_budget
@@ -177,6 +181,7 @@ class Balancer:
         self.anc = ancestors(snap)
         o = snap.osds
         self.usable = o.exists & o.up & o.in_ & (o.reweight > 0) & (o.crush_weight > 0)
+        self.usable[self.drain] = False
         self.notes: List[str] = []
         self.states: List[PoolState] = []
         for pool in snap.pools:
@@ -200,6 +205,7 @@ class Balancer:
         rule = self.snap.rules[pool.crush_rule]
         # 0 where the rule's steps cannot reach: no share, never a destination
         w = rule_weights(self.snap, rule)
+        w[self.drain] = 0.0
         lost = np.flatnonzero(unreachable(self.snap, rule)).tolist()
         if lost:
             self.notes.append(

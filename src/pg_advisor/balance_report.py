@@ -105,16 +105,17 @@ def misplaced_budget(snap: Snapshot, ratio: float) -> Optional[float]:
 
 def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 1 << 20,
                    mode: str = "bytes", placer: Optional[Placer] = None,
-                   object_budget: Optional[float] = None, min_gain: float = 0.005) -> Dict[str, Any]:
+                   object_budget: Optional[float] = None, min_gain: float = 0.005,
+                   drain: Sequence[int] = ()) -> Dict[str, Any]:
     """Balance PG counts (per pool, then in total), then in bytes mode how full the OSDs
-    are, with at most `max_items` replica moves."""
+    are, with at most `max_items` replica moves; the OSDs in `drain` are emptied."""
     if mode not in MODES:
         raise AdvisorError.invalid(f"mode '{mode}' is not one of {', '.join(MODES)}")
     if max_items < 1:
         raise AdvisorError.invalid(f"--max-items must be at least 1, not {max_items}")
     for name in pools or []:
         snap.pool_by_name(name)
-    b = Balancer(snap, placer, pools, object_budget)
+    b = Balancer(snap, placer, pools, object_budget, drain)
     b.begin(max_items)
     b.balance_counts()
     bytes_mode = mode == "bytes" and snap.pgs is not None

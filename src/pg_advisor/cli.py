@@ -3,7 +3,7 @@
     python3 -m pg_advisor --osdmap OSD_DUMP.json --crush CRUSH_DUMP.json \
         [--pg-dump PG_DUMP.json] [--df DF.json] [--autoscale-status AUTOSCALE.json] COMMAND ...
 
-    COMMAND: status [POOL] | plan | balance | pin-remapped | map [POOL]
+    COMMAND: status [POOL] | plan | balance | pin-remapped | drain TARGET | map [POOL]
              | simulate [POOL --pg-num N [--pgp-num M]]
              [--out OSD] [--reweight OSD WEIGHT]   (each with -f plain|json|json-pretty)
 """
@@ -16,15 +16,17 @@ from . import options, snapshot
 from .balance_report import balance_report
 from .balance_text import balance_text
 from .errors import AdvisorError
+from .growth import growth_report
 from .plan import plan_report
 from .plan_text import plan_text
 from .remapped import pin_remapped, pins_report
-from .remapped_text import pins_text
+from .drain import drain_report
+from .expand_text import drain_text, pins_text
 from .render import FORMATS, render
 from .status import status_report
 from .status_text import status_text
 from .whatif import Change, pg_map, simulate
-from .whatif_text import map_text, simulate_text
+from .whatif_text import growth_text, map_text, simulate_text
 
 EXIT_BAD_INPUT = 2
 MAX_BALANCE_ITEMS = 1 << 20    # replica moves one offline balance may propose (and its default)
@@ -83,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="pg-upmap-items that map each remapped PG back onto the OSDs with "
                              "its data (needs --pg-dump)")
     pr.add_argument("-f", "--format", choices=FORMATS, default="plain")
+    dr = sub.add_parser("drain", help="the moves that would empty an OSD or a CRUSH bucket")
+    dr.add_argument("target", help="osd.N, or a bucket name such as a host")
+    dr.add_argument("-f", "--format", choices=FORMATS, default="plain")
     mp = sub.add_parser("map", help="every PG's up set, computed with CRUSH")
     mp.add_argument("pool", nargs="?", help="only this pool")
     mp.add_argument("-f", "--format", choices=FORMATS, default="plain")
@@ -96,6 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
                     metavar="OSD", help="mark this OSD out (repeatable)")
     sm.add_argument("--reweight", nargs=2, action="append", default=[], metavar=("OSD", "WEIGHT"),
                     help="set this OSD's reweight (repeatable)")
+    sm.add_argument("--add-host", metavar="NAME", help="a new host of --osds N OSDs of CRUSH weight "
+                                                       "--weight W each (on its own)")
+    sm.add_argument("--osds", type=int, metavar="N", help="with --add-host: how many OSDs")
+    sm.add_argument("--weight", type=float, metavar="W", help="with --add-host: each OSD's CRUSH weight")
+    sm.add_argument("--device-class", metavar="CLASS", help="with --add-host (default: the most common)")
+    sm.add_argument("--root", default="default", help="with --add-host: the bucket it goes under")
+    sm.add_argument("--backfill-mib-s", type=float, metavar="RATE",
+                    help="with --add-host: backfill throughput, for a time estimate")
     sm.add_argument("-f", "--format", choices=FORMATS, default="plain")
     return p
 
@@ -137,8 +150,19 @@ def run(argv: List[str], out: TextIO) -> int:
         report = pins_report(snap, pin_remapped(snap))
         report["dry_run"] = True
         out.write(render(report, args.format, pins_text) + "\n")
+    elif args.command == "drain":
+        out.write(render(drain_report(snap, args.target), args.format, drain_text) + "\n")
     elif args.command == "map":
         out.write(render(pg_map(snap, args.pool), args.format, map_text) + "\n")
+    elif args.command == "simulate" and args.add_host is not None:
+        if args.pool or args.pg_num is not None or args.pgp_num is not None or args.out or args.reweight:
+            raise AdvisorError.invalid("--add-host is simulated on its own (no pool, out or reweight)")
+        if args.osds is None or args.weight is None:
+            raise AdvisorError.invalid("--add-host NAME goes with --osds N and --weight W")
+        rate = args.backfill_mib_s * (1 << 20) if args.backfill_mib_s is not None else None
+        report = growth_report(snap, args.add_host, args.osds, args.weight, args.device_class, args.root,
+                               float(opts.misplaced_budget) or 0.05, rate)
+        out.write(render(report, args.format, growth_text) + "\n")
     elif args.command == "simulate":
         change = Change(pool=args.pool, pg_num=args.pg_num, pgp_num=args.pgp_num,
                         out=tuple(args.out), reweight=_reweights(args.reweight))

@@ -7,17 +7,17 @@ mon command and to read and write the mgr store.
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .balance import Balancer
 from .balance_report import balance_report, mon_commands
+from .drain import describe, drain_plan
 from .errors import AdvisorError
-from .gates import object_copies
+from .gates import misplaced_ratio, object_copies
 from .execute import Burst, Executor, Pacing, Send, check_pacing
 from .limits import check_pg_num
 from .options import Options
 from .plan import plan_report
 from .plan_store import PlanStore
 from .priming import PRIME_BATCH
-from .remapped import pin_remapped, pins_report
+from .remapped import Pins, pin_remapped, pins_report
 from .sizing import Sizer
 from .snapshot import Snapshot
 from .steps import Step, StepPlanner, Throttles, balance_step
@@ -56,6 +56,7 @@ class Driver:
         self.lock = threading.Lock()     # commands and the serve loop share the executor
         self._next_balance_check = 0.0
         self.error: Optional[str] = None  # why the last tick could not run (e.g. a bad option)
+        self._pinned_at = -1
 
     def _check_store(self) -> None:
         if self.store.error:
@@ -139,10 +140,8 @@ class Driver:
         drain: balance rounds on the pools pinned, within the budget, until each is even."""
         with self.lock:
             pins = pin_remapped(snap)
-            out = pins_report(snap, pins)
-            out["dry_run"] = dry_run
             if dry_run:
-                return out
+                return dict(pins_report(snap, pins), dry_run=True)
             self.check_idle("pinning")
             if balancer_active:
                 raise AdvisorError.busy("not pinning: the built-in balancer is active and would undo "
@@ -150,34 +149,62 @@ class Driver:
             # no flag holds the pins back: they stop data moving (with norebalance set while
             # OSDs are added, as operators do, they are the point); the drain waits for flags
             pacing(opts, cluster_ratio)       # a malformed window is refused before anything is set
-            cmds = mon_commands(pins.items)
-            answers: List[Tuple[int, str]] = []
-            for i in range(0, len(cmds), PRIME_BATCH):    # a thread a command: small bursts
-                answers += burst(cmds[i:i + PRIME_BATCH])
-            failed = [f"{c['pgid']}: {err.strip() or f'error {rc}'}"
-                      for c, (rc, err) in zip(cmds, answers) if rc != 0]
-            out["failed"] = failed
-            done = {k for k in pins.items} - {f.split(":")[0] for f in failed}
-            # the pools pinned, and the others the change left uneven (their PGs moved before
-            # the pins: an empty PG is on its new OSDs within a second)
-            uneven = {st.pool.id for st in Balancer(snap).states
-                      if done and not st.level.clear() and st.pool.autoscale_mode != "on"}
-            pinned = {int(k.split(".")[0]) for k in done}
-            pools = [p for p in snap.pools if p.id in uneven | pinned]
-            if pools:
-                copies = object_copies(snap)
-                shards = {p.id: max(1, sum(max(len(v), 1) for k, v in pins.items.items()
-                                           if k in done and k.split(".")[0] == str(p.id))) for p in pools}
-                steps = [balance_step(p, p.pg_num, p.pgp_num, shards[p.id], copies) for p in pools]
-                st = self.executor.start(steps, pools, "pin-remapped", now, hold=True)
-                out["plan"] = st["id"]
-                # what PG_ADVISOR_PINNED counts down as the drain takes the items out
-                # (a PG pinned by removing its items has none to count)
-                st["pins"] = {k: [list(p) for p in pins.items[k]] for k in sorted(done) if pins.items[k]}
-                st["pins_left"] = len(st["pins"])
-                self.executor._log(now, "pin", f"{len(done)} remapped PGs pinned onto their data"
-                                   + (f", {len(failed)} refused" if failed else ""))
-                self.executor.save()
+            return self._pin(snap, pins, burst, "pin-remapped", now)
+
+    def _pin(self, snap: Snapshot, pins: Pins, burst: Burst, source: str, now: float) -> Dict[str, Any]:
+        """Set the pins in small bursts, then start the drain plan."""
+        out = dict(pins_report(snap, pins), dry_run=False)
+        cmds = mon_commands(pins.items)
+        answers: List[Tuple[int, str]] = []
+        for i in range(0, len(cmds), PRIME_BATCH):    # a thread a command: small bursts
+            answers += burst(cmds[i:i + PRIME_BATCH])
+        failed = [f"{c['pgid']}: {err.strip() or f'error {rc}'}"
+                  for c, (rc, err) in zip(cmds, answers) if rc != 0]
+        out["failed"] = failed
+        done = {k for k in pins.items} - {f.split(":")[0] for f in failed}
+        if not done:
+            return out
+        # every pool: the drain evens each pool and their total, as `balance` does (a pool not
+        # pinned may be uneven too: an empty PG is on its new OSDs within a second)
+        pools = list(snap.pools)
+        copies = object_copies(snap)
+        # each round spans all the plan's pools; the budget, not a count, bounds it
+        shards = max(16, sum(max(len(pins.items[k]), 1) for k in done))
+        steps = [balance_step(p, p.pg_num, p.pgp_num, shards, copies) for p in pools]
+        st = self.executor.start(steps, pools, source, now, hold=True)
+        out["plan"] = st["id"]
+        # what PG_ADVISOR_PINNED counts down as the drain takes the items out (a PG pinned
+        # by removing its items has none to count)
+        st["pins"] = {k: [list(p) for p in pins.items[k]] for k in sorted(done) if pins.items[k]}
+        st["pins_left"] = len(st["pins"])
+        self._pinned_at = snap.epoch     # maps up to this one do not show the pins yet
+        self.executor._log(now, "pin", f"{len(done)} remapped PGs pinned onto their data"
+                           + (f", {len(failed)} refused" if failed else ""))
+        self.executor.save()
+        return out
+
+    def drain(self, snap: Snapshot, opts: Options, cluster_ratio: float, target: str, dry_run: bool,
+              now: float, balancer_active: bool = False) -> Dict[str, Any]:
+        """Empty the OSDs `target` names (drain.py) in balance rounds within the budget."""
+        with self.lock:
+            out, touched = drain_plan(snap, target)
+            osds = out["osds"]
+            out["dry_run"] = dry_run
+            if dry_run:
+                return out
+            self.check_idle("draining")
+            if balancer_active:
+                raise AdvisorError.busy("not draining: the built-in balancer is active and would move "
+                                        "PGs back (`ceph balancer off` hands balancing over)")
+            pacing(opts, cluster_ratio)
+            copies = object_copies(snap)
+            shards = max(16, out["replicas"])      # a round spans the plan's pools
+            steps = [balance_step(t.pool, t.pool.pg_num, t.pool.pgp_num, shards, copies) for t in touched]
+            plan = self.executor.start(steps, [t.pool for t in touched], "drain", now, drain=osds)
+            what = f"{describe(osds)}: {out['replicas']} replicas in {len(touched)} pools to move"
+            self.executor._log(now, "drain", what)
+            self.executor.save()
+            out["plan"] = plan["id"]
             return out
 
     def abort(self, snap: Snapshot, send: Send, now: float) -> str:
@@ -210,6 +237,12 @@ class Driver:
         with self.lock:
             self._check_store()
             ex = self.executor
+            if (not ex.open and opts.mode == "auto" and opts.pin_on_change and not balancer_active
+                    and self._auto_may_start(now) and misplaced_ratio(snap) > budget(opts, cluster_ratio)):
+                # an OSDMap change remapped more than the budget: pin it, then drain it
+                pins = pin_remapped(snap)
+                if pins.items:
+                    self._pin(snap, pins, burst or (lambda cmds: [send(c) for c in cmds]), "auto", now)
             if not ex.open and opts.mode == "auto" and self._auto_may_start(now):
                 targets = self.targets(snap, opts, balanced, None, None)
                 targets = {k: v for k, v in targets.items()
@@ -228,7 +261,7 @@ class Driver:
         """How many of the plan's pins the map still has (a PG counts while any of its pin
         items is there)."""
         st = self.executor.state
-        if st is None or not st.get("pins") or not self.executor.open:
+        if st is None or not st.get("pins") or not self.executor.open or snap.epoch <= self._pinned_at:
             return
         left = sum(1 for pgid, pairs in st["pins"].items()
                    if {tuple(p) for p in pairs} & set(snap.pg_upmap_items.get(pgid, ())))

@@ -87,15 +87,16 @@ def in_window(p: Pacing, now: float) -> bool:
 
 
 def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float, upmaps: bool = False,
-             half_sent: bool = False) -> List[str]:
+             half_sent: bool = False, pg_num: bool = True) -> List[str]:
     """Conditions under which no step is taken, each as a sentence (health-worthy);
     `upmaps`: the step sets pg-upmap-items; `half_sent`: the rest of a step a failover
-    interrupted, which PGs made unwell by its first half must not hold back."""
+    interrupted, which PGs made unwell by its first half must not hold back; `pg_num`:
+    the step changes pg_num or pgp_num (the pg_autoscaler's business; items are not)."""
     out: List[str] = []
     if upmaps and p.balancer_active:
         out.append("the built-in balancer is active: pg_advisor sets no upmap items beside it "
                    "(`ceph balancer off` hands balancing over, or set split_pinning false)")
-    if pool.autoscale_mode == "on":
+    if pg_num and pool.autoscale_mode == "on":
         out.append(f"pool {pool.name}: pg_autoscaler manages it (pg_autoscale_mode on); "
                    f"pg_advisor does not fight it")
     out.extend(cluster_blockers(snap, MOVE_FLAGS + ("noautoscale",), pg_states=not half_sent))
@@ -246,9 +247,10 @@ class Executor:
         return self.state is not None and self.state["status"] in ("running", "paused", "stopped")
 
     def start(self, steps: List[Step], pools: Sequence[Pool], source: str, now: float,
-              hold: bool = False) -> Dict[str, Any]:
+              hold: bool = False, drain: Sequence[int] = ()) -> Dict[str, Any]:
         """Run `steps` on `pools` (as they are now: the plan is bound to their ids and targets);
-        `hold`: the first step, too, waits step_interval (what was just set settles first)."""
+        `hold`: the first step, too, waits step_interval (what was just set settles first);
+        `drain`: OSDs its balance rounds empty."""
         if self.open:
             raise AdvisorError.busy(f"plan {self.state['id']} is {self.state['status']}: "   # type: ignore
                                     f"abort it or let it finish first")
@@ -266,7 +268,7 @@ class Executor:
                       "status": "running", "issued_at": None, "last_step_at": now if hold else None,
                       "attempts": 0, "retry_at": None, "last_error": None, "stopped_why": None,
                       "rounds": 0, "round": None, "blockers": [], "waiting": None,
-                      "pins": {}, "pins_left": 0}
+                      "pins": {}, "pins_left": 0, "drain": [int(x) for x in drain]}
         self._log(now, "start", f"{len(steps)} steps: " + "; ".join(
             f"{n} pg_num {p['start']} -> {p['goal']}" for n, p in sorted(self.state["pools"].items())))
         self.save()
@@ -424,7 +426,7 @@ class Executor:
     def _may_issue(self, st: Dict[str, Any], snap: Snapshot, pool: Pool, step: Step,
                    pacing: Pacing, now: float, half_sent: bool = False) -> bool:
         st["blockers"] = blockers(snap, pool, pacing, now, step.pin or step.kind == "balance",
-                                  half_sent)
+                                  half_sent, step.kind != "balance")
         if st["blockers"]:
             st["waiting"] = None
             return False
@@ -463,16 +465,17 @@ class Executor:
         """One balance round on the pool: True if it set items or waits for the budget
         (more rounds follow), False when the pool is as even as the balancer can make it
         (the step is done)."""
-        r = balance_report(snap, [step.pool], max(1, step.pgs_moving or 16), pacing.balance_mode,
-                           object_budget=misplaced_budget(snap, pacing.budget))
+        # all the plan's pools at once: the rounds even each of them and their total
+        r = balance_report(snap, sorted(st["pools"]), max(1, step.pgs_moving or 16), pacing.balance_mode,
+                           object_budget=misplaced_budget(snap, pacing.budget), drain=st["drain"])
         if not r["items"] and r["budget_stopped"]:
             st["waiting"] = "the misplaced budget holds the next balance round back"
             return True
-        uneven = r["uneven"].get(step.pool)
+        uneven = sorted(r["uneven"].items())
         if not r["items"] and uneven:
             # "done" means even: an uneven pool the rounds cannot improve stays in view
-            st["blockers"] = [f"pool {step.pool} is not even and no legal move improves it: "
-                              f"{uneven}; the plan stays open (`abort` ends it)"]
+            st["blockers"] = [f"pool {uneven[0][0]} is not even and no legal move improves it: "
+                              f"{uneven[0][1]}; the plan stays open (`abort` ends it)"]
             st["waiting"] = None
             return True
         if not r["items"]:

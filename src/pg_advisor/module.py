@@ -15,10 +15,11 @@ from mgr_module import MgrModule, Option
 from . import options, snapshot
 from .balance_report import balance_report, eval_report, misplaced_budget, mon_commands, unkept
 from .balance_text import balance_text, eval_text
-from .driver import Driver
+from .driver import Driver, budget
 from .errors import AdvisorError
 from .execute_text import apply_text, history_text, progress_text
 from .gates import cluster_blockers
+from .growth import growth_report
 from .health import health_checks
 from .http_server import Server
 from .plan import plan_report
@@ -27,9 +28,9 @@ from .plan_text import plan_text
 from .render import check_format, render
 from .status import status_report
 from .status_text import status_text
-from .remapped_text import pins_text
+from .expand_text import drain_text, pins_text
 from .whatif import Change, pg_map, simulate
-from .whatif_text import map_text, simulate_text
+from .whatif_text import growth_text, map_text, simulate_text
 
 CommandResult = Tuple[int, str, str]
 
@@ -68,9 +69,13 @@ class Module(MgrModule):
             "cmd": "pg-advisor simulate name=pool,type=CephString,req=false "
                    "name=pg_num,type=CephInt,req=false name=pgp_num,type=CephInt,req=false "
                    "name=out_osd,type=CephInt,req=false name=reweight,type=CephInt,req=false "
-                   "name=weight,type=CephFloat,req=false",
+                   "name=weight,type=CephFloat,req=false name=add_host,type=CephString,req=false "
+                   "name=osds,type=CephInt,req=false name=device_class,type=CephString,req=false "
+                   "name=root,type=CephString,req=false name=backfill_mib_s,type=CephFloat,req=false",
             "desc": "What a pg_num/pgp_num change (<pool> --pg_num N [--pgp_num M]), an OSD "
-                    "marked out (--out-osd OSD) or a reweight (--reweight OSD --weight W) would do",
+                    "marked out (--out-osd OSD), a reweight (--reweight OSD --weight W) or a new "
+                    "host (--add-host NAME --osds N --weight W [--device-class C] [--root R] "
+                    "[--backfill-mib-s RATE]) would do",
             "perm": "r",
         },
         {
@@ -90,6 +95,12 @@ class Module(MgrModule):
             "cmd": "pg-advisor pin-remapped name=dry_run,type=CephBool,req=false",
             "desc": "Map every remapped PG back onto the OSDs that hold its data (pg-upmap-items), "
                     "then drain the pins in throttled balance rounds (--dry-run: only show them)",
+            "perm": "rw",
+        },
+        {
+            "cmd": "pg-advisor drain name=osd_or_bucket,type=CephString name=dry_run,type=CephBool,req=false",
+            "desc": "Empty an OSD (osd.N) or a CRUSH bucket such as a host through pg-upmap-items, "
+                    "in throttled balance rounds, before it is taken out (--dry-run: only show it)",
             "perm": "rw",
         },
         {"cmd": "pg-advisor pause", "desc": "Take no new step of the running plan", "perm": "rw"},
@@ -124,6 +135,7 @@ class Module(MgrModule):
             "pg-advisor mode": self._cmd_mode,
             "pg-advisor apply": self._cmd_apply,
             "pg-advisor pin-remapped": self._cmd_pin_remapped,
+            "pg-advisor drain": self._cmd_drain,
             "pg-advisor pause": self._cmd_pause,
             "pg-advisor resume": self._cmd_resume,
             "pg-advisor abort": self._cmd_abort,
@@ -276,6 +288,8 @@ class Module(MgrModule):
 
     def _cmd_simulate(self, cmd: Dict[str, Any]) -> str:
         fmt = check_format(cmd.get("format"))
+        if cmd.get("add_host") is not None:
+            return render(self._grow(cmd), fmt, growth_text)
         if (cmd.get("reweight") is None) != (cmd.get("weight") is None):
             raise AdvisorError.invalid("--reweight OSD goes with --weight W")
         change = Change(
@@ -284,6 +298,21 @@ class Module(MgrModule):
             reweight=({int(cmd["reweight"]): float(cmd["weight"])}
                       if cmd.get("reweight") is not None else {}))
         return render(simulate(self.take_snapshot(), change), fmt, simulate_text)
+
+    def _grow(self, cmd: Dict[str, Any]) -> Dict[str, Any]:
+        if any(cmd.get(k) is not None for k in ("pool", "pg_num", "pgp_num", "out_osd", "reweight")):
+            raise AdvisorError.invalid("--add-host is simulated on its own (no pool, out or reweight)")
+        if cmd.get("osds") is None or cmd.get("weight") is None:
+            raise AdvisorError.invalid("--add-host NAME goes with --osds N and --weight W (each OSD's "
+                                       "CRUSH weight)")
+        rate = cmd.get("backfill_mib_s")
+        if rate is not None and not 0 < float(rate) <= 1e7:
+            raise AdvisorError.invalid(f"--backfill-mib-s must be within (0, 1e7], not {rate}")
+        opts = self.current_options()
+        return growth_report(self.take_snapshot(), str(cmd["add_host"]), int(cmd["osds"]),
+                             float(cmd["weight"]), cmd.get("device_class"), str(cmd.get("root") or "default"),
+                             budget(opts, self.cluster_ratio()),
+                             float(rate) * (1 << 20) if rate is not None else None)
 
     # -- execution -----------------------------------------------------------------------------
 
@@ -339,6 +368,14 @@ class Module(MgrModule):
                                           self.balancer_active())
         self._wake.set()
         return render(report, fmt, pins_text)
+
+    def _cmd_drain(self, cmd: Dict[str, Any]) -> str:
+        fmt = check_format(cmd.get("format"))
+        report = self.driver.drain(self.take_snapshot(), self.current_options(), self.cluster_ratio(),
+                                   str(cmd.get("osd_or_bucket", "")), bool(cmd.get("dry_run")), time.time(),
+                                   self.balancer_active())
+        self._wake.set()
+        return render(report, fmt, drain_text)
 
     def _cmd_pause(self, cmd: Dict[str, Any]) -> str:
         with self.driver.lock:

@@ -75,6 +75,10 @@ SPECS: Tuple[Spec, ...] = (
          "onto the OSDs that hold its data, in the same map epoch (as the mon does when an "
          "OSD fails): the PG peers once and keeps its primary while it backfills, instead of "
          "moving its primary to an OSD without the data and back an epoch later"),
+    Spec("pin_on_change", "bool", False,
+         "mode auto: when an OSDMap change (OSDs added, out, reweighted) leaves more misplaced "
+         "than the budget, pin the remapped PGs onto their data and drain them in throttled "
+         "balance rounds, as `ceph pg-advisor pin-remapped` does"),
     Spec("step_interval", "int", 10, "seconds at least between two steps of a plan", 0, 86400),
     Spec("poll_interval", "int", 2, "seconds between checks while a plan runs", 1, 600),
     Spec("window_begin", "str", "00:00", "plans take steps from this time of day (HH:MM, local)"),

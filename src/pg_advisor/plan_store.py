@@ -31,7 +31,8 @@ STATUSES = ("running", "paused", "stopped", "done", "aborted", "failed")
 PHASES = ("idle", "issuing", "issued")
 # not stored in the state entry: steps and pins apart, the rest recomputed
 VOLATILE = ("steps", "pins", "blockers", "waiting")
-OPTIONAL = {"pins_count": 0, "pins_left": 0}    # absent from states stored before pin-remapped
+# absent from states stored before pin-remapped and drain
+OPTIONAL: Dict[str, Any] = {"pins_count": 0, "pins_left": 0, "drain": []}
 
 Load = Callable[[str], Optional[str]]
 Save = Callable[[str, Optional[str]], None]
@@ -53,7 +54,7 @@ def _int(v: Any) -> bool:
 _STATE_FIELDS: Dict[str, Callable[[Any], bool]] = {
     "version": lambda v: v == STATE_VERSION,
     "id": lambda v: isinstance(v, str) and 0 < len(v) <= 64,
-    "source": lambda v: v in ("apply", "auto", "pin-remapped"),
+    "source": lambda v: v in ("apply", "auto", "pin-remapped", "drain"),
     "created": _number,
     "next": lambda v: _int(v) and v >= 0,
     "phase": lambda v: v in PHASES,
@@ -75,6 +76,8 @@ _STATE_FIELDS: Dict[str, Callable[[Any], bool]] = {
                                      and _int(v["epoch"]) and isinstance(v["items"], dict)),
     "pins_count": lambda v: _int(v) and 0 <= v <= MAX_PINS,
     "pins_left": lambda v: _int(v) and 0 <= v <= MAX_PINS,
+    "drain": lambda v: isinstance(v, list) and len(v) <= 4096
+    and all(_int(x) and 0 <= x < 1 << 24 for x in v),
 }
 _EVENT_FIELDS = {"time": _number, "plan": lambda v: v is None or isinstance(v, str),
                  "event": lambda v: isinstance(v, str), "detail": lambda v: isinstance(v, str)}

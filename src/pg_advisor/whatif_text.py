@@ -45,3 +45,26 @@ def simulate_text(r: Dict[str, Any]) -> str:
                       for o in r["osds"]]))
     out.extend(f"note: {printable(n)}" for n in r["notes"])
     return "\n".join(out)
+
+
+def growth_text(r: Dict[str, Any]) -> str:
+    h, t = r["add_host"], r["total"]
+    out: List[str] = [
+        f"what if: host {printable(h['name'])} with {len(h['osds'])} OSDs "
+        f"(osd.{h['osds'][0]}..osd.{h['osds'][-1]}) of CRUSH weight {h['weight']:g} "
+        f"(class {printable(h['device_class'] or '-')}) under {printable(h['root'])} "
+        f"(osdmap epoch {r['epoch']})",
+        f"PGs remapped: {t['pgs_remapped']}; shards/replicas to move: {t['shards_moved']}; "
+        f"bytes to move: {human_bytes(t['bytes_moved'])}; objects: {t['objects_moved']}", ""]
+    rows = [[p["pool"], p["pgs"], p["pgs_remapped"], p["shards_moved"], human_bytes(p["bytes_moved"]),
+             " ".join(str(x) for x in p["new_osd_pgs"]), p["after"]["max_deviation"]] for p in r["pools"]]
+    out.append(table(["pool", "pgs", "remapped", "shards", "bytes", "new_osd_pgs", "max_dev_after"], rows))
+    out.append("")
+    out.append(f"plainly, Ceph backfills it at once: {100 * r['misplaced_at_once']:.1f}% of object copies "
+               f"misplaced together")
+    rounds = r["drain_rounds"]
+    secs = r["drain_seconds"]
+    when = f", about {secs:.0f} s of backfill at the given rate" if secs is not None else \
+        " (give a backfill rate for a time)"
+    out.append(f"pin-remapped then drain within the budget {100 * r['budget']:.1f}%: {rounds} rounds{when}")
+    return "\n".join(out)

@@ -35,6 +35,7 @@ class FakeCeph:
         self.sent.append(cmd)
         if self.fail:
             return -1, self.fail
+        self.dumps["osd_dump"]["epoch"] += 1     # each change a new map, as the mon makes
         items = self.dumps["osd_dump"]["pg_upmap_items"]
         if cmd["prefix"] == "osd pg-temp":
             return 0, ""

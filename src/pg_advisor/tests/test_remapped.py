@@ -12,7 +12,7 @@ from pg_advisor.driver import Driver
 from pg_advisor.errors import AdvisorError
 from pg_advisor.options import make
 from pg_advisor.remapped import pin_remapped, pins_report
-from pg_advisor.remapped_text import pins_text
+from pg_advisor.expand_text import pins_text
 
 from .test_execute import OPEN, FakeCeph
 
@@ -183,7 +183,7 @@ def test_refused_pins_are_reported(dumps: Dict[str, Any]) -> None:
     assert "verify_upmap failed" in pins_text(r)
 
 
-def test_the_drain_takes_in_the_pools_the_change_left_uneven(dumps: Dict[str, Any]) -> None:
+def test_the_drain_takes_in_every_pool_the_pinned_and_the_uneven(dumps: Dict[str, Any]) -> None:
     d = reweighted(dumps, {3: 0.5, 1: 0.7})
     for s in d["pg_dump"]["pg_map"]["pg_stats"]:      # rbd's PGs had moved before the pins
         if s["pgid"].startswith("1."):
@@ -194,7 +194,7 @@ def test_the_drain_takes_in_the_pools_the_change_left_uneven(dumps: Dict[str, An
     st = drv.executor.state
     assert st is not None and r["plan"] == st["id"]
     assert r["items"] and not any(k.startswith("1.") for k in r["items"])
-    assert {"rbd", "ecpool"} <= set(st["pools"])
+    assert set(st["pools"]) == {"rbd", "ecpool", "fast"}     # the rounds even the total too
 
 
 def test_pins_are_kept_in_chunks_and_a_new_mgr_reads_them_back(dumps: Dict[str, Any]) -> None:
@@ -235,3 +235,25 @@ def test_pg_advisor_pinned_counts_what_the_drain_has_not_yet_taken_out(dumps: Di
     assert drv.health()["PG_ADVISOR_PINNED"]["count"] == r["pinned"] - 3
     drv.abort(ceph.snap(), ceph.send, 102.0)
     assert "PG_ADVISOR_PINNED" not in drv.health()
+
+
+@pytest.mark.parametrize("mode, pin_on_change, misplaced, pins", [
+    ("auto", True, 10 ** 6, True),
+    ("auto", False, 10 ** 6, False),      # the option is off by default
+    ("advise", True, 10 ** 6, False),     # only mode auto changes the cluster by itself
+    ("auto", True, 0, False),             # within the budget: Ceph's own pace is fine
+])
+def test_pin_on_change_pins_and_drains_by_itself_in_mode_auto(
+        dumps: Dict[str, Any], mode: str, pin_on_change: bool, misplaced: int, pins: bool) -> None:
+    d = reweighted(dumps, {3: 0.5, 1: 0.7})
+    d["pg_dump"]["pg_map"]["pg_stats_sum"]["stat_sum"]["num_objects_misplaced"] = misplaced
+    ceph, (drv, _) = FakeCeph(d), driver()
+    opts = make({"mode": mode, "pin_on_change": pin_on_change})
+    drv.tick(ceph.snap(), opts, 0.05, False, ceph.send, 0.0, Recorder(ceph))
+    sent = [c for c in ceph.sent if c["prefix"] in ("osd pg-upmap-items", "osd rm-pg-upmap-items")]
+    st = drv.executor.state
+    if pins:
+        assert sent and st is not None and st["source"] == "auto" and st["pins_left"] > 0
+        assert any(h["event"] == "pin" for h in drv.executor.history)
+    else:
+        assert not sent and (st is None or not st.get("pins"))

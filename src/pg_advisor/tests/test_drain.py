@@ -1,0 +1,106 @@
+"""drain: an OSD or a bucket emptied through pg-upmap-items, in rounds, under the rule."""
+import dataclasses
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+import pytest
+
+from pg_advisor import snapshot
+from pg_advisor.crush.placement import Placer
+from pg_advisor.drain import drain_report
+from pg_advisor.driver import Driver
+from pg_advisor.errors import AdvisorError
+from pg_advisor.expand_text import drain_text
+from pg_advisor.legality import ancestors, breaks, rule_shape
+from pg_advisor.options import make
+
+from .test_execute import FakeCeph
+
+
+def pgs_on(snap: snapshot.Snapshot, osd: int) -> int:
+    placer = Placer(snap)
+    return sum(int((placer.map_pool(p).up == osd).sum()) for p in snap.pools)
+
+
+def test_draining_an_osd_moves_every_replica_off_it_under_the_rule(snap: snapshot.Snapshot) -> None:
+    r = drain_report(snap, "osd.0")
+    assert r["osds"] == [0] and set(r["pools"]) == {"rbd", "ecpool"} and r["replicas"] == pgs_on(snap, 0)
+    assert r["moves"] >= r["replicas"] and not r["uneven"]
+    # the items, applied: nothing on osd.0, every PG still legal under its rule
+    items = {k: [tuple(p) for p in v] for k, v in r["items"].items()}
+    kept = {k: v for k, v in snap.pg_upmap_items.items() if k not in items}
+    after = dataclasses.replace(snap, pg_upmap_items={**kept, **{k: tuple(v) for k, v in items.items() if v}})
+    assert pgs_on(after, 0) == 0
+    anc = ancestors(after)
+    for pool in after.pools:
+        m = Placer(after).map_pool(pool)
+        assert not breaks(rule_shape(after, pool), anc, m.up).any(), pool.name
+    assert "dry run" in drain_text(r)
+
+
+@pytest.mark.parametrize("target, code, message", [
+    ("osd.99", -2, "osd.99 does not exist"),
+    ("osd.2147483648", -2, "neither an OSD"),
+    ("osd.-1", -2, "neither an OSD"),
+    ("nohost", -2, "neither an OSD"),
+    ("", -2, "neither an OSD"),
+    ("host0", -22, "pool rbd's rule 'replicated_rule' can place 64 of the pool's 96 replicas"),
+    ("osd.5", -22, "pool fast's rule 'fast'"),       # the ssd class has one OSD left
+])
+def test_bad_targets_are_refused_with_the_reason(snap: snapshot.Snapshot, target: str, code: int,
+                                                 message: str) -> None:
+    with pytest.raises(AdvisorError) as e:
+        drain_report(snap, target)
+    assert e.value.code == code and message in e.value.message
+
+
+def test_an_empty_osd_has_nothing_to_drain(dumps: Dict[str, Any]) -> None:
+    for o in dumps["osd_dump"]["osds"]:
+        if o["osd"] == 2:
+            o["weight"], o["in"] = 0.0, 0         # out: CRUSH maps nothing there
+    snap = snapshot.load(dumps["osd_dump"], dumps["crush"], dumps["pg_dump"], dumps["df"])
+    with pytest.raises(AdvisorError) as e:
+        drain_report(snap, "2")
+    assert e.value.code == -22 and "holds no PG" in e.value.message
+
+
+def driver() -> Tuple[Driver, Dict[str, Optional[str]]]:
+    kv: Dict[str, Optional[str]] = {}
+    return Driver(kv.get, kv.__setitem__, 0.0), kv
+
+
+def test_the_drain_runs_as_a_plan_until_the_osd_is_empty(dumps: Dict[str, Any]) -> None:
+    ceph, (drv, kv) = FakeCeph(dumps), driver()
+    opts = make({"step_interval": 0})
+    dry = drv.drain(ceph.snap(), opts, 0.05, "osd.0", True, 0.0)
+    assert dry["dry_run"] and ceph.sent == [] and drv.executor.state is None
+    r = drv.drain(ceph.snap(), opts, 0.05, "osd.0", False, 0.0)
+    st = drv.executor.state
+    assert st is not None and st["source"] == "drain" and st["drain"] == [0] and r["plan"] == st["id"]
+    # a new mgr reads the drain back
+    assert (Driver(kv.get, kv.__setitem__, 1.0).executor.state or {}).get("drain") == [0]
+    sent: List[int] = []
+    for t in range(1, 300):
+        drv.tick(ceph.snap(), opts, 0.05, False, ceph.send, float(t))
+        ceph.settle()
+        sent.append(len(ceph.sent))
+        if not drv.executor.active:
+            break
+    assert (drv.executor.state or {})["status"] == "done", drv.executor.report()
+    assert pgs_on(ceph.snap(), 0) == 0
+    # in rounds: more than one burst of items went out
+    assert len(set(sent)) > 2
+    assert any(h["event"] == "drain" for h in drv.executor.history)
+
+
+def test_drain_beside_a_plan_or_the_builtin_balancer_changes_nothing(dumps: Dict[str, Any]) -> None:
+    ceph, (drv, _) = FakeCeph(dumps), driver()
+    opts = make({})
+    with pytest.raises(AdvisorError) as e:
+        drv.drain(ceph.snap(), opts, 0.05, "osd.0", False, 0.0, balancer_active=True)
+    assert e.value.code == -16 and ceph.sent == []
+    drv.drain(ceph.snap(), opts, 0.05, "osd.1", False, 0.0)
+    with pytest.raises(AdvisorError) as e:
+        drv.drain(ceph.snap(), opts, 0.05, "osd.0", False, 1.0)
+    assert e.value.code == -16 and "plan" in e.value.message
+    assert np.array_equal(np.array(ceph.sent), np.array([]))
