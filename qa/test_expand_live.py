@@ -111,12 +111,26 @@ def test_a_new_host_is_pinned_clean_then_drained_within_the_budget(filled: Clust
         wait_until(lambda: all_clean(c), 60, "active+clean with 0 misplaced after pinning")
         pinned_in = time.time() - t0
         assert plan(c)["status"] == "running" and plan(c)["blockers"], "the drain ignored norebalance"
+        # a plan like any other: health, an event in ceph -s, pause and resume
+
+        def pinned_check() -> Any:
+            return c.json("health", "detail")["checks"].get("PG_ADVISOR_PINNED")
+        wait_until(lambda: pinned_check() is not None, 60, "PG_ADVISOR_PINNED")
+        pins_with_items = sum(1 for v in r["items"].values() if v)
+        assert f"{pins_with_items} PGs pinned" in pinned_check()["summary"]["message"], pinned_check()
+        events = lambda: c.json("status").get("progress_events", {}).values()   # noqa: E731
+        wait_until(lambda: any("pg_advisor" in e["message"] for e in events()), 60, "the event in ceph -s")
+        c.ceph("pg-advisor", "pause")
+        assert plan(c)["status"] == "paused"
+        c.ceph("pg-advisor", "resume")
+        assert plan(c)["status"] == "running"
         # the drain: balance rounds within the budget, sampled every second
         c.ceph("osd", "unset", "norebalance")
         t1 = time.time()
         peak = watch_plan(c)
         drained_in = time.time() - t1
         c.wait_clean()
+        wait_until(lambda: pinned_check() is None, 60, "PG_ADVISOR_PINNED to clear")
     print(f"pinned {r['pinned']} of {r['remapped']} remapped PGs; clean in {pinned_in:.1f} s; "
           f"drained in {drained_in:.0f} s, misplaced peak {100 * peak:.2f} % (budget {100 * budget:.0f} %)")
     assert peak <= budget, peak

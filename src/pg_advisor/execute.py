@@ -33,6 +33,9 @@ Send = Callable[[Command], Tuple[int, str]]       # (return code, error text)
 Burst = Callable[[List[Command]], List[Tuple[int, str]]]   # sent together, answered in order
 BALANCE_ROUNDS_MAX = 1000
 ROUND_CHECK_WAIT = 30.0     # seconds for a round's items to show in the map before they are checked
+# a round plans moves for this share of the budget: its PGs grow while they backfill (client
+# writes) and the stats lag, so what it misplaces exceeds the plan (live: 5.6 % with a full 5 %)
+ROUND_FILL = 0.8
 DETAIL_MAX = 300            # characters of one history event's detail (the history is stored)
 REASON_MAX = 1000           # characters of a stored error or stop reason (the state stays small)
 
@@ -467,7 +470,8 @@ class Executor:
         (the step is done)."""
         # all the plan's pools at once: the rounds even each of them and their total
         r = balance_report(snap, sorted(st["pools"]), max(1, step.pgs_moving or 16), pacing.balance_mode,
-                           object_budget=misplaced_budget(snap, pacing.budget), drain=st["drain"])
+                           object_budget=misplaced_budget(snap, pacing.budget * ROUND_FILL),
+                           drain=st["drain"])
         if not r["items"] and r["budget_stopped"]:
             st["waiting"] = "the misplaced budget holds the next balance round back"
             return True

@@ -54,6 +54,8 @@ def pin_remapped(snap: Snapshot, placer: Optional[Placer] = None) -> Pins:
     placer = placer or Placer(snap)
     anc = ancestors(snap)
     o = snap.osds
+    # Ceph ignores an item that points at an out OSD, and the mon cancels a PG's items when
+    # an OSD of its up set has weight 0 (crush weight x reweight: check_pg_upmaps)
     usable = o.exists & o.up & o.in_ & (o.reweight > 0) & (o.crush_weight > 0)
     out = Pins()
     for pool in snap.pools:

@@ -94,3 +94,34 @@ def test_invalid_json_file(tmp_path: Path) -> None:
 def test_usage_errors_exit_2(argv: List[str]) -> None:
     p = run_cli(argv)
     assert p.returncode == 2 and "usage:" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_offline_expansion_views_are_the_core_reports() -> None:
+    from pg_advisor.drain import drain_report
+    from pg_advisor.growth import growth_report
+    from pg_advisor.remapped import pin_remapped, pins_report
+    d = {k: read(v) for k, v in DUMP_FILES.items()}
+    snap = snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
+    for argv, want in (
+            (["pin-remapped"], dict(pins_report(snap, pin_remapped(snap)), dry_run=True)),
+            (["drain", "osd.0"], drain_report(snap, "osd.0")),
+            (["simulate", "--add-host", "h9", "--osds", "2", "--weight", "0.001"],
+             growth_report(snap, "h9", 2, 0.001))):
+        out = io.StringIO()
+        assert cli.run(BASE + argv + ["-f", "json"], out) == 0
+        assert json.loads(out.getvalue()) == json.loads(json.dumps(want)), argv
+        plain = io.StringIO()
+        assert cli.run(BASE + argv, plain) == 0 and plain.getvalue().strip()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["drain", "osd.99"], "osd.99 does not exist"),
+    (["drain", "host0"], "can place"),
+    (["simulate", "--add-host", "h9", "--osds", "0", "--weight", "1"], "--osds must be within"),
+    (["simulate", "--add-host", "h9", "--osds", "2"], "goes with --osds N and --weight W"),
+    (["simulate", "rbd", "--pg-num", "64", "--add-host", "h9", "--osds", "2", "--weight", "1"], "on its own"),
+    (["simulate", "--add-host", "h9", "--osds", "2", "--weight", "nan"], "--weight"),
+])
+def test_offline_expansion_bad_input_is_one_line(argv: List[str], message: str) -> None:
+    p = run_cli(BASE + argv)
+    assert p.returncode == 2 and message in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr

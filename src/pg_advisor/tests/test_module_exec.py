@@ -151,3 +151,26 @@ def test_a_malformed_window_is_refused_and_reported(wired: Any) -> None:
     m.run_plan()
     m.publish_health()
     assert "PG_ADVISOR_PLAN_ERROR" not in fake.health and ceph.sent
+
+
+def test_expansion_commands_through_the_module(wired: Any) -> None:
+    m, ceph, _ = wired
+    code, r, err = cmd(m, "pin-remapped", dry_run=True)
+    assert code == 0 and r["dry_run"] and r["remapped"] == 1, err      # the fixture's 3.6
+    code, r, err = cmd(m, "drain", osd_or_bucket="osd.0", dry_run=True)
+    assert code == 0 and r["osds"] == [0] and r["replicas"] > 0, err
+    code, r, err = cmd(m, "simulate", add_host="h9", osds=2, weight=0.001, backfill_mib_s=10.0)
+    assert code == 0 and r["add_host"]["osds"] == [6, 7] and r["drain_seconds"] is not None, err
+    assert ceph.sent == []
+    for kw, code_, message in (
+            ({"add_host": "h9", "osds": 2}, -22, "goes with --osds N and --weight W"),
+            ({"add_host": "h9", "osds": 2, "weight": 1.0, "backfill_mib_s": -1.0}, -22, "backfill-mib-s"),
+            ({"add_host": "h9", "osds": 2, "weight": 1.0, "out_osd": 1}, -22, "on its own")):
+        code, _, err = cmd(m, "simulate", **kw)
+        assert code == code_ and message in err
+    code, _, err = cmd(m, "drain", osd_or_bucket="osd.99")
+    assert code == -2 and "does not exist" in err and ceph.sent == []
+    code, r, err = cmd(m, "drain", osd_or_bucket="osd.0")
+    assert code == 0 and r["plan"], err
+    code, _, err = cmd(m, "pin-remapped")
+    assert code == -16 and "plan" in err
