@@ -163,8 +163,12 @@ def _order(key: np.ndarray, mask: np.ndarray) -> List[int]:
 class Balancer:
     def __init__(self, snap: Snapshot, placer: Optional[Placer] = None,
                  pools: Optional[List[str]] = None, object_budget: Optional[float] = None,
-                 drain: Sequence[int] = ()) -> None:
+                 drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None) -> None:
         self.snap = snap
+        # per OSD: PGs the run may still move into or out of it (None: no limit); a move
+        # past it ends the run, as the misplaced budget does
+        self.osd_room = None if osd_room is None else np.array(osd_room, dtype=np.int64)
+        self.room_stopped = False
         # OSDs to empty (`drain`): no share and never a destination, so every replica on
         # them is excess the moves take off
         self.drain = np.array(sorted(set(drain)), dtype=np.int64)
@@ -329,6 +333,12 @@ class Balancer:
         if not self.affordable(objs):
             self.stopped = True
             return False
+        if self.osd_room is not None:
+            ends = np.bincount([o for m in moves for o in m], minlength=self.osd_room.size)
+            if (ends[:self.osd_room.size] > self.osd_room).any():
+                self.stopped = self.room_stopped = True
+                return False
+            self.osd_room -= ends[:self.osd_room.size]
         self.misplaced += objs
         for src, dst in moves:
             st.move(row, src, dst)

@@ -116,20 +116,28 @@ def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float, upmaps: bool = F
     return out
 
 
-def backfills(snap: Snapshot) -> Tuple[int, int]:
-    """(the OSD with the most, how many) PGs backfilling or waiting to, into or out of it."""
-    pgs = snap.pgs
-    if pgs is None:
-        return -1, 0
+def backfill_load(snap: Snapshot) -> np.ndarray:
+    """Per OSD: PGs backfilling or waiting to, into or out of it."""
     n = snap.osds.count
     load = np.zeros(n, np.int64)
+    pgs = snap.pgs
+    if pgs is None:
+        return load
     for i in np.flatnonzero(["backfill" in s for s in pgs.state]).tolist():
         osds = set(pgs.up[i].tolist()) ^ set(pgs.acting[i].tolist())   # the ends that move
         for o in osds:
             if 0 <= o < n:
                 load[o] += 1
-    o = int(np.argmax(load)) if n else -1
-    return o, int(load[o]) if n else 0
+    return load
+
+
+def backfills(snap: Snapshot) -> Tuple[int, int]:
+    """(the OSD with the most, how many) PGs backfilling or waiting to, into or out of it."""
+    if snap.pgs is None:
+        return -1, 0
+    load = backfill_load(snap)
+    o = int(np.argmax(load)) if load.size else -1
+    return o, int(load[o]) if load.size else 0
 
 
 def step_done(pool: Pool, step: Step) -> bool:
@@ -469,11 +477,15 @@ class Executor:
         (more rounds follow), False when the pool is as even as the balancer can make it
         (the step is done)."""
         # all the plan's pools at once: the rounds even each of them and their total
+        # and at most max_backfills_per_osd PGs moving into or out of one OSD, those
+        # backfilling now included
+        room = np.maximum(pacing.max_backfills - backfill_load(snap), 0) if pacing.max_backfills else None
         r = balance_report(snap, sorted(st["pools"]), max(1, step.pgs_moving or 16), pacing.balance_mode,
                            object_budget=misplaced_budget(snap, pacing.budget * ROUND_FILL),
-                           drain=st["drain"])
+                           drain=st["drain"], osd_room=room)
         if not r["items"] and r["budget_stopped"]:
-            st["waiting"] = "the misplaced budget holds the next balance round back"
+            st["waiting"] = ("the misplaced budget or max_backfills_per_osd holds the next balance "
+                             "round back")
             return True
         uneven = sorted(r["uneven"].items())
         if not r["items"] and uneven:

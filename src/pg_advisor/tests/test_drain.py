@@ -104,3 +104,36 @@ def test_drain_beside_a_plan_or_the_builtin_balancer_changes_nothing(dumps: Dict
         drv.drain(ceph.snap(), opts, 0.05, "osd.0", False, 1.0)
     assert e.value.code == -16 and "plan" in e.value.message
     assert np.array_equal(np.array(ceph.sent), np.array([]))
+
+
+def test_no_round_moves_more_pgs_into_or_out_of_an_osd_than_max_backfills_per_osd(
+        dumps: Dict[str, Any]) -> None:
+    ceph, (drv, _) = FakeCeph(dumps), driver()
+    opts = make({"step_interval": 0, "max_backfills_per_osd": 1})
+    drv.drain(ceph.snap(), opts, 0.05, "osd.0", False, 0.0)
+    rounds: List[List[Dict[str, Any]]] = []
+    for t in range(1, 400):
+        before = dict(ceph.snap().pg_upmap_items)
+        n = len(ceph.sent)
+        drv.tick(ceph.snap(), opts, 0.05, False, ceph.send, float(t))
+        items = [c for c in ceph.sent[n:] if c["prefix"] in ("osd pg-upmap-items", "osd rm-pg-upmap-items")]
+        if items:
+            rounds.append(items)
+            # each OSD an end of at most one move of this round (what the PGs' sets lose or gain)
+            snap = ceph.snap()
+            placer_before = Placer(dataclasses.replace(snap, pg_upmap_items=before))
+            placer_after = Placer(snap)
+            ends: Dict[int, int] = {}
+            for c in items:
+                pool = next(p for p in snap.pools if str(p.id) == c["pgid"].split(".")[0])
+                ps = int(c["pgid"].split(".")[1], 16)
+                a = set(placer_before.map_pool(pool).up_list(ps))
+                b = set(placer_after.map_pool(pool).up_list(ps))
+                for o in a ^ b:
+                    ends[o] = ends.get(o, 0) + 1
+            assert max(ends.values()) <= 1, ends
+        ceph.settle()
+        if not drv.executor.active:
+            break
+    assert (drv.executor.state or {})["status"] == "done" and pgs_on(ceph.snap(), 0) == 0
+    assert len(rounds) >= 3
