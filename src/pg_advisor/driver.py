@@ -137,7 +137,7 @@ class Driver:
     def pin_remapped(self, snap: Snapshot, opts: Options, cluster_ratio: float, dry_run: bool,
                      burst: Burst, now: float, balancer_active: bool = False) -> Dict[str, Any]:
         """Pin every remapped PG onto the OSDs with its data (remapped.py), then start the
-        drain: balance rounds on the pools pinned, within the budget, until each is even."""
+        drain: balance rounds over every pool, within the budget, until each is even."""
         with self.lock:
             pins = pin_remapped(snap)
             if dry_run:
