@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from .crush.compiled import CRUSH_ITEM_NONE
+from .constants import CRUSH_ITEM_NONE
 from .crush.placement import Placer
 from .distribution import rule_weights, unreachable, up_counts
 from .errors import AdvisorError

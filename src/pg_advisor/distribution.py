@@ -7,7 +7,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .snapshot import NO_OSD, Pgs, Pool, Rule, Snapshot
+from .constants import NO_OSD
+from .snapshot import Pgs, Pool, Rule, Snapshot
 
 
 CHOOSE_OPS = ("choose_firstn", "choose_indep", "chooseleaf_firstn", "chooseleaf_indep")

@@ -23,7 +23,8 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from .snapshot import CRUSH_ITEM_NONE, Snapshot
+from .constants import CRUSH_ITEM_NONE
+from .snapshot import Snapshot
 
 Command = Dict[str, Any]
 

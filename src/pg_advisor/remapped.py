@@ -24,7 +24,8 @@ from .balance import item_pairs
 from .crush.placement import Placer
 from .errors import AdvisorError
 from .legality import ancestors, breaks, rule_shape
-from .snapshot import CRUSH_ITEM_NONE, Pool, Snapshot
+from .constants import CRUSH_ITEM_NONE
+from .snapshot import Pool, Snapshot
 
 SKIP_SHOWN = 20       # skipped PGs listed by name in a report (the count is always given)
 

@@ -14,9 +14,7 @@ import numpy as np
 
 from .errors import AdvisorError
 
-CRUSH_ITEM_NONE = 0x7FFFFFFF  # a hole in an EC up set
-NO_OSD = -1                   # our padding / hole marker in int matrices
-WEIGHT_ONE = 0x10000          # CRUSH weights are 16.16 fixed point
+from .constants import CRUSH_ITEM_NONE, NO_OSD, WEIGHT_ONE
 POOL_TYPES = {1: "replicated", 3: "erasure"}
 
 # Cluster settings the layers above use, with Pacific's defaults for what a dump lacks.
@@ -115,9 +113,6 @@ class Osds:
     def count(self) -> int:
         return int(self.exists.shape[0])
 
-    def ids(self) -> np.ndarray:
-        return np.flatnonzero(self.exists)
-
 
 @dataclass(frozen=True)
 class Pgs:
@@ -160,7 +155,6 @@ class Snapshot:
     # `ceph osd pool autoscale-status -f json`, by pool name, when known
     autoscale: Optional[Mapping[str, Mapping[str, Any]]] = None
     misplaced_objects: int = 0    # object copies misplaced now (PG stats)
-    sources: Tuple[str, ...] = field(default=())
 
     def pool_by_name(self, name: str) -> Pool:
         for p in self.pools:
@@ -787,9 +781,7 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
             config=cfg,
             autoscale=_load_autoscale(autoscale),
             misplaced_objects=_int(stat_sum, "num_objects_misplaced", "pg dump: pg_stats_sum",
-                                   0, MAX_INT64, 0),
-            sources=tuple(s for s, d in (("osd_dump", osd_dump), ("crush", crush),
-                                         ("pg_dump", pg_dump), ("df", df)) if d is not None))
+                                   0, MAX_INT64, 0))
     except AdvisorError:
         raise
     except (LookupError, TypeError, ValueError, AttributeError, ArithmeticError) as e:

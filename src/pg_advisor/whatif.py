@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from .crush.compiled import CRUSH_ITEM_NONE
+from .constants import CRUSH_ITEM_NONE
 from .crush.placement import Placer, PoolMapping, stable_mod
 from .distribution import pool_share, rule_weights, spread, up_counts
 from .errors import AdvisorError

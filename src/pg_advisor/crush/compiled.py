@@ -11,8 +11,6 @@ import numpy as np
 from ..errors import AdvisorError
 from ..snapshot import STEP_ARGS, TUNABLES, Snapshot
 
-CRUSH_ITEM_NONE = 0x7FFFFFFF
-CRUSH_ITEM_UNDEF = 0x7FFFFFFE
 
 SUPPORTED_ALGS = ("straw2",)
 

@@ -10,9 +10,10 @@ from typing import Optional, Tuple
 
 import numpy as np
 
+from ..constants import CRUSH_ITEM_NONE, CRUSH_ITEM_UNDEF, WEIGHT_ONE
 from ..errors import AdvisorError
 from . import straw2
-from .compiled import CRUSH_ITEM_NONE, CRUSH_ITEM_UNDEF, ChooseArgs, CompiledCrush, CompiledRule
+from .compiled import ChooseArgs, CompiledCrush, CompiledRule
 from .hashing import hash32_2
 
 OK, EMPTY, BAD = 0, 1, 2
@@ -49,7 +50,7 @@ class _Ctx:
         inside = item < wmax
         w = np.where(inside, self.dev_weight[np.minimum(item, wmax - 1)], 0)
         coin = (hash32_2(x, item) & np.uint32(0xFFFF)).astype(np.int64)
-        return ~inside | ((w < 0x10000) & ((w == 0) | (coin >= w)))
+        return ~inside | ((w < WEIGHT_ONE) & ((w == 0) | (coin >= w)))
 
     def descend(self, b: np.ndarray, x: np.ndarray, r: np.ndarray, position: np.ndarray,
                 want_type: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -11,13 +11,14 @@ from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
+from ..constants import CRUSH_ITEM_NONE, WEIGHT_ONE
 from ..snapshot import Pool, Snapshot
-from .compiled import CRUSH_ITEM_NONE, CompiledCrush, compile_crush
+from .compiled import CompiledCrush, compile_crush
 from .hashing import hash32_2
 from .mapper import do_rule
 
 RULE_TYPE = {"replicated": 1, "erasure": 3}
-MAX_AFFINITY = 0x10000
+MAX_AFFINITY = WEIGHT_ONE
 # CRUSH results a placer keeps (entries of its up-set matrices): sizing and plans map the
 # same pool at the same pg_num several times, and a map whose draws keep failing (an item
 # CRUSH must reject at every try) costs a second per run
@@ -64,8 +65,8 @@ class Placer:
         osds = snap.osds
         self.exists = osds.exists
         self.up_state = osds.up & osds.exists
-        self.weight = np.rint(osds.reweight * 0x10000).astype(np.int64) * osds.exists
-        self.affinity = np.rint(osds.primary_affinity * 0x10000).astype(np.int64)
+        self.weight = np.rint(osds.reweight * WEIGHT_ONE).astype(np.int64) * osds.exists
+        self.affinity = np.rint(osds.primary_affinity * WEIGHT_ONE).astype(np.int64)
 
     def with_osds(self, reweight: Optional[Mapping[int, float]] = None) -> "Placer":
         """A placer for the same map with some OSDs reweighted (0 = out)."""
@@ -73,7 +74,7 @@ class Placer:
         p.__dict__.update(self.__dict__)
         w = self.weight.copy()
         for osd, v in (reweight or {}).items():
-            w[osd] = int(round(v * 0x10000))
+            w[osd] = int(round(v * WEIGHT_ONE))
         p.weight = w
         p._cache, p._cached = {}, 0     # results under other weights are not these
         return p
@@ -198,8 +199,3 @@ class Placer:
                 if p > 0:   # move the new primary to the front
                     up[r, 1:p + 1] = up[r, 0:p].copy()
                     up[r, 0] = primary[r]
-
-
-def map_all(snap: Snapshot) -> Tuple[PoolMapping, ...]:
-    placer = Placer(snap)
-    return tuple(placer.map_pool(p) for p in snap.pools)

@@ -7,7 +7,7 @@ import pytest
 
 from pg_advisor import options, snapshot
 from pg_advisor.crush.placement import Placer
-from pg_advisor.distribution import up_counts
+from pg_advisor.distribution import pool_share, rule_weights, up_counts
 from pg_advisor.errors import AdvisorError
 from pg_advisor.memory import MemoryModel
 from pg_advisor.sizing import _round_pow2, raw_rate, recommend
@@ -75,12 +75,33 @@ def test_the_fullest_osd_caps_the_recommendation(snap: snapshot.Snapshot) -> Non
 def test_balanced_ideal_is_the_ceiling_of_the_share(snap: snapshot.Snapshot) -> None:
     r = recommend(snap, options.make(), balanced=True)
     assert r.balanced and r.pgs_per_osd_after.max() <= r.limit_pgs
+    # each OSD is counted at the ceiling of its weight-proportional share of each pool,
+    # summed over the pools at their recommended pg_num (not CRUSH as it falls)
+    want = np.zeros(snap.osds.count)
+    for s in r.pools:
+        rule = snap.rules[s.pool.crush_rule]
+        share = pool_share(s.pool, rule_weights(snap, rule), s.recommended)
+        want += np.ceil(share - 1e-9)
+    assert np.array_equal(r.pgs_per_osd_after, want.astype(np.int64))
+    crush = recommend(snap, options.make(), balanced=False)
+    assert not np.array_equal(crush.pgs_per_osd_after, r.pgs_per_osd_after), \
+        "the fixture shows nothing: CRUSH's counts equal the ceilings"
 
 
 def test_memory_cap(snap: snapshot.Snapshot) -> None:
-    r = recommend(snap, options.make({"pg_memory_fraction": 0.02, "target_pgs_per_osd": 400}))
-    assert (r.memory_after <= r.memory_budget).all() or r.notes
+    opts = options.make({"pg_memory_fraction": 0.04, "target_pgs_per_osd": 400})
+    r = recommend(snap, opts)
+    # the cap bit: pg_num was halved for memory, and the result fits the budget
     assert any(x.code == "cap_memory" for s in r.pools for x in s.reasons)
+    assert r.notes == [] and (r.memory_after <= r.memory_budget).all()
+    uncapped = recommend(snap, options.make({"target_pgs_per_osd": 400}))
+    assert (uncapped.memory_after > r.memory_budget).any(), "the budget caps nothing here"
+    assert sum(s.recommended for s in r.pools) < sum(s.recommended for s in uncapped.pools)
+    # a budget no pg_num fits: every pool at its floor, and a note says the OSD stays over
+    tight = recommend(snap, options.make({"pg_memory_fraction": 0.02, "target_pgs_per_osd": 400}))
+    assert [s.recommended for s in tight.pools] == [32, 32, 32]
+    assert (tight.memory_after > tight.memory_budget).any()
+    assert any("stays over its limits even with every pool at its floor" in n for n in tight.notes)
 
 
 def test_pool_options_are_honoured(dumps: Dict[str, Any]) -> None:
