@@ -317,7 +317,7 @@ class Driver:
             checks["PG_ADVISOR_BLOCKED"] = {
                 "severity": "warning", "count": len(st["blockers"]), "detail": st["blockers"],
                 "summary": f"pg_advisor plan {st['id']} is blocked: {st['blockers'][0]}"}
-            conflicts = [b for b in st["blockers"] if "pg_autoscaler" in b or "balancer" in b]
+            conflicts = st.get("conflicts") or []
             if conflicts:    # the other party is named, so the operator can choose
                 checks["PG_ADVISOR_CONFLICT"] = {
                     "severity": "warning", "count": len(conflicts), "detail": conflicts,

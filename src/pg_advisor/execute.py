@@ -11,7 +11,7 @@ delay and reported; nothing is given up without the operator (`abort`).
 import datetime
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -89,30 +89,38 @@ def in_window(p: Pacing, now: float) -> bool:
     return begin <= cur < end if begin < end else (cur >= begin or cur < end)
 
 
+class Blocker(NamedTuple):
+    kind: str      # "conflict" (Ceph's balancer or pg_autoscaler), "cluster", "osd_down", "window"
+    text: str      # a sentence, health-worthy
+
+
 def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float, upmaps: bool = False,
-             half_sent: bool = False, pg_num: bool = True) -> List[str]:
-    """Conditions under which no step is taken, each as a sentence (health-worthy);
-    `upmaps`: the step sets pg-upmap-items; `half_sent`: the rest of a step a failover
-    interrupted, which PGs made unwell by its first half must not hold back; `pg_num`:
-    the step changes pg_num or pgp_num (the pg_autoscaler's business; items are not)."""
-    out: List[str] = []
+             half_sent: bool = False, pg_num: bool = True) -> List[Blocker]:
+    """Conditions under which no step is taken; `upmaps`: the step sets pg-upmap-items;
+    `half_sent`: the rest of a step a failover interrupted, which PGs made unwell by its
+    first half must not hold back; `pg_num`: the step changes pg_num or pgp_num (the
+    pg_autoscaler's business; items are not)."""
+    out: List[Blocker] = []
     if upmaps and p.balancer_active:
-        out.append("the built-in balancer is active: pg_advisor sets no upmap items beside it "
-                   "(`ceph balancer off` hands balancing over, or set split_pinning false)")
+        out.append(Blocker("conflict", "the built-in balancer is active: pg_advisor sets no upmap items "
+                                       "beside it (`ceph balancer off` hands balancing over, or set "
+                                       "split_pinning false)"))
     if pg_num and pool.autoscale_mode == "on":
-        out.append(f"pool {pool.name}: pg_autoscaler manages it (pg_autoscale_mode on); "
-                   f"pg_advisor does not fight it")
-    out.extend(cluster_blockers(snap, MOVE_FLAGS + ("noautoscale",), pg_states=not half_sent))
+        out.append(Blocker("conflict", f"pool {pool.name}: pg_autoscaler manages it (pg_autoscale_mode "
+                                       f"on); pg_advisor does not fight it"))
+    out.extend(Blocker("cluster", b) for b in
+               cluster_blockers(snap, MOVE_FLAGS + ("noautoscale",), pg_states=not half_sent))
     rule = snap.rules.get(pool.crush_rule)
     if rule is not None:     # the OSDs the pool's rule can use, down but still in
         o = snap.osds
         down = np.flatnonzero((rule_weights(snap, rule) > 0) & ~o.up).tolist()
         if down:
             more = f" (and {len(down) - 1} more)" if len(down) > 1 else ""
-            out.append(f"osd.{down[0]} is down and in{more}: pool {pool.name} maps onto it")
+            out.append(Blocker("osd_down",
+                               f"osd.{down[0]} is down and in{more}: pool {pool.name} maps onto it"))
     if not in_window(p, now):
-        out.append(f"outside the window {p.window_begin}-{p.window_end}"
-                   + (f" on {p.window_days}" if p.window_days else ""))
+        out.append(Blocker("window", f"outside the window {p.window_begin}-{p.window_end}"
+                                     + (f" on {p.window_days}" if p.window_days else "")))
     return out
 
 
@@ -278,7 +286,7 @@ class Executor:
                                 for p in pools},
                       "status": "running", "issued_at": None, "last_step_at": now if hold else None,
                       "attempts": 0, "retry_at": None, "last_error": None, "stopped_why": None,
-                      "rounds": 0, "round": None, "blockers": [], "waiting": None,
+                      "rounds": 0, "round": None, "blockers": [], "conflicts": [], "waiting": None,
                       "pins": {}, "pins_left": 0, "drain": [int(x) for x in drain]}
         self._log(now, "start", f"{len(steps)} steps: " + "; ".join(
             f"{n} pg_num {p['start']} -> {p['goal']}" for n, p in sorted(self.state["pools"].items())))
@@ -323,7 +331,7 @@ class Executor:
             notes.append(f"{name}: left at pg_num {want} and pgp_num {want}; {abs(p['goal'] - want)} "
                          f"PGs short of the plan's {p['goal']}")
         st["status"] = "aborted"
-        st["blockers"], st["waiting"] = [], None     # nothing waits any more
+        st["blockers"], st["conflicts"], st["waiting"] = [], [], None     # nothing waits any more
         summary = "; ".join(notes)
         self._log(now, "abort", summary)
         self.save()
@@ -362,7 +370,7 @@ class Executor:
 
     def _stop(self, st: Dict[str, Any], why: str, now: float) -> None:
         st["status"], st["stopped_why"] = "stopped", why[:REASON_MAX]
-        st["blockers"], st["waiting"] = [], None
+        st["blockers"], st["conflicts"], st["waiting"] = [], [], None
         self._log(now, "stop", f"{why}; no command is sent to it; `abort` ends the plan")
 
     # -- the tick -------------------------------------------------------------------------------
@@ -436,8 +444,11 @@ class Executor:
 
     def _may_issue(self, st: Dict[str, Any], snap: Snapshot, pool: Pool, step: Step,
                    pacing: Pacing, now: float, half_sent: bool = False) -> bool:
-        st["blockers"] = blockers(snap, pool, pacing, now, step.pin or step.kind == "balance",
-                                  half_sent, step.kind != "balance")
+        found = blockers(snap, pool, pacing, now, step.pin or step.kind == "balance",
+                         half_sent, step.kind != "balance")
+        st["blockers"] = [b.text for b in found]
+        # by kind, not by what the text says (a pool may be named "balancer-x")
+        st["conflicts"] = [b.text for b in found if b.kind == "conflict"]
         if st["blockers"]:
             st["waiting"] = None
             return False
@@ -592,7 +603,8 @@ class Executor:
                       state=("done" if i < st["next"] else
                              st["phase"] if i == st["next"] and st["status"] == "running" else "pending"))
                  for i, s in enumerate(st["steps"])]
-        return {"plan": {k: v for k, v in st.items() if k != "steps"}, "steps": steps}
+        # the pins can be thousands: their count (pins_left) is what a report shows
+        return {"plan": {k: v for k, v in st.items() if k not in ("steps", "pins")}, "steps": steps}
 
     # -- persistence ----------------------------------------------------------------------------
 

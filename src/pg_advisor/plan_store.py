@@ -30,7 +30,7 @@ READ_MAX = 1 << 20           # a stored value longer than this is not parsed at 
 STATUSES = ("running", "paused", "stopped", "done", "aborted", "failed")
 PHASES = ("idle", "issuing", "issued")
 # not stored in the state entry: steps and pins apart, the rest recomputed
-VOLATILE = ("steps", "pins", "blockers", "waiting")
+VOLATILE = ("steps", "pins", "blockers", "conflicts", "waiting")
 # absent from states stored before pin-remapped and drain
 OPTIONAL: Dict[str, Any] = {"pins_count": 0, "pins_left": 0, "drain": []}
 
@@ -215,7 +215,7 @@ class PlanStore:
                 chunks = [_parse(self._get(f"{PINS_KEY}.{i}"), f"{PINS_KEY}.{i}") for i in range(m)]
                 st["pins"] = check_pins(chunks, st["id"], st["pins_count"])
                 del st["pins_count"]
-                st["blockers"], st["waiting"] = [], None
+                st["blockers"], st["conflicts"], st["waiting"] = [], [], None
                 self._chunks, self._pin_chunks = n, m
                 state = st
         except Unreadable as e:

@@ -12,9 +12,10 @@ from pg_advisor.driver import Driver
 from pg_advisor.errors import AdvisorError
 from pg_advisor.options import make
 from pg_advisor.remapped import pin_remapped, pins_report
+from pg_advisor.steps import StepPlanner
 from pg_advisor.expand_text import pins_text
 
-from .test_execute import OPEN, FakeCeph
+from .test_execute import OPEN, T, FakeCeph
 
 REMAPPED = "active+remapped+backfill_wait"
 
@@ -257,3 +258,25 @@ def test_pin_on_change_pins_and_drains_by_itself_in_mode_auto(
         assert any(h["event"] == "pin" for h in drv.executor.history)
     else:
         assert not sent and (st is None or not st.get("pins"))
+
+
+@pytest.mark.parametrize("name, autoscale, conflict", [
+    ("balancer-x", "off", False),          # a name in a blocker's text is not a conflict
+    ("my_pg_autoscaler", "off", False),
+    ("balancer-x", "on", True),            # pg_autoscaler manages it: a conflict, by kind
+])
+def test_pg_advisor_conflict_is_raised_by_kind_not_by_the_text(
+        dumps: Dict[str, Any], name: str, autoscale: str, conflict: bool) -> None:
+    d = copy.deepcopy(dumps)
+    rbd = next(p for p in d["osd_dump"]["pools"] if p["pool_name"] == "rbd")
+    rbd["pool_name"], rbd["pg_autoscale_mode"] = name, autoscale
+    # a blocker that names the pool: "osd.1 is down and in: pool NAME maps onto it"
+    next(o for o in d["osd_dump"]["osds"] if o["osd"] == 1)["up"] = 0
+    ceph, (drv, _) = FakeCeph(d), driver()
+    snap = ceph.snap()
+    pool = snap.pool_by_name(name)
+    drv.executor.start(StepPlanner(snap, T).plan(pool, pool.pg_num * 2), [pool], "apply", 0.0)
+    drv.tick(snap, make({}), 0.05, False, ceph.send, 1.0)
+    checks = drv.health()
+    assert f"pool {name} maps onto it" in json.dumps(checks["PG_ADVISOR_BLOCKED"])
+    assert ("PG_ADVISOR_CONFLICT" in checks) == conflict, checks
