@@ -12,6 +12,15 @@ def test_cmake_install_into_a_prefix(tmp_path: Path) -> None:
     subprocess.run(["cmake", "--install", str(build)], check=True, capture_output=True)
     mod = prefix / "share" / "ceph" / "mgr" / "pg_advisor"
     src = REPO / "src" / "pg_advisor"
-    want = {p.name for p in src.glob("*.py")}
-    assert want and {p.name for p in mod.glob("*.py")} == want
+    # every module file, subpackages (crush/) included, and nothing of the tests
+    want = {p.relative_to(src).as_posix() for p in src.rglob("*.py")
+            if "tests" not in p.relative_to(src).parts}
+    got = {p.relative_to(mod).as_posix() for p in mod.rglob("*.py")}
+    assert any("/" in w for w in want) and got == want, sorted(got ^ want)
     assert not (mod / "tests").exists() and not list(mod.rglob("__pycache__"))
+
+
+def test_the_testing_doc_names_every_integration_test_file() -> None:
+    doc = (REPO / "doc" / "testing.rst").read_text()
+    files = sorted(p.name for p in (REPO / "qa").glob("test_*.py"))
+    assert files and [f for f in files if f"``{f}``" not in doc] == []
