@@ -117,9 +117,7 @@ class Module(MgrModule):
     ]
     MODULE_OPTIONS = [Option(**o) for o in options.mgr_options()]
     # the cluster settings the sizing model reads, as the mgr sees them
-    NATIVE_OPTIONS = ["mon_max_pg_per_osd", "mon_max_pool_pg_num", "mon_target_pg_per_osd",
-                      "osd_memory_target", "osd_min_pg_log_entries", "osd_max_pg_log_entries",
-                      "osd_target_pg_log_entries_per_osd", "osd_pg_log_dups_tracked"]
+    NATIVE_OPTIONS = list(snapshot.CONFIG_DEFAULTS)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -145,7 +145,6 @@ class Snapshot:
     pgs: Optional[Pgs]
     pg_upmap: Mapping[str, Tuple[int, ...]]
     pg_upmap_items: Mapping[str, Tuple[Tuple[int, int], ...]]
-    mon_max_pg_per_osd: int
     crush_types: Mapping[str, int] = field(default_factory=dict)
     # choose_args key (pool id, or -1 for the default) -> bucket id -> (weight_set, ids)
     choose_args: Mapping[int, Mapping[int, Tuple[Tuple[Tuple[int, ...], ...],
@@ -155,6 +154,11 @@ class Snapshot:
     # `ceph osd pool autoscale-status -f json`, by pool name, when known
     autoscale: Optional[Mapping[str, Mapping[str, Any]]] = None
     misplaced_objects: int = 0    # object copies misplaced now (PG stats)
+
+    @property
+    def mon_max_pg_per_osd(self) -> int:
+        """One place for it: the config the snapshot was loaded with."""
+        return int(self.config["mon_max_pg_per_osd"])
 
     def pool_by_name(self, name: str) -> Pool:
         for p in self.pools:
@@ -775,7 +779,6 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
             pools=_load_pools(osd_dump, _pool_usage(df, pg_map)),
             pgs=pgs,
             pg_upmap=upmap, pg_upmap_items=upmap_items,
-            mon_max_pg_per_osd=cfg["mon_max_pg_per_osd"],
             crush_types=types,
             choose_args=_load_choose_args(crush, buckets),
             config=cfg,

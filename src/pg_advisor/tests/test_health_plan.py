@@ -5,6 +5,7 @@ from typing import Any, Dict
 from pg_advisor import options, snapshot
 from pg_advisor.health import health_checks
 from pg_advisor.plan import plan_report
+from pg_advisor.sizing import recommend
 from pg_advisor.status import status_report
 
 
@@ -51,13 +52,14 @@ def test_a_step_the_mon_would_refuse_is_a_note(snap: snapshot.Snapshot) -> None:
     # the sizing grows pools against its own PGs-per-OSD model; the mon counts pg_num x size
     # against mon_max_pg_per_osd x OSDs in: where it would refuse a step, the plan says so
     # and keeps the steps it would take
-    full = plan_report(snap, options.make())
-    grown = [s for s in full["steps"] if s["pg_num"][1] > s["pg_num"][0]]
-    assert grown
     have = sum(max(p.pg_num, p.pg_num_target) * p.size for p in snap.pools)
-    tight = dataclasses.replace(snap, mon_max_pg_per_osd=have // 6 + 1)
+    tight = dataclasses.replace(snap, config=dict(snap.config, mon_max_pg_per_osd=have // 6 + 1))
+    # (one setting for both: the sizing, too, works against the tight limit; at their
+    # floor of 32 PGs the pools still grow)
+    grown = [s for s in recommend(tight, options.make()).pools if s.recommended > s.pool.pg_num]
+    assert grown
     p = plan_report(tight, options.make())
     assert [s["pool"] for s in p["steps"] if s["pg_num"][1] > s["pg_num"][0]] == []
     for s in grown:
-        assert any(n.startswith(f"pool {s['pool']}: no step to {s['pg_num'][1]} PGs: pg_num")
-                   and "mon_max_pg_per_osd" in n for n in p["notes"]), p["notes"]
+        assert any(n.startswith(f"pool {s.pool.name}: no step to {s.recommended} PGs: pg_num")
+                   and f"mon_max_pg_per_osd {have // 6 + 1} x 6 OSDs in" in n for n in p["notes"]), p["notes"]
