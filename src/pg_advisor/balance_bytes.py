@@ -19,7 +19,7 @@ CANDIDATES = 32     # partner OSDs examined per step, the most promising first
 SWAP_CANDIDATES = 8
 
 
-class Step:
+class Move:
     """A single move (b is None) or a swap: (row, from, to) for each half."""
 
     def __init__(self, gain: float, st: PoolState, a: Tuple[int, int, int],
@@ -100,7 +100,7 @@ class ByteEvener:
         return np.minimum(us, ud) - u[d]
 
     def _moves(self, st: PoolState, s: int, ds: np.ndarray, u: np.ndarray,
-               down: bool) -> Optional[Step]:
+               down: bool) -> Optional[Move]:
         L, T = st.level, self.b.total
         if L.counts[s] <= L.lo[s] or T.counts[s] <= T.lo[s]:
             return None
@@ -115,11 +115,11 @@ class ByteEvener:
                        u, s, ds[None, :], down)
         g = np.where(ok, g, -np.inf)
         r, c = np.unravel_index(int(np.argmax(g)), g.shape)
-        return Step(float(g[r, c]), st, (int(rows[r]), s, int(ds[c])))
+        return Move(float(g[r, c]), st, (int(rows[r]), s, int(ds[c])))
 
     def _swaps(self, st: PoolState, s: int, ds: np.ndarray, u: np.ndarray,
-               down: bool) -> Optional[Step]:
-        best: Optional[Step] = None
+               down: bool) -> Optional[Move]:
+        best: Optional[Move] = None
         rows_s = st.rows(s)
         if not rows_s.size:
             return None
@@ -139,23 +139,23 @@ class ByteEvener:
             g = np.where(delta > 0, g, -np.inf)
             i, j = np.unravel_index(int(np.argmax(g)), g.shape)
             if np.isfinite(g[i, j]) and (best is None or g[i, j] > best.gain):
-                best = Step(float(g[i, j]), st, (int(a[i]), s, d), (int(z[j]), d, s))
+                best = Move(float(g[i, j]), st, (int(a[i]), s, d), (int(z[j]), d, s))
         return best
 
-    def _best(self, s: int, ds: np.ndarray, u: np.ndarray, down: bool) -> Optional[Step]:
+    def _best(self, s: int, ds: np.ndarray, u: np.ndarray, down: bool) -> Optional[Move]:
         """The step between fuller `s` and the emptier `ds` with the most gain per move."""
-        found: List[Step] = []
+        found: List[Move] = []
         for st in self.b.states:
             for step in (self._moves(st, s, ds, u, down),
                          self._swaps(st, s, ds[:SWAP_CANDIDATES], u, down)
                          if self.b.left >= 2 else None):
                 if step is not None and step.per_move() >= self.min_gain:
                     found.append(step)
-        return max(found, key=Step.per_move) if found else None
+        return max(found, key=Move.per_move) if found else None
 
     # -- the loop -------------------------------------------------------------------------------
 
-    def _apply(self, step: Step) -> bool:
+    def _apply(self, step: Move) -> bool:
         b, st = self.b, step.st
         halves = [h for h in (step.a, step.b) if h is not None]
         if not b.affordable(sum(float(st.objects[r]) for r, _, _ in halves)):
@@ -182,7 +182,7 @@ class ByteEvener:
             if cand is not None and (up is None or cand.per_move() > up.per_move()):
                 up = cand
         picks = [x for x in (down, up) if x is not None]
-        return bool(picks) and self._apply(max(picks, key=Step.per_move))
+        return bool(picks) and self._apply(max(picks, key=Move.per_move))
 
     def run(self) -> None:
         while self.mean > 0 and not self.b.stopped and self.steps_left > 0 and self.step():

@@ -20,7 +20,7 @@ from .priming import PRIME_BATCH
 from .remapped import Pins, pin_remapped, pins_report
 from .sizing import Sizer
 from .snapshot import Snapshot
-from .steps import Step, StepPlanner, Throttles, balance_step
+from .steps import PlanStep, StepPlanner, Throttles, balance_step
 
 AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a new plan
 
@@ -89,9 +89,9 @@ class Driver:
         return {s["pool"]: s["pg_num"][1] for s in steps if pool is None or s["pool"] == pool}
 
     def plan(self, snap: Snapshot, opts: Options, cluster_ratio: float,
-             targets: Dict[str, int]) -> List[Step]:
+             targets: Dict[str, int]) -> List[PlanStep]:
         planner = StepPlanner(snap, throttles(opts, cluster_ratio))
-        steps: List[Step] = []
+        steps: List[PlanStep] = []
         for name, target in targets.items():
             pool = snap.pool_by_name(name)
             check_pg_num(snap, pool, target)      # the mon's bounds first: they cost nothing

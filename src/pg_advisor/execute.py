@@ -23,7 +23,7 @@ from .errors import AdvisorError
 from .gates import MOVE_FLAGS, cluster_blockers, misplaced_ratio, unreported_pgs
 from .priming import PRIME_MAX, item_results, primed_commands, primes
 from .snapshot import Pool, Snapshot
-from .steps import Step
+from .steps import PlanStep
 
 HISTORY_MAX = 200
 RETRY_MAX_DELAY = 300.0
@@ -148,27 +148,27 @@ def backfills(snap: Snapshot) -> Tuple[int, int]:
     return o, int(load[o]) if load.size else 0
 
 
-def step_done(pool: Pool, step: Step) -> bool:
+def step_done(pool: Pool, step: PlanStep) -> bool:
     return (pool.pg_num, pool.pgp_num, pool.pg_num_target, pool.pgp_num_target) == \
         (step.pg_num, step.pgp_num, step.pg_num, step.pgp_num)
 
 
-def targets_shown(pool: Pool, step: Step) -> bool:
+def targets_shown(pool: Pool, step: PlanStep) -> bool:
     """The cluster already has the step's targets (it was sent before a failover)."""
     return (pool.pg_num_target, pool.pgp_num_target) == (step.pg_num, step.pgp_num)
 
 
-def _set(step: Step, var: str, val: int) -> Command:
+def _set(step: PlanStep, var: str, val: int) -> Command:
     return {"prefix": "osd pool set", "pool": step.pool, "var": var, "val": str(val)}
 
 
-def pgp_at_once(step: Step) -> List[Command]:
+def pgp_at_once(step: PlanStep) -> List[Command]:
     """pgp_num's target and actual together: the mon takes the whole step in one epoch
     instead of stepping it itself, so what goes with it (pins, pg_temps) lands with it."""
     return [_set(step, "pgp_num", step.pgp_num), _set(step, "pgp_num_actual", step.pgp_num)]
 
 
-def commands(step: Step) -> List[Command]:
+def commands(step: PlanStep) -> List[Command]:
     """Targets for Ceph's own stepping. Setting pg_num drags pgp_num's target along when
     the two are equal, so pgp_num is set right after it, back to the step's value."""
     if step.kind == "pg_num":
@@ -187,7 +187,7 @@ def _acting(snap: Snapshot, pool: Pool) -> Dict[int, List[int]]:
     return {int(ps): row for ps, row, ok in zip(pgs.ps[sel].tolist(), rows.tolist(), whole.tolist()) if ok}
 
 
-def pins(snap: Snapshot, step: Step, from_pgp: int) -> Dict[str, List[Tuple[int, int]]]:
+def pins(snap: Snapshot, step: PlanStep, from_pgp: int) -> Dict[str, List[Tuple[int, int]]]:
     """For each PG that pgp_num from_pgp -> step.pgp_num remaps, the items that keep it on
     the OSDs that hold its data: the acting set where the PG stats have it, else where
     the PG maps at from_pgp. The same answer before the pgp_num change and after it (a
@@ -207,14 +207,14 @@ def pins(snap: Snapshot, step: Step, from_pgp: int) -> Dict[str, List[Tuple[int,
     return items
 
 
-def pin_commands(snap: Snapshot, step: Step, from_pgp: int) -> List[Command]:
+def pin_commands(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[Command]:
     """pgp_num at once (target and actual) and the pins. Sent together they land in one
     map epoch: the mon checks the items against the map with the new pgp_num, and no PG
     sees a new up set."""
     return pgp_at_once(step) + mon_commands(pins(snap, step, from_pgp))
 
 
-def remapped(snap: Snapshot, step: Step, from_pgp: int) -> List[str]:
+def remapped(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[str]:
     """The PGs whose up set pgp_num from_pgp -> step.pgp_num changes (items applied)."""
     pool = snap.pool_by_name(step.pool)
     placer = Placer(snap)
@@ -223,7 +223,7 @@ def remapped(snap: Snapshot, step: Step, from_pgp: int) -> List[str]:
     return [was.pgid(int(r)) for r in np.flatnonzero((was.up != new.up).any(axis=1))]
 
 
-def primed_pgp_commands(snap: Snapshot, step: Step, from_pgp: int) -> List[Command]:
+def primed_pgp_commands(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[Command]:
     """pgp_num at once (target and actual), with a pg_temp for each PG it remaps onto the
     OSDs that hold its data (at most PRIME_MAX), sent together for one map epoch. The mon
     primes pg_temp for OSD and CRUSH changes, not for pgp_num: unprimed, a remapped PG's
@@ -234,7 +234,7 @@ def primed_pgp_commands(snap: Snapshot, step: Step, from_pgp: int) -> List[Comma
     return [{"prefix": "osd pg-temp", "pgid": k, "id": v} for k, v in temps] + pgp_at_once(step)
 
 
-def pins_shown(snap: Snapshot, pool: Pool, step: Step, from_pgp: int) -> bool:
+def pins_shown(snap: Snapshot, pool: Pool, step: PlanStep, from_pgp: int) -> bool:
     """A pinned step is in the cluster only when its pgp_num (target and actual) and every
     one of its pins are: a failover between the pgp_num change and the pins must resend
     the pins, or those PGs move outside the budget."""
@@ -265,7 +265,7 @@ class Executor:
         """Active, or stopped by a change it must not act on: it waits for the operator."""
         return self.state is not None and self.state["status"] in ("running", "paused", "stopped")
 
-    def start(self, steps: List[Step], pools: Sequence[Pool], source: str, now: float,
+    def start(self, steps: List[PlanStep], pools: Sequence[Pool], source: str, now: float,
               hold: bool = False, drain: Sequence[int] = ()) -> Dict[str, Any]:
         """Run `steps` on `pools` (as they are now: the plan is bound to their ids and targets);
         `hold`: the first step, too, waits step_interval (what was just set settles first);
@@ -362,7 +362,7 @@ class Executor:
         is being set on it, that step's and the states between its commands."""
         out = [tuple(p["expect"])]
         if st["next"] < len(st["steps"]):
-            step = Step.from_json(st["steps"][st["next"]])
+            step = PlanStep.from_json(st["steps"][st["next"]])
             if step.pool_id == p["id"] and step.kind != "balance":
                 out += [(step.pg_num, step.pgp_num), (step.pg_num, step.pg_num),
                         (step.pg_num, p["expect"][1])]
@@ -389,7 +389,7 @@ class Executor:
                 self.save()
                 return
         while st["next"] < len(st["steps"]):
-            step = Step.from_json(st["steps"][st["next"]])
+            step = PlanStep.from_json(st["steps"][st["next"]])
             pool = snap.pool_by_name(step.pool)       # checked above: the plan's own pool
             if st["phase"] == "issuing" and self._shown(st, snap, pool, step):
                 st["phase"] = "issued"       # sent before a failover: do not send it again
@@ -427,22 +427,22 @@ class Executor:
             self._log(now, "finish", f"all {len(st['steps'])} steps done")
         self.save()
 
-    def _advance(self, st: Dict[str, Any], step: Step, now: float, how: str = "") -> None:
+    def _advance(self, st: Dict[str, Any], step: PlanStep, now: float, how: str = "") -> None:
         """The current step is done: log it and make the next one current."""
         self._log(now, "done", f"step {st['next'] + 1}/{len(st['steps'])}: {step.describe()}{how}")
         st.update(next=st["next"] + 1, phase="idle", last_step_at=now, rounds=0, attempts=0,
                   retry_at=None, last_error=None)
 
-    def _from_pgp(self, st: Dict[str, Any], step: Step) -> int:
+    def _from_pgp(self, st: Dict[str, Any], step: PlanStep) -> int:
         """The pool's pgp_num before this step: the plan's last target for it."""
         return int(st["pools"][step.pool]["expect"][1])
 
-    def _shown(self, st: Dict[str, Any], snap: Snapshot, pool: Pool, step: Step) -> bool:
+    def _shown(self, st: Dict[str, Any], snap: Snapshot, pool: Pool, step: PlanStep) -> bool:
         if step.pin:
             return pins_shown(snap, pool, step, self._from_pgp(st, step))
         return targets_shown(pool, step)
 
-    def _may_issue(self, st: Dict[str, Any], snap: Snapshot, pool: Pool, step: Step,
+    def _may_issue(self, st: Dict[str, Any], snap: Snapshot, pool: Pool, step: PlanStep,
                    pacing: Pacing, now: float, half_sent: bool = False) -> bool:
         found = blockers(snap, pool, pacing, now, step.pin or step.kind == "balance",
                          half_sent, step.kind != "balance")
@@ -482,7 +482,7 @@ class Executor:
         st["retry_at"] = now + min(RETRY_MAX_DELAY, 5.0 * 2 ** (st["attempts"] - 1))
         self._log(now, "retry", f"step {st['next'] + 1} attempt {st['attempts']} failed: {error}")
 
-    def _balance_round(self, st: Dict[str, Any], snap: Snapshot, step: Step, pacing: Pacing,
+    def _balance_round(self, st: Dict[str, Any], snap: Snapshot, step: PlanStep, pacing: Pacing,
                        send: Send, burst: Burst, now: float) -> bool:
         """One balance round on the pool: True if it set items or waits for the budget
         (more rounds follow), False when the pool is as even as the balancer can make it
@@ -544,7 +544,7 @@ class Executor:
             self._failed(st, f"the mon did not keep the items of {len(lost)} PGs, e.g. {lost[0]}", now)
         return True
 
-    def _issue(self, st: Dict[str, Any], snap: Snapshot, step: Step, burst: Burst, now: float,
+    def _issue(self, st: Dict[str, Any], snap: Snapshot, step: PlanStep, burst: Burst, now: float,
                prime: bool = False) -> None:
         st["phase"] = "issuing"
         self.save()                      # a failover from here resends only if not shown
@@ -573,7 +573,7 @@ class Executor:
         self._log(now, "issue", f"step {st['next'] + 1}/{len(st['steps'])}: {step.describe()}")
 
     @staticmethod
-    def _issued(st: Dict[str, Any], step: Step, now: float) -> None:
+    def _issued(st: Dict[str, Any], step: PlanStep, now: float) -> None:
         st["issued_at"] = now
         st["waiting"] = None
         st["pools"][step.pool]["expect"] = [step.pg_num, step.pgp_num]
@@ -599,7 +599,7 @@ class Executor:
         st = self.state
         if st is None:
             return {"plan": None}
-        steps = [dict(s, description=Step.from_json(s).describe(),
+        steps = [dict(s, description=PlanStep.from_json(s).describe(),
                       state=("done" if i < st["next"] else
                              st["phase"] if i == st["next"] and st["status"] == "running" else "pending"))
                  for i, s in enumerate(st["steps"])]

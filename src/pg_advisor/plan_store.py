@@ -16,7 +16,7 @@ import json
 import math
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .steps import Step
+from .steps import PlanStep
 
 STATE_KEY, HISTORY_KEY, STEPS_KEY, CORRUPT_KEY = "exec_state", "exec_history", "exec_steps", "exec_corrupt"
 PINS_KEY = "exec_pins"       # pin-remapped's items, in chunks written once, as the steps
@@ -132,7 +132,7 @@ def check_steps(chunks: List[Any], plan: str, count: int) -> List[Dict[str, Any]
         raise Unreadable(f"plan {plan} has {len(steps)} stored steps, not {count}")
     for s in steps:
         try:
-            step = Step.from_json(s)
+            step = PlanStep.from_json(s)
         except TypeError as e:
             raise Unreadable(f"a stored step is malformed: {e}") from None
         if step.kind not in ("pg_num", "pgp_num", "balance") or not all(

@@ -40,7 +40,7 @@ class Throttles:
 
 
 @dataclass(frozen=True)
-class Step:
+class PlanStep:
     kind: str                 # "pg_num" | "pgp_num" | "balance"
     pool: str
     pool_id: int
@@ -69,8 +69,8 @@ class Step:
         return asdict(self)
 
     @staticmethod
-    def from_json(d: Dict[str, Any]) -> "Step":
-        return Step(**d)
+    def from_json(d: Dict[str, Any]) -> "PlanStep":
+        return PlanStep(**d)
 
 
 def misplaced_fraction(pool: Pool, pg_num: int, shards: int, copies: float) -> float:
@@ -81,10 +81,10 @@ def misplaced_fraction(pool: Pool, pg_num: int, shards: int, copies: float) -> f
     return shards * (pool.objects or 0) / max(pg_num, 1) / copies
 
 
-def balance_step(pool: Pool, pg_num: int, pgp_num: int, shards: int, copies: float) -> Step:
+def balance_step(pool: Pool, pg_num: int, pgp_num: int, shards: int, copies: float) -> PlanStep:
     """Balance rounds on the pool, predicted to move about `shards` shards in all."""
-    return Step("balance", pool.name, pool.id, pg_num, pgp_num, shards_moving=shards,
-                misplaced=misplaced_fraction(pool, pg_num, shards, copies))
+    return PlanStep("balance", pool.name, pool.id, pg_num, pgp_num, shards_moving=shards,
+                    misplaced=misplaced_fraction(pool, pg_num, shards, copies))
 
 
 class StepPlanner:
@@ -126,7 +126,7 @@ class StepPlanner:
     def _fraction(self, pool: Pool, pg_num: int, shards: int) -> float:
         return misplaced_fraction(pool, pg_num, shards, self.copies)
 
-    def _pgp_step(self, pool: Pool, pg_num: int, cur: int, goal: int, pin: bool = False) -> Step:
+    def _pgp_step(self, pool: Pool, pg_num: int, cur: int, goal: int, pin: bool = False) -> PlanStep:
         """The farthest pgp_num from `cur` toward `goal` whose movement fits the throttles
         (at least one PG: a step always makes progress). Pinned, nothing moves at once:
         only the number of PGs remapped (peering together) is bounded."""
@@ -148,26 +148,26 @@ class StepPlanner:
             else:
                 hi = mid - 1
         if pin:
-            return Step("pgp_num", pool.name, pool.id, pg_num, best, best_mv[0], best_mv[1], 0.0, 0,
-                        pin=True)
-        return Step("pgp_num", pool.name, pool.id, pg_num, best, best_mv[0], best_mv[1],
-                    self._fraction(pool, pg_num, best_mv[1]), best_mv[2])
+            return PlanStep("pgp_num", pool.name, pool.id, pg_num, best, best_mv[0], best_mv[1], 0.0, 0,
+                            pin=True)
+        return PlanStep("pgp_num", pool.name, pool.id, pg_num, best, best_mv[0], best_mv[1],
+                        self._fraction(pool, pg_num, best_mv[1]), best_mv[2])
 
-    def plan(self, pool: Pool, target: int) -> List[Step]:
+    def plan(self, pool: Pool, target: int) -> List[PlanStep]:
         check_pg_num(self.snap, pool, target)
         if pool.pg_num != pool.pg_num_target or pool.pgp_num != pool.pgp_num_target:
             raise AdvisorError.busy(f"pool {pool.name} is already changing (pg_num {pool.pg_num} -> "
                                     f"{pool.pg_num_target}, pgp_num {pool.pgp_num} -> "
                                     f"{pool.pgp_num_target}): wait for it to finish")
         pg, pgp = pool.pg_num, pool.pgp_num
-        steps: List[Step] = []
+        steps: List[PlanStep] = []
         if target >= pg:
             while pgp < pg:                 # a pool left half placed: finish it first
                 steps.append(self._pgp_step(pool, pg, pgp, pg))
                 pgp = steps[-1].pgp_num
             while pg < target:
                 pg = min(target, pg + self.t.max_splitting)
-                steps.append(Step("pg_num", pool.name, pool.id, pg, pgp))
+                steps.append(PlanStep("pg_num", pool.name, pool.id, pg, pgp))
                 while pgp < pg:
                     steps.append(self._pgp_step(pool, pg, pgp, pg, self.t.pin))
                     pgp = steps[-1].pgp_num
@@ -183,5 +183,5 @@ class StepPlanner:
                 pgp = steps[-1].pgp_num
             while pg > target:
                 pg = max(target, pg - self.t.max_splitting)
-                steps.append(Step("pg_num", pool.name, pool.id, pg, pgp))
+                steps.append(PlanStep("pg_num", pool.name, pool.id, pg, pgp))
         return steps

@@ -21,7 +21,7 @@ MAX_CELLS = 1 << 25
 
 
 @dataclass(frozen=True)
-class Step:
+class RuleStep:
     op: str
     arg1: int      # take: item; choose*: numrep; set_*: value
     arg2: int      # choose*: bucket type id
@@ -35,7 +35,7 @@ class CompiledRule:
     ruleset: int
     min_size: int
     max_size: int
-    steps: Tuple[Step, ...]
+    steps: Tuple[RuleStep, ...]
 
 
 @dataclass(frozen=True)
@@ -108,11 +108,11 @@ class CompiledCrush:
 def _compile_rule(rule_id: int, snap: Snapshot) -> CompiledRule:
     """The rule's steps with type names resolved (the loader checked ops and arguments)."""
     r = snap.rules[rule_id]
-    steps: List[Step] = []
+    steps: List[RuleStep] = []
     for s in r.steps:
         a1, a2 = STEP_ARGS[s["op"]]
-        steps.append(Step(s["op"], int(s[a1]) if a1 else 0,
-                          snap.crush_types[s[a2]] if a2 else 0))
+        steps.append(RuleStep(s["op"], int(s[a1]) if a1 else 0,
+                              snap.crush_types[s[a2]] if a2 else 0))
     return CompiledRule(id=r.id, name=r.name, type=r.type, ruleset=r.ruleset,
                         min_size=r.min_size, max_size=r.max_size, steps=tuple(steps))
 
