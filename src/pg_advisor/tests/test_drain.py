@@ -14,7 +14,7 @@ from pg_advisor.expand_text import drain_text
 from pg_advisor.legality import ancestors, breaks, rule_shape
 from pg_advisor.options import make
 
-from .test_execute import FakeCeph
+from .fakes import FakeCeph
 
 
 def pgs_on(snap: snapshot.Snapshot, osd: int) -> int:

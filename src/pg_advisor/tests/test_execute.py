@@ -2,119 +2,18 @@
 import copy
 import dataclasses
 import datetime
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
 from pg_advisor import snapshot
 from pg_advisor.crush.placement import Placer
 from pg_advisor.errors import AdvisorError
-from pg_advisor.execute import Executor, Pacing, check_pacing, in_window
-from pg_advisor.steps import StepPlanner, Throttles, balance_step
+from pg_advisor.execute import Executor, check_pacing, in_window
+from pg_advisor.steps import StepPlanner
 from pg_advisor.whatif import Change, simulate
 
-OPEN = Pacing(budget=0.05, interval=0.0, window_begin="00:00", window_end="00:00", window_days="")
-T = Throttles(budget=0.05, max_splitting=16, max_backfills_per_osd=2)
-
-
-class FakeCeph:
-    """Pool targets as the mon keeps them, and actuals that follow one `settle()` later.
-
-    Setting pg_num drags pgp_num's target along when the two targets are equal, as the
-    Pacific mon does."""
-
-    def __init__(self, dumps: Dict[str, Any]) -> None:
-        self.dumps = copy.deepcopy(dumps)
-        self.sent: List[Dict[str, Any]] = []
-        self.fail: Optional[str] = None
-
-    def pool(self, name: str) -> Dict[str, Any]:
-        return next(p for p in self.dumps["osd_dump"]["pools"] if p["pool_name"] == name)
-
-    def send(self, cmd: Dict[str, Any]) -> Tuple[int, str]:
-        self.sent.append(cmd)
-        if self.fail:
-            return -1, self.fail
-        self.dumps["osd_dump"]["epoch"] += 1     # each change a new map, as the mon makes
-        items = self.dumps["osd_dump"]["pg_upmap_items"]
-        if cmd["prefix"] == "osd pg-temp":
-            return 0, ""
-        if cmd["prefix"] in ("osd pg-upmap-items", "osd rm-pg-upmap-items"):
-            items[:] = [u for u in items if u["pgid"] != cmd["pgid"]]
-            ids = cmd.get("id", [])
-            if ids:
-                pairs = zip(ids[0::2], ids[1::2])
-                items.append({"pgid": cmd["pgid"], "mappings": [{"from": a, "to": b} for a, b in pairs]})
-            return 0, ""
-        p = self.pool(cmd["pool"])
-        val = int(cmd["val"])
-        if cmd["var"] == "pgp_num_actual":
-            p["pg_placement_num"] = val
-        elif cmd["var"] == "pg_num":
-            if p["pg_num_target"] == p["pg_placement_num_target"]:
-                p["pg_placement_num_target"] = val
-            p["pg_num_target"] = val
-        else:
-            p["pg_placement_num_target"] = val
-        return 0, ""
-
-    def settle(self, report: bool = True) -> None:
-        """The mon reaches the targets; with `report`, the OSDs report the new PGs."""
-        for p in self.dumps["osd_dump"]["pools"]:
-            p["pg_num"], p["pg_placement_num"] = p["pg_num_target"], p["pg_placement_num_target"]
-        if report:
-            self.report_children()
-
-    def report_children(self) -> None:
-        """Stats for the PGs a split made: born on their parent's OSDs, clean, as Ceph reports
-        them (the parent's seed is the child's without its highest bit)."""
-        stats = self.dumps["pg_dump"]["pg_map"]["pg_stats"]
-        by_id = {s["pgid"]: s for s in stats}
-        for p in self.dumps["osd_dump"]["pools"]:
-            for ps in range(p["pg_num"]):
-                parent = by_id.get(f"{p['pool']}.{ps & ~(1 << max(0, ps.bit_length() - 1)):x}")
-                if f"{p['pool']}.{ps:x}" not in by_id and parent is not None:   # a split's child
-                    child = dict(copy.deepcopy(parent), pgid=f"{p['pool']}.{ps:x}")
-                    stats.append(child)
-                    by_id[child["pgid"]] = child
-
-    def snap(self) -> snapshot.Snapshot:
-        d = self.dumps
-        return snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
-
-
-def acting_sets(snap: snapshot.Snapshot) -> Dict[str, List[int]]:
-    """pgid -> the OSDs the PG stats say hold its data."""
-    assert snap.pgs is not None
-    return {f"{p}.{s:x}": [o for o in row if o >= 0] for p, s, row in
-            zip(snap.pgs.pool.tolist(), snap.pgs.ps.tolist(), snap.pgs.acting.tolist())}
-
-
-class Store:
-    def __init__(self) -> None:
-        self.state: Optional[Dict[str, Any]] = None
-        self.history: List[Dict[str, Any]] = []
-        self.saves: List[Dict[str, Any]] = []
-
-    def save(self, state: Optional[Dict[str, Any]], history: List[Dict[str, Any]]) -> None:
-        self.state, self.history = copy.deepcopy(state), list(history)
-        self.saves.append(copy.deepcopy(state) if state else {})
-
-
-def start(ceph: FakeCeph, store: Store, target: int, pool: str = "rbd") -> Executor:
-    snap = ceph.snap()
-    p = snap.pool_by_name(pool)
-    ex = Executor(None, [], store.save)
-    ex.start(StepPlanner(snap, T).plan(p, target), [p], "apply", 0.0)
-    return ex
-
-
-def run(ex: Executor, ceph: FakeCeph, pacing: Pacing = OPEN, ticks: int = 200) -> None:
-    for i in range(ticks):
-        ex.tick(ceph.snap(), pacing, ceph.send, float(i))
-        ceph.settle()
-        if not ex.active:
-            return
+from .fakes import OPEN, T, FakeCeph, Store, acting_sets, balance_plan, run, start
 
 
 def test_growth_plan_splits_in_chunks_then_places_within_the_throttles(snap: snapshot.Snapshot) -> None:
@@ -347,15 +246,6 @@ def test_with_the_builtin_balancer_active_the_balance_step_is_left_to_it(dumps: 
     assert st["status"] == "done", st
     assert not any("pgid" in c for c in ceph.sent)          # no item beside Ceph's balancer
     assert "left to Ceph's balancer" in store.history[-2]["detail"], store.history[-2:]
-
-
-def balance_plan(ceph: FakeCeph, store: Store) -> Executor:
-    """A plan of one balance step on rbd (at most 10 PGs a round)."""
-    snap = ceph.snap()
-    rbd = snap.pool_by_name("rbd")
-    ex = Executor(None, [], store.save)
-    ex.start([balance_step(rbd, rbd.pg_num, rbd.pgp_num, 10, 1.0)], [rbd], "apply", 0.0)
-    return ex
 
 
 def test_a_primed_round_sends_each_pgs_acting_set_just_before_its_items(dumps: Dict[str, Any]) -> None:

@@ -5,7 +5,7 @@ from typing import Any, Dict
 import pytest
 
 from . import mgr_stub
-from .test_execute import FakeCeph
+from .fakes import FakeCeph
 from .test_module import module  # noqa: F401  (the fixture)
 
 from pg_advisor.module import Module  # noqa: E402

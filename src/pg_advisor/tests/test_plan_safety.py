@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 
 from . import mgr_stub
-from .test_execute import OPEN, T, FakeCeph, Store, balance_plan, start
+from .fakes import OPEN, T, FakeCeph, Store, balance_plan, start
 from .test_module import module  # noqa: F401  (the fixture)
 from .test_module_exec import cmd, wired  # noqa: F401  (the fixture)
 
@@ -138,7 +138,7 @@ def test_a_failover_after_pgp_num_before_the_pins_resends_the_pins(dumps: Dict[s
     assert resent, f"the pins were not resent: {(store.state or {}).get('waiting')}"
     # with them, every PG maps onto the OSDs that hold its data (a child: its parent's)
     from pg_advisor.crush.placement import Placer
-    from pg_advisor.tests.test_execute import acting_sets
+    from pg_advisor.tests.fakes import acting_sets
     held = acting_sets(ceph.snap())
     now = Placer(ceph.snap()).map_pool(ceph.snap().pool_by_name("rbd"))
     assert all(set(held[now.pgid(r)]) == set(now.up_list(r)) for r in range(48))

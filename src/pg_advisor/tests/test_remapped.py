@@ -15,7 +15,7 @@ from pg_advisor.remapped import pin_remapped, pins_report
 from pg_advisor.steps import StepPlanner
 from pg_advisor.expand_text import pins_text
 
-from .test_execute import OPEN, T, FakeCeph
+from .fakes import OPEN, T, FakeCeph
 
 REMAPPED = "active+remapped+backfill_wait"
 
