@@ -49,32 +49,46 @@ class Cluster:
         n = int(self.json("osd", "pool", "get", pool, "pg_num")["pg_num"])
         return {f"{pool_id}.{i:x}": self.json("pg", "map", f"{pool_id}.{i:x}")["up"] for i in range(n)}
 
-    def acting_primaries(self, epoch: int, pool_id: int) -> Dict[str, int]:
-        """Each PG of the pool -> its acting primary in map `epoch` (pg_temp and
-        primary_temp applied), as osdmaptool maps the mon's own map."""
+    def mappings(self, epoch: int, pool_id: int) -> Dict[str, Tuple[Tuple[int, ...], int]]:
+        """Each PG of the pool -> (its up set, its acting primary) in map `epoch` (pg_temp
+        and primary_temp applied), as osdmaptool maps the mon's own map."""
         f = self.dir / f"map.{epoch}"
         self.ceph("osd", "getmap", str(epoch), "-o", str(f))
         p = subprocess.run(["osdmaptool", str(f), "--test-map-pgs-dump-all", "--pool", str(pool_id)],
                            capture_output=True, text=True, timeout=60)
         f.unlink()
-        return {m.group(1): int(m.group(2)) for m in
-                re.finditer(r"^(\d+\.[0-9a-f]+) raw .* acting \(\[[^]]*\], p(-?\d+)\)$", p.stdout, re.M)}
+        return {m.group(1): (tuple(int(o) for o in m.group(2).split(",") if o), int(m.group(3)))
+                for m in re.finditer(r"^(\d+\.[0-9a-f]+) raw .* up \(\[([^]]*)\], p-?\d+\) "
+                                     r"acting \(\[[^]]*\], p(-?\d+)\)$", p.stdout, re.M)}
 
-    def primary_changes(self, pool_id: int, epochs: Iterable[int]) -> List[Tuple[int, str, int, int]]:
+    def pg_temp(self, epoch: int, pgid: str) -> Optional[List[int]]:
+        """The PG's pg_temp in map `epoch` (None: it has none)."""
+        for t in self.json("osd", "dump", str(epoch))["pg_temp"]:
+            if t["pgid"] == pgid:
+                return [int(o) for o in t["osds"]]
+        return None
+
+    def primary_changes(self, pool_id: int, epochs: Iterable[int],
+                        remapped_only: bool = False) -> List[Tuple[int, str, int, int]]:
         """Each change of a PG's acting primary in the given epochs (from the epoch before
         each): (epoch, pgid, old, new). The OSD that stops being a PG's primary drops the
         client ops in flight there without an answer or a newer map: such a client waits
-        for its objecter_timeout (10 s) before it asks the mon and resends."""
-        seen: Dict[int, Dict[str, int]] = {}
+        for its objecter_timeout (10 s) before it asks the mon and resends.
 
-        def at(e: int) -> Dict[str, int]:
+        `remapped_only`: only PGs whose up set changed in that epoch (what the epoch's own
+        change remapped), not a PG whose backfill ended then (its pg_temp gone, its up set
+        the same): that one change at the end is the one priming leaves each moved PG."""
+        seen: Dict[int, Dict[str, Tuple[Tuple[int, ...], int]]] = {}
+
+        def at(e: int) -> Dict[str, Tuple[Tuple[int, ...], int]]:
             if e not in seen:
-                seen[e] = self.acting_primaries(e, pool_id)
+                seen[e] = self.mappings(e, pool_id)
             return seen[e]
         out: List[Tuple[int, str, int, int]] = []
         for e in epochs:
             prev, cur = at(e - 1), at(e)
-            out += [(e, pg, prev[pg], p) for pg, p in sorted(cur.items()) if pg in prev and prev[pg] != p]
+            out += [(e, pg, prev[pg][1], p) for pg, (up, p) in sorted(cur.items())
+                    if pg in prev and prev[pg][1] != p and (not remapped_only or prev[pg][0] != up)]
             seen.pop(e - 1, None)
         return out
 
