@@ -57,6 +57,7 @@ class Driver:
         self._next_balance_check = 0.0
         self.error: Optional[str] = None  # why the last tick could not run (e.g. a bad option)
         self._pinned_at = -1
+        self._unpinnable = (-1, 0.0)     # (epoch, until when) pin_remapped found nothing to pin
 
     def _check_store(self) -> None:
         if self.store.error:
@@ -239,10 +240,15 @@ class Driver:
             ex = self.executor
             if (not ex.open and opts.mode == "auto" and opts.pin_on_change and not balancer_active
                     and self._auto_may_start(now) and misplaced_ratio(snap) > budget(opts, cluster_ratio)):
-                # an OSDMap change remapped more than the budget: pin it, then drain it
-                pins = pin_remapped(snap)
-                if pins.items:
-                    self._pin(snap, pins, burst or (lambda cmds: [send(c) for c in cmds]), "auto", now)
+                # an OSDMap change remapped more than the budget: pin it, then drain it. When
+                # nothing is pinnable (e.g. only degraded PGs remapped) CRUSH is not rerun every
+                # poll: only on a new map, or after sleep_interval (recovery ends without one)
+                if snap.epoch != self._unpinnable[0] or now >= self._unpinnable[1]:
+                    pins = pin_remapped(snap)
+                    if pins.items:
+                        self._pin(snap, pins, burst or (lambda cmds: [send(c) for c in cmds]), "auto", now)
+                    else:
+                        self._unpinnable = (snap.epoch, now + float(opts.sleep_interval))
             if not ex.open and opts.mode == "auto" and self._auto_may_start(now):
                 targets = self.targets(snap, opts, balanced, None, None)
                 targets = {k: v for k, v in targets.items()
