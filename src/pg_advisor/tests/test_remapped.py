@@ -191,7 +191,7 @@ def test_the_drain_takes_in_every_pool_the_pinned_and_the_uneven(dumps: Dict[str
             s["acting"], s["state"] = s["up"], "active+clean"
     ceph, (drv, _) = FakeCeph(d), driver()
     assert Balancer(ceph.snap(), pools=["rbd"]).states[0].level.clear() is False
-    r = drv.pin_remapped(ceph.snap(), make({}), OPEN.budget, False, Recorder(ceph), 0.0)
+    r = drv.pin_remapped(ceph.snap(), make({}), OPEN.misplaced_max, False, Recorder(ceph), 0.0)
     st = drv.executor.state
     assert st is not None and r["plan"] == st["id"]
     assert r["items"] and not any(k.startswith("1.") for k in r["items"])
