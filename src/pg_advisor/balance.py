@@ -162,7 +162,7 @@ def _order(key: np.ndarray, mask: np.ndarray) -> List[int]:
 
 class Balancer:
     def __init__(self, snap: Snapshot, placer: Optional[Placer] = None,
-                 pools: Optional[List[str]] = None, object_budget: Optional[float] = None,
+                 pools: Optional[List[str]] = None, copies_max: Optional[float] = None,
                  drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None) -> None:
         self.snap = snap
         # per OSD: PGs the run may still move into or out of it (None: no limit); a move
@@ -174,11 +174,11 @@ class Balancer:
         self.drain = np.array(sorted(set(drain)), dtype=np.int64)
         # object copies the moves may misplace (None: no limit); each move misplaces the
         # PG's objects once
-        self.object_budget = object_budget
+        self.copies_max = copies_max
         # when nothing is misplaced, the first move is made even if it alone passes the
         # budget (as Ceph's balancer and pgp_num stepping do): otherwise a pool of few big
         # PGs (one PG split in two) would never move at all
-        self.first_free = object_budget is not None and snap.misplaced_objects == 0
+        self.first_free = copies_max is not None and snap.misplaced_objects == 0
         self.misplaced = 0.0
         self.width = 128      # candidates examined per move: the most promising ones
         self.placer = placer or Placer(snap)
@@ -316,7 +316,7 @@ class Balancer:
 
     def affordable(self, objects: float) -> bool:
         """May moves that misplace `objects` more object copies still be made?"""
-        return (self.object_budget is None or self.misplaced + objects <= self.object_budget
+        return (self.copies_max is None or self.misplaced + objects <= self.copies_max
                 or (self.first_free and self.misplaced == 0))
 
     def _apply(self, st: PoolState, row: int, src: int, dst: int) -> bool:

@@ -96,7 +96,7 @@ def eval_report(snap: Snapshot, pools: Optional[List[str]] = None,
             "upmap_items": len(snap.pg_upmap_items), "notes": b.notes + rule_limit_notes(b.states)}
 
 
-def misplaced_budget(snap: Snapshot, ratio: float) -> Optional[float]:
+def misplaced_copies(snap: Snapshot, ratio: float) -> Optional[float]:
     """Object copies a round may misplace: ratio x all copies, less what is misplaced now."""
     if snap.pgs is None:
         return None
@@ -105,7 +105,7 @@ def misplaced_budget(snap: Snapshot, ratio: float) -> Optional[float]:
 
 def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 1 << 20,
                    mode: str = "bytes", placer: Optional[Placer] = None,
-                   object_budget: Optional[float] = None, min_gain: float = 0.005,
+                   copies_max: Optional[float] = None, min_gain: float = 0.005,
                    drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None) -> Dict[str, Any]:
     """Balance PG counts (per pool, then in total), then in bytes mode how full the OSDs
     are, with at most `max_items` replica moves; the OSDs in `drain` are emptied."""
@@ -115,7 +115,7 @@ def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items:
         raise AdvisorError.invalid(f"--max-items must be at least 1, not {max_items}")
     for name in pools or []:
         snap.pool_by_name(name)
-    b = Balancer(snap, placer, pools, object_budget, drain, osd_room)
+    b = Balancer(snap, placer, pools, copies_max, drain, osd_room)
     b.begin(max_items)
     b.balance_counts()
     bytes_mode = mode == "bytes" and snap.pgs is not None
@@ -135,9 +135,9 @@ def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items:
         "notes": res.notes + rule_limit_notes(res.pools),
         # pools with an OSD more than a PG off its share even after these items
         "uneven": {st.pool.name: uneven_osd(st) for st in res.pools if not st.level.clear()},
-        "objects_misplaced": int(b.misplaced) if object_budget is not None else None,
+        "objects_misplaced": int(b.misplaced) if copies_max is not None else None,
         # the misplaced budget or an OSD's backfill room, not the lack of a useful move,
         # ended the proposal
-        "budget_stopped": bool((object_budget is not None or b.room_stopped) and b.stopped
-                               and b.left > 0 and not b.work_stopped),
+        "throttled": bool((copies_max is not None or b.room_stopped) and b.stopped
+                          and b.left > 0 and not b.work_stopped),
     }

@@ -15,6 +15,7 @@ import numpy as np
 
 from .balance import Balancer, PoolState
 from .balance_report import balance_report
+from .crush.placement import Placer
 from .errors import AdvisorError
 from .legality import ancestors
 from .snapshot import Snapshot
@@ -75,9 +76,10 @@ def drain_report(snap: Snapshot, target: str) -> Dict[str, Any]:
 
 def drain_plan(snap: Snapshot, target: str) -> Tuple[Dict[str, Any], List[PoolState]]:
     osds = drain_osds(snap, target)
-    touched = touched_pools(Balancer(snap, drain=osds), osds)
+    placer = Placer(snap)        # CRUSH over every pool once, for the check and the moves
+    touched = touched_pools(Balancer(snap, placer, drain=osds), osds)
     names = [st.pool.name for st in touched]
-    r = balance_report(snap, names, 1 << 20, "pgs", drain=osds)
+    r = balance_report(snap, names, 1 << 20, "pgs", placer=placer, drain=osds)
     return {"osds": osds, "pools": names,
             "replicas": int(sum(st.level.counts[osds].sum() for st in touched)),
             "moves": r["moves"], "items": r["items"], "notes": r["notes"], "uneven": r["uneven"],

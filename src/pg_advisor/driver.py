@@ -25,13 +25,13 @@ from .steps import PlanStep, StepPlanner, Throttles, balance_step
 AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a new plan
 
 
-def budget(opts: Options, cluster_ratio: float) -> float:
-    """misplaced_budget, or the cluster's target_max_misplaced_ratio when it is 0."""
+def misplaced_max(opts: Options, cluster_ratio: float) -> float:
+    """Option misplaced_budget, or the cluster's target_max_misplaced_ratio when it is 0."""
     return float(opts.misplaced_budget) or cluster_ratio
 
 
 def pacing(opts: Options, cluster_ratio: float, balancer_active: bool = False) -> Pacing:
-    p = Pacing(budget=budget(opts, cluster_ratio), interval=float(opts.step_interval),
+    p = Pacing(misplaced_max=misplaced_max(opts, cluster_ratio), interval=float(opts.step_interval),
                window_begin=str(opts.window_begin), window_end=str(opts.window_end),
                window_days=str(opts.window_days), balancer_active=balancer_active,
                balance_mode=str(opts.balance_mode), max_backfills=int(opts.max_backfills_per_osd),
@@ -41,7 +41,7 @@ def pacing(opts: Options, cluster_ratio: float, balancer_active: bool = False) -
 
 
 def throttles(opts: Options, cluster_ratio: float) -> Throttles:
-    return Throttles(budget=budget(opts, cluster_ratio),
+    return Throttles(misplaced_max=misplaced_max(opts, cluster_ratio),
                      max_splitting=int(opts.max_pgs_splitting),
                      max_backfills_per_osd=int(opts.max_backfills_per_osd),
                      pin=bool(opts.split_pinning))
@@ -57,6 +57,7 @@ class Driver:
         self._next_balance_check = 0.0
         self.error: Optional[str] = None  # why the last tick could not run (e.g. a bad option)
         self._pinned_at = -1
+        self._unpinnable = (-1, 0.0)     # (epoch, until when) pin_remapped found nothing to pin
 
     def _check_store(self) -> None:
         if self.store.error:
@@ -238,11 +239,17 @@ class Driver:
             self._check_store()
             ex = self.executor
             if (not ex.open and opts.mode == "auto" and opts.pin_on_change and not balancer_active
-                    and self._auto_may_start(now) and misplaced_ratio(snap) > budget(opts, cluster_ratio)):
-                # an OSDMap change remapped more than the budget: pin it, then drain it
-                pins = pin_remapped(snap)
-                if pins.items:
-                    self._pin(snap, pins, burst or (lambda cmds: [send(c) for c in cmds]), "auto", now)
+                    and self._auto_may_start(now)
+                    and misplaced_ratio(snap) > misplaced_max(opts, cluster_ratio)):
+                # an OSDMap change remapped more than the budget: pin it, then drain it. When
+                # nothing is pinnable (e.g. only degraded PGs remapped) CRUSH is not rerun every
+                # poll: only on a new map, or after sleep_interval (recovery ends without one)
+                if snap.epoch != self._unpinnable[0] or now >= self._unpinnable[1]:
+                    pins = pin_remapped(snap)
+                    if pins.items:
+                        self._pin(snap, pins, burst or (lambda cmds: [send(c) for c in cmds]), "auto", now)
+                    else:
+                        self._unpinnable = (snap.epoch, now + float(opts.sleep_interval))
             if not ex.open and opts.mode == "auto" and self._auto_may_start(now):
                 targets = self.targets(snap, opts, balanced, None, None)
                 targets = {k: v for k, v in targets.items()

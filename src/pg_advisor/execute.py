@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 import numpy as np
 
 from .balance import item_pairs
-from .balance_report import balance_report, misplaced_budget, mon_commands, unkept
+from .balance_report import balance_report, misplaced_copies, mon_commands, unkept
 from .crush.placement import Placer
 from .distribution import rule_weights
 from .errors import AdvisorError
@@ -42,7 +42,7 @@ REASON_MAX = 1000           # characters of a stored error or stop reason (the s
 
 @dataclass(frozen=True)
 class Pacing:
-    budget: float              # misplaced fraction allowed in flight
+    misplaced_max: float       # misplaced fraction allowed in flight (option misplaced_budget)
     interval: float            # seconds at least between two steps
     window_begin: str          # "HH:MM"
     window_end: str            # "HH:MM" (before begin: the window spans midnight)
@@ -464,9 +464,9 @@ class Executor:
         if st["last_step_at"] is not None and now - st["last_step_at"] < pacing.interval:
             waits.append(f"next step after {_clock(st['last_step_at'] + pacing.interval)}")
         ratio = misplaced_ratio(snap)
-        if ratio > 0 and ratio + step.misplaced > pacing.budget:
+        if ratio > 0 and ratio + step.misplaced > pacing.misplaced_max:
             waits.append(f"misplaced {100 * ratio:.2f}% + this step's {100 * step.misplaced:.2f}% "
-                         f"would pass the budget {100 * pacing.budget:.2f}%")
+                         f"would pass the budget {100 * pacing.misplaced_max:.2f}%")
         if pacing.max_backfills and step.max_osd_backfills:
             osd, busy = backfills(snap)
             if busy and busy + step.max_osd_backfills > pacing.max_backfills:
@@ -492,9 +492,9 @@ class Executor:
         # backfilling now included
         room = np.maximum(pacing.max_backfills - backfill_load(snap), 0) if pacing.max_backfills else None
         r = balance_report(snap, sorted(st["pools"]), max(1, step.pgs_moving or 16), pacing.balance_mode,
-                           object_budget=misplaced_budget(snap, pacing.budget * ROUND_FILL),
+                           copies_max=misplaced_copies(snap, pacing.misplaced_max * ROUND_FILL),
                            drain=st["drain"], osd_room=room)
-        if not r["items"] and r["budget_stopped"]:
+        if not r["items"] and r["throttled"]:
             st["waiting"] = ("the misplaced budget or max_backfills_per_osd holds the next balance "
                              "round back")
             return True
@@ -570,7 +570,9 @@ class Executor:
             self._log(now, "unprimed", f"{len(unprimed)} pg-temps refused, e.g. {unprimed[0]}")
         st["phase"] = "issued"
         self._issued(st, step, now)
-        self._log(now, "issue", f"step {st['next'] + 1}/{len(st['steps'])}: {step.describe()}")
+        primed = sum(1 for c in cmds if c["prefix"] == "osd pg-temp") - len(unprimed)
+        self._log(now, "issue", f"step {st['next'] + 1}/{len(st['steps'])}: {step.describe()}"
+                                + (f", {primed} primed" if primed else ""))
 
     @staticmethod
     def _issued(st: Dict[str, Any], step: PlanStep, now: float) -> None:

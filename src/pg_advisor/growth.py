@@ -16,26 +16,23 @@ from .crush.placement import Placer
 from .distribution import pool_share, rule_weights, spread, up_counts
 from .errors import AdvisorError
 from .gates import object_copies
-from .snapshot import Bucket, Osds, Snapshot
+from .snapshot import Bucket, Osds, Snapshot, bucket_parents, walk_up
 from .whatif import _movement
 
 MAX_NEW_OSDS = 1024
 MAX_WEIGHT = 1e6          # CRUSH weight of one OSD (TiB by convention)
 
 
-def _parents(buckets: Dict[int, Bucket]) -> Dict[int, int]:
-    return {c: b.id for b in buckets.values() for c in b.items.tolist() if c < 0}
-
-
 def _add_child(buckets: Dict[int, Bucket], parent: int, child: int, weight: float) -> None:
-    """`child` (of `weight`) into `parent`, and the weight up through its ancestors."""
-    up = _parents(buckets)
+    """`child` (of `weight`) into `parent`, and the weight up through its ancestors (a
+    shadow bucket's are shadow buckets: both trees are walked)."""
+    up = bucket_parents(buckets, shadow=True)
     b = buckets[parent]
     buckets[parent] = dataclasses.replace(b, items=np.append(b.items, child),
                                           weights=np.append(b.weights, weight))
     node = parent
-    while node in up:
-        p = buckets[up[node]]
+    for above in walk_up(up, parent):
+        p = buckets[above]
         w = p.weights.copy()
         w[p.items == node] += weight
         buckets[p.id] = dataclasses.replace(p, weights=w)

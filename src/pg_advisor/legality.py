@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from .errors import AdvisorError
-from .snapshot import Pool, Snapshot
+from .snapshot import Pool, Snapshot, bucket_parents, walk_up
 
 
 # OSDs without an ancestor of some type get NO_ANCESTOR - osd there: unique per OSD (so
@@ -37,21 +37,15 @@ def ancestors(snap: Snapshot) -> Dict[int, np.ndarray]:
     OSDs without such an ancestor get a unique sentinel at or below NO_ANCESTOR
     (has_ancestor() tells them apart): no rule choosing that type can reach them.
     """
-    parent: Dict[int, int] = {}
-    for b in snap.buckets.values():
-        if not b.is_shadow:
-            for child in b.items.tolist():
-                parent.setdefault(child, b.id)
+    parent = bucket_parents(snap.buckets)
     n = snap.osds.count
     out: Dict[int, np.ndarray] = {0: np.arange(n, dtype=np.int64)}
     for t in set(snap.crush_types.values()) - {0}:
         out[t] = NO_ANCESTOR - np.arange(n, dtype=np.int64)
     for osd in range(n):
-        node = parent.get(osd)
-        while node is not None:
+        for node in walk_up(parent, osd):
             out.setdefault(snap.buckets[node].type_id,
                            NO_ANCESTOR - np.arange(n, dtype=np.int64))[osd] = node
-            node = parent.get(node)
     return out
 
 

@@ -13,9 +13,9 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from mgr_module import MgrModule, Option
 
 from . import options, snapshot
-from .balance_report import balance_report, eval_report, misplaced_budget, mon_commands, unkept
+from .balance_report import balance_report, eval_report, misplaced_copies, mon_commands, unkept
 from .balance_text import balance_text, eval_text
-from .driver import Driver, budget
+from .driver import Driver, misplaced_max
 from .errors import AdvisorError
 from .execute_text import apply_text, history_text, progress_text
 from .gates import cluster_blockers
@@ -246,7 +246,7 @@ class Module(MgrModule):
         snap = self.take_snapshot()
         pools = [cmd["pool"]] if cmd.get("pool") else None
         report = balance_report(snap, pools, max_items, cmd.get("mode") or opts.balance_mode,
-                                object_budget=misplaced_budget(snap, self.cluster_ratio()),
+                                copies_max=misplaced_copies(snap, self.cluster_ratio()),
                                 min_gain=float(opts.balance_min_gain))
         dry = bool(cmd.get("dry_run"))
         report["dry_run"] = dry
@@ -309,7 +309,7 @@ class Module(MgrModule):
         opts = self.current_options()
         return growth_report(self.take_snapshot(), str(cmd["add_host"]), int(cmd["osds"]),
                              float(cmd["weight"]), cmd.get("device_class"), str(cmd.get("root") or "default"),
-                             budget(opts, self.cluster_ratio()),
+                             misplaced_max(opts, self.cluster_ratio()),
                              float(rate) * (1 << 20) if rate is not None else None)
 
     # -- execution -----------------------------------------------------------------------------

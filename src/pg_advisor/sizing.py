@@ -1,8 +1,8 @@
 """Layer 3: how many PGs each pool should have, and why.
 
 Per CRUSH subtree (the OSDs a rule's take steps reach, device class included) there is a
-budget of target_pgs_per_osd PG replicas per OSD. Near-empty pools get a floor; the rest
-of the budget is shared by data share (stored x raw rate, or target_size_bytes /
+target of target_pgs_per_osd PG replicas per OSD. Near-empty pools get a floor; the rest
+of the target is shared by data share (stored x raw rate, or target_size_bytes /
 target_size_ratio when larger, times pg_autoscale_bias). Each ideal is rounded to a power
 of two, kept where it is when inside a hysteresis band, and then capped so that the
 predicted fullest OSD (not the mean) stays under mon_max_pg_per_osd less headroom and its
@@ -161,15 +161,15 @@ class Sizer:
         for key, pools in groups.items():
             sizings.extend(self._size_group(key, pools, notes))
         limit = int(math.floor(snap.config["mon_max_pg_per_osd"] * (1 - o.pg_per_osd_headroom)))
-        budget = o.pg_memory_fraction * snap.config["osd_memory_target"]
+        memory_budget = o.pg_memory_fraction * snap.config["osd_memory_target"]
         pg = {s.pool.id: s.recommended for s in sizings}
-        totals = self._apply_caps(sizings, pg, limit, budget, notes)
+        totals = self._apply_caps(sizings, pg, limit, memory_budget, notes)
         for s in sizings:
             self._alternative(s, pg)
         return SizingResult(pools=sorted(sizings, key=lambda s: s.pool.id),
                             pgs_per_osd_after=totals,
                             memory_after=self.model.steady_state(totals),
-                            limit_pgs=limit, memory_budget=budget, balanced=self.balanced,
+                            limit_pgs=limit, memory_budget=memory_budget, balanced=self.balanced,
                             notes=notes)
 
     def _size_group(self, key: Tuple[int, ...], pools: List[Pool], notes: List[str]) -> List[PoolSizing]:
@@ -180,7 +180,7 @@ class Sizer:
         n_osds = int(members.sum())
         totals = snap.osds.bytes_total
         capacity = float(totals[members & (totals > 0)].sum())
-        budget = o.target_pgs_per_osd * n_osds
+        replica_target = o.target_pgs_per_osd * n_osds     # PG replicas the group's OSDs share
         # target ratios are shares of capacity; normalised when they add up past 1
         ratio_sum = sum(_opt_num(p, "target_size_ratio") for p in pools)
         demand = {}
@@ -196,7 +196,7 @@ class Sizer:
         empty = {p.id for p in pools
                  if total_demand <= 0 or demand[p.id] < o.empty_pool_share * total_demand}
         floor_replicas = sum(floor * p.size for p in pools if p.id in empty)
-        left = max(budget - floor_replicas, 0)
+        left = max(replica_target - floor_replicas, 0)
         data_demand = sum(demand[p.id] for p in pools if p.id not in empty)
         for p in pools:
             share = demand[p.id] / total_demand if total_demand > 0 else 0.0
@@ -232,7 +232,7 @@ class Sizer:
         return out
 
     def _apply_caps(self, sizings: List[PoolSizing], pg: Dict[int, int], limit: int,
-                    budget: float, notes: List[str]) -> np.ndarray:
+                    memory_budget: float, notes: List[str]) -> np.ndarray:
         """Halve the biggest contributor on the fullest OSD until both caps hold."""
         floor = self.opts.min_pgs_per_pool
         by_id = {s.pool.id: s for s in sizings}
@@ -240,7 +240,7 @@ class Sizer:
             totals = self.totals(pg)
             mem = self.model.steady_state(totals)
             over_pg = totals > limit
-            over_mem = mem > budget
+            over_mem = mem > memory_budget
             if not (over_pg.any() or over_mem.any()):
                 return totals
             osd = int(np.argmax(np.where(over_pg, totals, 0) if over_pg.any() else mem))
@@ -260,10 +260,10 @@ class Sizer:
                                             {"osd": osd, "pgs": int(totals[osd]), "limit": limit}))
             else:
                 text = (f"{before} would need {mem[osd] / MIB:.0f} MiB of PG memory on osd.{osd}, "
-                        f"over {budget / MIB:.0f} MiB ({self.opts.pg_memory_fraction:.0%} of "
+                        f"over {memory_budget / MIB:.0f} MiB ({self.opts.pg_memory_fraction:.0%} of "
                         f"osd_memory_target): halved to {before // 2}")
                 worst.reasons.append(Reason("cap_memory", text,
-                                            {"osd": osd, "bytes": float(mem[osd]), "budget": budget}))
+                                            {"osd": osd, "bytes": float(mem[osd]), "budget": memory_budget}))
             by_id[worst.pool.id].recommended = pg[worst.pool.id]
 
     def _alternative(self, s: PoolSizing, pg: Dict[int, int]) -> None:

@@ -431,31 +431,46 @@ def _load_tunables(crush: Json) -> Dict[str, Any]:
     return t
 
 
+def bucket_parents(buckets: Mapping[int, Bucket], shadow: bool = False) -> Dict[int, int]:
+    """Item (OSD or bucket) -> the bucket that holds it: in the real tree, or with
+    `shadow` in the device-class shadow trees too (an OSD is then found in its real
+    bucket first). An item in two buckets of one tree keeps the first."""
+    parent: Dict[int, int] = {}
+    for b in sorted(buckets.values(), key=lambda b: b.is_shadow):
+        if shadow or not b.is_shadow:
+            for child in b.items.tolist():
+                parent.setdefault(child, b.id)
+    return parent
+
+
+def walk_up(parent: Mapping[int, int], item: int) -> List[int]:
+    """The buckets above `item`, nearest first (the loader refuses cycles)."""
+    out: List[int] = []
+    node = parent.get(item)
+    while node is not None:
+        out.append(node)
+        node = parent.get(node)
+    return out
+
+
 def _osd_placement(buckets: Mapping[int, Bucket], n_osd: int
                    ) -> Tuple[np.ndarray, List[Optional[str]]]:
     """Crush weight and host of each OSD, read from the real (non-shadow) tree."""
     weight = np.zeros(n_osd, dtype=np.float64)
     host: List[Optional[str]] = [None] * n_osd
-    parent: Dict[int, int] = {}
     seen = np.zeros(n_osd, dtype=bool)
     for b in buckets.values():
-        if b.is_shadow:
-            continue
-        for child, w in zip(b.items.tolist(), b.weights.tolist()):
-            parent.setdefault(child, b.id)
-            if 0 <= child < n_osd and not seen[child]:
-                seen[child] = True
-                weight[child] = w
+        if not b.is_shadow:
+            for child, w in zip(b.items.tolist(), b.weights.tolist()):
+                if 0 <= child < n_osd and not seen[child]:
+                    seen[child] = True
+                    weight[child] = w
+    parent = bucket_parents(buckets)
     for osd in np.flatnonzero(seen).tolist():
-        # the nearest ancestor of type host, else the direct parent (the tree has no cycle)
-        node: Optional[int] = parent.get(osd)
-        name = buckets[node].name if node is not None else None
-        while node is not None:
-            if buckets[node].type_name == "host":
-                name = buckets[node].name
-                break
-            node = parent.get(node)
-        host[osd] = name
+        # the nearest ancestor of type host, else the direct parent
+        up = walk_up(parent, osd)
+        host[osd] = next((buckets[n].name for n in up if buckets[n].type_name == "host"),
+                         buckets[up[0]].name)
     return weight, host
 
 

@@ -33,7 +33,7 @@ from .snapshot import Pool, Snapshot
 
 @dataclass(frozen=True)
 class Throttles:
-    budget: float               # fraction of all object copies one step may misplace
+    misplaced_max: float        # fraction of all object copies one step may misplace
     max_splitting: int          # PGs split or merged by one step
     max_backfills_per_osd: int  # PGs one step may move into or out of one OSD
     pin: bool = False           # pin split children where their data is (see above)
@@ -134,7 +134,7 @@ class StepPlanner:
             mv = self._movement(pool, pg_num, cur, p)
             if pin:
                 return mv[0] <= self.t.max_splitting, mv
-            return (self._fraction(pool, pg_num, mv[1]) <= self.t.budget
+            return (self._fraction(pool, pg_num, mv[1]) <= self.t.misplaced_max
                     and mv[2] <= self.t.max_backfills_per_osd), mv
         step = 1 if goal > cur else -1
         best, best_mv = cur + step, fits(cur + step)[1]

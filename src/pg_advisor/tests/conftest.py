@@ -7,6 +7,15 @@ import pytest
 
 from pg_advisor import snapshot
 
+from . import mgr_stub
+from .fakes import FakeCeph
+
+mgr_stub.install()      # Ceph's own mgr_module over a stand-in for the C++ side
+
+from pg_advisor.module import Module  # noqa: E402
+
+Module._register_options("pg_advisor")  # as the mgr does when it loads the module
+
 FIXTURES = Path(__file__).parent / "fixtures"
 CLUSTER6 = FIXTURES / "cluster6"
 DUMP_FILES = {"osd_dump": "osd_dump.json", "crush": "crush_dump.json",
@@ -34,3 +43,44 @@ def dumps() -> Dict[str, Any]:
 def snap(dumps: Dict[str, Any]) -> snapshot.Snapshot:
     return snapshot.load(dumps["osd_dump"], dumps["crush"], dumps["pg_dump"], dumps["df"],
                          autoscale=read("autoscale_status.json"))
+
+
+@pytest.fixture
+def module(dumps: Dict[str, Any]) -> Module:
+    """The module as the mgr runs it, over the 6-OSD dumps."""
+    # the mgr hands out the pg map bare, the same documents otherwise
+    fake = mgr_stub.FakeMgr({"osd_map": dumps["osd_dump"], "osd_map_crush": dumps["crush"],
+                             "pg_dump": dumps["pg_dump"]["pg_map"], "df": dumps["df"]})
+    mgr_stub.BaseMgrModule.fake = fake
+    m = Module("pg_advisor", None, None)
+    # what remote('pg_autoscaler', ...) answers in the real mgr
+    m.remote = lambda mod, meth, **kw: (0, json.dumps(read("autoscale_status.json")), "")
+    return m
+
+
+@pytest.fixture
+def wired(module: Module, dumps: Dict[str, Any]) -> Any:
+    """The module with its commands to the mon going to a FakeCeph: (module, ceph, refresh)."""
+    ceph = FakeCeph(dumps)
+    fake = mgr_stub.BaseMgrModule.fake
+    fake.options["target_max_misplaced_ratio"] = 0.05
+
+    def refresh() -> None:      # what the mgr would hand out after the mon changed
+        fake.docs["osd_map"] = ceph.dumps["osd_dump"]
+
+    def send(cmd: Dict[str, Any]) -> Any:
+        out = ceph.send(cmd)
+        refresh()
+        return out
+
+    def set_option(key: str, value: Any) -> None:
+        fake.module_options[("pg_advisor", key)] = value
+    setattr(module, "send", send)
+    setattr(module, "set_module_option", set_option)
+    return module, ceph, refresh
+
+
+def cmd(m: Module, prefix: str, **kw: Any) -> Any:
+    """A `ceph pg-advisor PREFIX -f json` through the module: (code, parsed out, err)."""
+    code, out, err = m.handle_command(None, {"prefix": "pg-advisor " + prefix, "format": "json", **kw})
+    return code, (json.loads(out) if out else None), err

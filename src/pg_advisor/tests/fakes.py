@@ -7,8 +7,8 @@ from pg_advisor import snapshot
 from pg_advisor.execute import Executor, Pacing
 from pg_advisor.steps import StepPlanner, Throttles, balance_step
 
-OPEN = Pacing(budget=0.05, interval=0.0, window_begin="00:00", window_end="00:00", window_days="")
-T = Throttles(budget=0.05, max_splitting=16, max_backfills_per_osd=2)
+OPEN = Pacing(misplaced_max=0.05, interval=0.0, window_begin="00:00", window_end="00:00", window_days="")
+T = Throttles(misplaced_max=0.05, max_splitting=16, max_backfills_per_osd=2)
 
 
 class FakeCeph:

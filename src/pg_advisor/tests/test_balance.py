@@ -13,8 +13,8 @@ from pg_advisor.errors import AdvisorError
 from pg_advisor.legality import ancestors, replaceable, rule_shape
 
 from .conftest import DUMP_FILES, read
-from .test_distribution import (HOST_WITHOUT_RACK, IN_HOSTLESS_RACK, RACK_THEN_HOST,
-                                RACK_WITHOUT_HOST, UNDER_ROOT, Layout, load, regrow, use_rule)
+from .layouts import (HOST_WITHOUT_RACK, IN_HOSTLESS_RACK, RACK_THEN_HOST,
+                      RACK_WITHOUT_HOST, UNDER_ROOT, Layout, load, regrow, use_rule)
 from .upmap_checker import check_up_set
 
 
@@ -190,14 +190,14 @@ def test_no_replacement_by_an_osd_without_a_failure_domain_ancestor(dumps: Dict[
 
 def test_work_bound_stops_the_run_with_a_note(snap: snapshot.Snapshot,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    whole = balance_report(snap, None, 1 << 20, "pgs", object_budget=1e18)
+    whole = balance_report(snap, None, 1 << 20, "pgs", copies_max=1e18)
     assert whole["moves"] > 2 and not any("legality checks" in n for n in whole["notes"])
     monkeypatch.setattr("pg_advisor.balance.WORK_MAX", 40)
-    cut = balance_report(snap, None, 1 << 20, "pgs", object_budget=1e18)
+    cut = balance_report(snap, None, 1 << 20, "pgs", copies_max=1e18)
     assert any("stopped after 40 legality checks" in n for n in cut["notes"]), cut["notes"]
     assert cut["moves"] < whole["moves"]
     # the work bound is not the misplaced budget: the executor must not wait on it
-    assert cut["budget_stopped"] is False
+    assert cut["throttled"] is False
 
 
 def test_moves_leave_each_pg_its_primary_where_another_replica_will_do(snap: snapshot.Snapshot) -> None:

@@ -28,7 +28,7 @@ def test_growth_plan_splits_in_chunks_then_places_within_the_throttles(snap: sna
             assert s.pgp_num == pgp and 0 < s.pg_num - pg <= T.max_splitting
         else:
             assert s.pg_num == pg and s.pgp_num > pgp
-            assert s.misplaced <= T.budget and s.max_osd_backfills <= T.max_backfills_per_osd
+            assert s.misplaced <= T.misplaced_max and s.max_osd_backfills <= T.max_backfills_per_osd
             # the movement is what the what-if layer predicts for the same change
             at = dataclasses.replace(snap, pools=tuple(
                 dataclasses.replace(p, pg_num=pg, pgp_num=pgp, pg_num_target=pg, pgp_num_target=pgp)

@@ -9,23 +9,7 @@ import pytest
 from . import mgr_stub
 from .conftest import free_port, read
 
-mgr_stub.install()
-
-from pg_advisor.module import Module  # noqa: E402
-
-Module._register_options("pg_advisor")  # as the mgr does when it loads the module
-
-
-@pytest.fixture
-def module(dumps: Dict[str, Any]) -> Module:
-    # the mgr hands out the pg map bare, the same documents otherwise
-    fake = mgr_stub.FakeMgr({"osd_map": dumps["osd_dump"], "osd_map_crush": dumps["crush"],
-                             "pg_dump": dumps["pg_dump"]["pg_map"], "df": dumps["df"]})
-    mgr_stub.BaseMgrModule.fake = fake
-    m = Module("pg_advisor", None, None)
-    # what remote('pg_autoscaler', ...) answers in the real mgr
-    m.remote = lambda mod, meth, **kw: (0, json.dumps(read("autoscale_status.json")), "")
-    return m
+from pg_advisor.module import Module
 
 
 def test_package_exposes_module_inside_the_mgr() -> None:

@@ -5,36 +5,9 @@ from typing import Any, Dict
 import pytest
 
 from . import mgr_stub
-from .fakes import FakeCeph
-from .test_module import module  # noqa: F401  (the fixture)
+from .conftest import cmd
 
-from pg_advisor.module import Module  # noqa: E402
-
-
-@pytest.fixture
-def wired(module: Module, dumps: Dict[str, Any]) -> Any:  # noqa: F811
-    ceph = FakeCeph(dumps)
-    fake = mgr_stub.BaseMgrModule.fake
-    fake.options["target_max_misplaced_ratio"] = 0.05
-
-    def refresh() -> None:      # what the mgr would hand out after the mon changed
-        fake.docs["osd_map"] = ceph.dumps["osd_dump"]
-
-    def send(cmd: Dict[str, Any]) -> Any:
-        out = ceph.send(cmd)
-        refresh()
-        return out
-
-    def set_option(key: str, value: Any) -> None:
-        fake.module_options[("pg_advisor", key)] = value
-    setattr(module, "send", send)
-    setattr(module, "set_module_option", set_option)
-    return module, ceph, refresh
-
-
-def cmd(m: Module, prefix: str, **kw: Any) -> Any:
-    code, out, err = m.handle_command(None, {"prefix": "pg-advisor " + prefix, "format": "json", **kw})
-    return code, (json.loads(out) if out else None), err
+from pg_advisor.module import Module
 
 
 def test_apply_dry_run_starts_nothing(wired: Any) -> None:

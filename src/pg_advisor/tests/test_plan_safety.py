@@ -10,12 +10,11 @@ import pytest
 
 from . import mgr_stub
 from .fakes import OPEN, T, FakeCeph, Store, balance_plan, start
-from .test_module import module  # noqa: F401  (the fixture)
-from .test_module_exec import cmd, wired  # noqa: F401  (the fixture)
+from .conftest import cmd
 
 from pg_advisor.driver import Driver
 from pg_advisor.execute import Executor
-from pg_advisor.module import Module  # noqa: E402
+from pg_advisor.module import Module
 from pg_advisor.plan_store import ENTRY_MAX, STATE_KEY, PlanStore
 from pg_advisor.steps import StepPlanner, balance_step
 
@@ -200,7 +199,7 @@ def test_a_round_held_back_by_the_budget_is_not_done(dumps: Dict[str, Any]) -> N
     total = sum(s["stat_sum"]["num_objects"] for s in stats["pg_stats"]) * 3
     stats["pg_stats_sum"]["stat_sum"]["num_objects_misplaced"] = total   # far past any budget
     for t in range(5):
-        ex.tick(ceph.snap(), dataclasses.replace(OPEN, budget=1.0), ceph.send, float(t))
+        ex.tick(ceph.snap(), dataclasses.replace(OPEN, misplaced_max=1.0), ceph.send, float(t))
     st = store.state or {}
     assert st["status"] == "running" and st["next"] == 0
     assert "budget" in (st["waiting"] or "") and not any("pgid" in c for c in ceph.sent)
@@ -371,7 +370,7 @@ def test_the_panel_serves_the_status_computed_once_per_refresh(module: Module) -
 
 def test_with_nothing_misplaced_a_round_moves_one_pg_past_the_budget(dumps: Dict[str, Any]) -> None:
     # a child that is half its pool passes any budget; Ceph moves it anyway, so do we
-    tiny = dataclasses.replace(OPEN, budget=1e-9)
+    tiny = dataclasses.replace(OPEN, misplaced_max=1e-9)
     ceph, store = _skewed(dumps), Store()
     stats = ceph.dumps["pg_dump"]["pg_map"]["pg_stats_sum"]["stat_sum"]
     stats["num_objects_misplaced"] = 1                         # something moves already
@@ -390,7 +389,7 @@ def test_an_uneven_pool_with_no_legal_move_is_not_done(dumps: Dict[str, Any], mo
     ex = balance_plan(ceph, store)
     real = execute.balance_report
     # the rule leaves no move: the balancer proposes nothing and the pool stays uneven
-    stuck = {"items": {}, "budget_stopped": False,
+    stuck = {"items": {}, "throttled": False,
              "uneven": {"rbd": "osd.0 holds 20 PGs of pool rbd, its share is 16.00"}}
     monkeypatch.setattr(execute, "balance_report", lambda *a, **k: stuck)
     for t in range(3):

@@ -191,7 +191,7 @@ def test_the_drain_takes_in_every_pool_the_pinned_and_the_uneven(dumps: Dict[str
             s["acting"], s["state"] = s["up"], "active+clean"
     ceph, (drv, _) = FakeCeph(d), driver()
     assert Balancer(ceph.snap(), pools=["rbd"]).states[0].level.clear() is False
-    r = drv.pin_remapped(ceph.snap(), make({}), OPEN.budget, False, Recorder(ceph), 0.0)
+    r = drv.pin_remapped(ceph.snap(), make({}), OPEN.misplaced_max, False, Recorder(ceph), 0.0)
     st = drv.executor.state
     assert st is not None and r["plan"] == st["id"]
     assert r["items"] and not any(k.startswith("1.") for k in r["items"])
@@ -280,3 +280,30 @@ def test_pg_advisor_conflict_is_raised_by_kind_not_by_the_text(
     checks = drv.health()
     assert f"pool {name} maps onto it" in json.dumps(checks["PG_ADVISOR_BLOCKED"])
     assert ("PG_ADVISOR_CONFLICT" in checks) == conflict, checks
+
+
+def test_pin_on_change_does_not_rerun_crush_every_poll_when_nothing_is_pinnable(
+        dumps: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    import pg_advisor.driver as driver_module
+    d = copy.deepcopy(dumps)        # nothing remapped: misplaced over the budget, nothing to pin
+    d["pg_dump"]["pg_map"]["pg_stats_sum"]["stat_sum"]["num_objects_misplaced"] = 10 ** 6
+    calls: List[int] = []
+    real = driver_module.pin_remapped
+
+    def counted(snap: Any) -> Any:
+        calls.append(snap.epoch)
+        return real(snap)
+    monkeypatch.setattr(driver_module, "pin_remapped", counted)
+    ceph, (drv, _) = FakeCeph(d), driver()
+    # no sizing or balance plan either: the executor stays closed, so each tick may pin
+    monkeypatch.setattr(drv, "targets", lambda *a: {})
+    monkeypatch.setattr(drv, "_start_balancing", lambda *a: None)
+    opts = make({"mode": "auto", "pin_on_change": True, "sleep_interval": 60})
+    for now in (0.0, 1.0, 2.0, 30.0):           # one map: CRUSH once
+        drv.tick(ceph.snap(), opts, 0.05, False, ceph.send, now, Recorder(ceph))
+    assert len(calls) == 1 and not drv.executor.open
+    drv.tick(ceph.snap(), opts, 0.05, False, ceph.send, 61.0, Recorder(ceph))   # recovery may end
+    assert len(calls) == 2
+    ceph.dumps["osd_dump"]["epoch"] += 1                                        # a new map
+    drv.tick(ceph.snap(), opts, 0.05, False, ceph.send, 62.0, Recorder(ceph))
+    assert len(calls) == 3 and calls[-1] == calls[0] + 1
