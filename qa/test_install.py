@@ -12,11 +12,11 @@ def test_cmake_install_into_a_prefix(tmp_path: Path) -> None:
     subprocess.run(["cmake", "--install", str(build)], check=True, capture_output=True)
     mod = prefix / "share" / "ceph" / "mgr" / "pg_advisor"
     src = REPO / "src" / "pg_advisor"
-    # every module file, subpackages (crush/) included, and nothing of the tests
-    want = {p.relative_to(src).as_posix() for p in src.rglob("*.py")
-            if "tests" not in p.relative_to(src).parts}
-    got = {p.relative_to(mod).as_posix() for p in mod.rglob("*.py")}
-    assert any("/" in w for w in want) and got == want, sorted(got ^ want)
+    # every module file, subpackages (crush/) and the panel's page included, nothing of the tests
+    want = {p.relative_to(src).as_posix() for p in src.rglob("*") if p.suffix in (".py", ".html")
+            and "tests" not in p.relative_to(src).parts}
+    got = {p.relative_to(mod).as_posix() for p in mod.rglob("*") if p.suffix in (".py", ".html")}
+    assert any("/" in w for w in want) and "panel.html" in want and got == want, sorted(got ^ want)
     assert not (mod / "tests").exists() and not list(mod.rglob("__pycache__"))
 
 

@@ -3,87 +3,21 @@ the JSON status's, and a hostile pool name stays text. A screenshot is kept."""
 import json
 import math
 import os
-import subprocess
-import tempfile
 import time
 import urllib.request
 from datetime import datetime, timezone
-from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterator
 
 import pytest
 
+from .browser import Tables, chromium, dom, fixed, num, pct, size, text
 from .cluster import Cluster, wait_until
 from .conftest import EVIL, PANEL_URL as URL
 
-# the machine has no network: nothing in the background may try to reach it
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def chromium(*args: str, budget_ms: int = 8000) -> str:
-    with tempfile.TemporaryDirectory(prefix="pga-chromium-") as profile:
-        # virtual time: the page's timers run that long (fast-forwarded) before the dump
-        p = subprocess.run(["chromium", *FLAGS, f"--virtual-time-budget={budget_ms}",
-                            f"--user-data-dir={profile}", *args],
-                           capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr[-2000:]
-    return p.stdout
-
-
-class Tables(HTMLParser):
-    """Rows of cell texts per table id; the titles of the bars and lines per SVG id; every
-    element tag seen."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tables: Dict[str, List[List[str]]] = {}
-        self.titles: Dict[str, List[Tuple[str, str]]] = {}    # svg id: [(rect|line, title)]
-        self.texts: Dict[str, str] = {}                        # text of elements with an id
-        self.tags: List[str] = []
-        self._table = self._svg = self._shape = self._id = ""
-        self._text: List[str] = []
-        self._in = ""
-
-    def handle_starttag(self, tag: str, attrs: List[Tuple[str, Any]]) -> None:
-        self.tags.append(tag)
-        a = dict(attrs)
-        if tag == "table":
-            self._table = a.get("id") or ""
-            self.tables[self._table] = []
-        elif tag == "tr":
-            self.tables.setdefault(self._table, []).append([])
-        elif tag == "svg":
-            self._svg = a.get("id") or ""
-            self.titles[self._svg] = []
-        elif tag in ("rect", "line"):
-            self._shape = tag
-        if tag in ("td", "th", "title") or (tag in ("p", "span") and a.get("id")):
-            self._in, self._text, self._id = tag, [], a.get("id") or ""
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag != self._in:
-            return
-        text = "".join(self._text)
-        if tag in ("td", "th"):
-            self.tables[self._table][-1].append(text)
-        elif tag == "title":
-            if self._svg:
-                self.titles[self._svg].append((self._shape, text))
-        else:
-            self.texts[self._id] = text
-        self._in = ""
-
-    def handle_data(self, data: str) -> None:
-        if self._in:
-            self._text.append(data)
-
 
 def rendered(budget_ms: int = 8000) -> Tables:
-    t = Tables()
-    t.feed(chromium("--dump-dom", URL, budget_ms=budget_ms))
-    return t
+    return dom(URL, budget_ms)
 
 
 def api(what: str) -> Dict[str, Any]:
@@ -99,15 +33,6 @@ def iso(t: float) -> str:
     return f"{day}.{ms % 1000:03d}Z"
 
 
-def text(v: Any) -> str:
-    """A value as the page writes it: JavaScript prints 16.0 as 16."""
-    if v is None:
-        return "-"
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
-
-
 @pytest.fixture
 def panel(cluster: Cluster) -> Iterator[Cluster]:
     wait_until(lambda: cluster.json("mgr", "services").get("pg_advisor") == URL, 60, "the panel")
@@ -120,30 +45,30 @@ def expected(st: Dict[str, Any]) -> Dict[str, Any]:
     want: Dict[str, Any] = {"tables": {}, "titles": {}}
     want["tables"]["pools"] = [
         [p["name"], text(p["pg_num"]), text(p["recommended_pg_num"]), text(p["autoscaler_pg_num"]),
-         text(p["stored"]), text(p["recommendation"])] for p in st["pools"]]
+         size(p["stored"]), text(p["recommendation"])] for p in st["pools"]]
     want["tables"]["osds"] = [
-        [f"osd.{o['id']}", text(o["host"]), text(o["pgs"]), text(o["pg_share"]), text(o["utilization"]),
-         text(o["bytes_used"]), text(o["pg_memory_now"]), text(o["pg_memory_steady"])] for o in osds]
+        [f"osd.{o['id']}", text(o["host"]), text(o["pgs"]), num(o["pg_share"]), pct(o["utilization"]),
+         size(o["bytes_used"]), size(o["pg_memory_now"]), size(o["pg_memory_steady"])] for o in osds]
     ext = st["distribution"]["extremes"]
     want["tables"]["extremes"] = (
-        [[f"{k} by PGs", f"osd.{e['osd']}", f"{e['pgs']} PGs, {text(e['ratio'])} x its share"]
+        [[f"{k} by PGs", f"osd.{e['osd']}", f"{e['pgs']} PGs, {fixed(e['ratio'], 2)} x its share"]
          for k, e in ((k, ext["by_pgs"][k]) for k in ("fullest", "emptiest"))] +
-        [[f"{k} by space used", f"osd.{e['osd']}", f"{text(e['utilization'])} %"]
+        [[f"{k} by space used", f"osd.{e['osd']}", pct(e["utilization"])]
          for k, e in ((k, ext["by_utilization"][k]) for k in ("fullest", "emptiest"))])
-    want["titles"]["chart"] = [("rect", f"osd.{o['id']}: {o['pgs']} PGs, share {text(o['pg_share'])}")
+    want["titles"]["chart"] = [("rect", f"osd.{o['id']}: {o['pgs']} PGs, share {num(o['pg_share'])}")
                                for o in osds]
     for p in st["pools"]:
         k = str(p["id"])
         want["titles"][f"chart-pool-{k}"] = [
-            ("rect", f"osd.{o['id']}: {o['pgs_by_pool'][k]} PGs, share {text(o['pg_share_by_pool'][k])}")
+            ("rect", f"osd.{o['id']}: {o['pgs_by_pool'][k]} PGs, share {num(o['pg_share_by_pool'][k])}")
             for o in osds if o["pgs_by_pool"][k] > 0 or o["pg_share_by_pool"][k] > 0]
-    want["titles"]["util"] = [("rect", f"osd.{o['id']}: {text(o['utilization'])} %")
+    want["titles"]["util"] = [("rect", f"osd.{o['id']}: {pct(o['utilization'])}")
                               for o in st["osds"] if o["utilization"] is not None]
     budget = st["cluster"]["sizing"]["pg_memory_budget"]
     want["titles"]["memory"] = [
-        ("rect", f"osd.{o['id']}: {o['pg_memory_now']} bytes now, {o['pg_memory_steady']} full")
-        for o in st["osds"] if o["pg_memory_now"] is not None] + [("line", f"budget: {budget} bytes")]
-    want["budget"] = f"PG memory budget per OSD: {budget} bytes"
+        ("rect", f"osd.{o['id']}: {size(o['pg_memory_now'])} now, {size(o['pg_memory_steady'])} full")
+        for o in st["osds"] if o["pg_memory_now"] is not None] + [("line", f"budget: {size(budget)}")]
+    want["budget"] = f"PG memory budget per OSD: {size(budget)}"
     return want
 
 
@@ -210,6 +135,11 @@ def test_a_blocked_plan_its_steps_and_history(panel: Cluster, evil_pool: Cluster
             time.sleep(2)
         assert got == want
         assert "norebalance" in got["plan"] and len(got["steps"]) >= 1
+        # the progress bar: steps done of all
+        plan, steps = pr["plan"], pr["steps"]
+        bar = page.attrs["plan-bar"]
+        assert (bar["max"], bar["value"]) == (str(len(steps)), str(min(plan["next"], len(steps))))
+        assert page.texts["plan-step"] == f"{plan['next']} of {len(steps)} steps done"
         assert any(row[1] == "start" for row in got["history"]), got["history"]
     finally:
         c.run("pg-advisor", "abort")

@@ -22,6 +22,7 @@ from .distribution import rule_weights
 from .errors import AdvisorError
 from .gates import MOVE_FLAGS, cluster_blockers, misplaced_ratio, unreported_pgs
 from .priming import PRIME_MAX, item_results, primed_commands, primes
+from .render import human_bytes
 from .snapshot import Pool, Snapshot
 from .steps import PlanStep
 
@@ -242,6 +243,16 @@ def pins_shown(snap: Snapshot, pool: Pool, step: PlanStep, from_pgp: int) -> boo
         return False
     want = {k: [list(p) for p in v] for k, v in pins(snap, step, from_pgp).items()}
     return not unkept(want, snap.pg_upmap_items)
+
+
+def pgs_bytes(snap: Snapshot, pgids: Sequence[str]) -> Optional[int]:
+    """Bytes the PG stats give those PGs (None without stats): what a round sets moving."""
+    pgs = snap.pgs
+    if pgs is None:
+        return None
+    want = np.array([(int(p) << 32) | int(s, 16) for p, s in (x.split(".") for x in pgids)], dtype=np.int64)
+    rows = np.isin((pgs.pool.astype(np.int64) << 32) | pgs.ps.astype(np.int64), want)
+    return int(pgs.bytes[rows].sum())
 
 
 class Executor:
@@ -525,7 +536,9 @@ class Executor:
         st["last_step_at"] = now
         st["round"] = {"epoch": snap.epoch, "items": {k: v for k, v in items.items()
                                                       if not any(f.startswith(k + ":") for f in failed)}}
+        moved = pgs_bytes(snap, list(items))
         self._log(now, "round", f"step {st['next'] + 1}: {len(items)} PGs, {r['moves']} moves"
+                                + (f", {human_bytes(moved)} in those PGs" if moved is not None else "")
                                 + (f", {primed} primed" if primed else "")
                                 + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
         if failed:

@@ -12,6 +12,7 @@ from pg_advisor.errors import AdvisorError
 from pg_advisor.execute import Executor, check_pacing, in_window
 from pg_advisor.steps import StepPlanner
 from pg_advisor.whatif import Change, simulate
+from pg_advisor.render import human_bytes
 
 from .fakes import OPEN, T, FakeCeph, Store, acting_sets, balance_plan, run, start
 
@@ -370,3 +371,19 @@ def test_unprimed_pgp_steps_leave_the_stepping_to_ceph(dumps: Dict[str, Any]) ->
     ceph, store = FakeCeph(dumps), Store()
     run(start(ceph, store, 64), ceph)
     assert not any(c["prefix"] == "osd pg-temp" or c.get("var") == "pgp_num_actual" for c in ceph.sent)
+
+
+def test_a_rounds_history_line_says_how_many_pgs_and_bytes_it_set_moving(dumps: Dict[str, Any]) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    ex = balance_plan(ceph, store)
+    snap = ceph.snap()
+    ex.tick(snap, OPEN, ceph.send, 0.0)
+    ex.tick(snap, OPEN, ceph.send, 1.0)
+    items = (store.state or {}).get("round", {}).get("items") or {}
+    assert items, store.history
+    assert snap.pgs is not None
+    pgs = snap.pgs
+    sizes = {f"{p}.{s:x}": int(b) for p, s, b in zip(pgs.pool.tolist(), pgs.ps.tolist(), pgs.bytes.tolist())}
+    line = next(h["detail"] for h in store.history if h["event"] == "round")
+    assert f": {len(items)} PGs, " in line
+    assert f", {human_bytes(sum(sizes[k] for k in items))} in those PGs" in line, line
