@@ -161,7 +161,9 @@ def test_a_reweight_shows_up(populated: Cluster) -> None:
 
 @pytest.mark.parametrize("args, code, message", [
     (["pg-advisor", "status", "no-such-pool"], 2, "pool 'no-such-pool' does not exist"),
-    (["pg-advisor", "status", "rbd", "extra"], 22, "Invalid command"),
+    # declared as pg_autoscaler declares it, `format` takes a second word (as `ceph osd pool
+    # autoscale-status extra` does)
+    (["pg-advisor", "status", "rbd", "extra"], 22, "unsupported format 'extra'"),
     (["pg-advisor", "status", "-f", "xml"], 22, "unsupported format 'xml'"),
     (["pg-advisor", "frobnicate"], 22, "invalid command"),
 ])

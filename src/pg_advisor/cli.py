@@ -14,19 +14,15 @@ from typing import Any, Dict, List, Optional, TextIO
 
 from . import options, snapshot
 from .balance_report import balance_report
-from .balance_text import balance_text
 from .errors import AdvisorError
 from .growth import growth_report
 from .plan import plan_report
-from .plan_text import plan_text
 from .remapped import pin_remapped, pins_report
 from .drain import drain_report
-from .expand_text import drain_text, pins_text
-from .render import FORMATS, render
+from .render import FORMATS
 from .status import status_report
-from .status_text import status_text
+from .views import show
 from .whatif import Change, pg_map, simulate
-from .whatif_text import growth_text, map_text, simulate_text
 
 EXIT_BAD_INPUT = 2
 MAX_BALANCE_ITEMS = 1 << 20    # replica moves one offline balance may propose (and its default)
@@ -135,25 +131,24 @@ def run(argv: List[str], out: TextIO) -> int:
     # offline there is no balancer to ask: 'auto' means CRUSH as it falls
     balanced = opts.assume_balanced == "yes"
     if args.command == "status":
-        out.write(render(status_report(snap, args.pool, opts, balanced), args.format,
-                         status_text) + "\n")
+        out.write(show("status", status_report(snap, args.pool, opts, balanced), args.format) + "\n")
     elif args.command == "plan":
-        out.write(render(plan_report(snap, opts, balanced), args.format, plan_text) + "\n")
+        out.write(show("plan", plan_report(snap, opts, balanced), args.format) + "\n")
     elif args.command == "balance":
         if not 1 <= args.max_items <= MAX_BALANCE_ITEMS:
             raise AdvisorError.invalid(f"--max-items must be within 1..{MAX_BALANCE_ITEMS}, "
                                        f"not {args.max_items}")
-        out.write(render(balance_report(snap, args.pool, args.max_items, args.mode or opts.balance_mode,
-                                        min_gain=opts.balance_min_gain), args.format,
-                         balance_text) + "\n")
+        report = balance_report(snap, args.pool, args.max_items, args.mode or opts.balance_mode,
+                                min_gain=opts.balance_min_gain)
+        out.write(show("balance", report, args.format) + "\n")
     elif args.command == "pin-remapped":
         report = pins_report(snap, pin_remapped(snap))
         report["dry_run"] = True
-        out.write(render(report, args.format, pins_text) + "\n")
+        out.write(show("pin-remapped", report, args.format) + "\n")
     elif args.command == "drain":
-        out.write(render(drain_report(snap, args.target), args.format, drain_text) + "\n")
+        out.write(show("drain", drain_report(snap, args.target), args.format) + "\n")
     elif args.command == "map":
-        out.write(render(pg_map(snap, args.pool), args.format, map_text) + "\n")
+        out.write(show("map", pg_map(snap, args.pool), args.format) + "\n")
     elif args.command == "simulate" and args.add_host is not None:
         if args.pool or args.pg_num is not None or args.pgp_num is not None or args.out or args.reweight:
             raise AdvisorError.invalid("--add-host is simulated on its own (no pool, out or reweight)")
@@ -162,11 +157,11 @@ def run(argv: List[str], out: TextIO) -> int:
         rate = args.backfill_mib_s * (1 << 20) if args.backfill_mib_s is not None else None
         report = growth_report(snap, args.add_host, args.osds, args.weight, args.device_class, args.root,
                                float(opts.misplaced_budget) or 0.05, rate)
-        out.write(render(report, args.format, growth_text) + "\n")
+        out.write(show("simulate", report, args.format) + "\n")
     elif args.command == "simulate":
         change = Change(pool=args.pool, pg_num=args.pg_num, pgp_num=args.pgp_num,
                         out=tuple(args.out), reweight=_reweights(args.reweight))
-        out.write(render(simulate(snap, change), args.format, simulate_text) + "\n")
+        out.write(show("simulate", simulate(snap, change), args.format) + "\n")
     return 0
 
 

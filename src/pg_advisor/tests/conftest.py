@@ -15,6 +15,7 @@ mgr_stub.install()      # Ceph's own mgr_module over a stand-in for the C++ side
 from pg_advisor.module import Module  # noqa: E402
 
 Module._register_options("pg_advisor")  # as the mgr does when it loads the module
+Module._register_commands("pg_advisor")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CLUSTER6 = FIXTURES / "cluster6"
@@ -82,5 +83,5 @@ def wired(module: Module, dumps: Dict[str, Any]) -> Any:
 
 def cmd(m: Module, prefix: str, **kw: Any) -> Any:
     """A `ceph pg-advisor PREFIX -f json` through the module: (code, parsed out, err)."""
-    code, out, err = m.handle_command(None, {"prefix": "pg-advisor " + prefix, "format": "json", **kw})
+    code, out, err = m._handle_command(None, {"prefix": "pg-advisor " + prefix, "format": "json", **kw})
     return code, (json.loads(out) if out else None), err

@@ -20,27 +20,46 @@ def test_package_exposes_module_inside_the_mgr() -> None:
 
 
 def test_no_command_argument_takes_a_name_the_ceph_cli_keeps_for_itself() -> None:
-    # the `ceph` CLI reads `target` (which daemon to ask) and `prefix`/`format` itself: an
-    # argument so named arrives as ['mon-mgr', ''] (seen with `drain` on the real cluster)
+    # the `ceph` CLI reads `target` (which daemon to ask) and `prefix` itself: an argument so
+    # named arrives as ['mon-mgr', ''] (seen with `drain` on the real cluster). `format` is
+    # declared as pg_autoscaler declares it (`osd pool autoscale-status`): optional, a string
     import re
     names = {n for c in Module.COMMANDS for n in re.findall(r"name=(\w+)", c["cmd"])}
-    assert names and not names & {"target", "prefix", "format"}, names & {"target", "prefix", "format"}
+    assert names and not names & {"target", "prefix"}, names & {"target", "prefix"}
+    for c in Module.COMMANDS:
+        assert c["cmd"].startswith("pg-advisor ") and c["desc"], c
+        assert c["cmd"].endswith(" name=format,req=false,type=CephString"), c["cmd"]
+
+
+def test_commands_are_declared_with_their_typed_arguments() -> None:
+    cmds = {c["cmd"].split(" name=")[0]: c for c in Module.COMMANDS}
+    assert set(cmds) == {f"pg-advisor {n}" for n in (
+        "status", "plan", "eval", "balance", "map", "simulate", "mode", "apply", "pin-remapped", "drain",
+        "pause", "resume", "abort", "progress", "history")}
+    assert cmds["pg-advisor drain"]["cmd"].startswith("pg-advisor drain name=osd_or_bucket,type=CephString "
+                                                      "name=dry_run,req=false,type=CephBool")
+    assert "name=mode,req=false,strings=off|advise|auto,type=CephChoices" in cmds["pg-advisor mode"]["cmd"]
+    assert "name=mode,req=false,strings=pgs|bytes,type=CephChoices" in cmds["pg-advisor balance"]["cmd"]
+    assert "name=pg_num,req=false,type=CephInt" in cmds["pg-advisor apply"]["cmd"]
+    assert "name=weight,req=false,type=CephFloat" in cmds["pg-advisor simulate"]["cmd"]
+    assert {c["perm"] for n, c in cmds.items() if n.split()[1] in ("status", "plan", "progress")} == {"r"}
+    assert {c["perm"] for n, c in cmds.items() if n.split()[1] in ("apply", "drain", "abort")} == {"w"}
 
 
 def test_status_json_equals_offline(module: Module) -> None:
-    code, out, err = module.handle_command(None, {"prefix": "pg-advisor status", "format": "json"})
+    code, out, err = module._handle_command(None, {"prefix": "pg-advisor status", "format": "json"})
     assert (code, err) == (0, "")
     assert json.loads(out) == read("live_status.json")
 
 
 def test_status_plain_and_one_pool(module: Module) -> None:
-    code, out, _ = module.handle_command(None, {"prefix": "pg-advisor status", "pool": "ecpool"})
+    code, out, _ = module._handle_command(None, {"prefix": "pg-advisor status", "pool": "ecpool"})
     assert code == 0 and "ecpool" in out and "rbd " not in out
 
 
 def test_mon_max_pg_per_osd_comes_from_the_mgr_config(module: Module) -> None:
     mgr_stub.BaseMgrModule.fake.options["mon_max_pg_per_osd"] = 300
-    _, out, _ = module.handle_command(None, {"prefix": "pg-advisor status", "format": "json"})
+    _, out, _ = module._handle_command(None, {"prefix": "pg-advisor status", "format": "json"})
     assert json.loads(out)["cluster"]["mon_max_pg_per_osd"] == 300
 
 
@@ -50,13 +69,13 @@ def test_mon_max_pg_per_osd_comes_from_the_mgr_config(module: Module) -> None:
     ({"prefix": "pg-advisor frobnicate"}, -22, "unknown command"),
 ])
 def test_bad_input(module: Module, cmd: Dict[str, Any], code: int, message: str) -> None:
-    r = module.handle_command(None, cmd)
+    r = module._handle_command(None, cmd)
     assert r[0] == code and r[1] == "" and message in r[2]
 
 
 def test_junk_from_the_mgr_is_einval(module: Module) -> None:
     mgr_stub.BaseMgrModule.fake.docs["osd_map"] = None
-    code, _, err = module.handle_command(None, {"prefix": "pg-advisor status"})
+    code, _, err = module._handle_command(None, {"prefix": "pg-advisor status"})
     assert code == -22 and "osd dump" in err
 
 
@@ -64,12 +83,12 @@ def test_a_bug_is_reported_not_raised(module: Module, monkeypatch: pytest.Monkey
     def boom(*args: Any) -> None:
         raise ZeroDivisionError("oops")
     monkeypatch.setattr("pg_advisor.module.status_report", boom)
-    code, _, err = module.handle_command(None, {"prefix": "pg-advisor status"})
+    code, _, err = module._handle_command(None, {"prefix": "pg-advisor status"})
     assert code == -5 and "internal error" in err and "oops" in err
 
 
 def test_plan_command(module: Module) -> None:
-    code, out, err = module.handle_command(None, {"prefix": "pg-advisor plan", "format": "json"})
+    code, out, err = module._handle_command(None, {"prefix": "pg-advisor plan", "format": "json"})
     assert code == 0, err
     steps = json.loads(out)["steps"]
     assert {s["pool"] for s in steps} == {"rbd", "ecpool", "fast"}
@@ -84,7 +103,7 @@ def test_health_refresh_sets_the_checks(module: Module) -> None:
 
 def test_options_reach_the_model(module: Module) -> None:
     mgr_stub.BaseMgrModule.fake.module_options[("pg_advisor", "min_pgs_per_pool")] = 64
-    _, out, _ = module.handle_command(None, {"prefix": "pg-advisor status", "format": "json"})
+    _, out, _ = module._handle_command(None, {"prefix": "pg-advisor status", "format": "json"})
     assert {p["name"]: p["recommended_pg_num"] for p in json.loads(out)["pools"]}["fast"] == 64
 
 

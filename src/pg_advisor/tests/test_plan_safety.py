@@ -331,7 +331,7 @@ def test_an_option_the_mon_let_through_falls_back_and_is_reported(module: Module
     module.publish_health()
     check = fake.health.get("PG_ADVISOR_OPTION_INVALID")
     assert check and "misplaced_budget" in check["summary"] and "default 0.0" in check["summary"]
-    assert module.handle_command(None, {"prefix": "pg-advisor status", "format": "json"})[0] == 0
+    assert module._handle_command(None, {"prefix": "pg-advisor status", "format": "json"})[0] == 0
     fake.module_options[("pg_advisor", "misplaced_budget")] = 0.02
     module.current_options()
     module.publish_health()
