@@ -1,4 +1,4 @@
-"""Layer 4: pg-upmap-items that bring PG counts to the weight-proportional share.
+"""pg-upmap-items that bring PG counts to the weight-proportional share.
 
 The goal at each level is floor(share) <= count <= ceil(share) on every OSD, first per
 pool, then for the OSDs' totals over all pools. A move takes one replica of one PG off

@@ -1,4 +1,4 @@
-"""Layer 6: drive a plan of steps against the cluster, tick by tick, and survive faults.
+"""Drive a plan of steps against the cluster, tick by tick, and survive faults.
 
 Each tick: if the step in flight is done (the pool's actual pg_num and pgp_num are the
 step's), advance; otherwise, if nothing blocks the next step and the pacing allows it,

@@ -1,4 +1,4 @@
-"""Layer 7: the MgrModule. Thin: it fetches the maps, translates commands, prints answers.
+"""The MgrModule. Thin: it fetches the maps, translates commands, prints answers.
 
 Every decision lives in the layers it calls; this file only knows the mgr's API.
 """

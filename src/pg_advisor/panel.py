@@ -1,4 +1,4 @@
-"""Layer 8 (dashboard): what the HTTP server returns, as pure functions of the reports.
+"""What the HTTP server returns, as pure functions of the reports.
 
 The page is static: its script fetches the JSON API and builds every element with
 textContent and SVG nodes, never from markup, so pool and host names cannot inject

@@ -1,4 +1,4 @@
-"""Layer 5 (sizing part): the pg_num changes to make, in order, with what each costs.
+"""The pg_num changes to make, in order, with what each costs.
 
 Shrinks come first (they free PG budget), then growth by how far a pool is from its
 recommendation. After each change: predicted movement (from the what-if layer), the

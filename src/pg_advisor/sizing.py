@@ -1,4 +1,4 @@
-"""Layer 3: how many PGs each pool should have, and why.
+"""How many PGs each pool should have, and why.
 
 Per CRUSH subtree (the OSDs a rule's take steps reach, device class included) there is a
 target of target_pgs_per_osd PG replicas per OSD. Near-empty pools get a floor; the rest

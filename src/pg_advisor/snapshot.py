@@ -1,4 +1,4 @@
-"""Layer 1: one immutable numpy view of the cluster.
+"""One immutable numpy view of the cluster.
 
 Built from the same four documents whether they come from the mgr (`get('osd_map')`,
 `get('osd_map_crush')`, `get('pg_dump')`, `get('df')`) or from JSON dumps

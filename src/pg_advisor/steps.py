@@ -1,4 +1,4 @@
-"""Layer 5 (execution part): a pool's pg_num change as an ordered list of small steps.
+"""A pool's pg_num change as an ordered list of small steps.
 
 Growth: split at most `max_splitting` PGs at a time with pgp_num held (the children stay
 with their parents, nothing moves), then raise pgp_num in increments whose predicted

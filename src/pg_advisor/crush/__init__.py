@@ -1,1 +1,1 @@
-"""Layer 2: CRUSH placement in numpy, vectorized over all PGs, matching Ceph exactly."""
+"""CRUSH placement in numpy, vectorized over all PGs, matching Ceph exactly."""
