@@ -69,7 +69,7 @@ class Driver:
         self._check_store()
         st = self.executor.state
         if self.executor.open and st is not None:
-            raise AdvisorError.busy(f"not {what}: plan {st['id']} is {st['status']} and owns the "
+            raise AdvisorError.busy(f"not {what}: plan {st.id} is {st.status} and owns the "
                                     f"pool's upmap items; let it finish or `ceph pg-advisor abort` it")
 
     # -- planning -------------------------------------------------------------------------------
@@ -119,9 +119,9 @@ class Driver:
             if not dry_run:
                 self._check_store()
             if self.executor.open and not dry_run:
-                st = self.executor.state or {}
-                raise AdvisorError.busy(f"plan {st.get('id')} is {st.get('status')}: abort it or "
-                                        f"let it finish first")
+                st = self.executor.state
+                raise AdvisorError.busy(f"plan {st.id if st else None} is {st.status if st else None}: "
+                                        f"abort it or let it finish first")
             pacing(opts, cluster_ratio)        # a malformed window is refused now
             targets = self.targets(snap, opts, balanced, pool, pg_num)
             if not targets:
@@ -132,7 +132,7 @@ class Driver:
             out: Dict[str, Any] = {"dry_run": dry_run, "targets": targets,
                                    "steps": [dict(s.to_json(), description=s.describe()) for s in steps]}
             if not dry_run:
-                out["plan"] = self.executor.start(steps, pools, "apply", now)["id"]
+                out["plan"] = self.executor.start(steps, pools, "apply", now).id
             return out
 
     def pin_remapped(self, snap: Snapshot, opts: Options, cluster_ratio: float, dry_run: bool,
@@ -173,11 +173,11 @@ class Driver:
         shards = max(16, sum(max(len(pins.items[k]), 1) for k in done))
         steps = [balance_step(p, p.pg_num, p.pgp_num, shards, copies) for p in pools]
         st = self.executor.start(steps, pools, source, now, hold=True)
-        out["plan"] = st["id"]
+        out["plan"] = st.id
         # what PG_ADVISOR_PINNED counts down as the drain takes the items out (a PG pinned
         # by removing its items has none to count)
-        st["pins"] = {k: [list(p) for p in pins.items[k]] for k in sorted(done) if pins.items[k]}
-        st["pins_left"] = len(st["pins"])
+        st.pins = {k: [list(p) for p in pins.items[k]] for k in sorted(done) if pins.items[k]}
+        st.pins_left = len(st.pins)
         self._pinned_at = snap.epoch     # maps up to this one do not show the pins yet
         self.executor._log(now, "pin", f"{len(done)} remapped PGs pinned onto their data"
                            + (f", {len(failed)} refused" if failed else ""))
@@ -205,7 +205,7 @@ class Driver:
             what = f"{describe(osds)}: {out['replicas']} replicas in {len(touched)} pools to move"
             self.executor._log(now, "drain", what)
             self.executor.save()
-            out["plan"] = plan["id"]
+            out["plan"] = plan.id
             return out
 
     def abort(self, snap: Snapshot, send: Send, now: float) -> str:
@@ -268,12 +268,12 @@ class Driver:
         """How many of the plan's pins the map still has (a PG counts while any of its pin
         items is there)."""
         st = self.executor.state
-        if st is None or not st.get("pins") or not self.executor.open or snap.epoch <= self._pinned_at:
+        if st is None or not st.pins or not self.executor.open or snap.epoch <= self._pinned_at:
             return
-        left = sum(1 for pgid, pairs in st["pins"].items()
+        left = sum(1 for pgid, pairs in st.pins.items()
                    if {tuple(p) for p in pairs} & set(snap.pg_upmap_items.get(pgid, ())))
-        if left != st.get("pins_left"):
-            st["pins_left"] = left
+        if left != st.pins_left:
+            st.pins_left = left
             self.executor.save()
 
     def _start_balancing(self, snap: Snapshot, opts: Options, now: float) -> None:
@@ -305,36 +305,36 @@ class Driver:
             checks["PG_ADVISOR_PLAN_ERROR"] = {
                 "severity": "warning", "count": 1, "detail": [self.error],
                 "summary": f"pg_advisor cannot advance or start a plan: {self.error}"}
-        if st is None or st["status"] not in ("running", "paused", "failed", "stopped"):
+        if st is None or st.status not in ("running", "paused", "failed", "stopped"):
             return checks
-        if st.get("pins_left") and st["status"] != "failed":
+        if st.pins_left and st.status != "failed":
             checks["PG_ADVISOR_PINNED"] = {
-                "severity": "warning", "count": st["pins_left"],
-                "detail": [f"plan {st['id']} ({st['status']}): {st['pins_left']} of {len(st['pins'])} "
+                "severity": "warning", "count": st.pins_left,
+                "detail": [f"plan {st.id} ({st.status}): {st.pins_left} of {len(st.pins)} "
                            f"PGs pinned by pin-remapped still hold their items"],
-                "summary": f"pg_advisor: {st['pins_left']} PGs pinned onto their old OSDs wait for the "
+                "summary": f"pg_advisor: {st.pins_left} PGs pinned onto their old OSDs wait for the "
                            f"drain (`ceph pg-advisor progress`)"}
-        if st["status"] == "stopped":
+        if st.status == "stopped":
             checks["PG_ADVISOR_PLAN_STOPPED"] = {
-                "severity": "warning", "count": 1, "detail": [st["stopped_why"]],
-                "summary": f"pg_advisor plan {st['id']} stopped: {st['stopped_why']}; "
+                "severity": "warning", "count": 1, "detail": [st.stopped_why],
+                "summary": f"pg_advisor plan {st.id} stopped: {st.stopped_why}; "
                            f"`ceph pg-advisor abort` ends it"}
             return checks
-        if st["status"] == "running" and st["blockers"]:
+        if st.status == "running" and st.blockers:
             checks["PG_ADVISOR_BLOCKED"] = {
-                "severity": "warning", "count": len(st["blockers"]), "detail": st["blockers"],
-                "summary": f"pg_advisor plan {st['id']} is blocked: {st['blockers'][0]}"}
-            conflicts = st.get("conflicts") or []
+                "severity": "warning", "count": len(st.blockers), "detail": st.blockers,
+                "summary": f"pg_advisor plan {st.id} is blocked: {st.blockers[0]}"}
+            conflicts = st.conflicts or []
             if conflicts:    # the other party is named, so the operator can choose
                 checks["PG_ADVISOR_CONFLICT"] = {
                     "severity": "warning", "count": len(conflicts), "detail": conflicts,
                     "summary": f"pg_advisor does not fight Ceph: {conflicts[0]}"}
-        if st["last_error"]:
+        if st.last_error:
             checks["PG_ADVISOR_STEP_FAILED"] = {
-                "severity": "warning", "count": 1, "detail": [st["last_error"]],
-                "summary": f"pg_advisor plan {st['id']} step {st['next'] + 1} failed "
-                           f"{st['attempts']} time(s); retrying" if st["status"] != "failed"
-                           else f"pg_advisor plan {st['id']} failed: {st['last_error']}"}
+                "severity": "warning", "count": 1, "detail": [st.last_error],
+                "summary": f"pg_advisor plan {st.id} step {st.next + 1} failed "
+                           f"{st.attempts} time(s); retrying" if st.status != "failed"
+                           else f"pg_advisor plan {st.id} failed: {st.last_error}"}
         return checks
 
     def progress(self) -> Optional[Tuple[str, str, float, str]]:
@@ -343,4 +343,4 @@ class Driver:
         if st is None:
             return None
         frac, msg = self.executor.progress()
-        return f"pg_advisor-{st['id']}", msg, frac, st["status"]
+        return f"pg_advisor-{st.id}", msg, frac, st.status

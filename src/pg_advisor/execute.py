@@ -23,6 +23,7 @@ from .errors import AdvisorError
 from .gates import MOVE_FLAGS, cluster_blockers, misplaced_ratio, unreported_pgs
 from .priming import PRIME_MAX, item_results, primed_commands, primes
 from .render import human_bytes
+from .plan_state import PlanState
 from .snapshot import Pool, Snapshot
 from .steps import PlanStep
 
@@ -256,11 +257,12 @@ def pgs_bytes(snap: Snapshot, pgids: Sequence[str]) -> Optional[int]:
 
 
 class Executor:
-    """One plan at a time. `state` is what the plan store keeps (JSON-able)."""
+    """One plan at a time. Its state (a PlanState) goes to `save` as JSON, which the plan
+    store keeps; `state` is that JSON read back, or None."""
 
     def __init__(self, state: Optional[Dict[str, Any]], history: List[Dict[str, Any]],
                  save: Callable[[Optional[Dict[str, Any]], List[Dict[str, Any]]], None]) -> None:
-        self.state = state
+        self.state: Optional[PlanState] = PlanState.from_json(state) if state is not None else None
         self.history = history
         self._save = save
 
@@ -269,54 +271,51 @@ class Executor:
     @property
     def active(self) -> bool:
         """Running or paused: steps are still to be taken."""
-        return self.state is not None and self.state["status"] in ("running", "paused")
+        return self.state is not None and self.state.status in ("running", "paused")
 
     @property
     def open(self) -> bool:
         """Active, or stopped by a change it must not act on: it waits for the operator."""
-        return self.state is not None and self.state["status"] in ("running", "paused", "stopped")
+        return self.state is not None and self.state.status in ("running", "paused", "stopped")
 
     def start(self, steps: List[PlanStep], pools: Sequence[Pool], source: str, now: float,
-              hold: bool = False, drain: Sequence[int] = ()) -> Dict[str, Any]:
+              hold: bool = False, drain: Sequence[int] = ()) -> PlanState:
         """Run `steps` on `pools` (as they are now: the plan is bound to their ids and targets);
         `hold`: the first step, too, waits step_interval (what was just set settles first);
         `drain`: OSDs its balance rounds empty."""
-        if self.open:
-            raise AdvisorError.busy(f"plan {self.state['id']} is {self.state['status']}: "   # type: ignore
+        if self.state is not None and self.open:
+            raise AdvisorError.busy(f"plan {self.state.id} is {self.state.status}: "
                                     f"abort it or let it finish first")
         if not steps:
             raise AdvisorError.invalid("nothing to apply: no step is needed")
         if {s.pool_id for s in steps} - {p.id for p in pools}:
             raise AdvisorError.invalid("a step names a pool the plan is not for")
-        self.state = {"id": uuid.uuid4().hex[:8], "source": source, "created": now,
-                      "steps": [s.to_json() for s in steps], "next": 0, "phase": "idle",
-                      "pools": {p.name: {"id": p.id, "start": p.pg_num,
-                                         "goal": [s.pg_num for s in steps if s.pool_id == p.id][-1],
-                                         # the targets the plan last set (or found)
-                                         "expect": [p.pg_num_target, p.pgp_num_target]}
-                                for p in pools},
-                      "status": "running", "issued_at": None, "last_step_at": now if hold else None,
-                      "attempts": 0, "retry_at": None, "last_error": None, "stopped_why": None,
-                      "rounds": 0, "round": None, "blockers": [], "conflicts": [], "waiting": None,
-                      "pins": {}, "pins_left": 0, "drain": [int(x) for x in drain]}
+        self.state = PlanState(
+            id=uuid.uuid4().hex[:8], source=source, created=now, steps=[s.to_json() for s in steps],
+            pools={p.name: {"id": p.id, "start": p.pg_num,
+                            "goal": [s.pg_num for s in steps if s.pool_id == p.id][-1],
+                            # the targets the plan last set (or found)
+                            "expect": [p.pg_num_target, p.pgp_num_target]}
+                   for p in pools},
+            last_step_at=now if hold else None, drain=[int(x) for x in drain])
         self._log(now, "start", f"{len(steps)} steps: " + "; ".join(
-            f"{n} pg_num {p['start']} -> {p['goal']}" for n, p in sorted(self.state["pools"].items())))
+            f"{n} pg_num {p['start']} -> {p['goal']}" for n, p in sorted(self.state.pools.items())))
         self.save()
         return self.state
 
     def pause(self, now: float) -> None:
         st = self._need("running", "paused")
-        if st["status"] == "paused":
-            raise AdvisorError.invalid(f"plan {st['id']} is already paused")
-        st["status"] = "paused"
+        if st.status == "paused":
+            raise AdvisorError.invalid(f"plan {st.id} is already paused")
+        st.status = "paused"
         self._log(now, "pause", "no new step until resume; a step in flight finishes in Ceph")
         self.save()
 
     def resume(self, now: float) -> None:
         st = self._need("running", "paused")
-        if st["status"] != "paused":
-            raise AdvisorError.invalid(f"plan {st['id']} is not paused")
-        st["status"] = "running"
+        if st.status != "paused":
+            raise AdvisorError.invalid(f"plan {st.id} is not paused")
+        st.status = "running"
         self._log(now, "resume", "")
         self.save()
 
@@ -327,7 +326,7 @@ class Executor:
         that is gone, renamed, recreated or retargeted by someone else is left alone."""
         st = self._need("running", "paused", "stopped")
         notes: List[str] = []
-        for name, p in sorted(st["pools"].items()):
+        for name, p in sorted(st.pools.items()):
             why = self._changed(st, snap, name, p)
             if why:
                 notes.append(f"{name}: left alone ({why})")
@@ -341,8 +340,8 @@ class Executor:
                         notes.append(f"{name}: setting {var} {want} failed: {err.strip()}")
             notes.append(f"{name}: left at pg_num {want} and pgp_num {want}; {abs(p['goal'] - want)} "
                          f"PGs short of the plan's {p['goal']}")
-        st["status"] = "aborted"
-        st["blockers"], st["conflicts"], st["waiting"] = [], [], None     # nothing waits any more
+        st.status = "aborted"
+        st.blockers, st.conflicts, st.waiting = [], [], None     # nothing waits any more
         summary = "; ".join(notes)
         self._log(now, "abort", summary)
         self.save()
@@ -350,7 +349,7 @@ class Executor:
 
     # -- is the plan still about the pools it was made for? -------------------------------------
 
-    def _changed(self, st: Dict[str, Any], snap: Snapshot, name: str, p: Dict[str, Any]) -> Optional[str]:
+    def _changed(self, st: PlanState, snap: Snapshot, name: str, p: Dict[str, Any]) -> Optional[str]:
         """What happened to a plan's pool that the plan must not act on, or None."""
         by_id = {q.id: q for q in snap.pools}
         pool = by_id.get(p["id"])
@@ -368,20 +367,20 @@ class Executor:
         return None
 
     @staticmethod
-    def _expected(st: Dict[str, Any], p: Dict[str, Any]) -> List[Tuple[int, int]]:
+    def _expected(st: PlanState, p: Dict[str, Any]) -> List[Tuple[int, int]]:
         """Targets the pool may show: the plan's last, and while the plan's current step
         is being set on it, that step's and the states between its commands."""
         out = [tuple(p["expect"])]
-        if st["next"] < len(st["steps"]):
-            step = PlanStep.from_json(st["steps"][st["next"]])
+        if st.next < len(st.steps):
+            step = PlanStep.from_json(st.steps[st.next])
             if step.pool_id == p["id"] and step.kind != "balance":
                 out += [(step.pg_num, step.pgp_num), (step.pg_num, step.pg_num),
                         (step.pg_num, p["expect"][1])]
         return out    # type: ignore[return-value]
 
-    def _stop(self, st: Dict[str, Any], why: str, now: float) -> None:
-        st["status"], st["stopped_why"] = "stopped", why[:REASON_MAX]
-        st["blockers"], st["conflicts"], st["waiting"] = [], [], None
+    def _stop(self, st: PlanState, why: str, now: float) -> None:
+        st.status, st.stopped_why = "stopped", why[:REASON_MAX]
+        st.blockers, st.conflicts, st.waiting = [], [], None
         self._log(now, "stop", f"{why}; no command is sent to it; `abort` ends the plan")
 
     # -- the tick -------------------------------------------------------------------------------
@@ -391,39 +390,39 @@ class Executor:
         """`burst` sends commands together (pinned steps); by default one after another."""
         burst = burst or (lambda cmds: [send(c) for c in cmds])
         st = self.state
-        if st is None or st["status"] != "running":
+        if st is None or st.status != "running":
             return
-        for name, p in sorted(st["pools"].items()):
+        for name, p in sorted(st.pools.items()):
             why = self._changed(st, snap, name, p)
             if why:
                 self._stop(st, why, now)
                 self.save()
                 return
-        while st["next"] < len(st["steps"]):
-            step = PlanStep.from_json(st["steps"][st["next"]])
+        while st.next < len(st.steps):
+            step = PlanStep.from_json(st.steps[st.next])
             pool = snap.pool_by_name(step.pool)       # checked above: the plan's own pool
-            if st["phase"] == "issuing" and self._shown(st, snap, pool, step):
-                st["phase"] = "issued"       # sent before a failover: do not send it again
+            if st.phase == "issuing" and self._shown(st, snap, pool, step):
+                st.phase = "issued"       # sent before a failover: do not send it again
                 self._issued(st, step, now)
-                self._log(now, "recovered", f"step {st['next'] + 1} was already sent")
-            if st["phase"] == "issued":
+                self._log(now, "recovered", f"step {st.next + 1} was already sent")
+            if st.phase == "issued":
                 if not step_done(pool, step):
-                    st["waiting"] = (f"Ceph is at pg_num {pool.pg_num}, pgp_num {pool.pgp_num} "
-                                     f"(step {st['next'] + 1} wants {step.pg_num}, {step.pgp_num})")
+                    st.waiting = (f"Ceph is at pg_num {pool.pg_num}, pgp_num {pool.pgp_num} "
+                                  f"(step {st.next + 1} wants {step.pg_num}, {step.pgp_num})")
                     break
                 self._advance(st, step, now)
                 continue
-            if step.kind == "balance" and pacing.balancer_active and st["round"] is None:
+            if step.kind == "balance" and pacing.balancer_active and st.round is None:
                 # Ceph's own balancer evens the pool; pg_advisor sets no items beside it
                 self._advance(st, step, now, " (left to Ceph's balancer, active)")
                 continue
-            if step.kind == "balance" and st["round"] is not None:
+            if step.kind == "balance" and st.round is not None:
                 if not self._round_checked(st, snap, now):
                     break
             # half sent before a failover (its targets are in the pool, its pins not): the
             # PGs already move, and the rest of the step is what stops them, so the pacing
             # that would hold a new step back does not hold this one
-            half_sent = st["phase"] == "issuing" and targets_shown(pool, step)
+            half_sent = st.phase == "issuing" and targets_shown(pool, step)
             if not self._may_issue(st, snap, pool, step, pacing, now, half_sent):
                 break
             if step.kind == "balance":
@@ -433,47 +432,47 @@ class Executor:
             self._issue(st, snap, step, burst, now, pacing.prime)
             break
         else:
-            st["status"] = "done"
-            st["waiting"] = None
-            self._log(now, "finish", f"all {len(st['steps'])} steps done")
+            st.status = "done"
+            st.waiting = None
+            self._log(now, "finish", f"all {len(st.steps)} steps done")
         self.save()
 
-    def _advance(self, st: Dict[str, Any], step: PlanStep, now: float, how: str = "") -> None:
+    def _advance(self, st: PlanState, step: PlanStep, now: float, how: str = "") -> None:
         """The current step is done: log it and make the next one current."""
-        self._log(now, "done", f"step {st['next'] + 1}/{len(st['steps'])}: {step.describe()}{how}")
-        st.update(next=st["next"] + 1, phase="idle", last_step_at=now, rounds=0, attempts=0,
-                  retry_at=None, last_error=None)
+        self._log(now, "done", f"step {st.next + 1}/{len(st.steps)}: {step.describe()}{how}")
+        st.next, st.phase, st.last_step_at, st.rounds = st.next + 1, "idle", now, 0
+        st.attempts, st.retry_at, st.last_error = 0, None, None
 
-    def _from_pgp(self, st: Dict[str, Any], step: PlanStep) -> int:
+    def _from_pgp(self, st: PlanState, step: PlanStep) -> int:
         """The pool's pgp_num before this step: the plan's last target for it."""
-        return int(st["pools"][step.pool]["expect"][1])
+        return int(st.pools[step.pool]["expect"][1])
 
-    def _shown(self, st: Dict[str, Any], snap: Snapshot, pool: Pool, step: PlanStep) -> bool:
+    def _shown(self, st: PlanState, snap: Snapshot, pool: Pool, step: PlanStep) -> bool:
         if step.pin:
             return pins_shown(snap, pool, step, self._from_pgp(st, step))
         return targets_shown(pool, step)
 
-    def _may_issue(self, st: Dict[str, Any], snap: Snapshot, pool: Pool, step: PlanStep,
+    def _may_issue(self, st: PlanState, snap: Snapshot, pool: Pool, step: PlanStep,
                    pacing: Pacing, now: float, half_sent: bool = False) -> bool:
         found = blockers(snap, pool, pacing, now, step.pin or step.kind == "balance",
                          half_sent, step.kind != "balance")
-        st["blockers"] = [b.text for b in found]
+        st.blockers = [b.text for b in found]
         # by kind, not by what the text says (a pool may be named "balancer-x")
-        st["conflicts"] = [b.text for b in found if b.kind == "conflict"]
-        if st["blockers"]:
-            st["waiting"] = None
+        st.conflicts = [b.text for b in found if b.kind == "conflict"]
+        if st.blockers:
+            st.waiting = None
             return False
         waits = []
-        if st["retry_at"] is not None and now < st["retry_at"]:
-            waits.append(f"retrying after {_clock(st['retry_at'])}: {st['last_error']}")
+        if st.retry_at is not None and now < st.retry_at:
+            waits.append(f"retrying after {_clock(st.retry_at)}: {st.last_error}")
         if half_sent:
-            st["waiting"] = "; ".join(waits) or None
+            st.waiting = "; ".join(waits) or None
             return not waits
         unseen = unreported_pgs(snap, pool) if step.pin or (pacing.prime and step.kind == "pgp_num") else 0
         if unseen:       # their pins or pg_temps come from the stats: unprimed they change primary
             waits.append(f"{unseen} PGs of pool {pool.name} not in the PG stats yet")
-        if st["last_step_at"] is not None and now - st["last_step_at"] < pacing.interval:
-            waits.append(f"next step after {_clock(st['last_step_at'] + pacing.interval)}")
+        if st.last_step_at is not None and now - st.last_step_at < pacing.interval:
+            waits.append(f"next step after {_clock(st.last_step_at + pacing.interval)}")
         ratio = misplaced_ratio(snap)
         if ratio > 0 and ratio + step.misplaced > pacing.misplaced_max:
             waits.append(f"misplaced {100 * ratio:.2f}% + this step's {100 * step.misplaced:.2f}% "
@@ -483,17 +482,17 @@ class Executor:
             if busy and busy + step.max_osd_backfills > pacing.max_backfills:
                 waits.append(f"osd.{osd} has {busy} PGs backfilling; this step adds up to "
                              f"{step.max_osd_backfills} (limit {pacing.max_backfills})")
-        st["waiting"] = "; ".join(waits) or None
+        st.waiting = "; ".join(waits) or None
         return not waits
 
-    def _failed(self, st: Dict[str, Any], error: str, now: float) -> None:
+    def _failed(self, st: PlanState, error: str, now: float) -> None:
         """A command failed: try again later, longer each time, and say so."""
-        st["attempts"] += 1
-        st["last_error"] = error[:REASON_MAX]
-        st["retry_at"] = now + min(RETRY_MAX_DELAY, 5.0 * 2 ** (st["attempts"] - 1))
-        self._log(now, "retry", f"step {st['next'] + 1} attempt {st['attempts']} failed: {error}")
+        st.attempts += 1
+        st.last_error = error[:REASON_MAX]
+        st.retry_at = now + min(RETRY_MAX_DELAY, 5.0 * 2 ** (st.attempts - 1))
+        self._log(now, "retry", f"step {st.next + 1} attempt {st.attempts} failed: {error}")
 
-    def _balance_round(self, st: Dict[str, Any], snap: Snapshot, step: PlanStep, pacing: Pacing,
+    def _balance_round(self, st: PlanState, snap: Snapshot, step: PlanStep, pacing: Pacing,
                        send: Send, burst: Burst, now: float) -> bool:
         """One balance round on the pool: True if it set items or waits for the budget
         (more rounds follow), False when the pool is as even as the balancer can make it
@@ -502,28 +501,28 @@ class Executor:
         # and at most max_backfills_per_osd PGs moving into or out of one OSD, those
         # backfilling now included
         room = np.maximum(pacing.max_backfills - backfill_load(snap), 0) if pacing.max_backfills else None
-        r = balance_report(snap, sorted(st["pools"]), max(1, step.pgs_moving or 16), pacing.balance_mode,
+        r = balance_report(snap, sorted(st.pools), max(1, step.pgs_moving or 16), pacing.balance_mode,
                            copies_max=misplaced_copies(snap, pacing.misplaced_max * ROUND_FILL),
-                           drain=st["drain"], osd_room=room)
+                           drain=st.drain, osd_room=room)
         if not r["items"] and r["throttled"]:
-            st["waiting"] = ("the misplaced budget or max_backfills_per_osd holds the next balance "
-                             "round back")
+            st.waiting = ("the misplaced budget or max_backfills_per_osd holds the next balance "
+                          "round back")
             return True
         uneven = sorted(r["uneven"].items())
         if not r["items"] and uneven:
             # "done" means even: an uneven pool the rounds cannot improve stays in view
-            st["blockers"] = [f"pool {uneven[0][0]} is not even and no legal move improves it: "
-                              f"{uneven[0][1]}; the plan stays open (`abort` ends it)"]
-            st["waiting"] = None
+            st.blockers = [f"pool {uneven[0][0]} is not even and no legal move improves it: "
+                           f"{uneven[0][1]}; the plan stays open (`abort` ends it)"]
+            st.waiting = None
             return True
         if not r["items"]:
-            self._advance(st, step, now, f" ({st['rounds']} rounds)")
+            self._advance(st, step, now, f" ({st.rounds} rounds)")
             return False
-        if st["rounds"] >= BALANCE_ROUNDS_MAX:
+        if st.rounds >= BALANCE_ROUNDS_MAX:
             self._stop(st, f"pool {step.pool}: still not even after {BALANCE_ROUNDS_MAX} balance "
                            f"rounds", now)
             return True
-        st["rounds"] += 1
+        st.rounds += 1
         items = {k: [list(p) for p in v] for k, v in r["items"].items()}
         cmds = mon_commands({k: [(a, b) for a, b in v] for k, v in items.items()})
         primed = 0
@@ -533,11 +532,11 @@ class Executor:
         else:
             answers = [(c, send(c)) for c in cmds]
         failed = [f"{c['pgid']}: {err.strip() or f'error {rc}'}" for c, (rc, err) in answers if rc != 0]
-        st["last_step_at"] = now
-        st["round"] = {"epoch": snap.epoch, "items": {k: v for k, v in items.items()
-                                                      if not any(f.startswith(k + ":") for f in failed)}}
+        st.last_step_at = now
+        st.round = {"epoch": snap.epoch, "items": {k: v for k, v in items.items()
+                                                   if not any(f.startswith(k + ":") for f in failed)}}
         moved = pgs_bytes(snap, list(items))
-        self._log(now, "round", f"step {st['next'] + 1}: {len(items)} PGs, {r['moves']} moves"
+        self._log(now, "round", f"step {st.next + 1}: {len(items)} PGs, {r['moves']} moves"
                                 + (f", {human_bytes(moved)} in those PGs" if moved is not None else "")
                                 + (f", {primed} primed" if primed else "")
                                 + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
@@ -545,21 +544,23 @@ class Executor:
             self._failed(st, f"{len(failed)} of {len(items)} items refused, e.g. {failed[0]}", now)
         return True
 
-    def _round_checked(self, st: Dict[str, Any], snap: Snapshot, now: float) -> bool:
+    def _round_checked(self, st: PlanState, snap: Snapshot, now: float) -> bool:
         """Did the mon keep the last round's items? False while its map may not show them."""
-        rnd = st["round"]
-        if snap.epoch <= rnd["epoch"] and now - (st["last_step_at"] or now) < ROUND_CHECK_WAIT:
-            st["waiting"] = "waiting for the map with the last round's items"
+        rnd = st.round
+        if rnd is None:
+            return True
+        if snap.epoch <= rnd["epoch"] and now - (st.last_step_at or now) < ROUND_CHECK_WAIT:
+            st.waiting = "waiting for the map with the last round's items"
             return False
-        st["round"] = None
+        st.round = None
         lost = unkept(rnd["items"], snap.pg_upmap_items)
         if lost:
             self._failed(st, f"the mon did not keep the items of {len(lost)} PGs, e.g. {lost[0]}", now)
         return True
 
-    def _issue(self, st: Dict[str, Any], snap: Snapshot, step: PlanStep, burst: Burst, now: float,
+    def _issue(self, st: PlanState, snap: Snapshot, step: PlanStep, burst: Burst, now: float,
                prime: bool = False) -> None:
-        st["phase"] = "issuing"
+        st.phase = "issuing"
         self.save()                      # a failover from here resends only if not shown
         if step.pin:
             cmds = pin_commands(snap, step, self._from_pgp(st, step))
@@ -574,24 +575,24 @@ class Executor:
             elif rc != 0 and "pgid" in cmd:     # a pin that did not take: that PG just moves
                 unpinned.append(f"{cmd['pgid']}: {err.strip()}")
             elif rc != 0:
-                st["phase"] = "idle"
+                st.phase = "idle"
                 self._failed(st, f"{cmd['var']} {cmd['val']}: {err.strip() or f'error {rc}'}", now)
                 return
         if unpinned:
             self._log(now, "unpinned", f"{len(unpinned)} pins refused, e.g. {unpinned[0]}")
         if unprimed:
             self._log(now, "unprimed", f"{len(unprimed)} pg-temps refused, e.g. {unprimed[0]}")
-        st["phase"] = "issued"
+        st.phase = "issued"
         self._issued(st, step, now)
         primed = sum(1 for c in cmds if c["prefix"] == "osd pg-temp") - len(unprimed)
-        self._log(now, "issue", f"step {st['next'] + 1}/{len(st['steps'])}: {step.describe()}"
+        self._log(now, "issue", f"step {st.next + 1}/{len(st.steps)}: {step.describe()}"
                                 + (f", {primed} primed" if primed else ""))
 
     @staticmethod
-    def _issued(st: Dict[str, Any], step: PlanStep, now: float) -> None:
-        st["issued_at"] = now
-        st["waiting"] = None
-        st["pools"][step.pool]["expect"] = [step.pg_num, step.pgp_num]
+    def _issued(st: PlanState, step: PlanStep, now: float) -> None:
+        st.issued_at = now
+        st.waiting = None
+        st.pools[step.pool]["expect"] = [step.pg_num, step.pgp_num]
 
     # -- reporting ------------------------------------------------------------------------------
 
@@ -600,41 +601,40 @@ class Executor:
         st = self.state
         if st is None:
             return 0.0, ""
-        steps = st["steps"]
+        steps = st.steps
         last = steps[-1]
         pools = sorted({s["pool"] for s in steps})
         what = ("balancing " + ", ".join(pools) if all(s["kind"] == "balance" for s in steps)
                 else f"{', '.join(pools)} to pg_num {last['pg_num']}")
-        line = f"pg_advisor: {what} (step {min(st['next'] + 1, len(steps))}/{len(steps)})"
-        if st["status"] in ("paused", "stopped"):
-            line += f", {st['status']}"
-        return st["next"] / len(steps), line
+        line = f"pg_advisor: {what} (step {min(st.next + 1, len(steps))}/{len(steps)})"
+        if st.status in ("paused", "stopped"):
+            line += f", {st.status}"
+        return st.next / len(steps), line
 
     def report(self) -> Dict[str, Any]:
         st = self.state
         if st is None:
             return {"plan": None}
         steps = [dict(s, description=PlanStep.from_json(s).describe(),
-                      state=("done" if i < st["next"] else
-                             st["phase"] if i == st["next"] and st["status"] == "running" else "pending"))
-                 for i, s in enumerate(st["steps"])]
-        # the pins can be thousands: their count (pins_left) is what a report shows
-        return {"plan": {k: v for k, v in st.items() if k not in ("steps", "pins")}, "steps": steps}
+                      state=("done" if i < st.next else
+                             st.phase if i == st.next and st.status == "running" else "pending"))
+                 for i, s in enumerate(st.steps)]
+        return {"plan": st.public(), "steps": steps}
 
     # -- persistence ----------------------------------------------------------------------------
 
-    def _need(self, *statuses: str) -> Dict[str, Any]:
-        if self.state is None or self.state["status"] not in statuses:
+    def _need(self, *statuses: str) -> PlanState:
+        if self.state is None or self.state.status not in statuses:
             raise AdvisorError.not_found(f"no plan is {' or '.join(statuses)}")
         return self.state
 
     def _log(self, now: float, event: str, detail: str) -> None:
-        plan = self.state["id"] if self.state else None
+        plan = self.state.id if self.state else None
         self.history.append({"time": now, "plan": plan, "event": event, "detail": detail[:DETAIL_MAX]})
         del self.history[:-HISTORY_MAX]
 
     def save(self) -> None:
-        self._save(self.state, self.history)
+        self._save(self.state.to_json() if self.state is not None else None, self.history)
 
 
 def _clock(t: float) -> str:

@@ -214,7 +214,8 @@ class PlanStore:
                 m = -(-st["pins_count"] // PINS_PER_CHUNK)
                 chunks = [_parse(self._get(f"{PINS_KEY}.{i}"), f"{PINS_KEY}.{i}") for i in range(m)]
                 st["pins"] = check_pins(chunks, st["id"], st["pins_count"])
-                del st["pins_count"]
+                for k in ("pins_count", "steps_count", "version"):    # the store's own fields
+                    del st[k]
                 st["blockers"], st["conflicts"], st["waiting"] = [], [], None
                 self._chunks, self._pin_chunks = n, m
                 state = st

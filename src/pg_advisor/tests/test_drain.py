@@ -76,9 +76,10 @@ def test_the_drain_runs_as_a_plan_until_the_osd_is_empty(dumps: Dict[str, Any]) 
     assert dry["dry_run"] and ceph.sent == [] and drv.executor.state is None
     r = drv.drain(ceph.snap(), opts, 0.05, "osd.0", False, 0.0)
     st = drv.executor.state
-    assert st is not None and st["source"] == "drain" and st["drain"] == [0] and r["plan"] == st["id"]
+    assert st is not None and st.source == "drain" and st.drain == [0] and r["plan"] == st.id
     # a new mgr reads the drain back
-    assert (Driver(kv.get, kv.__setitem__, 1.0).executor.state or {}).get("drain") == [0]
+    again = Driver(kv.get, kv.__setitem__, 1.0).executor.state
+    assert again is not None and again.drain == [0]
     sent: List[int] = []
     for t in range(1, 300):
         drv.tick(ceph.snap(), opts, 0.05, False, ceph.send, float(t))
@@ -86,7 +87,7 @@ def test_the_drain_runs_as_a_plan_until_the_osd_is_empty(dumps: Dict[str, Any]) 
         sent.append(len(ceph.sent))
         if not drv.executor.active:
             break
-    assert (drv.executor.state or {})["status"] == "done", drv.executor.report()
+    assert drv.executor.state is not None and drv.executor.state.status == "done", drv.executor.report()
     assert pgs_on(ceph.snap(), 0) == 0
     # in rounds: more than one burst of items went out
     assert len(set(sent)) > 2
@@ -135,5 +136,6 @@ def test_no_round_moves_more_pgs_into_or_out_of_an_osd_than_max_backfills_per_os
         ceph.settle()
         if not drv.executor.active:
             break
-    assert (drv.executor.state or {})["status"] == "done" and pgs_on(ceph.snap(), 0) == 0
+    st = drv.executor.state
+    assert st is not None and st.status == "done" and pgs_on(ceph.snap(), 0) == 0
     assert len(rounds) >= 3

@@ -14,7 +14,7 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     ("analysis", ("distribution", "legality", "limits", "gates", "priming", "share", "whatif", "growth",
                   "sizing", "plan", "status")),
     ("balance", ("balance", "balance_bytes", "balance_report", "remapped", "drain")),
-    ("execute", ("steps", "plan_store", "execute", "driver")),
+    ("execute", ("steps", "plan_state", "plan_store", "execute", "driver")),
     ("views", ("balance_text", "execute_text", "expand_text", "plan_text", "status_text", "whatif_text",
                "views", "health", "panel")),
     ("adapters", ("http_server", "cli", "module", "__main__", "__init__")),

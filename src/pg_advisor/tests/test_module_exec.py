@@ -57,7 +57,7 @@ def test_apply_then_tick_pause_resume_abort(wired: Any) -> None:
     assert hist[0] == "start" and "pause" in hist and hist[-1] == "abort"
     # the state is in the mgr store: a new module instance (a new mgr) reads it back
     m2 = Module("pg_advisor", None, None)
-    assert (m2.driver.executor.state or {})["status"] == "aborted"
+    assert m2.driver.executor.state is not None and m2.driver.executor.state.status == "aborted"
 
 
 def test_blocked_plan_raises_a_health_check(wired: Any) -> None:

@@ -15,6 +15,7 @@ from .conftest import cmd
 from pg_advisor.driver import Driver
 from pg_advisor.execute import Executor
 from pg_advisor.module import Module
+from pg_advisor.plan_state import PlanState
 from pg_advisor.plan_store import ENTRY_MAX, STATE_KEY, PlanStore
 from pg_advisor.steps import StepPlanner, balance_step
 
@@ -79,7 +80,8 @@ def test_own_targets_between_commands_are_not_a_change(dumps: Dict[str, Any]) ->
     between the two commands leaves that state, and the plan resumes from it."""
     ceph, store = FakeCeph(dumps), Store()
     ex = start(ceph, store, 64)
-    issuing = copy.deepcopy(ex.state)
+    assert ex.state is not None
+    issuing = ex.state.to_json()
     ceph.send({"prefix": "osd pool set", "pool": "rbd", "var": "pg_num", "val": "48"})  # half sent
     assert issuing is not None
     issuing["phase"] = "issuing"
@@ -124,7 +126,7 @@ def test_a_failover_after_pgp_num_before_the_pins_resends_the_pins(dumps: Dict[s
     pg_map["pg_stats"][0]["state"] = "active+recovery_wait+undersized+degraded+remapped"
     slow = dataclasses.replace(OPEN, interval=3600.0)
     assert not Executor(copy.deepcopy(state), [], lambda *a: None)._may_issue(
-        copy.deepcopy(state), ceph.snap(), ceph.snap().pool_by_name("rbd"),
+        PlanState.from_json(copy.deepcopy(state)), ceph.snap(), ceph.snap().pool_by_name("rbd"),
         steps[state["next"]], slow, 3.0), "the test shows nothing: a new step would go"
     ceph.dumps["osd_dump"]["flags"] = "norebalance"
     n = len(ceph.sent)
@@ -251,7 +253,7 @@ def test_a_blocked_plan_writes_the_store_once(dumps: Dict[str, Any]) -> None:
     n = len(kv.writes)
     for t in range(1, 40):       # 40 polls, each with a waiting line and blockers
         d.executor.tick(ceph.snap(), dataclasses.replace(OPEN, interval=1000.0), ceph.send, float(t))
-    assert len(kv.writes) == n and (d.executor.state or {})["blockers"]
+    assert len(kv.writes) == n and d.executor.state is not None and d.executor.state.blockers
 
 
 def test_a_long_plan_is_kept_in_small_entries_and_read_back(dumps: Dict[str, Any]) -> None:
@@ -266,10 +268,11 @@ def test_a_long_plan_is_kept_in_small_entries_and_read_back(dumps: Dict[str, Any
     assert len(kv.kv) > 3 and all(len(v) <= ENTRY_MAX for v in kv.kv.values())
     d2 = Driver(kv.load, kv.save, 1.0)                       # a new mgr
     assert d2.store.error is None
-    assert d2.executor.state is not None and d2.executor.state["steps"] == (d.executor.state or {})["steps"]
+    assert d2.executor.state is not None and d.executor.state is not None
+    assert d2.executor.state.steps == d.executor.state.steps
     assert d2.executor.history[-1]["event"] == "start"
     # a shorter plan afterwards leaves no stale chunk behind
-    d2.executor.state["status"] = "done"
+    d2.executor.state.status = "done"
     d2.executor.start(steps[:3], [rbd], "apply", 2.0)
     assert sorted(k for k in kv.kv if k.startswith("exec_steps")) == ["exec_steps.0"]
 
@@ -396,8 +399,8 @@ def test_an_uneven_pool_with_no_legal_move_is_not_done(dumps: Dict[str, Any], mo
         ex.tick(ceph.snap(), OPEN, ceph.send, float(t))
     st = store.state or {}
     assert st["status"] == "running" and st["next"] == 0, st
-    assert ex.state is not None and "rbd is not even" in ex.state["blockers"][0]
-    assert "osd.0 holds" in ex.state["blockers"][0]                # the OSD furthest off
+    assert ex.state is not None and "rbd is not even" in ex.state.blockers[0]
+    assert "osd.0 holds" in ex.state.blockers[0]                # the OSD furthest off
     monkeypatch.setattr(execute, "balance_report", real)
     for t in range(3, 400):
         ex.tick(ceph.snap(), OPEN, ceph.send, float(t))

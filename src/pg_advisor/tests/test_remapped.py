@@ -143,13 +143,14 @@ def test_pinning_sends_the_items_and_starts_the_drain_after_an_interval(dumps: D
     assert all(len(b) <= 16 for b in rec.bursts)
     assert {c["pgid"] for c in ceph.sent} == set(dry["items"])
     st = drv.executor.state
-    assert st is not None and st["source"] == "pin-remapped"
-    assert {s["kind"] for s in st["steps"]} == {"balance"}
+    assert st is not None and st.source == "pin-remapped"
+    assert {s["kind"] for s in st.steps} == {"balance"}
     assert any(h["event"] == "pin" for h in drv.executor.history)
     # the drain's first round waits step_interval: the pins settle first
     n = len(ceph.sent)
     drv.tick(ceph.snap(), opts, 0.05, False, ceph.send, 10.0, Recorder(ceph))
-    assert len(ceph.sent) == n and "next step after" in (drv.executor.state or {}).get("waiting", "")
+    assert len(ceph.sent) == n and drv.executor.state is not None
+    assert "next step after" in (drv.executor.state.waiting or "")
     # json and text views of the same report
     assert json.loads(json.dumps(r)) == r and "drains the pins" in pins_text(r)
 
@@ -193,9 +194,9 @@ def test_the_drain_takes_in_every_pool_the_pinned_and_the_uneven(dumps: Dict[str
     assert Balancer(ceph.snap(), pools=["rbd"]).states[0].level.clear() is False
     r = drv.pin_remapped(ceph.snap(), make({}), OPEN.misplaced_max, False, Recorder(ceph), 0.0)
     st = drv.executor.state
-    assert st is not None and r["plan"] == st["id"]
+    assert st is not None and r["plan"] == st.id
     assert r["items"] and not any(k.startswith("1.") for k in r["items"])
-    assert set(st["pools"]) == {"rbd", "ecpool", "fast"}     # the rounds even the total too
+    assert set(st.pools) == {"rbd", "ecpool", "fast"}     # the rounds even the total too
 
 
 def test_pins_are_kept_in_chunks_and_a_new_mgr_reads_them_back(dumps: Dict[str, Any]) -> None:
@@ -203,18 +204,18 @@ def test_pins_are_kept_in_chunks_and_a_new_mgr_reads_them_back(dumps: Dict[str, 
     ceph, (drv, kv) = FakeCeph(d), driver()
     drv.pin_remapped(ceph.snap(), make({}), 0.05, False, Recorder(ceph), 0.0)
     st = drv.executor.state
-    assert st is not None and st["pins"] and st["pins_left"] == len(st["pins"])
+    assert st is not None and st.pins and st.pins_left == len(st.pins)
     again = Driver(kv.get, kv.__setitem__, 1.0)
     assert again.store.error is None and again.executor.state is not None
-    assert again.executor.state["pins"] == st["pins"] and again.executor.state["source"] == "pin-remapped"
+    assert again.executor.state.pins == st.pins and again.executor.state.source == "pin-remapped"
     # many pins: several entries, each under the mon's entry size, read back whole
     many = {f"1.{i:x}": [[i % 6, (i + 1) % 6]] * 11 for i in range(700)}
-    st2 = dict(again.executor.state, pins=many, pins_left=700)
+    st2 = dict(again.executor.state.to_json(), pins=many, pins_left=700)
     again.store.write(st2, [])
     assert all(len(v or "") < 60000 for v in kv.values())
     assert sum(1 for k in kv if k.startswith("exec_pins.") and kv[k]) == 3
     third = Driver(kv.get, kv.__setitem__, 2.0)
-    assert third.executor.state is not None and third.executor.state["pins"] == many
+    assert third.executor.state is not None and third.executor.state.pins == many
     # a torn pin chunk is reported, not run
     kv["exec_pins.1"] = "{}"
     assert Driver(kv.get, kv.__setitem__, 3.0).store.error
@@ -254,10 +255,10 @@ def test_pin_on_change_pins_and_drains_by_itself_in_mode_auto(
     sent = [c for c in ceph.sent if c["prefix"] in ("osd pg-upmap-items", "osd rm-pg-upmap-items")]
     st = drv.executor.state
     if pins:
-        assert sent and st is not None and st["source"] == "auto" and st["pins_left"] > 0
+        assert sent and st is not None and st.source == "auto" and st.pins_left > 0
         assert any(h["event"] == "pin" for h in drv.executor.history)
     else:
-        assert not sent and (st is None or not st.get("pins"))
+        assert not sent and (st is None or not st.pins)
 
 
 @pytest.mark.parametrize("name, autoscale, conflict", [

@@ -1,0 +1,55 @@
+"""A running plan's state: one typed record the executor changes and the plan store keeps.
+
+Every field is there from the start (no key appears mid-run), and to_json/from_json are
+the only way in and out of JSON; plan_store.py checks each field of what it reads back.
+"""
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+Json = Dict[str, Any]
+
+
+@dataclass
+class PlanState:
+    id: str
+    source: str                 # apply, auto, pin-remapped, drain
+    created: float
+    steps: List[Json]           # PlanStep.to_json() of each step, fixed at the start
+    # pool name -> {"id", "start", "goal", "expect": [pg_num target, pgp_num target] last set}
+    pools: Dict[str, Json]
+    next: int = 0               # index of the step in progress or to take
+    phase: str = "idle"         # of that step: idle, issuing, issued
+    status: str = "running"     # running, paused, stopped, done, aborted, failed
+    issued_at: Optional[float] = None
+    last_step_at: Optional[float] = None
+    attempts: int = 0           # failed tries of the current step
+    retry_at: Optional[float] = None
+    last_error: Optional[str] = None
+    stopped_why: Optional[str] = None
+    rounds: int = 0             # balance rounds of the current step
+    round: Optional[Json] = None  # the round in flight: {"epoch", "items"}
+    blockers: List[str] = field(default_factory=list)     # recomputed each tick, not stored
+    conflicts: List[str] = field(default_factory=list)    # blockers of kind "conflict"
+    waiting: Optional[str] = None                          # why the next step waits
+    pins: Dict[str, List[List[int]]] = field(default_factory=dict)   # pgid -> pin items set
+    pins_left: int = 0          # PGs still holding pin items
+    drain: List[int] = field(default_factory=list)        # OSDs the rounds empty
+
+    def to_json(self) -> Json:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, doc: Json) -> "PlanState":
+        """From what to_json wrote (plan_store.py has checked each field); a field this
+        version does not have is an error, one it lacks takes its default."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(doc) - names)
+        if unknown:
+            raise ValueError(f"plan state has unknown fields {unknown}")
+        return cls(**doc)
+
+    def public(self) -> Json:
+        """What a report shows: all but the steps (reported one by one) and the pins (can
+        be thousands: pins_left counts them)."""
+        return {k: v for k, v in self.to_json().items() if k not in ("steps", "pins")}
