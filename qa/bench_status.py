@@ -25,8 +25,8 @@ from typing import Any, Dict, List, Tuple
 
 from pg_advisor import snapshot
 
-from .crushgen import synthetic_pg_dump
-from .monbuilt import REPLICATED_HOST, Layout, PoolSpec, build
+from .crushgen import REPLICATED_HOST, Layout, synthetic_pg_dump
+from .monbuilt import PoolSpec, build
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -35,13 +35,14 @@ PHASES = """
 import json, resource, sys, time
 t0 = time.monotonic()
 from pg_advisor import snapshot
+from pg_advisor.options import make
 from pg_advisor.status import status_report
 d = sys.argv[1]
 docs = {k: json.load(open(f"{d}/{k}.json")) for k in ("osd_dump", "crush", "pg_dump")}
 t1 = time.monotonic()
 snap = snapshot.load(docs["osd_dump"], docs["crush"], docs["pg_dump"], None)
 t2 = time.monotonic()
-r = status_report(snap)
+r = status_report(snap, None, make({}), False)     # with sizing, as the mgr serves it
 t3 = time.monotonic()
 text = json.dumps(r)
 t4 = time.monotonic()
