@@ -118,10 +118,8 @@ class Driver:
         with self.lock:
             if not dry_run:
                 self._check_store()
-            if self.executor.open and not dry_run:
-                st = self.executor.state
-                raise AdvisorError.busy(f"plan {st.id if st else None} is {st.status if st else None}: "
-                                        f"abort it or let it finish first")
+            if not dry_run:
+                self.executor.check_free()      # before any work: start() would refuse it too
             pacing(opts, cluster_ratio)        # a malformed window is refused now
             targets = self.targets(snap, opts, balanced, pool, pg_num)
             if not targets:
@@ -324,7 +322,7 @@ class Driver:
             checks["PG_ADVISOR_BLOCKED"] = {
                 "severity": "warning", "count": len(st.blockers), "detail": st.blockers,
                 "summary": f"pg_advisor plan {st.id} is blocked: {st.blockers[0]}"}
-            conflicts = st.conflicts or []
+            conflicts = st.conflicts
             if conflicts:    # the other party is named, so the operator can choose
                 checks["PG_ADVISOR_CONFLICT"] = {
                     "severity": "warning", "count": len(conflicts), "detail": conflicts,

@@ -251,9 +251,7 @@ def pgs_bytes(snap: Snapshot, pgids: Sequence[str]) -> Optional[int]:
     pgs = snap.pgs
     if pgs is None:
         return None
-    want = np.array([(int(p) << 32) | int(s, 16) for p, s in (x.split(".") for x in pgids)], dtype=np.int64)
-    rows = np.isin((pgs.pool.astype(np.int64) << 32) | pgs.ps.astype(np.int64), want)
-    return int(pgs.bytes[rows].sum())
+    return int(pgs.bytes[pgs.rows_of(pgids)].sum())
 
 
 class Executor:
@@ -283,9 +281,7 @@ class Executor:
         """Run `steps` on `pools` (as they are now: the plan is bound to their ids and targets);
         `hold`: the first step, too, waits step_interval (what was just set settles first);
         `drain`: OSDs its balance rounds empty."""
-        if self.state is not None and self.open:
-            raise AdvisorError.busy(f"plan {self.state.id} is {self.state.status}: "
-                                    f"abort it or let it finish first")
+        self.check_free()
         if not steps:
             raise AdvisorError.invalid("nothing to apply: no step is needed")
         if {s.pool_id for s in steps} - {p.id for p in pools}:
@@ -302,6 +298,12 @@ class Executor:
             f"{n} pg_num {p['start']} -> {p['goal']}" for n, p in sorted(self.state.pools.items())))
         self.save()
         return self.state
+
+    def check_free(self) -> None:
+        """EBUSY while a plan is open: one plan at a time."""
+        if self.state is not None and self.open:
+            raise AdvisorError.busy(f"plan {self.state.id} is {self.state.status}: "
+                                    f"abort it or let it finish first")
 
     def pause(self, now: float) -> None:
         st = self._need("running", "paused")
@@ -612,6 +614,8 @@ class Executor:
         return st.next / len(steps), line
 
     def report(self) -> Dict[str, Any]:
+        """The plan and its steps, built afresh: nothing in it is the executor's, so it
+        can be rendered or served after the lock is let go."""
         st = self.state
         if st is None:
             return {"plan": None}

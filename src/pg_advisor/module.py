@@ -2,7 +2,6 @@
 
 Every decision lives in the layers it calls; this file only knows the mgr's API.
 """
-import copy
 import enum
 import errno
 import functools
@@ -368,7 +367,7 @@ class Module(MgrModule):
 
     def _progress(self) -> Report:
         with self.driver.lock:
-            return copy.deepcopy(self.driver.executor.report())
+            return self.driver.executor.report()
 
     @command("history", "history")
     def _cmd_history(self) -> Report:
@@ -378,9 +377,9 @@ class Module(MgrModule):
 
     def _serve_plan(self) -> None:
         """Copies of the plan and its history for the panel's thread (the serve loop and
-        commands change the originals)."""
+        commands change the originals; report() builds its copy)."""
         with self.driver.lock:
-            self._served["progress"] = copy.deepcopy(self.driver.executor.report())
+            self._served["progress"] = self.driver.executor.report()
             self._served["history"] = {"history": list(self.driver.executor.history)}
 
     def _report_progress(self) -> None:

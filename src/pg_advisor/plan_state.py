@@ -3,6 +3,7 @@
 Every field is there from the start (no key appears mid-run), and to_json/from_json are
 the only way in and out of JSON; plan_store.py checks each field of what it reads back.
 """
+import copy
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
@@ -50,6 +51,7 @@ class PlanState:
         return cls(**doc)
 
     def public(self) -> Json:
-        """What a report shows: all but the steps (reported one by one) and the pins (can
-        be thousands: pins_left counts them)."""
-        return {k: v for k, v in self.to_json().items() if k not in ("steps", "pins")}
+        """What a report shows, copied: all but the steps (reported one by one) and the pins
+        (can be thousands: pins_left counts them), which are not copied only to be dropped."""
+        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)
+                if f.name not in ("steps", "pins")}

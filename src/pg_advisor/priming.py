@@ -38,9 +38,7 @@ def primes(snap: Snapshot, pgids: Sequence[str]) -> Dict[str, List[int]]:
     pgs = snap.pgs
     if pgs is None or not pgids:
         return {}
-    want = np.array([(int(p) << 32) | int(s, 16) for p, s in (x.split(".") for x in pgids)],
-                    dtype=np.int64)
-    rows = np.flatnonzero(np.isin((pgs.pool.astype(np.int64) << 32) | pgs.ps.astype(np.int64), want))
+    rows = pgs.rows_of(pgids)
     size = {p.id: p.size for p in snap.pools}
     out: Dict[str, List[int]] = {}
     for i in rows.tolist():

@@ -132,6 +132,12 @@ class Pgs:
     def count(self) -> int:
         return int(self.pool.shape[0])
 
+    def rows_of(self, pgids: Sequence[str]) -> np.ndarray:
+        """The rows (indices) of those PGs ("POOL.SEED", seed in hex) the stats have."""
+        want = np.array([(int(p) << 32) | int(s, 16) for p, s in (x.split(".") for x in pgids)],
+                        dtype=np.int64)
+        return np.flatnonzero(np.isin((self.pool.astype(np.int64) << 32) | self.ps.astype(np.int64), want))
+
 
 @dataclass(frozen=True)
 class Snapshot:

@@ -388,3 +388,21 @@ def test_a_rounds_history_line_says_how_many_pgs_and_bytes_it_set_moving(dumps: 
     line = next(h["detail"] for h in store.history if h["event"] == "round")
     assert f": {len(items)} PGs, " in line
     assert f", {human_bytes(sum(sizes[k] for k in items))} in those PGs" in line, line
+
+
+def test_a_report_shares_nothing_with_the_running_plan(dumps: Dict[str, Any]) -> None:
+    # the module renders and serves it after letting go of the lock: no copy is made there
+    ceph, store = FakeCeph(dumps), Store()
+    ex = start(ceph, store, 64)
+    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)
+    assert ex.state is not None
+    before = ex.state.to_json()
+    r = ex.report()
+    assert "steps" not in r["plan"] and "pins" not in r["plan"]
+    for p in r["plan"]["pools"].values():
+        p["expect"].append(999)
+        p["goal"] = -1
+    r["plan"]["drain"].append(7)
+    for s in r["steps"]:
+        s["pg_num"] = -1
+    assert ex.state.to_json() == before
