@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import socket
 import subprocess
 import threading
 import time
@@ -10,6 +11,14 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 QA = Path(__file__).resolve().parent
 REPO = QA.parent
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on: the kernel's pick, never 3300/6789 (below the
+    ephemeral range), which the test cluster uses."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 class Cluster:

@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import rados
 
+from .cluster import free_port
 from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, crush_text, rule, run
 
 
@@ -71,18 +72,11 @@ log to file = false
 """
 
 
-def _free_port() -> int:
-    # the kernel's pick, never 3300/6789 (below the ephemeral range), which the test cluster uses
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class _Mon:
     """One ceph-mon in the foreground, owned by this process: stop() always ends it."""
 
     def __init__(self, d: Path, osdmap: Path) -> None:
-        self.d, self.port = d, _free_port()
+        self.d, self.port = d, free_port()
         self.conf = d / "ceph.conf"
         fsid = str(uuid.uuid4())
         (d / "run").mkdir(parents=True)

@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterator, Tuple
 
 import pytest
 
-from .cluster import Cluster, wait_until
+from .cluster import Cluster, free_port, wait_until
 from .conftest import EVIL, PANEL_URL as URL
 
 
@@ -108,12 +108,6 @@ def serving(url: str) -> bool:
 def port_closed(port: int) -> bool:
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) != 0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def mgr_pid(c: Cluster) -> int:

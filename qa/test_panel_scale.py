@@ -9,7 +9,6 @@ panel.html); no cluster is needed.
 import copy
 import json
 import os
-import socket
 import urllib.request
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
@@ -23,16 +22,11 @@ from pg_advisor.options import make
 from pg_advisor.status import status_report
 
 from .browser import Tables, chromium, dom, histogram_counts, num, pct, size, text
+from .cluster import free_port
 from .crushgen import synthetic_pg_dump
 from .monbuilt import build_case
 
 MANY = 200      # the page's threshold (panel.html)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
