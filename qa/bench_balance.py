@@ -33,12 +33,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from pg_advisor import snapshot
-from pg_advisor.balance import Balancer
-from pg_advisor.balance_report import balance_report
+from pg_advisor.model import snapshot
+from pg_advisor.balance.balancer import Balancer
+from pg_advisor.balance.report import balance_report
 from pg_advisor.crush.placement import Placer
-from pg_advisor.distribution import up_counts
-from pg_advisor.legality import breaks
+from pg_advisor.model.distribution import up_counts
+from pg_advisor.analysis.legality import breaks
 
 from .crushgen import GeneratedMap, synthetic_pg_dump
 from .monbuilt import build_case

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pg_advisor import snapshot
+from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
 
 from .crushgen import REPLICATED_HOST, Layout, generate

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
-from pg_advisor import snapshot
+from pg_advisor.model import snapshot
 
 from .crushgen import REPLICATED_HOST, Layout, synthetic_pg_dump
 from .monbuilt import PoolSpec, build
@@ -34,9 +34,9 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 PHASES = """
 import json, resource, sys, time
 t0 = time.monotonic()
-from pg_advisor import snapshot
-from pg_advisor.options import make
-from pg_advisor.status import status_report
+from pg_advisor.model import snapshot
+from pg_advisor.model.options import make
+from pg_advisor.analysis.status import status_report
 d = sys.argv[1]
 docs = {k: json.load(open(f"{d}/{k}.json")) for k in ("osd_dump", "crush", "pg_dump")}
 t1 = time.monotonic()

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pg_advisor import snapshot
+from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
-from pg_advisor.distribution import up_counts
+from pg_advisor.model.distribution import up_counts
 
 from .crushgen import REPLICATED_HOST, Layout, generate
 

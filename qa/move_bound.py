@@ -33,8 +33,8 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
-from pg_advisor.balance import EPS, Balancer
-from pg_advisor.legality import ancestors
+from pg_advisor.balance.balancer import EPS, Balancer
+from pg_advisor.analysis.legality import ancestors
 
 MAX_VARIABLES = 4_000_000       # PG rows x candidate OSDs over all pools: beyond, no bound
 
@@ -213,7 +213,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     import tempfile
     from pathlib import Path
 
-    from pg_advisor import snapshot
+    from pg_advisor.model import snapshot
 
     from .monbuilt import reweighted_multi
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])

@@ -9,11 +9,11 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 import pytest
 
-from pg_advisor import snapshot
-from pg_advisor.balance import Balancer
-from pg_advisor.balance_report import balance_report, eval_report
+from pg_advisor.model import snapshot
+from pg_advisor.balance.balancer import Balancer
+from pg_advisor.balance.report import balance_report, eval_report
 from pg_advisor.crush.placement import Placer
-from pg_advisor.distribution import up_counts
+from pg_advisor.model.distribution import up_counts
 from pg_advisor.tests.upmap_checker import check_up_set
 
 from .cluster import Cluster

@@ -9,10 +9,10 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 import pytest
 
-from pg_advisor import snapshot
-from pg_advisor.balance import Balancer
+from pg_advisor.model import snapshot
+from pg_advisor.balance.balancer import Balancer
 from pg_advisor.crush.placement import Placer
-from pg_advisor.distribution import rule_weights
+from pg_advisor.model.distribution import rule_weights
 
 from .cluster import Cluster
 from .crushgen import REPLICATED_HOST, TUNABLES, GeneratedMap, Layout, generate, rule, run

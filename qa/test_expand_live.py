@@ -9,9 +9,9 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import pytest
 
-from pg_advisor import snapshot
+from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
-from pg_advisor.growth import with_host
+from pg_advisor.analysis.growth import with_host
 
 from .cluster import Cluster, Writer, wait_until
 

@@ -3,7 +3,7 @@ share instead of a bar per OSD, every figure the JSON's, in human units. A scree
 
 The status is built from a map a real mon made (qa/monbuilt.py: 1,000 OSDs of three sizes in
 10 racks of 10 hosts, four pools, 5,120 PGs) with PG stats made up on CRUSH's own placement
-and OSD fill, and served through the panel's own code path (http_server.Server, the page
+and OSD fill, and served through the panel's own code path (panel/server.py, the page
 panel.html); no cluster is needed.
 """
 import copy
@@ -16,10 +16,10 @@ from typing import Any, Dict, Iterator, List
 import numpy as np
 import pytest
 
-from pg_advisor import snapshot
-from pg_advisor.http_server import Server
-from pg_advisor.options import make
-from pg_advisor.status import status_report
+from pg_advisor.model import snapshot
+from pg_advisor.panel.server import Server
+from pg_advisor.model.options import make
+from pg_advisor.analysis.status import status_report
 
 from .browser import Tables, chromium, dom, histogram_counts, num, pct, size, text
 from .cluster import free_port

@@ -12,17 +12,17 @@ import json
 import sys
 from typing import Any, Dict, List, Optional, TextIO
 
-from . import options, snapshot
-from .balance_report import balance_report
-from .errors import AdvisorError
-from .growth import growth_report
-from .plan import plan_report
-from .remapped import pin_remapped, pins_report
-from .drain import drain_report
-from .render import FORMATS
-from .status import status_report
-from .views import show
-from .whatif import Change, pg_map, simulate
+from .analysis.growth import growth_report
+from .analysis.plan import plan_report
+from .analysis.status import status_report
+from .analysis.whatif import Change, pg_map, simulate
+from .balance.drain import drain_report
+from .balance.remapped import pin_remapped, pins_report
+from .balance.report import balance_report
+from .model import options, snapshot
+from .model.errors import AdvisorError
+from .render.format import FORMATS
+from .render.views import show
 
 EXIT_BAD_INPUT = 2
 MAX_BALANCE_ITEMS = 1 << 20    # replica moves one offline balance may propose (and its default)

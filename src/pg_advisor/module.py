@@ -14,20 +14,20 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from mgr_module import CLIReadCommand, CLIWriteCommand, MgrModule, Option
 
-from . import options, snapshot
-from .balance_report import balance_report, eval_report, misplaced_copies, mon_commands, unkept
-from .driver import Driver, misplaced_max
-from .errors import AdvisorError
-from .gates import cluster_blockers
-from .growth import growth_report
-from .health import health_checks
-from .http_server import Server
-from .plan import plan_report
-from .priming import PRIME_BATCH, item_results, primed_commands
-from .render import check_format
-from .status import status_report
-from .views import show
-from .whatif import Change, pg_map, simulate
+from .analysis.growth import growth_report
+from .analysis.plan import plan_report
+from .analysis.status import status_report
+from .analysis.whatif import Change, pg_map, simulate
+from .balance.report import balance_report, eval_report, misplaced_copies, mon_commands, unkept
+from .execute.driver import Driver, misplaced_max
+from .execute.gates import cluster_blockers
+from .execute.priming import PRIME_BATCH, item_results, primed_commands
+from .model import options, snapshot
+from .model.errors import AdvisorError
+from .panel.server import Server
+from .render.format import check_format
+from .render.health import health_checks
+from .render.views import show
 
 CommandResult = Tuple[int, str, str]
 Report = Dict[str, Any]

@@ -8,8 +8,8 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from ..errors import AdvisorError
-from ..snapshot import STEP_ARGS, TUNABLES, Snapshot
+from ..model.errors import AdvisorError
+from ..model.snapshot import STEP_ARGS, TUNABLES, Snapshot
 
 
 SUPPORTED_ALGS = ("straw2",)

@@ -10,8 +10,8 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from ..constants import CRUSH_ITEM_NONE, CRUSH_ITEM_UNDEF, WEIGHT_ONE
-from ..errors import AdvisorError
+from ..model.constants import CRUSH_ITEM_NONE, CRUSH_ITEM_UNDEF, WEIGHT_ONE
+from ..model.errors import AdvisorError
 from . import straw2
 from .compiled import ChooseArgs, CompiledCrush, CompiledRule
 from .hashing import hash32_2

@@ -11,8 +11,8 @@ from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
-from ..constants import CRUSH_ITEM_NONE, WEIGHT_ONE
-from ..snapshot import Pool, Snapshot
+from ..model.constants import CRUSH_ITEM_NONE, WEIGHT_ONE
+from ..model.snapshot import Pool, Snapshot
 from .compiled import CompiledCrush, compile_crush
 from .hashing import hash32_2
 from .mapper import do_rule

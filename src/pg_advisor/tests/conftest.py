@@ -5,7 +5,7 @@ from typing import Any, Dict
 
 import pytest
 
-from pg_advisor import snapshot
+from pg_advisor.model import snapshot
 
 from . import mgr_stub
 from .fakes import FakeCeph

@@ -3,9 +3,9 @@ simulation (FakeCeph), a plan store in memory, and plans to run against them."""
 import copy
 from typing import Any, Dict, List, Optional, Tuple
 
-from pg_advisor import snapshot
-from pg_advisor.execute import Executor, Pacing
-from pg_advisor.steps import StepPlanner, Throttles, balance_step
+from pg_advisor.model import snapshot
+from pg_advisor.execute.executor import Executor, Pacing
+from pg_advisor.execute.steps import StepPlanner, Throttles, balance_step
 
 OPEN = Pacing(misplaced_max=0.05, interval=0.0, window_begin="00:00", window_end="00:00", window_days="")
 T = Throttles(misplaced_max=0.05, max_splitting=16, max_backfills_per_osd=2)

@@ -2,7 +2,7 @@
 import copy
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from pg_advisor import snapshot
+from pg_advisor.model import snapshot
 
 Layout = Mapping[str, Tuple[str, Sequence[str]]]   # bucket -> (type, children: buckets, "osd.N")
 

@@ -4,13 +4,13 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import pytest
 
-from pg_advisor import snapshot
-from pg_advisor.balance import Balancer
-from pg_advisor.balance_report import balance_report
+from pg_advisor.model import snapshot
+from pg_advisor.balance.balancer import Balancer
+from pg_advisor.balance.report import balance_report
 from pg_advisor.crush.placement import Placer
-from pg_advisor.distribution import up_counts
-from pg_advisor.errors import AdvisorError
-from pg_advisor.legality import ancestors, replaceable, rule_shape
+from pg_advisor.model.distribution import up_counts
+from pg_advisor.model.errors import AdvisorError
+from pg_advisor.analysis.legality import ancestors, replaceable, rule_shape
 
 from .conftest import DUMP_FILES, read
 from .layouts import (HOST_WITHOUT_RACK, IN_HOSTLESS_RACK, RACK_THEN_HOST,
@@ -192,7 +192,7 @@ def test_work_bound_stops_the_run_with_a_note(snap: snapshot.Snapshot,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     whole = balance_report(snap, None, 1 << 20, "pgs", copies_max=1e18)
     assert whole["moves"] > 2 and not any("legality checks" in n for n in whole["notes"])
-    monkeypatch.setattr("pg_advisor.balance.WORK_MAX", 40)
+    monkeypatch.setattr("pg_advisor.balance.balancer.WORK_MAX", 40)
     cut = balance_report(snap, None, 1 << 20, "pgs", copies_max=1e18)
     assert any("stopped after 40 legality checks" in n for n in cut["notes"]), cut["notes"]
     assert cut["moves"] < whole["moves"]

@@ -7,8 +7,9 @@ from typing import List
 
 import pytest
 
-from pg_advisor import cli, snapshot
-from pg_advisor.status import status_report
+from pg_advisor import cli
+from pg_advisor.model import snapshot
+from pg_advisor.analysis.status import status_report
 
 from .conftest import CLUSTER6, DUMP_FILES, read
 
@@ -97,9 +98,9 @@ def test_usage_errors_exit_2(argv: List[str]) -> None:
 
 
 def test_offline_expansion_views_are_the_core_reports() -> None:
-    from pg_advisor.drain import drain_report
-    from pg_advisor.growth import growth_report
-    from pg_advisor.remapped import pin_remapped, pins_report
+    from pg_advisor.balance.drain import drain_report
+    from pg_advisor.analysis.growth import growth_report
+    from pg_advisor.balance.remapped import pin_remapped, pins_report
     d = {k: read(v) for k, v in DUMP_FILES.items()}
     snap = snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
     for argv, want in (

@@ -9,11 +9,11 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 import pytest
 
-from pg_advisor import snapshot
+from pg_advisor.model import snapshot
 from pg_advisor.crush import ln_table
 from pg_advisor.crush.hashing import hash32_2, hash32_3
 from pg_advisor.crush.placement import Placer, stable_mod
-from pg_advisor.errors import AdvisorError
+from pg_advisor.model.errors import AdvisorError
 
 from .conftest import CLUSTER6
 from .osdmaptool_output import parse_dump_all

@@ -3,10 +3,10 @@ from typing import Any, Dict
 import numpy as np
 import pytest
 
-from pg_advisor import distribution, snapshot
+from pg_advisor.model import distribution, snapshot
 from pg_advisor.crush.placement import Placer
-from pg_advisor.distribution import up_counts
-from pg_advisor.status import status_report
+from pg_advisor.model.distribution import up_counts
+from pg_advisor.analysis.status import status_report
 
 from . import independent
 from .layouts import (HOST_IN_RACK, HOST_WITHOUT_RACK, IN_HOSTLESS_RACK, OSDS_ANYWHERE, RACK_THEN_HOST,

@@ -5,14 +5,14 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import pytest
 
-from pg_advisor import snapshot
+from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
-from pg_advisor.drain import drain_report
-from pg_advisor.driver import Driver
-from pg_advisor.errors import AdvisorError
-from pg_advisor.expand_text import drain_text
-from pg_advisor.legality import ancestors, breaks, rule_shape
-from pg_advisor.options import make
+from pg_advisor.balance.drain import drain_report
+from pg_advisor.execute.driver import Driver
+from pg_advisor.model.errors import AdvisorError
+from pg_advisor.render.expand_text import drain_text
+from pg_advisor.analysis.legality import ancestors, breaks, rule_shape
+from pg_advisor.model.options import make
 
 from .fakes import FakeCeph
 

@@ -6,13 +6,13 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from pg_advisor import snapshot
+from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
-from pg_advisor.errors import AdvisorError
-from pg_advisor.execute import Executor, check_pacing, in_window
-from pg_advisor.steps import StepPlanner
-from pg_advisor.whatif import Change, simulate
-from pg_advisor.render import human_bytes
+from pg_advisor.model.errors import AdvisorError
+from pg_advisor.execute.executor import Executor, check_pacing, in_window
+from pg_advisor.execute.steps import StepPlanner
+from pg_advisor.analysis.whatif import Change, simulate
+from pg_advisor.model.units import human_bytes
 
 from .fakes import OPEN, T, FakeCeph, Store, acting_sets, balance_plan, run, start
 

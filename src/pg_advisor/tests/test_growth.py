@@ -5,11 +5,11 @@ from typing import Any, Dict
 import numpy as np
 import pytest
 
-from pg_advisor import snapshot
+from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
-from pg_advisor.errors import AdvisorError
-from pg_advisor.growth import growth_report, with_host
-from pg_advisor.whatif_text import growth_text
+from pg_advisor.model.errors import AdvisorError
+from pg_advisor.analysis.growth import growth_report, with_host
+from pg_advisor.render.whatif_text import growth_text
 
 W = 0.00099     # the fixture's OSDs' CRUSH weight (1 GiB memstore)
 

@@ -2,11 +2,11 @@ import copy
 import dataclasses
 from typing import Any, Dict
 
-from pg_advisor import options, snapshot
-from pg_advisor.health import health_checks
-from pg_advisor.plan import plan_report
-from pg_advisor.sizing import recommend
-from pg_advisor.status import status_report
+from pg_advisor.model import options, snapshot
+from pg_advisor.render.health import health_checks
+from pg_advisor.analysis.plan import plan_report
+from pg_advisor.sizing.sizer import recommend
+from pg_advisor.analysis.status import status_report
 
 
 def test_checks_follow_the_recommendations(snap: snapshot.Snapshot) -> None:

@@ -1,7 +1,11 @@
-"""The layers of DESIGN.md, checked on the imports: data flows one way. Each module of the
-package is in one layer; it may import from its own layer and the ones before it, never
-from a later one (the core never reaches the mgr adapter or the views). This table, not
-prose in docstrings, is where a module's layer is said."""
+"""The layers of DESIGN.md, checked on the imports: data flows one way. Each layer is a
+subpackage (the adapters, which talk to the mgr and the shell, are the package's top-level
+modules); a module may import from its own layer and the ones before it, never from a
+later one (the core never reaches the mgr adapter or the views). This table, not prose in
+docstrings, is where the order is said.
+
+model/ holds the PG counts (distribution.py) as well as the snapshot: sizing needs them and
+the status report (analysis/) needs sizing, so sizing sits between the two."""
 import ast
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -9,16 +13,17 @@ from typing import Dict, List, Tuple
 PACKAGE = Path(__file__).resolve().parents[1]
 
 LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
-    ("model", ("constants", "errors", "options", "memory", "render", "snapshot")),
+    ("model", ("model",)),
     ("crush", ("crush",)),
-    ("analysis", ("distribution", "legality", "limits", "gates", "priming", "share", "whatif", "growth",
-                  "sizing", "plan", "status")),
-    ("balance", ("balance", "balance_bytes", "balance_report", "remapped", "drain")),
-    ("execute", ("steps", "plan_state", "plan_store", "execute", "driver")),
-    ("views", ("balance_text", "execute_text", "expand_text", "plan_text", "status_text", "whatif_text",
-               "views", "health", "panel")),
-    ("adapters", ("http_server", "cli", "module", "__main__", "__init__")),
+    ("sizing", ("sizing",)),
+    ("analysis", ("analysis",)),
+    ("balance", ("balance",)),
+    ("execute", ("execute",)),
+    ("render", ("render",)),
+    ("panel", ("panel",)),
+    ("adapters", ("module", "cli", "__main__", "__init__")),
 ]
+ADAPTERS = LAYERS[-1][1]
 LAYER_OF: Dict[str, int] = {m: i for i, (_, mods) in enumerate(LAYERS) for m in mods}
 
 
@@ -53,6 +58,15 @@ def test_every_module_has_a_layer() -> None:
     assert sorted({module_name(p) for p in sources()} - set(LAYER_OF)) == []
 
 
+def test_only_the_adapters_are_top_level() -> None:
+    # a new core module dropped beside module.py would join the adapters' layer unseen
+    top = sorted(p.stem for p in PACKAGE.glob("*.py"))
+    assert top == sorted(ADAPTERS)
+    for _, packages in LAYERS[:-1]:
+        for pkg in packages:
+            assert (PACKAGE / pkg / "__init__.py").is_file(), pkg
+
+
 def test_imports_go_to_the_same_or_an_earlier_layer() -> None:
     wrong = []
     for p in sources():
@@ -67,6 +81,6 @@ def test_imports_go_to_the_same_or_an_earlier_layer() -> None:
 def test_the_import_reader_sees_each_form_of_import() -> None:
     # `from .x import`, `from ..x import` (in crush/), `from . import x`: a reader that
     # missed one would pass the check above on nothing
-    assert {"errors", "constants"} <= set(imported(PACKAGE / "snapshot.py"))
-    assert {"constants", "errors", "crush"} <= set(imported(PACKAGE / "crush" / "mapper.py"))
-    assert {"options", "snapshot", "views"} <= set(imported(PACKAGE / "module.py"))
+    assert imported(PACKAGE / "model" / "snapshot.py") == ["model", "model"]
+    assert set(imported(PACKAGE / "crush" / "mapper.py")) == {"model", "crush"}
+    assert {"model", "render", "panel", "execute"} <= set(imported(PACKAGE / "module.py"))

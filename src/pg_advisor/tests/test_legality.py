@@ -4,7 +4,7 @@ from typing import Dict, List
 import numpy as np
 import pytest
 
-from pg_advisor.legality import Choose, RuleShape, breaks, replaceable, shape_of
+from pg_advisor.analysis.legality import Choose, RuleShape, breaks, replaceable, shape_of
 
 HOST, RACK, ROOM = 1, 3, 7
 

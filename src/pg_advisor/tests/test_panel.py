@@ -13,10 +13,10 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
-from pg_advisor.errors import AdvisorError
-from pg_advisor.http_server import (ACCEPTED_QUEUE, KEEP_ALIVE_CONNECTIONS, RETRY_AFTER, WORKERS,
-                                    Server)
-from pg_advisor.panel import PAGE, family, metrics
+from pg_advisor.model.errors import AdvisorError
+from pg_advisor.panel.server import (ACCEPTED_QUEUE, KEEP_ALIVE_CONNECTIONS, RETRY_AFTER, WORKERS,
+                                     Server)
+from pg_advisor.panel.page import PAGE, family, metrics
 
 from .conftest import free_port, read
 

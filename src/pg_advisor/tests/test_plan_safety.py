@@ -12,12 +12,12 @@ from . import mgr_stub
 from .fakes import OPEN, T, FakeCeph, Store, balance_plan, start
 from .conftest import cmd
 
-from pg_advisor.driver import Driver
-from pg_advisor.execute import Executor
+from pg_advisor.execute.driver import Driver
+from pg_advisor.execute.executor import Executor
 from pg_advisor.module import Module
-from pg_advisor.plan_state import PlanState
-from pg_advisor.plan_store import ENTRY_MAX, STATE_KEY, PlanStore
-from pg_advisor.steps import StepPlanner, balance_step
+from pg_advisor.execute.plan_state import PlanState
+from pg_advisor.execute.plan_store import ENTRY_MAX, STATE_KEY, PlanStore
+from pg_advisor.execute.steps import StepPlanner, balance_step
 
 
 # -- the plan is bound to its pool's id and to the targets it set ------------------------------
@@ -387,21 +387,21 @@ def test_with_nothing_misplaced_a_round_moves_one_pg_past_the_budget(dumps: Dict
 
 
 def test_an_uneven_pool_with_no_legal_move_is_not_done(dumps: Dict[str, Any], monkeypatch: Any) -> None:
-    from pg_advisor import execute
+    from pg_advisor.execute import executor
     ceph, store = _skewed(dumps), Store()
     ex = balance_plan(ceph, store)
-    real = execute.balance_report
+    real = executor.balance_report
     # the rule leaves no move: the balancer proposes nothing and the pool stays uneven
     stuck = {"items": {}, "throttled": False,
              "uneven": {"rbd": "osd.0 holds 20 PGs of pool rbd, its share is 16.00"}}
-    monkeypatch.setattr(execute, "balance_report", lambda *a, **k: stuck)
+    monkeypatch.setattr(executor, "balance_report", lambda *a, **k: stuck)
     for t in range(3):
         ex.tick(ceph.snap(), OPEN, ceph.send, float(t))
     st = store.state or {}
     assert st["status"] == "running" and st["next"] == 0, st
     assert ex.state is not None and "rbd is not even" in ex.state.blockers[0]
     assert "osd.0 holds" in ex.state.blockers[0]                # the OSD furthest off
-    monkeypatch.setattr(execute, "balance_report", real)
+    monkeypatch.setattr(executor, "balance_report", real)
     for t in range(3, 400):
         ex.tick(ceph.snap(), OPEN, ceph.send, float(t))
         ceph.dumps["osd_dump"]["epoch"] += 1
@@ -409,5 +409,5 @@ def test_an_uneven_pool_with_no_legal_move_is_not_done(dumps: Dict[str, Any], mo
             break
     assert (store.state or {})["status"] == "done"
     snap = ceph.snap()
-    from pg_advisor.balance_report import balance_report
+    from pg_advisor.balance.report import balance_report
     assert balance_report(snap, ["rbd"], mode="pgs")["uneven"] == {}    # done means even

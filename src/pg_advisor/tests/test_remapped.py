@@ -5,15 +5,15 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from pg_advisor import snapshot
-from pg_advisor.balance import Balancer
+from pg_advisor.model import snapshot
+from pg_advisor.balance.balancer import Balancer
 from pg_advisor.crush.placement import Placer
-from pg_advisor.driver import Driver
-from pg_advisor.errors import AdvisorError
-from pg_advisor.options import make
-from pg_advisor.remapped import pin_remapped, pins_report
-from pg_advisor.steps import StepPlanner
-from pg_advisor.expand_text import pins_text
+from pg_advisor.execute.driver import Driver
+from pg_advisor.model.errors import AdvisorError
+from pg_advisor.model.options import make
+from pg_advisor.balance.remapped import pin_remapped, pins_report
+from pg_advisor.execute.steps import StepPlanner
+from pg_advisor.render.expand_text import pins_text
 
 from .fakes import OPEN, T, FakeCeph
 
@@ -285,7 +285,7 @@ def test_pg_advisor_conflict_is_raised_by_kind_not_by_the_text(
 
 def test_pin_on_change_does_not_rerun_crush_every_poll_when_nothing_is_pinnable(
         dumps: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    import pg_advisor.driver as driver_module
+    import pg_advisor.execute.driver as driver_module
     d = copy.deepcopy(dumps)        # nothing remapped: misplaced over the budget, nothing to pin
     d["pg_dump"]["pg_map"]["pg_stats_sum"]["stat_sum"]["num_objects_misplaced"] = 10 ** 6
     calls: List[int] = []

@@ -6,11 +6,11 @@ from typing import Any, Dict, List
 
 import pytest
 
-from pg_advisor import snapshot
-from pg_advisor.execute_text import progress_text
-from pg_advisor.render import cell, printable, table
-from pg_advisor.status import status_report
-from pg_advisor.status_text import status_text
+from pg_advisor.model import snapshot
+from pg_advisor.render.execute_text import progress_text
+from pg_advisor.render.format import cell, printable, table
+from pg_advisor.analysis.status import status_report
+from pg_advisor.render.status_text import status_text
 
 HOSTILE = "a\nb\x1b[31mred\tc\r"
 HOSTILE_SHOWN = "a\\nb\\x1b[31mred\\tc\\r"

@@ -5,10 +5,10 @@ from typing import Any, Dict, List
 import numpy as np
 import pytest
 
-from pg_advisor import snapshot
-from pg_advisor.distribution import pool_share, rule_weights
-from pg_advisor.legality import ancestors
-from pg_advisor.share import capped_share, fill, rule_levels, rule_share
+from pg_advisor.model import snapshot
+from pg_advisor.model.distribution import pool_share, rule_weights
+from pg_advisor.analysis.legality import ancestors
+from pg_advisor.analysis.share import capped_share, fill, rule_levels, rule_share
 
 
 def test_fill_spreads_by_weight_and_gives_what_a_full_unit_cannot_take_to_the_others() -> None:

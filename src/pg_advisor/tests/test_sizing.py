@@ -5,12 +5,12 @@ from typing import Any, Dict
 import numpy as np
 import pytest
 
-from pg_advisor import options, snapshot
+from pg_advisor.model import options, snapshot
 from pg_advisor.crush.placement import Placer
-from pg_advisor.distribution import pool_share, rule_weights, up_counts
-from pg_advisor.errors import AdvisorError
-from pg_advisor.memory import MemoryModel
-from pg_advisor.sizing import _round_pow2, raw_rate, recommend
+from pg_advisor.model.distribution import pool_share, rule_weights, up_counts
+from pg_advisor.model.errors import AdvisorError
+from pg_advisor.sizing.memory import MemoryModel
+from pg_advisor.sizing.sizer import _round_pow2, raw_rate, recommend
 
 
 def load(d: Dict[str, Any]) -> snapshot.Snapshot:

@@ -4,9 +4,9 @@ from typing import Any, Dict
 import numpy as np
 import pytest
 
-from pg_advisor import snapshot
-from pg_advisor.errors import AdvisorError
-from pg_advisor.constants import NO_OSD
+from pg_advisor.model import snapshot
+from pg_advisor.model.errors import AdvisorError
+from pg_advisor.model.constants import NO_OSD
 
 
 def test_osds_read_from_osd_dump_and_crush(snap: snapshot.Snapshot, dumps: Dict[str, Any]) -> None:

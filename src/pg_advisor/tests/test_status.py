@@ -2,9 +2,9 @@ from typing import Any, Dict
 
 import pytest
 
-from pg_advisor import snapshot
-from pg_advisor.errors import AdvisorError
-from pg_advisor.status import status_report
+from pg_advisor.model import snapshot
+from pg_advisor.model.errors import AdvisorError
+from pg_advisor.analysis.status import status_report
 
 from . import independent
 from .conftest import read

@@ -3,10 +3,10 @@ from typing import Any, Dict
 import numpy as np
 import pytest
 
-from pg_advisor import snapshot
+from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer, stable_mod
-from pg_advisor.errors import AdvisorError
-from pg_advisor.whatif import Change, pg_map, simulate
+from pg_advisor.model.errors import AdvisorError
+from pg_advisor.analysis.whatif import Change, pg_map, simulate
 
 
 def test_map_lists_every_pg(snap: snapshot.Snapshot) -> None:

@@ -1,0 +1,223 @@
+"""The `status` view: pools, OSDs, and how evenly PGs are spread, as plain data.
+
+Pure: a Snapshot in, a JSON-ready dict out. The mgr command and the offline CLI both
+print this dict, so their `-f json` outputs are the same for the same cluster state.
+"""
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from ..model.distribution import pg_counts, pool_share, rule_weights, spread, unreachable
+from ..model.errors import AdvisorError
+from ..model.options import Options, make
+from ..model.snapshot import Pool, Snapshot
+from ..sizing.memory import MemoryModel
+from ..sizing.sizer import SizingResult, recommend
+
+
+def _opt(v: int) -> Optional[int]:
+    return None if v < 0 else int(v)
+
+
+def _opt_round(v: float, digits: int) -> Optional[float]:
+    return None if np.isnan(v) else round(float(v), digits)
+
+
+def utilization(used: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """Percent of each OSD's space in use, as `ceph osd df` reports it (NaN where unknown)."""
+    known = (used >= 0) & (total > 0)
+    out = np.full(used.shape, np.nan)
+    out[known] = 100.0 * used[known] / total[known]
+    return out
+
+
+def extremes(osds: np.ndarray, counts: Optional[np.ndarray], share: np.ndarray,
+             util: np.ndarray) -> Dict[str, Any]:
+    """The fullest and emptiest of the given (in) OSDs: by PGs against their share, and by
+    space used. By PGs, the ratio count / share ranks them, so a bigger OSD holding more PGs
+    is not called fuller for it."""
+    out: Dict[str, Any] = {"by_pgs": None, "by_utilization": None}
+    cand = np.flatnonzero(osds & (share > 0))
+    if counts is not None and cand.size:
+        ratio = counts[cand] / share[cand]
+        hi, lo = int(cand[np.argmax(ratio)]), int(cand[np.argmin(ratio)])
+        out["by_pgs"] = {k: {"osd": o, "pgs": int(counts[o]), "pg_share": round(float(share[o]), 6),
+                             "ratio": round(float(counts[o] / share[o]), 4)}
+                         for k, o in (("fullest", hi), ("emptiest", lo))}
+    cand = np.flatnonzero(osds & ~np.isnan(util))
+    if cand.size:
+        hi, lo = int(cand[np.argmax(util[cand])]), int(cand[np.argmin(util[cand])])
+        out["by_utilization"] = {k: {"osd": o, "utilization": round(float(util[o]), 4)}
+                                 for k, o in (("fullest", hi), ("emptiest", lo))}
+    return out
+
+
+def _pool_entry(snap: Snapshot, pool: Pool, reported: int,
+                sizing: Optional[SizingResult]) -> Dict[str, Any]:
+    rule = snap.rules.get(pool.crush_rule)
+    rec = sizing.by_name(pool.name) if sizing is not None else None
+    auto = (snap.autoscale or {}).get(pool.name)
+    return {
+        "recommended_pg_num": rec.recommended if rec else None,
+        "recommendation": rec.sentence() if rec else None,
+        "reasons": [r.as_dict() for r in rec.reasons] if rec else None,
+        "data_share": round(rec.data_share, 6) if rec else None,
+        "autoscaler_pg_num": int(auto["pg_num_final"]) if auto and "pg_num_final" in auto else None,
+        "autoscaler_would_adjust": bool(auto.get("would_adjust")) if auto else None,
+        "id": pool.id, "name": pool.name, "type": pool.type,
+        "size": pool.size, "min_size": pool.min_size,
+        "crush_rule": pool.crush_rule, "crush_rule_name": rule.name if rule else None,
+        "pg_num": pool.pg_num, "pgp_num": pool.pgp_num,
+        "pg_num_target": pool.pg_num_target, "pgp_num_target": pool.pgp_num_target,
+        "pg_autoscale_mode": pool.autoscale_mode,
+        "stored": pool.stored, "objects": pool.objects,
+        "pgs_reported": reported,
+    }
+
+
+def status_report(snap: Snapshot, pool_name: Optional[str] = None,
+                  opts: Optional[Options] = None, balanced: bool = False) -> Dict[str, Any]:
+    """Build the status dict; `pool_name` narrows it to one pool (ENOENT if unknown)."""
+    selected = snap.pools if pool_name is None else (snap.pool_by_name(pool_name),)
+    osds = snap.osds
+    n_osd = osds.count
+    notes: List[str] = []
+    opts = opts or make()
+    sizing: Optional[SizingResult] = None
+    try:
+        sizing = recommend(snap, opts, balanced=balanced)
+        notes.extend(sizing.notes)
+    except AdvisorError as e:   # e.g. a CRUSH map we cannot simulate: the rest still stands
+        notes.append(f"no sizing recommendation: {e.message}")
+    model = MemoryModel.from_config(snap.config, opts.bytes_per_log_entry,
+                                    opts.bytes_per_log_dup, opts.bytes_per_pg)
+    mem_now = _memory_now(snap, model)
+
+    # weight-proportional shares, one weight vector per rule
+    weights_by_rule: Dict[int, np.ndarray] = {}
+    share = np.zeros((len(snap.pools), n_osd), dtype=np.float64)
+    for i, pool in enumerate(snap.pools):
+        if pool.crush_rule not in weights_by_rule:
+            rule = snap.rules.get(pool.crush_rule)
+            weights_by_rule[pool.crush_rule] = (rule_weights(snap, rule) if rule is not None
+                                                else np.zeros(n_osd))
+            if rule is None:
+                notes.append(f"pool {pool.name}: crush rule {pool.crush_rule} is not in the CRUSH map")
+            else:
+                lost = np.flatnonzero(unreachable(snap, rule)).tolist()
+                if lost:     # CRUSH skips the replica there: say where the share went
+                    notes.append(f"crush rule '{rule.name}' cannot reach osd.{lost[0]}"
+                                 + (f" and {len(lost) - 1} more" if len(lost) > 1 else "")
+                                 + " (no ancestor of a type its steps choose): they get no share "
+                                 "and CRUSH maps no replica there")
+        share[i] = pool_share(pool, weights_by_rule[pool.crush_rule])
+
+    counts: Optional[np.ndarray] = None
+    reported = {p.id: 0 for p in snap.pools}
+    if snap.pgs is not None:
+        _, counts = pg_counts(snap, snap.pgs)
+        ids, n = np.unique(snap.pgs.pool, return_counts=True)
+        reported.update({int(a): int(b) for a, b in zip(ids, n) if int(a) in reported})
+        for p in selected:
+            if reported[p.id] != p.pg_num:
+                notes.append(f"pool {p.name}: PG stats report {reported[p.id]} PGs of pg_num "
+                             f"{p.pg_num} (stats lag a change until they refresh)")
+    else:
+        notes.append("no PG stats given: PG counts need --pg-dump")
+
+    wanted = {p.id for p in selected}
+    sel = np.array([i for i, p in enumerate(snap.pools) if p.id in wanted], dtype=np.int64)
+    total_counts = counts.sum(axis=0) if counts is not None else None
+    # OSDs shown: all of them, or for one pool those it should or does use
+    sel_share = share[sel].sum(axis=0)
+    sel_counts = counts[sel].sum(axis=0) if counts is not None else None
+    shown = osds.exists.copy()
+    if pool_name is not None:
+        shown &= (sel_share > 0) | (sel_counts > 0 if sel_counts is not None else False)
+
+    util = utilization(osds.bytes_used, osds.bytes_total)
+    osd_rows = []
+    for o in np.flatnonzero(shown).tolist():
+        osd_rows.append({
+            "id": o, "host": osds.host[o], "device_class": osds.device_class[o],
+            "crush_weight": round(float(osds.crush_weight[o]), 6),
+            "reweight": round(float(osds.reweight[o]), 6),
+            "up": bool(osds.up[o]), "in": bool(osds.in_[o]),
+            "pgs": int(total_counts[o]) if total_counts is not None else None,
+            "pgs_by_pool": ({str(snap.pools[i].id): int(counts[i, o]) for i in sel.tolist()}
+                            if counts is not None else None),
+            "pg_share": round(float(sel_share[o]), 6),
+            "pg_share_by_pool": {str(snap.pools[i].id): round(float(share[i, o]), 6)
+                                 for i in sel.tolist()},
+            "utilization": _opt_round(util[o], 4),
+            "bytes_used": _opt(int(osds.bytes_used[o])),
+            "bytes_total": _opt(int(osds.bytes_total[o])),
+            "pg_memory_now": int(mem_now[o]) if mem_now is not None else None,
+            "pg_memory_steady": (int(model.steady_state(np.array([total_counts[o]]))[0])
+                                 if total_counts is not None else None),
+            "pgs_recommended": int(sizing.pgs_per_osd_after[o]) if sizing is not None else None,
+        })
+
+    distribution: Dict[str, Any] = {"pools": [], "total": None}
+    if counts is not None:
+        for i in sel.tolist():
+            d = spread(counts[i], share[i]).as_dict()
+            distribution["pools"].append({"pool_id": snap.pools[i].id,
+                                          "pool": snap.pools[i].name, **d})
+        if pool_name is None:
+            distribution["total"] = spread(counts.sum(axis=0), share.sum(axis=0)).as_dict()
+    distribution["extremes"] = extremes(shown & osds.in_, sel_counts, sel_share, util)
+
+    n_in = int((osds.exists & osds.in_).sum())
+    cluster: Dict[str, Any] = {
+        "osds": int(osds.exists.sum()), "osds_up": int((osds.exists & osds.up).sum()),
+        "osds_in": n_in, "pools": len(snap.pools),
+        "pgs": int(sum(p.pg_num for p in snap.pools)),
+        "pg_replicas": int(sum(p.pg_num * p.size for p in snap.pools)),
+        "mon_max_pg_per_osd": snap.mon_max_pg_per_osd,
+        "pgs_per_osd_max": int(total_counts.max()) if total_counts is not None and n_osd else None,
+        "pgs_per_osd_mean": (round(float(total_counts.sum()) / n_in, 6)
+                             if total_counts is not None and n_in else None),
+    }
+    mx = cluster["pgs_per_osd_max"]
+    cluster["max_pgs_ratio_of_limit"] = (round(mx / snap.mon_max_pg_per_osd, 6)
+                                         if mx is not None else None)
+    cluster["sizing"] = ({
+        "target_pgs_per_osd": opts.target_pgs_per_osd,
+        "pgs_per_osd_limit": sizing.limit_pgs,
+        "pg_memory_budget": int(sizing.memory_budget),
+        "balanced": sizing.balanced,
+        "pgs_per_osd_max_recommended": int(sizing.pgs_per_osd_after.max(initial=0)),
+        "pg_memory_max_recommended": int(sizing.memory_after.max(initial=0)),
+    } if sizing is not None else None)
+    return {
+        "epoch": snap.epoch,
+        "pool_filter": pool_name,
+        "pg_source": "pg_stats" if snap.pgs is not None else None,
+        "pools": [_pool_entry(snap, p, reported[p.id], sizing) for p in selected],
+        "osds": osd_rows,
+        "distribution": distribution,
+        "cluster": cluster,
+        "notes": notes,
+    }
+
+
+def _memory_now(snap: Snapshot, model: MemoryModel) -> Optional[np.ndarray]:
+    """PG memory per OSD from the logs its PGs report (acting sets: where the PGs live)."""
+    pgs = snap.pgs
+    if pgs is None:
+        return None
+    n_osd = snap.osds.count
+    # log_size is the span of log versions: after a split a child keeps its parent's span
+    # but only some of the entries, and its share of writes bounds them better
+    entries_pg = np.minimum(pgs.log_size, pgs.writes)
+    dups = np.clip(pgs.writes - entries_pg, 0, snap.config["osd_pg_log_dups_tracked"])
+    width = pgs.acting.shape[1]
+    osd = pgs.acting.reshape(-1)
+    ok = (osd >= 0) & (osd < n_osd)
+    rep = np.repeat(np.arange(pgs.count), width)[ok]
+    osd = osd[ok]
+    entries = np.bincount(osd, weights=entries_pg[rep], minlength=n_osd)
+    ndups = np.bincount(osd, weights=dups[rep], minlength=n_osd)
+    npg = np.bincount(osd, minlength=n_osd)
+    return model.current(entries, ndups, npg)

@@ -1,0 +1,633 @@
+"""pg-upmap-items that bring PG counts to the weight-proportional share.
+
+The goal at each level is floor(share) <= count <= ceil(share) on every OSD, first per
+pool, then for the OSDs' totals over all pools. A move takes one replica of one PG off
+one OSD and puts it on another that the PG's rule allows (analysis/legality.py). Moves are
+chosen so that each one brings an OSD above its ceiling down or one below its floor up
+(the lower bound counts exactly those), from the most overfull OSD ("push") and into the
+most underfull one ("pull"); a move that only lowers the squared deviation is the
+fallback when the rule leaves no direct move. Optionally, bytes come last (bytes mode).
+"""
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+
+import numpy as np
+
+from ..analysis.legality import RuleShape, ancestors, breaks, replaceable, rule_shape
+from ..analysis.share import rule_share, weight_share
+from ..crush.placement import Placer
+from ..model.constants import CRUSH_ITEM_NONE
+from ..model.distribution import rule_weights, unreachable, up_counts
+from ..model.errors import AdvisorError
+from ..model.snapshot import Pool, Snapshot
+
+EPS = 1e-9
+FIRST = 1e3     # ranks the OSDs that fix a bound unit before all others
+TIE = 1e-2      # weight of the pool's own deviation next to the total's
+# (PG, OSD) pairs one run may check for legality. A real map needs far fewer (10,000 OSDs
+# and 81,920 PGs: 1.6e7, qa/bench_balance.py); a pool of many thousand PGs per OSD needs
+# ever more per move, and this keeps such a run to seconds, stopping it with a note.
+WORK_MAX = 40_000_000
+REGROUP_WIDTH = 8   # buckets a regroup takes from, and as many it gives to, at most
+REGROUP_BATCH = 16  # PGs moved between the best pair of buckets before the next search, at most
+
+
+class Level:
+    """PG counts per OSD beside their share; the goal is floor(share) <= count <= ceil(share)."""
+
+    def __init__(self, counts: np.ndarray, share: np.ndarray) -> None:
+        self.counts = counts.astype(np.int64)
+        self.share = share
+        self.lo = np.floor(share + EPS)
+        self.hi = np.ceil(share - EPS)
+
+    def dev(self) -> np.ndarray:
+        return self.counts - self.share
+
+    def excess(self) -> np.ndarray:
+        return self.counts > self.hi
+
+    def deficit(self) -> np.ndarray:
+        return self.counts < self.lo
+
+    def bound(self) -> int:
+        """Moves needed at least: each takes one replica off one OSD and adds one to another."""
+        over = np.maximum(self.counts - self.hi, 0).sum()
+        under = np.maximum(self.lo - self.counts, 0).sum()
+        return int(max(over, under))
+
+    def clear(self) -> bool:
+        return not (self.excess().any() or self.deficit().any())
+
+
+@dataclass
+class PoolState:
+    pool: Pool
+    raw: np.ndarray          # CRUSH's own up sets (no upmaps)
+    up: np.ndarray           # current, then proposed, up sets
+    start: np.ndarray        # up sets before balancing
+    base: np.ndarray         # up sets balancing starts from: `start` with broken items undone
+    broken: np.ndarray       # rows whose items break the rule's counts (CRUSH's own set does not)
+    share: np.ndarray        # share per OSD: weight-proportional within the rule's caps
+    by_weight: np.ndarray    # the same replicas in proportion to weight alone
+    allowed: np.ndarray      # OSDs the rule may use (root/class, weight, up, in)
+    shape: RuleShape
+    healthy: np.ndarray      # rows that may be moved (complete, all OSDs up)
+    objects: np.ndarray      # per row: objects (what a move misplaces), 0 without PG stats
+    bytes: np.ndarray        # per row: bytes one replica (EC: one shard) holds
+    primary: np.ndarray      # per row: the primary before balancing (-1: none)
+    level: Level = field(init=False)
+    rows_of: List[Set[int]] = field(init=False)   # OSD -> healthy rows it holds
+    _rows: Dict[int, np.ndarray] = field(init=False)   # rows_of as arrays, until they change
+
+    def __post_init__(self) -> None:
+        n = self.share.shape[0]
+        self.level = Level(up_counts(self.up, n), self.share)
+        self.rows_of = [set() for _ in range(n)]
+        rows = np.flatnonzero(self.healthy)
+        for r, osd in zip(np.repeat(rows, self.up.shape[1]).tolist(), self.up[rows].reshape(-1).tolist()):
+            if 0 <= osd < n:
+                self.rows_of[osd].add(r)
+        self._rows = {}
+
+    @property
+    def counts(self) -> np.ndarray:
+        return self.level.counts
+
+    def rows(self, osd: int) -> np.ndarray:
+        """The healthy rows (PGs) with a replica on `osd`."""
+        # asked for again and again (every pull looks at up to 128 sources) while a move
+        # changes only two OSDs: keep each array until its OSD's rows change
+        a = self._rows.get(osd)
+        if a is None:
+            a = self._rows[osd] = np.fromiter(self.rows_of[osd], dtype=np.int64,
+                                              count=len(self.rows_of[osd]))
+        return a
+
+    def move(self, row: int, src: int, dst: int) -> None:
+        """The replica of `row` on `src` goes to `dst`."""
+        pos = int(np.flatnonzero(self.up[row] == src)[0])
+        self.up[row, pos] = dst
+        self.level.counts[src] -= 1
+        self.level.counts[dst] += 1
+        self.rows_of[src].discard(row)
+        self.rows_of[dst].add(row)
+        self._rows.pop(src, None)
+        self._rows.pop(dst, None)
+
+    def held(self, rows: np.ndarray) -> np.ndarray:
+        """OSDs a replacement must not be: the up set, and for EC also CRUSH's own set
+        (Ceph skips an item whose target is anywhere in the raw set)."""
+        up = self.up[rows]
+        return up if self.pool.type == "replicated" else np.concatenate([up, self.raw[rows]], axis=1)
+
+
+@dataclass
+class BalanceResult:
+    pools: List[PoolState]
+    items: Dict[str, List[Tuple[int, int]]]       # pgid -> new full item list ([] = remove)
+    moves: int
+    lower_bound: int         # of the moves after the repairs
+    notes: List[str]
+    repairs: int = 0         # replica moves undoing items that broke the rule
+
+
+def item_pairs(raw: List[int], want: List[int], replicated: bool) -> List[Tuple[int, int]]:
+    """The pg-upmap-items (from, to) that turn CRUSH's up set `raw` into `want`:
+    replicated sets as sets, EC sets position by position."""
+    if replicated:
+        gone = [o for o in raw if o >= 0 and o not in want]
+        new = [o for o in want if o >= 0 and o not in raw]
+        return list(zip(gone, new))
+    return [(a, b) for a, b in zip(raw, want) if a != b]
+
+
+def _lead(st: PoolState, rows: np.ndarray, srcs: np.ndarray) -> np.ndarray:
+    """Per row: is the replica on its source the PG's primary? Moving it changes the
+    primary when the backfill ends, and the OSD that stops being primary drops the client
+    ops in flight there without a word (the client waits objecter_timeout, 10 s, to find
+    out); moving another replica changes no primary. A tie-break: counts come first.
+    Replicated pools only: on EC rules of two choose steps it steered the search off the
+    path that reaches every OSD within one PG (the reweighted "multi" map's EC 8+3)."""
+    if st.pool.type != "replicated":
+        return np.zeros(rows.size, dtype=bool)
+    return st.primary[rows] == srcs
+
+
+def _order(key: np.ndarray, mask: np.ndarray) -> List[int]:
+    """Indices where `mask`, largest `key` first."""
+    idx = np.flatnonzero(mask)
+    return idx[np.argsort(-key[idx], kind="stable")].tolist()
+
+
+class Balancer:
+    def __init__(self, snap: Snapshot, placer: Optional[Placer] = None,
+                 pools: Optional[List[str]] = None, copies_max: Optional[float] = None,
+                 drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None) -> None:
+        self.snap = snap
+        # per OSD: PGs the run may still move into or out of it (None: no limit); a move
+        # past it ends the run, as the misplaced budget does
+        self.osd_room = None if osd_room is None else np.array(osd_room, dtype=np.int64)
+        self.room_stopped = False
+        # OSDs to empty (`drain`): no share and never a destination, so every replica on
+        # them is excess the moves take off
+        self.drain = np.array(sorted(set(drain)), dtype=np.int64)
+        # object copies the moves may misplace (None: no limit); each move misplaces the
+        # PG's objects once
+        self.copies_max = copies_max
+        # when nothing is misplaced, the first move is made even if it alone passes the
+        # budget (as Ceph's balancer and pgp_num stepping do): otherwise a pool of few big
+        # PGs (one PG split in two) would never move at all
+        self.first_free = copies_max is not None and snap.misplaced_objects == 0
+        self.misplaced = 0.0
+        self.width = 128      # candidates examined per move: the most promising ones
+        self.placer = placer or Placer(snap)
+        self.anc = ancestors(snap)
+        o = snap.osds
+        self.usable = o.exists & o.up & o.in_ & (o.reweight > 0) & (o.crush_weight > 0)
+        self.usable[self.drain] = False
+        self.notes: List[str] = []
+        self.states: List[PoolState] = []
+        for pool in snap.pools:
+            if pools is not None and pool.name not in pools:
+                continue
+            try:
+                self.states.append(self._state(pool))
+            except AdvisorError as e:
+                self.notes.append(e.message)
+        n = o.count
+        self.total = Level(sum((st.counts for st in self.states), np.zeros(n, np.int64)),
+                           sum((st.share for st in self.states), np.zeros(n)))
+        self.left = 0          # moves the current run may still make (a group moved at once: one)
+        self.stopped = False   # the move, misplaced or work budget ran out
+        self.work = 0          # (PG, OSD) pairs checked so far
+        self.work_stopped = False
+        self.lb = 0
+
+    def _state(self, pool: Pool) -> PoolState:
+        shape = rule_shape(self.snap, pool)
+        rule = self.snap.rules[pool.crush_rule]
+        # 0 where the rule's steps cannot reach: no share, never a destination
+        w = rule_weights(self.snap, rule)
+        w[self.drain] = 0.0
+        lost = np.flatnonzero(unreachable(self.snap, rule)).tolist()
+        if lost:
+            self.notes.append(
+                f"pool {pool.name}: rule '{rule.name}' cannot reach "
+                f"{', '.join(f'osd.{o}' for o in lost)} (under its root but not under a bucket "
+                f"of each type its steps choose): CRUSH maps nothing there, nor does the balancer")
+        raw, cur = self.placer.map_pool_raw_and_up(pool)
+        full = ((cur.up >= 0) & (cur.up != CRUSH_ITEM_NONE)).all(axis=1)
+        objects, size = np.zeros(cur.up.shape[0]), np.zeros(cur.up.shape[0])
+        pgs = self.snap.pgs
+        if pgs is not None:
+            mine = (pgs.pool == pool.id) & (pgs.ps < objects.size)
+            objects[pgs.ps[mine]] = pgs.objects[mine]
+            size[pgs.ps[mine]] = pgs.bytes[mine] / max(pool.data_chunks, 1)
+        stuck = full & breaks(shape, self.anc, raw.up)
+        if stuck.any():
+            self.notes.append(
+                f"pool {pool.name}: CRUSH's own placement of {int(stuck.sum())} of its PGs "
+                f"breaks a count Ceph checks for rule '{rule.name}' (verify_upmap counts the "
+                f"buckets of a later choose step over the whole PG), so the mon would drop any "
+                f"item on them: they are left as they are")
+        whole = ((raw.up >= 0) & (raw.up != CRUSH_ITEM_NONE)).all(axis=1)
+        broken = np.flatnonzero(full & whole & ~stuck & breaks(shape, self.anc, cur.up))
+        if broken.size:
+            self.notes.append(
+                f"pool {pool.name}: the items of {broken.size} of its PGs (first {pool.id}."
+                f"{int(broken[0]):x}) put more replicas in one bucket, or use more buckets, than "
+                f"rule '{rule.name}' allows (Ceph's verify_upmap does not check this): balancing "
+                f"removes them first")
+        # the share the rule allows (analysis/share.py) of the replicas the pool has: a PG CRUSH
+        # found too few OSDs for is short of replicas no move can add
+        placed = float(up_counts(cur.up, w.shape[0]).sum())
+        share = rule_share(self.snap, pool, w, self.anc, placed=placed)
+        return PoolState(pool=pool, raw=raw.up, up=cur.up.copy(), start=cur.up.copy(),
+                         base=cur.up.copy(), broken=broken,
+                         share=share, by_weight=weight_share(pool, w, placed),
+                         allowed=(w > 0) & self.usable,
+                         shape=shape, healthy=full & ~stuck, objects=objects, bytes=size,
+                         primary=cur.up_primary.copy())
+
+    # -- single moves ---------------------------------------------------------------------------
+
+    def _push(self, st: PoolState, src: int, take: np.ndarray,
+              cost: np.ndarray) -> Optional[Tuple[int, int]]:
+        """The best (row, destination) for a replica on `src`: lowest `cost` among `take`,
+        and of equals a row where src is not CRUSH's own choice (that undoes an item), then
+        one where src is not the primary (see _lead)."""
+        rows = st.rows(src)
+        cols = np.flatnonzero(take & st.allowed)
+        if not rows.size or not cols.size:
+            return None
+        held, up, srcs = st.held(rows), st.up[rows], np.full(rows.size, src)
+        undo = ~(st.raw[rows] == src).any(axis=1)
+        # the cheapest legal destination is among the k cheapest whenever any of those is
+        # legal: try a few first, widen only if none is
+        for k in (16, self.width):
+            cand = cols if cols.size <= k else cols[np.argpartition(cost[cols], k - 1)[:k]]
+            if not self._spend(rows.size * cand.size):
+                return None
+            ok = replaceable(self.anc, st.shape, st.allowed, up, held, srcs, cand)
+            if ok.any():
+                c = (np.where(ok, cost[cand][None, :], np.inf) - undo[:, None] * EPS
+                     + _lead(st, rows, srcs)[:, None] * (EPS / 2))
+                r, d = np.unravel_index(int(np.argmin(c)), c.shape)
+                return int(rows[r]), int(cand[d])
+            if cand.size == cols.size:
+                break
+        return None
+
+    def _pull(self, st: PoolState, dst: int, give: np.ndarray,
+              pref: np.ndarray) -> Optional[Tuple[int, int]]:
+        """The best (row, source) to bring a replica onto `dst`: highest `pref` among `give`."""
+        if not st.allowed[dst]:
+            return None
+        srcs = np.flatnonzero(give)
+        srcs = srcs[srcs != dst]
+        if srcs.size > self.width:
+            srcs = srcs[np.argpartition(-pref[srcs], self.width - 1)[:self.width]]
+        parts = [st.rows(s) for s in srcs.tolist()]
+        if not parts:
+            return None
+        rows = np.concatenate(parts)
+        owners = np.repeat(srcs, [p.size for p in parts])
+        if not rows.size or not self._spend(rows.size):
+            return None
+        ok = replaceable(self.anc, st.shape, st.allowed, st.up[rows], st.held(rows), owners,
+                         np.array([dst]))[:, 0]
+        if not ok.any():
+            return None
+        undo = ~(st.raw[rows] == owners[:, None]).any(axis=1)
+        score = np.where(ok, pref[owners], -np.inf) + undo * EPS - _lead(st, rows, owners) * (EPS / 2)
+        i = int(np.argmax(score))
+        return int(rows[i]), int(owners[i])
+
+    def _spend(self, pairs: int) -> bool:
+        """Count `pairs` legality checks; False (and the run stops) past WORK_MAX."""
+        self.work += pairs
+        if self.work > WORK_MAX and not self.work_stopped:
+            self.stopped = self.work_stopped = True
+            self.notes.append(f"stopped after {WORK_MAX:,} legality checks (the bound of one "
+                              f"run; the pools hold thousands of PGs per OSD): the items are "
+                              f"a partial answer, and another run continues from them")
+        return not self.work_stopped
+
+    def affordable(self, objects: float) -> bool:
+        """May moves that misplace `objects` more object copies still be made?"""
+        return (self.copies_max is None or self.misplaced + objects <= self.copies_max
+                or (self.first_free and self.misplaced == 0))
+
+    def _apply(self, st: PoolState, row: int, src: int, dst: int) -> bool:
+        """Make the move unless a budget forbids it (then the run stops)."""
+        return self._apply_all(st, row, [(src, dst)])
+
+    def _apply_all(self, st: PoolState, row: int, moves: List[Tuple[int, int]]) -> bool:
+        """Make one PG's moves together, or none if a budget forbids them (then the run
+        stops): a group's moves are legal only all at once. The move budget counts one PG's
+        item list as one, however many replicas it moves."""
+        if self.stopped:
+            return False
+        objs = float(st.objects[row]) * len(moves)
+        if not self.affordable(objs):
+            self.stopped = True
+            return False
+        if self.osd_room is not None:
+            ends = np.bincount([o for m in moves for o in m], minlength=self.osd_room.size)
+            if (ends[:self.osd_room.size] > self.osd_room).any():
+                self.stopped = self.room_stopped = True
+                return False
+            self.osd_room -= ends[:self.osd_room.size]
+        self.misplaced += objs
+        for src, dst in moves:
+            st.move(row, src, dst)
+            self.total.counts[src] -= 1
+            self.total.counts[dst] += 1
+        self.left -= 1
+        if self.left <= 0:
+            self.stopped = True
+        return True
+
+    # -- per pool -------------------------------------------------------------------------------
+
+    def _fix_pool(self, st: PoolState) -> None:
+        L, T = st.level, self.total
+
+        def cost_at(ix: Any) -> Any:
+            # into the pool's deficits first; among the rest of the OSDs with room, the one
+            # whose total over all pools is lowest, so the across-pools phase has less to do
+            return (T.counts[ix] - T.share[ix] - FIRST * (L.counts[ix] < L.lo[ix])
+                    + TIE * (L.counts[ix] - L.share[ix]))
+        # first the buckets of the rule's first choose type, whole PGs' groups at a time:
+        # cheaper than finding, OSD by OSD, that no single move crosses them
+        while self._regroup(st, strict=True):
+            pass
+        while not self.stopped:
+            made = 0
+            cost = cost_at(slice(None))
+            for src in _order(L.dev(), L.excess()):
+                while L.counts[src] > L.hi[src]:
+                    mv = self._push(st, src, L.counts < L.hi, cost)
+                    if mv is None or not self._apply(st, mv[0], src, mv[1]):
+                        break
+                    cost[[src, mv[1]]] = cost_at([src, mv[1]])
+                    made += 1
+            for dst in _order(-L.dev(), L.deficit()):
+                while L.counts[dst] < L.lo[dst]:
+                    pref = T.dev() + FIRST * L.excess() + TIE * L.dev()
+                    mv = self._pull(st, dst, L.counts > L.lo, pref)
+                    if mv is None or not self._apply(st, mv[0], mv[1], dst):
+                        break
+                    made += 1
+            if made == 0 and (L.clear() or not (
+                    self._regroup(st) or self._relaxed(st) or self._chain(st))):
+                return
+
+    def _relaxed(self, st: PoolState) -> bool:
+        """One move that lowers the pool's squared deviation without fixing a bound (a
+        chain's first link, when the rule allows no direct move): True if made."""
+        L = st.level
+        dev = L.dev()
+        for src in _order(dev, L.excess()):
+            mv = self._push(st, src, dev < dev[src] - 1 - EPS, dev)
+            if mv is not None:
+                return self._apply(st, mv[0], src, mv[1])
+        for dst in _order(-dev, L.deficit()):
+            mv = self._pull(st, dst, dev > dev[dst] + 1 + EPS, dev)
+            if mv is not None:
+                return self._apply(st, mv[0], mv[1], dst)
+        return False
+
+    def _chain(self, st: PoolState) -> bool:
+        """Two moves through an OSD y whose count ends as it began: one PG's replica from
+        an OSD x above its ceiling onto y, another PG's from y onto an OSD z further below
+        its share. For when the PGs on x may go nowhere below their share directly (EC 8+3
+        with 3 shards per rack: every PG on x already uses the hosts of the OSDs below
+        their share in x's rack), while y's PGs may. Made when it lowers the pool's squared
+        deviation, the best z over all y for the first such x: True if made."""
+        if self.stopped or self.left < 2:
+            return False
+        L = st.level
+        dev = L.dev()
+        mids = np.flatnonzero(st.allowed)
+        if mids.size > self.width:     # the OSDs least above their share: y's count returns
+            mids = mids[np.argpartition(dev[mids], self.width - 1)[:self.width]]
+        for x in _order(dev, L.excess()):
+            into = np.flatnonzero((dev < dev[x] - 1 - EPS) & st.allowed)
+            rows = st.rows(x)
+            if not into.size or not rows.size:
+                continue
+            if not self._spend(rows.size * mids.size):
+                return False
+            first = replaceable(self.anc, st.shape, st.allowed, st.up[rows], st.held(rows),
+                                np.full(rows.size, x), mids)
+            best: Optional[Tuple[float, int, int, int, int]] = None   # (dev z, r1, y, r2, z)
+            for j in np.flatnonzero(first.any(axis=0)).tolist():
+                y = int(mids[j])
+                r1 = int(rows[int(np.argmax(first[:, j]))])
+                # y's own PGs: their moves do not depend on r1's (r1 is not on y yet)
+                ys = st.rows(y)
+                if not ys.size or not self._spend(ys.size * into.size):
+                    continue
+                ok = replaceable(self.anc, st.shape, st.allowed, st.up[ys], st.held(ys),
+                                 np.full(ys.size, y), into)
+                if not ok.any():
+                    continue
+                score = np.where(ok, dev[into][None, :], np.inf)
+                i, k = np.unravel_index(int(np.argmin(score)), score.shape)
+                if best is None or score[i, k] < best[0]:
+                    best = (float(score[i, k]), r1, y, int(ys[i]), int(into[k]))
+            if best is None:
+                continue
+            _, r1, y, r2, z = best
+            if not self.affordable(float(st.objects[r1] + st.objects[r2])):
+                self.stopped = True
+                return False
+            return self._apply(st, r1, x, y) and self._apply(st, r2, y, z)
+        return False
+
+    def _regroup(self, st: PoolState, strict: bool = False) -> bool:
+        """Move all of one PG's replicas in a bucket of the rule's first choose type into
+        one such bucket the PG does not use, onto distinct buckets of the next type, as one
+        item list: the only way a PG's set of racks changes when none of its racks has
+        room for a fifth shard (11 shards in 4 racks of 3, or 4 replicas in 2 racks of 2).
+        Each replica alone would break the rule on the way; all together keep it. Made
+        when it lowers the pool's squared deviation; the best pair of buckets found, up to
+        REGROUP_BATCH of its PGs are moved, each checked again as the counts change. True
+        if any was made. Rules of two choose steps only (Ceph drops items on the PGs of
+        longer ones). `strict`: only from OSDs above their share into OSDs below it, so
+        that no move is wasted."""
+        lims = st.shape.limits
+        if len(lims) != 2 or lims[0].type == 0 or self.stopped:
+            return False
+        top = self.anc[lims[0].type]
+        dev = st.level.dev()
+        ids, unit = np.unique(top, return_inverse=True)
+        bdev = np.bincount(unit, weights=dev, minlength=ids.size)
+        if strict:      # buckets a PG or more off their share, most off first
+            xs = _order(bdev, bdev > 1 - EPS)[:REGROUP_WIDTH]
+            ys = _order(-bdev, bdev < -1 + EPS)[:REGROUP_WIDTH]
+        else:           # also those holding an OSD off its share
+            over = np.bincount(unit, weights=st.level.excess(), minlength=ids.size) > 0
+            under = np.bincount(unit, weights=st.level.deficit(), minlength=ids.size) > 0
+            xs = _order(bdev + FIRST * over, (bdev > EPS) | over)[:REGROUP_WIDTH]
+            ys = _order(FIRST * under - bdev, np.ones(ids.size, bool))[:REGROUP_WIDTH]
+        best: Optional[Tuple[float, int, int, np.ndarray, np.ndarray]] = None
+        for x in xs:
+            rows = np.unique(np.concatenate(
+                [st.rows(o) for o in np.flatnonzero(unit == x).tolist()] + [np.zeros(0, np.int64)]))
+            for y in ys:
+                if not rows.size:
+                    continue
+                score = self._group_plan(st, rows, ids[x], unit == y, strict)[0]
+                i = int(np.argmin(score))
+                if score[i] < np.inf and (best is None or score[i] < best[0]):
+                    best = (float(score[i]), int(x), int(y), rows, score)
+        if best is None:
+            return False
+        _, x, y, rows, score = best
+        made = 0
+        # while both buckets are far off, several PGs at once: the search costs more than a move
+        batch = int(max(1, min(bdev[x], -bdev[y], REGROUP_BATCH * 4) // 4))
+        for r in rows[np.argsort(score, kind="stable")][:batch].tolist():
+            # again for this PG alone: the moves before it changed the counts
+            one, inx, cand, pick = self._group_plan(st, np.array([r]), ids[x], unit == y, strict)
+            if one[0] == np.inf:
+                continue
+            src, dst = st.up[r][inx[0]], cand[pick[0]]
+            if not self._apply_all(st, r, list(zip(src.tolist(), dst.tolist()))):
+                break
+            made += 1
+        return made > 0
+
+    def _group_plan(self, st: PoolState, rows: np.ndarray, x_id: int, into: np.ndarray,
+                    strict: bool) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Moving each row's group in bucket `x_id` into the bucket `into`, onto the OSD
+        furthest below its share under each bucket of the rule's second choose type:
+        (per row the squared-deviation change per replica, inf where not allowed or no
+        gain; (R, K) the group's positions in the up set; the candidate OSDs; (R, C) the
+        ones each row takes)."""
+        n = st.level.counts.size
+        dev = st.level.dev()
+        top, low = (self.anc[lim.type] for lim in st.shape.limits)
+        up = st.up[rows]
+        at = np.clip(up, 0, n - 1)
+        real = (up >= 0) & (up < n)
+        inx = real & (top[at] == x_id)
+        m = inx.sum(axis=1)
+        src_dev = np.where(inx, dev[at], np.inf)
+        lose = np.where(inx, 1 - 2 * src_dev, 0.0).sum(axis=1)
+        uses = (real & into[at]).any(axis=1)
+        cand = np.flatnonzero(into & st.allowed & (~strict | (dev < -EPS)))
+        cand = cand[np.argsort(dev[cand], kind="stable")]
+        cand = cand[np.unique(low[cand], return_index=True)[1]]
+        cand = cand[np.argsort(dev[cand], kind="stable")]
+        if not self._spend(rows.size * max(cand.size, 1)):
+            return np.full(rows.size, np.inf), inx, cand, np.zeros((rows.size, cand.size), bool)
+        free = ~(cand[None, :, None] == st.held(rows)[:, None, :]).any(axis=2)    # (R, C)
+        rank = np.cumsum(free, axis=1)
+        pick = free & (rank <= m[:, None])
+        have = rank[:, -1] if cand.size else np.zeros(rows.size, np.int64)
+        gain = lose + np.where(pick, 1 + 2 * dev[cand][None, :], 0.0).sum(axis=1)
+        ok = (~uses & (have >= m) & (m > 0) & (m <= st.shape.limits[0].cap) & (gain < -EPS)
+              & (~strict | (src_dev.min(axis=1) > EPS)))
+        # per replica moved: a group of two that gains as much as one of three is better
+        return np.where(ok, gain / np.maximum(m, 1), np.inf), inx, cand, pick
+
+    # -- across pools ---------------------------------------------------------------------------
+
+    def _fix_total(self) -> None:
+        T = self.total
+        while not self.stopped:
+            made = 0
+            for src in _order(T.dev(), T.excess()):
+                while T.counts[src] > T.hi[src] and self._total_push(src):
+                    made += 1
+            for dst in _order(-T.dev(), T.deficit()):
+                while T.counts[dst] < T.lo[dst] and self._total_pull(dst):
+                    made += 1
+            if made == 0:
+                return
+
+    def _by_pool_dev(self, osd: int) -> List[PoolState]:
+        return sorted(self.states, key=lambda s: -(s.level.counts[osd] - s.level.share[osd]))
+
+    def _total_push(self, src: int) -> bool:
+        """Move one replica off `src`, from the pool most over its share there; every pool
+        stays within floor/ceil of its own share at both ends."""
+        T = self.total
+        for st in self._by_pool_dev(src):
+            L = st.level
+            if L.counts[src] <= L.lo[src]:
+                continue
+            cost = T.dev() - FIRST * T.deficit() + TIE * L.dev()
+            mv = self._push(st, src, (T.counts < T.hi) & (L.counts < L.hi), cost)
+            if mv is not None:
+                return self._apply(st, mv[0], src, mv[1])
+        return False
+
+    def _total_pull(self, dst: int) -> bool:
+        T = self.total
+        for st in reversed(self._by_pool_dev(dst)):
+            L = st.level
+            if L.counts[dst] >= L.hi[dst]:
+                continue
+            pref = T.dev() + FIRST * T.excess() + TIE * L.dev()
+            mv = self._pull(st, dst, (T.counts > T.lo) & (L.counts > L.lo), pref)
+            if mv is not None:
+                return self._apply(st, mv[0], mv[1], dst)
+        return False
+
+    # -- results --------------------------------------------------------------------------------
+
+    def items(self) -> Dict[str, List[Tuple[int, int]]]:
+        """The new full item list of every PG whose up set changed (empty: remove them)."""
+        out: Dict[str, List[Tuple[int, int]]] = {}
+        for st in self.states:
+            changed = np.flatnonzero((st.up != st.start).any(axis=1))
+            for r in changed.tolist():
+                out[f"{st.pool.id}.{r:x}"] = item_pairs(st.raw[r].tolist(), st.up[r].tolist(),
+                                                        st.pool.type == "replicated")
+        return out
+
+    def lower_bound(self) -> int:
+        """Replica moves needed at least: per pool, the replicas above each OSD's ceiling or
+        missing below its floor, whichever is more, summed; or the same for the totals, if
+        that is more (every move fixes at most one unit of each)."""
+        n = self.snap.osds.count
+        pools = sum(Level(up_counts(st.base, n), st.share).bound() for st in self.states)
+        total = Level(sum((up_counts(st.base, n) for st in self.states), np.zeros(n, np.int64)),
+                      self.total.share).bound()
+        return max(pools, total)
+
+    def _repair(self) -> None:
+        """Undo the items of PGs that break their rule's counts (CRUSH's own set keeps them)."""
+        for st in self.states:
+            for r in st.broken.tolist():
+                self._apply_all(st, r, item_pairs(st.up[r].tolist(), st.raw[r].tolist(),
+                                                  st.pool.type == "replicated"))
+            st.base = st.up.copy()
+
+    def begin(self, max_moves: int) -> None:
+        self.left, self.stopped = max_moves, max_moves <= 0
+        self._repair()
+        self.lb = self.lower_bound()
+
+    def balance_counts(self) -> None:
+        for st in self.states:
+            self._fix_pool(st)
+        if len(self.states) > 1:
+            self._fix_total()
+
+    def result(self) -> BalanceResult:
+        moves = int(sum(((st.up != st.start) & (st.start >= 0)).sum() for st in self.states))
+        repairs = int(sum(((st.base != st.start) & (st.start >= 0)).sum() for st in self.states))
+        return BalanceResult(pools=self.states, items=self.items(), moves=moves,
+                             lower_bound=self.lb, notes=self.notes, repairs=repairs)
+
+    def run(self, max_moves: int = 1 << 30) -> BalanceResult:
+        """Balance PG counts with at most `max_moves` replica moves."""
+        self.begin(max_moves)
+        self.balance_counts()
+        return self.result()

@@ -1,0 +1,86 @@
+"""What `drain` empties, and whether the pools' rules can do without it.
+
+`ceph pg-advisor drain osd.N` (or a CRUSH bucket, such as a host) moves every replica off
+those OSDs through pg-upmap-items in throttled balance rounds, before they are marked out:
+the balancer gives them no share and never picks them as a destination (balancer.py), so
+each replica there is an excess the rounds move, under the rule's limits like any move.
+Refused first, with nothing changed: an OSD or bucket that does not exist, one that holds
+no PG, and a drain that would leave a pool's rule too few OSDs or failure domains to place
+all of its replicas (the last host of three for a size-3 pool across hosts).
+"""
+import re
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+
+from ..analysis.legality import ancestors
+from ..crush.placement import Placer
+from ..model.errors import AdvisorError
+from ..model.snapshot import Snapshot
+from .balancer import Balancer, PoolState
+from .report import balance_report
+
+OSD_NAME = re.compile(r"(?:osd\.)?([0-9]{1,9})")
+
+
+def drain_osds(snap: Snapshot, target: str) -> List[int]:
+    """The OSD ids `target` names: osd.N (or N), or every OSD under a CRUSH bucket."""
+    name = target.strip()
+    m = OSD_NAME.fullmatch(name)
+    o = snap.osds
+    if m:
+        osd = int(m.group(1))
+        if osd >= o.count or not o.exists[osd]:
+            raise AdvisorError.not_found(f"osd.{osd} does not exist")
+        return [osd]
+    bucket = next((b for b in snap.buckets.values() if b.name == name and not b.is_shadow), None)
+    if bucket is None:
+        raise AdvisorError.not_found(f"'{name[:80]}' is neither an OSD (osd.N) nor a CRUSH bucket")
+    under = ancestors(snap).get(bucket.type_id)
+    osds = np.flatnonzero((under == bucket.id) & o.exists).tolist() if under is not None else []
+    if not osds:
+        raise AdvisorError.invalid(f"bucket {name} holds no OSD")
+    return [int(x) for x in osds]
+
+
+def describe(osds: List[int]) -> str:
+    if len(osds) == 1:
+        return f"osd.{osds[0]}"
+    names = ", ".join(f"osd.{x}" for x in osds[:8])
+    return f"{len(osds)} OSDs ({names}{', ...' if len(osds) > 8 else ''})"
+
+
+def touched_pools(b: Balancer, osds: List[int]) -> List[PoolState]:
+    """The pools with replicas on `osds`, each checked to have room for all its replicas
+    without them; AdvisorError (EINVAL) otherwise."""
+    what = describe(osds)
+    touched = [st for st in b.states if int(st.level.counts[osds].sum()) > 0]
+    if not touched:
+        raise AdvisorError.invalid(f"{what} holds no PG: nothing to drain")
+    for st in touched:
+        placed = int(st.level.counts.sum())
+        room = float(st.share.sum())
+        if room < placed - 0.5:
+            rule = b.snap.rules[st.pool.crush_rule].name
+            raise AdvisorError.invalid(
+                f"not draining {what}: without it pool {st.pool.name}'s rule '{rule}' can place "
+                f"{room:.0f} of the pool's {placed} replicas (too few OSDs or failure domains "
+                f"would be left for size {st.pool.size})")
+    return touched
+
+
+def drain_report(snap: Snapshot, target: str) -> Dict[str, Any]:
+    """What draining `target` would move (every round of it at once), checked first."""
+    return drain_plan(snap, target)[0]
+
+
+def drain_plan(snap: Snapshot, target: str) -> Tuple[Dict[str, Any], List[PoolState]]:
+    osds = drain_osds(snap, target)
+    placer = Placer(snap)        # CRUSH over every pool once, for the check and the moves
+    touched = touched_pools(Balancer(snap, placer, drain=osds), osds)
+    names = [st.pool.name for st in touched]
+    r = balance_report(snap, names, 1 << 20, "pgs", placer=placer, drain=osds)
+    return {"osds": osds, "pools": names,
+            "replicas": int(sum(st.level.counts[osds].sum() for st in touched)),
+            "moves": r["moves"], "items": r["items"], "notes": r["notes"], "uneven": r["uneven"],
+            "dry_run": True}, touched

@@ -1,0 +1,189 @@
+"""Bytes mode: once the counts are balanced, even out how full the OSDs are.
+
+Fullness is the bytes of the PG replicas on an OSD (an EC shard holds 1/k of its PG)
+over the OSD's size (from the OSD stats; its CRUSH weight when sizes are unknown). Counts
+stay within floor/ceil of their shares, per pool and in total: a replica moves alone only
+where both ends have room; otherwise two PGs of one pool swap places between a fuller
+and an emptier OSD, the bigger going down. The fullest OSD comes down, or the emptiest
+goes up, by at least `min_gain` x the mean fullness per move, or nothing is done: PGs of
+nearly equal size are not shuffled for nothing.
+"""
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..analysis.legality import replaceable
+from .balancer import Balancer, PoolState
+
+CANDIDATES = 32     # partner OSDs examined per step, the most promising first
+SWAP_CANDIDATES = 8
+
+
+class Move:
+    """A single move (b is None) or a swap: (row, from, to) for each half."""
+
+    def __init__(self, gain: float, st: PoolState, a: Tuple[int, int, int],
+                 b: Optional[Tuple[int, int, int]] = None) -> None:
+        self.gain, self.st, self.a, self.b = gain, st, a, b
+
+    @property
+    def moves(self) -> int:
+        return 1 if self.b is None else 2
+
+    def per_move(self) -> float:
+        return self.gain / self.moves
+
+
+def capacity(b: Balancer) -> Tuple[np.ndarray, np.ndarray, str]:
+    """(OSDs any balanced pool may use, their sizes, the basis): all in one unit, their
+    sizes if all are known, else CRUSH weights."""
+    n = b.snap.osds.count
+    considered = np.zeros(n, bool)
+    for st in b.states:
+        considered |= st.allowed
+    o = b.snap.osds
+    sized = bool((o.bytes_total[considered] > 0).all())
+    cap = np.where(considered, o.bytes_total if sized else o.crush_weight, 1.0).astype(float)
+    cap[cap <= 0] = 1.0
+    return considered, cap, "osd size" if sized else "crush weight"
+
+
+def used_bytes(b: Balancer, start: bool = False) -> np.ndarray:
+    """Bytes of PG replicas per OSD, now (as proposed) or before balancing."""
+    n = b.snap.osds.count
+    used = np.zeros(n)
+    for st in b.states:
+        up = st.start if start else st.up
+        ok = (up >= 0) & (up < n)
+        used += np.bincount(up[ok], weights=np.broadcast_to(st.bytes[:, None], up.shape)[ok],
+                            minlength=n)
+    return used
+
+
+def fullness(b: Balancer, start: bool = False) -> Dict[str, Any]:
+    """How full the fullest and emptiest OSDs are, against the mean (and of their size)."""
+    considered, cap, basis = capacity(b)
+    used = used_bytes(b, start)
+    if not considered.any() or used[considered].sum() <= 0:
+        return {"basis": basis, "max_ratio": None, "min_ratio": None, "max_used": None,
+                "min_used": None}
+    u = used[considered] / cap[considered]
+    mean = used[considered].sum() / cap[considered].sum()
+    sized = basis == "osd size"
+    return {"basis": basis, "max_ratio": round(float(u.max() / mean), 6),
+            "min_ratio": round(float(u.min() / mean), 6),
+            "max_used": round(float(u.max()), 6) if sized else None,
+            "min_used": round(float(u.min()), 6) if sized else None}
+
+
+class ByteEvener:
+    def __init__(self, b: Balancer, min_gain: float) -> None:
+        self.b = b
+        self.considered, self.cap, _ = capacity(b)
+        self.used = used_bytes(b)
+        total = self.used[self.considered].sum()
+        self.mean = total / self.cap[self.considered].sum() if self.considered.any() else 0.0
+        self.min_gain = min_gain * self.mean
+        # a hard stop besides the gain: each step moves the extremes strictly inwards
+        self.steps_left = 20 * int(self.considered.sum()) + 100
+
+    def util(self) -> np.ndarray:
+        return np.where(self.considered, self.used / self.cap, np.nan)
+
+    # -- candidate steps ------------------------------------------------------------------------
+
+    def _gain(self, us: np.ndarray, ud: np.ndarray, u: np.ndarray, s: int, d: np.ndarray,
+              down: bool) -> np.ndarray:
+        """How far the pair's fuller end comes down (down) or its emptier end goes up."""
+        if down:
+            return u[s] - np.maximum(us, ud)
+        return np.minimum(us, ud) - u[d]
+
+    def _moves(self, st: PoolState, s: int, ds: np.ndarray, u: np.ndarray,
+               down: bool) -> Optional[Move]:
+        L, T = st.level, self.b.total
+        if L.counts[s] <= L.lo[s] or T.counts[s] <= T.lo[s]:
+            return None
+        ds = ds[(L.counts[ds] < L.hi[ds]) & (T.counts[ds] < T.hi[ds]) & st.allowed[ds]]
+        rows = st.rows(s)
+        if not ds.size or not rows.size:
+            return None
+        ok = replaceable(self.b.anc, st.shape, st.allowed, st.up[rows], st.held(rows),
+                         np.full(rows.size, s), ds)
+        delta = st.bytes[rows][:, None]
+        g = self._gain(u[s] - delta / self.cap[s], u[ds][None, :] + delta / self.cap[ds][None, :],
+                       u, s, ds[None, :], down)
+        g = np.where(ok, g, -np.inf)
+        r, c = np.unravel_index(int(np.argmax(g)), g.shape)
+        return Move(float(g[r, c]), st, (int(rows[r]), s, int(ds[c])))
+
+    def _swaps(self, st: PoolState, s: int, ds: np.ndarray, u: np.ndarray,
+               down: bool) -> Optional[Move]:
+        best: Optional[Move] = None
+        rows_s = st.rows(s)
+        if not rows_s.size:
+            return None
+        for d in ds[st.allowed[ds]].tolist():
+            rows_d = st.rows(d)
+            if not rows_d.size:
+                continue
+            a = rows_s[replaceable(self.b.anc, st.shape, st.allowed, st.up[rows_s], st.held(rows_s),
+                                   np.full(rows_s.size, s), np.array([d]))[:, 0]]
+            z = rows_d[replaceable(self.b.anc, st.shape, st.allowed, st.up[rows_d], st.held(rows_d),
+                                   np.full(rows_d.size, d), np.array([s]))[:, 0]]
+            if not a.size or not z.size:
+                continue
+            delta = st.bytes[a][:, None] - st.bytes[z][None, :]
+            g = self._gain(u[s] - delta / self.cap[s], u[d] + delta / self.cap[d], u, s,
+                           np.array(d), down)
+            g = np.where(delta > 0, g, -np.inf)
+            i, j = np.unravel_index(int(np.argmax(g)), g.shape)
+            if np.isfinite(g[i, j]) and (best is None or g[i, j] > best.gain):
+                best = Move(float(g[i, j]), st, (int(a[i]), s, d), (int(z[j]), d, s))
+        return best
+
+    def _best(self, s: int, ds: np.ndarray, u: np.ndarray, down: bool) -> Optional[Move]:
+        """The step between fuller `s` and the emptier `ds` with the most gain per move."""
+        found: List[Move] = []
+        for st in self.b.states:
+            for step in (self._moves(st, s, ds, u, down),
+                         self._swaps(st, s, ds[:SWAP_CANDIDATES], u, down)
+                         if self.b.left >= 2 else None):
+                if step is not None and step.per_move() >= self.min_gain:
+                    found.append(step)
+        return max(found, key=Move.per_move) if found else None
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def _apply(self, step: Move) -> bool:
+        b, st = self.b, step.st
+        halves = [h for h in (step.a, step.b) if h is not None]
+        if not b.affordable(sum(float(st.objects[r]) for r, _, _ in halves)):
+            b.stopped = True
+            return False
+        for row, frm, to in halves:
+            b._apply(st, row, frm, to)
+            self.used[frm] -= st.bytes[row]
+            self.used[to] += st.bytes[row]
+        return True
+
+    def step(self) -> bool:
+        """One step off the fullest OSD, or onto the emptiest: True if made."""
+        u = self.util()
+        live = np.flatnonzero(self.considered)
+        if live.size < 2:
+            return False
+        order = live[np.argsort(u[live], kind="stable")]
+        full, empty = int(order[-1]), int(order[0])
+        down = self._best(full, order[:CANDIDATES], u, True)
+        up = None
+        for s in order[::-1][:SWAP_CANDIDATES].tolist():   # who can feed the emptiest
+            cand = self._best(s, np.array([empty]), u, False)
+            if cand is not None and (up is None or cand.per_move() > up.per_move()):
+                up = cand
+        picks = [x for x in (down, up) if x is not None]
+        return bool(picks) and self._apply(max(picks, key=Move.per_move))
+
+    def run(self) -> None:
+        while self.mean > 0 and not self.b.stopped and self.steps_left > 0 and self.step():
+            self.steps_left -= 1

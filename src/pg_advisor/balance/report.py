@@ -1,0 +1,143 @@
+"""The balancer's reports: the distribution now (eval), a proposal (balance), its commands."""
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..crush.placement import Placer
+from ..model.distribution import spread, up_counts
+from ..model.distribution import object_copies
+from ..model.errors import AdvisorError
+from ..model.snapshot import Snapshot
+from .balancer import Balancer, PoolState
+from .evener import ByteEvener, fullness
+
+MODES = ("pgs", "bytes")
+
+
+def _spreads(states: List[PoolState], use_start: bool) -> Dict[str, Any]:
+    n = states[0].share.shape[0] if states else 0
+    tot, share = np.zeros(n), np.zeros(n)
+    pools: List[Dict[str, Any]] = []
+    for st in states:
+        c = up_counts(st.start if use_start else st.up, n)
+        pools.append({"pool": st.pool.name, **spread(c, st.share).as_dict(),
+                      "rule_limit": rule_limit(st)[0]})
+        tot += c
+        share += st.share
+    return {"pools": pools, "total": spread(tot, share).as_dict() if states else None}
+
+
+def rule_limit(st: PoolState) -> Tuple[float, int]:
+    """(how far the rule's share is from a weight-proportional one at most: no placement
+    the rule allows gets nearer; the OSD where it is)."""
+    gap = np.abs(st.share - st.by_weight)
+    o = int(np.argmax(gap)) if gap.size else 0
+    return (round(float(gap[o]), 2) if gap.size else 0.0), o
+
+
+def rule_limit_notes(states: List[PoolState]) -> List[str]:
+    out = []
+    for st in states:
+        gap, o = rule_limit(st)
+        if gap >= 1:
+            out.append(f"pool {st.pool.name}: its rule allows no placement nearer than {gap:.1f} "
+                       f"PGs to a share by weight alone (osd.{o}: {st.by_weight[o]:.1f} by weight, "
+                       f"{st.share[o]:.1f} under the counts its choose steps allow each bucket): "
+                       f"the shares here are what the rule allows")
+    return out
+
+
+def uneven_osd(st: PoolState) -> str:
+    """The OSD furthest off the pool's share, as a sentence."""
+    dev = st.level.dev()
+    o = int(np.argmax(np.abs(dev)))
+    return (f"osd.{o} holds {int(st.level.counts[o])} PGs of pool {st.pool.name}, "
+            f"its share is {st.share[o]:.2f}")
+
+
+def commands(items: Dict[str, List[Tuple[int, int]]]) -> List[str]:
+    """The `ceph` commands that set the items, as `osdmaptool --upmap` writes them."""
+    out = []
+    for pgid, pairs in sorted(items.items(), key=lambda kv: tuple(int(x, 16) for x in kv[0].split("."))):
+        if pairs:
+            out.append(f"ceph osd pg-upmap-items {pgid} " + " ".join(f"{a} {b}" for a, b in pairs))
+        else:
+            out.append(f"ceph osd rm-pg-upmap-items {pgid}")
+    return out
+
+
+def mon_commands(items: Dict[str, List[Tuple[int, int]]]) -> List[Dict[str, Any]]:
+    """The same as mon commands (JSON), one per PG."""
+    return [{"prefix": "osd pg-upmap-items", "pgid": pgid, "id": [x for p in pairs for x in p]}
+            if pairs else {"prefix": "osd rm-pg-upmap-items", "pgid": pgid}
+            for pgid, pairs in items.items()]
+
+
+def unkept(items: Mapping[str, Sequence[Sequence[int]]],
+           kept: Mapping[str, Sequence[Sequence[int]]]) -> List[str]:
+    """The PGs whose items the map does not show as set (for [], as removed): the mon
+    acknowledges an item that breaks the rule and drops it later, so every setter checks."""
+    return [pgid for pgid, pairs in items.items()
+            if [tuple(p) for p in kept.get(pgid, ())] != [tuple(p) for p in pairs]]
+
+
+def eval_report(snap: Snapshot, pools: Optional[List[str]] = None,
+                placer: Optional[Placer] = None) -> Dict[str, Any]:
+    """The distribution now; score: the largest deviation from a share (<= 1 is the limit)."""
+    for name in pools or []:
+        snap.pool_by_name(name)
+    b = Balancer(snap, placer, pools)
+    now = _spreads(b.states, True)
+    devs = [p["max_deviation"] for p in now["pools"]]
+    if now["total"] is not None:
+        devs.append(now["total"]["max_deviation"])
+    return {"epoch": snap.epoch, "score": max(devs, default=0.0), "distribution": now,
+            "fullness": fullness(b, start=True) if snap.pgs is not None else None,
+            "upmap_items": len(snap.pg_upmap_items), "notes": b.notes + rule_limit_notes(b.states)}
+
+
+def misplaced_copies(snap: Snapshot, ratio: float) -> Optional[float]:
+    """Object copies a round may misplace: ratio x all copies, less what is misplaced now."""
+    if snap.pgs is None:
+        return None
+    return max(ratio * object_copies(snap) - snap.misplaced_objects, 0.0)
+
+
+def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 1 << 20,
+                   mode: str = "bytes", placer: Optional[Placer] = None,
+                   copies_max: Optional[float] = None, min_gain: float = 0.005,
+                   drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None) -> Dict[str, Any]:
+    """Balance PG counts (per pool, then in total), then in bytes mode how full the OSDs
+    are, with at most `max_items` replica moves; the OSDs in `drain` are emptied."""
+    if mode not in MODES:
+        raise AdvisorError.invalid(f"mode '{mode}' is not one of {', '.join(MODES)}")
+    if max_items < 1:
+        raise AdvisorError.invalid(f"--max-items must be at least 1, not {max_items}")
+    for name in pools or []:
+        snap.pool_by_name(name)
+    b = Balancer(snap, placer, pools, copies_max, drain, osd_room)
+    b.begin(max_items)
+    b.balance_counts()
+    bytes_mode = mode == "bytes" and snap.pgs is not None
+    if mode == "bytes" and not bytes_mode:
+        b.notes.append("bytes mode needs PG stats (offline: --pg-dump): PG counts balanced only")
+    if bytes_mode:
+        ByteEvener(b, min_gain).run()
+    res = b.result()
+    return {
+        "epoch": snap.epoch, "mode": mode,
+        "commands": commands(res.items),
+        "items": {k: [list(p) for p in v] for k, v in sorted(res.items.items())},
+        "before": _spreads(res.pools, True), "after": _spreads(res.pools, False),
+        "fullness": ({"before": fullness(b, start=True), "after": fullness(b)}
+                     if snap.pgs is not None else None),
+        "moves": res.moves, "lower_bound": res.lower_bound, "repairs": res.repairs,
+        "notes": res.notes + rule_limit_notes(res.pools),
+        # pools with an OSD more than a PG off its share even after these items
+        "uneven": {st.pool.name: uneven_osd(st) for st in res.pools if not st.level.clear()},
+        "objects_misplaced": int(b.misplaced) if copies_max is not None else None,
+        # the misplaced budget or an OSD's backfill room, not the lack of a useful move,
+        # ended the proposal
+        "throttled": bool((copies_max is not None or b.room_stopped) and b.stopped
+                          and b.left > 0 and not b.work_stopped),
+    }

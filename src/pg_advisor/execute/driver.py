@@ -1,0 +1,345 @@
+"""What the module runs in the background and for `apply`: plans from the sizing advice
+or an operator's target, the executor's ticks, its health checks and progress event.
+
+No mgr calls here: the module hands in a snapshot, the options, and functions to send a
+mon command and to read and write the mgr store.
+"""
+import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ..analysis.plan import plan_report
+from ..balance.drain import describe, drain_plan
+from ..balance.remapped import Pins, pin_remapped, pins_report
+from ..balance.report import balance_report, mon_commands
+from ..model.distribution import object_copies
+from ..model.errors import AdvisorError
+from ..model.limits import check_pg_num
+from ..model.options import Options
+from ..model.snapshot import Snapshot
+from ..sizing.sizer import Sizer
+from .executor import Burst, Executor, Pacing, Send, check_pacing
+from .gates import misplaced_ratio
+from .plan_store import PlanStore
+from .priming import PRIME_BATCH
+from .steps import PlanStep, StepPlanner, Throttles, balance_step
+
+AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a new plan
+
+
+def misplaced_max(opts: Options, cluster_ratio: float) -> float:
+    """Option misplaced_budget, or the cluster's target_max_misplaced_ratio when it is 0."""
+    return float(opts.misplaced_budget) or cluster_ratio
+
+
+def pacing(opts: Options, cluster_ratio: float, balancer_active: bool = False) -> Pacing:
+    p = Pacing(misplaced_max=misplaced_max(opts, cluster_ratio), interval=float(opts.step_interval),
+               window_begin=str(opts.window_begin), window_end=str(opts.window_end),
+               window_days=str(opts.window_days), balancer_active=balancer_active,
+               balance_mode=str(opts.balance_mode), max_backfills=int(opts.max_backfills_per_osd),
+               prime=bool(opts.prime_pg_temp))
+    check_pacing(p)
+    return p
+
+
+def throttles(opts: Options, cluster_ratio: float) -> Throttles:
+    return Throttles(misplaced_max=misplaced_max(opts, cluster_ratio),
+                     max_splitting=int(opts.max_pgs_splitting),
+                     max_backfills_per_osd=int(opts.max_backfills_per_osd),
+                     pin=bool(opts.split_pinning))
+
+
+class Driver:
+    def __init__(self, load: Callable[[str], Optional[str]],
+                 store: Callable[[str, Optional[str]], None], now: float) -> None:
+        self.store = PlanStore(load, store)
+        state, history = self.store.read(now)      # never raises: what is unreadable is reported
+        self.executor = Executor(state, history, self.store.write)
+        self.lock = threading.Lock()     # commands and the serve loop share the executor
+        self._next_balance_check = 0.0
+        self.error: Optional[str] = None  # why the last tick could not run (e.g. a bad option)
+        self._pinned_at = -1
+        self._unpinnable = (-1, 0.0)     # (epoch, until when) pin_remapped found nothing to pin
+
+    def _check_store(self) -> None:
+        if self.store.error:
+            raise AdvisorError.busy(self.store.error)
+
+    def check_idle(self, what: str) -> None:
+        """Refuse `what` (EBUSY) while a plan is open: its pins and rounds own the upmap
+        items, and a manual round would overwrite them."""
+        self._check_store()
+        st = self.executor.state
+        if self.executor.open and st is not None:
+            raise AdvisorError.busy(f"not {what}: plan {st.id} is {st.status} and owns the "
+                                    f"pool's upmap items; let it finish or `ceph pg-advisor abort` it")
+
+    # -- planning -------------------------------------------------------------------------------
+
+    def targets(self, snap: Snapshot, opts: Options, balanced: bool, pool: Optional[str],
+                pg_num: Optional[int]) -> Dict[str, int]:
+        """pool -> pg_num to reach: the operator's, or the sizing advice (shrinks first)."""
+        if pg_num is not None and pool is None:
+            raise AdvisorError.invalid("--pg-num needs --pool")
+        if pool is not None:
+            p = snap.pool_by_name(pool)
+            if p.autoscale_mode == "on":
+                raise AdvisorError.busy(f"pool {pool}: pg_autoscaler manages it (pg_autoscale_mode "
+                                        f"on); set it off to hand the pool to pg_advisor")
+        if pg_num is not None:
+            return {str(pool): int(pg_num)}
+        steps = plan_report(snap, opts, balanced)["steps"]
+        return {s["pool"]: s["pg_num"][1] for s in steps if pool is None or s["pool"] == pool}
+
+    def plan(self, snap: Snapshot, opts: Options, cluster_ratio: float,
+             targets: Dict[str, int]) -> List[PlanStep]:
+        planner = StepPlanner(snap, throttles(opts, cluster_ratio))
+        steps: List[PlanStep] = []
+        for name, target in targets.items():
+            pool = snap.pool_by_name(name)
+            check_pg_num(snap, pool, target)      # the mon's bounds first: they cost nothing
+            if target == pool.pg_num_target:
+                raise AdvisorError.invalid(f"pool {name} already has pg_num {target}")
+            self._check_limit(snap, opts, name, target)
+            steps.extend(planner.plan(pool, target))
+        return steps
+
+    @staticmethod
+    def _check_limit(snap: Snapshot, opts: Options, name: str, target: int) -> None:
+        """Refuse a target that would put more PGs on an OSD than the mon allows."""
+        sizer = Sizer(snap, opts)
+        pg = {p.id: (target if p.name == name else p.pg_num_target) for p in snap.pools}
+        most = int(sizer.totals(pg).max(initial=0))
+        if most > snap.mon_max_pg_per_osd:
+            raise AdvisorError.invalid(
+                f"pg_num {target} for pool {name} would put up to {most} PGs on an OSD, over "
+                f"mon_max_pg_per_osd {snap.mon_max_pg_per_osd}")
+
+    def apply(self, snap: Snapshot, opts: Options, cluster_ratio: float, balanced: bool,
+              pool: Optional[str], pg_num: Optional[int], dry_run: bool, now: float) -> Dict[str, Any]:
+        with self.lock:
+            if not dry_run:
+                self._check_store()
+            if not dry_run:
+                self.executor.check_free()      # before any work: start() would refuse it too
+            pacing(opts, cluster_ratio)        # a malformed window is refused now
+            targets = self.targets(snap, opts, balanced, pool, pg_num)
+            if not targets:
+                raise AdvisorError.invalid("nothing to apply: pg_num is where pg_advisor recommends"
+                                           + (f" for pool {pool}" if pool else ""))
+            steps = self.plan(snap, opts, cluster_ratio, targets)
+            pools = [snap.pool_by_name(n) for n in targets]
+            out: Dict[str, Any] = {"dry_run": dry_run, "targets": targets,
+                                   "steps": [dict(s.to_json(), description=s.describe()) for s in steps]}
+            if not dry_run:
+                out["plan"] = self.executor.start(steps, pools, "apply", now).id
+            return out
+
+    def pin_remapped(self, snap: Snapshot, opts: Options, cluster_ratio: float, dry_run: bool,
+                     burst: Burst, now: float, balancer_active: bool = False) -> Dict[str, Any]:
+        """Pin every remapped PG onto the OSDs with its data (balance/remapped.py), then start the
+        drain: balance rounds over every pool, within the budget, until each is even."""
+        with self.lock:
+            pins = pin_remapped(snap)
+            if dry_run:
+                return dict(pins_report(snap, pins), dry_run=True)
+            self.check_idle("pinning")
+            if balancer_active:
+                raise AdvisorError.busy("not pinning: the built-in balancer is active and would undo "
+                                        "the pins (`ceph balancer off` hands balancing over)")
+            # no flag holds the pins back: they stop data moving (with norebalance set while
+            # OSDs are added, as operators do, they are the point); the drain waits for flags
+            pacing(opts, cluster_ratio)       # a malformed window is refused before anything is set
+            return self._pin(snap, pins, burst, "pin-remapped", now)
+
+    def _pin(self, snap: Snapshot, pins: Pins, burst: Burst, source: str, now: float) -> Dict[str, Any]:
+        """Set the pins in small bursts, then start the drain plan."""
+        out = dict(pins_report(snap, pins), dry_run=False)
+        cmds = mon_commands(pins.items)
+        answers: List[Tuple[int, str]] = []
+        for i in range(0, len(cmds), PRIME_BATCH):    # a thread a command: small bursts
+            answers += burst(cmds[i:i + PRIME_BATCH])
+        failed = [f"{c['pgid']}: {err.strip() or f'error {rc}'}"
+                  for c, (rc, err) in zip(cmds, answers) if rc != 0]
+        out["failed"] = failed
+        done = {k for k in pins.items} - {f.split(":")[0] for f in failed}
+        if not done:
+            return out
+        # every pool: the drain evens each pool and their total, as `balance` does (a pool not
+        # pinned may be uneven too: an empty PG is on its new OSDs within a second)
+        pools = list(snap.pools)
+        copies = object_copies(snap)
+        # each round spans all the plan's pools; the budget, not a count, bounds it
+        shards = max(16, sum(max(len(pins.items[k]), 1) for k in done))
+        steps = [balance_step(p, p.pg_num, p.pgp_num, shards, copies) for p in pools]
+        st = self.executor.start(steps, pools, source, now, hold=True)
+        out["plan"] = st.id
+        # what PG_ADVISOR_PINNED counts down as the drain takes the items out (a PG pinned
+        # by removing its items has none to count)
+        st.pins = {k: [list(p) for p in pins.items[k]] for k in sorted(done) if pins.items[k]}
+        st.pins_left = len(st.pins)
+        self._pinned_at = snap.epoch     # maps up to this one do not show the pins yet
+        self.executor._log(now, "pin", f"{len(done)} remapped PGs pinned onto their data"
+                           + (f", {len(failed)} refused" if failed else ""))
+        self.executor.save()
+        return out
+
+    def drain(self, snap: Snapshot, opts: Options, cluster_ratio: float, target: str, dry_run: bool,
+              now: float, balancer_active: bool = False) -> Dict[str, Any]:
+        """Empty the OSDs `target` names (balance/drain.py) in balance rounds within the budget."""
+        with self.lock:
+            out, touched = drain_plan(snap, target)
+            osds = out["osds"]
+            out["dry_run"] = dry_run
+            if dry_run:
+                return out
+            self.check_idle("draining")
+            if balancer_active:
+                raise AdvisorError.busy("not draining: the built-in balancer is active and would move "
+                                        "PGs back (`ceph balancer off` hands balancing over)")
+            pacing(opts, cluster_ratio)
+            copies = object_copies(snap)
+            shards = max(16, out["replicas"])      # a round spans the plan's pools
+            steps = [balance_step(t.pool, t.pool.pg_num, t.pool.pgp_num, shards, copies) for t in touched]
+            plan = self.executor.start(steps, [t.pool for t in touched], "drain", now, drain=osds)
+            what = f"{describe(osds)}: {out['replicas']} replicas in {len(touched)} pools to move"
+            self.executor._log(now, "drain", what)
+            self.executor.save()
+            out["plan"] = plan.id
+            return out
+
+    def abort(self, snap: Snapshot, send: Send, now: float) -> str:
+        """End the plan; or forget a stored plan that could not be read."""
+        with self.lock:
+            if self.store.error:
+                why = self.store.error
+                self.store.clear()
+                self.error = None
+                self.executor.state = None
+                self.executor._log(now, "abort", f"cleared a stored plan that could not be read: {why}")
+                self.executor.save()
+                return "cleared the stored plan that could not be read (a copy is kept in exec_corrupt)"
+            return self.executor.abort(snap, send, now)
+
+    # -- the background -------------------------------------------------------------------------
+
+    def tick(self, snap: Snapshot, opts: Options, cluster_ratio: float, balanced: bool,
+             send: Send, now: float, burst: Optional[Burst] = None,
+             balancer_active: bool = False) -> None:
+        try:
+            self._tick(snap, opts, cluster_ratio, balanced, send, now, burst, balancer_active)
+            self.error = None
+        except AdvisorError as e:
+            self.error = e.message
+            raise
+
+    def _tick(self, snap: Snapshot, opts: Options, cluster_ratio: float, balanced: bool,
+              send: Send, now: float, burst: Optional[Burst], balancer_active: bool) -> None:
+        with self.lock:
+            self._check_store()
+            ex = self.executor
+            if (not ex.open and opts.mode == "auto" and opts.pin_on_change and not balancer_active
+                    and self._auto_may_start(now)
+                    and misplaced_ratio(snap) > misplaced_max(opts, cluster_ratio)):
+                # an OSDMap change remapped more than the budget: pin it, then drain it. When
+                # nothing is pinnable (e.g. only degraded PGs remapped) CRUSH is not rerun every
+                # poll: only on a new map, or after sleep_interval (recovery ends without one)
+                if snap.epoch != self._unpinnable[0] or now >= self._unpinnable[1]:
+                    pins = pin_remapped(snap)
+                    if pins.items:
+                        self._pin(snap, pins, burst or (lambda cmds: [send(c) for c in cmds]), "auto", now)
+                    else:
+                        self._unpinnable = (snap.epoch, now + float(opts.sleep_interval))
+            if not ex.open and opts.mode == "auto" and self._auto_may_start(now):
+                targets = self.targets(snap, opts, balanced, None, None)
+                targets = {k: v for k, v in targets.items()
+                           if snap.pool_by_name(k).pg_num == snap.pool_by_name(k).pg_num_target}
+                if targets:
+                    steps = self.plan(snap, opts, cluster_ratio, targets)
+                    ex.start(steps, [snap.pool_by_name(n) for n in targets], "auto", now)
+                elif not balancer_active and now >= self._next_balance_check:
+                    self._next_balance_check = now + float(opts.sleep_interval)
+                    self._start_balancing(snap, opts, now)
+            if ex.active:
+                ex.tick(snap, pacing(opts, cluster_ratio, balancer_active), send, now, burst)
+            self._count_pins(snap)
+
+    def _count_pins(self, snap: Snapshot) -> None:
+        """How many of the plan's pins the map still has (a PG counts while any of its pin
+        items is there)."""
+        st = self.executor.state
+        if st is None or not st.pins or not self.executor.open or snap.epoch <= self._pinned_at:
+            return
+        left = sum(1 for pgid, pairs in st.pins.items()
+                   if {tuple(p) for p in pairs} & set(snap.pg_upmap_items.get(pgid, ())))
+        if left != st.pins_left:
+            st.pins_left = left
+            self.executor.save()
+
+    def _start_balancing(self, snap: Snapshot, opts: Options, now: float) -> None:
+        """Auto mode with no pg_num change due: a plan of balance rounds for the pools the
+        balancer would change (none: no plan)."""
+        r = balance_report(snap, None, 1 << 20, str(opts.balance_mode), min_gain=float(opts.balance_min_gain))
+        shards: Dict[int, int] = {}
+        for pgid, pairs in r["items"].items():   # a PG's items changed: at least one shard moves
+            pid = int(pgid.split(".")[0])
+            shards[pid] = shards.get(pid, 0) + max(len(pairs), 1)
+        pools = [p for p in snap.pools if p.id in shards]
+        if pools:
+            copies = object_copies(snap)
+            steps = [balance_step(p, p.pg_num, p.pgp_num, shards[p.id], copies) for p in pools]
+            self.executor.start(steps, pools, "auto", now)
+
+    def _auto_may_start(self, now: float) -> bool:
+        aborts = [h["time"] for h in self.executor.history if h["event"] == "abort"]
+        return not aborts or now - aborts[-1] > AUTO_COOLDOWN
+
+    def health(self) -> Dict[str, Dict[str, Any]]:
+        st = self.executor.state
+        checks: Dict[str, Dict[str, Any]] = {}
+        if self.store.error and self.store.error != self.error:
+            checks["PG_ADVISOR_PLAN_ERROR"] = {
+                "severity": "warning", "count": 1, "detail": [self.store.error],
+                "summary": f"pg_advisor cannot advance or start a plan: {self.store.error}"}
+        elif self.error:
+            checks["PG_ADVISOR_PLAN_ERROR"] = {
+                "severity": "warning", "count": 1, "detail": [self.error],
+                "summary": f"pg_advisor cannot advance or start a plan: {self.error}"}
+        if st is None or st.status not in ("running", "paused", "failed", "stopped"):
+            return checks
+        if st.pins_left and st.status != "failed":
+            checks["PG_ADVISOR_PINNED"] = {
+                "severity": "warning", "count": st.pins_left,
+                "detail": [f"plan {st.id} ({st.status}): {st.pins_left} of {len(st.pins)} "
+                           f"PGs pinned by pin-remapped still hold their items"],
+                "summary": f"pg_advisor: {st.pins_left} PGs pinned onto their old OSDs wait for the "
+                           f"drain (`ceph pg-advisor progress`)"}
+        if st.status == "stopped":
+            checks["PG_ADVISOR_PLAN_STOPPED"] = {
+                "severity": "warning", "count": 1, "detail": [st.stopped_why],
+                "summary": f"pg_advisor plan {st.id} stopped: {st.stopped_why}; "
+                           f"`ceph pg-advisor abort` ends it"}
+            return checks
+        if st.status == "running" and st.blockers:
+            checks["PG_ADVISOR_BLOCKED"] = {
+                "severity": "warning", "count": len(st.blockers), "detail": st.blockers,
+                "summary": f"pg_advisor plan {st.id} is blocked: {st.blockers[0]}"}
+            conflicts = st.conflicts
+            if conflicts:    # the other party is named, so the operator can choose
+                checks["PG_ADVISOR_CONFLICT"] = {
+                    "severity": "warning", "count": len(conflicts), "detail": conflicts,
+                    "summary": f"pg_advisor does not fight Ceph: {conflicts[0]}"}
+        if st.last_error:
+            checks["PG_ADVISOR_STEP_FAILED"] = {
+                "severity": "warning", "count": 1, "detail": [st.last_error],
+                "summary": f"pg_advisor plan {st.id} step {st.next + 1} failed "
+                           f"{st.attempts} time(s); retrying" if st.status != "failed"
+                           else f"pg_advisor plan {st.id} failed: {st.last_error}"}
+        return checks
+
+    def progress(self) -> Optional[Tuple[str, str, float, str]]:
+        """(event id, message, fraction, plan status) of the current or last plan."""
+        st = self.executor.state
+        if st is None:
+            return None
+        frac, msg = self.executor.progress()
+        return f"pg_advisor-{st.id}", msg, frac, st.status

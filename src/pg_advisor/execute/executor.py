@@ -1,0 +1,646 @@
+"""Drive a plan of steps against the cluster, tick by tick, and survive faults.
+
+Each tick: if the step in flight is done (the pool's actual pg_num and pgp_num are the
+step's), advance; otherwise, if nothing blocks the next step and the pacing allows it,
+issue it. The state is saved before a step is sent ("issuing") and after ("issued"), so
+a new mgr resumes where the old one stopped: a step found "issuing" is sent again only if
+the cluster does not show it yet (the commands set targets, so a resend is harmless, and
+the history records each step once). A command that fails is retried with a growing
+delay and reported; nothing is given up without the operator (`abort`).
+"""
+import datetime
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..balance.balancer import item_pairs
+from ..balance.report import balance_report, misplaced_copies, mon_commands, unkept
+from ..crush.placement import Placer
+from ..model.distribution import rule_weights
+from ..model.errors import AdvisorError
+from ..model.snapshot import Pool, Snapshot
+from ..model.units import human_bytes
+from .gates import MOVE_FLAGS, cluster_blockers, misplaced_ratio, unreported_pgs
+from .plan_state import PlanState
+from .priming import PRIME_MAX, item_results, primed_commands, primes
+from .steps import PlanStep
+
+HISTORY_MAX = 200
+RETRY_MAX_DELAY = 300.0
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+Command = Dict[str, Any]
+Send = Callable[[Command], Tuple[int, str]]       # (return code, error text)
+Burst = Callable[[List[Command]], List[Tuple[int, str]]]   # sent together, answered in order
+BALANCE_ROUNDS_MAX = 1000
+ROUND_CHECK_WAIT = 30.0     # seconds for a round's items to show in the map before they are checked
+# a round plans moves for this share of the budget: its PGs grow while they backfill (client
+# writes) and the stats lag, so what it misplaces exceeds the plan (live: 5.6 % with a full 5 %)
+ROUND_FILL = 0.8
+DETAIL_MAX = 300            # characters of one history event's detail (the history is stored)
+REASON_MAX = 1000           # characters of a stored error or stop reason (the state stays small)
+
+
+@dataclass(frozen=True)
+class Pacing:
+    misplaced_max: float       # misplaced fraction allowed in flight (option misplaced_budget)
+    interval: float            # seconds at least between two steps
+    window_begin: str          # "HH:MM"
+    window_end: str            # "HH:MM" (before begin: the window spans midnight)
+    window_days: str           # "" (every day) or e.g. "mon,tue,sat"
+    balancer_active: bool = False   # Ceph's own balancer runs: no upmap items from us
+    balance_mode: str = "pgs"       # what balance rounds even out: pgs or bytes
+    max_backfills: int = 0          # PGs backfilling into or out of one OSD (0: no limit)
+    prime: bool = False             # pg_temps with items and pgp_num steps (priming.py)
+
+
+def _minutes(hhmm: str, name: str) -> int:
+    try:
+        h, m = hhmm.split(":")
+        v = int(h) * 60 + int(m)
+        if not (0 <= int(m) < 60 and 0 <= v <= 24 * 60):
+            raise ValueError
+        return v
+    except ValueError:
+        raise AdvisorError.invalid(f"option {name}: '{hhmm}' is not a time HH:MM") from None
+
+
+def _days(p: Pacing) -> List[str]:
+    return [d for d in p.window_days.replace(" ", "").split(",") if d]
+
+
+def check_pacing(p: Pacing) -> None:
+    """Refuse a malformed window with a sentence (the mon cannot check these strings)."""
+    _minutes(p.window_begin, "window_begin")
+    _minutes(p.window_end, "window_end")
+    bad = [d for d in _days(p) if d not in WEEKDAYS]
+    if bad:
+        raise AdvisorError.invalid(f"option window_days: '{bad[0]}' is not one of {','.join(WEEKDAYS)}")
+
+
+def in_window(p: Pacing, now: float) -> bool:
+    t = datetime.datetime.fromtimestamp(now)
+    days = _days(p)
+    if days and WEEKDAYS[t.weekday()] not in days:
+        return False
+    begin, end = _minutes(p.window_begin, "window_begin"), _minutes(p.window_end, "window_end")
+    cur = t.hour * 60 + t.minute
+    if begin == end:
+        return True
+    return begin <= cur < end if begin < end else (cur >= begin or cur < end)
+
+
+class Blocker(NamedTuple):
+    kind: str      # "conflict" (Ceph's balancer or pg_autoscaler), "cluster", "osd_down", "window"
+    text: str      # a sentence, health-worthy
+
+
+def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float, upmaps: bool = False,
+             half_sent: bool = False, pg_num: bool = True) -> List[Blocker]:
+    """Conditions under which no step is taken; `upmaps`: the step sets pg-upmap-items;
+    `half_sent`: the rest of a step a failover interrupted, which PGs made unwell by its
+    first half must not hold back; `pg_num`: the step changes pg_num or pgp_num (the
+    pg_autoscaler's business; items are not)."""
+    out: List[Blocker] = []
+    if upmaps and p.balancer_active:
+        out.append(Blocker("conflict", "the built-in balancer is active: pg_advisor sets no upmap items "
+                                       "beside it (`ceph balancer off` hands balancing over, or set "
+                                       "split_pinning false)"))
+    if pg_num and pool.autoscale_mode == "on":
+        out.append(Blocker("conflict", f"pool {pool.name}: pg_autoscaler manages it (pg_autoscale_mode "
+                                       f"on); pg_advisor does not fight it"))
+    out.extend(Blocker("cluster", b) for b in
+               cluster_blockers(snap, MOVE_FLAGS + ("noautoscale",), pg_states=not half_sent))
+    rule = snap.rules.get(pool.crush_rule)
+    if rule is not None:     # the OSDs the pool's rule can use, down but still in
+        o = snap.osds
+        down = np.flatnonzero((rule_weights(snap, rule) > 0) & ~o.up).tolist()
+        if down:
+            more = f" (and {len(down) - 1} more)" if len(down) > 1 else ""
+            out.append(Blocker("osd_down",
+                               f"osd.{down[0]} is down and in{more}: pool {pool.name} maps onto it"))
+    if not in_window(p, now):
+        out.append(Blocker("window", f"outside the window {p.window_begin}-{p.window_end}"
+                                     + (f" on {p.window_days}" if p.window_days else "")))
+    return out
+
+
+def backfill_load(snap: Snapshot) -> np.ndarray:
+    """Per OSD: PGs backfilling or waiting to, into or out of it."""
+    n = snap.osds.count
+    load = np.zeros(n, np.int64)
+    pgs = snap.pgs
+    if pgs is None:
+        return load
+    for i in np.flatnonzero(["backfill" in s for s in pgs.state]).tolist():
+        osds = set(pgs.up[i].tolist()) ^ set(pgs.acting[i].tolist())   # the ends that move
+        for o in osds:
+            if 0 <= o < n:
+                load[o] += 1
+    return load
+
+
+def backfills(snap: Snapshot) -> Tuple[int, int]:
+    """(the OSD with the most, how many) PGs backfilling or waiting to, into or out of it."""
+    if snap.pgs is None:
+        return -1, 0
+    load = backfill_load(snap)
+    o = int(np.argmax(load)) if load.size else -1
+    return o, int(load[o]) if load.size else 0
+
+
+def step_done(pool: Pool, step: PlanStep) -> bool:
+    return (pool.pg_num, pool.pgp_num, pool.pg_num_target, pool.pgp_num_target) == \
+        (step.pg_num, step.pgp_num, step.pg_num, step.pgp_num)
+
+
+def targets_shown(pool: Pool, step: PlanStep) -> bool:
+    """The cluster already has the step's targets (it was sent before a failover)."""
+    return (pool.pg_num_target, pool.pgp_num_target) == (step.pg_num, step.pgp_num)
+
+
+def _set(step: PlanStep, var: str, val: int) -> Command:
+    return {"prefix": "osd pool set", "pool": step.pool, "var": var, "val": str(val)}
+
+
+def pgp_at_once(step: PlanStep) -> List[Command]:
+    """pgp_num's target and actual together: the mon takes the whole step in one epoch
+    instead of stepping it itself, so what goes with it (pins, pg_temps) lands with it."""
+    return [_set(step, "pgp_num", step.pgp_num), _set(step, "pgp_num_actual", step.pgp_num)]
+
+
+def commands(step: PlanStep) -> List[Command]:
+    """Targets for Ceph's own stepping. Setting pg_num drags pgp_num's target along when
+    the two are equal, so pgp_num is set right after it, back to the step's value."""
+    if step.kind == "pg_num":
+        return [_set(step, "pg_num", step.pg_num), _set(step, "pgp_num", step.pgp_num)]
+    return [_set(step, "pgp_num", step.pgp_num)]
+
+
+def _acting(snap: Snapshot, pool: Pool) -> Dict[int, List[int]]:
+    """Placement seed -> the OSDs that hold the PG's data now (complete sets only)."""
+    pgs = snap.pgs
+    if pgs is None:
+        return {}
+    sel = np.flatnonzero(pgs.pool == pool.id)
+    rows = pgs.acting[sel][:, :pool.size]
+    whole = (rows >= 0).sum(axis=1) == pool.size
+    return {int(ps): row for ps, row, ok in zip(pgs.ps[sel].tolist(), rows.tolist(), whole.tolist()) if ok}
+
+
+def pins(snap: Snapshot, step: PlanStep, from_pgp: int) -> Dict[str, List[Tuple[int, int]]]:
+    """For each PG that pgp_num from_pgp -> step.pgp_num remaps, the items that keep it on
+    the OSDs that hold its data: the acting set where the PG stats have it, else where
+    the PG maps at from_pgp. The same answer before the pgp_num change and after it (a
+    failover between the two resends exactly these)."""
+    pool = snap.pool_by_name(step.pool)
+    placer = Placer(snap)
+    was = placer.map_pool(pool, pool.pg_num, from_pgp)
+    raw = placer.map_pool(pool, pool.pg_num, step.pgp_num, upmaps=False)
+    acting = _acting(snap, pool)
+    items: Dict[str, List[Tuple[int, int]]] = {}
+    replicated = pool.type == "replicated"
+    for r in range(was.up.shape[0]):
+        want = acting.get(int(was.ps[r]), was.up_list(r))
+        new = raw.up_list(r)
+        if (set(want) != set(new)) if replicated else want != new:
+            items[was.pgid(r)] = item_pairs(new, want, replicated)
+    return items
+
+
+def pin_commands(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[Command]:
+    """pgp_num at once (target and actual) and the pins. Sent together they land in one
+    map epoch: the mon checks the items against the map with the new pgp_num, and no PG
+    sees a new up set."""
+    return pgp_at_once(step) + mon_commands(pins(snap, step, from_pgp))
+
+
+def remapped(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[str]:
+    """The PGs whose up set pgp_num from_pgp -> step.pgp_num changes (items applied)."""
+    pool = snap.pool_by_name(step.pool)
+    placer = Placer(snap)
+    was = placer.map_pool(pool, pool.pg_num, from_pgp)
+    new = placer.map_pool(pool, pool.pg_num, step.pgp_num)
+    return [was.pgid(int(r)) for r in np.flatnonzero((was.up != new.up).any(axis=1))]
+
+
+def primed_pgp_commands(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[Command]:
+    """pgp_num at once (target and actual), with a pg_temp for each PG it remaps onto the
+    OSDs that hold its data (at most PRIME_MAX), sent together for one map epoch. The mon
+    primes pg_temp for OSD and CRUSH changes, not for pgp_num: unprimed, a remapped PG's
+    primary moves to an OSD without its data and back an epoch later, and an OSD that stops
+    being a PG's primary drops the client ops in flight there without telling the client,
+    which waits objecter_timeout (10 s) to ask for a newer map."""
+    temps = list(primes(snap, remapped(snap, step, from_pgp)).items())[:PRIME_MAX]
+    return [{"prefix": "osd pg-temp", "pgid": k, "id": v} for k, v in temps] + pgp_at_once(step)
+
+
+def pins_shown(snap: Snapshot, pool: Pool, step: PlanStep, from_pgp: int) -> bool:
+    """A pinned step is in the cluster only when its pgp_num (target and actual) and every
+    one of its pins are: a failover between the pgp_num change and the pins must resend
+    the pins, or those PGs move outside the budget."""
+    if not targets_shown(pool, step) or pool.pgp_num != step.pgp_num:
+        return False
+    want = {k: [list(p) for p in v] for k, v in pins(snap, step, from_pgp).items()}
+    return not unkept(want, snap.pg_upmap_items)
+
+
+def pgs_bytes(snap: Snapshot, pgids: Sequence[str]) -> Optional[int]:
+    """Bytes the PG stats give those PGs (None without stats): what a round sets moving."""
+    pgs = snap.pgs
+    if pgs is None:
+        return None
+    return int(pgs.bytes[pgs.rows_of(pgids)].sum())
+
+
+class Executor:
+    """One plan at a time. Its state (a PlanState) goes to `save` as JSON, which the plan
+    store keeps; `state` is that JSON read back, or None."""
+
+    def __init__(self, state: Optional[Dict[str, Any]], history: List[Dict[str, Any]],
+                 save: Callable[[Optional[Dict[str, Any]], List[Dict[str, Any]]], None]) -> None:
+        self.state: Optional[PlanState] = PlanState.from_json(state) if state is not None else None
+        self.history = history
+        self._save = save
+
+    # -- plan lifecycle -------------------------------------------------------------------------
+
+    @property
+    def active(self) -> bool:
+        """Running or paused: steps are still to be taken."""
+        return self.state is not None and self.state.status in ("running", "paused")
+
+    @property
+    def open(self) -> bool:
+        """Active, or stopped by a change it must not act on: it waits for the operator."""
+        return self.state is not None and self.state.status in ("running", "paused", "stopped")
+
+    def start(self, steps: List[PlanStep], pools: Sequence[Pool], source: str, now: float,
+              hold: bool = False, drain: Sequence[int] = ()) -> PlanState:
+        """Run `steps` on `pools` (as they are now: the plan is bound to their ids and targets);
+        `hold`: the first step, too, waits step_interval (what was just set settles first);
+        `drain`: OSDs its balance rounds empty."""
+        self.check_free()
+        if not steps:
+            raise AdvisorError.invalid("nothing to apply: no step is needed")
+        if {s.pool_id for s in steps} - {p.id for p in pools}:
+            raise AdvisorError.invalid("a step names a pool the plan is not for")
+        self.state = PlanState(
+            id=uuid.uuid4().hex[:8], source=source, created=now, steps=[s.to_json() for s in steps],
+            pools={p.name: {"id": p.id, "start": p.pg_num,
+                            "goal": [s.pg_num for s in steps if s.pool_id == p.id][-1],
+                            # the targets the plan last set (or found)
+                            "expect": [p.pg_num_target, p.pgp_num_target]}
+                   for p in pools},
+            last_step_at=now if hold else None, drain=[int(x) for x in drain])
+        self._log(now, "start", f"{len(steps)} steps: " + "; ".join(
+            f"{n} pg_num {p['start']} -> {p['goal']}" for n, p in sorted(self.state.pools.items())))
+        self.save()
+        return self.state
+
+    def check_free(self) -> None:
+        """EBUSY while a plan is open: one plan at a time."""
+        if self.state is not None and self.open:
+            raise AdvisorError.busy(f"plan {self.state.id} is {self.state.status}: "
+                                    f"abort it or let it finish first")
+
+    def pause(self, now: float) -> None:
+        st = self._need("running", "paused")
+        if st.status == "paused":
+            raise AdvisorError.invalid(f"plan {st.id} is already paused")
+        st.status = "paused"
+        self._log(now, "pause", "no new step until resume; a step in flight finishes in Ceph")
+        self.save()
+
+    def resume(self, now: float) -> None:
+        st = self._need("running", "paused")
+        if st.status != "paused":
+            raise AdvisorError.invalid(f"plan {st.id} is not paused")
+        st.status = "running"
+        self._log(now, "resume", "")
+        self.save()
+
+    def abort(self, snap: Snapshot, send: Send, now: float) -> str:
+        """Stop, leaving each pool with equal pg_num and pgp_num targets: the PGs that
+        exist are placed when growing, the PGs already moved together are merged when
+        shrinking (Ceph completes that at its own pace); no further step is taken. A pool
+        that is gone, renamed, recreated or retargeted by someone else is left alone."""
+        st = self._need("running", "paused", "stopped")
+        notes: List[str] = []
+        for name, p in sorted(st.pools.items()):
+            why = self._changed(st, snap, name, p)
+            if why:
+                notes.append(f"{name}: left alone ({why})")
+                continue
+            pool = snap.pool_by_name(name)
+            want = pool.pg_num if p["goal"] >= p["start"] else pool.pgp_num
+            for var, cur in (("pg_num", pool.pg_num_target), ("pgp_num", pool.pgp_num_target)):
+                if cur != want:
+                    rc, err = send({"prefix": "osd pool set", "pool": name, "var": var, "val": str(want)})
+                    if rc != 0:
+                        notes.append(f"{name}: setting {var} {want} failed: {err.strip()}")
+            notes.append(f"{name}: left at pg_num {want} and pgp_num {want}; {abs(p['goal'] - want)} "
+                         f"PGs short of the plan's {p['goal']}")
+        st.status = "aborted"
+        st.blockers, st.conflicts, st.waiting = [], [], None     # nothing waits any more
+        summary = "; ".join(notes)
+        self._log(now, "abort", summary)
+        self.save()
+        return summary
+
+    # -- is the plan still about the pools it was made for? -------------------------------------
+
+    def _changed(self, st: PlanState, snap: Snapshot, name: str, p: Dict[str, Any]) -> Optional[str]:
+        """What happened to a plan's pool that the plan must not act on, or None."""
+        by_id = {q.id: q for q in snap.pools}
+        pool = by_id.get(p["id"])
+        if pool is None:
+            other = next((q for q in snap.pools if q.name == name), None)
+            return (f"pool {name} (id {p['id']}) was deleted" +
+                    (f"; a new pool {name} has id {other.id}" if other else ""))
+        if pool.name != name:
+            return f"pool {name} (id {p['id']}) was renamed to {pool.name}"
+        have = (pool.pg_num_target, pool.pgp_num_target)
+        if have not in self._expected(st, p):
+            exp = p["expect"]
+            return (f"pool {name}: pg_num/pgp_num targets were changed outside the plan to "
+                    f"{have[0]}/{have[1]} (the plan left them at {exp[0]}/{exp[1]})")
+        return None
+
+    @staticmethod
+    def _expected(st: PlanState, p: Dict[str, Any]) -> List[Tuple[int, int]]:
+        """Targets the pool may show: the plan's last, and while the plan's current step
+        is being set on it, that step's and the states between its commands."""
+        out = [tuple(p["expect"])]
+        if st.next < len(st.steps):
+            step = PlanStep.from_json(st.steps[st.next])
+            if step.pool_id == p["id"] and step.kind != "balance":
+                out += [(step.pg_num, step.pgp_num), (step.pg_num, step.pg_num),
+                        (step.pg_num, p["expect"][1])]
+        return out    # type: ignore[return-value]
+
+    def _stop(self, st: PlanState, why: str, now: float) -> None:
+        st.status, st.stopped_why = "stopped", why[:REASON_MAX]
+        st.blockers, st.conflicts, st.waiting = [], [], None
+        self._log(now, "stop", f"{why}; no command is sent to it; `abort` ends the plan")
+
+    # -- the tick -------------------------------------------------------------------------------
+
+    def tick(self, snap: Snapshot, pacing: Pacing, send: Send, now: float,
+             burst: Optional[Burst] = None) -> None:
+        """`burst` sends commands together (pinned steps); by default one after another."""
+        burst = burst or (lambda cmds: [send(c) for c in cmds])
+        st = self.state
+        if st is None or st.status != "running":
+            return
+        for name, p in sorted(st.pools.items()):
+            why = self._changed(st, snap, name, p)
+            if why:
+                self._stop(st, why, now)
+                self.save()
+                return
+        while st.next < len(st.steps):
+            step = PlanStep.from_json(st.steps[st.next])
+            pool = snap.pool_by_name(step.pool)       # checked above: the plan's own pool
+            if st.phase == "issuing" and self._shown(st, snap, pool, step):
+                st.phase = "issued"       # sent before a failover: do not send it again
+                self._issued(st, step, now)
+                self._log(now, "recovered", f"step {st.next + 1} was already sent")
+            if st.phase == "issued":
+                if not step_done(pool, step):
+                    st.waiting = (f"Ceph is at pg_num {pool.pg_num}, pgp_num {pool.pgp_num} "
+                                  f"(step {st.next + 1} wants {step.pg_num}, {step.pgp_num})")
+                    break
+                self._advance(st, step, now)
+                continue
+            if step.kind == "balance" and pacing.balancer_active and st.round is None:
+                # Ceph's own balancer evens the pool; pg_advisor sets no items beside it
+                self._advance(st, step, now, " (left to Ceph's balancer, active)")
+                continue
+            if step.kind == "balance" and st.round is not None:
+                if not self._round_checked(st, snap, now):
+                    break
+            # half sent before a failover (its targets are in the pool, its pins not): the
+            # PGs already move, and the rest of the step is what stops them, so the pacing
+            # that would hold a new step back does not hold this one
+            half_sent = st.phase == "issuing" and targets_shown(pool, step)
+            if not self._may_issue(st, snap, pool, step, pacing, now, half_sent):
+                break
+            if step.kind == "balance":
+                if self._balance_round(st, snap, step, pacing, send, burst, now):
+                    break
+                continue
+            self._issue(st, snap, step, burst, now, pacing.prime)
+            break
+        else:
+            st.status = "done"
+            st.waiting = None
+            self._log(now, "finish", f"all {len(st.steps)} steps done")
+        self.save()
+
+    def _advance(self, st: PlanState, step: PlanStep, now: float, how: str = "") -> None:
+        """The current step is done: log it and make the next one current."""
+        self._log(now, "done", f"step {st.next + 1}/{len(st.steps)}: {step.describe()}{how}")
+        st.next, st.phase, st.last_step_at, st.rounds = st.next + 1, "idle", now, 0
+        st.attempts, st.retry_at, st.last_error = 0, None, None
+
+    def _from_pgp(self, st: PlanState, step: PlanStep) -> int:
+        """The pool's pgp_num before this step: the plan's last target for it."""
+        return int(st.pools[step.pool]["expect"][1])
+
+    def _shown(self, st: PlanState, snap: Snapshot, pool: Pool, step: PlanStep) -> bool:
+        if step.pin:
+            return pins_shown(snap, pool, step, self._from_pgp(st, step))
+        return targets_shown(pool, step)
+
+    def _may_issue(self, st: PlanState, snap: Snapshot, pool: Pool, step: PlanStep,
+                   pacing: Pacing, now: float, half_sent: bool = False) -> bool:
+        found = blockers(snap, pool, pacing, now, step.pin or step.kind == "balance",
+                         half_sent, step.kind != "balance")
+        st.blockers = [b.text for b in found]
+        # by kind, not by what the text says (a pool may be named "balancer-x")
+        st.conflicts = [b.text for b in found if b.kind == "conflict"]
+        if st.blockers:
+            st.waiting = None
+            return False
+        waits = []
+        if st.retry_at is not None and now < st.retry_at:
+            waits.append(f"retrying after {_clock(st.retry_at)}: {st.last_error}")
+        if half_sent:
+            st.waiting = "; ".join(waits) or None
+            return not waits
+        unseen = unreported_pgs(snap, pool) if step.pin or (pacing.prime and step.kind == "pgp_num") else 0
+        if unseen:       # their pins or pg_temps come from the stats: unprimed they change primary
+            waits.append(f"{unseen} PGs of pool {pool.name} not in the PG stats yet")
+        if st.last_step_at is not None and now - st.last_step_at < pacing.interval:
+            waits.append(f"next step after {_clock(st.last_step_at + pacing.interval)}")
+        ratio = misplaced_ratio(snap)
+        if ratio > 0 and ratio + step.misplaced > pacing.misplaced_max:
+            waits.append(f"misplaced {100 * ratio:.2f}% + this step's {100 * step.misplaced:.2f}% "
+                         f"would pass the budget {100 * pacing.misplaced_max:.2f}%")
+        if pacing.max_backfills and step.max_osd_backfills:
+            osd, busy = backfills(snap)
+            if busy and busy + step.max_osd_backfills > pacing.max_backfills:
+                waits.append(f"osd.{osd} has {busy} PGs backfilling; this step adds up to "
+                             f"{step.max_osd_backfills} (limit {pacing.max_backfills})")
+        st.waiting = "; ".join(waits) or None
+        return not waits
+
+    def _failed(self, st: PlanState, error: str, now: float) -> None:
+        """A command failed: try again later, longer each time, and say so."""
+        st.attempts += 1
+        st.last_error = error[:REASON_MAX]
+        st.retry_at = now + min(RETRY_MAX_DELAY, 5.0 * 2 ** (st.attempts - 1))
+        self._log(now, "retry", f"step {st.next + 1} attempt {st.attempts} failed: {error}")
+
+    def _balance_round(self, st: PlanState, snap: Snapshot, step: PlanStep, pacing: Pacing,
+                       send: Send, burst: Burst, now: float) -> bool:
+        """One balance round on the pool: True if it set items or waits for the budget
+        (more rounds follow), False when the pool is as even as the balancer can make it
+        (the step is done)."""
+        # all the plan's pools at once: the rounds even each of them and their total
+        # and at most max_backfills_per_osd PGs moving into or out of one OSD, those
+        # backfilling now included
+        room = np.maximum(pacing.max_backfills - backfill_load(snap), 0) if pacing.max_backfills else None
+        r = balance_report(snap, sorted(st.pools), max(1, step.pgs_moving or 16), pacing.balance_mode,
+                           copies_max=misplaced_copies(snap, pacing.misplaced_max * ROUND_FILL),
+                           drain=st.drain, osd_room=room)
+        if not r["items"] and r["throttled"]:
+            st.waiting = ("the misplaced budget or max_backfills_per_osd holds the next balance "
+                          "round back")
+            return True
+        uneven = sorted(r["uneven"].items())
+        if not r["items"] and uneven:
+            # "done" means even: an uneven pool the rounds cannot improve stays in view
+            st.blockers = [f"pool {uneven[0][0]} is not even and no legal move improves it: "
+                           f"{uneven[0][1]}; the plan stays open (`abort` ends it)"]
+            st.waiting = None
+            return True
+        if not r["items"]:
+            self._advance(st, step, now, f" ({st.rounds} rounds)")
+            return False
+        if st.rounds >= BALANCE_ROUNDS_MAX:
+            self._stop(st, f"pool {step.pool}: still not even after {BALANCE_ROUNDS_MAX} balance "
+                           f"rounds", now)
+            return True
+        st.rounds += 1
+        items = {k: [list(p) for p in v] for k, v in r["items"].items()}
+        cmds = mon_commands({k: [(a, b) for a, b in v] for k, v in items.items()})
+        primed = 0
+        if pacing.prime:    # each PG's pg_temp and items together, for one map epoch
+            cmds, primed = primed_commands(snap, cmds)
+            answers = item_results(cmds, burst(cmds))
+        else:
+            answers = [(c, send(c)) for c in cmds]
+        failed = [f"{c['pgid']}: {err.strip() or f'error {rc}'}" for c, (rc, err) in answers if rc != 0]
+        st.last_step_at = now
+        st.round = {"epoch": snap.epoch, "items": {k: v for k, v in items.items()
+                                                   if not any(f.startswith(k + ":") for f in failed)}}
+        moved = pgs_bytes(snap, list(items))
+        self._log(now, "round", f"step {st.next + 1}: {len(items)} PGs, {r['moves']} moves"
+                                + (f", {human_bytes(moved)} in those PGs" if moved is not None else "")
+                                + (f", {primed} primed" if primed else "")
+                                + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
+        if failed:
+            self._failed(st, f"{len(failed)} of {len(items)} items refused, e.g. {failed[0]}", now)
+        return True
+
+    def _round_checked(self, st: PlanState, snap: Snapshot, now: float) -> bool:
+        """Did the mon keep the last round's items? False while its map may not show them."""
+        rnd = st.round
+        if rnd is None:
+            return True
+        if snap.epoch <= rnd["epoch"] and now - (st.last_step_at or now) < ROUND_CHECK_WAIT:
+            st.waiting = "waiting for the map with the last round's items"
+            return False
+        st.round = None
+        lost = unkept(rnd["items"], snap.pg_upmap_items)
+        if lost:
+            self._failed(st, f"the mon did not keep the items of {len(lost)} PGs, e.g. {lost[0]}", now)
+        return True
+
+    def _issue(self, st: PlanState, snap: Snapshot, step: PlanStep, burst: Burst, now: float,
+               prime: bool = False) -> None:
+        st.phase = "issuing"
+        self.save()                      # a failover from here resends only if not shown
+        if step.pin:
+            cmds = pin_commands(snap, step, self._from_pgp(st, step))
+        elif step.kind == "pgp_num" and prime:
+            cmds = primed_pgp_commands(snap, step, self._from_pgp(st, step))
+        else:
+            cmds = commands(step)
+        unpinned, unprimed = [], []
+        for cmd, (rc, err) in zip(cmds, burst(cmds)):
+            if rc != 0 and cmd["prefix"] == "osd pg-temp":    # only the priming is lost
+                unprimed.append(f"{cmd['pgid']}: {err.strip()}")
+            elif rc != 0 and "pgid" in cmd:     # a pin that did not take: that PG just moves
+                unpinned.append(f"{cmd['pgid']}: {err.strip()}")
+            elif rc != 0:
+                st.phase = "idle"
+                self._failed(st, f"{cmd['var']} {cmd['val']}: {err.strip() or f'error {rc}'}", now)
+                return
+        if unpinned:
+            self._log(now, "unpinned", f"{len(unpinned)} pins refused, e.g. {unpinned[0]}")
+        if unprimed:
+            self._log(now, "unprimed", f"{len(unprimed)} pg-temps refused, e.g. {unprimed[0]}")
+        st.phase = "issued"
+        self._issued(st, step, now)
+        primed = sum(1 for c in cmds if c["prefix"] == "osd pg-temp") - len(unprimed)
+        self._log(now, "issue", f"step {st.next + 1}/{len(st.steps)}: {step.describe()}"
+                                + (f", {primed} primed" if primed else ""))
+
+    @staticmethod
+    def _issued(st: PlanState, step: PlanStep, now: float) -> None:
+        st.issued_at = now
+        st.waiting = None
+        st.pools[step.pool]["expect"] = [step.pg_num, step.pgp_num]
+
+    # -- reporting ------------------------------------------------------------------------------
+
+    def progress(self) -> Tuple[float, str]:
+        """(fraction done, one line) for the progress event."""
+        st = self.state
+        if st is None:
+            return 0.0, ""
+        steps = st.steps
+        last = steps[-1]
+        pools = sorted({s["pool"] for s in steps})
+        what = ("balancing " + ", ".join(pools) if all(s["kind"] == "balance" for s in steps)
+                else f"{', '.join(pools)} to pg_num {last['pg_num']}")
+        line = f"pg_advisor: {what} (step {min(st.next + 1, len(steps))}/{len(steps)})"
+        if st.status in ("paused", "stopped"):
+            line += f", {st.status}"
+        return st.next / len(steps), line
+
+    def report(self) -> Dict[str, Any]:
+        """The plan and its steps, built afresh: nothing in it is the executor's, so it
+        can be rendered or served after the lock is let go."""
+        st = self.state
+        if st is None:
+            return {"plan": None}
+        steps = [dict(s, description=PlanStep.from_json(s).describe(),
+                      state=("done" if i < st.next else
+                             st.phase if i == st.next and st.status == "running" else "pending"))
+                 for i, s in enumerate(st.steps)]
+        return {"plan": st.public(), "steps": steps}
+
+    # -- persistence ----------------------------------------------------------------------------
+
+    def _need(self, *statuses: str) -> PlanState:
+        if self.state is None or self.state.status not in statuses:
+            raise AdvisorError.not_found(f"no plan is {' or '.join(statuses)}")
+        return self.state
+
+    def _log(self, now: float, event: str, detail: str) -> None:
+        plan = self.state.id if self.state else None
+        self.history.append({"time": now, "plan": plan, "event": event, "detail": detail[:DETAIL_MAX]})
+        del self.history[:-HISTORY_MAX]
+
+    def save(self) -> None:
+        self._save(self.state.to_json() if self.state is not None else None, self.history)
+
+
+def _clock(t: float) -> str:
+    """A moment as local HH:MM:SS: a waiting line that does not change every poll."""
+    return datetime.datetime.fromtimestamp(t).strftime("%H:%M:%S")

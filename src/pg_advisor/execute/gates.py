@@ -1,0 +1,44 @@
+"""When the cluster may be changed at all: the conditions every action checks first."""
+from typing import Iterable, List
+
+import numpy as np
+
+from ..model.distribution import object_copies
+from ..model.snapshot import Pool, Snapshot
+
+MOVE_FLAGS = ("norebalance", "nobackfill", "pause")
+UNWELL = ("degraded", "unknown", "peering", "down", "incomplete", "stale")
+
+
+def cluster_blockers(snap: Snapshot, flags: Iterable[str] = MOVE_FLAGS,
+                     pg_states: bool = True) -> List[str]:
+    """Flags that forbid moving data, and (`pg_states`) PGs that are not active and whole,
+    as sentences."""
+    out: List[str] = []
+    set_ = sorted(set(snap.flags) & set(flags))
+    if set_:
+        out.append(f"the cluster has {', '.join(set_)} set")
+    if not pg_states:
+        return out
+    if snap.pgs is None:
+        out.append("no PG stats yet")
+    else:
+        bad = [s for s in snap.pgs.state if not s.startswith("active") or any(w in s for w in UNWELL)]
+        if bad:
+            out.append(f"{len(bad)} PGs are not active and whole (e.g. {bad[0]})")
+    return out
+
+
+def misplaced_ratio(snap: Snapshot) -> float:
+    copies = object_copies(snap)
+    return snap.misplaced_objects / copies if copies > 0 else 0.0
+
+
+def unreported_pgs(snap: Snapshot, pool: Pool) -> int:
+    """How many of the pool's PGs the PG stats do not show yet (children of a split whose
+    OSDs have not reported them): a pg_temp for them cannot be taken from the stats."""
+    if snap.pgs is None:
+        return pool.pg_num
+    pgs = snap.pgs
+    seen = np.unique(pgs.ps[(pgs.pool == pool.id) & (pgs.ps < pool.pg_num)])
+    return max(0, pool.pg_num - int(seen.size))

@@ -1,0 +1,56 @@
+"""Plain-text rendering of the balance report."""
+from typing import Any, Dict, List
+
+from .format import printable, table
+
+KEYS = ("osds", "min", "max", "mean", "stdev", "max_deviation")
+
+
+def balance_text(r: Dict[str, Any]) -> str:
+    # free text that may carry names: escaped (table cells are, by cell())
+    out: List[str] = [printable(c) for c in r["commands"]]
+    rows = []
+    for when in ("before", "after"):
+        for p in r[when]["pools"]:
+            rows.append([p["pool"], when] + [p[k] for k in KEYS])
+        if r[when]["total"] is not None:
+            rows.append(["(all pools)", when] + [r[when]["total"][k] for k in KEYS])
+    out.append("")
+    repairs = f", {r['repairs']} of them undoing items that broke the rule" if r.get("repairs") else ""
+    out.append(f"{len(r['commands'])} PGs changed, {r['moves']} replica moves "
+               f"(lower bound {r['lower_bound']}{repairs})")
+    out.append(table(["pool", "when", "osds", "min", "max", "mean", "stdev", "max_dev"], rows))
+    if r.get("fullness"):
+        out.extend(fullness_line(f"fullness {when}:", r["fullness"][when]) for when in ("before", "after"))
+    if "applied" in r:
+        out.append(f"set {r['applied']} of {len(r['items'])} PGs' items")
+        out.extend(f"failed: {printable(f)}" for f in r["failed"])
+    elif r.get("dry_run"):
+        out.append("dry run: nothing was set")
+    out.extend(f"note: {printable(n)}" for n in r["notes"])
+    return "\n".join(out)
+
+
+def eval_text(r: Dict[str, Any]) -> str:
+    d = r["distribution"]
+    rows = [[p["pool"]] + [p[k] for k in KEYS] + [p["rule_limit"]] for p in d["pools"]]
+    if d["total"] is not None:
+        rows.append(["(all pools)"] + [d["total"][k] for k in KEYS] + [""])
+    out = [f"score {r['score']:.2f} (largest deviation from an OSD's share; 1 or less is the "
+           f"limit), {r['upmap_items']} PGs with upmap items; rule_gap: how far the rule's "
+           f"shares are from shares by weight alone",
+           table(["pool", "osds", "min", "max", "mean", "stdev", "max_dev", "rule_gap"], rows)]
+    if r.get("fullness"):
+        out.append(fullness_line("fullness:", r["fullness"]))
+    out.extend(f"note: {printable(n)}" for n in r["notes"])
+    return "\n".join(out)
+
+
+def fullness_line(label: str, f: Dict[str, Any]) -> str:
+    if f["max_ratio"] is None:
+        return f"{label} no PG bytes yet"
+    line = (f"{label} fullest OSD {f['max_ratio']:.3f} x the mean, emptiest {f['min_ratio']:.3f} x "
+            f"(by {printable(f['basis'])})")
+    if f["max_used"] is not None:
+        line += f"; {100 * f['max_used']:.2f}% .. {100 * f['min_used']:.2f}% of their size in PG data"
+    return line

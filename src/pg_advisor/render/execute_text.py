@@ -1,0 +1,38 @@
+"""Plain-text rendering of apply, progress and history."""
+import datetime
+from typing import Any, Dict, List
+
+from .format import printable, table
+
+
+def apply_text(r: Dict[str, Any]) -> str:
+    # free text that may carry names or the cluster's messages: escaped (cells are, by cell())
+    out: List[str] = [f"{printable(p)}: pg_num -> {n}" for p, n in r["targets"].items()]
+    out.append(table(["step", "does"], [[i + 1, s["description"]] for i, s in enumerate(r["steps"])]))
+    out.append("dry run: nothing started" if r["dry_run"]
+               else f"plan {printable(r['plan'])} started: `ceph pg-advisor progress` follows it")
+    return "\n".join(out)
+
+
+def progress_text(r: Dict[str, Any]) -> str:
+    plan = r["plan"]
+    if plan is None:
+        return "no plan has run"
+    out = [f"plan {printable(plan['id'])} ({printable(plan['source'])}): {printable(plan['status'])}, step "
+           f"{min(plan['next'] + 1, len(r['steps']))} of {len(r['steps'])}"]
+    out.extend(f"blocked: {printable(b)}" for b in plan["blockers"])
+    if plan.get("waiting"):
+        out.append(f"waiting: {printable(plan['waiting'])}")
+    if plan.get("last_error"):
+        out.append(f"last error ({plan['attempts']} attempts): {printable(plan['last_error'])}")
+    out.append(table(["step", "state", "does"],
+                     [[i + 1, s["state"], s["description"]] for i, s in enumerate(r["steps"])]))
+    return "\n".join(out)
+
+
+def history_text(r: Dict[str, Any]) -> str:
+    if not r["history"]:
+        return "no history yet"
+    return table(["time", "plan", "event", "detail"],
+                 [[datetime.datetime.fromtimestamp(h["time"]).strftime("%Y-%m-%d %H:%M:%S"),
+                   h["plan"] or "-", h["event"], h["detail"]] for h in r["history"]])

@@ -1,0 +1,40 @@
+"""Plain-text rendering of the `pin-remapped` and `drain` reports."""
+from typing import Any, Dict, List
+
+from .format import printable
+
+
+def pins_text(r: Dict[str, Any]) -> str:
+    out: List[str] = []
+    for pgid, pairs in sorted(r["items"].items()):
+        items = " ".join(f"{a}->{b}" for a, b in pairs) or "(items removed)"
+        out.append(f"{printable(pgid)}: {items}")
+    out.append(f"{r['remapped']} PGs remapped: {r['pinned']} pinned onto the OSDs with their data, "
+               f"{r['skipped']} left as they are")
+    for why, n in sorted(r["skipped_reasons"].items()):
+        out.append(f"  left: {n} PGs: {printable(why)}")
+    out.extend(f"failed: {printable(f)}" for f in r.get("failed", []))
+    return "\n".join(out + [_outcome(r, "drains the pins")])
+
+
+def _outcome(r: Dict[str, Any], does: str) -> str:
+    """The last line: nothing set, or the plan that goes on."""
+    if r.get("dry_run"):
+        return "dry run: nothing was set"
+    if r.get("plan"):
+        return f"plan {r['plan']} {does} in balance rounds within the budget (`ceph pg-advisor progress`)"
+    return "nothing to pin"
+
+
+def drain_text(r: Dict[str, Any]) -> str:
+    osds = ", ".join(f"osd.{o}" for o in r["osds"])
+    out = [f"drain {osds}: {r['replicas']} replicas of pools {', '.join(printable(p) for p in r['pools'])} "
+           f"to move, {r['moves']} replica moves in all"]
+    for pool, why in sorted(r["uneven"].items()):
+        out.append(f"  not reachable in pool {printable(pool)}: {printable(why)}")
+    out.extend(f"note: {printable(n)}" for n in r["notes"])
+    out.append(_outcome(r, "moves them"))
+    if r.get("plan"):
+        out.append("mark the OSDs out once it is done, then `ceph pg-advisor pin-remapped` keeps "
+                   "the PGs CRUSH remaps where they are")
+    return "\n".join(out)

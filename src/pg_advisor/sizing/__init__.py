@@ -1,0 +1,1 @@
+"""How many PGs each pool should have: the sizer and the OSD memory model."""
