@@ -18,10 +18,10 @@ from .analysis.growth import growth_report
 from .analysis.plan import plan_report
 from .analysis.status import status_report
 from .analysis.whatif import Change, pg_map, simulate
-from .balance.report import balance_report, eval_report, misplaced_copies, mon_commands, unkept
+from .balance.report import eval_report, misplaced_copies, unkept
 from .execute.driver import Driver, misplaced_max
 from .execute.gates import cluster_blockers
-from .execute.priming import PRIME_BATCH, item_results, primed_commands
+from .execute.rounds import balance_round
 from .model import options, snapshot
 from .model.errors import AdvisorError
 from .panel.server import Server
@@ -191,10 +191,10 @@ class Module(MgrModule):
         if not 1 <= items <= most:     # as the option itself: one round stays small
             raise AdvisorError.invalid(f"--max-items must be between 1 and {most}, not {items}")
         snap = self.take_snapshot()
-        report = balance_report(snap, [pool] if pool else None, items,
-                                mode.value if mode is not None else str(opts.balance_mode),
-                                copies_max=misplaced_copies(snap, self.cluster_ratio()),
-                                min_gain=float(opts.balance_min_gain))
+        rnd = balance_round(snap, [pool] if pool else None, items,
+                            mode.value if mode is not None else str(opts.balance_mode),
+                            misplaced_copies(snap, self.cluster_ratio()), float(opts.balance_min_gain))
+        report = rnd.report
         dry = bool(dry_run)
         report["dry_run"] = dry
         if not dry:
@@ -202,30 +202,13 @@ class Module(MgrModule):
             why = self._refuse_to_balance(snap)
             if why:
                 raise AdvisorError(-errno.EBUSY, f"not balancing: {why}")
-            report["applied"], report["failed"] = self._set_items(snap, report["items"])
+            failed = rnd.apply(self.burst, bool(self.get_module_option("prime_pg_temp"))).messages()
+            # the mon acknowledges an item that breaks the rule and drops it: check the map
+            kept = {u["pgid"]: [(m["from"], m["to"]) for m in u["mappings"]]
+                    for u in self.get("osd_map").get("pg_upmap_items", [])}
+            failed += [f"{pgid}: the mon did not keep the items" for pgid in unkept(rnd.taken(), kept)]
+            report["applied"], report["failed"] = len(rnd.items) - len(failed), failed
         return report
-
-    def _set_items(self, snap: snapshot.Snapshot, items: Dict[str, List[List[int]]]) -> Tuple[int, List[str]]:
-        """Set each PG's items with the mon (with option prime_pg_temp, each with its
-        pg_temp, PRIME_BATCH PGs to a burst), then check the mon kept them."""
-        failed = []
-        cmds = mon_commands({k: [(p[0], p[1]) for p in v] for k, v in items.items()})
-        if self.get_module_option("prime_pg_temp"):
-            answers = []
-            for i in range(0, len(cmds), PRIME_BATCH):
-                batch, _ = primed_commands(snap, cmds[i:i + PRIME_BATCH])
-                answers += item_results(batch, self.burst(batch))
-        else:
-            answers = [(c, self.send(c)) for c in cmds]
-        for c, (code, err) in answers:
-            if code != 0:
-                failed.append(f"{c['pgid']}: {err.strip()}")
-        kept = {u["pgid"]: [(m["from"], m["to"]) for m in u["mappings"]]
-                for u in self.get("osd_map").get("pg_upmap_items", [])}
-        refused = {f.split(":")[0] for f in failed}
-        failed += [f"{pgid}: the mon did not keep the items"
-                   for pgid in unkept({k: v for k, v in items.items() if k not in refused}, kept)]
-        return len(items) - len(failed), failed
 
     @command("map", "map")
     def _cmd_map(self, pool: Optional[str] = None) -> Report:

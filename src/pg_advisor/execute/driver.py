@@ -10,17 +10,17 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ..analysis.plan import plan_report
 from ..balance.drain import describe, drain_plan
 from ..balance.remapped import Pins, pin_remapped, pins_report
-from ..balance.report import balance_report, mon_commands
+from ..balance.report import balance_report
 from ..model.distribution import object_copies
 from ..model.errors import AdvisorError
 from ..model.limits import check_pg_num
 from ..model.options import Options
 from ..model.snapshot import Snapshot
 from ..sizing.sizer import Sizer
-from .executor import Burst, Executor, Pacing, Send, check_pacing
+from .executor import Executor, Pacing, Send, check_pacing
 from .gates import misplaced_ratio
 from .plan_store import PlanStore
-from .priming import PRIME_BATCH
+from .rounds import Burst, set_items
 from .steps import PlanStep, StepPlanner, Throttles, balance_step
 
 AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a new plan
@@ -154,14 +154,9 @@ class Driver:
     def _pin(self, snap: Snapshot, pins: Pins, burst: Burst, source: str, now: float) -> Dict[str, Any]:
         """Set the pins in small bursts, then start the drain plan."""
         out = dict(pins_report(snap, pins), dry_run=False)
-        cmds = mon_commands(pins.items)
-        answers: List[Tuple[int, str]] = []
-        for i in range(0, len(cmds), PRIME_BATCH):    # a thread a command: small bursts
-            answers += burst(cmds[i:i + PRIME_BATCH])
-        failed = [f"{c['pgid']}: {err.strip() or f'error {rc}'}"
-                  for c, (rc, err) in zip(cmds, answers) if rc != 0]
-        out["failed"] = failed
-        done = {k for k in pins.items} - {f.split(":")[0] for f in failed}
+        refused = set_items(snap, pins.items, burst, prime=False)
+        failed = out["failed"] = refused.messages()
+        done = set(pins.items) - set(refused.failed)
         if not done:
             return out
         # every pool: the drain evens each pool and their total, as `balance` does (a pool not

@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 import numpy as np
 
 from ..balance.balancer import item_pairs
-from ..balance.report import balance_report, misplaced_copies, mon_commands, unkept
+from ..balance.report import misplaced_copies, mon_commands, unkept
 from ..crush.placement import Placer
 from ..model.distribution import rule_weights
 from ..model.errors import AdvisorError
@@ -24,15 +24,14 @@ from ..model.snapshot import Pool, Snapshot
 from ..model.units import human_bytes
 from .gates import MOVE_FLAGS, cluster_blockers, misplaced_ratio, unreported_pgs
 from .plan_state import PlanState
-from .priming import PRIME_MAX, item_results, primed_commands, primes
+from .priming import PRIME_MAX, Command, primes
+from .rounds import Burst, balance_round
 from .steps import PlanStep
 
 HISTORY_MAX = 200
 RETRY_MAX_DELAY = 300.0
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
-Command = Dict[str, Any]
 Send = Callable[[Command], Tuple[int, str]]       # (return code, error text)
-Burst = Callable[[List[Command]], List[Tuple[int, str]]]   # sent together, answered in order
 BALANCE_ROUNDS_MAX = 1000
 ROUND_CHECK_WAIT = 30.0     # seconds for a round's items to show in the map before they are checked
 # a round plans moves for this share of the budget: its PGs grow while they backfill (client
@@ -428,7 +427,7 @@ class Executor:
             if not self._may_issue(st, snap, pool, step, pacing, now, half_sent):
                 break
             if step.kind == "balance":
-                if self._balance_round(st, snap, step, pacing, send, burst, now):
+                if self._balance_round(st, snap, step, pacing, burst, now):
                     break
                 continue
             self._issue(st, snap, step, burst, now, pacing.prime)
@@ -495,7 +494,7 @@ class Executor:
         self._log(now, "retry", f"step {st.next + 1} attempt {st.attempts} failed: {error}")
 
     def _balance_round(self, st: PlanState, snap: Snapshot, step: PlanStep, pacing: Pacing,
-                       send: Send, burst: Burst, now: float) -> bool:
+                       burst: Burst, now: float) -> bool:
         """One balance round on the pool: True if it set items or waits for the budget
         (more rounds follow), False when the pool is as even as the balancer can make it
         (the step is done)."""
@@ -503,9 +502,10 @@ class Executor:
         # and at most max_backfills_per_osd PGs moving into or out of one OSD, those
         # backfilling now included
         room = np.maximum(pacing.max_backfills - backfill_load(snap), 0) if pacing.max_backfills else None
-        r = balance_report(snap, sorted(st.pools), max(1, step.pgs_moving or 16), pacing.balance_mode,
-                           copies_max=misplaced_copies(snap, pacing.misplaced_max * ROUND_FILL),
-                           drain=st.drain, osd_room=room)
+        rnd = balance_round(snap, sorted(st.pools), max(1, step.pgs_moving or 16), pacing.balance_mode,
+                            misplaced_copies(snap, pacing.misplaced_max * ROUND_FILL),
+                            drain=st.drain, osd_room=room)
+        r = rnd.report
         if not r["items"] and r["throttled"]:
             st.waiting = ("the misplaced budget or max_backfills_per_osd holds the next balance "
                           "round back")
@@ -525,22 +525,15 @@ class Executor:
                            f"rounds", now)
             return True
         st.rounds += 1
-        items = {k: [list(p) for p in v] for k, v in r["items"].items()}
-        cmds = mon_commands({k: [(a, b) for a, b in v] for k, v in items.items()})
-        primed = 0
-        if pacing.prime:    # each PG's pg_temp and items together, for one map epoch
-            cmds, primed = primed_commands(snap, cmds)
-            answers = item_results(cmds, burst(cmds))
-        else:
-            answers = [(c, send(c)) for c in cmds]
-        failed = [f"{c['pgid']}: {err.strip() or f'error {rc}'}" for c, (rc, err) in answers if rc != 0]
+        sent = rnd.apply(burst, pacing.prime)
+        failed = sent.messages()
         st.last_step_at = now
-        st.round = {"epoch": snap.epoch, "items": {k: v for k, v in items.items()
-                                                   if not any(f.startswith(k + ":") for f in failed)}}
+        st.round = {"epoch": snap.epoch, "items": rnd.taken()}
+        items = rnd.items
         moved = pgs_bytes(snap, list(items))
         self._log(now, "round", f"step {st.next + 1}: {len(items)} PGs, {r['moves']} moves"
                                 + (f", {human_bytes(moved)} in those PGs" if moved is not None else "")
-                                + (f", {primed} primed" if primed else "")
+                                + (f", {sent.primed} primed" if sent.primed else "")
                                 + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
         if failed:
             self._failed(st, f"{len(failed)} of {len(items)} items refused, e.g. {failed[0]}", now)

@@ -406,3 +406,41 @@ def test_a_report_shares_nothing_with_the_running_plan(dumps: Dict[str, Any]) ->
     for s in r["steps"]:
         s["pg_num"] = -1
     assert ex.state.to_json() == before
+
+
+def test_set_items_sends_small_primed_bursts_and_keeps_refusals_by_pg(snap: snapshot.Snapshot) -> None:
+    from pg_advisor.execute.priming import PRIME_BATCH
+    from pg_advisor.execute.rounds import set_items
+    pool, pgs = snap.pool_by_name("rbd"), snap.pgs
+    assert pgs is not None
+    # 20 PGs: every item names the PG's first OSD and one not in its up set (any will do
+    # for the mon in this fake); refuse one PG's items and another PG's pg_temp
+    items: Dict[str, List[List[int]]] = {}
+    for i in range(20):
+        pgid = f"{pool.id}.{i:x}"
+        osds = [int(o) for o in pgs.up[int(pgs.rows_of([pgid])[0])][:pool.size]]
+        other = next(o for o in range(snap.osds.count) if o not in osds)
+        items[pgid] = [[osds[0], other]]
+    bursts: List[List[Dict[str, Any]]] = []
+
+    def burst(cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
+        bursts.append(cmds)
+        return [(-22, "no such thing") if (c["pgid"], c["prefix"]) in
+                {(f"{pool.id}.3", "osd pg-upmap-items"), (f"{pool.id}.4", "osd pg-temp")} else (0, "")
+                for c in cmds]
+
+    out = set_items(snap, items, burst, prime=True)
+    assert [len({c["pgid"] for c in b}) for b in bursts] == [PRIME_BATCH, 20 - PRIME_BATCH]
+    sent = [c for b in bursts for c in b]
+    # each PG's pg_temp goes just before its items, in the same burst
+    for b in bursts:
+        for k, c in enumerate(b):
+            if c["prefix"] == "osd pg-temp":
+                assert b[k + 1]["prefix"] == "osd pg-upmap-items" and b[k + 1]["pgid"] == c["pgid"]
+    assert out.primed == sum(c["prefix"] == "osd pg-temp" for c in sent) > 0
+    # a refused pg_temp loses only the priming; refused items are the round's failure
+    assert out.failed == {f"{pool.id}.3": "no such thing"}
+    assert out.messages() == [f"{pool.id}.3: no such thing"]
+    bursts.clear()
+    plain = set_items(snap, items, burst, prime=False)
+    assert plain.primed == 0 and all(c["prefix"] == "osd pg-upmap-items" for b in bursts for c in b)

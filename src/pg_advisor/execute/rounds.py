@@ -1,0 +1,68 @@
+"""One balance round, as the `balance` command and a plan's balance steps both run it: a
+bounded batch of pg-upmap-items from balance_report, set with the mon in small bursts
+(each PG's pg_temp first when priming), the refusals kept by PG. Pins set their items
+the same way (set_items)."""
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..balance.report import balance_report, mon_commands
+from ..model.snapshot import Snapshot
+from .priming import PRIME_BATCH, Command, item_results, primed_commands
+
+Burst = Callable[[List[Command]], List[Tuple[int, str]]]   # sent together, answered in order
+Items = Mapping[str, Sequence[Sequence[int]]]
+
+
+@dataclass
+class ItemsSet:
+    failed: Dict[str, str] = field(default_factory=dict)   # pgid: the mon's answer
+    primed: int = 0                                         # pg_temps set with the items
+
+    def messages(self) -> List[str]:
+        return [f"{pgid}: {why}" for pgid, why in self.failed.items()]
+
+
+def set_items(snap: Snapshot, items: Items, burst: Burst, prime: bool) -> ItemsSet:
+    """Set each PG's items (an empty list removes them), PRIME_BATCH PGs to a burst: burst
+    sends a thread a command, so a big round never opens hundreds at once."""
+    cmds = mon_commands({k: [(int(p[0]), int(p[1])) for p in v] for k, v in items.items()})
+    out = ItemsSet()
+    for i in range(0, len(cmds), PRIME_BATCH):
+        batch = cmds[i:i + PRIME_BATCH]
+        if prime:       # each PG's pg_temp and items together, for one map epoch
+            batch, primed = primed_commands(snap, batch)
+            out.primed += primed
+        for c, (rc, err) in item_results(batch, burst(batch)):
+            if rc != 0:
+                out.failed[c["pgid"]] = err.strip() or f"error {rc}"
+    return out
+
+
+@dataclass
+class Round:
+    snap: Snapshot
+    report: Dict[str, Any]            # balance_report's: items, moves, uneven, throttled, ...
+    outcome: Optional[ItemsSet] = None
+
+    @property
+    def items(self) -> Dict[str, List[List[int]]]:
+        return self.report["items"]
+
+    def apply(self, burst: Burst, prime: bool) -> ItemsSet:
+        self.outcome = set_items(self.snap, self.items, burst, prime)
+        return self.outcome
+
+    def taken(self) -> Dict[str, List[List[int]]]:
+        """The items the mon did not refuse: the ones a later map must show."""
+        failed = self.outcome.failed if self.outcome else {}
+        return {k: v for k, v in self.items.items() if k not in failed}
+
+
+def balance_round(snap: Snapshot, pools: Optional[List[str]], max_items: int, mode: str,
+                  copies_max: Optional[float], min_gain: float = 0.005, drain: Sequence[int] = (),
+                  osd_room: Optional[np.ndarray] = None) -> Round:
+    """Propose one round: at most `max_items` moves, within `copies_max` misplaced copies."""
+    return Round(snap, balance_report(snap, pools, max_items, mode, copies_max=copies_max,
+                                      min_gain=min_gain, drain=drain, osd_room=osd_room))
