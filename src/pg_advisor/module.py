@@ -18,7 +18,7 @@ from .analysis.growth import growth_report
 from .analysis.plan import plan_report
 from .analysis.status import status_report
 from .analysis.whatif import Change, pg_map, simulate
-from .balance.report import eval_report, misplaced_copies, unkept
+from .balance.report import eval_report, misplaced_copies, proposal_json, unkept
 from .execute.driver import Driver, misplaced_max
 from .execute.gates import cluster_blockers
 from .execute.rounds import balance_round
@@ -194,7 +194,7 @@ class Module(MgrModule):
         rnd = balance_round(snap, [pool] if pool else None, items,
                             mode.value if mode is not None else str(opts.balance_mode),
                             misplaced_copies(snap, self.cluster_ratio()), float(opts.balance_min_gain))
-        report = rnd.report
+        report = proposal_json(rnd.proposal)
         dry = bool(dry_run)
         report["dry_run"] = dry
         if not dry:

@@ -9,7 +9,8 @@ no PG, and a drain that would leave a pool's rule too few OSDs or failure domain
 all of its replicas (the last host of three for a size-3 pool across hosts).
 """
 import re
-from typing import Any, Dict, List, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, List
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from ..crush.placement import Placer
 from ..model.errors import AdvisorError
 from ..model.snapshot import Snapshot
 from .balancer import Balancer, PoolState
-from .report import balance_report
+from .report import Proposal, propose
 
 OSD_NAME = re.compile(r"(?:osd\.)?([0-9]{1,9})")
 
@@ -69,18 +70,29 @@ def touched_pools(b: Balancer, osds: List[int]) -> List[PoolState]:
     return touched
 
 
-def drain_report(snap: Snapshot, target: str) -> Dict[str, Any]:
-    """What draining `target` would move (every round of it at once), checked first."""
-    return drain_plan(snap, target)[0]
+@dataclass
+class DrainPlan:
+    osds: List[int]
+    touched: List[PoolState]     # the pools with a replica on them
+    replicas: int                # replicas on them, all to move
+    proposal: Proposal           # every round of it at once
 
 
-def drain_plan(snap: Snapshot, target: str) -> Tuple[Dict[str, Any], List[PoolState]]:
+def drain_plan(snap: Snapshot, target: str) -> DrainPlan:
+    """What draining `target` would move, checked first."""
     osds = drain_osds(snap, target)
     placer = Placer(snap)        # CRUSH over every pool once, for the check and the moves
     touched = touched_pools(Balancer(snap, placer, drain=osds), osds)
-    names = [st.pool.name for st in touched]
-    r = balance_report(snap, names, 1 << 20, "pgs", placer=placer, drain=osds)
-    return {"osds": osds, "pools": names,
-            "replicas": int(sum(st.level.counts[osds].sum() for st in touched)),
-            "moves": r["moves"], "items": r["items"], "notes": r["notes"], "uneven": r["uneven"],
-            "dry_run": True}, touched
+    r = propose(snap, [st.pool.name for st in touched], 1 << 20, "pgs", placer=placer, drain=osds)
+    return DrainPlan(osds, touched, int(sum(st.level.counts[osds].sum() for st in touched)), r)
+
+
+def drain_json(plan: DrainPlan) -> Dict[str, Any]:
+    r = plan.proposal
+    return {"osds": plan.osds, "pools": [st.pool.name for st in plan.touched], "replicas": plan.replicas,
+            "moves": r.moves, "items": {k: [list(p) for p in v] for k, v in sorted(r.items.items())},
+            "notes": r.notes, "uneven": r.uneven, "dry_run": True}
+
+
+def drain_report(snap: Snapshot, target: str) -> Dict[str, Any]:
+    return drain_json(drain_plan(snap, target))

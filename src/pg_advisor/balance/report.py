@@ -1,4 +1,5 @@
 """The balancer's reports: the distribution now (eval), a proposal (balance), its commands."""
+from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -8,7 +9,7 @@ from ..model.distribution import spread, up_counts
 from ..model.distribution import object_copies
 from ..model.errors import AdvisorError
 from ..model.snapshot import Snapshot
-from .balancer import Balancer, PoolState
+from .balancer import BalanceResult, Balancer, PoolState
 from .evener import ByteEvener, fullness
 
 MODES = ("pgs", "bytes")
@@ -103,10 +104,46 @@ def misplaced_copies(snap: Snapshot, ratio: float) -> Optional[float]:
     return max(ratio * object_copies(snap) - snap.misplaced_objects, 0.0)
 
 
-def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 1 << 20,
-                   mode: str = "bytes", placer: Optional[Placer] = None,
-                   copies_max: Optional[float] = None, min_gain: float = 0.005,
-                   drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None) -> Dict[str, Any]:
+@dataclass
+class Proposal:
+    """What one run of the balancer proposes, as the executor and the driver read it;
+    balance_report turns it into the command's JSON."""
+    snap: Snapshot
+    mode: str
+    balancer: Balancer
+    result: BalanceResult
+    copies_max: Optional[float]
+
+    @property
+    def items(self) -> Dict[str, List[Tuple[int, int]]]:
+        return self.result.items
+
+    @property
+    def moves(self) -> int:
+        return self.result.moves
+
+    @property
+    def uneven(self) -> Dict[str, str]:
+        """Pools with an OSD more than a PG off its share even after these items."""
+        return {st.pool.name: uneven_osd(st) for st in self.result.pools if not st.level.clear()}
+
+    @property
+    def throttled(self) -> bool:
+        """The misplaced budget or an OSD's backfill room, not the lack of a useful move,
+        ended the proposal."""
+        b = self.balancer
+        return bool((self.copies_max is not None or b.room_stopped) and b.stopped
+                    and b.left > 0 and not b.work_stopped)
+
+    @property
+    def notes(self) -> List[str]:
+        return self.result.notes + rule_limit_notes(self.result.pools)
+
+
+def propose(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 1 << 20,
+            mode: str = "bytes", placer: Optional[Placer] = None,
+            copies_max: Optional[float] = None, min_gain: float = 0.005,
+            drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None) -> Proposal:
     """Balance PG counts (per pool, then in total), then in bytes mode how full the OSDs
     are, with at most `max_items` replica moves; the OSDs in `drain` are emptied."""
     if mode not in MODES:
@@ -123,21 +160,28 @@ def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items:
         b.notes.append("bytes mode needs PG stats (offline: --pg-dump): PG counts balanced only")
     if bytes_mode:
         ByteEvener(b, min_gain).run()
-    res = b.result()
+    return Proposal(snap, mode, b, b.result(), copies_max)
+
+
+def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 1 << 20,
+                   mode: str = "bytes", placer: Optional[Placer] = None,
+                   copies_max: Optional[float] = None, min_gain: float = 0.005,
+                   drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None) -> Dict[str, Any]:
+    """propose()'s proposal as the `balance` command's JSON."""
+    return proposal_json(propose(snap, pools, max_items, mode, placer, copies_max, min_gain, drain, osd_room))
+
+
+def proposal_json(p: Proposal) -> Dict[str, Any]:
+    res, b, snap = p.result, p.balancer, p.snap
     return {
-        "epoch": snap.epoch, "mode": mode,
+        "epoch": snap.epoch, "mode": p.mode,
         "commands": commands(res.items),
-        "items": {k: [list(p) for p in v] for k, v in sorted(res.items.items())},
+        "items": {k: [list(x) for x in v] for k, v in sorted(res.items.items())},
         "before": _spreads(res.pools, True), "after": _spreads(res.pools, False),
         "fullness": ({"before": fullness(b, start=True), "after": fullness(b)}
                      if snap.pgs is not None else None),
         "moves": res.moves, "lower_bound": res.lower_bound, "repairs": res.repairs,
-        "notes": res.notes + rule_limit_notes(res.pools),
-        # pools with an OSD more than a PG off its share even after these items
-        "uneven": {st.pool.name: uneven_osd(st) for st in res.pools if not st.level.clear()},
-        "objects_misplaced": int(b.misplaced) if copies_max is not None else None,
-        # the misplaced budget or an OSD's backfill room, not the lack of a useful move,
-        # ended the proposal
-        "throttled": bool((copies_max is not None or b.room_stopped) and b.stopped
-                          and b.left > 0 and not b.work_stopped),
+        "notes": p.notes, "uneven": p.uneven,
+        "objects_misplaced": int(b.misplaced) if p.copies_max is not None else None,
+        "throttled": p.throttled,
     }

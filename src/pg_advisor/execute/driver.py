@@ -7,10 +7,10 @@ mon command and to read and write the mgr store.
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..analysis.plan import plan_report
-from ..balance.drain import describe, drain_plan
+from ..analysis.plan import pg_num_plan
+from ..balance.drain import describe, drain_json, drain_plan
 from ..balance.remapped import Pins, pin_remapped, pins_report
-from ..balance.report import balance_report
+from ..balance.report import propose
 from ..model.distribution import object_copies
 from ..model.errors import AdvisorError
 from ..model.limits import check_pg_num
@@ -87,8 +87,8 @@ class Driver:
                                         f"on); set it off to hand the pool to pg_advisor")
         if pg_num is not None:
             return {str(pool): int(pg_num)}
-        steps = plan_report(snap, opts, balanced)["steps"]
-        return {s["pool"]: s["pg_num"][1] for s in steps if pool is None or s["pool"] == pool}
+        changes = pg_num_plan(snap, opts, balanced).changes
+        return {c.pool.name: c.pg_num for c in changes if pool is None or c.pool.name == pool}
 
     def plan(self, snap: Snapshot, opts: Options, cluster_ratio: float,
              targets: Dict[str, int]) -> List[PlanStep]:
@@ -182,9 +182,9 @@ class Driver:
               now: float, balancer_active: bool = False) -> Dict[str, Any]:
         """Empty the OSDs `target` names (balance/drain.py) in balance rounds within the budget."""
         with self.lock:
-            out, touched = drain_plan(snap, target)
-            osds = out["osds"]
-            out["dry_run"] = dry_run
+            plan = drain_plan(snap, target)
+            out = dict(drain_json(plan), dry_run=dry_run)
+            osds, touched = plan.osds, plan.touched
             if dry_run:
                 return out
             self.check_idle("draining")
@@ -193,13 +193,13 @@ class Driver:
                                         "PGs back (`ceph balancer off` hands balancing over)")
             pacing(opts, cluster_ratio)
             copies = object_copies(snap)
-            shards = max(16, out["replicas"])      # a round spans the plan's pools
+            shards = max(16, plan.replicas)      # a round spans the plan's pools
             steps = [balance_step(t.pool, t.pool.pg_num, t.pool.pgp_num, shards, copies) for t in touched]
-            plan = self.executor.start(steps, [t.pool for t in touched], "drain", now, drain=osds)
-            what = f"{describe(osds)}: {out['replicas']} replicas in {len(touched)} pools to move"
+            st = self.executor.start(steps, [t.pool for t in touched], "drain", now, drain=osds)
+            what = f"{describe(osds)}: {plan.replicas} replicas in {len(touched)} pools to move"
             self.executor._log(now, "drain", what)
             self.executor.save()
-            out["plan"] = plan.id
+            out["plan"] = st.id
             return out
 
     def abort(self, snap: Snapshot, send: Send, now: float) -> str:
@@ -273,9 +273,9 @@ class Driver:
     def _start_balancing(self, snap: Snapshot, opts: Options, now: float) -> None:
         """Auto mode with no pg_num change due: a plan of balance rounds for the pools the
         balancer would change (none: no plan)."""
-        r = balance_report(snap, None, 1 << 20, str(opts.balance_mode), min_gain=float(opts.balance_min_gain))
+        r = propose(snap, None, 1 << 20, str(opts.balance_mode), min_gain=float(opts.balance_min_gain))
         shards: Dict[int, int] = {}
-        for pgid, pairs in r["items"].items():   # a PG's items changed: at least one shard moves
+        for pgid, pairs in r.items.items():   # a PG's items changed: at least one shard moves
             pid = int(pgid.split(".")[0])
             shards[pid] = shards.get(pid, 0) + max(len(pairs), 1)
         pools = [p for p in snap.pools if p.id in shards]

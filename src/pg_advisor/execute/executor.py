@@ -505,19 +505,19 @@ class Executor:
         rnd = balance_round(snap, sorted(st.pools), max(1, step.pgs_moving or 16), pacing.balance_mode,
                             misplaced_copies(snap, pacing.misplaced_max * ROUND_FILL),
                             drain=st.drain, osd_room=room)
-        r = rnd.report
-        if not r["items"] and r["throttled"]:
+        r = rnd.proposal
+        if not r.items and r.throttled:
             st.waiting = ("the misplaced budget or max_backfills_per_osd holds the next balance "
                           "round back")
             return True
-        uneven = sorted(r["uneven"].items())
-        if not r["items"] and uneven:
+        uneven = sorted(r.uneven.items())
+        if not r.items and uneven:
             # "done" means even: an uneven pool the rounds cannot improve stays in view
             st.blockers = [f"pool {uneven[0][0]} is not even and no legal move improves it: "
                            f"{uneven[0][1]}; the plan stays open (`abort` ends it)"]
             st.waiting = None
             return True
-        if not r["items"]:
+        if not r.items:
             self._advance(st, step, now, f" ({st.rounds} rounds)")
             return False
         if st.rounds >= BALANCE_ROUNDS_MAX:
@@ -531,7 +531,7 @@ class Executor:
         st.round = {"epoch": snap.epoch, "items": rnd.taken()}
         items = rnd.items
         moved = pgs_bytes(snap, list(items))
-        self._log(now, "round", f"step {st.next + 1}: {len(items)} PGs, {r['moves']} moves"
+        self._log(now, "round", f"step {st.next + 1}: {len(items)} PGs, {r.moves} moves"
                                 + (f", {human_bytes(moved)} in those PGs" if moved is not None else "")
                                 + (f", {sent.primed} primed" if sent.primed else "")
                                 + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))

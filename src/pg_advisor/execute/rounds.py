@@ -3,11 +3,11 @@ bounded batch of pg-upmap-items from balance_report, set with the mon in small b
 (each PG's pg_temp first when priming), the refusals kept by PG. Pins set their items
 the same way (set_items)."""
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..balance.report import balance_report, mon_commands
+from ..balance.report import Proposal, mon_commands, propose
 from ..model.snapshot import Snapshot
 from .priming import PRIME_BATCH, Command, item_results, primed_commands
 
@@ -43,26 +43,27 @@ def set_items(snap: Snapshot, items: Items, burst: Burst, prime: bool) -> ItemsS
 @dataclass
 class Round:
     snap: Snapshot
-    report: Dict[str, Any]            # balance_report's: items, moves, uneven, throttled, ...
+    proposal: Proposal
     outcome: Optional[ItemsSet] = None
 
     @property
-    def items(self) -> Dict[str, List[List[int]]]:
-        return self.report["items"]
+    def items(self) -> Dict[str, List[Tuple[int, int]]]:
+        return self.proposal.items
 
     def apply(self, burst: Burst, prime: bool) -> ItemsSet:
         self.outcome = set_items(self.snap, self.items, burst, prime)
         return self.outcome
 
     def taken(self) -> Dict[str, List[List[int]]]:
-        """The items the mon did not refuse: the ones a later map must show."""
+        """The items the mon did not refuse: the ones a later map must show (as JSON, for
+        the plan state)."""
         failed = self.outcome.failed if self.outcome else {}
-        return {k: v for k, v in self.items.items() if k not in failed}
+        return {k: [list(p) for p in v] for k, v in sorted(self.items.items()) if k not in failed}
 
 
 def balance_round(snap: Snapshot, pools: Optional[List[str]], max_items: int, mode: str,
                   copies_max: Optional[float], min_gain: float = 0.005, drain: Sequence[int] = (),
                   osd_room: Optional[np.ndarray] = None) -> Round:
     """Propose one round: at most `max_items` moves, within `copies_max` misplaced copies."""
-    return Round(snap, balance_report(snap, pools, max_items, mode, copies_max=copies_max,
-                                      min_gain=min_gain, drain=drain, osd_room=osd_room))
+    return Round(snap, propose(snap, pools, max_items, mode, copies_max=copies_max,
+                               min_gain=min_gain, drain=drain, osd_room=osd_room))

@@ -5,6 +5,7 @@ import copy
 import dataclasses
 import json
 from typing import Any, Dict, List, Optional, Tuple
+from types import SimpleNamespace
 
 import pytest
 
@@ -390,18 +391,18 @@ def test_an_uneven_pool_with_no_legal_move_is_not_done(dumps: Dict[str, Any], mo
     from pg_advisor.execute import rounds
     ceph, store = _skewed(dumps), Store()
     ex = balance_plan(ceph, store)
-    real = rounds.balance_report
+    real = rounds.propose
     # the rule leaves no move: the balancer proposes nothing and the pool stays uneven
-    stuck = {"items": {}, "throttled": False,
-             "uneven": {"rbd": "osd.0 holds 20 PGs of pool rbd, its share is 16.00"}}
-    monkeypatch.setattr(rounds, "balance_report", lambda *a, **k: stuck)
+    stuck = SimpleNamespace(items={}, throttled=False, moves=0,
+                            uneven={"rbd": "osd.0 holds 20 PGs of pool rbd, its share is 16.00"})
+    monkeypatch.setattr(rounds, "propose", lambda *a, **k: stuck)
     for t in range(3):
         ex.tick(ceph.snap(), OPEN, ceph.send, float(t))
     st = store.state or {}
     assert st["status"] == "running" and st["next"] == 0, st
     assert ex.state is not None and "rbd is not even" in ex.state.blockers[0]
     assert "osd.0 holds" in ex.state.blockers[0]                # the OSD furthest off
-    monkeypatch.setattr(rounds, "balance_report", real)
+    monkeypatch.setattr(rounds, "propose", real)
     for t in range(3, 400):
         ex.tick(ceph.snap(), OPEN, ceph.send, float(t))
         ceph.dumps["osd_dump"]["epoch"] += 1
