@@ -180,7 +180,10 @@ def spread(counts: np.ndarray, share: np.ndarray) -> Spread:
 def object_copies(snap: Snapshot) -> float:
     """All object copies in the cluster, over which Ceph's misplaced ratio is taken: from
     the PG stats when given, else from the pool stats."""
-    size = {p.id: p.size for p in snap.pools}
     if snap.pgs is not None:
-        return float(sum(int(o) * size.get(int(p), 0) for p, o in zip(snap.pgs.pool, snap.pgs.objects)))
+        # objects per pool (a pool the map no longer has counts 0), times the pool's size
+        size = {p.id: p.size for p in snap.pools}
+        pids, row_pool = np.unique(snap.pgs.pool, return_inverse=True)
+        per_pool = np.bincount(row_pool, weights=snap.pgs.objects.astype(np.float64), minlength=pids.size)
+        return float(sum(size.get(int(pid), 0) * n for pid, n in zip(pids.tolist(), per_pool.tolist())))
     return float(sum((p.objects or 0) * p.size for p in snap.pools))

@@ -6,6 +6,7 @@ Built from the same four documents whether they come from the mgr (`get('osd_map
 the mgr hands out exactly those shapes, so one loader serves both and the live and
 offline answers agree by construction. Nothing below this layer reads the mgr.
 """
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -653,8 +654,86 @@ def _parse_pgid(pgid: Any, what: str) -> Tuple[int, int]:
     return p, s
 
 
+Columns = Dict[str, Any]   # the PG stats as arrays (and the states as a list), in dump order
+
+
 def _load_pgs(pg_map: Json) -> Pgs:
     stats = _list(pg_map, "pg_stats", "pg dump")
+    # a dump as Ceph writes it takes the fast path; anything else the careful one, which
+    # names the first bad field (and accepts what it accepts: numbers as strings, say)
+    c = _pg_columns_plain(stats)
+    if c is None:
+        c = _pg_columns_checked(stats)
+    for m in (c["up"], c["acting"]):
+        m[m == CRUSH_ITEM_NONE] = NO_OSD
+    order = np.lexsort((c["ps"], c["pool"]))
+    return Pgs(pool=_frozen(c["pool"][order]), ps=_frozen(c["ps"][order]), up=_frozen(c["up"][order]),
+               up_primary=_frozen(c["up_primary"][order]), bytes=_frozen(c["bytes"][order]),
+               objects=_frozen(c["objects"][order]), state=tuple(c["state"][i] for i in order.tolist()),
+               acting=_frozen(c["acting"][order]), log_size=_frozen(c["log_size"][order]),
+               writes=_frozen(c["writes"][order]))
+
+
+def _ints(values: List[Any], lo: int, hi: int) -> Optional[np.ndarray]:
+    """Plain ints within [lo, hi] as an array, or None (bools, strings, floats, out of range)."""
+    if not all(type(v) is int for v in values):
+        return None
+    a = np.array(values, dtype=np.int64) if values else np.zeros(0, dtype=np.int64)
+    return a if not a.size or (lo <= a.min() and a.max() <= hi) else None
+
+
+def _osd_matrix(rows: List[Any], width: int) -> Optional[np.ndarray]:
+    """Ragged up/acting lists as an (n, width) matrix padded with NO_OSD, or None."""
+    if not all(type(r) is list for r in rows):
+        return None
+    lens = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    flat = _ints([o for r in rows for o in r], NO_OSD, CRUSH_ITEM_NONE)
+    if flat is None:
+        return None
+    m = np.full((len(rows), width), NO_OSD, dtype=np.int64)
+    m[np.arange(width) < lens[:, None]] = flat      # row by row, as flat was made
+    return m
+
+
+def _or(v: Any, default: Any) -> Any:
+    return default if v is None else v
+
+
+def _pg_columns_plain(stats: Sequence[Any]) -> Optional[Columns]:
+    """The columns of a well-formed dump, a field at a time over all PGs; None at the
+    first thing that is not plain (the checked loop then finds and names it)."""
+    try:
+        if not all(type(s) is dict for s in stats):
+            return None
+        pgids = [s["pgid"] for s in stats]
+        if not all(type(x) is str and x.count(".") == 1 for x in pgids):
+            return None
+        parts = ".".join(pgids).split(".")      # one split for all: POOL, SEED, POOL, ...
+        pool = _ints(list(map(int, parts[0::2])), 0, MAX_ID)
+        ps = _ints(list(map(int, parts[1::2], itertools.repeat(16))), 0, MAX_PG_NUM - 1)
+        ups = [s["up"] for s in stats]
+        actings = [_or(s.get("acting"), []) for s in stats]
+        width = max(map(len, ups + actings), default=0)
+        sums = [_or(s.get("stat_sum"), {}) for s in stats]
+        states = [_or(s.get("state"), "unknown") for s in stats]
+        if (width > MAX_POOL_SIZE or not all(type(x) is dict for x in sums)
+                or not all(type(x) is str for x in states)):
+            return None
+        c: Columns = {
+            "pool": pool, "ps": ps, "up": _osd_matrix(ups, width), "acting": _osd_matrix(actings, width),
+            "up_primary": _ints([_or(s.get("up_primary"), NO_OSD) for s in stats], NO_OSD, CRUSH_ITEM_NONE),
+            "bytes": _ints([_or(x.get("num_bytes"), 0) for x in sums], 0, MAX_INT64),
+            "objects": _ints([_or(x.get("num_objects"), 0) for x in sums], 0, MAX_INT64),
+            "writes": _ints([_or(x.get("num_write"), 0) for x in sums], 0, MAX_INT64),
+            "log_size": _ints([_or(s.get("log_size"), 0) for s in stats], 0, MAX_INT64),
+            "state": states,
+        }
+    except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
+        return None
+    return None if any(v is None for v in c.values()) else c
+
+
+def _pg_columns_checked(stats: Sequence[Any]) -> Columns:
     n = len(stats)
     ups, actings = [], []
     for s in stats:    # the rows first: their width sizes the matrices
@@ -662,36 +741,25 @@ def _load_pgs(pg_map: Json) -> Pgs:
         ups.append(_osd_ids(_get(s, "up", what), f"{what}: up"))
         actings.append(_osd_ids(_get(s, "acting", what, []), f"{what}: acting"))
     width = max([len(r) for r in ups + actings], default=0)
-    pool = np.zeros(n, dtype=np.int64)
-    ps = np.zeros(n, dtype=np.int64)
-    up = np.full((n, width), NO_OSD, dtype=np.int64)
-    prim = np.full(n, NO_OSD, dtype=np.int64)
-    nbytes = np.zeros(n, dtype=np.int64)
-    objects = np.zeros(n, dtype=np.int64)
-    acting = np.full((n, width), NO_OSD, dtype=np.int64)
-    log_size = np.zeros(n, dtype=np.int64)
-    writes = np.zeros(n, dtype=np.int64)
-    state: List[str] = []
+    counts = ("pool", "ps", "bytes", "objects", "writes", "log_size")
+    c: Columns = {k: np.zeros(n, dtype=np.int64) for k in counts}
+    c["up_primary"] = np.full(n, NO_OSD, dtype=np.int64)
+    c["up"] = np.full((n, width), NO_OSD, dtype=np.int64)
+    c["acting"] = np.full((n, width), NO_OSD, dtype=np.int64)
+    c["state"] = []
     for i, s in enumerate(stats):
-        pool[i], ps[i] = _parse_pgid(s["pgid"], "pg dump")
+        c["pool"][i], c["ps"][i] = _parse_pgid(s["pgid"], "pg dump")
         what = f"pg dump: pg {_show(s['pgid'])}"
-        up[i, :len(ups[i])] = ups[i]
-        acting[i, :len(actings[i])] = actings[i]
-        prim[i] = _int(s, "up_primary", what, NO_OSD, CRUSH_ITEM_NONE, NO_OSD)
+        c["up"][i, :len(ups[i])] = ups[i]
+        c["acting"][i, :len(actings[i])] = actings[i]
+        c["up_primary"][i] = _int(s, "up_primary", what, NO_OSD, CRUSH_ITEM_NONE, NO_OSD)
         summ = _map(s, "stat_sum", what)
-        nbytes[i] = _int(summ, "num_bytes", what, 0, MAX_INT64, 0)
-        objects[i] = _int(summ, "num_objects", what, 0, MAX_INT64, 0)
-        writes[i] = _int(summ, "num_write", what, 0, MAX_INT64, 0)
-        log_size[i] = _int(s, "log_size", what, 0, MAX_INT64, 0)
-        state.append(_str(s, "state", what, "unknown"))
-    up[up == CRUSH_ITEM_NONE] = NO_OSD
-    acting[acting == CRUSH_ITEM_NONE] = NO_OSD
-    order = np.lexsort((ps, pool))
-    return Pgs(pool=_frozen(pool[order]), ps=_frozen(ps[order]), up=_frozen(up[order]),
-               up_primary=_frozen(prim[order]), bytes=_frozen(nbytes[order]),
-               objects=_frozen(objects[order]), state=tuple(state[i] for i in order),
-               acting=_frozen(acting[order]), log_size=_frozen(log_size[order]),
-               writes=_frozen(writes[order]))
+        c["bytes"][i] = _int(summ, "num_bytes", what, 0, MAX_INT64, 0)
+        c["objects"][i] = _int(summ, "num_objects", what, 0, MAX_INT64, 0)
+        c["writes"][i] = _int(summ, "num_write", what, 0, MAX_INT64, 0)
+        c["log_size"][i] = _int(s, "log_size", what, 0, MAX_INT64, 0)
+        c["state"].append(_str(s, "state", what, "unknown"))
+    return c
 
 
 def _check_pg_osds(pgs: Pgs, n_osd: int) -> None:

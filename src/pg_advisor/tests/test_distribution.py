@@ -1,3 +1,4 @@
+import copy
 from typing import Any, Dict
 
 import numpy as np
@@ -130,3 +131,16 @@ def test_rule_weights_follow_each_take_to_its_own_emit(dumps: Dict[str, Any]) ->
                             "take default~ssd", "chooseleaf_firstn 0 host", "emit"])
     s = load(dumps)
     assert distribution.rule_weights(s, s.rule(s.pool_by_name("rbd").crush_rule))[new] == 0
+
+
+def test_object_copies_are_each_pgs_objects_times_its_pools_size(dumps: Dict[str, Any]) -> None:
+    d = copy.deepcopy(dumps)
+    stats = d["pg_dump"]["pg_map"]["pg_stats"]
+    # a PG of a pool the map no longer has (deleted since the stats) counts no copies
+    stats.append(dict(stats[0], pgid="99.0"))
+    snap = snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
+    size = {p["pool"]: p["size"] for p in d["osd_dump"]["pools"]}
+    want = sum(s["stat_sum"]["num_objects"] * size.get(int(s["pgid"].split(".")[0]), 0) for s in stats)
+    assert want > 0 and distribution.object_copies(snap) == float(want)
+    # Ceph's own count of each PG's copies agrees
+    assert want == sum(s["stat_sum"]["num_object_copies"] for s in stats[:-1])

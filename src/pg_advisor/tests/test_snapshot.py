@@ -114,3 +114,46 @@ def test_unknown_pool_is_enoent(snap: snapshot.Snapshot) -> None:
     with pytest.raises(AdvisorError) as e:
         snap.pool_by_name("nope")
     assert e.value.code == -2 and "nope" in e.value.message
+
+
+def _columns_equal(a: Dict[str, Any], b: Dict[str, Any]) -> bool:
+    return a.keys() == b.keys() and all(
+        a[k] == b[k] if k == "state" else np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_the_fast_pg_columns_are_the_checked_ones(dumps: Dict[str, Any]) -> None:
+    stats = copy.deepcopy(dumps["pg_dump"]["pg_map"]["pg_stats"])
+    # the fields a dump may leave out or null, in a few rows, and an EC hole
+    stats[0].pop("acting")
+    stats[1]["up_primary"] = None
+    stats[2]["stat_sum"] = None
+    stats[3].pop("log_size")
+    stats[4].pop("state")
+    stats[5]["up"] = [stats[5]["up"][0], 0x7FFFFFFF, stats[5]["up"][2]]
+    fast = snapshot._pg_columns_plain(stats)
+    assert fast is not None
+    assert _columns_equal(fast, snapshot._pg_columns_checked(stats))
+    assert fast["up"][5, 1] == 0x7FFFFFFF and fast["acting"][0].tolist() == [-1] * fast["acting"].shape[1]
+
+
+@pytest.mark.parametrize("change", [
+    lambda s: s.__setitem__("log_size", "12"),                    # a number as a string
+    lambda s: s["stat_sum"].__setitem__("num_bytes", True),
+    lambda s: s["stat_sum"].__setitem__("num_objects", -1),
+    lambda s: s.__setitem__("up", [0, 1, 1 << 40]),
+    lambda s: s.__setitem__("up", "0,1,2"),
+    lambda s: s.__setitem__("pgid", "1.2.3"),
+    lambda s: s.__setitem__("pgid", 7),
+    lambda s: s.__setitem__("state", 3),
+    lambda s: s.pop("up"),
+])
+def test_anything_not_plain_takes_the_checked_path(dumps: Dict[str, Any], change: Any) -> None:
+    stats = copy.deepcopy(dumps["pg_dump"]["pg_map"]["pg_stats"])
+    change(stats[7])
+    assert snapshot._pg_columns_plain(stats) is None
+    try:        # which the careful loop either reads as Ceph means it or refuses by name
+        c = snapshot._pg_columns_checked(stats)
+    except AdvisorError as e:
+        assert e.message.startswith("pg dump: ")
+    else:
+        assert c["log_size"][7] == 12
