@@ -462,22 +462,25 @@ def walk_up(parent: Mapping[int, int], item: int) -> List[int]:
 
 def _osd_placement(buckets: Mapping[int, Bucket], n_osd: int
                    ) -> Tuple[np.ndarray, List[Optional[str]]]:
-    """Crush weight and host of each OSD, read from the real (non-shadow) tree."""
+    """Crush weight and host of each OSD, read from the real (non-shadow) tree; each
+    bucket's nearest host is looked for once, not once per OSD."""
     weight = np.zeros(n_osd, dtype=np.float64)
-    host: List[Optional[str]] = [None] * n_osd
-    seen = np.zeros(n_osd, dtype=bool)
-    for b in buckets.values():
+    parent = bucket_parents(buckets)
+    for b in buckets.values():      # the weight where the OSD's parent (its first holder) has it
         if not b.is_shadow:
             for child, w in zip(b.items.tolist(), b.weights.tolist()):
-                if 0 <= child < n_osd and not seen[child]:
-                    seen[child] = True
+                if 0 <= child < n_osd and parent[child] == b.id:
                     weight[child] = w
-    parent = bucket_parents(buckets)
-    for osd in np.flatnonzero(seen).tolist():
-        # the nearest ancestor of type host, else the direct parent
-        up = walk_up(parent, osd)
-        host[osd] = next((buckets[n].name for n in up if buckets[n].type_name == "host"),
-                         buckets[up[0]].name)
+    osds = sorted(o for o in parent if 0 <= o < n_osd)
+    # the nearest ancestor of type host, else the direct parent
+    nearest: Dict[int, Optional[str]] = {}
+    host: List[Optional[str]] = [None] * n_osd
+    for o in osds:
+        bid = parent[o]
+        if bid not in nearest:
+            nearest[bid] = next((buckets[n].name for n in [bid] + walk_up(parent, bid)
+                                 if buckets[n].type_name == "host"), None)
+        host[o] = nearest[bid] or buckets[bid].name
     return weight, host
 
 
