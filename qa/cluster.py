@@ -52,6 +52,22 @@ class Cluster:
     def pool_id(self, pool: str) -> int:
         return int(next(p["pool"] for p in self.json("osd", "dump")["pools"] if p["pool_name"] == pool))
 
+    def osd_ids(self, in_up: bool = False) -> List[int]:
+        """The map's OSDs (with in_up, those in and up): tests must not assume six, as one
+        that adds or drains OSDs may have run before them."""
+        return sorted(o["osd"] for o in self.json("osd", "dump")["osds"]
+                      if not in_up or (o["in"] and o["up"]))
+
+    def host_mates(self) -> Dict[int, List[int]]:
+        """Each OSD -> the other OSDs of its host in the CRUSH tree (an upmap item from one
+        to another keeps a host-rule PG on distinct hosts)."""
+        out: Dict[int, List[int]] = {}
+        for n in self.json("osd", "tree")["nodes"]:
+            if n["type"] == "host":
+                kids = sorted(k for k in n.get("children", []) if k >= 0)
+                out.update({k: [m for m in kids if m != k] for k in kids})
+        return out
+
     def up_sets(self, pool: str) -> Dict[str, List[int]]:
         """Each PG's up set as the OSDMap has it now (`pg map`, not the PG stats that lag)."""
         pool_id = self.pool_id(pool)

@@ -177,9 +177,9 @@ def live_map(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
            "0.0004", "0.0005", "0.0006", "0.0007", "0.0008", "0.0009")
     # an upmap item on a replicated PG: one replica to the other OSD of its host
     up = c.json("pg", "map", "1.3")["up"]
-    partner = {0: 3, 3: 0, 1: 4, 4: 1, 2: 5, 5: 2}
-    src = next(o for o in up if partner[o] not in up and partner[o] not in (3, 4))
-    c.ceph("osd", "pg-upmap-items", "1.3", str(src), str(partner[src]))
+    mates = c.host_mates()
+    src, dst = next((o, m) for o in up for m in mates[o] if m not in up and m not in (3, 4))
+    c.ceph("osd", "pg-upmap-items", "1.3", str(src), str(dst))
     path = tmp_path_factory.mktemp("live") / "osdmap.bin"
     c.ceph("osd", "getmap", "-o", str(path))
     try:
@@ -204,7 +204,7 @@ def test_live_map_every_pool(live_map: GeneratedMap) -> None:
     assert {p.type for p in snap.pools} == {"replicated", "erasure"}
     assert snap.pg_upmap_items and not snap.osds.in_[4] and snap.osds.up[4]
     assert snap.osds.crush_weight[3] == 0
-    ec = next(p for p in snap.pools if p.type == "erasure")
+    ec = snap.pool_by_name("ec42")      # another test's EC pool may be there too
     assert set(snap.choose_args) == {-1, ec.id}
     bad = mismatches(snap, ref)
     assert not bad, f"{len(bad)} of {len(ref)} PGs differ, first: {bad[:5]}"

@@ -115,13 +115,13 @@ def test_a_refused_command_is_retried_and_an_osd_down_blocks(pool: Cluster) -> N
     c.ceph("osd", "pool", "set", "grow", "nopgchange", "false")
     wait_until(lambda: len(issued_steps(c, plan)) >= 1, 120, "the step to go through on retry")
     assert any(h["event"] == "retry" for h in history(c) if h["plan"] == plan)
-    # an OSD goes down mid-plan: no new step until it is back
+    # an OSD the pool's PGs are on goes down mid-plan: no new step until it is back
     c.ceph("pg-advisor", "pause")
-    pidfile = c.dir / "run" / "osd.5.pid"
-    pid = int(pidfile.read_text())
+    osd = c.json("pg", "map", f"{c.pool_id('grow')}.0")["up"][-1]
+    pid = int((c.dir / "run" / f"osd.{osd}.pid").read_text())
     os.kill(pid, signal.SIGTERM)
-    wait_until(lambda: any(o["osd"] == 5 and not o["up"] for o in c.json("osd", "dump")["osds"]),
-               60, "osd.5 to be marked down")
+    wait_until(lambda: any(o["osd"] == osd and not o["up"] for o in c.json("osd", "dump")["osds"]),
+               60, f"osd.{osd} to be marked down")
     c.ceph("pg-advisor", "resume")
 
     def blocked() -> bool:
@@ -131,8 +131,8 @@ def test_a_refused_command_is_retried_and_an_osd_down_blocks(pool: Cluster) -> N
     before = len(issued_steps(c, plan))
     time.sleep(5)
     assert len(issued_steps(c, plan)) == before
-    subprocess.run(["ceph-osd", "-i", "5"], env=c.env, check=True, timeout=60)
-    wait_until(lambda: plan_state(c) == "done", 600, "the plan to finish after osd.5 returns", step=3)
+    subprocess.run(["ceph-osd", "-i", str(osd)], env=c.env, check=True, timeout=60)
+    wait_until(lambda: plan_state(c) == "done", 600, f"the plan to finish after osd.{osd} returns", step=3)
     # the mon shows the mgr's checks a report later
     wait_until(lambda: "PG_ADVISOR_BLOCKED" not in c.json("health", "detail")["checks"], 60,
                "the blocked check to clear")

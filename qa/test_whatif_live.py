@@ -33,9 +33,9 @@ def pool(cluster: Cluster) -> Iterator[str]:
     pid = next(p["pool"] for p in cluster.json("osd", "dump")["pools"] if p["pool_name"] == name)
     # an upmap item on a parent PG: does its child inherit it? the prediction says no
     up = cluster.json("pg", "map", f"{pid}.0")["up"]
-    partner = {0: 3, 3: 0, 1: 4, 4: 1, 2: 5, 5: 2}
-    src = next(o for o in up if partner[o] not in up)
-    cluster.ceph("osd", "pg-upmap-items", f"{pid}.0", str(src), str(partner[src]))
+    mates = cluster.host_mates()
+    src, dst = next((o, m) for o in up for m in mates[o] if m not in up)
+    cluster.ceph("osd", "pg-upmap-items", f"{pid}.0", str(src), str(dst))
     yield name
     cluster.ceph("osd", "pool", "rm", name, name, "--yes-i-really-really-mean-it")
     cluster.wait_clean()
@@ -54,7 +54,7 @@ def test_split_prediction_matches_the_real_split(cluster: Cluster, pool: str,
     after = ceph_mapping(cluster, tmp_path, "after")
     # per-OSD PG counts after, over all pools
     actual = per_osd(after)
-    assert {o["id"]: o["pgs_after"] for o in pred["osds"]} == {o: actual.get(o, 0) for o in range(6)}
+    assert {o["id"]: o["pgs_after"] for o in pred["osds"]} == {o: actual.get(o, 0) for o in cluster.osd_ids()}
     # PGs whose up set differs from their parent's before the split
     pid = pred["pools"][0]["pool_id"]
     changed = 0
@@ -66,15 +66,16 @@ def test_split_prediction_matches_the_real_split(cluster: Cluster, pool: str,
 
 
 def test_out_prediction_matches_marking_out(cluster: Cluster, tmp_path: Path) -> None:
-    pred = json.loads(cluster.ceph("pg-advisor", "simulate", "--out-osd", "5", "-f", "json"))
+    osd = str(cluster.osd_ids(in_up=True)[-1])
+    pred = json.loads(cluster.ceph("pg-advisor", "simulate", "--out-osd", osd, "-f", "json"))
     before = ceph_mapping(cluster, tmp_path, "before")
-    cluster.ceph("osd", "out", "5")
+    cluster.ceph("osd", "out", osd)
     try:
         after = ceph_mapping(cluster, tmp_path, "after")
     finally:
-        cluster.ceph("osd", "in", "5")
+        cluster.ceph("osd", "in", osd)
     actual = per_osd(after)
-    assert {o["id"]: o["pgs_after"] for o in pred["osds"]} == {o: actual.get(o, 0) for o in range(6)}
+    assert {o["id"]: o["pgs_after"] for o in pred["osds"]} == {o: actual.get(o, 0) for o in cluster.osd_ids()}
     moved = sum(len(set(after[k][0]) - set(before[k][0])) for k in after)
     assert pred["total"]["shards_moved"] == moved
     cluster.wait_clean()
