@@ -1,5 +1,5 @@
 """One balance round, as the `balance` command and a plan's balance steps both run it: a
-bounded batch of pg-upmap-items from balance_report, set with the mon in small bursts
+bounded batch of pg-upmap-items from propose(), set with the mon in small bursts
 (each PG's pg_temp first when priming), the refusals kept by PG. Pins set their items
 the same way (set_items)."""
 from dataclasses import dataclass, field
