@@ -14,6 +14,7 @@ from ..model.distribution import pool_share, rule_weights, spread, up_counts
 from ..model.errors import AdvisorError
 from ..model.limits import check_pg_num, check_pgp_num
 from ..model.snapshot import Pool, Snapshot
+from .legality import ancestors, breaks, rule_shape
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,41 @@ def _movement(snap: Snapshot, pool: Pool, old: PoolMapping, new: PoolMapping) ->
             "shards_moved": int(moved.sum()), "bytes_moved": moved_bytes, "bytes_source": source}
 
 
+def mon_cleaned(snap: Snapshot, placer: Placer, reweight: np.ndarray, target: Optional[Pool],
+                ch: Change) -> Placer:
+    """The placer once the mon has cleaned the upmaps on the new map, as
+    OSDMap::clean_pg_upmaps does after every change: a PG whose upmapped set breaks its
+    rule, or holds an OSD the rule gives no weight (out, or off the rule's tree), loses
+    all of them; an item whose source CRUSH no longer picks, or whose target is out,
+    goes too (it no longer applies, so the placement is the same either way)."""
+    cancel = set()
+    anc = None
+    for pool in snap.pools:
+        prefix = f"{pool.id}."
+        if not any(k.startswith(prefix) for k in list(snap.pg_upmap) + list(snap.pg_upmap_items)):
+            continue
+        pg = ch.pg_num if target is not None and pool.id == target.id and ch.pg_num is not None else None
+        pgp = ch.pgp_num if target is not None and pool.id == target.id else None
+        ps, _, up = placer.upmapped(pool, pg, pgp if pgp is not None else pg)
+        rule = snap.rules.get(pool.crush_rule)
+        weight = rule_weights(snap, rule, reweight) if rule else np.zeros(snap.osds.count)
+        valid = (up >= 0) & (up < weight.size)
+        bad = (valid & (weight[np.clip(up, 0, weight.size - 1)] <= 0)).any(axis=1)
+        try:
+            shape = rule_shape(snap, pool)
+        except AdvisorError:
+            shape = None     # a rule we cannot read the limits of: its items are kept
+        if shape is not None:
+            anc = anc if anc is not None else ancestors(snap)
+            bad |= breaks(shape, anc, np.where(valid, up, -1))
+        cancel |= {f"{pool.id}.{int(s):x}" for s in ps[bad].tolist()}
+    cancel &= set(snap.pg_upmap) | set(snap.pg_upmap_items)
+    if not cancel:
+        return placer
+    return placer.with_upmaps({k: v for k, v in snap.pg_upmap.items() if k not in cancel},
+                              {k: v for k, v in snap.pg_upmap_items.items() if k not in cancel})
+
+
 def simulate(snap: Snapshot, ch: Change, placer: Optional[Placer] = None) -> Dict[str, Any]:
     target = validate(snap, ch)
     placer = placer or Placer(snap)
@@ -109,6 +145,9 @@ def simulate(snap: Snapshot, ch: Change, placer: Optional[Placer] = None) -> Dic
     for o, w in overrides.items():
         reweight[o] = w
     after_placer = placer.with_osds(overrides) if overrides else placer
+    if overrides or target is not None:
+        # the mon checks every upmap on the map it makes and drops those it no longer takes
+        after_placer = mon_cleaned(snap, after_placer, reweight, target, ch)
     notes: List[str] = []
     pools_out = []
     tot_before = np.zeros(n_osd)

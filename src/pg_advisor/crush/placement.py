@@ -6,6 +6,7 @@ apply pg_upmap and pg_upmap_items, drop down OSDs, pick the primary and apply
 primary affinity. Replicated pools shift left; erasure-coded pools keep positions
 and mark holes with CRUSH_ITEM_NONE.
 """
+import dataclasses
 from dataclasses import dataclass
 from typing import Dict, Mapping, Optional, Tuple
 
@@ -83,6 +84,22 @@ class Placer:
                  pgp_num: Optional[int] = None, upmaps: bool = True) -> PoolMapping:
         ps, pps, raw = self._crush(pool, pg_num, pgp_num)
         return self._finish(pool, ps, pps, raw, upmaps)
+
+    def with_upmaps(self, pg_upmap: Mapping[str, Tuple[int, ...]],
+                    pg_upmap_items: Mapping[str, Tuple[Tuple[int, int], ...]]) -> "Placer":
+        """A placer for the same map and weights with other upmaps (CRUSH's results, which
+        do not depend on them, are shared)."""
+        p = Placer.__new__(Placer)
+        p.__dict__.update(self.__dict__)
+        p.snap = dataclasses.replace(self.snap, pg_upmap=pg_upmap, pg_upmap_items=pg_upmap_items)
+        return p
+
+    def upmapped(self, pool: Pool, pg_num: Optional[int] = None,
+                 pgp_num: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(PG seeds, CRUSH's sets, the sets with the upmaps applied), down OSDs kept: the
+        sets the mon checks its upmaps on."""
+        ps, pps, raw = self._crush(pool, pg_num, pgp_num)
+        return ps, raw, self._apply_upmaps(pool, ps, raw)
 
     def map_pool_raw_and_up(self, pool: Pool) -> Tuple[PoolMapping, PoolMapping]:
         """The pool without and with its upmap items, from one CRUSH run."""
