@@ -39,15 +39,16 @@ def evil_pool(cluster: Cluster) -> Iterator[Cluster]:
     cluster.wait_clean()
 
 
-# These restart the mgr and an OSD and split, fill and delete pools; run after them, the
-# PG memory check of test_sizing_live.py read 65-90% low on every OSD, and with the
-# browser test's pool churn just before it, a status reading once disagreed with `ceph df`
-# by 107 objects (a race in that test to look into): they come last.
-# test_expand_live.py adds two OSDs on a new host for good: it comes after everything.
-LAST = ("test_execute_live.py", "test_hardening_live.py", "test_panel_browser.py", "test_panel_live.py",
-        "test_expand_live.py")
+# The files pass in any order (they were run in reverse, the expansion test first, see
+# doc/testing.rst) but for one check: test_sizing_live.py compares each OSD's PG memory with
+# the model, which reads low for PGs split since their last writes (children keep part of
+# the parent's log but only their share of its write count, doc/sizing.rst): run after the
+# other files' splits it read 22-32 % low on every OSD. So it runs first. test_expand_live.py adds two OSDs for good: last, so
+# the rest run on the six-OSD cluster (quicker, not required).
+FIRST = ("test_sizing_live.py",)
+LAST = ("test_expand_live.py",)
 
 
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
-    # stable: the rest keep their order, the LAST files come in the order given
-    items.sort(key=lambda item: LAST.index(item.path.name) + 1 if item.path.name in LAST else 0)
+    # stable: the rest keep their order
+    items.sort(key=lambda item: -1 if item.path.name in FIRST else 1 if item.path.name in LAST else 0)
