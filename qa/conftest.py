@@ -40,15 +40,18 @@ def evil_pool(cluster: Cluster) -> Iterator[Cluster]:
 
 
 # The files pass in any order (they were run in reverse, the expansion test first, see
-# doc/testing.rst) but for one check: test_sizing_live.py compares each OSD's PG memory with
-# the model, which reads low for PGs split since their last writes (children keep part of
-# the parent's log but only their share of its write count, doc/sizing.rst): run after the
-# other files' splits it read 22-32 % low on every OSD. So it runs first. test_expand_live.py adds two OSDs for good: last, so
-# the rest run on the six-OSD cluster (quicker, not required).
+# doc/testing.rst) but for one check: test_sizing_live.py compares each OSD's PG memory
+# with the model, which reads low for PGs split since their last writes (each child gets
+# all of its parent's dups, pg_log_t::split_out_child, while the model gives it its share of
+# the writes): run after the other files' splits it read 22-32 % low on every OSD, so it
+# runs first. test_expand_live.py adds two OSDs for good: last, so the rest run on the
+# six-OSD cluster (quicker, not required).
 FIRST = ("test_sizing_live.py",)
 LAST = ("test_expand_live.py",)
 
 
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
     # stable: the rest keep their order
-    items.sort(key=lambda item: -1 if item.path.name in FIRST else 1 if item.path.name in LAST else 0)
+    def rank(item: pytest.Item) -> int:
+        return -1 if item.path.name in FIRST else 1 if item.path.name in LAST else 0
+    items.sort(key=rank)
