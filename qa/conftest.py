@@ -39,21 +39,28 @@ def evil_pool(cluster: Cluster) -> Iterator[Cluster]:
     cluster.wait_clean()
 
 
-# The files pass in any order (they were run in reverse, the expansion test first, see
-# doc/testing.rst) but for one check: test_sizing_live.py compares each OSD's PG memory
-# with the model, which reads low for PGs split since their last writes (each child gets
-# all of its parent's dups, pg_log_t::split_out_child, while the model gives it its share of
-# the writes): run after the other files' splits it read 22-32 % low on every OSD, so it
-# runs first. test_expand_live.py adds two OSDs for good: last, so the rest run on the
-# six-OSD cluster (quicker, not required).
+# The order the tests have run in for many CI runs: test_sizing_live.py first, the files
+# that restart daemons, churn pools or add OSDs last. Known order dependences:
+# - test_sizing_live.py compares each OSD's PG memory with the model, which reads low for
+#   PGs split since their last writes (each child gets all of its parent's dups,
+#   pg_log_t::split_out_child, while the model gives it its share of the writes): run
+#   after the other files' splits it read 22-32 % low on every OSD.
+# - Two reverse runs (PG_ADVISOR_QA_ORDER=reverse) passed everything else, but a forward
+#   run with test_execute_live.py before test_vstart.py failed once in each: the
+#   start-twice check found an old daemon pid still answering kill -0 (the OSD that
+#   test_execute_live.py stops and restarts by hand), and the pinned split saw 15 of 16
+#   pins at once. Not yet understood, so those files keep their place after test_vstart.py.
+# test_expand_live.py adds two OSDs for good: last.
 FIRST = ("test_sizing_live.py",)
-LAST = ("test_expand_live.py",)
+LAST = ("test_execute_live.py", "test_hardening_live.py", "test_panel_browser.py", "test_panel_live.py",
+        "test_expand_live.py")
 
 
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
     # stable: the rest keep their order
     def rank(item: pytest.Item) -> int:
-        return -1 if item.path.name in FIRST else 1 if item.path.name in LAST else 0
+        name = item.path.name
+        return -1 if name in FIRST else LAST.index(name) + 1 if name in LAST else 0
     items.sort(key=rank)
     # PG_ADVISOR_QA_ORDER=reverse runs every test in the opposite order (the expansion test
     # first, the memory check last): how the order dependence above was found, and how to
