@@ -30,6 +30,15 @@ class Change:
                 "out": list(self.out), "reweight": {str(k): v for k, v in self.reweight.items()}}
 
 
+def pg_nums(pool: Pool, target: Optional[Pool], ch: Change) -> Tuple[int, int]:
+    """The pool's (pg_num, pgp_num) after the change: since Nautilus pgp_num follows pg_num
+    unless it is set on its own."""
+    if target is None or pool.id != target.id:
+        return pool.pg_num, pool.pgp_num
+    pg = ch.pg_num if ch.pg_num is not None else pool.pg_num
+    return pg, ch.pgp_num if ch.pgp_num is not None else (pg if ch.pg_num is not None else pool.pgp_num)
+
+
 def validate(snap: Snapshot, ch: Change) -> Optional[Pool]:
     """Refuse impossible changes with a sentence; return the pool the change names."""
     if ch.pool is None and (ch.pg_num is not None or ch.pgp_num is not None):
@@ -41,10 +50,9 @@ def validate(snap: Snapshot, ch: Change) -> Optional[Pool]:
     if pool is not None and ch.pg_num is None and ch.pgp_num is None:
         raise AdvisorError.invalid(f"pool '{pool.name}': give --pg-num and/or --pgp-num")
     if pool is not None:       # the mon's bounds, before any mapping is done
-        pg = ch.pg_num if ch.pg_num is not None else pool.pg_num
+        pg, pgp = pg_nums(pool, pool, ch)
         if ch.pg_num is not None:
             check_pg_num(snap, pool, pg)
-        pgp = ch.pgp_num if ch.pgp_num is not None else (pg if ch.pg_num is not None else pool.pgp_num)
         check_pgp_num(pgp, pg)
     for osd in list(ch.out) + list(ch.reweight):
         if not (0 <= osd < snap.osds.count and snap.osds.exists[osd]):
@@ -114,9 +122,7 @@ def mon_cleaned(snap: Snapshot, placer: Placer, reweight: np.ndarray, target: Op
         prefix = f"{pool.id}."
         if not any(k.startswith(prefix) for k in list(snap.pg_upmap) + list(snap.pg_upmap_items)):
             continue
-        pg = ch.pg_num if target is not None and pool.id == target.id and ch.pg_num is not None else None
-        pgp = ch.pgp_num if target is not None and pool.id == target.id else None
-        ps, _, up = placer.upmapped(pool, pg, pgp if pgp is not None else pg)
+        ps, up = placer.upmapped(pool, *pg_nums(pool, target, ch))
         rule = snap.rules.get(pool.crush_rule)
         weight = rule_weights(snap, rule, reweight) if rule else np.zeros(snap.osds.count)
         valid = (up >= 0) & (up < weight.size)
@@ -158,11 +164,7 @@ def simulate(snap: Snapshot, ch: Change, placer: Optional[Placer] = None) -> Dic
     bytes_known = True
     for pool in snap.pools:
         old = placer.map_pool(pool)
-        pg, pgp = pool.pg_num, pool.pgp_num
-        if target is not None and pool.id == target.id:
-            pg = ch.pg_num if ch.pg_num is not None else pool.pg_num
-            # since Nautilus pgp_num follows pg_num unless it is set on its own
-            pgp = ch.pgp_num if ch.pgp_num is not None else (pg if ch.pg_num is not None else pool.pgp_num)
+        pg, pgp = pg_nums(pool, target, ch)
         changed = (pg, pgp) != (pool.pg_num, pool.pgp_num) or bool(overrides)
         new = after_placer.map_pool(pool, pg_num=pg, pgp_num=pgp) if changed else old
         rule = snap.rules.get(pool.crush_rule)

@@ -95,11 +95,11 @@ class Placer:
         return p
 
     def upmapped(self, pool: Pool, pg_num: Optional[int] = None,
-                 pgp_num: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(PG seeds, CRUSH's sets, the sets with the upmaps applied), down OSDs kept: the
-        sets the mon checks its upmaps on."""
+                 pgp_num: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
+        """(PG seeds, CRUSH's sets with the upmaps applied), down OSDs kept: the sets the
+        mon checks its upmaps on."""
         ps, pps, raw = self._crush(pool, pg_num, pgp_num)
-        return ps, raw, self._apply_upmaps(pool, ps, raw)
+        return ps, self._apply_upmaps(pool, ps, raw)
 
     def map_pool_raw_and_up(self, pool: Pool) -> Tuple[PoolMapping, PoolMapping]:
         """The pool without and with its upmap items, from one CRUSH run."""
