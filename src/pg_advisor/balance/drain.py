@@ -19,7 +19,7 @@ from ..crush.placement import Placer
 from ..model.errors import AdvisorError
 from ..model.snapshot import Snapshot
 from .balancer import Balancer, PoolState
-from .report import Proposal, propose
+from .report import Proposal, items_json, propose
 
 OSD_NAME = re.compile(r"(?:osd\.)?([0-9]{1,9})")
 
@@ -90,7 +90,7 @@ def drain_plan(snap: Snapshot, target: str) -> DrainPlan:
 def drain_json(plan: DrainPlan) -> Dict[str, Any]:
     r = plan.proposal
     return {"osds": plan.osds, "pools": [st.pool.name for st in plan.touched], "replicas": plan.replicas,
-            "moves": r.moves, "items": {k: [list(p) for p in v] for k, v in sorted(r.items.items())},
+            "moves": r.moves, "items": items_json(r.items),
             "notes": r.notes, "uneven": r.uneven, "dry_run": True}
 
 

@@ -26,6 +26,7 @@ from ..model.constants import CRUSH_ITEM_NONE
 from ..model.errors import AdvisorError
 from ..model.snapshot import Pool, Snapshot
 from .balancer import item_pairs
+from .report import items_json
 
 SKIP_SHOWN = 20       # skipped PGs listed by name in a report (the count is always given)
 
@@ -115,7 +116,7 @@ def pins_report(snap: Snapshot, pins: Pins) -> Dict[str, Any]:
     for why in pins.skipped.values():
         reasons[why] = reasons.get(why, 0) + 1
     return {"epoch": snap.epoch, "remapped": pins.remapped, "pinned": len(pins.items),
-            "items": {k: [list(p) for p in v] for k, v in pins.items.items()},
+            "items": items_json(pins.items),
             "skipped": len(pins.skipped),
             "skipped_pgs": dict(sorted(pins.skipped.items())[:SKIP_SHOWN]),
             "skipped_reasons": reasons}

@@ -74,6 +74,12 @@ def mon_commands(items: Dict[str, List[Tuple[int, int]]]) -> List[Dict[str, Any]
             for pgid, pairs in items.items()]
 
 
+def items_json(items: Mapping[str, Sequence[Sequence[int]]]) -> Dict[str, List[List[int]]]:
+    """Items (pgid -> its (from, to) pairs) as JSON lists, in pgid order: for the reports
+    and the plan state."""
+    return {k: [list(p) for p in v] for k, v in sorted(items.items())}
+
+
 def unkept(items: Mapping[str, Sequence[Sequence[int]]],
            kept: Mapping[str, Sequence[Sequence[int]]]) -> List[str]:
     """The PGs whose items the map does not show as set (for [], as removed): the mon
@@ -176,7 +182,7 @@ def proposal_json(p: Proposal) -> Dict[str, Any]:
     return {
         "epoch": snap.epoch, "mode": p.mode,
         "commands": commands(res.items),
-        "items": {k: [list(x) for x in v] for k, v in sorted(res.items.items())},
+        "items": items_json(res.items),
         "before": _spreads(res.pools, True), "after": _spreads(res.pools, False),
         "fullness": ({"before": fullness(b, start=True), "after": fullness(b)}
                      if snap.pgs is not None else None),

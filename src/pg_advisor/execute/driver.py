@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ..analysis.plan import pg_num_plan
 from ..balance.drain import describe, drain_json, drain_plan
 from ..balance.remapped import Pins, pin_remapped, pins_report
-from ..balance.report import propose
+from ..balance.report import items_json, propose
 from ..model.distribution import object_copies
 from ..model.errors import AdvisorError
 from ..model.limits import check_pg_num
@@ -170,7 +170,7 @@ class Driver:
         out["plan"] = st.id
         # what PG_ADVISOR_PINNED counts down as the drain takes the items out (a PG pinned
         # by removing its items has none to count)
-        st.pins = {k: [list(p) for p in pins.items[k]] for k in sorted(done) if pins.items[k]}
+        st.pins = items_json({k: pins.items[k] for k in done if pins.items[k]})
         st.pins_left = len(st.pins)
         self._pinned_at = snap.epoch     # maps up to this one do not show the pins yet
         self.executor._log(now, "pin", f"{len(done)} remapped PGs pinned onto their data"

@@ -241,8 +241,7 @@ def pins_shown(snap: Snapshot, pool: Pool, step: PlanStep, from_pgp: int) -> boo
     the pins, or those PGs move outside the budget."""
     if not targets_shown(pool, step) or pool.pgp_num != step.pgp_num:
         return False
-    want = {k: [list(p) for p in v] for k, v in pins(snap, step, from_pgp).items()}
-    return not unkept(want, snap.pg_upmap_items)
+    return not unkept(pins(snap, step, from_pgp), snap.pg_upmap_items)
 
 
 def pgs_bytes(snap: Snapshot, pgids: Sequence[str]) -> Optional[int]:

@@ -7,7 +7,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..balance.report import Proposal, mon_commands, propose
+from ..balance.report import Proposal, items_json, mon_commands, propose
 from ..model.snapshot import Snapshot
 from .priming import PRIME_BATCH, Command, item_results, primed_commands
 
@@ -58,7 +58,7 @@ class Round:
         """The items the mon did not refuse: the ones a later map must show (as JSON, for
         the plan state)."""
         failed = self.outcome.failed if self.outcome else {}
-        return {k: [list(p) for p in v] for k, v in sorted(self.items.items()) if k not in failed}
+        return items_json({k: v for k, v in self.items.items() if k not in failed})
 
 
 def balance_round(snap: Snapshot, pools: Optional[List[str]], max_items: int, mode: str,
