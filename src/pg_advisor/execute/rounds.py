@@ -42,9 +42,12 @@ def set_items(snap: Snapshot, items: Items, burst: Burst, prime: bool) -> ItemsS
 
 @dataclass
 class Round:
-    snap: Snapshot
     proposal: Proposal
     outcome: Optional[ItemsSet] = None
+
+    @property
+    def snap(self) -> Snapshot:
+        return self.proposal.snap
 
     @property
     def items(self) -> Dict[str, List[Tuple[int, int]]]:
@@ -65,5 +68,5 @@ def balance_round(snap: Snapshot, pools: Optional[List[str]], max_items: int, mo
                   copies_max: Optional[float], min_gain: float = 0.005, drain: Sequence[int] = (),
                   osd_room: Optional[np.ndarray] = None) -> Round:
     """Propose one round: at most `max_items` moves, within `copies_max` misplaced copies."""
-    return Round(snap, propose(snap, pools, max_items, mode, copies_max=copies_max,
-                               min_gain=min_gain, drain=drain, osd_room=osd_room))
+    return Round(propose(snap, pools, max_items, mode, copies_max=copies_max,
+                         min_gain=min_gain, drain=drain, osd_room=osd_room))
