@@ -5,8 +5,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..crush.placement import Placer
-from ..model.distribution import spread, up_counts
-from ..model.distribution import object_copies
+from ..model.distribution import object_copies, spread, up_counts
 from ..model.errors import AdvisorError
 from ..model.snapshot import Snapshot
 from .balancer import BalanceResult, Balancer, PoolState
