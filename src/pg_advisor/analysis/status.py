@@ -11,7 +11,7 @@ from ..model.distribution import pg_counts, pool_share, rule_weights, spread, un
 from ..model.errors import AdvisorError
 from ..model.options import Options, make
 from ..model.snapshot import Pool, Snapshot
-from ..sizing.memory import MemoryModel
+from ..sizing.memory import MemoryModel, pg_log_lengths
 from ..sizing.sizer import SizingResult, recommend
 
 
@@ -208,10 +208,7 @@ def _memory_now(snap: Snapshot, model: MemoryModel) -> Optional[np.ndarray]:
     if pgs is None:
         return None
     n_osd = snap.osds.count
-    # log_size is the span of log versions: after a split a child keeps its parent's span
-    # but only some of the entries, and its share of writes bounds them better
-    entries_pg = np.minimum(pgs.log_size, pgs.writes)
-    dups = np.clip(pgs.writes - entries_pg, 0, snap.config["osd_pg_log_dups_tracked"])
+    entries_pg, dups = pg_log_lengths(pgs, snap.config["osd_pg_log_dups_tracked"])
     width = pgs.acting.shape[1]
     osd = pgs.acting.reshape(-1)
     ok = (osd >= 0) & (osd < n_osd)

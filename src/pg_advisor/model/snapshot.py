@@ -126,8 +126,9 @@ class Pgs:
     objects: np.ndarray
     state: Tuple[str, ...]
     acting: np.ndarray      # (n, width) like up: the OSDs that hold the PG now
-    log_size: np.ndarray    # PG log entries
-    writes: np.ndarray      # write ops so far (an upper bound on entries ever logged)
+    log_size: np.ndarray    # span of the PG log's versions (head - tail)
+    log_tail: np.ndarray    # (n, 2) the log's tail version (log_start) as epoch, version
+    split_bits: np.ndarray  # parent_split_bits: > 0 for a PG born in a split
 
     @property
     def count(self) -> int:
@@ -674,7 +675,7 @@ def _load_pgs(pg_map: Json) -> Pgs:
                up_primary=_frozen(c["up_primary"][order]), bytes=_frozen(c["bytes"][order]),
                objects=_frozen(c["objects"][order]), state=tuple(c["state"][i] for i in order.tolist()),
                acting=_frozen(c["acting"][order]), log_size=_frozen(c["log_size"][order]),
-               writes=_frozen(c["writes"][order]))
+               log_tail=_frozen(c["log_tail"][order]), split_bits=_frozen(c["split_bits"][order]))
 
 
 def _ints(values: List[Any], lo: int, hi: int) -> Optional[np.ndarray]:
@@ -683,6 +684,25 @@ def _ints(values: List[Any], lo: int, hi: int) -> Optional[np.ndarray]:
         return None
     a = np.array(values, dtype=np.int64) if values else np.zeros(0, dtype=np.int64)
     return a if not a.size or (lo <= a.min() and a.max() <= hi) else None
+
+
+def _eversions(values: List[Any]) -> Optional[np.ndarray]:
+    """Ceph versions ("EPOCH'VERSION") as an (n, 2) array, or None if any is not one."""
+    if not all(type(v) is str and v.count("'") == 1 for v in values):
+        return None
+    flat = _ints(list(map(int, "'".join(values).split("'"))) if values else [], 0, MAX_INT64)
+    return None if flat is None else flat.reshape(-1, 2)
+
+
+def _eversion(v: str, what: str) -> Tuple[int, int]:
+    epoch, _, version = v.partition("'")
+    try:
+        e, n = int(epoch), int(version)
+    except ValueError:
+        raise AdvisorError.invalid(f"{what}: '{_show(v)}' is not a version (EPOCH'VERSION)") from None
+    if not (0 <= e <= MAX_INT64 and 0 <= n <= MAX_INT64):
+        raise AdvisorError.invalid(f"{what}: '{_show(v)}' is out of range")
+    return e, n
 
 
 def _osd_matrix(rows: List[Any], width: int) -> Optional[np.ndarray]:
@@ -727,8 +747,9 @@ def _pg_columns_plain(stats: Sequence[Any]) -> Optional[Columns]:
             "up_primary": _ints([_or(s.get("up_primary"), NO_OSD) for s in stats], NO_OSD, CRUSH_ITEM_NONE),
             "bytes": _ints([_or(x.get("num_bytes"), 0) for x in sums], 0, MAX_INT64),
             "objects": _ints([_or(x.get("num_objects"), 0) for x in sums], 0, MAX_INT64),
-            "writes": _ints([_or(x.get("num_write"), 0) for x in sums], 0, MAX_INT64),
             "log_size": _ints([_or(s.get("log_size"), 0) for s in stats], 0, MAX_INT64),
+            "log_tail": _eversions([_or(s.get("log_start"), "0'0") for s in stats]),
+            "split_bits": _ints([_or(s.get("parent_split_bits"), 0) for s in stats], 0, 32),
             "state": states,
         }
     except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
@@ -744,8 +765,9 @@ def _pg_columns_checked(stats: Sequence[Any]) -> Columns:
         ups.append(_osd_ids(_get(s, "up", what), f"{what}: up"))
         actings.append(_osd_ids(_get(s, "acting", what, []), f"{what}: acting"))
     width = max([len(r) for r in ups + actings], default=0)
-    counts = ("pool", "ps", "bytes", "objects", "writes", "log_size")
+    counts = ("pool", "ps", "bytes", "objects", "log_size", "split_bits")
     c: Columns = {k: np.zeros(n, dtype=np.int64) for k in counts}
+    c["log_tail"] = np.zeros((n, 2), dtype=np.int64)
     c["up_primary"] = np.full(n, NO_OSD, dtype=np.int64)
     c["up"] = np.full((n, width), NO_OSD, dtype=np.int64)
     c["acting"] = np.full((n, width), NO_OSD, dtype=np.int64)
@@ -759,8 +781,9 @@ def _pg_columns_checked(stats: Sequence[Any]) -> Columns:
         summ = _map(s, "stat_sum", what)
         c["bytes"][i] = _int(summ, "num_bytes", what, 0, MAX_INT64, 0)
         c["objects"][i] = _int(summ, "num_objects", what, 0, MAX_INT64, 0)
-        c["writes"][i] = _int(summ, "num_write", what, 0, MAX_INT64, 0)
         c["log_size"][i] = _int(s, "log_size", what, 0, MAX_INT64, 0)
+        c["log_tail"][i] = _eversion(_str(s, "log_start", what, "0'0"), f"{what}: field 'log_start'")
+        c["split_bits"][i] = _int(s, "parent_split_bits", what, 0, 32, 0)
         c["state"].append(_str(s, "state", what, "unknown"))
     return c
 

@@ -1,16 +1,18 @@
 """PG-related OSD memory: PG log entries, their dups, and the fixed cost of each PG.
 
-Two uses. Now: from each PG's reported log length, what the OSD's osd_pglog and osd
-mempools should hold (checked against `ceph tell osd.N dump_mempools`). Ahead: the
-steady state of a busy OSD with n PGs, where each PG log holds
-clamp(osd_target_pg_log_entries_per_osd / n, osd_min_pg_log_entries,
-osd_max_pg_log_entries) entries plus osd_pg_log_dups_tracked dups.
+Two uses. Now: from each PG's log versions, what the OSD's osd_pglog and osd mempools
+should hold (checked against `ceph tell osd.N dump_mempools`). Ahead: the steady state
+of a busy OSD with n PGs, where each PG log holds clamp(osd_target_pg_log_entries_per_osd
+/ n, osd_min_pg_log_entries, osd_max_pg_log_entries) entries plus the dups of the
+osd_pg_log_dups_tracked versions before them.
 The per-item sizes were calibrated on this project's test cluster (doc/sizing.rst).
 """
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Tuple
 
 import numpy as np
+
+from ..model.snapshot import Pgs
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,12 @@ class MemoryModel:
     def steady_state(self, n_pgs: np.ndarray) -> np.ndarray:
         """Bytes of PG memory on an OSD holding n_pgs PGs, once every log is full."""
         n = np.asarray(n_pgs, dtype=np.float64)
-        per_pg = (self.log_entries_per_pg(n) * self.bytes_per_log_entry
-                  + self.dups_tracked * self.bytes_per_log_dup + self.bytes_per_pg)
+        entries = self.log_entries_per_pg(n)
+        # a trimmed entry stays as a dup only while it is within dups_tracked versions of
+        # the head (PGLog::IndexedLog::trim): entries and dups together span dups_tracked
+        dups = np.maximum(self.dups_tracked - entries, 0.0)
+        per_pg = (entries * self.bytes_per_log_entry + dups * self.bytes_per_log_dup
+                  + self.bytes_per_pg)
         return n * per_pg
 
     def current(self, log_entries: np.ndarray, log_dups: np.ndarray, n_pgs: np.ndarray) -> np.ndarray:
@@ -48,3 +54,47 @@ class MemoryModel:
         return (np.asarray(log_entries, dtype=np.float64) * self.bytes_per_log_entry
                 + np.asarray(log_dups, dtype=np.float64) * self.bytes_per_log_dup
                 + np.asarray(n_pgs, dtype=np.float64) * self.bytes_per_pg)
+
+
+def pg_log_lengths(pgs: Pgs, dups_tracked: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Log entries and dups each PG holds, from its log's version span and tail.
+
+    A PG's log_size is the span head - tail of its log's versions, one version per
+    entry. A split gives each child a copy of its parent's span (tail and head) but only
+    the entries of its own objects, and a copy of all of the parent's dups
+    (pg_log_t::split_out_child); the child's num_write is 0 after the scrub that follows
+    the split, so it cannot bound them. A family is a PG born in a split (split_bits > 0)
+    linked to its parent (its seed without the top bit) while both keep the same tail:
+    the span they all still share (the family's shortest) is divided among them, and what
+    each logged since is its own.
+    """
+    n = pgs.count
+    span = pgs.log_size.astype(np.float64)
+    tail = pgs.log_tail
+    key = (pgs.pool.astype(np.int64) << 32) | pgs.ps.astype(np.int64)
+    ps = pgs.ps.astype(np.int64)
+    top = np.zeros(n, dtype=np.int64)
+    nz = ps > 0
+    top[nz] = np.int64(1) << np.floor(np.log2(ps[nz])).astype(np.int64)
+    parent_key = (pgs.pool.astype(np.int64) << 32) | (ps - top)
+    # rows are in (pool, ps) order (snapshot._load_pgs), so a sorted search finds parents
+    at = np.clip(np.searchsorted(key, parent_key), 0, max(n - 1, 0))
+    link = np.arange(n)
+    if n:
+        ok = ((pgs.split_bits > 0) & nz & (key[at] == parent_key)
+              & (tail[at] == tail).all(axis=1))
+        link = np.where(ok, at, link)
+    root = link
+    while True:     # pointer jumping: a parent's seed is smaller, chains end within 32 hops
+        nxt = root[root]
+        if np.array_equal(nxt, root):
+            break
+        root = nxt
+    size = np.bincount(root, minlength=n).astype(np.float64)[root]
+    shared = np.full(n, np.inf)
+    np.minimum.at(shared, root, span)
+    shared = shared[root]
+    entries = shared / size + (span - shared)
+    # the dups within dups_tracked versions of the head, as far back as the log was trimmed
+    dups = np.clip(dups_tracked - span, 0.0, tail[:, 1].astype(np.float64))
+    return entries, dups

@@ -9,7 +9,7 @@ from pg_advisor.model import options, snapshot
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.distribution import pool_share, rule_weights, up_counts
 from pg_advisor.model.errors import AdvisorError
-from pg_advisor.sizing.memory import MemoryModel
+from pg_advisor.sizing.memory import MemoryModel, pg_log_lengths
 from pg_advisor.sizing.sizer import _round_pow2, raw_rate, recommend
 
 
@@ -132,7 +132,10 @@ def test_memory_model() -> None:
     assert m.log_entries_per_pg(np.array([10]))[0] == 10000
     assert m.log_entries_per_pg(np.array([100]))[0] == 3000
     assert m.log_entries_per_pg(np.array([2000]))[0] == 250
-    assert m.steady_state(np.array([100]))[0] == 100 * (3000 * 500 + 3000 * 50 + 10000)
+    # a log of dups_tracked entries or more keeps no dups (they fall outside the last
+    # dups_tracked versions); a shorter one keeps the rest of them
+    assert m.steady_state(np.array([100]))[0] == 100 * (3000 * 500 + 10000)
+    assert m.steady_state(np.array([2000]))[0] == 2000 * (250 * 500 + 2750 * 50 + 10000)
     assert m.current(np.array([1000]), np.array([10]), np.array([2]))[0] == 1000 * 500 + 500 + 20000
 
 
@@ -153,3 +156,40 @@ def test_option_schema_for_the_mgr() -> None:
     opts = {o["name"]: o for o in options.mgr_options()}
     assert opts["target_pgs_per_osd"]["min"] == 10 and opts["target_pgs_per_osd"]["default"] == 100
     assert opts["assume_balanced"]["enum_allowed"] == ["auto", "yes", "no"]
+
+
+def _pgs(pool: Any, ps: Any, span: Any, tail: Any, split_bits: Any) -> snapshot.Pgs:
+    n = len(ps)
+    z = np.zeros(n, dtype=np.int64)
+    osds = np.zeros((n, 1), dtype=np.int64)
+    return snapshot.Pgs(pool=np.array(pool), ps=np.array(ps), up=osds, up_primary=z, bytes=z, objects=z,
+                        state=("active+clean",) * n, acting=osds, log_size=np.array(span),
+                        log_tail=np.array(tail, dtype=np.int64).reshape(n, 2),
+                        split_bits=np.array(split_bits))
+
+
+def test_log_lengths_share_a_split_family_s_log() -> None:
+    pgs = _pgs(pool=[1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3],
+               ps=[0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1],
+               # pool 1 never split: every span is the PG's own log
+               # pool 2 went 2 -> 8 PGs: 0's family (0, 2, 4, 6) logged nothing since; 1's
+               # (1, 3, 5, 7): 3 logged 20 more, 7 had trimmed (its tail moved: its own log)
+               # pool 3: 1 was born in a split but its parent trimmed since: not shared
+               span=[10, 20, 30, 40, 40, 60, 40, 80, 40, 60, 40, 25, 50, 70],
+               tail=[(0, 0)] * 4 + [(5, 0)] * 7 + [(9, 90)] + [(4, 30), (3, 0)],
+               split_bits=[0] * 4 + [0, 0, 3, 3, 3, 3, 3, 3] + [0, 2])
+    entries, _ = pg_log_lengths(pgs, 3000)
+    assert entries.tolist() == [10, 20, 30, 40,
+                                10, 20, 10, 40, 10, 20, 10, 25,
+                                50, 70]
+    # what the family logged before the split is there once in all: 0's four hold its 40
+    assert entries[[4, 6, 8, 10]].sum() == 40
+
+
+def test_log_dups_are_the_trimmed_versions_within_dups_tracked_of_the_head() -> None:
+    pgs = _pgs(pool=[1, 1, 1, 1], ps=[0, 1, 2, 3], span=[30, 30, 150, 30],
+               tail=[(7, 500), (7, 20), (7, 500), (0, 0)], split_bits=[0] * 4)
+    _, dups = pg_log_lengths(pgs, 100)
+    # head 530: versions 431..500 trimmed and kept; head 50: all 20 trimmed; a log longer
+    # than dups_tracked keeps none; a log never trimmed has none
+    assert dups.tolist() == [70, 20, 0, 0]

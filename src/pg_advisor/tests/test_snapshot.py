@@ -145,6 +145,7 @@ def test_the_fast_pg_columns_are_the_checked_ones(dumps: Dict[str, Any]) -> None
     lambda s: s.__setitem__("pgid", "1.2.3"),
     lambda s: s.__setitem__("pgid", 7),
     lambda s: s.__setitem__("state", 3),
+    lambda s: s.__setitem__("log_start", "16-194"),               # not EPOCH'VERSION
     lambda s: s.pop("up"),
 ])
 def test_anything_not_plain_takes_the_checked_path(dumps: Dict[str, Any], change: Any) -> None:
