@@ -24,8 +24,7 @@ from ..analysis.legality import ancestors
 from ..analysis.share import rule_share
 from ..balance.balancer import Level
 from ..crush.placement import Placer
-from ..model.distribution import rule_weights, up_counts
-from ..model.distribution import object_copies
+from ..model.distribution import object_copies, rule_weights, up_counts
 from ..model.errors import AdvisorError
 from ..model.limits import check_pg_num
 from ..model.snapshot import Pool, Snapshot
