@@ -579,8 +579,10 @@ class Executor:
         st.phase = "issued"
         self._issued(st, step, now)
         primed = sum(1 for c in cmds if c["prefix"] == "osd pg-temp") - len(unprimed)
+        pinned = sum(1 for c in cmds if c["prefix"] == "osd pg-upmap-items") - len(unpinned)
         self._log(now, "issue", f"step {st.next + 1}/{len(st.steps)}: {step.describe()}"
-                                + (f", {primed} primed" if primed else ""))
+                                + (f", {primed} primed" if primed else "")
+                                + (f", {pinned} pinned" if step.pin else ""))
 
     @staticmethod
     def _issued(st: PlanState, step: PlanStep, now: float) -> None:

@@ -206,6 +206,11 @@ def test_pinned_steps_move_nothing_and_release_rounds_follow(dumps: Dict[str, An
             # a pinned pgp_num step went out in this tick: every PG maps onto its data
             pinned += 1
             assert all(set(held[after.pgid(r)]) == set(after.up_list(r)) for r in range(after.up.shape[0]))
+            # its history line says how many pins went with it (what the qa test checks the
+            # mon kept)
+            n_items = sum(c["prefix"] == "osd pg-upmap-items" for c in ceph.sent[sent:])
+            issue = [h for h in store.history if h["event"] == "issue"][-1]
+            assert n_items > 0 and issue["detail"].endswith(f", {n_items} pinned"), (n_items, issue)
         if not ex.active:
             break
     assert pinned == sum(1 for s in steps if s.pin)
