@@ -23,9 +23,9 @@ def free_port() -> int:
 
 class Cluster:
     def __init__(self, directory: Path) -> None:
-        self.dir = directory
-        self.env = dict(os.environ, CEPH_CONF=str(directory / "ceph.conf"),
-                        PG_ADVISOR_CLUSTER_DIR=str(directory))
+        self.dir = directory.resolve()     # the CEPH_CONF vstart.sh gives the daemons
+        self.env = dict(os.environ, CEPH_CONF=str(self.dir / "ceph.conf"),
+                        PG_ADVISOR_CLUSTER_DIR=str(self.dir))
 
     def vstart(self, action: str, *args: str) -> str:
         p = subprocess.run(["bash", str(QA / "vstart.sh"), action, "--dir", str(self.dir), *args],

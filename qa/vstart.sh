@@ -45,6 +45,8 @@ case "$store" in memstore|bluestore) ;; *) echo "vstart.sh: --store must be mems
 [[ "$hosts" =~ ^[1-9][0-9]*$ ]] || { echo "vstart.sh: --hosts must be a positive integer" >&2; exit 2; }
 [ "$hosts" -le "$osds" ] || { echo "vstart.sh: --hosts ($hosts) exceeds --osds ($osds)" >&2; exit 2; }
 
+# absolute, so the CEPH_CONF the daemons carry (how `alive` knows them) is one string
+case "$dir" in /*) ;; *) dir=$PWD/$dir ;; esac
 conf=$dir/ceph.conf
 export CEPH_CONF=$conf
 
@@ -57,7 +59,16 @@ install_packages() {
 # pid files are written by the daemons themselves (`pid file` below).
 pidfiles() { ls "$dir"/run/*.pid 2>/dev/null || true; }
 
-alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
+# A pid file's pid is this cluster's daemon only while it names a process (not a thread)
+# whose environment has this cluster's CEPH_CONF: pids wrap at pid_max (32768 here) and
+# threads take ids from the same space, so over a long test run an old daemon's pid can
+# come back as another process or thread, which `kill -0` would call alive (and stop
+# would kill). A zombie has an empty environment.
+alive() {
+    [[ "${1:-}" =~ ^[0-9]+$ ]] || return 1
+    [ "$(awk '$1 == "Tgid:" {print $2}' "/proc/$1/status" 2>/dev/null)" = "$1" ] || return 1
+    grep -qzxF "CEPH_CONF=$conf" "/proc/$1/environ" 2>/dev/null
+}
 
 do_stop() {
     local f pid any=0
