@@ -204,8 +204,7 @@ class Module(MgrModule):
                 raise AdvisorError(-errno.EBUSY, f"not balancing: {why}")
             failed = rnd.apply(self.burst, bool(self.get_module_option("prime_pg_temp"))).messages()
             # the mon acknowledges an item that breaks the rule and drops it: check the map
-            kept = {u["pgid"]: [(m["from"], m["to"]) for m in u["mappings"]]
-                    for u in self.get("osd_map").get("pg_upmap_items", [])}
+            kept = snapshot.load_upmaps(self.get("osd_map"))[1]
             failed += [f"{pgid}: the mon did not keep the items" for pgid in unkept(rnd.taken(), kept)]
             report["applied"], report["failed"] = len(rnd.items) - len(failed), failed
         return report

@@ -799,8 +799,10 @@ def _check_pg_osds(pgs: Pgs, n_osd: int) -> None:
                                        f"names osd.{osd}, which is not in the OSD map")
 
 
-def _load_upmaps(osd_dump: Json) -> Tuple[Dict[str, Tuple[int, ...]],
-                                          Dict[str, Tuple[Tuple[int, int], ...]]]:
+def load_upmaps(osd_dump: Json) -> Tuple[Dict[str, Tuple[int, ...]],
+                                         Dict[str, Tuple[Tuple[int, int], ...]]]:
+    """An OSD map's pg_upmap and pg_upmap_items (the module also reads them after setting
+    items, to see what the mon kept)."""
     upmap: Dict[str, Tuple[int, ...]] = {}
     for u in _list(osd_dump, "pg_upmap", "osd dump", []):
         pgid = _str(u, "pgid", "osd dump: pg_upmap")
@@ -877,7 +879,7 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
     try:
         buckets = _load_buckets(crush)
         types = _load_types(crush)
-        upmap, upmap_items = _load_upmaps(osd_dump)
+        upmap, upmap_items = load_upmaps(osd_dump)
         stat_sum = _map(_map(pg_map or {}, "pg_stats_sum", "pg dump"), "stat_sum",
                         "pg dump: pg_stats_sum")
         osds = _load_osds(osd_dump, crush, buckets, pg_map)
