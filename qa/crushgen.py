@@ -178,13 +178,19 @@ def synthetic_pg_dump(snap: snapshot.Snapshot, sigma: float, seed: int = 1) -> D
     """A `pg dump` of the map's PGs where PG sizes spread lognormally (sigma), as skewed
     object sizes or hot buckets make them."""
     rng = np.random.default_rng(seed)
+    logs = np.random.default_rng(seed + 1)      # apart, so the sizes stay what they were
     stats = []
     for pool in snap.pools:
         m = Placer(snap).map_pool(pool)
         sizes = rng.lognormal(0.0, sigma, m.up.shape[0]) * 1e9
+        # logs as a busy cluster's: full, trimmed long ago (the fields a real dump has)
+        spans = logs.integers(2500, 3500, m.up.shape[0]).tolist()
+        tails = logs.integers(10_000, 1_000_000, m.up.shape[0]).tolist()
         for r in range(m.up.shape[0]):
             up = m.up_list(r)
             stats.append({"pgid": m.pgid(r), "up": up, "acting": up, "up_primary": up[0],
-                          "state": "active+clean",
+                          "state": "active+clean", "log_size": spans[r],
+                          "log_start": f"40'{tails[r]}", "version": f"41'{tails[r] + spans[r]}",
+                          "parent_split_bits": 0,
                           "stat_sum": {"num_bytes": int(sizes[r]), "num_objects": 100}})
     return {"osd_stats": [], "pool_stats": [], "pg_stats": stats}
