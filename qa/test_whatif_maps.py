@@ -3,11 +3,13 @@ OSD out and runs OSDMap::clean_pg_upmaps (--upmap-cleanup), as the mon does on e
 makes, then maps every PG. An item that would put two replicas on one host once CRUSH has
 moved the out OSD's replicas is cancelled with all of its PG's items; the prediction must
 drop them too, or it places those PGs where the mon never will."""
+import copy
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
+from pg_advisor.analysis.growth import growth_report, with_host
 from pg_advisor.analysis.whatif import Change, mon_cleaned, simulate
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot
@@ -67,3 +69,57 @@ def test_out_prediction_follows_the_mons_upmap_cleaning(name: str, tmp_path: Pat
         assert got == {o: counts.get(o, 0) for o in got}, f"out osd.{osd}"
     # without the cleaning some PG would have been mispredicted: the test can fail
     assert cancelled_somewhere, "no out cancelled an item that mattered: the maps test nothing"
+
+
+def without_host(osd_dump: Dict[str, Any], crush: Dict[str, Any], host: str,
+                 osds: List[int]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """The dumps as they were before `host` and its OSDs (the last ids) were added."""
+    osd_dump, crush = copy.deepcopy(osd_dump), copy.deepcopy(crush)
+    osd_dump["osds"] = [o for o in osd_dump["osds"] if o["osd"] not in osds]
+    osd_dump["osd_xinfo"] = [o for o in osd_dump.get("osd_xinfo", []) if o["osd"] not in osds]
+    osd_dump["max_osd"] = min(osds)
+    crush["devices"] = [d for d in crush["devices"] if d["id"] not in osds]
+    gone = next(b for b in crush["buckets"] if b["name"] == host)
+    crush["buckets"] = [b for b in crush["buckets"] if b["id"] != gone["id"]]
+    for b in crush["buckets"]:
+        if any(i["id"] == gone["id"] for i in b["items"]):
+            b["items"] = [i for i in b["items"] if i["id"] != gone["id"]]
+            b["weight"] -= gone["weight"]
+    return osd_dump, crush
+
+
+@pytest.mark.parametrize("name", LAYOUTS)
+def test_add_host_prediction_on_maps_with_items(name: str, tmp_path: Path) -> None:
+    """simulate --add-host on a map whose PGs Ceph's balancer gave items, against the map
+    once the host is in, the mon's upmap cleaning run (osdmaptool --upmap-cleanup). The map
+    holds the layout's last host from the start, its OSDs at CRUSH weight 0 (a straw2 item
+    of weight 0 is never drawn: the placement is the map's without it) until they get theirs."""
+    layout = LAYOUTS[name]
+    gm = generate(tmp_path, layout, [REPLICATED_HOST], pg_bits=7)
+    host = f"host{layout.hosts - 1}"
+    new = list(range(layout.num_osds - layout.osds_per_host, layout.num_osds))
+    weight = 2.0
+    gm.crush_weights = {o: 0.0 for o in new}
+    run("osdmaptool", str(gm.path), *gm.state_args(), "--upmap", str(tmp_path / "upmap.txt"),
+        "--upmap-deviation", "1", "--upmap-max", "200", "--save")
+    was = snapshot.load(*without_host(*gm.dumps(), host, new))
+    assert len(was.pg_upmap_items) >= 10, "osdmaptool --upmap set too few items to test on"
+    before = gm.reference()
+    assert mismatches(Placer(was), was, before) == [], "the map without the host is not the map"
+    grown, ids, _ = with_host(was, host, layout.osds_per_host, weight)
+    assert ids == new
+    gm.crush_weights = {o: weight for o in new}
+    after = parse_dump_all(run("osdmaptool", str(gm.path), *gm.state_args(), "--upmap-cleanup",
+                               "/dev/null", "--test-map-pgs-dump-all"))
+    assert sum(before[pg][0] != up for pg, (up, _) in after.items()) > 0, "the host moved nothing"
+    wrong = mismatches(Placer(grown), grown, after)
+    assert wrong == [], f"add {host}: {len(wrong)} PGs placed otherwise than the mon, e.g. {wrong[:3]}"
+    # and the report's count for each new OSD is that placement
+    got = {o["id"]: o["pgs"] for o in growth_report(was, host, layout.osds_per_host, weight)["new_osds"]}
+    assert got == {o: sum(o in up for up, _ in after.values()) for o in new}
+
+
+def mismatches(placer: Placer, snap: snapshot.Snapshot,
+               ref: Dict[str, Tuple[List[int], int]]) -> List[Tuple[str, List[int], List[int]]]:
+    return [(m.pgid(i), m.up_list(i), ref[m.pgid(i)][0]) for pool in snap.pools
+            for m in [placer.map_pool(pool)] for i in range(m.ps.size) if m.up_list(i) != ref[m.pgid(i)][0]]
