@@ -79,12 +79,8 @@ def pg_log_lengths(pgs: Pgs, dups_tracked: int) -> Tuple[np.ndarray, np.ndarray]
     parent_key = (pgs.pool.astype(np.int64) << 32) | (ps - top)
     # rows are in (pool, ps) order (snapshot._load_pgs), so a sorted search finds parents
     at = np.clip(np.searchsorted(key, parent_key), 0, max(n - 1, 0))
-    link = np.arange(n)
-    if n:
-        ok = ((pgs.split_bits > 0) & nz & (key[at] == parent_key)
-              & (tail[at] == tail).all(axis=1))
-        link = np.where(ok, at, link)
-    root = link
+    linked = (pgs.split_bits > 0) & nz & (key[at] == parent_key) & (tail[at] == tail).all(axis=1)
+    root = np.where(linked, at, np.arange(n))
     while True:     # pointer jumping: a parent's seed is smaller, chains end within 32 hops
         nxt = root[root]
         if np.array_equal(nxt, root):

@@ -193,3 +193,8 @@ def test_log_dups_are_the_trimmed_versions_within_dups_tracked_of_the_head() -> 
     # head 530: versions 431..500 trimmed and kept; head 50: all 20 trimmed; a log longer
     # than dups_tracked keeps none; a log never trimmed has none
     assert dups.tolist() == [70, 20, 0, 0]
+
+
+def test_log_lengths_of_no_pgs() -> None:
+    entries, dups = pg_log_lengths(_pgs(pool=[], ps=[], span=[], tail=[], split_bits=[]), 3000)
+    assert entries.size == dups.size == 0
