@@ -38,22 +38,28 @@ def pools(cluster: Cluster) -> Iterator[Cluster]:
 
 def memory_errors(c: Cluster) -> Dict[int, float]:
     """Each OSD's (model - osd_pglog and osd mempools) / mempools, after the stats settle."""
-    errors: Dict[int, float] = {}
-
     def measured() -> bool:
-        st = {o["id"]: o["pg_memory_now"] for o in status(c)["osds"]}
-        for osd, est in st.items():
-            mp = json.loads(c.ceph("tell", f"osd.{osd}", "dump_mempools"))["mempool"]["by_pool"]
+        rows = status(c)["osds"]
+        # like with like: an OSD still deleting a removed pool's PGs (earlier tests remove
+        # theirs) holds their logs, which no PG stats show (status notes it)
+        if any(o["pgs_unlisted"] for o in rows):
+            unlisted.update({o["id"]: o["pgs_unlisted"] for o in rows})
+            return False
+        for o in rows:
+            mp = json.loads(c.ceph("tell", f"osd.{o['id']}", "dump_mempools"))["mempool"]["by_pool"]
             actual = mp["osd_pglog"]["bytes"] + mp["osd"]["bytes"]
-            errors[osd] = (est - actual) / actual
+            errors[o["id"]] = (o["pg_memory_now"] - actual) / actual
         return all(abs(e) < 0.15 for e in errors.values())
+    errors: Dict[int, float] = {}
+    unlisted: Dict[int, int] = {}
     # PG stats trail the OSDs by a few seconds: give them time, then judge
     try:
-        wait_until(measured, 60, "the estimate to settle", step=3)
-    except AssertionError:
-        pass
+        wait_until(measured, 180, "no PGs unlisted and the estimate to settle", step=3)
+    except TimeoutError:
+        pass            # the caller judges, with the figures printed
     print("PG memory estimate error per OSD: "
-          + ", ".join(f"osd.{o} {e:+.1%}" for o, e in sorted(errors.items())))
+          + ", ".join(f"osd.{o} {e:+.1%}" for o, e in sorted(errors.items()))
+          + (f" (PGs unlisted while waiting: {unlisted})" if unlisted else ""))
     return errors
 
 
@@ -69,7 +75,7 @@ def test_memory_estimate_against_the_osds_before_and_after_a_split(pools: Cluste
         subprocess.run(["rados", "-p", "sz_split", "bench", "4", "write", "-t", "8", "-b", "4096",
                         "--no-cleanup"], env=c.env, check=True, capture_output=True, timeout=120)
         before = memory_errors(c)
-        assert all(abs(e) < 0.15 for e in before.values()), before
+        assert before and all(abs(e) < 0.15 for e in before.values()), before
         c.ceph("osd", "pool", "set", "sz_split", "pg_num", "64")
         c.ceph("osd", "pool", "set", "sz_split", "pgp_num", "64")
         c.wait_clean()
@@ -79,7 +85,7 @@ def test_memory_estimate_against_the_osds_before_and_after_a_split(pools: Cluste
         # what makes it a split: half the PGs born in it, with their parent's span
         assert len(stats) == 64 and sum(s["parent_split_bits"] > 0 for s in stats) == 32
         after = memory_errors(c)
-        assert all(abs(e) < 0.15 for e in after.values()), after
+        assert after and all(abs(e) < 0.15 for e in after.values()), after
     finally:
         c.ceph("osd", "pool", "rm", "sz_split", "sz_split", "--yes-i-really-really-mean-it")
         c.wait_clean()

@@ -161,6 +161,9 @@ memstore device bytes = 1073741824
 bluestore block create = true
 bluestore block size = 2147483648
 osd recovery sleep hdd = 0
+# memstore says rotational, so a removed pool's PGs would be deleted at hdd pace (5 s a
+# batch): they hold their logs until then, which the PG memory check would count as missed
+osd delete sleep hdd = 0
 osd op num shards = 2
 osd op num threads per shard = 1
 EOF

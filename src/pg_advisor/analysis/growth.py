@@ -84,7 +84,8 @@ def with_host(snap: Snapshot, name: str, count: int, weight: float, device_class
                 crush_weight=grow(o.crush_weight, weight),
                 device_class=tuple(o.device_class) + (device_class,) * count,
                 host=tuple(o.host) + (name,) * count,
-                bytes_used=grow(o.bytes_used, -1), bytes_total=grow(o.bytes_total, -1))
+                bytes_used=grow(o.bytes_used, -1), bytes_total=grow(o.bytes_total, -1),
+                pgs_held=grow(o.pgs_held, 0))
     return dataclasses.replace(snap, osds=osds, buckets=buckets), ids, device_class
 
 

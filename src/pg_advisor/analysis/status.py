@@ -136,6 +136,15 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
         shown &= (sel_share > 0) | (sel_counts > 0 if sel_counts is not None else False)
 
     util = utilization(osds.bytes_used, osds.bytes_total)
+    unlisted = _unlisted_pgs(snap)
+    if unlisted is not None:
+        over = np.flatnonzero(shown & (unlisted > 0)).tolist()
+        if over:
+            verb = "holds" if len(over) == 1 else "hold"
+            notes.append(", ".join(f"osd.{o}" for o in over[:10]) + (" ..." if len(over) > 10 else "")
+                         + f" {verb} {int(unlisted[over].sum())} PGs the PG stats do not list (a "
+                         "deleted pool's PGs still being removed, or strays): their PG memory is "
+                         "above pg_memory_now")
     osd_rows = []
     for o in np.flatnonzero(shown).tolist():
         osd_rows.append({
@@ -153,6 +162,7 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
             "bytes_used": _opt(int(osds.bytes_used[o])),
             "bytes_total": _opt(int(osds.bytes_total[o])),
             "pg_memory_now": int(mem_now[o]) if mem_now is not None else None,
+            "pgs_unlisted": int(unlisted[o]) if unlisted is not None and unlisted[o] >= 0 else None,
             "pg_memory_steady": (int(model.steady_state(np.array([total_counts[o]]))[0])
                                  if total_counts is not None else None),
             "pgs_recommended": int(sizing.pgs_per_osd_after[o]) if sizing is not None else None,
@@ -200,6 +210,24 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
         "cluster": cluster,
         "notes": notes,
     }
+
+
+def _unlisted_pgs(snap: Snapshot) -> Optional[np.ndarray]:
+    """Per OSD, the PGs it says it holds (osd_stats num_pgs) beyond those the PG stats put
+    on it (up or acting); -1 where the OSD did not say. A removed pool's PGs stay on their
+    OSDs, with their logs, until deleted (throttled by osd_delete_sleep), without stats."""
+    pgs = snap.pgs
+    if pgs is None:
+        return None
+    n_osd = snap.osds.count
+    on = np.concatenate([pgs.up, pgs.acting], axis=1)
+    rows = np.repeat(np.arange(pgs.count), on.shape[1])
+    osd = on.reshape(-1)
+    ok = (osd >= 0) & (osd < n_osd)
+    pairs = np.unique((rows[ok].astype(np.int64) * n_osd) + osd[ok])   # each PG once per OSD
+    listed = np.bincount(pairs % n_osd, minlength=n_osd)
+    held = snap.osds.pgs_held
+    return np.where(held >= 0, np.maximum(held - listed, 0), -1)
 
 
 def _memory_now(snap: Snapshot, model: MemoryModel) -> Optional[np.ndarray]:

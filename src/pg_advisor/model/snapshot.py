@@ -109,6 +109,8 @@ class Osds:
     host: Tuple[Optional[str], ...]
     bytes_used: np.ndarray      # -1 where no stats were given
     bytes_total: np.ndarray
+    pgs_held: np.ndarray        # PGs the OSD says it holds (osd_stats num_pgs), -1 unknown:
+    #                             with a deleted pool's PGs still being removed, and strays
 
     @property
     def count(self) -> int:
@@ -517,18 +519,20 @@ def _load_osds(osd_dump: Json, crush: Json, buckets: Mapping[int, Bucket],
             dclass[i] = c or None
     used = np.full(n, -1, dtype=np.int64)
     total = np.full(n, -1, dtype=np.int64)
+    held = np.full(n, -1, dtype=np.int64)
     if pg_map is not None:
         for s in _list(pg_map, "osd_stats", "pg dump", []):
             i = _int(s, "osd", "pg dump: osd_stats")
             what = f"pg dump: osd_stats osd.{_show(i)}"
             kb_used, kb = _int(s, "kb_used", what, 0, MAX_KB), _int(s, "kb", what, 0, MAX_KB)
+            num_pgs = _int(s, "num_pgs", what, -1, MAX_INT64, -1)
             if 0 <= i < n:
-                used[i], total[i] = kb_used * 1024, kb * 1024
+                used[i], total[i], held[i] = kb_used * 1024, kb * 1024, num_pgs
     return Osds(exists=_frozen(exists), up=_frozen(up), in_=_frozen(in_),
                 reweight=_frozen(reweight), primary_affinity=_frozen(affinity),
                 crush_weight=_frozen(crush_weight),
                 device_class=tuple(dclass), host=tuple(host),
-                bytes_used=_frozen(used), bytes_total=_frozen(total))
+                bytes_used=_frozen(used), bytes_total=_frozen(total), pgs_held=_frozen(held))
 
 
 def _pool_usage(df: Optional[Json], pg_map: Optional[Json]
