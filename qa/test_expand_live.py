@@ -11,7 +11,7 @@ import pytest
 
 from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
-from pg_advisor.analysis.growth import with_host
+from pg_advisor.analysis.growth import placer_after, with_host
 
 from .cluster import Cluster, Writer, wait_until
 
@@ -100,7 +100,7 @@ def test_a_new_host_is_pinned_clean_then_drained_within_the_budget(filled: Clust
         # every PG of every pool where CRUSH now puts it (our CRUSH is exact: test_crush_exact)
         now = load(c.dumps())
         wrong = [(m.pgid(r), m.up_list(r), a.up_list(r)) for pool in now.pools
-                 for m, a in [(Placer(grown).map_pool(pool), Placer(now).map_pool(pool))]
+                 for m, a in [(placer_after(grown).map_pool(pool), Placer(now).map_pool(pool))]
                  for r in range(a.up.shape[0]) if m.up_list(r) != a.up_list(r)]
         assert wrong == [], f"simulate --add-host mispredicted {len(wrong)} PGs, e.g. {wrong[:3]}"
         wait_until(lambda: misplaced(c) > 0, 60, "CRUSH to remap PGs onto the new OSDs")

@@ -17,7 +17,7 @@ from ..model.distribution import pool_share, rule_weights, spread, up_counts
 from ..model.distribution import object_copies
 from ..model.errors import AdvisorError
 from ..model.snapshot import Bucket, Osds, Snapshot, bucket_parents, walk_up
-from .whatif import _movement
+from .whatif import Change, _movement, mon_cleaned
 
 MAX_NEW_OSDS = 1024
 MAX_WEIGHT = 1e6          # CRUSH weight of one OSD (TiB by convention)
@@ -89,13 +89,20 @@ def with_host(snap: Snapshot, name: str, count: int, weight: float, device_class
     return dataclasses.replace(snap, osds=osds, buckets=buckets), ids, device_class
 
 
+def placer_after(grown: Snapshot) -> Placer:
+    """Where the grown map puts every PG once the mon has cleaned the upmaps on it: CRUSH
+    moves replicas onto the new host, and where that shifts a later replica (a collision
+    on the new host) onto a host an item already uses, the mon drops that PG's items."""
+    return mon_cleaned(grown, Placer(grown), grown.osds.reweight, None, Change())
+
+
 def growth_report(snap: Snapshot, name: str, count: int, weight: float, device_class: Optional[str] = None,
                   root: str = "default", budget: float = 0.05,
                   rate: Optional[float] = None) -> Dict[str, Any]:
     """What adding the host moves: per pool and in all, the new OSDs' PGs, and how many
     drain rounds within `budget` (and, given a backfill `rate` in bytes/s, how long)."""
     grown, ids, device_class = with_host(snap, name, count, weight, device_class, root)
-    before, after = Placer(snap), Placer(grown)
+    before, after = Placer(snap), placer_after(grown)
     n = grown.osds.count
     pools: List[Dict[str, Any]] = []
     total = {"pgs_remapped": 0, "shards_moved": 0, "bytes_moved": 0, "objects_moved": 0.0}
