@@ -11,4 +11,4 @@ echo "== unit tests, flake8, mypy (tox)"
 /usr/bin/tox
 echo "== integration tests on a real cluster"
 export PYTHONDONTWRITEBYTECODE=1
-/usr/bin/python3 -m pytest -p no:cacheprovider -v qa "$@"
+/usr/bin/python3 -m pytest -p no:cacheprovider -v --durations=15 qa "$@"

@@ -7,7 +7,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from ..model.distribution import pg_counts, pool_share, rule_weights, spread, unreachable
+from ..model.distribution import (osd_cells, pg_counts, pool_share, rule_weights, spread,
+                                  unreachable)
 from ..model.errors import AdvisorError
 from ..model.options import Options, make
 from ..model.snapshot import Pool, Snapshot
@@ -220,11 +221,8 @@ def _unlisted_pgs(snap: Snapshot) -> Optional[np.ndarray]:
     if pgs is None:
         return None
     n_osd = snap.osds.count
-    on = np.concatenate([pgs.up, pgs.acting], axis=1)
-    rows = np.repeat(np.arange(pgs.count), on.shape[1])
-    osd = on.reshape(-1)
-    ok = (osd >= 0) & (osd < n_osd)
-    pairs = np.unique((rows[ok].astype(np.int64) * n_osd) + osd[ok])   # each PG once per OSD
+    rows, osd = osd_cells(np.concatenate([pgs.up, pgs.acting], axis=1), n_osd)
+    pairs = np.unique(rows.astype(np.int64) * n_osd + osd)   # each PG once per OSD
     listed = np.bincount(pairs % n_osd, minlength=n_osd)
     held = snap.osds.pgs_held
     return np.where(held >= 0, np.maximum(held - listed, 0), -1)
@@ -237,11 +235,7 @@ def _memory_now(snap: Snapshot, model: MemoryModel) -> Optional[np.ndarray]:
         return None
     n_osd = snap.osds.count
     entries_pg, dups = pg_log_lengths(pgs, snap.config["osd_pg_log_dups_tracked"])
-    width = pgs.acting.shape[1]
-    osd = pgs.acting.reshape(-1)
-    ok = (osd >= 0) & (osd < n_osd)
-    rep = np.repeat(np.arange(pgs.count), width)[ok]
-    osd = osd[ok]
+    rep, osd = osd_cells(pgs.acting, n_osd)
     entries = np.bincount(osd, weights=entries_pg[rep], minlength=n_osd)
     ndups = np.bincount(osd, weights=dups[rep], minlength=n_osd)
     npg = np.bincount(osd, minlength=n_osd)

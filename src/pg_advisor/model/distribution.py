@@ -7,7 +7,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .constants import NO_OSD
 from .snapshot import Pgs, Pool, Rule, Snapshot
 
 
@@ -123,10 +122,9 @@ def pg_counts(snap: Snapshot, pgs: Pgs) -> Tuple[List[int], np.ndarray]:
     # rows for the distinct pool ids, then broadcast to every PG (pools gone from the map: -1)
     uniq, inv = np.unique(pgs.pool, return_inverse=True)
     uniq_row = np.array([index.get(int(p), -1) for p in uniq], dtype=np.int64)
-    pg_row = uniq_row[inv]
-    rows = np.repeat(pg_row, pgs.up.shape[1])
-    osds = pgs.up.reshape(-1)
-    ok = (osds != NO_OSD) & (rows >= 0) & (osds < n_osd)
+    cells, osds = osd_cells(pgs.up, n_osd)
+    rows = uniq_row[inv][cells]
+    ok = rows >= 0
     flat = np.bincount(rows[ok] * n_osd + osds[ok], minlength=len(pool_ids) * n_osd)
     return pool_ids, flat.reshape(len(pool_ids), n_osd)
 
@@ -139,11 +137,18 @@ def pool_share(pool: Pool, weights: np.ndarray, pg_num: Optional[int] = None) ->
     return (pool.pg_num if pg_num is None else pg_num) * pool.size * weights / total
 
 
-def up_counts(up: np.ndarray, n_osd: int) -> np.ndarray:
-    """PGs per OSD from an up-set matrix (entries < 0 or past n_osd are holes/padding)."""
-    flat = up.reshape(-1)
+def osd_cells(sets: np.ndarray, n_osd: int) -> Tuple[np.ndarray, np.ndarray]:
+    """The filled cells of a PG x slot OSD matrix (up, acting): each cell's PG row and OSD.
+    Entries < 0 or past n_osd are holes/padding and are left out."""
+    flat = sets.reshape(-1)
     ok = (flat >= 0) & (flat < n_osd)
-    return np.bincount(flat[ok], minlength=n_osd)
+    rows = np.repeat(np.arange(sets.shape[0]), sets.shape[1] if sets.ndim > 1 else 1)
+    return rows[ok], flat[ok]
+
+
+def up_counts(up: np.ndarray, n_osd: int) -> np.ndarray:
+    """PGs per OSD from an up-set matrix."""
+    return np.bincount(osd_cells(up, n_osd)[1], minlength=n_osd)
 
 
 @dataclass(frozen=True)

@@ -144,3 +144,14 @@ def test_object_copies_are_each_pgs_objects_times_its_pools_size(dumps: Dict[str
     assert want > 0 and distribution.object_copies(snap) == float(want)
     # Ceph's own count of each PG's copies agrees
     assert want == sum(s["stat_sum"]["num_object_copies"] for s in stats[:-1])
+
+
+def test_osd_cells_skip_holes_padding_and_unknown_osds() -> None:
+    none = 0x7FFFFFFF
+    sets = np.array([[0, 2, -1], [none, 1, 5], [2, 2, 0]], dtype=np.int64)
+    rows, osds = distribution.osd_cells(sets, 3)
+    assert rows.tolist() == [0, 0, 1, 2, 2, 2]
+    assert osds.tolist() == [0, 2, 1, 2, 2, 0]
+    assert up_counts(sets, 3).tolist() == [2, 1, 3]
+    empty = distribution.osd_cells(np.zeros((0, 3), dtype=np.int64), 3)
+    assert empty[0].size == 0 and empty[1].size == 0
