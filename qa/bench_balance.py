@@ -1,7 +1,7 @@
 """Benchmark: pg_advisor's balancer beside `osdmaptool --upmap`, on the same maps, one run.
 
     PYTHONPATH=src /usr/bin/python3 -m qa.bench_balance [--only 60,1000,multi,10000,bytes]
-                                                       [--tool-timeout 300]
+                                                       [--tool-timeout 300] [--bytes-sigma 0.5]
 
 Maps, all made by a throw-away mon (qa/monbuilt.py): 60 OSDs (5 hosts x 12) with a
 2048-PG pool; 1,000 OSDs of mixed weights in racks and hosts with a replicated pool per
@@ -148,22 +148,33 @@ def fullness(snap: snapshot.Snapshot, items: Items, sizes: Dict[str, int]) -> Tu
     return float(live.max() / live.mean()), float(live.min() / live.mean())
 
 
-def bytes_rows(gm: GeneratedMap, timeout: float) -> List[List[Any]]:
+def primaries_changed(snap: snapshot.Snapshot, items: Items) -> int:
+    """PGs whose primary the items change (see measure)."""
+    pl0, pl1 = Placer(snap), Placer(with_items(snap, items))
+    out = 0
+    for pool in snap.pools:
+        a, b = pl0.map_pool(pool).up_primary, pl1.map_pool(pool).up_primary
+        out += int(((a != b) & (a >= 0)).sum())
+    return out
+
+
+def bytes_rows(gm: GeneratedMap, timeout: float, sigma: float) -> List[List[Any]]:
     osd_dump, crush = gm.dumps()
     bare = snapshot.load(osd_dump, crush)
-    pg_dump = synthetic_pg_dump(bare, 0.5)
+    pg_dump = synthetic_pg_dump(bare, sigma)
     sizes = {s["pgid"]: s["stat_sum"]["num_bytes"] for s in pg_dump["pg_stats"]}
     snap = snapshot.load(osd_dump, crush, pg_dump)
-    out: List[List[Any]] = [["CRUSH alone", fullness(snap, {}, sizes), 0, 0.0]]
+    out: List[List[Any]] = [["CRUSH alone", fullness(snap, {}, sizes), 0, 0, 0.0]]
     items, dt, _ = run_tool(gm, 1, timeout, gm.path.parent / "upbytes")
-    out.append(["osdmaptool --upmap-deviation 1", fullness(snap, items, sizes), len(items), dt])
+    out.append(["osdmaptool --upmap-deviation 1", fullness(snap, items, sizes), len(items),
+                primaries_changed(snap, items), dt])
     for mode in ("pgs", "bytes"):
         t0 = time.perf_counter()
         r = balance_report(snap, mode=mode)
         dt = time.perf_counter() - t0
         got: Items = {k: tuple((int(p[0]), int(p[1])) for p in v) for k, v in r["items"].items() if v}
         out.append([f"pg_advisor --mode {mode} ({r['moves']} moves)", fullness(snap, got, sizes),
-                    len(got), dt])
+                    len(got), primaries_changed(snap, got), dt])
     return out
 
 
@@ -171,6 +182,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--only", default="60,1000,multi,10000,bytes")
     ap.add_argument("--tool-timeout", type=float, default=300.0)
+    ap.add_argument("--bytes-sigma", type=float, default=0.5,
+                    help="spread of the PG sizes on the bytes map (lognormal sigma)")
     args = ap.parse_args(argv)
     rows: List[List[Any]] = []
     byte_rows: List[List[Any]] = []
@@ -178,16 +191,18 @@ def main(argv: Optional[List[str]] = None) -> int:
         with tempfile.TemporaryDirectory(prefix="pga-bal-") as tmp:
             gm = make_map(name, Path(tmp))
             if name == "bytes":
-                byte_rows = bytes_rows(gm, args.tool_timeout)
+                byte_rows = bytes_rows(gm, args.tool_timeout, args.bytes_sigma)
             else:
                 rows += count_rows(name, gm, args.tool_timeout)
     if rows:
         print_counts(rows)
     if byte_rows:
-        print("\n60 OSDs, 2048 PGs of lognormal(0, 0.5) sizes: OSD fullness against the mean")
-        print(f"{'balancer':<40} {'fullest':>8} {'emptiest':>8} {'items':>6} {'seconds':>8}")
-        for who, (hi, lo), n_items, dt in byte_rows:
-            print(f"{who:<40} {hi:>8.3f} {lo:>8.3f} {n_items:>6} {dt:>8.2f}")
+        print(f"\n60 OSDs, 2048 PGs of lognormal(0, {args.bytes_sigma}) sizes: OSD fullness against "
+              "the mean")
+        print(f"{'balancer':<40} {'fullest':>8} {'emptiest':>8} {'items':>6} {'prim':>5} "
+              f"{'seconds':>8}")
+        for who, (hi, lo), n_items, prim, dt in byte_rows:
+            print(f"{who:<40} {hi:>8.3f} {lo:>8.3f} {n_items:>6} {prim:>5} {dt:>8.2f}")
     return 0
 
 

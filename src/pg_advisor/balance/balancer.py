@@ -142,14 +142,16 @@ def item_pairs(raw: List[int], want: List[int], replicated: bool) -> List[Tuple[
     return [(a, b) for a, b in zip(raw, want) if a != b]
 
 
-def _lead(st: PoolState, rows: np.ndarray, srcs: np.ndarray) -> np.ndarray:
+def moves_primary(st: PoolState, rows: np.ndarray, srcs: np.ndarray,
+                  erasure_too: bool = False) -> np.ndarray:
     """Per row: is the replica on its source the PG's primary? Moving it changes the
     primary when the backfill ends, and the OSD that stops being primary drops the client
     ops in flight there without a word (the client waits objecter_timeout, 10 s, to find
     out); moving another replica changes no primary. A tie-break: counts come first.
-    Replicated pools only: on EC rules of two choose steps it steered the search off the
-    path that reaches every OSD within one PG (the reweighted "multi" map's EC 8+3)."""
-    if st.pool.type != "replicated":
+    Replicated pools only unless `erasure_too`: on EC rules of two choose steps it steered
+    the count search off the path that reaches every OSD within one PG (the reweighted
+    "multi" map's EC 8+3)."""
+    if st.pool.type != "replicated" and not erasure_too:
         return np.zeros(rows.size, dtype=bool)
     return st.primary[rows] == srcs
 
@@ -256,7 +258,7 @@ class Balancer:
               cost: np.ndarray) -> Optional[Tuple[int, int]]:
         """The best (row, destination) for a replica on `src`: lowest `cost` among `take`,
         and of equals a row where src is not CRUSH's own choice (that undoes an item), then
-        one where src is not the primary (see _lead)."""
+        one where src is not the primary (see moves_primary)."""
         rows = st.rows(src)
         cols = np.flatnonzero(take & st.allowed)
         if not rows.size or not cols.size:
@@ -272,7 +274,7 @@ class Balancer:
             ok = replaceable(self.anc, st.shape, st.allowed, up, held, srcs, cand)
             if ok.any():
                 c = (np.where(ok, cost[cand][None, :], np.inf) - undo[:, None] * EPS
-                     + _lead(st, rows, srcs)[:, None] * (EPS / 2))
+                     + moves_primary(st, rows, srcs)[:, None] * (EPS / 2))
                 r, d = np.unravel_index(int(np.argmin(c)), c.shape)
                 return int(rows[r]), int(cand[d])
             if cand.size == cols.size:
@@ -300,7 +302,7 @@ class Balancer:
         if not ok.any():
             return None
         undo = ~(st.raw[rows] == owners[:, None]).any(axis=1)
-        score = np.where(ok, pref[owners], -np.inf) + undo * EPS - _lead(st, rows, owners) * (EPS / 2)
+        score = np.where(ok, pref[owners], -np.inf) + undo * EPS - moves_primary(st, rows, owners) * (EPS / 2)
         i = int(np.argmax(score))
         return int(rows[i]), int(owners[i])
 

@@ -216,3 +216,60 @@ def test_moves_leave_each_pg_its_primary_where_another_replica_will_do(snap: sna
         changed += [m0.pgid(r) for r in np.flatnonzero(
             fresh & (m0.up_primary != m1.up_primary) & (m0.up_primary >= 0))]
     assert moves > 3 and changed == [], (moves, changed)
+
+
+def _changed_primaries(snap: snapshot.Snapshot, items: Dict[str, Any]) -> int:
+    before, after = Placer(snap), Placer(applied(snap, items))
+    n = 0
+    for pool in snap.pools:
+        a, b = before.map_pool(pool).up_primary, after.map_pool(pool).up_primary
+        n += int(((a != b) & (a >= 0)).sum())
+    return n
+
+
+def test_bytes_mode_keeps_primaries_where_a_step_nearly_as_good_does(
+        dumps: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    # PG sizes spread lognormally on the fixture; the same runs with the preference
+    # switched off (every step "keeps" the primaries) are the reference
+    from pg_advisor.balance import evener
+    kept, blind = 0, 0
+    for seed in range(6):
+        d = read_dumps()
+        rng = np.random.default_rng(seed)
+        for s in d["pg_dump"]["pg_map"]["pg_stats"]:
+            s["stat_sum"]["num_bytes"] = int(2**20 * rng.lognormal(0, 1.0))
+        snap = snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
+        with_pref = balance_report(snap, mode="bytes", min_gain=0.002)
+        with monkeypatch.context() as m:
+            m.setattr(evener, "moves_primary", lambda st, rows, srcs, e=False: np.zeros(rows.size, bool))
+            without = balance_report(snap, mode="bytes", min_gain=0.002)
+        a, b = _changed_primaries(snap, with_pref["items"]), _changed_primaries(snap, without["items"])
+        assert a <= b, seed
+        kept, blind = kept + a, blind + b
+        # as even, within what one more step is worth
+        for k in ("max_ratio", "min_ratio"):
+            assert with_pref["fullness"]["after"][k] == pytest.approx(
+                without["fullness"]["after"][k], abs=0.005), (seed, k)
+    assert kept < blind * 0.6, (kept, blind)
+
+
+def test_a_step_keeping_the_primaries_wins_at_half_the_gain(snap: snapshot.Snapshot) -> None:
+    from pg_advisor.balance.evener import KEEP_RATIO, ByteEvener, Move
+    ev = ByteEvener(Balancer(snap), 0.005)
+    st = ev.b.states[0]
+    worth = ev.min_gain
+
+    def move(gain: float, keeps: bool, swap: bool = False) -> Move:
+        return Move(gain, st, (0, 0, 1), (1, 1, 0) if swap else None, keeps=keeps)
+    best = move(10 * worth, False)
+    near = move(KEEP_RATIO * 10 * worth, True)
+    far = move(KEEP_RATIO * 10 * worth * 0.99, True)
+    assert ev._choose([best, near]) is near
+    assert ev._choose([best, far]) is best
+    # a swap is two moves: its gain counts per move
+    assert ev._choose([best, move(2 * KEEP_RATIO * 10 * worth, True, swap=True)]) is not best
+    assert ev._choose([best, move(KEEP_RATIO * 10 * worth, True, swap=True)]) is best
+    # nothing below the minimum gain, keeping primaries or not
+    assert ev._choose([move(worth * 0.9, True)]) is None
+    only = move(worth, False)
+    assert ev._choose([move(worth * 0.9, True), only]) is only
