@@ -21,7 +21,6 @@ memory (of the process so far: pg_advisor's own, osdmaptool's largest).
 the mean, by counts alone and in bytes mode.
 """
 import argparse
-import dataclasses
 import re
 import resource
 import subprocess
@@ -39,6 +38,7 @@ from pg_advisor.balance.report import balance_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.distribution import up_counts
 from pg_advisor.analysis.legality import breaks
+from pg_advisor.tests.proposals import applied, changed_primaries
 
 from .crushgen import GeneratedMap, synthetic_pg_dump
 from .monbuilt import build_case
@@ -51,14 +51,8 @@ def make_map(name: str, tmp: Path) -> GeneratedMap:
     return build_case(tmp, "60" if name == "bytes" else name)
 
 
-def with_items(snap: snapshot.Snapshot, items: Items) -> snapshot.Snapshot:
-    new = dict(snap.pg_upmap_items)
-    new.update(items)
-    return dataclasses.replace(snap, pg_upmap_items=new)
-
-
 def measure(snap: snapshot.Snapshot, items: Items) -> Dict[str, Any]:
-    pl0, pl1 = Placer(snap), Placer(with_items(snap, items))
+    pl0, pl1 = Placer(snap), Placer(applied(snap, items))
     b = Balancer(snap, pl0)
     n = snap.osds.count
     total, share = np.zeros(n), np.zeros(n)
@@ -139,23 +133,13 @@ def print_counts(rows: List[List[Any]]) -> None:
 
 def fullness(snap: snapshot.Snapshot, items: Items, sizes: Dict[str, int]) -> Tuple[float, float]:
     used = np.zeros(snap.osds.count)
-    pl = Placer(with_items(snap, items))
+    pl = Placer(applied(snap, items))
     for pool in snap.pools:
         m = pl.map_pool(pool)
         for r in range(m.up.shape[0]):
             used[m.up_list(r)] += sizes[m.pgid(r)]
     live = used[snap.osds.crush_weight > 0]
     return float(live.max() / live.mean()), float(live.min() / live.mean())
-
-
-def primaries_changed(snap: snapshot.Snapshot, items: Items) -> int:
-    """PGs whose primary the items change (see measure)."""
-    pl0, pl1 = Placer(snap), Placer(with_items(snap, items))
-    out = 0
-    for pool in snap.pools:
-        a, b = pl0.map_pool(pool).up_primary, pl1.map_pool(pool).up_primary
-        out += int(((a != b) & (a >= 0)).sum())
-    return out
 
 
 def bytes_rows(gm: GeneratedMap, timeout: float, sigma: float) -> List[List[Any]]:
@@ -167,14 +151,14 @@ def bytes_rows(gm: GeneratedMap, timeout: float, sigma: float) -> List[List[Any]
     out: List[List[Any]] = [["CRUSH alone", fullness(snap, {}, sizes), 0, 0, 0.0]]
     items, dt, _ = run_tool(gm, 1, timeout, gm.path.parent / "upbytes")
     out.append(["osdmaptool --upmap-deviation 1", fullness(snap, items, sizes), len(items),
-                primaries_changed(snap, items), dt])
+                changed_primaries(snap, items), dt])
     for mode in ("pgs", "bytes"):
         t0 = time.perf_counter()
         r = balance_report(snap, mode=mode)
         dt = time.perf_counter() - t0
         got: Items = {k: tuple((int(p[0]), int(p[1])) for p in v) for k, v in r["items"].items() if v}
         out.append([f"pg_advisor --mode {mode} ({r['moves']} moves)", fullness(snap, got, sizes),
-                    len(got), primaries_changed(snap, got), dt])
+                    len(got), changed_primaries(snap, got), dt])
     return out
 
 

@@ -1,4 +1,3 @@
-import dataclasses
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -15,6 +14,7 @@ from pg_advisor.analysis.legality import ancestors, replaceable, rule_shape
 from .conftest import DUMP_FILES, read
 from .layouts import (HOST_WITHOUT_RACK, IN_HOSTLESS_RACK, RACK_THEN_HOST,
                       RACK_WITHOUT_HOST, UNDER_ROOT, Layout, load, regrow, use_rule)
+from .proposals import applied, changed_primaries
 from .upmap_checker import check_up_set
 
 
@@ -23,16 +23,6 @@ ALL_POOLS = ("rbd", "ecpool", "fast")
 
 def read_dumps() -> Dict[str, Any]:
     return {k: read(v) for k, v in DUMP_FILES.items()}
-
-
-def applied(snap: snapshot.Snapshot, items: Dict[str, Any]) -> snapshot.Snapshot:
-    new = dict(snap.pg_upmap_items)
-    for k, v in items.items():
-        if v:
-            new[k] = tuple((int(p[0]), int(p[1])) for p in v)
-        else:
-            new.pop(k, None)
-    return dataclasses.replace(snap, pg_upmap_items=new)
 
 
 def test_every_proposal_is_legal_and_is_what_the_items_give(snap: snapshot.Snapshot,
@@ -218,15 +208,6 @@ def test_moves_leave_each_pg_its_primary_where_another_replica_will_do(snap: sna
     assert moves > 3 and changed == [], (moves, changed)
 
 
-def _changed_primaries(snap: snapshot.Snapshot, items: Dict[str, Any]) -> int:
-    before, after = Placer(snap), Placer(applied(snap, items))
-    n = 0
-    for pool in snap.pools:
-        a, b = before.map_pool(pool).up_primary, after.map_pool(pool).up_primary
-        n += int(((a != b) & (a >= 0)).sum())
-    return n
-
-
 def test_bytes_mode_keeps_primaries_where_a_step_nearly_as_good_does(
         dumps: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     # PG sizes spread lognormally on the fixture; the same runs with the preference
@@ -243,7 +224,7 @@ def test_bytes_mode_keeps_primaries_where_a_step_nearly_as_good_does(
         with monkeypatch.context() as m:
             m.setattr(evener, "moves_primary", lambda st, rows, srcs, e=False: np.zeros(rows.size, bool))
             without = balance_report(snap, mode="bytes", min_gain=0.002)
-        a, b = _changed_primaries(snap, with_pref["items"]), _changed_primaries(snap, without["items"])
+        a, b = changed_primaries(snap, with_pref["items"]), changed_primaries(snap, without["items"])
         assert a <= b, seed
         kept, blind = kept + a, blind + b
         # as even, within what one more step is worth
