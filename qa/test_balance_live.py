@@ -1,6 +1,6 @@
 """`ceph pg-advisor eval` and `ceph pg-advisor balance` in the real mgr."""
 import json
-from typing import Any, Iterator
+from typing import Any, Dict, Iterator
 
 import pytest
 
@@ -98,17 +98,31 @@ def skewed_pool(clean_upmaps: Cluster) -> Iterator[Cluster]:
             for i in range(300):
                 io.write_full(f"obj{i}", b"x" * int(min(rnd.lognormvariate(10.5, 1.2), 4 << 20)))
 
-    def counted() -> bool:
-        stats = c.json("pg", "dump")["pg_map"]["pool_stats"]
-        return any(p["poolid"] == pool_id and p["stat_sum"]["num_objects"] == 300 for p in stats)
+    seen: list = []
+
+    def settled() -> bool:
+        """Every object counted, and each PG's bytes as they were one read earlier, more
+        than a stats report (mgr_stats_period, 5 s) ago: the proposal and the check after
+        it must see the same sizes."""
+        stats = c.json("pg", "dump")["pg_map"]["pg_stats"]
+        mine = {s["pgid"]: (s["stat_sum"]["num_objects"], s["stat_sum"]["num_bytes"])
+                for s in stats if int(s["pgid"].split(".")[0]) == pool_id}
+        seen.append(mine)
+        return sum(n for n, _ in mine.values()) == 300 and len(seen) > 1 and seen[-2] == mine
     pool_id = c.pool_id("skewed")
-    wait_until(counted, 60, "PG stats to count the objects")
+    wait_until(settled, 90, "PG stats to count the objects and settle", step=6)
     yield c
     c.ceph("osd", "pool", "rm", "skewed", "skewed", "--yes-i-really-really-mean-it")
 
 
+def _pool_bytes(c: Cluster, pool_id: int) -> Dict[str, int]:
+    return {s["pgid"]: s["stat_sum"]["num_bytes"] for s in c.json("pg", "dump")["pg_map"]["pg_stats"]
+            if int(s["pgid"].split(".")[0]) == pool_id}
+
+
 def test_bytes_mode_on_the_real_cluster(skewed_pool: Cluster) -> None:
     c = skewed_pool
+    pool_id = c.pool_id("skewed")
 
     def propose(mode: str) -> Any:
         return json.loads(c.ceph("pg-advisor", "balance", "--pool", "skewed", "--mode", mode,
@@ -119,25 +133,27 @@ def test_bytes_mode_on_the_real_cluster(skewed_pool: Cluster) -> None:
         pgs, byt = propose("pgs"), propose("bytes")
         assert byt["fullness"]["after"]["max_ratio"] < pgs["fullness"]["after"]["max_ratio"]
         assert byt["fullness"]["before"]["basis"] == "osd size"
+        sizes = _pool_bytes(c, pool_id)
         done = json.loads(c.ceph("pg-advisor", "balance", "--pool", "skewed", "--mode", "bytes",
                                  "--max-items", "200", "-f", "json"))
     finally:
         c.ceph("config", "set", "mgr", "target_max_misplaced_ratio", "0.05")
     assert done["failed"] == [] and done["applied"] == len(done["items"])
-    c.wait_clean()
+    c.wait_clean(pool="skewed")
     # fullness measured from the mon's up sets and the PG stats, not from our mapping
     pg_map = c.json("pg", "dump")["pg_map"]
-    pool_id = int(next(iter(done["items"])).split(".")[0])
-    used: dict = {}
-    for s in pg_map["pg_stats"]:
-        if int(s["pgid"].split(".")[0]) == pool_id:
-            for o in c.json("pg", "map", s["pgid"])["up"]:
-                used[o] = used.get(o, 0) + s["stat_sum"]["num_bytes"]
+    now = _pool_bytes(c, pool_id)
+    assert now == sizes, {k: (sizes.get(k), v) for k, v in now.items() if sizes.get(k) != v}
+    used: Dict[int, int] = {}
+    for pgid, n in now.items():
+        for o in c.json("pg", "map", pgid)["up"]:
+            used[o] = used.get(o, 0) + n
     size = {s["osd"]: s["kb"] * 1024 for s in pg_map["osd_stats"]}
-    ratio = [used.get(o, 0) / size[o] for o in size]
+    ratio = {o: used.get(o, 0) / size[o] for o in size}
     mean = sum(used.values()) / sum(size.values())
-    assert abs(max(ratio) / mean - done["fullness"]["after"]["max_ratio"]) < 0.01
-    assert max(ratio) / mean < pgs["fullness"]["after"]["max_ratio"]
+    assert abs(max(ratio.values()) / mean - done["fullness"]["after"]["max_ratio"]) < 0.01, \
+        ({o: round(r / mean, 4) for o, r in ratio.items()}, done["fullness"], done["items"])
+    assert max(ratio.values()) / mean < pgs["fullness"]["after"]["max_ratio"]
 
 
 def test_unknown_mode_is_refused(clean_upmaps: Cluster) -> None:
