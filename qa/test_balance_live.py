@@ -104,20 +104,24 @@ def skewed_pool(clean_upmaps: Cluster) -> Iterator[Cluster]:
         """Every object counted, and each PG's bytes as they were one read earlier, more
         than a stats report (mgr_stats_period, 5 s) ago: the proposal and the check after
         it must see the same sizes."""
-        stats = c.json("pg", "dump")["pg_map"]["pg_stats"]
-        mine = {s["pgid"]: (s["stat_sum"]["num_objects"], s["stat_sum"]["num_bytes"])
-                for s in stats if int(s["pgid"].split(".")[0]) == pool_id}
+        mine = _pool_sums(c.json("pg", "dump")["pg_map"], pool_id)
         seen.append(mine)
-        return sum(n for n, _ in mine.values()) == 300 and len(seen) > 1 and seen[-2] == mine
+        return (sum(m["num_objects"] for m in mine.values()) == 300 and len(seen) > 1
+                and seen[-2] == mine)
     pool_id = c.pool_id("skewed")
     wait_until(settled, 90, "PG stats to count the objects and settle", step=6)
     yield c
     c.ceph("osd", "pool", "rm", "skewed", "skewed", "--yes-i-really-really-mean-it")
 
 
-def _pool_bytes(c: Cluster, pool_id: int) -> Dict[str, int]:
-    return {s["pgid"]: s["stat_sum"]["num_bytes"] for s in c.json("pg", "dump")["pg_map"]["pg_stats"]
+def _pool_sums(pg_map: Dict[str, Any], pool_id: int) -> Dict[str, Dict[str, int]]:
+    """Each of the pool's PGs' stat_sum, by pgid."""
+    return {s["pgid"]: s["stat_sum"] for s in pg_map["pg_stats"]
             if int(s["pgid"].split(".")[0]) == pool_id}
+
+
+def _pool_bytes(pg_map: Dict[str, Any], pool_id: int) -> Dict[str, int]:
+    return {pgid: m["num_bytes"] for pgid, m in _pool_sums(pg_map, pool_id).items()}
 
 
 def test_bytes_mode_on_the_real_cluster(skewed_pool: Cluster) -> None:
@@ -133,7 +137,7 @@ def test_bytes_mode_on_the_real_cluster(skewed_pool: Cluster) -> None:
         pgs, byt = propose("pgs"), propose("bytes")
         assert byt["fullness"]["after"]["max_ratio"] < pgs["fullness"]["after"]["max_ratio"]
         assert byt["fullness"]["before"]["basis"] == "osd size"
-        sizes = _pool_bytes(c, pool_id)
+        sizes = _pool_bytes(c.json("pg", "dump")["pg_map"], pool_id)
         done = json.loads(c.ceph("pg-advisor", "balance", "--pool", "skewed", "--mode", "bytes",
                                  "--max-items", "200", "-f", "json"))
     finally:
@@ -142,7 +146,7 @@ def test_bytes_mode_on_the_real_cluster(skewed_pool: Cluster) -> None:
     c.wait_clean(pool="skewed")
     # fullness measured from the mon's up sets and the PG stats, not from our mapping
     pg_map = c.json("pg", "dump")["pg_map"]
-    now = _pool_bytes(c, pool_id)
+    now = _pool_bytes(pg_map, pool_id)
     assert now == sizes, {k: (sizes.get(k), v) for k, v in now.items() if sizes.get(k) != v}
     used: Dict[int, int] = {}
     for pgid, n in now.items():

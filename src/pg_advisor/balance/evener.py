@@ -121,7 +121,8 @@ class ByteEvener:
         g = self._gain(u[s] - delta / self.cap[s], u[ds][None, :] + delta / self.cap[ds][None, :],
                        u, s, ds[None, :], down)
         g = np.where(ok, g, -np.inf)
-        keeps = np.broadcast_to(~moves_primary(st, rows, np.full(rows.size, s), True)[:, None], g.shape)
+        keeps = np.broadcast_to(~moves_primary(st, rows, np.full(rows.size, s), erasure_too=True)[:, None],
+                                g.shape)
         return [Move(float(g[r, c]), st, (int(rows[r]), s, int(ds[c])), keeps=bool(keeps[r, c]))
                 for r, c in self._picks(g, keeps)]
 
@@ -145,22 +146,24 @@ class ByteEvener:
             g = self._gain(u[s] - delta / self.cap[s], u[d] + delta / self.cap[d], u, s,
                            np.array(d), down)
             g = np.where(delta > 0, g, -np.inf)
-            keeps = (~moves_primary(st, a, np.full(a.size, s), True)[:, None]
-                     & ~moves_primary(st, z, np.full(z.size, d), True)[None, :])
+            keeps = (~moves_primary(st, a, np.full(a.size, s), erasure_too=True)[:, None]
+                     & ~moves_primary(st, z, np.full(z.size, d), erasure_too=True)[None, :])
             found += [Move(float(g[i, j]), st, (int(a[i]), s, d), (int(z[j]), d, s),
                            keeps=bool(keeps[i, j])) for i, j in self._picks(g, keeps)]
         return found
 
     @staticmethod
     def _picks(g: np.ndarray, keeps: np.ndarray) -> List[Tuple[int, int]]:
-        """Where `g` is highest, and where it is highest among the steps that keep the
-        primaries (for _choose); only finite gains."""
+        """Where `g` is highest and, if that step changes a primary, where it is highest
+        among the steps that keep them (for _choose); only finite gains."""
         out: List[Tuple[int, int]] = []
         for m in (g, np.where(keeps, g, -np.inf)):
             k = int(np.argmax(m))
             if np.isfinite(m.flat[k]):
                 i, j = np.unravel_index(k, g.shape)
                 out.append((int(i), int(j)))
+                if keeps.flat[k]:     # the best keeps them: no second pick
+                    break
         return out
 
     def _choose(self, found: List[Move]) -> Optional[Move]:

@@ -222,7 +222,8 @@ def test_bytes_mode_keeps_primaries_where_a_step_nearly_as_good_does(
         snap = snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
         with_pref = balance_report(snap, mode="bytes", min_gain=0.002)
         with monkeypatch.context() as m:
-            m.setattr(evener, "moves_primary", lambda st, rows, srcs, e=False: np.zeros(rows.size, bool))
+            m.setattr(evener, "moves_primary",
+                      lambda st, rows, srcs, erasure_too=False: np.zeros(rows.size, bool))
             without = balance_report(snap, mode="bytes", min_gain=0.002)
         a, b = changed_primaries(snap, with_pref["items"]), changed_primaries(snap, without["items"])
         assert a <= b, seed
