@@ -3,14 +3,15 @@
     python3 -m pg_advisor --osdmap OSD_DUMP.json --crush CRUSH_DUMP.json \
         [--pg-dump PG_DUMP.json] [--df DF.json] [--autoscale-status AUTOSCALE.json] COMMAND ...
 
-    COMMAND: status [POOL] | plan | balance | pin-remapped | drain TARGET | map [POOL]
+    COMMAND: status [POOL] | eval [POOL] | plan | balance | pin-remapped | drain TARGET | map [POOL]
              | simulate [POOL --pg-num N [--pgp-num M]]
              [--out OSD] [--reweight OSD WEIGHT]   (each with -f plain|json|json-pretty)
 """
 import argparse
 import json
+import os
 import sys
-from typing import Any, Dict, List, Optional, TextIO
+from typing import Any, Dict, List, NoReturn, Optional, TextIO
 
 from .analysis.growth import growth_report
 from .analysis.plan import plan_report
@@ -18,13 +19,17 @@ from .analysis.status import status_report
 from .analysis.whatif import Change, pg_map, simulate
 from .balance.drain import drain_report
 from .balance.remapped import pin_remapped, pins_report
-from .balance.report import balance_report
+from .balance.report import balance_report, eval_report
+from .execute.driver import misplaced_max
 from .model import options, snapshot
 from .model.errors import AdvisorError
 from .render.format import FORMATS
 from .render.views import show
 
 EXIT_BAD_INPUT = 2
+# the largest dump read: `ceph pg dump -f json` of 320,000 PGs is ~100 MiB, and parsing
+# takes several times the file's size in memory (the offline contract is under 1 GiB)
+MAX_DUMP_BYTES = 160 << 20
 MAX_BALANCE_ITEMS = 1 << 20    # replica moves one offline balance may propose (and its default)
 
 
@@ -32,8 +37,18 @@ def _read_json(path: Optional[str], flag: str) -> Any:
     if path is None:
         return None
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        with open(path, "rb") as f:
+            # a device or a pipe may never end, and JSON takes ~8x its size to parse: read at
+            # most the bound, and refuse more before parsing any of it
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_DUMP_BYTES:
+                raise AdvisorError.invalid(f"{flag} {path}: {size >> 20} MiB, more than the "
+                                           f"{MAX_DUMP_BYTES >> 20} MiB a dump may be")
+            data = f.read(MAX_DUMP_BYTES + 1)
+            if len(data) > MAX_DUMP_BYTES:
+                raise AdvisorError.invalid(f"{flag} {path}: more than the {MAX_DUMP_BYTES >> 20} MiB "
+                                           f"a dump may be (it does not end)")
+        return json.loads(data.decode("utf-8"))
     except OSError as e:
         raise AdvisorError.invalid(f"{flag} {path}: {e.strerror or e}") from None
     except (ValueError, UnicodeDecodeError) as e:   # JSONDecodeError, or an int of 4300+ digits
@@ -43,8 +58,16 @@ def _read_json(path: Optional[str], flag: str) -> Any:
         raise AdvisorError.invalid(f"{flag} {path}: JSON nested too deeply") from None
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is an AdvisorError: one line on stderr and exit 2, like
+    every other refusal (argparse would print the usage text first)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise AdvisorError.invalid(f"{message} (`python3 -m pg_advisor --help` shows the usage)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="python3 -m pg_advisor",
         description="pg_advisor offline: PG sizing and balance views from Ceph JSON dumps.")
     p.add_argument("--osdmap", required=True, metavar="OSD_DUMP.json",
@@ -59,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the cluster's mon_max_pg_per_osd (default 250, Pacific's default)")
     p.add_argument("--osd-memory-target", type=int, metavar="BYTES",
                    help="the OSDs' osd_memory_target (default 4 GiB)")
+    p.add_argument("--target-max-misplaced-ratio", type=float, default=0.05, metavar="RATIO",
+                   help="the cluster's target_max_misplaced_ratio: the misplaced budget when "
+                        "--misplaced-budget is 0 (default 0.05, Ceph's default)")
     for spec in options.SPECS:
         if spec.name in ("sleep_interval", "refresh_interval"):
             continue
@@ -68,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="pools, OSDs and the PG distribution")
     st.add_argument("pool", nargs="?", help="narrow the view to one pool")
     st.add_argument("-f", "--format", choices=FORMATS, default="plain")
+    ev = sub.add_parser("eval", help="how far each OSD is from its share, per pool and in total")
+    ev.add_argument("pool", nargs="?", help="only this pool")
+    ev.add_argument("-f", "--format", choices=FORMATS, default="plain")
     pl = sub.add_parser("plan", help="the pg_num changes pg_advisor would make, in order")
     pl.add_argument("-f", "--format", choices=FORMATS, default="plain")
     bl = sub.add_parser("balance", help="pg-upmap-items that bring every OSD to its share")
@@ -122,6 +151,11 @@ def _reweights(pairs: List[List[str]]) -> Dict[int, float]:
 def run(argv: List[str], out: TextIO) -> int:
     args = build_parser().parse_args(argv)
     opts = options.make({s.name: getattr(args, "opt_" + s.name, None) for s in options.SPECS})
+    # offline nothing runs in a window, but a flag given must still be a window
+    options.check_window(str(opts.window_begin), str(opts.window_end), str(opts.window_days))
+    if not 0 < args.target_max_misplaced_ratio <= 1:     # NaN too
+        raise AdvisorError.invalid(f"--target-max-misplaced-ratio must be within (0, 1], "
+                                   f"not {args.target_max_misplaced_ratio}")
     snap = snapshot.load(
         _read_json(args.osdmap, "--osdmap"), _read_json(args.crush, "--crush"),
         _read_json(args.pg_dump, "--pg-dump"), _read_json(args.df, "--df"),
@@ -132,6 +166,8 @@ def run(argv: List[str], out: TextIO) -> int:
     balanced = opts.assume_balanced == "yes"
     if args.command == "status":
         out.write(show("status", status_report(snap, args.pool, opts, balanced), args.format) + "\n")
+    elif args.command == "eval":
+        out.write(show("eval", eval_report(snap, [args.pool] if args.pool else None), args.format) + "\n")
     elif args.command == "plan":
         out.write(show("plan", plan_report(snap, opts, balanced), args.format) + "\n")
     elif args.command == "balance":
@@ -156,7 +192,7 @@ def run(argv: List[str], out: TextIO) -> int:
             raise AdvisorError.invalid("--add-host NAME goes with --osds N and --weight W")
         rate = args.backfill_mib_s * (1 << 20) if args.backfill_mib_s is not None else None
         report = growth_report(snap, args.add_host, args.osds, args.weight, args.device_class, args.root,
-                               float(opts.misplaced_budget) or 0.05, rate)
+                               misplaced_max(opts, args.target_max_misplaced_ratio), rate)
         out.write(show("simulate", report, args.format) + "\n")
     elif args.command == "simulate":
         change = Change(pool=args.pool, pg_num=args.pg_num, pgp_num=args.pgp_num,

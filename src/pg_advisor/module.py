@@ -10,7 +10,7 @@ import json
 import threading
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from mgr_module import CLIReadCommand, CLIWriteCommand, MgrModule, Option
 
@@ -19,6 +19,7 @@ from .analysis.plan import plan_report
 from .analysis.status import status_report
 from .analysis.whatif import Change, pg_map, simulate
 from .balance.report import eval_report, misplaced_copies, proposal_json, unkept
+from .crush.upmap import mismatches
 from .execute.driver import Driver, misplaced_max
 from .execute.gates import cluster_blockers
 from .execute.rounds import balance_round
@@ -31,6 +32,7 @@ from .render.views import show
 
 CommandResult = Tuple[int, str, str]
 Report = Dict[str, Any]
+MAP_WAIT = 10.0     # seconds a write command waits for the mgr's map to show what it set
 
 
 class Mode(str, enum.Enum):
@@ -203,10 +205,19 @@ class Module(MgrModule):
             if why:
                 raise AdvisorError(-errno.EBUSY, f"not balancing: {why}")
             failed = rnd.apply(self.burst, bool(self.get_module_option("prime_pg_temp"))).messages()
-            # the mon acknowledges an item that breaks the rule and drops it: check the map
+            # the mon acknowledges an item that breaks the rule and drops it: check the map,
+            # and that it puts each PG where its items were meant to
+            self._wait_for_map(snap.epoch)
             kept = snapshot.load_upmaps(self.get("osd_map"))[1]
-            failed += [f"{pgid}: the mon did not keep the items" for pgid in unkept(rnd.taken(), kept)]
+            lost = unkept(rnd.taken(), kept)
+            failed += [f"{pgid}: the mon did not keep the items" for pgid in lost]
+            want = {k: v for k, v in rnd.wanted().items() if k not in lost}
+            replicated = {p.id for p in snap.pools if p.type == "replicated"}
+            bad = mismatches(want, self.mon_up_sets(snap, sorted(want)), replicated,
+                             snap.osds.up & snap.osds.exists)
+            failed += [f"{pgid}: {why}" for pgid, why in sorted(bad.items())]
             report["applied"], report["failed"] = len(rnd.items) - len(failed), failed
+            report["mismatched"] = len(bad)
         return report
 
     @command("map", "map")
@@ -240,8 +251,6 @@ class Module(MgrModule):
         if osds is None or weight is None:
             raise AdvisorError.invalid("--add-host NAME goes with --osds N and --weight W (each OSD's "
                                        "CRUSH weight)")
-        if rate is not None and not 0 < float(rate) <= 1e7:
-            raise AdvisorError.invalid(f"--backfill-mib-s must be within (0, 1e7], not {rate}")
         opts = self.current_options()
         return growth_report(self.take_snapshot(), str(host), int(osds), float(weight), device_class,
                              str(root or "default"), misplaced_max(opts, self.cluster_ratio()),
@@ -253,7 +262,28 @@ class Module(MgrModule):
     def driver(self) -> Driver:
         if self._driver is None:    # the store is readable only once the module runs
             self._driver = Driver(self.get_store, self.set_store, time.time())
+            self._driver.executor.up_sets = self.mon_up_sets
         return self._driver
+
+    def mon_up_sets(self, snap: snapshot.Snapshot, pgids: Sequence[str]) -> Dict[str, List[int]]:
+        """pgid -> its up set in the mgr's OSDMap, computed by Ceph itself (EC holes as
+        CRUSH_ITEM_NONE): what items are checked against once they are set. `snap` is
+        not read: the map is the mgr's newest."""
+        osdmap = self.get_osdmap()
+        pools = {p.id for p in snap.pools}
+        out: Dict[str, List[int]] = {}
+        for pgid in pgids:
+            head, tail = pgid.split(".")
+            if int(head) in pools:
+                out[pgid] = list(osdmap.pg_to_up_acting_osds(int(head), int(tail, 16))["up"])
+        return out
+
+    def _wait_for_map(self, epoch: int, timeout: float = MAP_WAIT) -> None:
+        """Until the mgr's OSDMap is newer than `epoch` (the mon answers a command once its
+        map has the change; the mgr hears of that map a moment later), at most `timeout`."""
+        end = time.monotonic() + timeout
+        while self.get_osdmap().get_epoch() <= epoch and time.monotonic() < end:
+            time.sleep(0.2)
 
     def cluster_ratio(self) -> float:
         return float(self.get_ceph_option("target_max_misplaced_ratio"))
@@ -302,8 +332,12 @@ class Module(MgrModule):
     def _cmd_pin_remapped(self, dry_run: bool = False) -> Report:
         """Map every remapped PG back onto the OSDs that hold its data (pg-upmap-items), then
         drain the pins in throttled balance rounds (--dry-run: only show them)"""
-        report = self.driver.pin_remapped(self.take_snapshot(), self.current_options(), self.cluster_ratio(),
+        snap = self.take_snapshot()
+        report = self.driver.pin_remapped(snap, self.current_options(), self.cluster_ratio(),
                                           bool(dry_run), self.burst, time.time(), self.balancer_active())
+        if not dry_run and report.get("plan"):
+            self._wait_for_map(snap.epoch)
+            report["verified"] = self.driver.verify_pins(snap, time.time())
         self._wake.set()
         return report
 

@@ -21,6 +21,8 @@ from .whatif import Change, _movement, mon_cleaned
 
 MAX_NEW_OSDS = 1024
 MAX_WEIGHT = 1e6          # CRUSH weight of one OSD (TiB by convention)
+MAX_RATE_MIB_S = 1e7      # backfill throughput a time estimate may assume
+MIB = 1 << 20
 
 
 def _add_child(buckets: Dict[int, Bucket], parent: int, child: int, weight: float) -> None:
@@ -62,8 +64,10 @@ def with_host(snap: Snapshot, name: str, count: int, weight: float, device_class
     if device_class is None:     # as most OSDs under the root have it
         classes = [c for c in o.device_class if c]
         device_class = max(set(classes), key=classes.count) if classes else None
-    first = o.count
-    ids = list(range(first, first + count))
+    # as `ceph osd new` numbers them: the lowest ids no OSD has (a new cluster's first is 0)
+    free = np.flatnonzero(~o.exists)[:count].tolist()
+    ids = free + list(range(o.count, o.count + count - len(free)))
+    size = max(o.count, ids[-1] + 1)
     buckets = dict(snap.buckets)
     next_id = min(buckets, default=0) - 1
     host_t = snap.crush_types["host"]
@@ -77,15 +81,22 @@ def with_host(snap: Snapshot, name: str, count: int, weight: float, device_class
         _add_child(buckets, by_name[parent_name].id, next_id, weight * count)
         next_id -= 1
 
-    def grow(v: np.ndarray, fill: Any) -> np.ndarray:
-        return np.concatenate([v, np.full(count, fill, dtype=v.dtype)])
-    osds = Osds(exists=grow(o.exists, True), up=grow(o.up, True), in_=grow(o.in_, True),
-                reweight=grow(o.reweight, 1.0), primary_affinity=grow(o.primary_affinity, 1.0),
-                crush_weight=grow(o.crush_weight, weight),
-                device_class=tuple(o.device_class) + (device_class,) * count,
-                host=tuple(o.host) + (name,) * count,
-                bytes_used=grow(o.bytes_used, -1), bytes_total=grow(o.bytes_total, -1),
-                pgs_held=grow(o.pgs_held, 0))
+    def grow(v: np.ndarray, pad: Any, new: Any) -> np.ndarray:
+        out = np.concatenate([v, np.full(size - v.size, pad, dtype=v.dtype)])
+        out[ids] = new
+        return out
+
+    def grow_names(v: Tuple[Any, ...], new: Any) -> Tuple[Any, ...]:
+        out = list(v) + [None] * (size - len(v))
+        for i in ids:
+            out[i] = new
+        return tuple(out)
+    osds = Osds(exists=grow(o.exists, False, True), up=grow(o.up, False, True), in_=grow(o.in_, False, True),
+                reweight=grow(o.reweight, 0.0, 1.0), primary_affinity=grow(o.primary_affinity, 1.0, 1.0),
+                crush_weight=grow(o.crush_weight, 0.0, weight),
+                device_class=grow_names(o.device_class, device_class), host=grow_names(o.host, name),
+                bytes_used=grow(o.bytes_used, -1, -1), bytes_total=grow(o.bytes_total, -1, -1),
+                pgs_held=grow(o.pgs_held, 0, 0))
     return dataclasses.replace(snap, osds=osds, buckets=buckets), ids, device_class
 
 
@@ -101,6 +112,9 @@ def growth_report(snap: Snapshot, name: str, count: int, weight: float, device_c
                   rate: Optional[float] = None) -> Dict[str, Any]:
     """What adding the host moves: per pool and in all, the new OSDs' PGs, and how many
     drain rounds within `budget` (and, given a backfill `rate` in bytes/s, how long)."""
+    if rate is not None and not (math.isfinite(rate) and 0 < rate <= MAX_RATE_MIB_S * MIB):
+        raise AdvisorError.invalid(f"--backfill-mib-s must be within (0, {MAX_RATE_MIB_S:g}], "
+                                   f"not {rate / MIB:g}")
     grown, ids, device_class = with_host(snap, name, count, weight, device_class, root)
     before, after = Placer(snap), placer_after(grown)
     n = grown.osds.count

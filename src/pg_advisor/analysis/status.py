@@ -83,6 +83,9 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
     osds = snap.osds
     n_osd = osds.count
     notes: List[str] = []
+    if not (osds.exists & osds.up & osds.in_).any():
+        notes.append(f"no OSD is up and in ({int(osds.exists.sum())} exist): the pools' PGs have "
+                     f"nowhere to go until OSDs join")
     opts = opts or make()
     sizing: Optional[SizingResult] = None
     try:

@@ -16,6 +16,7 @@ import numpy as np
 from ..analysis.legality import RuleShape, ancestors, breaks, replaceable, rule_shape
 from ..analysis.share import rule_share, weight_share
 from ..crush.placement import Placer
+from ..crush.upmap import NotExpressible, build_items
 from ..model.constants import CRUSH_ITEM_NONE
 from ..model.distribution import rule_weights, unreachable, up_counts
 from ..model.errors import AdvisorError
@@ -115,11 +116,18 @@ class PoolState:
         self._rows.pop(src, None)
         self._rows.pop(dst, None)
 
-    def held(self, rows: np.ndarray) -> np.ndarray:
-        """OSDs a replacement must not be: the up set, and for EC also CRUSH's own set
-        (Ceph skips an item whose target is anywhere in the raw set)."""
+    def held(self, rows: np.ndarray, srcs: Optional[np.ndarray] = None) -> np.ndarray:
+        """OSDs a replacement must not be: the up set, and for EC also CRUSH's own set, but
+        for the OSD CRUSH gives the slot each row moves off (`srcs`): moving a shard back
+        there only drops that slot's item. Another slot's OSD could close a cycle of
+        shards that items cannot write (crush/upmap.py)."""
         up = self.up[rows]
-        return up if self.pool.type == "replicated" else np.concatenate([up, self.raw[rows]], axis=1)
+        if self.pool.type == "replicated":
+            return up
+        raw = self.raw[rows]
+        if srcs is not None:
+            raw = np.where(up == np.asarray(srcs)[:, None], -1, raw)
+        return np.concatenate([up, raw], axis=1)
 
 
 @dataclass
@@ -132,14 +140,15 @@ class BalanceResult:
     repairs: int = 0         # replica moves undoing items that broke the rule
 
 
-def item_pairs(raw: List[int], want: List[int], replicated: bool) -> List[Tuple[int, int]]:
-    """The pg-upmap-items (from, to) that turn CRUSH's up set `raw` into `want`:
-    replicated sets as sets, EC sets position by position."""
+def moves_between(a: List[int], b: List[int], replicated: bool) -> List[Tuple[int, int]]:
+    """The replica moves (src, dst) that turn up set `a` into `b`: replicated sets as
+    sets, EC sets slot by slot. Moves within the balancer's own state, not items (those
+    come from crush/upmap.build_items)."""
     if replicated:
-        gone = [o for o in raw if o >= 0 and o not in want]
-        new = [o for o in want if o >= 0 and o not in raw]
+        gone = [o for o in a if o >= 0 and o not in b]
+        new = [o for o in b if o >= 0 and o not in a]
         return list(zip(gone, new))
-    return [(a, b) for a, b in zip(raw, want) if a != b]
+    return [(x, y) for x, y in zip(a, b) if x != y]
 
 
 def moves_primary(st: PoolState, rows: np.ndarray, srcs: np.ndarray,
@@ -189,6 +198,7 @@ class Balancer:
         self.usable = o.exists & o.up & o.in_ & (o.reweight > 0) & (o.crush_weight > 0)
         self.usable[self.drain] = False
         self.notes: List[str] = []
+        self.left_out: Dict[str, str] = {}      # pool name -> why it cannot be balanced
         self.states: List[PoolState] = []
         for pool in snap.pools:
             if pools is not None and pool.name not in pools:
@@ -197,6 +207,7 @@ class Balancer:
                 self.states.append(self._state(pool))
             except AdvisorError as e:
                 self.notes.append(e.message)
+                self.left_out[pool.name] = e.message
         n = o.count
         self.total = Level(sum((st.counts for st in self.states), np.zeros(n, np.int64)),
                            sum((st.share for st in self.states), np.zeros(n)))
@@ -233,8 +244,19 @@ class Balancer:
                 f"breaks a count Ceph checks for rule '{rule.name}' (verify_upmap counts the "
                 f"buckets of a later choose step over the whole PG), so the mon would drop any "
                 f"item on them: they are left as they are")
+        # a full pg-upmap replaces CRUSH's set before the items apply, and the mon drops an
+        # item whose source CRUSH does not give: items written from CRUSH's set would not do
+        # what they say on such a PG, so it is left to whoever set the pg-upmap
+        owned = np.zeros(full.size, dtype=bool)
+        prefix = f"{pool.id}."
+        for key in self.snap.pg_upmap:
+            if key.startswith(prefix) and int(key[len(prefix):], 16) < owned.size:
+                owned[int(key[len(prefix):], 16)] = True
+        if owned.any():
+            self.notes.append(f"pool {pool.name}: {int(owned.sum())} of its PGs have a pg-upmap (a "
+                              f"full mapping): left as they are")
         whole = ((raw.up >= 0) & (raw.up != CRUSH_ITEM_NONE)).all(axis=1)
-        broken = np.flatnonzero(full & whole & ~stuck & breaks(shape, self.anc, cur.up))
+        broken = np.flatnonzero(full & whole & ~stuck & ~owned & breaks(shape, self.anc, cur.up))
         if broken.size:
             self.notes.append(
                 f"pool {pool.name}: the items of {broken.size} of its PGs (first {pool.id}."
@@ -249,7 +271,7 @@ class Balancer:
                          base=cur.up.copy(), broken=broken,
                          share=share, by_weight=weight_share(pool, w, placed),
                          allowed=(w > 0) & self.usable,
-                         shape=shape, healthy=full & ~stuck, objects=objects, bytes=size,
+                         shape=shape, healthy=full & ~stuck & ~owned, objects=objects, bytes=size,
                          primary=cur.up_primary.copy())
 
     # -- single moves ---------------------------------------------------------------------------
@@ -263,7 +285,8 @@ class Balancer:
         cols = np.flatnonzero(take & st.allowed)
         if not rows.size or not cols.size:
             return None
-        held, up, srcs = st.held(rows), st.up[rows], np.full(rows.size, src)
+        up, srcs = st.up[rows], np.full(rows.size, src)
+        held = st.held(rows, srcs)
         undo = ~(st.raw[rows] == src).any(axis=1)
         # the cheapest legal destination is among the k cheapest whenever any of those is
         # legal: try a few first, widen only if none is
@@ -297,7 +320,7 @@ class Balancer:
         owners = np.repeat(srcs, [p.size for p in parts])
         if not rows.size or not self._spend(rows.size):
             return None
-        ok = replaceable(self.anc, st.shape, st.allowed, st.up[rows], st.held(rows), owners,
+        ok = replaceable(self.anc, st.shape, st.allowed, st.up[rows], st.held(rows, owners), owners,
                          np.array([dst]))[:, 0]
         if not ok.any():
             return None
@@ -422,8 +445,8 @@ class Balancer:
                 continue
             if not self._spend(rows.size * mids.size):
                 return False
-            first = replaceable(self.anc, st.shape, st.allowed, st.up[rows], st.held(rows),
-                                np.full(rows.size, x), mids)
+            xs = np.full(rows.size, x)
+            first = replaceable(self.anc, st.shape, st.allowed, st.up[rows], st.held(rows, xs), xs, mids)
             best: Optional[Tuple[float, int, int, int, int]] = None   # (dev z, r1, y, r2, z)
             for j in np.flatnonzero(first.any(axis=0)).tolist():
                 y = int(mids[j])
@@ -432,8 +455,8 @@ class Balancer:
                 ys = st.rows(y)
                 if not ys.size or not self._spend(ys.size * into.size):
                     continue
-                ok = replaceable(self.anc, st.shape, st.allowed, st.up[ys], st.held(ys),
-                                 np.full(ys.size, y), into)
+                ysrc = np.full(ys.size, y)
+                ok = replaceable(self.anc, st.shape, st.allowed, st.up[ys], st.held(ys, ysrc), ysrc, into)
                 if not ok.any():
                     continue
                 score = np.where(ok, dev[into][None, :], np.inf)
@@ -584,13 +607,27 @@ class Balancer:
     # -- results --------------------------------------------------------------------------------
 
     def items(self) -> Dict[str, List[Tuple[int, int]]]:
-        """The new full item list of every PG whose up set changed (empty: remove them)."""
+        """The new full item list of every PG whose up set changed (empty: remove them),
+        from CRUSH's sets as the mon applies items to them (down OSDs kept). A PG whose new
+        set items cannot express goes back to where it was, with a note."""
         out: Dict[str, List[Tuple[int, int]]] = {}
         for st in self.states:
             changed = np.flatnonzero((st.up != st.start).any(axis=1))
+            if not changed.size:
+                continue
+            _, raw = self.placer.crush_sets(st.pool)
+            replicated = st.pool.type == "replicated"
             for r in changed.tolist():
-                out[f"{st.pool.id}.{r:x}"] = item_pairs(st.raw[r].tolist(), st.up[r].tolist(),
-                                                        st.pool.type == "replicated")
+                pgid = f"{st.pool.id}.{r:x}"
+                try:
+                    out[pgid] = build_items(raw[r].tolist(), st.up[r].tolist(), replicated,
+                                            self.placer.weight)
+                except NotExpressible as e:
+                    self.notes.append(f"{pgid} left where it is: {e}")
+                    for src, dst in moves_between(st.up[r].tolist(), st.start[r].tolist(), replicated):
+                        st.move(r, src, dst)
+                        self.total.counts[src] -= 1
+                        self.total.counts[dst] += 1
         return out
 
     def lower_bound(self) -> int:
@@ -607,8 +644,8 @@ class Balancer:
         """Undo the items of PGs that break their rule's counts (CRUSH's own set keeps them)."""
         for st in self.states:
             for r in st.broken.tolist():
-                self._apply_all(st, r, item_pairs(st.up[r].tolist(), st.raw[r].tolist(),
-                                                  st.pool.type == "replicated"))
+                self._apply_all(st, r, moves_between(st.up[r].tolist(), st.raw[r].tolist(),
+                                                     st.pool.type == "replicated"))
             st.base = st.up.copy()
 
     def begin(self, max_moves: int) -> None:
@@ -623,9 +660,10 @@ class Balancer:
             self._fix_total()
 
     def result(self) -> BalanceResult:
+        items = self.items()     # first: a PG items cannot express is moved back
         moves = int(sum(((st.up != st.start) & (st.start >= 0)).sum() for st in self.states))
         repairs = int(sum(((st.base != st.start) & (st.start >= 0)).sum() for st in self.states))
-        return BalanceResult(pools=self.states, items=self.items(), moves=moves,
+        return BalanceResult(pools=self.states, items=items, moves=moves,
                              lower_bound=self.lb, notes=self.notes, repairs=repairs)
 
     def run(self, max_moves: int = 1 << 30) -> BalanceResult:

@@ -56,6 +56,11 @@ def touched_pools(b: Balancer, osds: List[int]) -> List[PoolState]:
     without them; AdvisorError (EINVAL) otherwise."""
     what = describe(osds)
     touched = [st for st in b.states if int(st.level.counts[osds].sum()) > 0]
+    if not touched and b.left_out:      # pools we cannot map may well hold PGs there
+        name, why = sorted(b.left_out.items())[0]
+        more = f" (and {len(b.left_out) - 1} more pools)" if len(b.left_out) > 1 else ""
+        raise AdvisorError.invalid(f"{what} holds no PG of a pool pg_advisor can balance; pool "
+                                   f"{name}{more} is left out: {why}")
     if not touched:
         raise AdvisorError.invalid(f"{what} holds no PG: nothing to drain")
     for st in touched:

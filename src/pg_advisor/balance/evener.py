@@ -115,8 +115,8 @@ class ByteEvener:
         rows = st.rows(s)
         if not ds.size or not rows.size:
             return []
-        ok = replaceable(self.b.anc, st.shape, st.allowed, st.up[rows], st.held(rows),
-                         np.full(rows.size, s), ds)
+        srcs = np.full(rows.size, s)
+        ok = replaceable(self.b.anc, st.shape, st.allowed, st.up[rows], st.held(rows, srcs), srcs, ds)
         delta = st.bytes[rows][:, None]
         g = self._gain(u[s] - delta / self.cap[s], u[ds][None, :] + delta / self.cap[ds][None, :],
                        u, s, ds[None, :], down)
@@ -136,10 +136,11 @@ class ByteEvener:
             rows_d = st.rows(d)
             if not rows_d.size:
                 continue
-            a = rows_s[replaceable(self.b.anc, st.shape, st.allowed, st.up[rows_s], st.held(rows_s),
-                                   np.full(rows_s.size, s), np.array([d]))[:, 0]]
-            z = rows_d[replaceable(self.b.anc, st.shape, st.allowed, st.up[rows_d], st.held(rows_d),
-                                   np.full(rows_d.size, d), np.array([s]))[:, 0]]
+            from_s, from_d = np.full(rows_s.size, s), np.full(rows_d.size, d)
+            a = rows_s[replaceable(self.b.anc, st.shape, st.allowed, st.up[rows_s], st.held(rows_s, from_s),
+                                   from_s, np.array([d]))[:, 0]]
+            z = rows_d[replaceable(self.b.anc, st.shape, st.allowed, st.up[rows_d], st.held(rows_d, from_d),
+                                   from_d, np.array([s]))[:, 0]]
             if not a.size or not z.size:
                 continue
             delta = st.bytes[a][:, None] - st.bytes[z][None, :]

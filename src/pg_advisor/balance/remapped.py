@@ -22,10 +22,10 @@ import numpy as np
 
 from ..analysis.legality import ancestors, breaks, rule_shape
 from ..crush.placement import Placer
+from ..crush.upmap import NotExpressible, build_items
 from ..model.constants import CRUSH_ITEM_NONE
 from ..model.errors import AdvisorError
 from ..model.snapshot import Pool, Snapshot
-from .balancer import item_pairs
 from .report import items_json
 
 SKIP_SHOWN = 20       # skipped PGs listed by name in a report (the count is always given)
@@ -35,6 +35,7 @@ SKIP_SHOWN = 20       # skipped PGs listed by name in a report (the count is alw
 class Pins:
     items: Dict[str, List[Tuple[int, int]]] = field(default_factory=dict)   # pgid -> its whole item list
     skipped: Dict[str, str] = field(default_factory=dict)                  # pgid -> why not pinned
+    want: Dict[str, List[int]] = field(default_factory=dict)               # pgid -> the set it pins
     remapped: int = 0                     # PGs whose up set differs from their acting set
     objects: Dict[int, float] = field(default_factory=dict)   # pool id -> object copies pinned
 
@@ -72,7 +73,7 @@ def pin_remapped(snap: Snapshot, placer: Optional[Placer] = None) -> Pins:
             continue
         out.remapped += int(moving.size)
         sel, acting = sel[moving], acting[moving]
-        raw, _ = placer.map_pool_raw_and_up(pool)
+        _, raw = placer.crush_sets(pool)
         holes = (acting < 0) | (acting == CRUSH_ITEM_NONE) | (acting >= o.count)
         whole = ~holes.any(axis=1) & (acting.shape[1] == pool.size)
         on_usable = np.where(holes, False, usable[np.clip(acting, 0, o.count - 1)]).all(axis=1)
@@ -92,22 +93,16 @@ def pin_remapped(snap: Snapshot, placer: Optional[Placer] = None) -> Pins:
             elif bad_rule[i]:
                 out.skipped[pgid] = "its acting set breaks the limits of its CRUSH rule"
             else:
-                want, crush = acting[i].tolist(), raw.up_list(int(pgs.ps[row]))
-                pairs = item_pairs(crush, want, pool.type == "replicated")
-                if not _reaches(crush, pairs, want, pool.type == "replicated"):
-                    out.skipped[pgid] = (f"CRUSH now gives it {len([x for x in crush if x >= 0])} "
-                                         f"OSDs: items only replace OSDs, they cannot add one")
+                try:
+                    out.items[pgid] = build_items(raw[int(pgs.ps[row])].tolist(), acting[i].tolist(),
+                                                  pool.type == "replicated", placer.weight)
+                    out.want[pgid] = acting[i].tolist()
+                except NotExpressible as e:
+                    out.skipped[pgid] = str(e)
                     continue
-                out.items[pgid] = pairs
                 out.objects[pool.id] = out.objects.get(pool.id, 0.0) + \
                     float(pgs.objects[row]) * pool.size
     return out
-
-
-def _reaches(crush: List[int], pairs: List[Tuple[int, int]], want: List[int], replicated: bool) -> bool:
-    """Do the items turn CRUSH's set into `want` (each replaces its `from` in place)?"""
-    got = [dict(pairs).get(x, x) for x in crush]
-    return sorted(got) == sorted(want) if replicated else got == want
 
 
 def pins_report(snap: Snapshot, pins: Pins) -> Dict[str, Any]:

@@ -1,6 +1,6 @@
 """The balancer's reports: the distribution now (eval), a proposal (balance), its commands."""
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -126,6 +126,17 @@ class Proposal:
     @property
     def moves(self) -> int:
         return self.result.moves
+
+    def wanted(self, pgids: Iterable[str]) -> Dict[str, List[int]]:
+        """pgid -> the up set its new items are meant to give (replicated: no padding)."""
+        states = {st.pool.id: st for st in self.result.pools}
+        out: Dict[str, List[int]] = {}
+        for pgid in pgids:
+            pid, ps = pgid.split(".")
+            st = states[int(pid)]
+            row = st.up[int(ps, 16)].tolist()
+            out[pgid] = [o for o in row if o >= 0] if st.pool.type == "replicated" else row
+        return out
 
     @property
     def uneven(self) -> Dict[str, str]:

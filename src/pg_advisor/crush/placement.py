@@ -8,7 +8,7 @@ and mark holes with CRUSH_ITEM_NONE.
 """
 import dataclasses
 from dataclasses import dataclass
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from ..model.snapshot import Pool, Snapshot
 from .compiled import CompiledCrush, compile_crush
 from .hashing import hash32_2
 from .mapper import do_rule
+from .upmap import apply_upmap
 
 RULE_TYPE = {"replicated": 1, "erasure": 3}
 MAX_AFFINITY = WEIGHT_ONE
@@ -101,6 +102,30 @@ class Placer:
         ps, pps, raw = self._crush(pool, pg_num, pgp_num)
         return ps, self._apply_upmaps(pool, ps, raw)
 
+    def crush_sets(self, pool: Pool, pg_num: Optional[int] = None,
+                   pgp_num: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
+        """(PG seeds, CRUSH's own sets): nonexistent OSDs dropped, down ones kept, no
+        upmaps; the sets Ceph applies a PG's items to (read-only, shared)."""
+        ps, _, raw = self._crush(pool, pg_num, pgp_num)
+        return ps, raw
+
+    def up_sets(self, pgids: Sequence[str]) -> Dict[str, List[int]]:
+        """pgid -> its up set on this map (replicated: no padding; EC: holes as NONE);
+        PGs of pools the map does not have, or past their pg_num, are left out."""
+        pools = {p.id: p for p in self.snap.pools}
+        out: Dict[str, List[int]] = {}
+        wanted: Dict[int, List[Tuple[str, int]]] = {}
+        for pgid in pgids:
+            head, tail = pgid.split(".")
+            pool = pools.get(int(head))
+            if pool is not None and int(tail, 16) < pool.pg_num:
+                wanted.setdefault(pool.id, []).append((pgid, int(tail, 16)))
+        for pool_id, pgs in wanted.items():
+            m = self.map_pool(pools[pool_id])
+            for pgid, seed in pgs:
+                out[pgid] = m.up_list(seed)
+        return out
+
     def map_pool_raw_and_up(self, pool: Pool) -> Tuple[PoolMapping, PoolMapping]:
         """The pool without and with its upmap items, from one CRUSH run."""
         ps, pps, raw = self._crush(pool, None, None)
@@ -162,8 +187,6 @@ class Placer:
         if not keys:
             return raw
         raw = raw.copy()
-        w = self.weight
-        marked_out = (lambda o: 0 <= o < len(w) and w[o] == 0)
         index = {int(p): i for i, p in enumerate(ps.tolist())}
         for key in keys:
             i = index.get(int(key.split(".")[1], 16))
@@ -171,16 +194,7 @@ class Placer:
                 continue
             row = [o for o in raw[i].tolist() if o != -1] if pool.type == "replicated" \
                 else raw[i].tolist()
-            explicit = snap.pg_upmap.get(key)
-            if explicit is not None and not any(o != CRUSH_ITEM_NONE and marked_out(o)
-                                                for o in explicit):
-                row = list(explicit)
-            for frm, to in snap.pg_upmap_items.get(key, ()):
-                if to in row:
-                    continue
-                pos = next((j for j, o in enumerate(row) if o == frm), -1)
-                if pos >= 0 and not (to != CRUSH_ITEM_NONE and marked_out(to)):
-                    row[pos] = to
+            row = apply_upmap(row, snap.pg_upmap.get(key), snap.pg_upmap_items.get(key, ()), self.weight)
             width = raw.shape[1]
             if len(row) > width:   # a pg_upmap longer than size: keep the map's length
                 raw = np.pad(raw, ((0, 0), (0, len(row) - width)), constant_values=-1)

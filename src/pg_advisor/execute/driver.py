@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..analysis.plan import pg_num_plan
 from ..balance.drain import describe, drain_json, drain_plan
-from ..balance.remapped import Pins, pin_remapped, pins_report
+from ..balance.remapped import SKIP_SHOWN, Pins, pin_remapped, pins_report
 from ..balance.report import items_json, propose
 from ..model.distribution import object_copies
 from ..model.errors import AdvisorError
@@ -58,6 +58,8 @@ class Driver:
         self._next_balance_check = 0.0
         self.error: Optional[str] = None  # why the last tick could not run (e.g. a bad option)
         self._pinned_at = -1
+        self._pins_want: Dict[str, List[int]] = {}   # pins not yet checked against the map
+        self.pins_verified: Optional[Dict[str, Any]] = None    # what the last check found
         self._unpinnable = (-1, 0.0)     # (epoch, until when) pin_remapped found nothing to pin
 
     def _check_store(self) -> None:
@@ -173,6 +175,8 @@ class Driver:
         st.pins = items_json({k: pins.items[k] for k in done if pins.items[k]})
         st.pins_left = len(st.pins)
         self._pinned_at = snap.epoch     # maps up to this one do not show the pins yet
+        self._pins_want = {k: pins.want[k] for k in done}
+        self.pins_verified = None
         self.executor._log(now, "pin", f"{len(done)} remapped PGs pinned onto their data"
                            + (f", {len(failed)} refused" if failed else ""))
         self.executor.save()
@@ -257,6 +261,24 @@ class Driver:
             if ex.active:
                 ex.tick(snap, pacing(opts, cluster_ratio, balancer_active), send, now, burst)
             self._count_pins(snap)
+            if self._pins_want and snap.epoch > self._pinned_at:
+                self._verify_pins(snap, now)
+
+    def verify_pins(self, snap: Snapshot, now: float) -> Optional[Dict[str, Any]]:
+        """Once the map holds the pins just set: the PGs whose up set there is not the set
+        they were pinned onto (each counted and logged; health names them). The check runs
+        once, here or on the tick that first sees the map: either way this is its answer."""
+        with self.lock:
+            if self._pins_want:
+                self._verify_pins(snap, now)
+            return self.pins_verified
+
+    def _verify_pins(self, snap: Snapshot, now: float) -> None:
+        want, self._pins_want = self._pins_want, {}
+        bad = self.executor.verify(snap, want, "pins", now)
+        self.executor.save()
+        self.pins_verified = {"checked": len(want), "mismatched": len(bad),
+                              "mismatched_pgs": dict(sorted(bad.items())[:SKIP_SHOWN])}
 
     def _count_pins(self, snap: Snapshot) -> None:
         """How many of the plan's pins the map still has (a PG counts while any of its pin
@@ -299,6 +321,11 @@ class Driver:
             checks["PG_ADVISOR_PLAN_ERROR"] = {
                 "severity": "warning", "count": 1, "detail": [self.error],
                 "summary": f"pg_advisor cannot advance or start a plan: {self.error}"}
+        if st is not None and st.mismatched and st.status != "aborted":
+            checks["PG_ADVISOR_UPMAP_MISMATCH"] = {
+                "severity": "warning", "count": st.mismatched, "detail": list(st.mismatch_detail),
+                "summary": f"pg_advisor plan {st.id}: {st.mismatched} PGs are not where the items it "
+                           f"set should have put them"}
         if st is None or st.status not in ("running", "paused", "failed", "stopped"):
             return checks
         if st.pins_left and st.status != "failed":

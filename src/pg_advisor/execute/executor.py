@@ -15,22 +15,23 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 
 import numpy as np
 
-from ..balance.balancer import item_pairs
 from ..balance.report import misplaced_copies, mon_commands, unkept
 from ..crush.placement import Placer
+from ..crush.upmap import NotExpressible, build_items, mismatches
 from ..model.distribution import rule_weights
 from ..model.errors import AdvisorError
+from ..model.options import WEEKDAYS, check_window, minutes, weekdays
 from ..model.snapshot import Pool, Snapshot
 from ..model.units import human_bytes
 from .gates import MOVE_FLAGS, cluster_blockers, misplaced_ratio, unreported_pgs
 from .plan_state import PlanState
+from .plan_store import MISMATCH_SHOWN
 from .priming import PRIME_MAX, Command, primes
 from .rounds import Burst, balance_round
 from .steps import PlanStep
 
 HISTORY_MAX = 200
 RETRY_MAX_DELAY = 300.0
-WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 Send = Callable[[Command], Tuple[int, str]]       # (return code, error text)
 BALANCE_ROUNDS_MAX = 1000
 ROUND_CHECK_WAIT = 30.0     # seconds for a round's items to show in the map before they are checked
@@ -39,6 +40,14 @@ ROUND_CHECK_WAIT = 30.0     # seconds for a round's items to show in the map bef
 ROUND_FILL = 0.8
 DETAIL_MAX = 300            # characters of one history event's detail (the history is stored)
 REASON_MAX = 1000           # characters of a stored error or stop reason (the state stays small)
+ROUND_WANT_MAX = 300        # PGs of a round whose wanted up sets the state keeps for the check
+# pgids -> their up sets in the cluster's map: the mgr's own OSDMap live (module.py), the
+# exact model on the snapshot offline and in unit tests
+UpSets = Callable[[Snapshot, Sequence[str]], Dict[str, List[int]]]
+
+
+def model_up_sets(snap: Snapshot, pgids: Sequence[str]) -> Dict[str, List[int]]:
+    return Placer(snap).up_sets(pgids)
 
 
 @dataclass(frozen=True)
@@ -54,36 +63,17 @@ class Pacing:
     prime: bool = False             # pg_temps with items and pgp_num steps (priming.py)
 
 
-def _minutes(hhmm: str, name: str) -> int:
-    try:
-        h, m = hhmm.split(":")
-        v = int(h) * 60 + int(m)
-        if not (0 <= int(m) < 60 and 0 <= v <= 24 * 60):
-            raise ValueError
-        return v
-    except ValueError:
-        raise AdvisorError.invalid(f"option {name}: '{hhmm}' is not a time HH:MM") from None
-
-
-def _days(p: Pacing) -> List[str]:
-    return [d for d in p.window_days.replace(" ", "").split(",") if d]
-
-
 def check_pacing(p: Pacing) -> None:
     """Refuse a malformed window with a sentence (the mon cannot check these strings)."""
-    _minutes(p.window_begin, "window_begin")
-    _minutes(p.window_end, "window_end")
-    bad = [d for d in _days(p) if d not in WEEKDAYS]
-    if bad:
-        raise AdvisorError.invalid(f"option window_days: '{bad[0]}' is not one of {','.join(WEEKDAYS)}")
+    check_window(p.window_begin, p.window_end, p.window_days)
 
 
 def in_window(p: Pacing, now: float) -> bool:
     t = datetime.datetime.fromtimestamp(now)
-    days = _days(p)
+    days = weekdays(p.window_days)
     if days and WEEKDAYS[t.weekday()] not in days:
         return False
-    begin, end = _minutes(p.window_begin, "window_begin"), _minutes(p.window_end, "window_end")
+    begin, end = minutes(p.window_begin, "window_begin"), minutes(p.window_end, "window_end")
     cur = t.hour * 60 + t.minute
     if begin == end:
         return True
@@ -196,15 +186,18 @@ def pins(snap: Snapshot, step: PlanStep, from_pgp: int) -> Dict[str, List[Tuple[
     pool = snap.pool_by_name(step.pool)
     placer = Placer(snap)
     was = placer.map_pool(pool, pool.pg_num, from_pgp)
-    raw = placer.map_pool(pool, pool.pg_num, step.pgp_num, upmaps=False)
+    _, raw = placer.crush_sets(pool, pool.pg_num, step.pgp_num)
     acting = _acting(snap, pool)
     items: Dict[str, List[Tuple[int, int]]] = {}
     replicated = pool.type == "replicated"
     for r in range(was.up.shape[0]):
         want = acting.get(int(was.ps[r]), was.up_list(r))
-        new = raw.up_list(r)
-        if (set(want) != set(new)) if replicated else want != new:
-            items[was.pgid(r)] = item_pairs(new, want, replicated)
+        try:
+            pairs = build_items(raw[r].tolist(), want, replicated, placer.weight)
+        except NotExpressible:
+            continue     # it moves, within the step's budget like an unpinned step's PGs
+        if pairs:
+            items[was.pgid(r)] = pairs
     return items
 
 
@@ -261,6 +254,7 @@ class Executor:
         self.state: Optional[PlanState] = PlanState.from_json(state) if state is not None else None
         self.history = history
         self._save = save
+        self.up_sets: UpSets = model_up_sets
 
     # -- plan lifecycle -------------------------------------------------------------------------
 
@@ -527,7 +521,9 @@ class Executor:
         sent = rnd.apply(burst, pacing.prime)
         failed = sent.messages()
         st.last_step_at = now
-        st.round = {"epoch": snap.epoch, "items": rnd.taken()}
+        want = rnd.wanted()
+        st.round = {"epoch": snap.epoch, "items": rnd.taken(),
+                    "want": dict(sorted(want.items())[:ROUND_WANT_MAX])}
         items = rnd.items
         moved = pgs_bytes(snap, list(items))
         self._log(now, "round", f"step {st.next + 1}: {len(items)} PGs, {r.moves} moves"
@@ -550,7 +546,25 @@ class Executor:
         lost = unkept(rnd["items"], snap.pg_upmap_items)
         if lost:
             self._failed(st, f"the mon did not keep the items of {len(lost)} PGs, e.g. {lost[0]}", now)
+        self.verify(snap, {k: v for k, v in rnd.get("want", {}).items() if k not in lost}, "round", now)
         return True
+
+    def verify(self, snap: Snapshot, want: Dict[str, List[int]], what: str, now: float) -> Dict[str, str]:
+        """Compare the up sets the cluster's map gives `want`'s PGs with the ones their items
+        were written for; each PG that differs is counted, logged and kept for health."""
+        if not want:
+            return {}
+        got = self.up_sets(snap, sorted(want))
+        replicated = {p.id for p in snap.pools if p.type == "replicated"}
+        bad = mismatches(want, got, replicated, snap.osds.up & snap.osds.exists)
+        st = self.state
+        if bad and st is not None:
+            st.mismatched += len(bad)
+            shown = [f"{k}: {v}" for k, v in sorted(bad.items())]
+            st.mismatch_detail = (st.mismatch_detail + shown)[-MISMATCH_SHOWN:]
+            self._log(now, "mismatch", f"{len(bad)} of the {len(want)} PGs of the {what} are not where "
+                                       f"their items put them, e.g. {shown[0]}")
+        return bad
 
     def _issue(self, st: PlanState, snap: Snapshot, step: PlanStep, burst: Burst, now: float,
                prime: bool = False) -> None:

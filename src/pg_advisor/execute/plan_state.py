@@ -29,13 +29,17 @@ class PlanState:
     last_error: Optional[str] = None
     stopped_why: Optional[str] = None
     rounds: int = 0             # balance rounds of the current step
-    round: Optional[Json] = None  # the round in flight: {"epoch", "items"}
+    round: Optional[Json] = None  # the round in flight: {"epoch", "items", "want"}
     blockers: List[str] = field(default_factory=list)     # recomputed each tick, not stored
     conflicts: List[str] = field(default_factory=list)    # blockers of kind "conflict"
     waiting: Optional[str] = None                          # why the next step waits
     pins: Dict[str, List[List[int]]] = field(default_factory=dict)   # pgid -> pin items set
     pins_left: int = 0          # PGs still holding pin items
     drain: List[int] = field(default_factory=list)        # OSDs the rounds empty
+    # PGs whose up set in the map was not the one their items were written for, and the
+    # newest of them with what differed
+    mismatched: int = 0
+    mismatch_detail: List[str] = field(default_factory=list)
 
     def to_json(self) -> Json:
         return dataclasses.asdict(self)

@@ -32,7 +32,9 @@ PHASES = ("idle", "issuing", "issued")
 # not stored in the state entry: steps and pins apart, the rest recomputed
 VOLATILE = ("steps", "pins", "blockers", "conflicts", "waiting")
 # absent from states stored before pin-remapped and drain
-OPTIONAL: Dict[str, Any] = {"pins_count": 0, "pins_left": 0, "drain": []}
+OPTIONAL: Dict[str, Any] = {"pins_count": 0, "pins_left": 0, "drain": [], "mismatched": 0,
+                            "mismatch_detail": []}
+MISMATCH_SHOWN = 10          # mismatched PGs named in the state (all are counted)
 
 Load = Callable[[str], Optional[str]]
 Save = Callable[[str, Optional[str]], None]
@@ -72,12 +74,16 @@ _STATE_FIELDS: Dict[str, Callable[[Any], bool]] = {
     "last_error": lambda v: v is None or isinstance(v, str),
     "stopped_why": lambda v: v is None or isinstance(v, str),
     "rounds": lambda v: _int(v) and v >= 0,
-    "round": lambda v: v is None or (isinstance(v, dict) and set(v) == {"epoch", "items"}
-                                     and _int(v["epoch"]) and isinstance(v["items"], dict)),
+    "round": lambda v: v is None or (isinstance(v, dict) and set(v) - {"want"} == {"epoch", "items"}
+                                     and _int(v["epoch"]) and isinstance(v["items"], dict)
+                                     and isinstance(v.get("want", {}), dict)),
     "pins_count": lambda v: _int(v) and 0 <= v <= MAX_PINS,
     "pins_left": lambda v: _int(v) and 0 <= v <= MAX_PINS,
     "drain": lambda v: isinstance(v, list) and len(v) <= 4096
     and all(_int(x) and 0 <= x < 1 << 24 for x in v),
+    "mismatched": lambda v: _int(v) and v >= 0,
+    "mismatch_detail": lambda v: isinstance(v, list) and len(v) <= MISMATCH_SHOWN
+    and all(isinstance(x, str) for x in v),
 }
 _EVENT_FIELDS = {"time": _number, "plan": lambda v: v is None or isinstance(v, str),
                  "event": lambda v: isinstance(v, str), "detail": lambda v: isinstance(v, str)}

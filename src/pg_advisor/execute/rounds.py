@@ -63,6 +63,10 @@ class Round:
         failed = self.outcome.failed if self.outcome else {}
         return items_json({k: v for k, v in self.items.items() if k not in failed})
 
+    def wanted(self) -> Dict[str, List[int]]:
+        """The up sets the taken items are meant to give: what the map must show after."""
+        return self.proposal.wanted(self.taken())
+
 
 def balance_round(snap: Snapshot, pools: Optional[List[str]], max_items: int, mode: str,
                   copies_max: Optional[float], min_gain: float = 0.005, drain: Sequence[int] = (),

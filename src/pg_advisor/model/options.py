@@ -3,6 +3,7 @@
 Set live with `ceph config set mgr mgr/pg_advisor/NAME VALUE`; offline with --NAME.
 """
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
@@ -95,6 +96,37 @@ SPECS: Tuple[Spec, ...] = (
 )
 
 BY_NAME = {s.name: s for s in SPECS}
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+INT_TEXT = re.compile(r"-?[0-9]+\Z")        # ASCII digits only: int() takes "3_2" and " 32 "
+_HHMM = re.compile(r"([0-9]{1,2}):([0-9]{2})\Z")
+
+
+def minutes(hhmm: str, name: str) -> int:
+    """Minutes into the day of a time HH:MM (24:00 is the end of the day)."""
+    m = _HHMM.match(hhmm)
+    v = int(m.group(1)) * 60 + int(m.group(2)) if m else -1
+    if not (m and int(m.group(2)) < 60 and 0 <= v <= 24 * 60):
+        raise AdvisorError.invalid(f"option {name}: '{hhmm}' is not a time HH:MM")
+    return v
+
+
+def check_window(begin: str, end: str, days: str) -> None:
+    """Refuse a malformed time window. Not part of coerce(): in the mgr an option that
+    fails coerce() falls back to its default, and the default window is all day: a plan
+    must stop on a bad window instead (executor.check_pacing), not run around the clock."""
+    minutes(begin, "window_begin")
+    minutes(end, "window_end")
+    weekdays(days)
+
+
+def weekdays(text: str) -> List[str]:
+    """The days of window_days ("" is every day)."""
+    days = [d for d in text.replace(" ", "").split(",") if d]
+    bad = [d for d in days if d not in WEEKDAYS]
+    if bad:
+        raise AdvisorError.invalid(f"option window_days: '{bad[0]}' is not one of {','.join(WEEKDAYS)}")
+    return days
 
 
 def coerce(name: str, raw: Any) -> Value:
@@ -104,7 +136,8 @@ def coerce(name: str, raw: Any) -> Value:
         raise AdvisorError.invalid(f"unknown option '{name}'")
     try:
         if spec.type == "int":
-            if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+            if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()) \
+                    or (isinstance(raw, str) and not INT_TEXT.match(raw)):
                 raise ValueError
             v: Value = int(raw)
         elif spec.type == "float":
@@ -112,7 +145,9 @@ def coerce(name: str, raw: Any) -> Value:
             if not math.isfinite(v):    # nan passes every min/max comparison below
                 raise AdvisorError.invalid(f"option {name}: {raw!r} is not a finite number")
         elif spec.type == "bool":
-            v = raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes", "on")
+            if not isinstance(raw, bool) and str(raw).lower() not in TRUE + FALSE:
+                raise ValueError
+            v = raw if isinstance(raw, bool) else str(raw).lower() in TRUE
         else:
             v = str(raw)
     except (TypeError, ValueError):

@@ -8,12 +8,14 @@ offline answers agree by construction. Nothing below this layer reads the mgr.
 """
 import itertools
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from .errors import AdvisorError
+from .options import INT_TEXT
 
 from .constants import CRUSH_ITEM_NONE, NO_OSD, WEIGHT_ONE
 POOL_TYPES = {1: "replicated", 3: "erasure"}
@@ -250,16 +252,20 @@ def _show(v: Any) -> str:
     return s if len(s) <= 24 else s[:20] + "..."
 
 
+# how Ceph writes a number as a string ("16", "0.5"): ASCII digits, no spaces or "_" (which
+# Python's int() and float() would take, as they take other scripts' digits)
+_FLOAT_TEXT = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?\Z")
+
+
 def _number(v: Any, what: str) -> Number:
     """A finite number; Ceph prints some numbers as strings ("16"), so those count too."""
     if isinstance(v, str):
-        try:
+        if INT_TEXT.match(v):
             v = int(v)
-        except ValueError:
-            try:
-                v = float(v)
-            except ValueError:
-                raise AdvisorError.invalid(f"{what} is not a number") from None
+        elif _FLOAT_TEXT.match(v):
+            v = float(v)
+        else:
+            raise AdvisorError.invalid(f"{what} is not a number")
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise AdvisorError.invalid(f"{what} is not a number")
     if isinstance(v, float) and not math.isfinite(v):
@@ -274,7 +280,10 @@ def _within(v: Number, lo: Number, hi: Number, what: str) -> None:
 
 
 def _as_int(v: Any, what: str, lo: int = -MAX_INT64 - 1, hi: int = MAX_INT64) -> int:
-    n = int(_number(v, what))
+    x = _number(v, what)
+    if isinstance(x, float) and not x.is_integer():
+        raise AdvisorError.invalid(f"{what} is {_show(x)}, not a whole number")
+    n = int(x)
     _within(n, lo, hi, what)
     return n
 
@@ -341,11 +350,16 @@ def _osd_ids(row: Any, what: str) -> List[int]:
 
 def _load_buckets(crush: Json) -> Dict[int, Bucket]:
     out: Dict[int, Bucket] = {}
+    names: Dict[str, int] = {}
     for b in _list(crush, "buckets", "crush dump"):
         what = f"crush dump: bucket {_str(b, 'name', 'crush dump: bucket')}"
         bid = _int(b, "id", what, -MAX_BUCKETS, -1)
         if bid in out:
             raise AdvisorError.invalid(f"{what}: id {bid} is also bucket {out[bid].name}")
+        name = _str(b, "name", what)
+        if name in names:
+            raise AdvisorError.invalid(f"{what}: the name is also bucket {names[name]}'s")
+        names[name] = bid
         items = [(_int(i, "id", what + ": item", -MAX_BUCKETS, MAX_OSD - 1),
                   _int(i, "weight", what + ": item", 0, MAX_WEIGHT))
                  for i in _list(b, "items", what)]
@@ -492,7 +506,9 @@ def _load_osds(osd_dump: Json, crush: Json, buckets: Mapping[int, Bucket],
     max_osd = _int(osd_dump, "max_osd", "osd dump", 0, MAX_OSD)
     # A device CRUSH names past max_osd does not exist, as in Ceph (CRUSH skips it, OSDMap
     # drops it): the vectors cover it too, never existing, so every walk can index it.
-    n = max([max_osd] + [int(b.items.max()) + 1 for b in buckets.values() if b.items.size])
+    # A new cluster has pools before OSDs (max_osd 0): the vectors still hold one slot,
+    # an osd.0 that does not exist, so that no walk indexes an empty vector.
+    n = max([max_osd, 1] + [int(b.items.max()) + 1 for b in buckets.values() if b.items.size])
     exists = np.zeros(n, dtype=bool)
     up = np.zeros(n, dtype=bool)
     in_ = np.zeros(n, dtype=bool)
@@ -503,6 +519,8 @@ def _load_osds(osd_dump: Json, crush: Json, buckets: Mapping[int, Bucket],
         if not 0 <= i < max_osd:
             raise AdvisorError.invalid(f"osd dump: osd.{_show(i)} is outside max_osd {max_osd}")
         what = f"osd dump: osd.{i}"
+        if exists[i]:
+            raise AdvisorError.invalid(f"{what} is listed twice")
         exists[i] = True
         up[i] = bool(_int(o, "up", what))
         in_[i] = bool(_int(o, "in", what))
@@ -588,10 +606,16 @@ def _load_pools(osd_dump: Json, usage: Mapping[int, Tuple[int, int]]) -> Tuple[P
         pgp_num = _int(p, "pg_placement_num", what, 1, pg_num)
         pg_num_target = _int(p, "pg_num_target", what, 1, MAX_PG_NUM, pg_num)
         ptype = _int(p, "type", what, 0, MAX_ID)
+        if ptype not in POOL_TYPES:
+            raise AdvisorError.invalid(f"{what}: type {ptype} is neither replicated (1) nor erasure (3)")
+        name = _str(p, "pool_name", what)
+        twin = next((q.id for q in pools.values() if q.name == name), None)
+        if twin is not None:
+            raise AdvisorError.invalid(f"{what}: its name is also pool {twin}'s")
         stored, objects = usage.get(pid, (None, None))
         pools[pid] = Pool(
-            id=pid, name=_str(p, "pool_name", what),
-            type=POOL_TYPES.get(ptype, f"type-{ptype}"),
+            id=pid, name=name,
+            type=POOL_TYPES[ptype],
             size=size, min_size=_int(p, "min_size", what, 1, size),
             crush_rule=_int(p, "crush_rule", what, -MAX_ID - 1, MAX_ID),
             pg_num=pg_num, pgp_num=pgp_num, pg_num_target=pg_num_target,

@@ -25,6 +25,9 @@ def progress_text(r: Dict[str, Any]) -> str:
         out.append(f"waiting: {printable(plan['waiting'])}")
     if plan.get("last_error"):
         out.append(f"last error ({plan['attempts']} attempts): {printable(plan['last_error'])}")
+    if plan.get("mismatched"):
+        out.append(f"{plan['mismatched']} PGs not where their items should put them:")
+        out.extend(f"  {printable(m)}" for m in plan["mismatch_detail"])
     out.append(table(["step", "state", "does"],
                      [[i + 1, s["state"], s["description"]] for i, s in enumerate(r["steps"])]))
     return "\n".join(out)

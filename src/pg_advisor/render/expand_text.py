@@ -14,6 +14,11 @@ def pins_text(r: Dict[str, Any]) -> str:
     for why, n in sorted(r["skipped_reasons"].items()):
         out.append(f"  left: {n} PGs: {printable(why)}")
     out.extend(f"failed: {printable(f)}" for f in r.get("failed", []))
+    v = r.get("verified")
+    if v:
+        out.append(f"checked against the map: {v['checked'] - v['mismatched']} of {v['checked']} "
+                   f"pinned PGs are on their data")
+        out.extend(f"  not: {printable(k)}: {printable(w)}" for k, w in sorted(v["mismatched_pgs"].items()))
     return "\n".join(out + [_outcome(r, "drains the pins")])
 
 

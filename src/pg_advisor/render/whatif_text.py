@@ -1,6 +1,7 @@
 """Plain-text renderings of the `map` and `simulate` reports."""
 from typing import Any, Dict, List
 
+from ..model.constants import CRUSH_ITEM_NONE
 from ..model.units import human_bytes
 from .format import cell, printable, table
 
@@ -9,7 +10,12 @@ SPREAD_KEYS = ("osds", "min", "max", "mean", "stdev", "max_deviation")
 
 def map_text(r: Dict[str, Any]) -> str:
     rows = [[pgid, "[" + ",".join(str(o) for o in up) + "]"] for pgid, up in r.items()]
-    return table(["pgid", "up"], rows)
+    out = table(["pgid", "up"], rows)
+    nowhere = sum(1 for up in r.values() if not any(0 <= o < CRUSH_ITEM_NONE for o in up))
+    if nowhere:     # a new cluster's pools before its OSDs, or every OSD of a rule out
+        out += (f"\n{nowhere} of {len(r)} PGs have nowhere to go: CRUSH finds no OSD for them "
+                f"that exists, is up and is in")
+    return out
 
 
 def simulate_text(r: Dict[str, Any]) -> str:

@@ -86,6 +86,8 @@ def _opt_num(pool: Pool, key: str) -> float:
 def _round_pow2(ideal: float) -> Tuple[int, Reason]:
     lo = 1 << max(int(math.floor(math.log2(max(ideal, 1.0)))), 0)
     hi = lo * 2
+    if ideal < 1:       # no capacity behind the pool (every OSD out): the least pg_num there is
+        return 1, Reason("round", f"{ideal:.2g} rounds up to 1, the fewest PGs a pool has", {"ideal": ideal})
     if ideal <= lo:
         return lo, Reason("round", f"{ideal:.0f} is a power of two", {"ideal": ideal})
     if math.log2(ideal / lo) > 0.5:

@@ -71,6 +71,31 @@ class BaseMgrModule:
     def _ceph_set_uri(self, uri: str) -> None:
         self.fake.uri = uri
 
+    def _ceph_get_osdmap(self) -> "FakeOSDMap":
+        return FakeOSDMap(self.fake.docs)
+
+
+class FakeOSDMap:
+    """The mgr's OSDMap handle over the fake's osd_map document: its epoch, and each PG's up
+    set from pg_advisor's own CRUSH model (checked against osdmaptool in qa/; here it only
+    stands in for Ceph's C++ so the module's write commands can be run in unit tests)."""
+
+    def __init__(self, docs: Dict[str, Any]) -> None:
+        self.docs = docs
+        self._placer: Any = None
+
+    def get_epoch(self) -> int:
+        return int(self.docs["osd_map"]["epoch"])
+
+    def pg_to_up_acting_osds(self, pool_id: int, ps: int) -> Dict[str, Any]:
+        from pg_advisor.crush.placement import Placer
+        from pg_advisor.model import snapshot
+        if self._placer is None:
+            self._placer = Placer(snapshot.load(self.docs["osd_map"], self.docs["osd_map_crush"], None, None))
+        up = self._placer.up_sets([f"{pool_id}.{ps:x}"]).get(f"{pool_id}.{ps:x}", [])
+        return {"up": up, "acting": up, "up_primary": up[0] if up else -1,
+                "acting_primary": up[0] if up else -1}
+
 
 class _Opaque:
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -87,14 +87,28 @@ def test_invalid_json_file(tmp_path: Path) -> None:
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("argv", [
-    ["status"],                                   # --osdmap/--crush missing
-    BASE + ["status", "-f", "xml"],               # unknown format
-    BASE + ["frobnicate"],                        # unknown command
+@pytest.mark.parametrize("argv, says", [
+    (["status"], "required: --osdmap, --crush"),          # --osdmap/--crush missing
+    (BASE + ["status", "-f", "xml"], "'xml'"),              # unknown format
+    (BASE + ["frobnicate"], "'frobnicate'"),                # unknown command
+    (BASE + ["status", "--bogus"], "--bogus"),              # unknown flag
+    (BASE + ["simulate", "--out", "osd.1"], "'osd.1'"),     # not a number
+    (BASE + ["--split-pinning", "maybe", "status"], "split_pinning"),
+    (BASE + ["--window-begin", "25:99", "status"], "window_begin"),
+    (BASE + ["--target-pgs-per-osd", "1_00", "status"], "target_pgs_per_osd"),
+    (BASE + ["--target-max-misplaced-ratio", "nan", "status"], "target-max-misplaced-ratio"),
+    (BASE + ["simulate", "--add-host", "h9", "--osds", "1", "--weight", "1", "--backfill-mib-s", "nan"],
+     "--backfill-mib-s"),
+    (BASE + ["simulate", "--add-host", "h9", "--osds", "1", "--weight", "1", "--backfill-mib-s", "-1"],
+     "--backfill-mib-s"),
+    (BASE + ["status", "rb\nd\x1b[31m"], "rb\\nd\\x1b[31m"),    # a name is echoed escaped
 ])
-def test_usage_errors_exit_2(argv: List[str]) -> None:
+def test_usage_errors_exit_2_with_one_line(argv: List[str], says: str) -> None:
+    # no usage text: one line that says what was wrong, as for every other refusal
     p = run_cli(argv)
-    assert p.returncode == 2 and "usage:" in p.stderr and "Traceback" not in p.stderr
+    lines = p.stderr.splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("pg_advisor: error: "), p.stderr
+    assert says in lines[0] and p.stdout == "", p.stderr
 
 
 def test_offline_expansion_views_are_the_core_reports() -> None:

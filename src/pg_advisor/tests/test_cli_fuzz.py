@@ -161,6 +161,18 @@ MALFORMED: List[Tuple[str, Callable[[Docs], None], str]] = [
           [{"pgid": "1.0", "mappings": [{"from": 1, "to": 10 ** 12}]}]),
      "osd dump: pg_upmap_items 1.0"),
     ("osdmap-is-a-list", lambda d: d.update(osd_dump=[1, 2, 3]), "osd dump: not the output"),
+    # numbers Python reads but Ceph never writes: a fraction, "_", spaces, other scripts' digits
+    ("pool-pg-num-fraction", _set(lambda d: _pool(d, "rbd"), "pg_num", 32.5), "osd dump: pool 1"),
+    ("pool-pg-num-underscore", _set(lambda d: _pool(d, "rbd"), "pg_num", "3_2"), "osd dump: pool 1"),
+    ("pool-pg-num-spaces", _set(lambda d: _pool(d, "rbd"), "pg_num", " 32 "), "osd dump: pool 1"),
+    ("pool-pg-num-arabic-indic", _set(lambda d: _pool(d, "rbd"), "pg_num", "\u0663\u0662"),
+     "osd dump: pool 1"),
+    ("osd-id-duplicate", lambda d: d["osd_dump"]["osds"].append(copy.deepcopy(d["osd_dump"]["osds"][0])),
+     "osd dump: osd.0 is listed twice"),
+    ("pool-name-duplicate", _set(lambda d: _pool(d, "fast"), "pool_name", "rbd"), "osd dump: pool 3"),
+    ("bucket-name-duplicate", _set(lambda d: _bucket(d, "host1"), "name", "host0"),
+     "crush dump: bucket host0"),
+    ("pool-type-99", _set(lambda d: _pool(d, "rbd"), "type", 99), "osd dump: pool 1: type 99"),
     ("crush-is-a-string", lambda d: d.update(crush="crush"), "crush dump: not the output"),
 ]
 
@@ -293,6 +305,48 @@ def test_odd_but_legal_dump(tmp_path: Path, docs: Docs, case: str,
                             mutate: Callable[[Docs], None]) -> None:
     mutate(docs)
     _check_all(_write(tmp_path, docs), None)
+
+
+def test_a_dump_that_never_ends_or_is_huge_is_refused_unread(tmp_path: Path, docs: Docs) -> None:
+    argv = _write(tmp_path, docs)
+    argv[1] = "/dev/zero"
+    _check_all(argv, "--osdmap /dev/zero: more than")
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f:        # sparse: 600 MiB that take no disk
+        f.truncate(600 << 20)
+    argv[1] = str(big)
+    _check_all(argv, f"--osdmap {big}: 600 MiB")
+
+
+def _no_osds_yet(d: Docs) -> None:
+    """A new cluster: pools and hosts made, no OSD created yet."""
+    d["osd_dump"].update(osds=[], max_osd=0, pg_upmap_items=[], pg_temp=[], primary_temp=[])
+    d["crush"]["devices"] = []
+    for b in d["crush"]["buckets"]:
+        b["items"] = [] if b["type_name"] == "host" else b["items"]
+        for it in b["items"]:
+            it["weight"] = 0
+    del d["pg_dump"]["pg_map"]["pg_stats"][:]
+    del d["pg_dump"]["pg_map"]["osd_stats"][:]
+
+
+def test_pools_before_any_osd_are_answered(tmp_path: Path, docs: Docs) -> None:
+    _no_osds_yet(docs)
+    argv = _write(tmp_path, docs)
+    for cmd in (["status"], ["plan"], ["balance"], ["eval"]):
+        code, out, err, _, _ = _run(argv + cmd + ["-f", "json"])
+        assert code == 0 and err == "", (cmd, err[-500:])
+        json.loads(out)
+    code, out, err, _, _ = _run(argv + ["status"])
+    assert code == 0 and "no OSD is up and in" in out, out
+    code, out, err, _, _ = _run(argv + ["map"])
+    assert code == 0 and "56 of 56 PGs have nowhere to go" in out, out
+    code, out, err, _, _ = _run(argv + ["simulate", "--add-host", "h0", "--osds", "3", "--weight", "1",
+                                        "-f", "json"])
+    # `ceph osd new` numbers a new cluster's OSDs from 0
+    assert code == 0 and json.loads(out)["add_host"]["osds"] == [0, 1, 2], err
+    code, out, err, _, _ = _run(argv + ["simulate", "--out", "0"])
+    assert code == 2 and err.startswith("pg_advisor: error: osd.0 does not exist"), err
 
 
 def test_thousands_of_pgs_per_osd(tmp_path: Path, docs: Docs) -> None:

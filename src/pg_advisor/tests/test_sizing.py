@@ -198,3 +198,10 @@ def test_log_dups_are_the_trimmed_versions_within_dups_tracked_of_the_head() -> 
 def test_log_lengths_of_no_pgs() -> None:
     entries, dups = pg_log_lengths(_pgs(pool=[], ps=[], span=[], tail=[], split_bits=[]), 3000)
     assert entries.size == dups.size == 0
+
+
+def test_an_ideal_below_one_pg_is_not_called_a_power_of_two() -> None:
+    from pg_advisor.sizing.sizer import _round_pow2
+    n, why = _round_pow2(0.0)
+    assert n == 1 and "power of two" not in why.text and "fewest" in why.text
+    assert _round_pow2(32.0)[0] == 32 and "32 is a power of two" in _round_pow2(32.0)[1].text
