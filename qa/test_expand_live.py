@@ -50,14 +50,6 @@ def all_clean(c: Cluster) -> bool:
     return clean == pgmap["num_pgs"] and not pgmap.get("misplaced_objects")
 
 
-def clean_but(c: Cluster, left: Dict[str, str]) -> bool:
-    """Every PG active+clean but those pin-remapped left (each a shard swap, which items
-    cannot write: see doc/expand.rst)."""
-    brief = c.json("pg", "dump", "pgs_brief")
-    stats = brief["pg_stats"] if isinstance(brief, dict) else brief
-    return all(s["state"] == "active+clean" for s in stats if s["pgid"] not in left)
-
-
 def plan(c: Cluster) -> Any:
     return json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))["plan"]
 
@@ -132,13 +124,11 @@ def test_a_new_host_is_pinned_clean_then_drained_within_the_budget(filled: Clust
         ec_pins = {k: v for k, v in r["items"].items() if k.split(".")[0] == ec_id}
         chains = sum(1 for v in ec_pins.values() if {b for _, b in v} & {a for a, _ in v})
         print("pin-remapped:", {k: r[k] for k in ("remapped", "pinned", "skipped", "skipped_pgs")})
-        # pinned: every PG maps onto its data, all clean within a minute, but a PG whose EC
-        # shards CRUSH swapped (a cycle, which items cannot write: it waits for the drain)
-        left = r["skipped_pgs"]
-        assert len(left) == r["skipped"] and all("cycle" in why for why in left.values()), left
+        # every remapped PG pinned: by items, or (EC shards CRUSH swapped, which no item list
+        # writes) by a full pg-upmap; then every PG maps onto its data, all clean in a minute
+        assert r["pinned"] == r["remapped"] and r["skipped"] == 0, r["skipped_pgs"]
         t0 = time.time()
-        wait_until(lambda: clean_but(c, left) if left else all_clean(c), 60,
-                   "active+clean with 0 misplaced after pinning")
+        wait_until(lambda: all_clean(c), 60, "active+clean with 0 misplaced after pinning")
         pinned_in = time.time() - t0
         assert plan(c)["status"] == "running" and plan(c)["blockers"], "the drain ignored norebalance"
         # a plan like any other: health, an event in ceph -s, pause and resume
@@ -146,7 +136,7 @@ def test_a_new_host_is_pinned_clean_then_drained_within_the_budget(filled: Clust
         def pinned_check() -> Any:
             return c.json("health", "detail")["checks"].get("PG_ADVISOR_PINNED")
         wait_until(lambda: pinned_check() is not None, 60, "PG_ADVISOR_PINNED")
-        pins_with_items = sum(1 for v in r["items"].values() if v)
+        pins_with_items = sum(1 for v in r["items"].values() if v) + len(r["full"])
         assert f"{pins_with_items} PGs pinned" in pinned_check()["summary"]["message"], pinned_check()
         events = lambda: c.json("status").get("progress_events", {}).values()   # noqa: E731
         wait_until(lambda: any("pg_advisor" in e["message"] for e in events()), 60, "the event in ceph -s")
@@ -162,7 +152,8 @@ def test_a_new_host_is_pinned_clean_then_drained_within_the_budget(filled: Clust
         c.wait_clean()
         wait_until(lambda: pinned_check() is None, 60, "PG_ADVISOR_PINNED to clear")
     print(f"pinned {r['pinned']} of {r['remapped']} remapped PGs ({len(ec_pins)} of pool exp_ec, "
-          f"{chains} of them chains; {len(left)} left: a shard swap); clean in {pinned_in:.1f} s; "
+          f"{chains} of them chains, {len(r['full'])} shard swaps with a pg-upmap); "
+          f"clean in {pinned_in:.1f} s; "
           f"drained in {drained_in:.0f} s, misplaced peak {100 * peak:.2f} % (budget {100 * budget:.0f} %)")
     assert peak <= budget, peak
     assert w.failed == [] and w.ok > 100, (w.ok, w.failed[:3])

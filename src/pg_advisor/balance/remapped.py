@@ -12,7 +12,9 @@ Left alone, each with its reason: PGs that are degraded or undersized (their bac
 recovery, not a move), PGs whose acting set has a hole or an OSD that is down, out or of
 weight 0 (Ceph ignores an item that points at an out OSD), PGs with a full pg-upmap, and
 PGs whose acting set breaks the rule's limits (the mon would drop the items, or they would
-pin a placement the rule does not allow).
+pin a placement the rule does not allow). An EC PG whose shards CRUSH swapped between
+OSDs (a cycle no item list writes) is pinned with a full pg-upmap of its acting set
+instead; the drain removes those first.
 """
 import errno
 from dataclasses import dataclass, field
@@ -22,13 +24,14 @@ import numpy as np
 
 from ..analysis.legality import ancestors, breaks, rule_shape
 from ..crush.placement import Placer
-from ..crush.upmap import NotExpressible, build_items
+from ..crush.upmap import Cycle, NotExpressible, build_items
 from ..model.constants import CRUSH_ITEM_NONE
 from ..model.errors import AdvisorError
 from ..model.snapshot import Pool, Snapshot
 from .report import items_json
 
 SKIP_SHOWN = 20       # skipped PGs listed by name in a report (the count is always given)
+FULL_MAX = 256        # PGs one pin-remapped pins with a full pg-upmap (the plan keeps them in its state)
 
 
 @dataclass
@@ -36,6 +39,9 @@ class Pins:
     items: Dict[str, List[Tuple[int, int]]] = field(default_factory=dict)   # pgid -> its whole item list
     skipped: Dict[str, str] = field(default_factory=dict)                  # pgid -> why not pinned
     want: Dict[str, List[int]] = field(default_factory=dict)               # pgid -> the set it pins
+    # pgid -> a full pg-upmap (the acting set): EC shards CRUSH swapped, which no item list
+    # writes; the drain takes these out first
+    full: Dict[str, List[int]] = field(default_factory=dict)
     remapped: int = 0                     # PGs whose up set differs from their acting set
     objects: Dict[int, float] = field(default_factory=dict)   # pool id -> object copies pinned
 
@@ -97,6 +103,11 @@ def pin_remapped(snap: Snapshot, placer: Optional[Placer] = None) -> Pins:
                     out.items[pgid] = build_items(raw[int(pgs.ps[row])].tolist(), acting[i].tolist(),
                                                   pool.type == "replicated", placer.weight)
                     out.want[pgid] = acting[i].tolist()
+                except Cycle as e:
+                    if len(out.full) >= FULL_MAX:
+                        out.skipped[pgid] = f"{e} (and {FULL_MAX} such PGs have a pg-upmap pin already)"
+                        continue
+                    out.full[pgid] = out.want[pgid] = acting[i].tolist()
                 except NotExpressible as e:
                     out.skipped[pgid] = str(e)
                     continue
@@ -110,8 +121,8 @@ def pins_report(snap: Snapshot, pins: Pins) -> Dict[str, Any]:
     reasons: Dict[str, int] = {}
     for why in pins.skipped.values():
         reasons[why] = reasons.get(why, 0) + 1
-    return {"epoch": snap.epoch, "remapped": pins.remapped, "pinned": len(pins.items),
-            "items": items_json(pins.items),
+    return {"epoch": snap.epoch, "remapped": pins.remapped, "pinned": len(pins.items) + len(pins.full),
+            "items": items_json(pins.items), "full": dict(sorted(pins.full.items())),
             "skipped": len(pins.skipped),
             "skipped_pgs": dict(sorted(pins.skipped.items())[:SKIP_SHOWN]),
             "skipped_reasons": reasons}

@@ -24,6 +24,10 @@ class NotExpressible(Exception):
     """The wanted set cannot be written as items on CRUSH's set; the message says why."""
 
 
+class Cycle(NotExpressible):
+    """EC shards that swap OSDs: no order of items writes it, a full pg-upmap can."""
+
+
 def marked_out(osd: int, osd_weight: np.ndarray) -> bool:
     """Ceph ignores an upmap whose target has osd_weight 0 (out, or no such OSD below
     max_osd); NONE and ids past max_osd are not 'out' to it."""
@@ -107,7 +111,7 @@ def _ordered_slots(raw: Sequence[int], want: Sequence[int]) -> List[Pair]:
             return
         if i in path:
             cycle = [raw[j] for j in path[path.index(i):]]
-            raise NotExpressible(
+            raise Cycle(
                 "its shards would swap OSDs in a cycle (" + " -> ".join(f"osd.{o}" for o in cycle)
                 + f" -> osd.{cycle[0]}): Ceph skips an item whose target is still in the set")
         k = after.get(i)

@@ -20,7 +20,7 @@ from ..sizing.sizer import Sizer
 from .executor import Executor, Pacing, Send, check_pacing
 from .gates import misplaced_ratio
 from .plan_store import PlanStore
-from .rounds import Burst, set_items
+from .rounds import Burst, set_full, set_items
 from .steps import PlanStep, StepPlanner, Throttles, balance_step
 
 AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a new plan
@@ -157,8 +157,11 @@ class Driver:
         """Set the pins in small bursts, then start the drain plan."""
         out = dict(pins_report(snap, pins), dry_run=False)
         refused = set_items(snap, pins.items, burst, prime=False)
-        failed = out["failed"] = refused.messages()
+        refused_full = set_full(snap, pins.full, burst)
+        failed = out["failed"] = refused.messages() + refused_full.messages()
         done = set(pins.items) - set(refused.failed)
+        full = {k: v for k, v in pins.full.items() if k not in refused_full.failed}
+        done |= set(full)
         if not done:
             return out
         # every pool: the drain evens each pool and their total, as `balance` does (a pool not
@@ -166,14 +169,15 @@ class Driver:
         pools = list(snap.pools)
         copies = object_copies(snap)
         # each round spans all the plan's pools; the budget, not a count, bounds it
-        shards = max(16, sum(max(len(pins.items[k]), 1) for k in done))
+        shards = max(16, sum(max(len(pins.items.get(k, ())), 1) for k in done))
         steps = [balance_step(p, p.pg_num, p.pgp_num, shards, copies) for p in pools]
         st = self.executor.start(steps, pools, source, now, hold=True)
         out["plan"] = st.id
         # what PG_ADVISOR_PINNED counts down as the drain takes the items out (a PG pinned
         # by removing its items has none to count)
-        st.pins = items_json({k: pins.items[k] for k in done if pins.items[k]})
-        st.pins_left = len(st.pins)
+        st.pins = items_json({k: pins.items[k] for k in done if pins.items.get(k)})
+        st.full_pins = {k: [int(o) for o in v] for k, v in sorted(full.items())}
+        st.pins_left = len(st.pins) + len(st.full_pins)
         self._pinned_at = snap.epoch     # maps up to this one do not show the pins yet
         self._pins_want = {k: pins.want[k] for k in done}
         self.pins_verified = None
@@ -282,12 +286,14 @@ class Driver:
 
     def _count_pins(self, snap: Snapshot) -> None:
         """How many of the plan's pins the map still has (a PG counts while any of its pin
-        items is there)."""
+        items, or its full pg-upmap, is there)."""
         st = self.executor.state
-        if st is None or not st.pins or not self.executor.open or snap.epoch <= self._pinned_at:
+        if st is None or not (st.pins or st.full_pins) or not self.executor.open \
+                or snap.epoch <= self._pinned_at:
             return
         left = sum(1 for pgid, pairs in st.pins.items()
                    if {tuple(p) for p in pairs} & set(snap.pg_upmap_items.get(pgid, ())))
+        left += sum(1 for pgid, osds in st.full_pins.items() if list(snap.pg_upmap.get(pgid, ())) == osds)
         if left != st.pins_left:
             st.pins_left = left
             self.executor.save()
@@ -331,7 +337,8 @@ class Driver:
         if st.pins_left and st.status != "failed":
             checks["PG_ADVISOR_PINNED"] = {
                 "severity": "warning", "count": st.pins_left,
-                "detail": [f"plan {st.id} ({st.status}): {st.pins_left} of {len(st.pins)} "
+                "detail": [f"plan {st.id} ({st.status}): {st.pins_left} of "
+                           f"{len(st.pins) + len(st.full_pins)} "
                            f"PGs pinned by pin-remapped still hold their items"],
                 "summary": f"pg_advisor: {st.pins_left} PGs pinned onto their old OSDs wait for the "
                            f"drain (`ceph pg-advisor progress`)"}

@@ -27,7 +27,7 @@ from .gates import MOVE_FLAGS, cluster_blockers, misplaced_ratio, unreported_pgs
 from .plan_state import PlanState
 from .plan_store import MISMATCH_SHOWN
 from .priming import PRIME_MAX, Command, primes
-from .rounds import Burst, balance_round
+from .rounds import Burst, balance_round, unset_full
 from .steps import PlanStep
 
 HISTORY_MAX = 200
@@ -491,6 +491,8 @@ class Executor:
         """One balance round on the pool: True if it set items or waits for the budget
         (more rounds follow), False when the pool is as even as the balancer can make it
         (the step is done)."""
+        if st.full_pins and self._unpin_full(st, snap, pacing, burst, now):
+            return True
         # all the plan's pools at once: the rounds even each of them and their total
         # and at most max_backfills_per_osd PGs moving into or out of one OSD, those
         # backfilling now included
@@ -532,6 +534,42 @@ class Executor:
                                 + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
         if failed:
             self._failed(st, f"{len(failed)} of {len(items)} items refused, e.g. {failed[0]}", now)
+        return True
+
+    def _unpin_full(self, st: PlanState, snap: Snapshot, pacing: Pacing, burst: Burst, now: float) -> bool:
+        """The full pg-upmaps pin-remapped set (EC shards CRUSH swapped) go before any
+        balance round: as many as the budget takes, one at least when nothing is misplaced.
+        True if it removed some or waits for the budget; False once none is left."""
+        present = [k for k, v in sorted(st.full_pins.items()) if list(snap.pg_upmap.get(k, ())) == v]
+        st.full_pins = {k: st.full_pins[k] for k in present}    # gone: removed or cleaned by the mon
+        if not present:
+            return False
+        copies = misplaced_copies(snap, pacing.misplaced_max * ROUND_FILL)
+        pgs = snap.pgs
+        take: List[str] = []
+        used = 0.0
+        for k in present:
+            # every shard may move (the swap and the rest): the PG's objects times its size
+            cost = (float(pgs.objects[pgs.rows_of([k])].sum()) * len(st.full_pins[k])
+                    if pgs is not None else 0.0)
+            free = not take and snap.misplaced_objects == 0
+            if copies is not None and used + cost > copies and not free:
+                break
+            take.append(k)
+            used += cost
+        if not take:
+            st.waiting = "the misplaced budget holds back the removal of the pinned pg-upmaps"
+            return True
+        sent = unset_full(take, burst)
+        for k in take:
+            if k not in sent.failed:
+                del st.full_pins[k]
+        st.last_step_at = now
+        failed = sent.messages()
+        self._log(now, "unpin", f"step {st.next + 1}: {len(take) - len(failed)} pinned pg-upmaps removed"
+                                + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
+        if failed:
+            self._failed(st, f"{len(failed)} of {len(take)} pg-upmap removals refused, e.g. {failed[0]}", now)
         return True
 
     def _round_checked(self, st: PlanState, snap: Snapshot, now: float) -> bool:

@@ -35,6 +35,8 @@ class PlanState:
     waiting: Optional[str] = None                          # why the next step waits
     pins: Dict[str, List[List[int]]] = field(default_factory=dict)   # pgid -> pin items set
     pins_left: int = 0          # PGs still holding pin items
+    # pgid -> the full pg-upmap pinned on it (EC shards CRUSH swapped): rounds remove these
+    full_pins: Dict[str, List[int]] = field(default_factory=dict)
     drain: List[int] = field(default_factory=list)        # OSDs the rounds empty
     # PGs whose up set in the map was not the one their items were written for, and the
     # newest of them with what differed

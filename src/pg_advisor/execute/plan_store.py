@@ -16,6 +16,7 @@ import json
 import math
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ..balance.remapped import FULL_MAX
 from .steps import PlanStep
 
 STATE_KEY, HISTORY_KEY, STEPS_KEY, CORRUPT_KEY = "exec_state", "exec_history", "exec_steps", "exec_corrupt"
@@ -33,7 +34,8 @@ PHASES = ("idle", "issuing", "issued")
 VOLATILE = ("steps", "pins", "blockers", "conflicts", "waiting")
 # absent from states stored before pin-remapped and drain
 OPTIONAL: Dict[str, Any] = {"pins_count": 0, "pins_left": 0, "drain": [], "mismatched": 0,
-                            "mismatch_detail": []}
+                            "mismatch_detail": [], "full_pins": {}}
+
 MISMATCH_SHOWN = 10          # mismatched PGs named in the state (all are counted)
 
 Load = Callable[[str], Optional[str]]
@@ -82,6 +84,9 @@ _STATE_FIELDS: Dict[str, Callable[[Any], bool]] = {
     "drain": lambda v: isinstance(v, list) and len(v) <= 4096
     and all(_int(x) and 0 <= x < 1 << 24 for x in v),
     "mismatched": lambda v: _int(v) and v >= 0,
+    "full_pins": lambda v: isinstance(v, dict) and len(v) <= FULL_MAX and all(
+        isinstance(k, str) and isinstance(o, list) and 0 < len(o) <= 256
+        and all(_int(x) and 0 <= x < 1 << 31 for x in o) for k, o in v.items()),
     "mismatch_detail": lambda v: isinstance(v, list) and len(v) <= MISMATCH_SHOWN
     and all(isinstance(x, str) for x in v),
 }

@@ -40,6 +40,31 @@ def set_items(snap: Snapshot, items: Items, burst: Burst, prime: bool) -> ItemsS
     return out
 
 
+def set_full(snap: Snapshot, full: Mapping[str, Sequence[int]], burst: Burst) -> ItemsSet:
+    """Set a full pg-upmap on each PG (the items it had go first: they would apply on top
+    of it), PRIME_BATCH PGs to a burst."""
+    cmds: List[Command] = []
+    for pgid, osds in sorted(full.items()):
+        if pgid in snap.pg_upmap_items:
+            cmds.append({"prefix": "osd rm-pg-upmap-items", "pgid": pgid})
+        cmds.append({"prefix": "osd pg-upmap", "pgid": pgid, "id": [int(o) for o in osds]})
+    return _send(cmds, burst)
+
+
+def unset_full(pgids: Sequence[str], burst: Burst) -> ItemsSet:
+    return _send([{"prefix": "osd rm-pg-upmap", "pgid": k} for k in pgids], burst)
+
+
+def _send(cmds: List[Command], burst: Burst) -> ItemsSet:
+    out = ItemsSet()
+    for i in range(0, len(cmds), PRIME_BATCH):
+        batch = cmds[i:i + PRIME_BATCH]
+        for c, (rc, err) in zip(batch, burst(batch)):
+            if rc != 0:
+                out.failed[c["pgid"]] = err.strip() or f"error {rc}"
+    return out
+
+
 @dataclass
 class Round:
     proposal: Proposal

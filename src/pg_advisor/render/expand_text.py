@@ -9,6 +9,9 @@ def pins_text(r: Dict[str, Any]) -> str:
     for pgid, pairs in sorted(r["items"].items()):
         items = " ".join(f"{a}->{b}" for a, b in pairs) or "(items removed)"
         out.append(f"{printable(pgid)}: {items}")
+    for pgid, osds in sorted(r.get("full", {}).items()):
+        out.append(f"{printable(pgid)}: pg-upmap {' '.join(str(o) for o in osds)} (its shards swap "
+                   f"OSDs: no item list writes that)")
     out.append(f"{r['remapped']} PGs remapped: {r['pinned']} pinned onto the OSDs with their data, "
                f"{r['skipped']} left as they are")
     for why, n in sorted(r["skipped_reasons"].items()):

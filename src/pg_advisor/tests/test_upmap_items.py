@@ -319,3 +319,72 @@ def test_the_balance_command_lists_a_pg_the_map_puts_elsewhere(wired: Any) -> No
     first = sorted(r["items"])[0]
     assert [f for f in r["failed"] if f.startswith(first) and "the map gives" in f]
     assert r["applied"] == len(r["items"]) - 1
+
+
+def _swapped(dumps: Dict[str, Any]) -> Tuple[Dict[str, Any], str, List[int]]:
+    """An EC PG whose data sits on CRUSH's set with two shards swapped (the hosts stay
+    distinct, so the rule holds): no item list writes it."""
+    d = copy.deepcopy(dumps)
+    snap = _load(d)
+    pool = next(p for p in snap.pools if p.type == "erasure")
+    raw = Placer(snap).map_pool(pool, upmaps=False)
+    for r in range(raw.up.shape[0]):
+        pgid = raw.pgid(r)
+        if pgid in snap.pg_upmap_items:
+            continue
+        a, b, c = raw.up[r].tolist()
+        for s in d["pg_dump"]["pg_map"]["pg_stats"]:
+            if s["pgid"] == pgid:
+                s["up"], s["acting"] = [a, b, c], [b, a, c]
+                s["state"] = "active+remapped+backfill_wait"
+        return d, pgid, [b, a, c]
+    raise AssertionError("no EC PG without items")
+
+
+def test_swapped_shards_are_pinned_with_a_full_pg_upmap_the_drain_takes_out_first(
+        dumps: Dict[str, Any]) -> None:
+    d, pgid, want = _swapped(dumps)
+    with pytest.raises(NotExpressible, match="cycle"):
+        snap = _load(d)
+        pool = next(p for p in snap.pools if p.type == "erasure")
+        build_items(Placer(snap).crush_sets(pool)[1][int(pgid.split(".")[1], 16)].tolist(), want, False,
+                    ALL_IN)
+    pins = pin_remapped(_load(d))
+    assert pins.full == {pgid: want} and pgid not in pins.items and pgid not in pins.skipped
+    ceph, drv = FakeCeph(d), _driver()
+    sent: List[Dict[str, Any]] = []
+
+    def burst(cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
+        sent.extend(cmds)
+        out = []
+        for c in cmds:
+            if c["prefix"] == "osd pg-upmap":       # FakeCeph keeps items only: the mon's part here
+                ceph.dumps["osd_dump"].setdefault("pg_upmap", []).append({"pgid": c["pgid"], "osds": c["id"]})
+                ceph.dumps["osd_dump"]["epoch"] += 1
+                out.append((0, ""))
+            elif c["prefix"] == "osd rm-pg-upmap":
+                ceph.dumps["osd_dump"]["pg_upmap"] = [u for u in ceph.dumps["osd_dump"]["pg_upmap"]
+                                                      if u["pgid"] != c["pgid"]]
+                ceph.dumps["osd_dump"]["epoch"] += 1
+                out.append((0, ""))
+            else:
+                out.append(ceph.send(c))
+        return out
+    r = drv.pin_remapped(ceph.snap(), make({}), 0.05, False, burst, 0.0)
+    assert {"prefix": "osd pg-upmap", "pgid": pgid, "id": want} in sent and r["full"] == {pgid: want}
+    assert pgid in pins_text(r) and "pg-upmap" in pins_text(r)
+    # the map puts the PG on its data: the check after sending agrees
+    v = drv.verify_pins(ceph.snap(), 1.0)
+    assert v is not None and v["mismatched"] == 0 and v["checked"] == r["pinned"]
+    st = drv.executor.state
+    assert st is not None and st.full_pins == {pgid: want}
+    drv.tick(ceph.snap(), make({}), 0.05, False, ceph.send, 2.0)
+    assert drv.executor.state is not None and drv.executor.state.pins_left >= 1
+    # the drain's first round (after step_interval) removes the pg-upmap before any item
+    sent.clear()
+    for t in (100.0, 200.0):
+        drv.tick(ceph.snap(), make({}), 0.05, False, ceph.send, t, burst)
+    assert sent and sent[0] == {"prefix": "osd rm-pg-upmap", "pgid": pgid}
+    assert not ceph.snap().pg_upmap and drv.executor.state is not None
+    assert drv.executor.state.full_pins == {}
+    assert any(h["event"] == "unpin" for h in drv.executor.history)
