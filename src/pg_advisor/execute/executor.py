@@ -40,7 +40,10 @@ ROUND_CHECK_WAIT = 30.0     # seconds for a round's items to show in the map bef
 ROUND_FILL = 0.8
 DETAIL_MAX = 300            # characters of one history event's detail (the history is stored)
 REASON_MAX = 1000           # characters of a stored error or stop reason (the state stays small)
-ROUND_WANT_MAX = 300        # PGs of a round whose wanted up sets the state keeps for the check
+# PGs of a round whose items and wanted up sets the state keeps for the checks after it (the
+# state entry stays far below the mon's 64 KiB: ~25 bytes of items and ~30 of up set a PG);
+# a bigger round is checked on these
+ROUND_CHECK_MAX = 300
 # pgids -> their up sets in the cluster's map: the mgr's own OSDMap live (module.py), the
 # exact model on the snapshot offline and in unit tests
 UpSets = Callable[[Snapshot, Sequence[str]], Dict[str, List[int]]]
@@ -523,9 +526,8 @@ class Executor:
         sent = rnd.apply(burst, pacing.prime)
         failed = sent.messages()
         st.last_step_at = now
-        want = rnd.wanted()
-        st.round = {"epoch": snap.epoch, "items": rnd.taken(),
-                    "want": dict(sorted(want.items())[:ROUND_WANT_MAX])}
+        taken = dict(sorted(rnd.taken().items())[:ROUND_CHECK_MAX])
+        st.round = {"epoch": snap.epoch, "items": taken, "want": rnd.proposal.wanted(taken)}
         items = rnd.items
         moved = pgs_bytes(snap, list(items))
         self._log(now, "round", f"step {st.next + 1}: {len(items)} PGs, {r.moves} moves"

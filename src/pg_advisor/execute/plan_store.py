@@ -14,6 +14,7 @@ No mgr calls here: the module hands in functions that read and write its store.
 """
 import json
 import math
+import re
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..balance.remapped import FULL_MAX
@@ -37,6 +38,7 @@ OPTIONAL: Dict[str, Any] = {"pins_count": 0, "pins_left": 0, "drain": [], "misma
                             "mismatch_detail": [], "full_pins": {}}
 
 MISMATCH_SHOWN = 10          # mismatched PGs named in the state (all are counted)
+PGID = re.compile(r"[0-9]{1,10}\.[0-9a-f]{1,8}\Z")
 
 Load = Callable[[str], Optional[str]]
 Save = Callable[[str, Optional[str]], None]
@@ -52,6 +54,13 @@ def _number(v: Any) -> bool:
 
 def _int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _up_sets(v: Any) -> bool:
+    """pgid -> an up set (OSD ids, CRUSH_ITEM_NONE for an EC hole), as the state keeps them."""
+    return isinstance(v, dict) and all(
+        isinstance(k, str) and PGID.match(k) is not None and isinstance(o, list) and 0 < len(o) <= 256
+        and all(_int(x) and 0 <= x <= 0x7FFFFFFF for x in o) for k, o in v.items())
 
 
 # field -> check; every field of a version-2 state, nothing else
@@ -78,15 +87,13 @@ _STATE_FIELDS: Dict[str, Callable[[Any], bool]] = {
     "rounds": lambda v: _int(v) and v >= 0,
     "round": lambda v: v is None or (isinstance(v, dict) and set(v) - {"want"} == {"epoch", "items"}
                                      and _int(v["epoch"]) and isinstance(v["items"], dict)
-                                     and isinstance(v.get("want", {}), dict)),
+                                     and _up_sets(v.get("want", {}))),
     "pins_count": lambda v: _int(v) and 0 <= v <= MAX_PINS,
     "pins_left": lambda v: _int(v) and 0 <= v <= MAX_PINS,
     "drain": lambda v: isinstance(v, list) and len(v) <= 4096
     and all(_int(x) and 0 <= x < 1 << 24 for x in v),
     "mismatched": lambda v: _int(v) and v >= 0,
-    "full_pins": lambda v: isinstance(v, dict) and len(v) <= FULL_MAX and all(
-        isinstance(k, str) and isinstance(o, list) and 0 < len(o) <= 256
-        and all(_int(x) and 0 <= x < 1 << 31 for x in o) for k, o in v.items()),
+    "full_pins": lambda v: _up_sets(v) and len(v) <= FULL_MAX,
     "mismatch_detail": lambda v: isinstance(v, list) and len(v) <= MISMATCH_SHOWN
     and all(isinstance(x, str) for x in v),
 }

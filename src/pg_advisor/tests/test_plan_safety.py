@@ -17,7 +17,7 @@ from pg_advisor.execute.driver import Driver
 from pg_advisor.execute.executor import Executor
 from pg_advisor.module import Module
 from pg_advisor.execute.plan_state import PlanState
-from pg_advisor.execute.plan_store import ENTRY_MAX, STATE_KEY, PlanStore
+from pg_advisor.execute.plan_store import ENTRY_MAX, STATE_KEY, PlanStore, Unreadable, check_state
 from pg_advisor.execute.steps import StepPlanner, balance_step
 
 
@@ -412,3 +412,24 @@ def test_an_uneven_pool_with_no_legal_move_is_not_done(dumps: Dict[str, Any], mo
     snap = ceph.snap()
     from pg_advisor.balance.report import balance_report
     assert balance_report(snap, ["rbd"], mode="pgs")["uneven"] == {}    # done means even
+
+
+@pytest.mark.parametrize("field, value", [
+    ("round", {"epoch": 3, "items": {}, "want": {"1.0": "abc"}}),
+    ("round", {"epoch": 3, "items": {}, "want": {"one.x": [1, 2, 3]}}),
+    ("round", {"epoch": 3, "items": {}, "want": {"1.0": [1, -5, 3]}}),
+    ("full_pins", {"2.3": []}),
+    ("full_pins", {"2.3": [1, 2, 1 << 40]}),
+    ("mismatched", -1),
+    ("mismatch_detail", [7]),
+])
+def test_a_stored_check_field_of_the_wrong_shape_is_unreadable(field: str, value: Any) -> None:
+    # the round's wanted sets and the pg-upmap pins are read back into the checks after
+    # sending: a hand-edited value must be refused whole, not crash a tick later
+    doc = {"version": 2, "id": "abc", "source": "apply", "created": 0.0, "next": 0, "phase": "idle",
+           "status": "running", "pools": {"rbd": {"id": 1, "start": 32, "goal": 64, "expect": [32, 32]}},
+           "steps_count": 1, "issued_at": None, "last_step_at": None, "retry_at": None, "attempts": 0,
+           "last_error": None, "stopped_why": None, "rounds": 0, "round": None}
+    check_state(dict(doc))            # the document as it stands is fine
+    with pytest.raises(Unreadable, match=field):
+        check_state(dict(doc, **{field: value}))

@@ -13,6 +13,7 @@ from pg_advisor.balance.balancer import Balancer
 from pg_advisor.balance.remapped import pin_remapped
 from pg_advisor.crush.placement import Placer
 from pg_advisor.crush.upmap import NotExpressible, apply_items, apply_upmap, build_items, mismatches
+from pg_advisor.execute import executor
 from pg_advisor.execute.driver import Driver
 from pg_advisor.model import snapshot
 from pg_advisor.model.constants import CRUSH_ITEM_NONE
@@ -241,7 +242,10 @@ def test_a_pg_the_map_puts_elsewhere_is_counted_logged_and_raised(dumps: Dict[st
     assert drv.executor.state is not None and drv.executor.state.mismatched == 1
 
 
-def test_a_balance_round_is_checked_against_the_map(dumps: Dict[str, Any]) -> None:
+def test_a_balance_round_is_checked_against_the_map(dumps: Dict[str, Any],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # the state keeps at most ROUND_CHECK_MAX PGs of a round for the checks: 2 here
+    monkeypatch.setattr(executor, "ROUND_CHECK_MAX", 2)
     ceph, store = FakeCeph(dumps), Store()
     ex = balance_plan(ceph, store)
     seen: List[List[str]] = []
@@ -256,7 +260,12 @@ def test_a_balance_round_is_checked_against_the_map(dumps: Dict[str, Any]) -> No
     ex.up_sets = shifted
     for i in range(3):
         ex.tick(ceph.snap(), OPEN, ceph.send, 100.0 * i)
-    assert seen, "no round was checked"
+        rnd = (store.state or {}).get("round")
+        if rnd:
+            assert len(rnd["items"]) <= 2 and set(rnd["want"]) == set(rnd["items"])
+    assert seen and all(len(s) <= 2 for s in seen), "no round was checked"
+    sizes = [int(h["detail"].split(": ")[1].split(" ")[0]) for h in ex.history if h["event"] == "round"]
+    assert max(sizes) > 2, sizes      # a round bigger than what the state keeps
     st = ex.state
     # one PG of each round checked, each counted once
     assert st is not None and st.mismatched == len(seen)
