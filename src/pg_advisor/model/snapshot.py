@@ -827,6 +827,17 @@ def _check_pg_osds(pgs: Pgs, n_osd: int) -> None:
                                        f"names osd.{osd}, which is not in the OSD map")
 
 
+def _bound_upmaps(osd_dump: Json, pools: Sequence[Pool]) -> None:
+    """The mon keeps at most one pg_upmap and one pg_upmap_items entry per PG (it drops those
+    of PGs that are gone): refuse more before reading any of them."""
+    total = sum(max(p.pg_num, p.pg_num_target) for p in pools)
+    for key in ("pg_upmap", "pg_upmap_items"):
+        entries = osd_dump.get(key)
+        if isinstance(entries, list) and len(entries) > total:
+            raise AdvisorError.invalid(f"osd dump: {len(entries):,} {key} entries for {total:,} PGs; "
+                                       f"the mon keeps at most one per PG")
+
+
 def load_upmaps(osd_dump: Json) -> Tuple[Dict[str, Tuple[int, ...]],
                                          Dict[str, Tuple[Tuple[int, int], ...]]]:
     """An OSD map's pg_upmap and pg_upmap_items (the module also reads them after setting
@@ -907,6 +918,8 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
     try:
         buckets = _load_buckets(crush)
         types = _load_types(crush)
+        pools = _load_pools(osd_dump, _pool_usage(df, pg_map))
+        _bound_upmaps(osd_dump, pools)
         upmap, upmap_items = load_upmaps(osd_dump)
         stat_sum = _map(_map(pg_map or {}, "pg_stats_sum", "pg dump"), "stat_sum",
                         "pg dump: pg_stats_sum")
@@ -921,7 +934,7 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
             buckets=buckets,
             rules=_load_rules(crush, types),
             tunables=_load_tunables(crush),
-            pools=_load_pools(osd_dump, _pool_usage(df, pg_map)),
+            pools=pools,
             pgs=pgs,
             pg_upmap=upmap, pg_upmap_items=upmap_items,
             crush_types=types,
