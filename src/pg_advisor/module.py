@@ -2,9 +2,7 @@
 
 Every decision lives in the layers it calls; this file only knows the mgr's API.
 """
-import enum
 import errno
-import functools
 import inspect
 import json
 import threading
@@ -14,15 +12,14 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from mgr_module import CLIReadCommand, CLIWriteCommand, MgrModule, Option
 
-from .analysis.growth import growth_report
-from .analysis.plan import plan_report
 from .analysis.status import status_report
-from .analysis.whatif import Change, pg_map, simulate
-from .balance.report import eval_report, misplaced_copies, proposal_json, unkept
-from .crush.upmap import mismatches
-from .execute.driver import Driver, misplaced_max
+from .balance.report import misplaced_copies, proposal_json, unkept
+from .crush.upmap import map_mismatches
+from .execute.driver import Driver
 from .execute.gates import cluster_blockers
 from .execute.rounds import balance_round
+from .commands import table
+from .commands.answers import Inputs, answer
 from .model import options, snapshot
 from .model.errors import AdvisorError
 from .panel.server import Server
@@ -35,47 +32,41 @@ Report = Dict[str, Any]
 MAP_WAIT = 10.0     # seconds a write command waits for the mgr's map to show what it set
 
 
-class Mode(str, enum.Enum):
-    OFF = "off"
-    ADVISE = "advise"
-    AUTO = "auto"
+def declare(cmd: table.Command) -> None:
+    """Declare `ceph pg-advisor NAME` from its entry in the command table, the upstream way
+    (CLIReadCommand/CLIWriteCommand read the arguments from the typed signature, the help
+    from the docstring), with `-f` as an argument as pg_autoscaler declares it. The reply is
+    the report in the format asked (`views.show`), or an AdvisorError's code and message.
+    The format and the arguments are checked (table.check, as offline) before anything
+    runs, so a bad one changes nothing."""
+    P = inspect.Parameter
+    params = [P("self", P.POSITIONAL_OR_KEYWORD)]
+    for arg in cmd.args:
+        kind: Any = arg.kind
+        if arg.many:
+            kind = List[kind]    # Ceph's n=N
+        if arg.required:
+            params.append(P(arg.name, P.POSITIONAL_OR_KEYWORD, annotation=kind))
+        elif arg.kind is bool:
+            params.append(P(arg.name, P.POSITIONAL_OR_KEYWORD, default=False, annotation=bool))
+        else:
+            params.append(P(arg.name, P.POSITIONAL_OR_KEYWORD, default=None, annotation=Optional[kind]))
+    params.append(P("format", P.POSITIONAL_OR_KEYWORD, default="plain", annotation=str))
 
-
-class BalanceMode(str, enum.Enum):
-    PGS = "pgs"
-    BYTES = "bytes"
-
-
-def command(name: str, view: str, write: bool = False
-            ) -> Callable[[Callable[..., Report]], Callable[..., CommandResult]]:
-    """Declare `ceph pg-advisor NAME` the upstream way (CLIReadCommand/CLIWriteCommand: the
-    arguments from the method's typed parameters, the help from its docstring), with `-f`
-    as an argument as pg_autoscaler declares it. The method returns a report; the reply is
-    that report in the format asked (`views.show`: the view's text, json, json-pretty), or
-    an AdvisorError's code and message. The format is checked before the method runs, so a
-    bad one changes nothing."""
-    def declare(f: Callable[..., Report]) -> Callable[..., CommandResult]:
-        sig = inspect.signature(f)
-        fmt = inspect.Parameter("format", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="plain",
-                                annotation=str)
-
-        @functools.wraps(f)
-        def reply(self: Any, *args: Any, format: str = "plain", **kwargs: Any) -> CommandResult:
-            try:
-                checked = check_format(format)
-                return 0, show(view, f(self, *args, **kwargs), checked), ""
-            except AdvisorError as e:
-                return e.code, "", e.message
-        # CLICommand reads the arguments from the signature: the method's, and -f
-        setattr(reply, "__signature__", sig.replace(parameters=[*sig.parameters.values(), fmt],
-                                                    return_annotation=CommandResult))
-        (CLIWriteCommand if write else CLIReadCommand)("pg-advisor " + name)(reply)
-        return reply
-    return declare
+    def reply(self: "Module", format: str = "plain", **given: Any) -> CommandResult:
+        try:
+            checked = check_format(format)
+            return 0, show(cmd.view, self.answer(cmd, table.check(cmd, given)), checked), ""
+        except AdvisorError as e:
+            return e.code, "", e.message
+    setattr(reply, "__signature__", inspect.Signature(params, return_annotation=CommandResult))
+    reply.__doc__ = cmd.help
+    reply.__name__ = reply.__qualname__ = "_cmd_" + cmd.name.replace("-", "_")
+    (CLIWriteCommand if cmd.write else CLIReadCommand)("pg-advisor " + cmd.name)(reply)
 
 
 class Module(MgrModule):
-    # filled by MgrModule._register_commands from the @command declarations below
+    # filled by MgrModule._register_commands from the declarations (the command table) below
     COMMANDS: List[Dict[str, Any]] = []
     MODULE_OPTIONS = [Option(**o) for o in options.mgr_options()]
     # the cluster settings the sizing model reads, as the mgr sees them
@@ -155,21 +146,18 @@ class Module(MgrModule):
 
     # -- commands ------------------------------------------------------------------------------
 
-    @command("status", "status")
-    def _cmd_status(self, pool: Optional[str] = None) -> Report:
-        """Show pools, OSDs and how evenly PGs are spread over the OSDs"""
-        return self.status(pool)
-
-    @command("plan", "plan")
-    def _cmd_plan(self) -> Report:
-        """List the pg_num changes pg_advisor recommends, in order, with their cost"""
+    def inputs(self) -> Inputs:
         opts = self.current_options()
-        return plan_report(self.take_snapshot(), opts, self.balanced(opts))
+        return Inputs(self.take_snapshot(), opts, self.balanced(opts), self.cluster_ratio())
 
-    @command("eval", "eval")
-    def _cmd_eval(self, pool: Optional[str] = None) -> Report:
-        """Score the current PG distribution against each OSD's share"""
-        return eval_report(self.take_snapshot(), [pool] if pool else None)
+    def answer(self, cmd: table.Command, v: table.Values) -> Report:
+        """Command `cmd` with its checked values: the ones that only read are answered as the
+        offline CLI answers them; the ones that act, here."""
+        act = getattr(self, "_act_" + cmd.name.replace("-", "_"), None)
+        if act is not None:
+            report: Report = act(v)
+            return report
+        return answer(cmd.name, self.inputs(), v)
 
     def balancer_active(self) -> bool:
         return str(self.get_module_option_ex("balancer", "active", False)).lower() in ("true", "1")
@@ -182,22 +170,20 @@ class Module(MgrModule):
         why = cluster_blockers(snap)
         return why[0] if why else None
 
-    @command("balance", "balance", write=True)
-    def _cmd_balance(self, pool: Optional[str] = None, max_items: Optional[int] = None,
-                     dry_run: bool = False, mode: Optional[BalanceMode] = None) -> Report:
-        """Compute pg-upmap-items toward each OSD's share and set a bounded batch of them
-        (--dry-run: only show them)"""
+    def _act_balance(self, v: table.Values) -> Report:
+        """One bounded batch of pg-upmap-items toward each OSD's share (or only its dry run):
+        one round, as the background's, within the misplaced budget."""
         opts = self.current_options()
-        items = int(max_items) if max_items is not None else int(opts.balance_max_items)
+        items = v["max_items"] if v["max_items"] is not None else int(opts.balance_max_items)
         most = int(options.BY_NAME["balance_max_items"].max or 0)
-        if not 1 <= items <= most:     # as the option itself: one round stays small
-            raise AdvisorError.invalid(f"--max-items must be between 1 and {most}, not {items}")
+        if items > most:     # as the option itself: one round stays small
+            raise AdvisorError.invalid(f"--max-items must be within 1..{most} in the mgr, not {items}")
         snap = self.take_snapshot()
-        rnd = balance_round(snap, [pool] if pool else None, items,
-                            mode.value if mode is not None else str(opts.balance_mode),
+        rnd = balance_round(snap, [v["pool"]] if v["pool"] else None, items,
+                            v["mode"].value if v["mode"] is not None else str(opts.balance_mode),
                             misplaced_copies(snap, self.cluster_ratio()), float(opts.balance_min_gain))
         report = proposal_json(rnd.proposal)
-        dry = bool(dry_run)
+        dry = bool(v["dry_run"])
         report["dry_run"] = dry
         if not dry:
             self.driver.check_idle("balancing")
@@ -212,49 +198,11 @@ class Module(MgrModule):
             lost = unkept(rnd.taken(), kept)
             failed += [f"{pgid}: the mon did not keep the items" for pgid in lost]
             want = {k: v for k, v in rnd.wanted().items() if k not in lost}
-            replicated = {p.id for p in snap.pools if p.type == "replicated"}
-            bad = mismatches(want, self.mon_up_sets(snap, sorted(want)), replicated,
-                             snap.osds.up & snap.osds.exists)
+            bad = map_mismatches(snap, want, self.mon_up_sets(snap, sorted(want)))
             failed += [f"{pgid}: {why}" for pgid, why in sorted(bad.items())]
             report["applied"], report["failed"] = len(rnd.items) - len(failed), failed
             report["mismatched"] = len(bad)
         return report
-
-    @command("map", "map")
-    def _cmd_map(self, pool: Optional[str] = None) -> Report:
-        """Show every PG's up set as CRUSH computes it"""
-        return pg_map(self.take_snapshot(), pool)
-
-    @command("simulate", "simulate")
-    def _cmd_simulate(self, pool: Optional[str] = None, pg_num: Optional[int] = None,
-                      pgp_num: Optional[int] = None, out_osd: Optional[int] = None,
-                      reweight: Optional[int] = None, weight: Optional[float] = None,
-                      add_host: Optional[str] = None, osds: Optional[int] = None,
-                      device_class: Optional[str] = None, root: Optional[str] = None,
-                      backfill_mib_s: Optional[float] = None) -> Report:
-        """What a pg_num/pgp_num change (<pool> --pg_num N [--pgp_num M]), an OSD marked out
-        (--out-osd OSD), a reweight (--reweight OSD --weight W) or a new host (--add-host NAME
-        --osds N --weight W [--device-class C] [--root R] [--backfill-mib-s RATE]) would do"""
-        if add_host is not None:
-            if any(v is not None for v in (pool, pg_num, pgp_num, out_osd, reweight)):
-                raise AdvisorError.invalid("--add-host is simulated on its own (no pool, out or reweight)")
-            return self._grow(add_host, osds, weight, device_class, root, backfill_mib_s)
-        if (reweight is None) != (weight is None):
-            raise AdvisorError.invalid("--reweight OSD goes with --weight W")
-        weights = {int(reweight): float(weight)} if reweight is not None and weight is not None else {}
-        change = Change(pool=pool, pg_num=pg_num, pgp_num=pgp_num,
-                        out=(int(out_osd),) if out_osd is not None else (), reweight=weights)
-        return simulate(self.take_snapshot(), change)
-
-    def _grow(self, host: str, osds: Optional[int], weight: Optional[float], device_class: Optional[str],
-              root: Optional[str], rate: Optional[float]) -> Report:
-        if osds is None or weight is None:
-            raise AdvisorError.invalid("--add-host NAME goes with --osds N and --weight W (each OSD's "
-                                       "CRUSH weight)")
-        opts = self.current_options()
-        return growth_report(self.take_snapshot(), str(host), int(osds), float(weight), device_class,
-                             str(root or "default"), misplaced_max(opts, self.cluster_ratio()),
-                             float(rate) * (1 << 20) if rate is not None else None)
 
     # -- execution -----------------------------------------------------------------------------
 
@@ -307,87 +255,62 @@ class Module(MgrModule):
             t.join(120)
         return results
 
-    @command("mode", "mode", write=True)
-    def _cmd_mode(self, mode: Optional[Mode] = None) -> Report:
-        """Show or set what pg_advisor does in the background (off, advise: warn only, auto:
-        apply recommended pg_num changes in throttled steps)"""
-        if mode is not None:
-            self.set_module_option("mode", mode.value)
+    def _act_mode(self, v: table.Values) -> Report:
+        if v["mode"] is not None:
+            self.set_module_option("mode", v["mode"].value)
             self._wake.set()
         return {"mode": self.get_module_option("mode")}
 
-    @command("apply", "apply", write=True)
-    def _cmd_apply(self, pool: Optional[str] = None, pg_num: Optional[int] = None,
-                   dry_run: bool = False) -> Report:
-        """Apply the recommended pg_num changes (or --pool P --pg-num N) in throttled steps
-        (--dry-run: only show the steps)"""
+    def _act_apply(self, v: table.Values) -> Report:
         opts = self.current_options()
         report = self.driver.apply(self.take_snapshot(), opts, self.cluster_ratio(), self.balanced(opts),
-                                   pool, int(pg_num) if pg_num is not None else None, bool(dry_run),
-                                   time.time())
+                                   v["pool"], v["pg_num"], v["dry_run"], time.time())
         self._wake.set()
         return report
 
-    @command("pin-remapped", "pin-remapped", write=True)
-    def _cmd_pin_remapped(self, dry_run: bool = False) -> Report:
-        """Map every remapped PG back onto the OSDs that hold its data (pg-upmap-items), then
-        drain the pins in throttled balance rounds (--dry-run: only show them)"""
-        snap = self.take_snapshot()
+    def _act_pin_remapped(self, v: table.Values) -> Report:
+        snap, dry_run = self.take_snapshot(), v["dry_run"]
         report = self.driver.pin_remapped(snap, self.current_options(), self.cluster_ratio(),
-                                          bool(dry_run), self.burst, time.time(), self.balancer_active())
+                                          dry_run, self.burst, time.time(), self.balancer_active())
         if not dry_run and report.get("plan"):
             self._wait_for_map(snap.epoch)
             report["verified"] = self.driver.verify_pins(snap, time.time())
         self._wake.set()
         return report
 
-    # (not `target`: the ceph CLI keeps that name for itself, see test_module.py)
-    @command("drain", "drain", write=True)
-    def _cmd_drain(self, osd_or_bucket: str, dry_run: bool = False) -> Report:
-        """Empty an OSD (osd.N) or a CRUSH bucket such as a host through pg-upmap-items, in
-        throttled balance rounds, before it is taken out (--dry-run: only show it)"""
+    def _act_drain(self, v: table.Values) -> Report:
         report = self.driver.drain(self.take_snapshot(), self.current_options(), self.cluster_ratio(),
-                                   str(osd_or_bucket), bool(dry_run), time.time(), self.balancer_active())
+                                   v["osd_or_bucket"], v["dry_run"], time.time(), self.balancer_active())
         self._wake.set()
         return report
 
-    @command("pause", "progress", write=True)
-    def _cmd_pause(self) -> Report:
-        """Take no new step of the running plan"""
+    def _act_pause(self, v: table.Values) -> Report:
         with self.driver.lock:
             self.driver.executor.pause(time.time())
         self._wake.set()
         return self._progress()
 
-    @command("resume", "progress", write=True)
-    def _cmd_resume(self) -> Report:
-        """Continue the paused plan"""
+    def _act_resume(self, v: table.Values) -> Report:
         with self.driver.lock:
             self.driver.executor.resume(time.time())
         self._wake.set()
         return self._progress()
 
-    @command("abort", "abort", write=True)
-    def _cmd_abort(self) -> Report:
-        """Stop the plan, leaving pg_num and pgp_num consistent; say what remains"""
+    def _act_abort(self, v: table.Values) -> Report:
         summary = self.driver.abort(self.take_snapshot(), self.send, time.time())
         self._report_progress()
         self._serve_plan()
         self._wake.set()          # health follows at once
         return {"aborted": True, "summary": summary}
 
-    @command("progress", "progress")
-    def _cmd_progress(self) -> Report:
-        """The plan in progress: its steps and where it stands"""
+    def _act_progress(self, v: table.Values) -> Report:
         return self._progress()
 
     def _progress(self) -> Report:
         with self.driver.lock:
             return self.driver.executor.report()
 
-    @command("history", "history")
-    def _cmd_history(self) -> Report:
-        """The steps pg_advisor took (the last 200 events)"""
+    def _act_history(self, v: table.Values) -> Report:
         with self.driver.lock:
             return {"history": list(self.driver.executor.history)}
 
@@ -418,7 +341,7 @@ class Module(MgrModule):
             self.log.warning("pg_advisor: progress event: %s", e)
 
     def _handle_command(self, inbuf: Optional[str], cmd: Dict[str, Any]) -> Any:
-        """The mgr's entry for every command: MgrModule dispatches to the @command
+        """The mgr's entry for every command: MgrModule dispatches to the declared
         declarations; a bug must not take the mgr down, so it becomes an error that says
         what failed."""
         try:
@@ -539,3 +462,7 @@ class Module(MgrModule):
     def config_notify(self) -> None:
         # new options (or a new sleep_interval) apply at once: re-evaluate now
         self._wake.set()
+
+
+for _cmd in table.COMMANDS:
+    declare(_cmd)

@@ -44,8 +44,8 @@ def validate(snap: Snapshot, ch: Change) -> Optional[Pool]:
     if ch.pool is None and (ch.pg_num is not None or ch.pgp_num is not None):
         raise AdvisorError.invalid("--pg-num/--pgp-num need a pool")
     if ch.pool is None and not ch.out and not ch.reweight:
-        raise AdvisorError.invalid("nothing to simulate: give POOL --pg-num N, --out OSD or "
-                                   "--reweight OSD WEIGHT")
+        raise AdvisorError.invalid("nothing to simulate: give POOL --pg-num N, --out-osd OSD or "
+                                   "--reweight OSD --weight W")
     pool = snap.pool_by_name(ch.pool) if ch.pool is not None else None
     if pool is not None and ch.pg_num is None and ch.pgp_num is None:
         raise AdvisorError.invalid(f"pool '{pool.name}': give --pg-num and/or --pgp-num")

@@ -16,6 +16,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 import numpy as np
 
 from ..model.constants import CRUSH_ITEM_NONE
+from ..model.snapshot import Snapshot
 
 Pair = Tuple[int, int]
 
@@ -145,3 +146,10 @@ def mismatches(want: Mapping[str, Sequence[int]], got: Mapping[str, Sequence[int
                      real if replicated else w, replicated):
             out[pgid] = f"items written for {list(w)}, the map gives {list(g)}"
     return out
+
+
+def map_mismatches(snap: Snapshot, want: Mapping[str, Sequence[int]],
+                   got: Mapping[str, Sequence[int]]) -> Dict[str, str]:
+    """mismatches() for the cluster in `snap`: its replicated pools, its OSDs that are up."""
+    replicated = {p.id for p in snap.pools if p.type == "replicated"}
+    return mismatches(want, got, replicated, snap.osds.up & snap.osds.exists)

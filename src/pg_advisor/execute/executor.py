@@ -17,7 +17,7 @@ import numpy as np
 
 from ..balance.report import misplaced_copies, mon_commands, unkept
 from ..crush.placement import Placer
-from ..crush.upmap import NotExpressible, build_items, mismatches
+from ..crush.upmap import NotExpressible, build_items, map_mismatches
 from ..model.distribution import rule_weights
 from ..model.errors import AdvisorError
 from ..model.options import WEEKDAYS, check_window, minutes, weekdays
@@ -595,8 +595,7 @@ class Executor:
         if not want:
             return {}
         got = self.up_sets(snap, sorted(want))
-        replicated = {p.id for p in snap.pools if p.type == "replicated"}
-        bad = mismatches(want, got, replicated, snap.osds.up & snap.osds.exists)
+        bad = map_mismatches(snap, want, got)
         st = self.state
         if bad and st is not None:
             st.mismatched += len(bad)

@@ -29,15 +29,13 @@ def set_items(snap: Snapshot, items: Items, burst: Burst, prime: bool) -> ItemsS
     sends a thread a command, so a big round never opens hundreds at once."""
     cmds = mon_commands({k: [(int(p[0]), int(p[1])) for p in v] for k, v in items.items()})
     out = ItemsSet()
-    for i in range(0, len(cmds), PRIME_BATCH):
-        batch = cmds[i:i + PRIME_BATCH]
-        if prime:       # each PG's pg_temp and items together, for one map epoch
-            batch, primed = primed_commands(snap, batch)
-            out.primed += primed
-        for c, (rc, err) in item_results(batch, burst(batch)):
-            if rc != 0:
-                out.failed[c["pgid"]] = err.strip() or f"error {rc}"
-    return out
+
+    def primed(batch: List[Command]) -> List[Command]:
+        # each PG's pg_temp and items together, for one map epoch
+        batch, n = primed_commands(snap, batch)
+        out.primed += n
+        return batch
+    return _send(cmds, burst, primed if prime else None, out)
 
 
 def set_full(snap: Snapshot, full: Mapping[str, Sequence[int]], burst: Burst) -> ItemsSet:
@@ -55,11 +53,17 @@ def unset_full(pgids: Sequence[str], burst: Burst) -> ItemsSet:
     return _send([{"prefix": "osd rm-pg-upmap", "pgid": k} for k in pgids], burst)
 
 
-def _send(cmds: List[Command], burst: Burst) -> ItemsSet:
-    out = ItemsSet()
+def _send(cmds: List[Command], burst: Burst,
+          before: Optional[Callable[[List[Command]], List[Command]]] = None,
+          out: Optional[ItemsSet] = None) -> ItemsSet:
+    """Send `cmds` PRIME_BATCH PGs to a burst (`before` may add commands to each batch),
+    keeping each PG's refusal."""
+    out = out if out is not None else ItemsSet()
     for i in range(0, len(cmds), PRIME_BATCH):
         batch = cmds[i:i + PRIME_BATCH]
-        for c, (rc, err) in zip(batch, burst(batch)):
+        if before is not None:
+            batch = before(batch)
+        for c, (rc, err) in item_results(batch, burst(batch)):
             if rc != 0:
                 out.failed[c["pgid"]] = err.strip() or f"error {rc}"
     return out

@@ -18,6 +18,7 @@ class FakeMgr:
     def __init__(self, docs: Dict[str, Any], options: Optional[Dict[str, Any]] = None) -> None:
         self.docs = docs
         self.options = {"debug_mgr": "0/5", "log_file": "/dev/null", "mon_max_pg_per_osd": 250,
+                        "target_max_misplaced_ratio": 0.05,
                         **(options or {})}
         self.store: Dict[str, str] = {}
         self.module_options: Dict[Any, Any] = {}

@@ -21,6 +21,7 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     ("execute", ("execute",)),
     ("render", ("render",)),
     ("panel", ("panel",)),
+    ("commands", ("commands",)),
     ("adapters", ("module", "cli", "__main__", "__init__")),
 ]
 ADAPTERS = LAYERS[-1][1]

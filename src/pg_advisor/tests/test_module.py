@@ -82,7 +82,7 @@ def test_junk_from_the_mgr_is_einval(module: Module) -> None:
 def test_a_bug_is_reported_not_raised(module: Module, monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*args: Any) -> None:
         raise ZeroDivisionError("oops")
-    monkeypatch.setattr("pg_advisor.module.status_report", boom)
+    monkeypatch.setattr("pg_advisor.commands.answers.status_report", boom)
     code, _, err = module._handle_command(None, {"prefix": "pg-advisor status"})
     assert code == -5 and "internal error" in err and "oops" in err
 

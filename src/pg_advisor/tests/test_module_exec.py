@@ -138,7 +138,7 @@ def test_expansion_commands_through_the_module(wired: Any) -> None:
     for kw, code_, message in (
             ({"add_host": "h9", "osds": 2}, -22, "goes with --osds N and --weight W"),
             ({"add_host": "h9", "osds": 2, "weight": 1.0, "backfill_mib_s": -1.0}, -22, "backfill-mib-s"),
-            ({"add_host": "h9", "osds": 2, "weight": 1.0, "out_osd": 1}, -22, "on its own")):
+            ({"add_host": "h9", "osds": 2, "weight": 1.0, "out_osd": [1]}, -22, "on its own")):
         code, _, err = cmd(m, "simulate", **kw)
         assert code == code_ and message in err
     code, _, err = cmd(m, "drain", osd_or_bucket="osd.99")

@@ -1,0 +1,1 @@
+"""The commands both adapters serve: declared once (table.py), answered once (answers.py)."""

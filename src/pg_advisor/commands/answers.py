@@ -1,0 +1,82 @@
+"""The reports of the commands that only read: the same function answers `ceph pg-advisor X`
+in the mgr and `python3 -m pg_advisor ... X` offline, from a snapshot and the options."""
+from dataclasses import dataclass
+from typing import Any, Callable, Dict
+
+from ..analysis.growth import growth_report
+from ..analysis.plan import plan_report
+from ..analysis.status import status_report
+from ..analysis.whatif import Change, pg_map, simulate
+from ..balance.drain import drain_report
+from ..balance.remapped import pin_remapped, pins_report
+from ..balance.report import balance_report, eval_report
+from ..execute.driver import misplaced_max
+from ..model.options import Options
+from ..model.snapshot import Snapshot
+from .table import MAX_BALANCE_ITEMS, Values
+
+Report = Dict[str, Any]
+MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What one command reads: the cluster as it is, the module's options, whether sizing
+    assumes a balanced cluster, and the cluster's target_max_misplaced_ratio."""
+    snap: Snapshot
+    opts: Options
+    balanced: bool
+    cluster_ratio: float
+
+
+def _status(i: Inputs, v: Values) -> Report:
+    return status_report(i.snap, v["pool"], i.opts, i.balanced)
+
+
+def _eval(i: Inputs, v: Values) -> Report:
+    return eval_report(i.snap, [v["pool"]] if v["pool"] else None)
+
+
+def _plan(i: Inputs, v: Values) -> Report:
+    return plan_report(i.snap, i.opts, i.balanced)
+
+
+def _map(i: Inputs, v: Values) -> Report:
+    return pg_map(i.snap, v["pool"])
+
+
+def _simulate(i: Inputs, v: Values) -> Report:
+    if v["add_host"] is not None:
+        rate = v["backfill_mib_s"] * MIB if v["backfill_mib_s"] is not None else None
+        return growth_report(i.snap, v["add_host"], v["osds"], v["weight"], v["device_class"],
+                             v["root"] or "default", misplaced_max(i.opts, i.cluster_ratio), rate)
+    reweight = {v["reweight"]: v["weight"]} if v["reweight"] is not None else {}
+    return simulate(i.snap, Change(pool=v["pool"], pg_num=v["pg_num"], pgp_num=v["pgp_num"],
+                                   out=tuple(v["out_osd"] or ()), reweight=reweight))
+
+
+# offline, the writing commands answer with their dry run
+def _balance(i: Inputs, v: Values) -> Report:
+    report = balance_report(i.snap, [v["pool"]] if v["pool"] else None, v["max_items"] or MAX_BALANCE_ITEMS,
+                            v["mode"].value if v["mode"] else str(i.opts.balance_mode),
+                            min_gain=float(i.opts.balance_min_gain))
+    return dict(report, dry_run=True)
+
+
+def _pin_remapped(i: Inputs, v: Values) -> Report:
+    return dict(pins_report(i.snap, pin_remapped(i.snap)), dry_run=True)
+
+
+def _drain(i: Inputs, v: Values) -> Report:
+    return dict(drain_report(i.snap, v["osd_or_bucket"]), dry_run=True)
+
+
+ANSWERS: Dict[str, Callable[[Inputs, Values], Report]] = {
+    "status": _status, "eval": _eval, "plan": _plan, "map": _map, "simulate": _simulate,
+    "balance": _balance, "pin-remapped": _pin_remapped, "drain": _drain,
+}
+
+
+def answer(name: str, inputs: Inputs, values: Values) -> Report:
+    """The report of command `name` (its values checked by table.check)."""
+    return ANSWERS[name](inputs, values)
