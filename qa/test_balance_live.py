@@ -61,7 +61,8 @@ def test_eval_dry_run_and_a_bounded_round(clean_upmaps: Cluster) -> None:
 
 
 @pytest.mark.parametrize("args, code, message", [
-    (["--max-items", "0"], 22, "between 1 and 10000, not 0"),
+    (["--max-items", "0"], 22, "--max-items must be within 1..10000, not 0"),
+    (["--max-items", "10001"], 22, "--max-items must be within 1..10000, not 10001"),
     (["--pool", "nosuchpool"], 2, "does not exist"),
 ])
 def test_bad_balance_arguments(clean_upmaps: Cluster, args: Any, code: int, message: str) -> None:

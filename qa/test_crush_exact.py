@@ -153,6 +153,60 @@ def test_osds_the_rule_cannot_reach_get_nothing(tmp_path: Path, racked: bool,
     assert res.items and not [pg for pg, pairs in res.items.items() for _, to in pairs if to in stray]
 
 
+def _chain_map(tmp: Path, steps: Sequence[str], size: int = 3) -> GeneratedMap:
+    """Hosts under chains of one-child buckets (0 to 300 deep, a rack of one host, a
+    chain that ends in an empty bucket, a host of one OSD): CRUSH takes a bucket's only
+    child without a draw, and ours skips such chains in one hop (crush/mapper.hops)."""
+    out = [TUNABLES, "".join(f"device {o} osd.{o}\n" for o in range(13)),
+           "type 0 osd\ntype 1 host\ntype 2 chassis\ntype 3 rack\ntype 4 root\n"]
+    ids = iter(range(-2, -2000, -1))
+    depth = [0, 1, 5, 40, 300, 2, 3]
+
+    def chain(name: str, weight: float, d: int) -> str:
+        for k in range(d):
+            out.append(_bucket("chassis", f"{name}-c{k}", next(ids), [(name, weight)]))
+            name = f"{name}-c{k}"
+        return name
+    tops: Dict[int, List[Tuple[str, float]]] = {r: [] for r in range(5)}
+    for h in range(7):
+        osds = [(f"osd.{2 * h}", 1.0), (f"osd.{2 * h + 1}", 1.0)] if h < 6 else [("osd.12", 1.0)]
+        out.append(_bucket("host", f"host{h}", next(ids), osds))
+        tops[(0, 0, 1, 2, 2, 3, 3)[h]].append((chain(f"host{h}", float(len(osds)), depth[h]), len(osds)))
+    out.append(_bucket("chassis", "empty", next(ids), []))
+    tops[4].append((chain("empty", 0.0, 3), 0.0))
+    for r, items in tops.items():
+        out.append(_bucket("rack", f"rack{r}", next(ids), items))
+    out.append(_bucket("root", "default", -1, [(f"rack{r}", sum(w for _, w in tops[r])) for r in tops]))
+    out.append(rule(steps))
+    (tmp / "crush.txt").write_text("".join(out))
+    run("crushtool", "-c", str(tmp / "crush.txt"), "-o", str(tmp / "crush.bin"))
+    om = tmp / "osdmap.bin"
+    run("osdmaptool", "--createsimple", "13", "--with-default-pool", "--clobber", "--pg-bits", "6",
+        "--pgp-bits", "6", f"--osd_pool_default_size={size}", str(om))
+    run("osdmaptool", str(om), "--import-crush", str(tmp / "crush.bin"))
+    return GeneratedMap(path=om, num_osds=13)
+
+
+@pytest.mark.parametrize("steps, size", [
+    (["take default", "chooseleaf firstn 0 type host", "emit"], 3),
+    (["take default", "choose firstn 0 type rack", "chooseleaf firstn 1 type host", "emit"], 3),
+    (["set_choose_tries 100", "take default", "chooseleaf indep 0 type host", "emit"], 3),
+    (["take default", "chooseleaf firstn 0 type chassis", "emit"], 3),
+    # more replicas than hosts: once every host is used, ours stops trying (mapper.reach)
+    (["take default", "chooseleaf firstn 0 type host", "emit"], 10),
+    (["set_choose_tries 100", "take default", "chooseleaf indep 0 type host", "emit"], 10),
+    (["take default", "choose indep 0 type rack", "emit"], 6),
+], ids=["host", "rack-then-host", "indep-host", "chassis", "host-size-10", "indep-host-size-10",
+        "indep-rack-size-6"])
+def test_chains_of_one_child_buckets(tmp_path: Path, steps: Sequence[str], size: int) -> None:
+    gm = _chain_map(tmp_path, steps, size)
+    osd_dump, crush = gm.dumps()
+    ref = gm.reference()
+    assert any(12 in up for up, _ in ref.values()) or size == 6   # the host of one OSD is used
+    bad = mismatches(snapshot.load(osd_dump, crush), ref)
+    assert not bad, f"{len(bad)} of {len(ref)} PGs differ, first: {bad[:5]}"
+
+
 @pytest.fixture(scope="module")
 def live_map(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedMap]:
     """The live mon's map with an EC 4+2 pool, a reweight, an out OSD, a zero CRUSH weight,

@@ -56,7 +56,7 @@ def declare(cmd: table.Command) -> None:
     def reply(self: "Module", format: str = "plain", **given: Any) -> CommandResult:
         try:
             checked = check_format(format)
-            return 0, show(cmd.view, self.answer(cmd, table.check(cmd, given)), checked), ""
+            return 0, show(cmd.view, self.answer(cmd, table.check(cmd, given, live=True)), checked), ""
         except AdvisorError as e:
             return e.code, "", e.message
     setattr(reply, "__signature__", inspect.Signature(params, return_annotation=CommandResult))
@@ -174,10 +174,8 @@ class Module(MgrModule):
         """One bounded batch of pg-upmap-items toward each OSD's share (or only its dry run):
         one round, as the background's, within the misplaced budget."""
         opts = self.current_options()
+        # (table.check held --max-items to the option's bound: one round stays small)
         items = v["max_items"] if v["max_items"] is not None else int(opts.balance_max_items)
-        most = int(options.BY_NAME["balance_max_items"].max or 0)
-        if items > most:     # as the option itself: one round stays small
-            raise AdvisorError.invalid(f"--max-items must be within 1..{most} in the mgr, not {items}")
         snap = self.take_snapshot()
         rnd = balance_round(snap, [v["pool"]] if v["pool"] else None, items,
                             v["mode"].value if v["mode"] is not None else str(opts.balance_mode),
@@ -341,9 +339,16 @@ class Module(MgrModule):
             self.log.warning("pg_advisor: progress event: %s", e)
 
     def _handle_command(self, inbuf: Optional[str], cmd: Dict[str, Any]) -> Any:
-        """The mgr's entry for every command: MgrModule dispatches to the declared
-        declarations; a bug must not take the mgr down, so it becomes an error that says
-        what failed."""
+        """The mgr's entry for every command: MgrModule dispatches to the declarations; a
+        bug must not take the mgr down, so it becomes an error that says what failed. The
+        arguments are checked first: the mgr's own cast would fail on a value the `ceph`
+        CLI never sends (a raw mon command can), as an internal error."""
+        known = table.BY_NAME.get(str(cmd.get("prefix", "")).removeprefix("pg-advisor "))
+        if known is not None:
+            try:
+                table.check(known, {a.name: cmd[a.name] for a in known.args if a.name in cmd}, live=True)
+            except AdvisorError as e:
+                return e.code, "", e.message
         try:
             return super()._handle_command(inbuf or "", cmd)
         except Exception as e:

@@ -42,11 +42,22 @@ def ancestors(snap: Snapshot) -> Dict[int, np.ndarray]:
     out: Dict[int, np.ndarray] = {0: np.arange(n, dtype=np.int64)}
     for t in set(snap.crush_types.values()) - {0}:
         out[t] = NO_ANCESTOR - np.arange(n, dtype=np.int64)
-    for osd in range(n):
-        for node in walk_up(parent, osd):
+    # only the OSDs CRUSH holds (ids may reach 2^20 while a few exist), each bucket's
+    # chain walked once (a chain of thousands of nested buckets is legal)
+    above: Dict[int, List[int]] = {}
+    for osd in sorted(k for k in parent if 0 <= k < n):
+        for node in [parent[osd]] + _above(parent, parent[osd], above):
             out.setdefault(snap.buckets[node].type_id,
                            NO_ANCESTOR - np.arange(n, dtype=np.int64))[osd] = node
     return out
+
+
+def _above(parent: Dict[int, int], bucket: int, memo: Dict[int, List[int]]) -> List[int]:
+    """The buckets above `bucket`, nearest first, remembered for the next OSD under it."""
+    got = memo.get(bucket)
+    if got is None:
+        got = memo[bucket] = walk_up(parent, bucket)
+    return got
 
 
 def has_ancestor(a: np.ndarray) -> np.ndarray:

@@ -8,8 +8,9 @@ chosen so that each one brings an OSD above its ceiling down or one below its fl
 most underfull one ("pull"); a move that only lowers the squared deviation is the
 fallback when the rule leaves no direct move. Optionally, bytes come last (bytes mode).
 """
+from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, DefaultDict, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -78,13 +79,15 @@ class PoolState:
     bytes: np.ndarray        # per row: bytes one replica (EC: one shard) holds
     primary: np.ndarray      # per row: the primary before balancing (-1: none)
     level: Level = field(init=False)
-    rows_of: List[Set[int]] = field(init=False)   # OSD -> healthy rows it holds
+    # OSD -> healthy rows it holds; a dict, not a list over max_osd: ids may reach 2^20
+    # while a few hundred OSDs exist (a list of sets cost 650 MiB there)
+    rows_of: DefaultDict[int, Set[int]] = field(init=False)
     _rows: Dict[int, np.ndarray] = field(init=False)   # rows_of as arrays, until they change
 
     def __post_init__(self) -> None:
         n = self.share.shape[0]
         self.level = Level(up_counts(self.up, n), self.share)
-        self.rows_of = [set() for _ in range(n)]
+        self.rows_of = defaultdict(set)
         rows = np.flatnonzero(self.healthy)
         for r, osd in zip(np.repeat(rows, self.up.shape[1]).tolist(), self.up[rows].reshape(-1).tolist()):
             if 0 <= osd < n:
@@ -101,8 +104,8 @@ class PoolState:
         # changes only two OSDs: keep each array until its OSD's rows change
         a = self._rows.get(osd)
         if a is None:
-            a = self._rows[osd] = np.fromiter(self.rows_of[osd], dtype=np.int64,
-                                              count=len(self.rows_of[osd]))
+            held = self.rows_of.get(osd, ())
+            a = self._rows[osd] = np.fromiter(held, dtype=np.int64, count=len(held))
         return a
 
     def move(self, row: int, src: int, dst: int) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple, Type, Union
 
 from ..model.errors import AdvisorError
-from ..model.options import INT_TEXT
+from ..model.options import BY_NAME as BY_OPTION, INT_TEXT
 
 Values = Dict[str, Any]
 # a number as text: ASCII, no spaces or underscores; nan and inf are refused by name below
@@ -48,6 +48,7 @@ class Arg:
     aliases: Tuple[str, ...] = ()  # more offline spellings
     low: Optional[float] = None   # bounds, inclusive
     high: Optional[float] = None
+    live_high: Optional[float] = None   # a tighter bound in the mgr, whose work it shares
     metavar: Optional[str] = None
 
     @property
@@ -108,7 +109,7 @@ COMMANDS: Tuple[Command, ...] = (
             (_pool("only this pool"),
              Arg("max_items", int, "at most this many replica moves (default: the option "
                  "balance_max_items live, every move offline)", low=1, high=MAX_BALANCE_ITEMS,
-                 metavar="N"),
+                 live_high=BY_OPTION["balance_max_items"].max, metavar="N"),
              DRY_RUN,
              Arg("mode", BalanceMode, "pgs (counts) or bytes (counts, then fullness); "
                  "default: the option balance_mode")),
@@ -166,7 +167,7 @@ BY_NAME: Dict[str, Command] = {c.name: c for c in COMMANDS}
 OFFLINE = tuple(c for c in COMMANDS if c.offline)
 
 
-def _one(arg: Arg, value: Any) -> Any:
+def _one(arg: Arg, value: Any, live: bool) -> Any:
     """One value of `arg`, typed and within its bounds, or an AdvisorError."""
     flag = arg.flag
     if arg.kind is bool:
@@ -197,6 +198,8 @@ def _one(arg: Arg, value: Any) -> Any:
         raise AdvisorError.invalid(f"{flag} must be a finite number, not {number}")
     low = arg.low if arg.low is not None else (-INT_MAX - 1 if arg.kind is int else None)
     high = arg.high if arg.high is not None else (INT_MAX if arg.kind is int else None)
+    if live and arg.live_high is not None:
+        high = arg.live_high
     if (low is not None and number < low) or (high is not None and number > high):
         raise AdvisorError.invalid(f"{flag} must be within {_text(low)}..{_text(high)}, "
                                    f"not {_text(number)}")
@@ -209,10 +212,11 @@ def _text(x: Optional[float]) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
-def check(cmd: Command, given: Values) -> Values:
+def check(cmd: Command, given: Values, live: bool = False) -> Values:
     """The arguments of `cmd`, each typed and within its bounds (absent ones None, flags
     False), checked together; an AdvisorError names the first wrong one. Nothing runs
-    before this, so a bad argument changes nothing."""
+    before this, so a bad argument changes nothing. `live`: asked of the mgr, where some
+    bounds are tighter (its work shares the mgr with every other module)."""
     unknown = sorted(set(given) - {a.name for a in cmd.args})
     if unknown:
         raise AdvisorError.invalid(f"{cmd.name} takes no argument {unknown[0]!r}")
@@ -227,9 +231,9 @@ def check(cmd: Command, given: Values) -> Values:
             items = list(value) if isinstance(value, (list, tuple)) else [value]
             if len(items) > MAX_OUT_OSDS:
                 raise AdvisorError.invalid(f"{arg.flag}: at most {MAX_OUT_OSDS} values, not {len(items)}")
-            out[arg.name] = [_one(arg, v) for v in items]
+            out[arg.name] = [_one(arg, v, live) for v in items]
         else:
-            out[arg.name] = _one(arg, value)
+            out[arg.name] = _one(arg, value, live)
     if cmd.check is not None:
         cmd.check(out)
     return out

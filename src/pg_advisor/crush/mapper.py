@@ -34,6 +34,9 @@ class _Ctx:
         for s in np.unique(sizes).tolist():
             sel = np.flatnonzero(sizes == s)
             bb = b[sel]
+            if s == 1:      # straw2 takes its first item whatever the draw: no hash needed
+                out[sel] = cm.items[bb, 0]     # (a chain of thousands of such buckets is legal)
+                continue
             items = cm.items[bb, :s]
             if self.args is None:
                 ids, w = items, cm.weights[bb, :s]
@@ -52,6 +55,46 @@ class _Ctx:
         coin = (hash32_2(x, item) & np.uint32(0xFFFF)).astype(np.int64)
         return ~inside | ((w < WEIGHT_ONE) & ((w == 0) | (coin >= w)))
 
+    def hops(self, want_type: int) -> np.ndarray:
+        """Bucket index -> where a descent toward want_type really chooses: past every
+        bucket of one child (it always takes that child) that is not itself of want_type.
+        A chain of thousands of nested buckets then costs one choice, not thousands."""
+        cm = self.cm
+        nb = cm.max_buckets
+        child = cm.items[:, 0] if cm.items.shape[1] else np.zeros(nb, dtype=np.int64)
+        inner = (cm.size == 1) & (child < 0)
+        idx = np.where(inner, -1 - child, 0)
+        one = inner & (cm.type_id[idx] != want_type)
+        nxt = np.where(one, idx, np.arange(nb))
+        for _ in range(max(nb, 2).bit_length()):    # pointer doubling: log2(depth) steps
+            nxt = nxt[nxt]
+        return nxt
+
+    def reach(self, type_id: int) -> np.ndarray:
+        """Bucket index -> how many items of type_id a descent from it can end on (at most:
+        an item held twice counts twice). Once a choose has placed that many distinct
+        items, every later try collides and changes nothing: the caller may stop."""
+        cm = self.cm
+        nb = cm.max_buckets
+        got = np.full(nb, -1, dtype=np.int64)
+        for root in range(nb):
+            stack = [root]
+            while stack:            # iterative: a chain of thousands of buckets is legal
+                b = stack[-1]
+                if got[b] >= 0:
+                    stack.pop()
+                    continue
+                kids = cm.items[b, :cm.size[b]].tolist()
+                inner = [-1 - c for c in kids if c < 0 and cm.type_id[-1 - c] != type_id
+                         and got[-1 - c] < 0]
+                if inner:
+                    stack.extend(inner)
+                    continue
+                got[b] = sum(1 if (c >= 0 and type_id == 0) or (c < 0 and cm.type_id[-1 - c] == type_id)
+                             else (int(got[-1 - c]) if c < 0 else 0) for c in kids)
+                stack.pop()
+        return got
+
     def descend(self, b: np.ndarray, x: np.ndarray, r: np.ndarray, position: np.ndarray,
                 want_type: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """From buckets b down to an item of want_type: (item, its type, status)."""
@@ -62,7 +105,9 @@ class _Ctx:
         itype = np.zeros(n, dtype=np.int64)
         status = np.full(n, OK, dtype=np.int64)
         pending = np.arange(n)
+        hop = self.hops(want_type)
         while pending.size:
+            b[pending] = hop[b[pending]]
             empty = cm.size[b[pending]] == 0
             status[pending[empty]] = EMPTY
             go = pending[~empty]
@@ -80,8 +125,10 @@ def _choose_firstn(ctx: _Ctx, bucket: np.ndarray, x: np.ndarray, type_id: int,
                    out: np.ndarray, out2: Optional[np.ndarray], outpos: np.ndarray,
                    count: np.ndarray, rep_start: np.ndarray, rep_end: np.ndarray,
                    tries: int, recurse_tries: int, recurse_to_leaf: bool, vary_r: int,
-                   stable: int, parent_r: np.ndarray) -> np.ndarray:
-    """crush_choose_firstn over rows; fills out (and out2) in place, returns outpos."""
+                   stable: int, parent_r: np.ndarray, reach: Optional[np.ndarray] = None) -> np.ndarray:
+    """crush_choose_firstn over rows; fills out (and out2) in place, returns outpos.
+    `reach` (a top-level choose, whose `out` holds only its own picks): a row that has
+    placed every item its bucket can reach stops (each further try would collide)."""
     outpos = outpos.copy()
     count = count.copy()
     cols = np.arange(out.shape[1])
@@ -89,6 +136,8 @@ def _choose_firstn(ctx: _Ctx, bucket: np.ndarray, x: np.ndarray, type_id: int,
         rep = rep_start + k
         ftotal = np.zeros(x.shape[0], dtype=np.int64)
         todo = np.flatnonzero((rep < rep_end) & (count > 0))
+        if reach is not None:
+            todo = todo[outpos[todo] < reach[bucket[todo]]]
         while todo.size:
             rows = todo
             r = rep[rows] + parent_r[rows] + ftotal[rows]
@@ -131,8 +180,11 @@ def _choose_firstn(ctx: _Ctx, bucket: np.ndarray, x: np.ndarray, type_id: int,
 def _choose_indep(ctx: _Ctx, bucket: np.ndarray, x: np.ndarray, left: np.ndarray,
                   numrep: int, type_id: int, out: np.ndarray, outpos: np.ndarray,
                   tries: int, recurse_tries: int, recurse_to_leaf: bool,
-                  out2: Optional[np.ndarray], parent_r: np.ndarray) -> None:
-    """crush_choose_indep over rows: positional, holes become CRUSH_ITEM_NONE."""
+                  out2: Optional[np.ndarray], parent_r: np.ndarray,
+                  reach: Optional[np.ndarray] = None) -> None:
+    """crush_choose_indep over rows: positional, holes become CRUSH_ITEM_NONE. `reach`
+    (a top-level choose): a row that holds every item its bucket can reach stops (each
+    further try collides, or sets a hole where one would be left anyway)."""
     left = left.copy()
     endpos = outpos + left
     cols = np.arange(out.shape[1])
@@ -143,6 +195,9 @@ def _choose_indep(ctx: _Ctx, bucket: np.ndarray, x: np.ndarray, left: np.ndarray
     width = int((endpos - outpos).max(initial=0))
     for ftotal in range(tries):
         in_pass = left > 0
+        if reach is not None:
+            placed = (span & (out != CRUSH_ITEM_UNDEF) & (out != CRUSH_ITEM_NONE)).sum(axis=1)
+            in_pass &= placed < reach[bucket]
         if not in_pass.any():
             break
         for k in range(width):
@@ -244,11 +299,13 @@ def do_rule(cm: CompiledCrush, rule: CompiledRule, x: np.ndarray, result_max: in
                     recurse_tries = leaf_tries or (1 if t.chooseleaf_descend_once else choose_tries)
                     got = _choose_firstn(ctx, b, x[rows], step.arg2, seg, seg2, zeros, room,
                                          zeros, np.full(rows.size, numrep), choose_tries,
-                                         recurse_tries, leafy, vary_r, stable, zeros)
+                                         recurse_tries, leafy, vary_r, stable, zeros,
+                                         ctx.reach(step.arg2))
                 else:
                     got = np.minimum(numrep, room)
                     _choose_indep(ctx, b, x[rows], got, numrep, step.arg2, seg, zeros,
-                                  choose_tries, leaf_tries or 1, leafy, seg2, zeros)
+                                  choose_tries, leaf_tries or 1, leafy, seg2, zeros,
+                                  ctx.reach(step.arg2))
                 for k in range(numrep):
                     m = np.flatnonzero(got > k)
                     dst = osize[rows[m]] + k

@@ -24,7 +24,7 @@ MAX_AFFINITY = WEIGHT_ONE
 # CRUSH results a placer keeps (entries of its up-set matrices): sizing and plans map the
 # same pool at the same pg_num several times, and a map whose draws keep failing (an item
 # CRUSH must reject at every try) costs a second per run
-CACHE_MAX = 1 << 21
+CACHE_MAX = 1 << 23
 
 
 def stable_mod(x: np.ndarray, b: int) -> np.ndarray:

@@ -99,8 +99,9 @@ class Pool:
 
 @dataclass(frozen=True)
 class Osds:
-    """Per-OSD vectors indexed by OSD id: 0 .. max_osd-1, and on to the highest device
-    CRUSH names when that is past max_osd (such a device never exists)."""
+    """Per-OSD vectors indexed by OSD id: 0 up to the highest id the maps name (below
+    max_osd), and on to the highest device CRUSH names when that is past max_osd (such a
+    device never exists)."""
     exists: np.ndarray
     up: np.ndarray
     in_: np.ndarray
@@ -502,13 +503,19 @@ def _osd_placement(buckets: Mapping[int, Bucket], n_osd: int
 
 
 def _load_osds(osd_dump: Json, crush: Json, buckets: Mapping[int, Bucket],
-               pg_map: Optional[Json]) -> Osds:
+               pg_map: Optional[Json], named: int = -1) -> Osds:
+    """`named`: the highest OSD id an upmap or a PG's up or acting set names."""
     max_osd = _int(osd_dump, "max_osd", "osd dump", 0, MAX_OSD)
+    ids = [_int(o, "osd", "osd dump: osd") for o in _list(osd_dump, "osds", "osd dump")]
+    # The vectors end at the highest id anything names, not at max_osd: an id below max_osd
+    # that nothing names does not exist and nothing reaches it, so it changes no answer,
+    # while max_osd may reach 2^20 with a few OSDs (every vector and walk then cost 2^20).
     # A device CRUSH names past max_osd does not exist, as in Ceph (CRUSH skips it, OSDMap
     # drops it): the vectors cover it too, never existing, so every walk can index it.
     # A new cluster has pools before OSDs (max_osd 0): the vectors still hold one slot,
     # an osd.0 that does not exist, so that no walk indexes an empty vector.
-    n = max([max_osd, 1] + [int(b.items.max()) + 1 for b in buckets.values() if b.items.size])
+    n = max([1, min(max_osd, max(ids + [named]) + 1)]
+            + [int(b.items.max()) + 1 for b in buckets.values() if b.items.size])
     exists = np.zeros(n, dtype=bool)
     up = np.zeros(n, dtype=bool)
     in_ = np.zeros(n, dtype=bool)
@@ -816,6 +823,19 @@ def _pg_columns_checked(stats: Sequence[Any]) -> Columns:
     return c
 
 
+def _highest_named(upmap: Mapping[str, Sequence[int]], items: Mapping[str, Sequence[Tuple[int, int]]],
+                   pgs: Optional[Pgs]) -> int:
+    """The highest OSD id (holes aside) an upmap or a PG's up or acting set names, or -1."""
+    top = [o for row in upmap.values() for o in row if o != CRUSH_ITEM_NONE]
+    top += [o for pairs in items.values() for p in pairs for o in p if o != CRUSH_ITEM_NONE]
+    if pgs is not None:
+        for m in (pgs.up, pgs.acting):
+            real = m[m != CRUSH_ITEM_NONE] if m.size else m
+            if real.size:
+                top.append(int(real.max()))
+    return max(top, default=-1)
+
+
 def _check_pg_osds(pgs: Pgs, n_osd: int) -> None:
     """Every OSD a PG's up or acting set names is one of the map's (the vectors index by it)."""
     for name, m in (("up", pgs.up), ("acting", pgs.acting)):
@@ -923,8 +943,8 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
         upmap, upmap_items = load_upmaps(osd_dump)
         stat_sum = _map(_map(pg_map or {}, "pg_stats_sum", "pg dump"), "stat_sum",
                         "pg dump: pg_stats_sum")
-        osds = _load_osds(osd_dump, crush, buckets, pg_map)
         pgs = _load_pgs(pg_map) if pg_map is not None else None
+        osds = _load_osds(osd_dump, crush, buckets, pg_map, _highest_named(upmap, upmap_items, pgs))
         if pgs is not None:
             _check_pg_osds(pgs, osds.count)
         return Snapshot(
