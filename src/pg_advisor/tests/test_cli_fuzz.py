@@ -237,12 +237,13 @@ def _run(argv: List[str]) -> Tuple[int, str, str, float, int]:
         return p.returncode, out.read(), err.read(), seconds, int(usage.ru_maxrss) * 1024
 
 
-def _check_all(argv_base: List[str], expect_error: Optional[str], workers: int = 3) -> List[str]:
+def _check_all(argv_base: List[str], expect_error: Optional[str], workers: int = 3,
+               commands: Optional[List[List[str]]] = None) -> List[str]:
     """Run every command; check the contract; return their stdouts."""
     def one(cmd: List[str]) -> Tuple[List[str], Tuple[int, str, str, float, int]]:
         return cmd, _run(argv_base + cmd + ["-f", "json"])
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = list(pool.map(one, COMMANDS))
+        results = list(pool.map(one, commands or COMMANDS))
     for cmd, (code, out, err, seconds, rss) in results:
         what = f"{' '.join(cmd)}: exit {code}, stderr {err[-2000:]!r}"
         assert "Traceback" not in err, what
@@ -366,6 +367,88 @@ def test_thousands_of_pgs_per_osd(tmp_path: Path, docs: Docs) -> None:
     balance = json.loads(outs[COMMANDS.index(["balance"])])
     assert any("legality checks" in n for n in balance["notes"]), balance["notes"]
     assert 0 < balance["moves"] < balance["lower_bound"]
+
+
+def _rename_osd(d: Docs, old: int, new: int) -> None:
+    """osd.old becomes osd.new wherever the dumps name it (max_osd grows to hold it)."""
+    def o(x: Any) -> Any:
+        return new if x == old else x
+    od = d["osd_dump"]
+    od["max_osd"] = max(od["max_osd"], new + 1)
+    for e in od["osds"] + od.get("osd_xinfo", []):
+        e["osd"] = o(e["osd"])
+    for e in od.get("pg_upmap_items", []):
+        for m in e["mappings"]:
+            m["from"], m["to"] = o(m["from"]), o(m["to"])
+    for e in od.get("pg_upmap", []) + od.get("pg_temp", []):
+        e["osds"] = [o(x) for x in e["osds"]]
+    for dev in d["crush"]["devices"]:
+        if dev["id"] == old:
+            dev["id"], dev["name"] = new, f"osd.{new}"
+    for b in d["crush"]["buckets"]:
+        for it in b["items"]:
+            it["id"] = o(it["id"])
+    pm = d["pg_dump"]["pg_map"]
+    for st in pm["pg_stats"]:
+        st.update(up=[o(x) for x in st["up"]], acting=[o(x) for x in st["acting"]],
+                  up_primary=o(st["up_primary"]), acting_primary=o(st["acting_primary"]))
+    for st in pm["osd_stats"]:
+        st["osd"] = o(st["osd"])
+
+
+def _chain(d: Docs, depth: int) -> None:
+    """`depth` nested one-child buckets between each root (and its class shadows) and
+    its hosts, as `ceph osd crush add-bucket` and `move` can build."""
+    cr = d["crush"]
+    row = next(t["type_id"] for t in cr["types"] if t["name"] == "row")
+    next_id = min(b["id"] for b in cr["buckets"]) - 1
+    for root in [b for b in cr["buckets"] if b["type_name"] == "root"]:
+        items = root["items"]
+        for level in range(depth, 0, -1):
+            cr["buckets"].append({"id": next_id, "name": f"row{level}{root['name'][7:]}", "type_id": row,
+                                  "type_name": "row", "weight": root["weight"], "alg": "straw2",
+                                  "hash": "rjenkins1", "items": items})
+            items = [{"id": next_id, "weight": root["weight"], "pos": 0}]
+            next_id -= 1
+        root["items"] = items
+
+
+def _ec_wide(d: Docs) -> None:
+    d["osd_dump"]["erasure_code_profiles"]["ec21"].update(k="200", m="55")
+    p = _pool(d, "ecpool")
+    p.update(size=255, min_size=201)
+    d["crush"]["tunables"]["choose_total_tries"] = 100
+    _rule(d, "ecpool")["max_size"] = 255
+    stats = d["pg_dump"]["pg_map"]["pg_stats"]
+    stats[:] = [st for st in stats if not st["pgid"].startswith(f"{p['pool']}.")]
+
+
+def _many_pools(d: Docs) -> None:
+    proto = _pool(d, "rbd")
+    d["osd_dump"]["pools"] = [dict(copy.deepcopy(proto), pool=i + 1, pool_name=f"p{i:04d}", pg_num=4096,
+                                   pg_placement_num=4096, pg_num_target=4096,
+                                   pg_placement_num_target=4096) for i in range(1000)]
+    del d["pg_dump"]["pg_map"]["pg_stats"][:]
+
+
+# Legal but large: Ceph takes each (some with a mon option raised). Answered within the
+# contract with costs that follow the work, or refused before any is done.
+LARGE: List[Tuple[str, Callable[[Docs], None], Optional[str]]] = [
+    ("max-osd-2^20", _set(lambda d: d["osd_dump"], "max_osd", (1 << 20) - 1), None),
+    ("osd-id-2^20", lambda d: _rename_osd(d, 5, (1 << 20) - 2), None),
+    ("size-255", lambda d: _pool(d, "rbd").update(size=255, min_size=128), None),
+    ("ec-200+55-100-tries", _ec_wide, None),
+    ("chain-of-3000-buckets", lambda d: _chain(d, 3000), None),
+    ("1000-pools-of-4096", _many_pools, "osd dump: the pools hold 12288000 PG replicas"),
+]
+
+
+@pytest.mark.parametrize("case, mutate, error", LARGE, ids=[c[0] for c in LARGE])
+def test_legal_but_large(tmp_path: Path, docs: Docs, case: str, mutate: Callable[[Docs], None],
+                         error: Optional[str]) -> None:
+    mutate(docs)
+    every = COMMANDS[:4] + [["simulate", "--out", "0"], ["drain", "osd.1"], ["eval"], ["pin-remapped"]]
+    _check_all(_write(tmp_path, docs), error, workers=2, commands=every)
 
 
 def test_the_harness_sees_a_failure(tmp_path: Path, docs: Docs) -> None:
