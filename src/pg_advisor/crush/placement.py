@@ -69,6 +69,8 @@ class Placer:
         self.up_state = osds.up & osds.exists
         self.weight = np.rint(osds.reweight * WEIGHT_ONE).astype(np.int64) * osds.exists
         self.affinity = np.rint(osds.primary_affinity * WEIGHT_ONE).astype(np.int64)
+        # (placer, OSDs whose weight this one lowers): with_osds' results derive from it
+        self._base: Optional[Tuple["Placer", np.ndarray]] = None
 
     def with_osds(self, reweight: Optional[Mapping[int, float]] = None) -> "Placer":
         """A placer for the same map with some OSDs reweighted (0 = out)."""
@@ -79,6 +81,11 @@ class Placer:
             w[osd] = int(round(v * WEIGHT_ONE))
         p.weight = w
         p._cache, p._cached = {}, 0     # results under other weights are not these
+        # an OSD's weight only decides whether CRUSH keeps it once drawn (a draw that fails
+        # is retried as a collision is): lowered weights change only the PGs that hold one
+        # of those OSDs now, so those alone are mapped again (raised ones may change any)
+        lowered = np.flatnonzero(w < self.weight)
+        p._base = (self, lowered) if not (w > self.weight).any() else None
         return p
 
     def map_pool(self, pool: Pool, pg_num: Optional[int] = None,
@@ -140,15 +147,25 @@ class Placer:
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        ps = np.arange(n, dtype=np.int64)
-        pps = placement_seeds(pool, ps, pgp_num)
         size = pool.size
-        raw = np.full((n, size), CRUSH_ITEM_NONE, dtype=np.int64)
         rule = self.crush.find_rule(pool.crush_rule, RULE_TYPE.get(pool.type, -1), size)
-        if rule is not None and n:
-            args = self.crush.choose_args.get(pool.id, self.crush.choose_args.get(-1))
-            raw, _ = do_rule(self.crush, rule, pps, size, self.weight, args)
-        out = ps, pps, self._drop(pool, raw, self._exists(raw))
+        args = self.crush.choose_args.get(pool.id, self.crush.choose_args.get(-1))
+        if self._base is not None and rule is not None and n:
+            parent, lowered = self._base
+            ps, pps, before = parent._crush(pool, pg_num, pgp_num)
+            rows = np.flatnonzero(np.isin(before, lowered).any(axis=1)) if lowered.size else lowered
+            raw = before.copy()
+            if rows.size:
+                sub, _ = do_rule(self.crush, rule, pps[rows], size, self.weight, args)
+                raw[rows] = self._drop(pool, sub, self._exists(sub))
+            out = ps, pps, raw
+        else:
+            ps = np.arange(n, dtype=np.int64)
+            pps = placement_seeds(pool, ps, pgp_num)
+            raw = np.full((n, size), CRUSH_ITEM_NONE, dtype=np.int64)
+            if rule is not None and n:
+                raw, _ = do_rule(self.crush, rule, pps, size, self.weight, args)
+            out = ps, pps, self._drop(pool, raw, self._exists(raw))
         if self._cached + raw.size <= CACHE_MAX:
             for a in out:
                 a.setflags(write=False)    # shared by later callers: nobody may edit it
@@ -187,10 +204,9 @@ class Placer:
         if not keys:
             return raw
         raw = raw.copy()
-        index = {int(p): i for i, p in enumerate(ps.tolist())}
         for key in keys:
-            i = index.get(int(key.split(".")[1], 16))
-            if i is None:
+            i = int(key.split(".")[1], 16)     # ps is 0 .. n-1: a seed is its row
+            if i >= ps.size:
                 continue
             row = [o for o in raw[i].tolist() if o != -1] if pool.type == "replicated" \
                 else raw[i].tolist()

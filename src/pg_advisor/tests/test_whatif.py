@@ -86,3 +86,28 @@ def test_without_pg_stats_bytes_are_spread_evenly(dumps: Dict[str, Any]) -> None
     assert r["pools"][0]["bytes_source"] == "df_even" and r["notes"]
     s2 = snapshot.load(dumps["osd_dump"], dumps["crush"])
     assert simulate(s2, Change(pool="rbd", pg_num=64))["total"]["bytes_moved"] is None
+
+
+@pytest.mark.parametrize("change", [
+    {0: 0.0}, {4: 0.0}, {1: 0.0, 5: 0.0}, {2: 0.3}, {3: 0.7, 0: 0.0}, {0: 0.0, 1: 0.0, 2: 0.0},
+])
+def test_lowered_weights_remap_only_the_pgs_on_those_osds(snap: snapshot.Snapshot,
+                                                          change: Dict[int, float]) -> None:
+    # with_osds maps again only the PGs that hold a lowered OSD: the result must be
+    # CRUSH's over every PG (a placer with no base computes them all)
+    base = Placer(snap)
+    fast = base.with_osds(change)
+    full = base.with_osds(change)
+    full._base = None
+    redone = 0
+    for pool in snap.pools:
+        for pg_num in (pool.pg_num, 512):
+            got, want = fast.crush_sets(pool, pg_num, pg_num)[1], full.crush_sets(pool, pg_num, pg_num)[1]
+            assert np.array_equal(got, want), (pool.name, pg_num)
+            redone += int((got != base.crush_sets(pool, pg_num, pg_num)[1]).any(axis=1).sum())
+    assert redone > 0
+    # raising a weight again may change any PG: that placer maps everything itself
+    back = fast.with_osds({o: float(snap.osds.reweight[o]) for o in change})
+    assert back._base is None
+    for pool in snap.pools:
+        assert np.array_equal(back.crush_sets(pool)[1], base.crush_sets(pool)[1])
