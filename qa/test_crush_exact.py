@@ -56,6 +56,14 @@ def test_60_osds_5_hosts_of_12(tmp_path: Path) -> None:
     check(tmp_path, Layout(0, 5, 12), [REPLICATED_HOST], pg_bits=6)
 
 
+def test_draws_in_blocks_of_a_few_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # straw2 draws a big map's rows a block at a time (for the CPU cache): blocks of 100
+    # (row, item) pairs must give Ceph's answer on every PG as one block does
+    from pg_advisor.crush import straw2
+    monkeypatch.setattr(straw2, "BLOCK", 100)
+    check(tmp_path, Layout(4, 5, 6, weight=mixed_weight), [REPLICATED_HOST], pg_bits=4, mark_out=[7])
+
+
 def test_pgp_num_below_pg_num_and_osds_out(tmp_path: Path) -> None:
     # one OSD out (all osdmaptool can mark), two of CRUSH weight 0
     check(tmp_path, Layout(0, 5, 12), [REPLICATED_HOST], pg_bits=6, pgp_bits=5, mark_out=[59],

@@ -214,6 +214,8 @@ def pg_map(snap: Snapshot, pool_name: Optional[str] = None,
     out: Dict[str, Any] = {}
     for pool in pools:
         m = placer.map_pool(pool)
-        for i in range(m.ps.size):
-            out[m.pgid(i)] = m.up_list(i)
+        rows = m.up.tolist()      # whole arrays to lists at C speed: a pool may hold 2^20 PGs
+        if pool.type == "replicated":
+            rows = [[o for o in r if o != -1] for r in rows]
+        out.update(zip((f"{pool.id}.{ps:x}" for ps in m.ps.tolist()), rows))
     return out
