@@ -211,14 +211,24 @@ class Balancer:
             except AdvisorError as e:
                 self.notes.append(e.message)
                 self.left_out[pool.name] = e.message
-        n = o.count
-        self.total = Level(sum((st.counts for st in self.states), np.zeros(n, np.int64)),
-                           sum((st.share for st in self.states), np.zeros(n)))
+        self._sum_total()
         self.left = 0          # moves the current run may still make (a group moved at once: one)
         self.stopped = False   # the move, misplaced or work budget ran out
         self.work = 0          # (PG, OSD) pairs checked so far
         self.work_stopped = False
         self.lb = 0
+
+    def _sum_total(self) -> None:
+        n = self.snap.osds.count
+        self.total = Level(sum((st.counts for st in self.states), np.zeros(n, np.int64)),
+                           sum((st.share for st in self.states), np.zeros(n)))
+
+    def only(self, names: Sequence[str]) -> "Balancer":
+        """Keep the states of these pools alone (before any move): a caller that has looked
+        at every pool's state need not build the ones it keeps again."""
+        self.states = [st for st in self.states if st.pool.name in names]
+        self._sum_total()
+        return self
 
     def _state(self, pool: Pool) -> PoolState:
         shape = rule_shape(self.snap, pool)

@@ -86,10 +86,13 @@ class DrainPlan:
 def drain_plan(snap: Snapshot, target: str) -> DrainPlan:
     """What draining `target` would move, checked first."""
     osds = drain_osds(snap, target)
-    placer = Placer(snap)        # CRUSH over every pool once, for the check and the moves
-    touched = touched_pools(Balancer(snap, placer, drain=osds), osds)
-    r = propose(snap, [st.pool.name for st in touched], 1 << 20, "pgs", placer=placer, drain=osds)
-    return DrainPlan(osds, touched, int(sum(st.level.counts[osds].sum() for st in touched)), r)
+    # every pool's state once: to find the pools with a replica there, then to move them
+    b = Balancer(snap, Placer(snap), drain=osds)
+    touched = touched_pools(b, osds)
+    names = [st.pool.name for st in touched]
+    replicas = int(sum(st.level.counts[osds].sum() for st in touched))    # before the moves
+    r = propose(snap, names, 1 << 20, "pgs", drain=osds, balancer=b.only(names))
+    return DrainPlan(osds, touched, replicas, r)
 
 
 def drain_json(plan: DrainPlan) -> Dict[str, Any]:

@@ -159,16 +159,18 @@ class Proposal:
 def propose(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 1 << 20,
             mode: str = "bytes", placer: Optional[Placer] = None,
             copies_max: Optional[float] = None, min_gain: float = 0.005,
-            drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None) -> Proposal:
+            drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None,
+            balancer: Optional[Balancer] = None) -> Proposal:
     """Balance PG counts (per pool, then in total), then in bytes mode how full the OSDs
-    are, with at most `max_items` replica moves; the OSDs in `drain` are emptied."""
+    are, with at most `max_items` replica moves; the OSDs in `drain` are emptied.
+    `balancer`: one built already for these pools and OSDs, not yet run."""
     if mode not in MODES:
         raise AdvisorError.invalid(f"mode '{mode}' is not one of {', '.join(MODES)}")
     if max_items < 1:
         raise AdvisorError.invalid(f"--max-items must be at least 1, not {max_items}")
     for name in pools or []:
         snap.pool_by_name(name)
-    b = Balancer(snap, placer, pools, copies_max, drain, osd_room)
+    b = balancer or Balancer(snap, placer, pools, copies_max, drain, osd_room)
     b.begin(max_items)
     b.balance_counts()
     bytes_mode = mode == "bytes" and snap.pgs is not None
