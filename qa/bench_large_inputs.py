@@ -114,7 +114,8 @@ def pools_1000(tmp: Path) -> Tuple[Optional[GeneratedMap], Docs]:
     of 4,194,304 PG replicas and are refused before any work)."""
     gm, d = map384(tmp)
     proto = d["osd_dump"]["pools"][0]
-    d["osd_dump"]["pools"] = [dict(copy.deepcopy(proto), pool=i + 1, pool_name=f"p{i:04d}") for i in range(1000)]
+    d["osd_dump"]["pools"] = [dict(copy.deepcopy(proto), pool=i + 1, pool_name=f"p{i:04d}")
+                              for i in range(1000)]
     for p in d["osd_dump"]["pools"]:
         _pg_num(p, 1024)
     d["pg_dump"] = _no_stats()
