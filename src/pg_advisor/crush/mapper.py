@@ -37,14 +37,17 @@ class _Ctx:
             if s == 1:      # straw2 takes its first item whatever the draw: no hash needed
                 out[sel] = cm.items[bb, 0]     # (a chain of thousands of such buckets is legal)
                 continue
-            items = cm.items[bb, :s]
-            if self.args is None:
-                ids, w = items, cm.weights[bb, :s]
-            else:
-                pos = np.minimum(position[sel], self.args.positions[bb] - 1)
-                ids, w = self.args.ids[bb, :s], self.args.weights[bb, pos, :s]
-            win = straw2.choose(ids, w, x[sel], r[sel])
-            out[sel] = items[np.arange(sel.shape[0]), win]
+            args = self.args
+            pos = None if args is None else np.minimum(position[sel], args.positions[bb] - 1)
+
+            def rows(sl: slice, bb: np.ndarray = bb, s: int = s,
+                     pos: Optional[np.ndarray] = pos) -> Tuple[np.ndarray, np.ndarray]:
+                if args is None or pos is None:
+                    return cm.items[bb[sl], :s], cm.weights[bb[sl], :s]
+                return args.ids[bb[sl], :s], args.weights[bb[sl], pos[sl], :s]
+            # (gathered a block at a time, as drawn)
+            win = straw2.choose_by(sel.size, s, rows, x[sel], r[sel])
+            out[sel] = cm.items[bb, win]
         return out
 
     def is_out(self, item: np.ndarray, x: np.ndarray) -> np.ndarray:

@@ -138,13 +138,51 @@ class Placer:
         ps, pps, raw = self._crush(pool, None, None)
         return self._finish(pool, ps, pps, raw, False), self._finish(pool, ps, pps, raw, True)
 
+    @staticmethod
+    def _key(pool: Pool, pg_num: Optional[int], pgp_num: Optional[int]) -> Tuple[object, ...]:
+        """Everything a pool's CRUSH result depends on besides the map and the weights."""
+        return (pool.id, pool.type, pool.size, pool.crush_rule, pool.hashpspool,
+                pg_num if pg_num is not None else pool.pg_num,
+                pgp_num if pgp_num is not None else pool.pgp_num)
+
+    def _keep(self, key: Tuple[object, ...], out: Tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+        if self._cached + out[2].size <= CACHE_MAX:
+            for a in out:
+                a.setflags(write=False)    # shared by later callers: nobody may edit it
+            self._cache[key] = out
+            self._cached += out[2].size
+
+    def _batch(self, pool: Pool) -> None:
+        """Map, in one CRUSH run, every pool of the map that shares `pool`'s rule, size, type
+        and weight set (at its own pg_num and pgp_num): a thousand small pools cost one run's
+        overhead, not a thousand."""
+        rule = self.crush.find_rule(pool.crush_rule, RULE_TYPE.get(pool.type, -1), pool.size)
+        args = self.crush.choose_args.get(pool.id, self.crush.choose_args.get(-1))
+        if rule is None:
+            return
+        group = [p for p in self.snap.pools
+                 if (p.crush_rule, p.size, p.type) == (pool.crush_rule, pool.size, pool.type)
+                 and self.crush.choose_args.get(p.id, self.crush.choose_args.get(-1)) is args
+                 and p.pg_num and self._key(p, None, None) not in self._cache]
+        if len(group) < 2 or self._cached + sum(p.pg_num for p in group) * pool.size > CACHE_MAX:
+            return
+        seeds = [placement_seeds(p, np.arange(p.pg_num, dtype=np.int64)) for p in group]
+        raw, _ = do_rule(self.crush, rule, np.concatenate(seeds), pool.size, self.weight, args)
+        raw = self._drop(pool, raw, self._exists(raw))
+        start = 0
+        for p, pps in zip(group, seeds):
+            self._keep(self._key(p, None, None),
+                       (np.arange(p.pg_num, dtype=np.int64), pps, raw[start:start + p.pg_num].copy()))
+            start += p.pg_num
+
     def _crush(self, pool: Pool, pg_num: Optional[int],
                pgp_num: Optional[int]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         n = pg_num if pg_num is not None else pool.pg_num
-        # everything the result depends on besides the map and the weights
-        key = (pool.id, pool.type, pool.size, pool.crush_rule, pool.hashpspool, n,
-               pgp_num if pgp_num is not None else pool.pgp_num)
+        key = self._key(pool, pg_num, pgp_num)
         hit = self._cache.get(key)
+        if hit is None and self._base is None and key == self._key(pool, None, None):
+            self._batch(pool)
+            hit = self._cache.get(key)
         if hit is not None:
             return hit
         size = pool.size
@@ -166,11 +204,7 @@ class Placer:
             if rule is not None and n:
                 raw, _ = do_rule(self.crush, rule, pps, size, self.weight, args)
             out = ps, pps, self._drop(pool, raw, self._exists(raw))
-        if self._cached + raw.size <= CACHE_MAX:
-            for a in out:
-                a.setflags(write=False)    # shared by later callers: nobody may edit it
-            self._cache[key] = out
-            self._cached += raw.size
+        self._keep(key, out)
         return out
 
     def _finish(self, pool: Pool, ps: np.ndarray, pps: np.ndarray, raw: np.ndarray,

@@ -4,6 +4,8 @@ Mirrors bucket_straw2_choose and crush_ln in Ceph's mapper.c in fixed point, so 
 winners are bit-for-bit Ceph's. Vectorized: rows are independent choices, columns
 are the items of each row's bucket (padded with weight 0, which never wins).
 """
+from typing import Callable, Tuple
+
 import numpy as np
 
 from .hashing import hash32_3
@@ -44,13 +46,20 @@ def choose(ids: np.ndarray, weights: np.ndarray, x: np.ndarray, r: np.ndarray) -
 
     ids, weights: (n, m) item ids hashed and 16.16 weights; x, r: (n,) input and replica.
     """
-    n, m = ids.shape
-    rows = max(1, BLOCK // max(m, 1))
-    if n <= rows:
-        return _choose(ids, weights, x, r)
+    return choose_by(ids.shape[0], ids.shape[1], lambda sl: (ids[sl], weights[sl]), x, r)
+
+
+def choose_by(n: int, m: int, rows: Callable[[slice], Tuple[np.ndarray, np.ndarray]],
+              x: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """choose() with each block's (ids, weights) gathered by `rows(slice)` when it is drawn,
+    so the gather too stays in the cache."""
+    step = max(1, BLOCK // max(m, 1))
+    if n <= step:
+        return _choose(*rows(slice(0, n)), x, r)
     out = np.empty(n, dtype=np.int64)
-    for i in range(0, n, rows):
-        out[i:i + rows] = _choose(ids[i:i + rows], weights[i:i + rows], x[i:i + rows], r[i:i + rows])
+    for i in range(0, n, step):
+        sl = slice(i, i + step)
+        out[sl] = _choose(*rows(sl), x[sl], r[sl])
     return out
 
 

@@ -111,3 +111,24 @@ def test_lowered_weights_remap_only_the_pgs_on_those_osds(snap: snapshot.Snapsho
     assert back._base is None
     for pool in snap.pools:
         assert np.array_equal(back.crush_sets(pool)[1], base.crush_sets(pool)[1])
+
+
+def test_pools_of_one_rule_mapped_in_one_run_as_each_alone(
+        dumps: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    # the placer maps every pool sharing a rule, size and type in one CRUSH run: each pool's
+    # sets must be what mapping it alone gives (own pg_num, pgp_num, hashpspool)
+    import copy
+    rbd = next(p for p in dumps["osd_dump"]["pools"] if p["pool_name"] == "rbd")
+    for i, (pg, pgp, flags) in enumerate([(64, 64, 1), (100, 64, 1), (8, 8, 0), (1, 1, 1)]):
+        p = copy.deepcopy(rbd)
+        p.update(pool=10 + i, pool_name=f"more{i}", pg_num=pg, pg_placement_num=pgp,
+                 pg_num_target=pg, pg_placement_num_target=pgp, flags=flags)
+        dumps["osd_dump"]["pools"].append(p)
+    snap = snapshot.load(dumps["osd_dump"], dumps["crush"], dumps["pg_dump"], dumps["df"])
+    batched = Placer(snap)
+    sets = {p.id: batched.map_pool(p).up for p in snap.pools}
+    assert batched._cached >= sum(p.pg_num * p.size for p in snap.pools if p.crush_rule == rbd["crush_rule"])
+    monkeypatch.setattr(Placer, "_batch", lambda self, pool: None)
+    alone = Placer(snap)
+    for p in snap.pools:
+        assert np.array_equal(sets[p.id], alone.map_pool(p).up), p.name
