@@ -155,7 +155,7 @@ class Placer:
     def _batch(self, pool: Pool) -> None:
         """Map, in one CRUSH run, every pool of the map that shares `pool`'s rule, size, type
         and weight set (at its own pg_num and pgp_num): a thousand small pools cost one run's
-        overhead, not a thousand."""
+        overhead, not a thousand. With a base (with_osds), only the PGs on a lowered OSD."""
         rule = self.crush.find_rule(pool.crush_rule, RULE_TYPE.get(pool.type, -1), pool.size)
         args = self.crush.choose_args.get(pool.id, self.crush.choose_args.get(-1))
         if rule is None:
@@ -166,21 +166,39 @@ class Placer:
                  and p.pg_num and self._key(p, None, None) not in self._cache]
         if len(group) < 2 or self._cached + sum(p.pg_num for p in group) * pool.size > CACHE_MAX:
             return
-        seeds = [placement_seeds(p, np.arange(p.pg_num, dtype=np.int64)) for p in group]
-        raw, _ = do_rule(self.crush, rule, np.concatenate(seeds), pool.size, self.weight, args)
-        raw = self._drop(pool, raw, self._exists(raw))
+        parts: List[Tuple[Pool, np.ndarray, np.ndarray, Optional[np.ndarray], np.ndarray]] = []
+        for p in group:
+            if self._base is None:
+                ps = np.arange(p.pg_num, dtype=np.int64)
+                pps = placement_seeds(p, ps)
+                parts.append((p, ps, pps, None, ps))
+            else:
+                parent, lowered = self._base
+                ps, pps, before = parent._crush(p, None, None)
+                rows = np.flatnonzero(np.isin(before, lowered).any(axis=1)) if lowered.size else lowered
+                parts.append((p, ps, pps, before, rows))
+        todo = np.concatenate([pps[rows] for _, _, pps, _, rows in parts])
+        raw = np.zeros((0, pool.size), dtype=np.int64)
+        if todo.size:
+            raw, _ = do_rule(self.crush, rule, todo, pool.size, self.weight, args)
+            raw = self._drop(pool, raw, self._exists(raw))
         start = 0
-        for p, pps in zip(group, seeds):
-            self._keep(self._key(p, None, None),
-                       (np.arange(p.pg_num, dtype=np.int64), pps, raw[start:start + p.pg_num].copy()))
-            start += p.pg_num
+        for p, ps, pps, old, rows in parts:
+            mine = raw[start:start + rows.size]
+            start += rows.size
+            if old is None:
+                got = mine.copy()
+            else:
+                got = old.copy()
+                got[rows] = mine
+            self._keep(self._key(p, None, None), (ps, pps, got))
 
     def _crush(self, pool: Pool, pg_num: Optional[int],
                pgp_num: Optional[int]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         n = pg_num if pg_num is not None else pool.pg_num
         key = self._key(pool, pg_num, pgp_num)
         hit = self._cache.get(key)
-        if hit is None and self._base is None and key == self._key(pool, None, None):
+        if hit is None and key == self._key(pool, None, None):
             self._batch(pool)
             hit = self._cache.get(key)
         if hit is not None:

@@ -128,7 +128,15 @@ def test_pools_of_one_rule_mapped_in_one_run_as_each_alone(
     batched = Placer(snap)
     sets = {p.id: batched.map_pool(p).up for p in snap.pools}
     assert batched._cached >= sum(p.pg_num * p.size for p in snap.pools if p.crush_rule == rbd["crush_rule"])
+    # and with an OSD out: the PGs on it, of every pool of the rule, in one run
+    out = batched.with_osds({0: 0.0})
+    sets_out = {p.id: out.map_pool(p).up for p in snap.pools}
+    assert out._cached >= sum(p.pg_num * p.size for p in snap.pools if p.crush_rule == rbd["crush_rule"])
     monkeypatch.setattr(Placer, "_batch", lambda self, pool: None)
     alone = Placer(snap)
+    alone_out = alone.with_osds({0: 0.0})
+    alone_out._base = None
     for p in snap.pools:
         assert np.array_equal(sets[p.id], alone.map_pool(p).up), p.name
+        assert np.array_equal(sets_out[p.id], alone_out.map_pool(p).up), p.name
+        assert not (sets_out[p.id] == 0).any()
