@@ -347,9 +347,14 @@ class Balancer:
         self.work += pairs
         if self.work > WORK_MAX and not self.work_stopped:
             self.stopped = self.work_stopped = True
-            self.notes.append(f"stopped after {WORK_MAX:,} legality checks (the bound of one "
-                              f"run; the pools hold thousands of PGs per OSD): the items are "
-                              f"a partial answer, and another run continues from them")
+            # the figures that made the run long, as they are: not a guess at the cause
+            moved = int(sum(((st.up != st.start) & (st.start >= 0)).sum() for st in self.states))
+            per_osd = max((float(st.counts.sum()) / max(int(st.allowed.sum()), 1) for st in self.states),
+                          default=0.0)
+            self.notes.append(f"stopped after {WORK_MAX:,} legality checks, the bound of one run "
+                              f"({moved:,} replica moves made; the largest pool holds "
+                              f"{per_osd:,.0f} PGs per OSD it may use): the items are a partial "
+                              f"answer, and another run continues from them")
         return not self.work_stopped
 
     def affordable(self, objects: float) -> bool:
