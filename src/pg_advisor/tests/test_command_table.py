@@ -131,3 +131,13 @@ def test_check_types_bounds_and_pairs() -> None:
         table.check(bal, {"max_items": 20000}, live=True)
     with pytest.raises(AdvisorError, match="drain needs TARGET"):
         table.check(table.BY_NAME["drain"], {})
+
+
+def test_every_command_has_one_answer() -> None:
+    # the mgr acts on a command itself (Module._act_NAME) or answers it as offline does
+    from pg_advisor.commands.answers import ANSWERS
+    for c in table.COMMANDS:
+        acts = hasattr(Module, "_act_" + c.name.replace("-", "_"))
+        assert acts or c.name in ANSWERS, c.name
+        assert c.offline <= (c.name in ANSWERS), c.name      # offline needs an answer
+        assert not (c.write and not acts), c.name            # a write acts in the mgr
