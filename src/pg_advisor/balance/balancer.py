@@ -8,9 +8,10 @@ chosen so that each one brings an OSD above its ceiling down or one below its fl
 most underfull one ("pull"); a move that only lowers the squared deviation is the
 fallback when the rule leaves no direct move. Optionally, bytes come last (bytes mode).
 """
+import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, DefaultDict, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, DefaultDict, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -26,10 +27,12 @@ from ..model.snapshot import Pool, Snapshot
 EPS = 1e-9
 FIRST = 1e3     # ranks the OSDs that fix a bound unit before all others
 TIE = 1e-2      # weight of the pool's own deviation next to the total's
-# (PG, OSD) pairs one run may check for legality. A real map needs far fewer (10,000 OSDs
-# and 81,920 PGs: 1.6e7, qa/bench_balance.py); a pool of many thousand PGs per OSD needs
-# ever more per move, and this keeps such a run to seconds, stopping it with a note.
-WORK_MAX = 40_000_000
+# (PG, OSD) pairs one run may check for legality: a few thousand a move (a move looks at
+# ROWS_MAX PGs of an OSD at a time), so a run of about 80,000 moves. 10,000
+# OSDs and 320,000 PGs need 36,582 at least (8e7 checks); past the bound a run stops
+# with a note, and the next one continues from its items.
+WORK_MAX = 200_000_000
+ROWS_MAX = 256
 REGROUP_WIDTH = 8   # buckets a regroup takes from, and as many it gives to, at most
 REGROUP_BATCH = 16  # PGs moved between the best pair of buckets before the next search, at most
 
@@ -152,6 +155,22 @@ def moves_between(a: List[int], b: List[int], replicated: bool) -> List[Tuple[in
         new = [o for o in b if o >= 0 and o not in a]
         return list(zip(gone, new))
     return [(x, y) for x, y in zip(a, b) if x != y]
+
+
+def _windows(st: PoolState, osd: int) -> Iterator[np.ndarray]:
+    """The healthy rows on `osd`: all of them when they are few, else ROWS_MAX at a time
+    straight from its set (an OSD may hold thousands of a pool's PGs; a move then costs
+    what a window costs, not what the OSD holds)."""
+    held = st.rows_of.get(osd, set())
+    if len(held) <= ROWS_MAX:
+        yield st.rows(osd)
+        return
+    it = iter(held)
+    while True:
+        w = np.fromiter(itertools.islice(it, ROWS_MAX), dtype=np.int64)
+        if not w.size:
+            return
+        yield w
 
 
 def moves_primary(st: PoolState, rows: np.ndarray, srcs: np.ndarray,
@@ -294,27 +313,29 @@ class Balancer:
         """The best (row, destination) for a replica on `src`: lowest `cost` among `take`,
         and of equals a row where src is not CRUSH's own choice (that undoes an item), then
         one where src is not the primary (see moves_primary)."""
-        rows = st.rows(src)
         cols = np.flatnonzero(take & st.allowed)
-        if not rows.size or not cols.size:
+        if not cols.size:
             return None
-        up, srcs = st.up[rows], np.full(rows.size, src)
-        held = st.held(rows, srcs)
-        undo = ~(st.raw[rows] == src).any(axis=1)
-        # the cheapest legal destination is among the k cheapest whenever any of those is
-        # legal: try a few first, widen only if none is
-        for k in (16, self.width):
-            cand = cols if cols.size <= k else cols[np.argpartition(cost[cols], k - 1)[:k]]
-            if not self._spend(rows.size * cand.size):
+        for rows in _windows(st, src):
+            if not rows.size:
                 return None
-            ok = replaceable(self.anc, st.shape, st.allowed, up, held, srcs, cand)
-            if ok.any():
-                c = (np.where(ok, cost[cand][None, :], np.inf) - undo[:, None] * EPS
-                     + moves_primary(st, rows, srcs)[:, None] * (EPS / 2))
-                r, d = np.unravel_index(int(np.argmin(c)), c.shape)
-                return int(rows[r]), int(cand[d])
-            if cand.size == cols.size:
-                break
+            up, srcs = st.up[rows], np.full(rows.size, src)
+            held = st.held(rows, srcs)
+            undo = ~(st.raw[rows] == src).any(axis=1)
+            # the cheapest legal destination is among the k cheapest whenever any of those
+            # is legal: try a few first, widen only if none is
+            for k in (16, self.width):
+                cand = cols if cols.size <= k else cols[np.argpartition(cost[cols], k - 1)[:k]]
+                if not self._spend(rows.size * cand.size):
+                    return None
+                ok = replaceable(self.anc, st.shape, st.allowed, up, held, srcs, cand)
+                if ok.any():
+                    c = (np.where(ok, cost[cand][None, :], np.inf) - undo[:, None] * EPS
+                         + moves_primary(st, rows, srcs)[:, None] * (EPS / 2))
+                    r, d = np.unravel_index(int(np.argmin(c)), c.shape)
+                    return int(rows[r]), int(cand[d])
+                if cand.size == cols.size:
+                    break
         return None
 
     def _pull(self, st: PoolState, dst: int, give: np.ndarray,
@@ -326,7 +347,7 @@ class Balancer:
         srcs = srcs[srcs != dst]
         if srcs.size > self.width:
             srcs = srcs[np.argpartition(-pref[srcs], self.width - 1)[:self.width]]
-        parts = [st.rows(s) for s in srcs.tolist()]
+        parts = [next(_windows(st, s)) for s in srcs.tolist()]     # a window of each
         if not parts:
             return None
         rows = np.concatenate(parts)

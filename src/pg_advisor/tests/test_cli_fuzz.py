@@ -358,15 +358,17 @@ def test_pools_before_any_osd_are_answered(tmp_path: Path, docs: Docs) -> None:
 
 def test_thousands_of_pgs_per_osd(tmp_path: Path, docs: Docs) -> None:
     # 65,536 PGs of size 3 on 6 OSDs (Ceph's mon would refuse it; a dump can hold it): each
-    # balance move checks thousands of PGs, and the work bound ends the run in seconds
+    # OSD holds 32,000 of the pool's PGs, and a move looks at a window of them, not all
+    # (before: each move checked them all and the work bound ended the run part-way)
     pool = _pool(docs, "rbd")
     for key in ("pg_num", "pg_placement_num", "pg_num_target", "pg_placement_num_target"):
         pool[key] = 1 << 16
     del docs["pg_dump"]["pg_map"]["pg_stats"][:]
     outs = _check_all(_write(tmp_path, docs), None, workers=1)
     balance = json.loads(outs[COMMANDS.index(["balance"])])
-    assert any("legality checks" in n for n in balance["notes"]), balance["notes"]
-    assert 0 < balance["moves"] < balance["lower_bound"]
+    assert not any("legality checks" in n for n in balance["notes"]), balance["notes"]
+    assert balance["moves"] <= 1.1 * balance["lower_bound"] and not balance["uneven"]
+    assert balance["after"]["total"]["max_deviation"] <= 1
 
 
 def _rename_osd(d: Docs, old: int, new: int) -> None:
