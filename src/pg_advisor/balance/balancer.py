@@ -8,7 +8,6 @@ chosen so that each one brings an OSD above its ceiling down or one below its fl
 most underfull one ("pull"); a move that only lowers the squared deviation is the
 fallback when the rule leaves no direct move. Optionally, bytes come last (bytes mode).
 """
-import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, DefaultDict, Dict, Iterator, List, Optional, Sequence, Set, Tuple
@@ -33,6 +32,7 @@ TIE = 1e-2      # weight of the pool's own deviation next to the total's
 # with a note, and the next one continues from its items.
 WORK_MAX = 200_000_000
 ROWS_MAX = 256
+MOVE_COST = 2048    # legality checks a look for a move counts at least (see _push)
 REGROUP_WIDTH = 8   # buckets a regroup takes from, and as many it gives to, at most
 REGROUP_BATCH = 16  # PGs moved between the best pair of buckets before the next search, at most
 
@@ -86,6 +86,11 @@ class PoolState:
     # while a few hundred OSDs exist (a list of sets cost 650 MiB there)
     rows_of: DefaultDict[int, Set[int]] = field(init=False)
     _rows: Dict[int, np.ndarray] = field(init=False)   # rows_of as arrays, until they change
+    # rows turned into arrays so far (a counter the balancer shares and counts as work: an
+    # OSD of half a million PGs costs that much each time its array is built again)
+    built: List[int] = field(default_factory=lambda: [0])
+    # OSD -> (its rows when last taken, the window a move looks at first): see _windows
+    cursor: Dict[int, Tuple[np.ndarray, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         n = self.share.shape[0]
@@ -109,6 +114,7 @@ class PoolState:
         if a is None:
             held = self.rows_of.get(osd, ())
             a = self._rows[osd] = np.fromiter(held, dtype=np.int64, count=len(held))
+            self.built[0] += len(held)
         return a
 
     def move(self, row: int, src: int, dst: int) -> None:
@@ -159,18 +165,27 @@ def moves_between(a: List[int], b: List[int], replicated: bool) -> List[Tuple[in
 
 def _windows(st: PoolState, osd: int) -> Iterator[np.ndarray]:
     """The healthy rows on `osd`: all of them when they are few, else ROWS_MAX at a time
-    straight from its set (an OSD may hold thousands of a pool's PGs; a move then costs
-    what a window costs, not what the OSD holds)."""
+    (an OSD may hold thousands of a pool's PGs; a move then costs what a window costs,
+    not what the OSD holds). The windows come from an array of the OSD's rows taken once
+    and walked with a cursor, each row checked still there: a set walked from its start
+    again and again skips every slot its removed rows left, which grows with each move.
+    At the array's end it is taken again, with the rows that came since."""
     held = st.rows_of.get(osd, set())
     if len(held) <= ROWS_MAX:
         yield st.rows(osd)
         return
-    it = iter(held)
-    while True:
-        w = np.fromiter(itertools.islice(it, ROWS_MAX), dtype=np.int64)
-        if not w.size:
-            return
-        yield w
+    arr, pos = st.cursor.get(osd, (np.zeros(0, np.int64), 0))
+    if pos >= arr.size:
+        arr, pos = np.fromiter(held, dtype=np.int64, count=len(held)), 0
+        st.built[0] += arr.size
+    while pos < arr.size:
+        st.cursor[osd] = (arr, pos)     # the next move starts here: this window may hold more
+        w = arr[pos:pos + ROWS_MAX]
+        live = w[np.fromiter((r in held for r in w.tolist()), dtype=bool, count=w.size)]
+        if live.size:
+            yield live
+        pos += ROWS_MAX
+    st.cursor[osd] = (arr, pos)
 
 
 def moves_primary(st: PoolState, rows: np.ndarray, srcs: np.ndarray,
@@ -230,6 +245,9 @@ class Balancer:
             except AdvisorError as e:
                 self.notes.append(e.message)
                 self.left_out[pool.name] = e.message
+        self._built = [0]
+        for st in self.states:
+            st.built = self._built
         self._sum_total()
         self.left = 0          # moves the current run may still make (a group moved at once: one)
         self.stopped = False   # the move, misplaced or work budget ran out
@@ -326,7 +344,9 @@ class Balancer:
             # is legal: try a few first, widen only if none is
             for k in (16, self.width):
                 cand = cols if cols.size <= k else cols[np.argpartition(cost[cols], k - 1)[:k]]
-                if not self._spend(rows.size * cand.size):
+                # a look costs at least MOVE_COST: its Python around the checks is the same
+                # for a few rows as for a window
+                if not self._spend(max(rows.size * cand.size, MOVE_COST)):
                     return None
                 ok = replaceable(self.anc, st.shape, st.allowed, up, held, srcs, cand)
                 if ok.any():
@@ -347,7 +367,9 @@ class Balancer:
         srcs = srcs[srcs != dst]
         if srcs.size > self.width:
             srcs = srcs[np.argpartition(-pref[srcs], self.width - 1)[:self.width]]
-        parts = [next(_windows(st, s)) for s in srcs.tolist()]     # a window of each
+        # a window of each source (all of its PGs when they are few)
+        parts = [st.rows(s) if len(st.rows_of.get(s, ())) <= ROWS_MAX else next(_windows(st, s))
+                 for s in srcs.tolist()]
         if not parts:
             return None
         rows = np.concatenate(parts)
@@ -364,8 +386,10 @@ class Balancer:
         return int(rows[i]), int(owners[i])
 
     def _spend(self, pairs: int) -> bool:
-        """Count `pairs` legality checks; False (and the run stops) past WORK_MAX."""
-        self.work += pairs
+        """Count `pairs` legality checks, and the rows turned into arrays since the last
+        call; False (and the run stops) past WORK_MAX."""
+        self.work += pairs + self._built[0]
+        self._built[0] = 0
         if self.work > WORK_MAX and not self.work_stopped:
             self.stopped = self.work_stopped = True
             # the figures that made the run long, as they are: not a guess at the cause
