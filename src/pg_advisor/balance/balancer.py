@@ -175,17 +175,22 @@ def _windows(st: PoolState, osd: int) -> Iterator[np.ndarray]:
         yield st.rows(osd)
         return
     arr, pos = st.cursor.get(osd, (np.zeros(0, np.int64), 0))
-    if pos >= arr.size:
-        arr, pos = np.fromiter(held, dtype=np.int64, count=len(held)), 0
-        st.built[0] += arr.size
-    while pos < arr.size:
-        st.cursor[osd] = (arr, pos)     # the next move starts here: this window may hold more
-        w = arr[pos:pos + ROWS_MAX]
-        live = w[np.fromiter((r in held for r in w.tolist()), dtype=bool, count=w.size)]
-        if live.size:
-            yield live
-        pos += ROWS_MAX
-    st.cursor[osd] = (arr, pos)
+    for fresh in (pos >= arr.size, True):
+        if fresh:       # (again once if the rest of the old array held none still there)
+            arr, pos = np.fromiter(held, dtype=np.int64, count=len(held)), 0
+            st.built[0] += arr.size
+        found = False
+        while pos < arr.size:
+            st.cursor[osd] = (arr, pos)     # the next move starts here: this window may hold more
+            w = arr[pos:pos + ROWS_MAX]
+            live = w[np.fromiter((r in held for r in w.tolist()), dtype=bool, count=w.size)]
+            if live.size:
+                found = True
+                yield live
+            pos += ROWS_MAX
+        st.cursor[osd] = (arr, pos)
+        if found or fresh:
+            return
 
 
 def moves_primary(st: PoolState, rows: np.ndarray, srcs: np.ndarray,

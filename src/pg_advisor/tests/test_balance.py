@@ -258,3 +258,25 @@ def test_a_step_keeping_the_primaries_wins_at_half_the_gain(snap: snapshot.Snaps
     assert ev._choose([move(worth * 0.9, True)]) is None
     only = move(worth, False)
     assert ev._choose([move(worth * 0.9, True), only]) is only
+
+
+def test_windows_walk_an_osds_rows_and_never_run_dry() -> None:
+    # an OSD of many PGs is looked at ROWS_MAX rows at a time, from a cursor; rows gone
+    # since are skipped, and when all the old array's rest is gone it is taken again
+    from types import SimpleNamespace
+    from pg_advisor.balance.balancer import ROWS_MAX, _windows
+    held = set(range(3 * ROWS_MAX))
+    st: Any = SimpleNamespace(rows_of={7: held}, cursor={}, built=[0],
+                              rows=lambda osd: np.array(sorted(held)))
+    first = next(_windows(st, 7))
+    assert first.size == ROWS_MAX and st.built[0] == 3 * ROWS_MAX
+    assert set(np.concatenate(list(_windows(st, 7))).tolist()) == held      # all, in windows
+    # every row the old array still names goes, others come: the next window is the new ones
+    st.cursor[7] = (st.cursor[7][0], ROWS_MAX)
+    held.clear()
+    held.update(range(10_000, 10_000 + 2 * ROWS_MAX))
+    got = next(_windows(st, 7))
+    assert got.size and set(got.tolist()) <= held
+    # few rows: all of them at once, as the pool state gives them
+    small: Any = SimpleNamespace(rows_of={1: {4, 5}}, cursor={}, built=[0], rows=lambda osd: np.array([4, 5]))
+    assert [w.tolist() for w in _windows(small, 1)] == [[4, 5]]
