@@ -242,14 +242,17 @@ class Balancer:
         self.notes: List[str] = []
         self.left_out: Dict[str, str] = {}      # pool name -> why it cannot be balanced
         self.states: List[PoolState] = []
+        self._notes_of: Dict[str, List[str]] = {}     # pool name -> the notes its state gave
         for pool in snap.pools:
             if pools is not None and pool.name not in pools:
                 continue
+            start = len(self.notes)
             try:
                 self.states.append(self._state(pool))
             except AdvisorError as e:
                 self.notes.append(e.message)
                 self.left_out[pool.name] = e.message
+            self._notes_of[pool.name] = self.notes[start:]
         self._built = [0]
         for st in self.states:
             st.built = self._built
@@ -269,6 +272,9 @@ class Balancer:
         """Keep the states of these pools alone (before any move): a caller that has looked
         at every pool's state need not build the ones it keeps again."""
         self.states = [st for st in self.states if st.pool.name in names]
+        # as if built for these pools alone: their notes only, in the map's pool order
+        self.notes = [n for name, notes in self._notes_of.items() if name in names for n in notes]
+        self.left_out = {k: v for k, v in self.left_out.items() if k in names}
         self._sum_total()
         return self
 

@@ -7,6 +7,7 @@ import pytest
 
 from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
+from pg_advisor.balance.balancer import Balancer
 from pg_advisor.balance.drain import drain_report
 from pg_advisor.execute.driver import Driver
 from pg_advisor.model.errors import AdvisorError
@@ -15,6 +16,7 @@ from pg_advisor.analysis.legality import ancestors, breaks, rule_shape
 from pg_advisor.model.options import make
 
 from .fakes import FakeCeph
+from .layouts import UNDER_ROOT, load, regrow
 
 
 def pgs_on(snap: snapshot.Snapshot, osd: int) -> int:
@@ -150,3 +152,16 @@ def test_no_round_moves_more_pgs_into_or_out_of_an_osd_than_max_backfills_per_os
     st = drv.executor.state
     assert st is not None and st.status == "done" and pgs_on(ceph.snap(), 0) == 0
     assert len(rounds) >= 3
+
+
+def test_a_balancer_kept_to_some_pools_is_one_built_for_them(dumps: Dict[str, Any]) -> None:
+    # drain builds every pool's state once and keeps the touched ones (Balancer.only): its
+    # notes and counts must be those of a balancer built for those pools alone
+    regrow(dumps, UNDER_ROOT)           # osd.6 out of a host rule's reach: a note per pool
+    s = load(dumps)
+    kept = Balancer(s, drain=[0]).only(["rbd"])
+    alone = Balancer(s, pools=["rbd"], drain=[0])
+    assert kept.notes == alone.notes and any("cannot reach" in n for n in kept.notes)
+    assert kept.left_out == alone.left_out
+    assert [st.pool.name for st in kept.states] == ["rbd"]
+    assert np.array_equal(kept.total.counts, alone.total.counts)
