@@ -91,6 +91,8 @@ class PoolState:
     built: List[int] = field(default_factory=lambda: [0])
     # OSD -> (its rows when last taken, the window a move looks at first): see _windows
     cursor: Dict[int, Tuple[np.ndarray, int]] = field(default_factory=dict)
+    moves: int = 0                      # replica moves made on this state so far
+    last: Tuple[int, int] = (-1, -1)    # the last one's (row, source)
 
     def __post_init__(self) -> None:
         n = self.share.shape[0]
@@ -121,6 +123,8 @@ class PoolState:
         """The replica of `row` on `src` goes to `dst`."""
         pos = int(np.flatnonzero(self.up[row] == src)[0])
         self.up[row, pos] = dst
+        self.moves += 1
+        self.last = (row, src)
         self.level.counts[src] -= 1
         self.level.counts[dst] += 1
         self.rows_of[src].discard(row)
@@ -193,6 +197,43 @@ def _windows(st: PoolState, osd: int) -> Iterator[np.ndarray]:
             return
 
 
+class _Look:
+    """One window of an OSD's rows and what checking them against destinations found,
+    kept for the next look at the same OSD. A move changes its own row's up set alone,
+    so while the only moves made are of this window's rows off this OSD (the push loop
+    over one OSD), the other rows' answers stand and a move costs a few vector operations
+    instead of a window's checks; any other move ends the look."""
+
+    def __init__(self, st: PoolState, src: int, rows: np.ndarray) -> None:
+        self.st, self.src, self.rows = st, src, rows
+        self.srcs = np.full(rows.size, src)
+        self.held = st.held(rows, self.srcs)
+        self.live = np.ones(rows.size, dtype=bool)
+        self.ok: Dict[int, np.ndarray] = {}     # destination -> legal per row
+        # ties: undoing an item first, then not moving the primary (see _push)
+        self.undo = ~(st.raw[rows] == src).any(axis=1)
+        self.primary = moves_primary(st, rows, self.srcs)
+        self.moves = st.moves
+        self.pending = -1           # the row index the last answer gave
+
+    def still(self, st: PoolState, src: int) -> bool:
+        """Is this look valid for the next push from `src` on `st`? It is if nothing
+        moved since, or the one move made was its last answer's row off `src`."""
+        if st is not self.st or src != self.src:
+            return False
+        if st.moves == self.moves:
+            return True
+        if (st.moves == self.moves + 1 and self.pending >= 0
+                and st.last == (int(self.rows[self.pending]), src)):
+            self.live[self.pending] = False
+            self.moves, self.pending = st.moves, -1
+            return True
+        return False
+
+    def taken(self, r: int) -> None:
+        self.pending = r
+
+
 def moves_primary(st: PoolState, rows: np.ndarray, srcs: np.ndarray,
                   erasure_too: bool = False) -> np.ndarray:
     """Per row: is the replica on its source the PG's primary? Moving it changes the
@@ -234,6 +275,7 @@ class Balancer:
         self.first_free = copies_max is not None and snap.misplaced_objects == 0
         self.misplaced = 0.0
         self.width = 128      # candidates examined per move: the most promising ones
+        self._look: Optional[_Look] = None      # the last push's window (see _Look)
         self.placer = placer or Placer(snap)
         self.anc = ancestors(snap)
         o = snap.osds
@@ -345,28 +387,48 @@ class Balancer:
         cols = np.flatnonzero(take & st.allowed)
         if not cols.size:
             return None
+        look = self._look
+        if look is not None and look.still(st, src):
+            # the window the last look found its move in, as a fresh look would see it
+            mv = self._choose(look, cols, cost)
+            if mv is not None or self.work_stopped:
+                return mv
         for rows in _windows(st, src):
             if not rows.size:
                 return None
-            up, srcs = st.up[rows], np.full(rows.size, src)
-            held = st.held(rows, srcs)
-            undo = ~(st.raw[rows] == src).any(axis=1)
-            # the cheapest legal destination is among the k cheapest whenever any of those
-            # is legal: try a few first, widen only if none is
-            for k in (16, self.width):
-                cand = cols if cols.size <= k else cols[np.argpartition(cost[cols], k - 1)[:k]]
-                # a look costs at least MOVE_COST: its Python around the checks is the same
-                # for a few rows as for a window
-                if not self._spend(max(rows.size * cand.size, MOVE_COST)):
-                    return None
-                ok = replaceable(self.anc, st.shape, st.allowed, up, held, srcs, cand)
-                if ok.any():
-                    c = (np.where(ok, cost[cand][None, :], np.inf) - undo[:, None] * EPS
-                         + moves_primary(st, rows, srcs)[:, None] * (EPS / 2))
-                    r, d = np.unravel_index(int(np.argmin(c)), c.shape)
-                    return int(rows[r]), int(cand[d])
-                if cand.size == cols.size:
-                    break
+            look = self._look = _Look(st, src, rows)
+            mv = self._choose(look, cols, cost)
+            if mv is not None or self.work_stopped:
+                return mv
+        return None
+
+    def _choose(self, look: "_Look", cols: np.ndarray, cost: np.ndarray) -> Optional[Tuple[int, int]]:
+        """The cheapest legal (row, destination) in the look's window, among the k
+        cheapest of `cols` whenever any of those is legal: a few first, widened only if
+        none is. Legality is checked only for destinations the window was not checked
+        against before."""
+        st = look.st
+        for k in (16, self.width):
+            cand = cols if cols.size <= k else cols[np.argpartition(cost[cols], k - 1)[:k]]
+            new = np.array([c for c in cand.tolist() if c not in look.ok], dtype=np.int64)
+            # a look costs at least MOVE_COST: its Python around the checks is the same
+            # for a few rows as for a window
+            if not self._spend(max(int(look.live.sum()) * new.size, MOVE_COST)):
+                return None
+            if new.size:
+                got = replaceable(self.anc, st.shape, st.allowed, st.up[look.rows], look.held,
+                                  look.srcs, new)
+                for j, c in enumerate(new.tolist()):
+                    look.ok[c] = got[:, j]
+            ok = np.stack([look.ok[c] for c in cand.tolist()], axis=1) & look.live[:, None]
+            if ok.any():
+                c = (np.where(ok, cost[cand][None, :], np.inf) - look.undo[:, None] * EPS
+                     + look.primary[:, None] * (EPS / 2))
+                r, d = np.unravel_index(int(np.argmin(c)), c.shape)
+                look.taken(r)
+                return int(look.rows[r]), int(cand[d])
+            if cand.size == cols.size:
+                break
         return None
 
     def _pull(self, st: PoolState, dst: int, give: np.ndarray,
