@@ -425,7 +425,7 @@ class Balancer:
                 c = (np.where(ok, cost[cand][None, :], np.inf) - look.undo[:, None] * EPS
                      + look.primary[:, None] * (EPS / 2))
                 r, d = np.unravel_index(int(np.argmin(c)), c.shape)
-                look.taken(r)
+                look.taken(int(r))
                 return int(look.rows[r]), int(cand[d])
             if cand.size == cols.size:
                 break
