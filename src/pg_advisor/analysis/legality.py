@@ -161,18 +161,24 @@ def replaceable(anc: Dict[int, np.ndarray], shape: RuleShape, allowed: np.ndarra
     reach = allowed[cols].copy()
     for t in shape.types:
         reach &= has_ancestor(anc[t][cols])
-    ok = np.broadcast_to(reach, (srcs.size, cols.size)).copy()
-    ok &= ~(cols[None, :, None] == held[:, None, :]).any(axis=2)
+    # (called once a move on small arrays: the plainest numpy calls are the fastest)
+    # (R, C) comparisons column by column of `held`: a few 2-D operations cost less than
+    # one 3-D one reduced over its last axis
+    ok = np.broadcast_to(reach[None, :], (srcs.size, cols.size)).copy()
+    for j in range(held.shape[1]):
+        ok &= held[:, j, None] != cols[None, :]
     # the PG's other replicas (holes and the one replaced count for nothing)
     others = (up != srcs[:, None]) & (up >= 0) & (up < n)
-    at = np.clip(up, 0, n - 1)
+    at = np.minimum(np.maximum(up, 0), n - 1)
     for lim in shape.limits:
         if lim.type == 0 and lim.cap >= 1:
             continue                          # distinct OSDs: `held` sees to that
         a = anc[lim.type]
         mine = np.where(others, a[at], NOBODY)
         dest = a[cols]
-        inside = (mine[:, None, :] == dest[None, :, None]).sum(axis=2)      # (R, C)
+        inside = np.zeros((srcs.size, cols.size), dtype=np.int64)          # (R, C)
+        for j in range(k):
+            inside += mine[:, j, None] == dest[None, :]
         ok &= inside < lim.cap
         spans = lim.span < k
         totals = lim.total is not None and lim.total < k

@@ -26,12 +26,14 @@ from ..model.snapshot import Pool, Snapshot
 EPS = 1e-9
 FIRST = 1e3     # ranks the OSDs that fix a bound unit before all others
 TIE = 1e-2      # weight of the pool's own deviation next to the total's
-# (PG, OSD) pairs one run may check for legality: a few thousand a move (a move looks at
-# ROWS_MAX PGs of an OSD at a time), so a run of about 80,000 moves. 10,000
-# OSDs and 320,000 PGs need 36,582 at least (8e7 checks); past the bound a run stops
-# with a note, and the next one continues from its items.
-WORK_MAX = 200_000_000
+# (PG, OSD) pairs one run may check for legality: at least MOVE_COST a look for a move
+# (a move looks at ROWS_MAX PGs of an OSD at a time), so a run of up to about 45,000
+# moves, some 5 s of this 2-core machine (qa/bench_large_inputs.py). 10,000 OSDs and
+# 320,000 PGs need 36,582 at least (8.2e7 checks); past the bound a run stops with a
+# note, and the next one continues from its items.
+WORK_MAX = 100_000_000
 ROWS_MAX = 256
+POOL = 64           # destinations a look keeps in cost order (see Balancer._cand)
 MOVE_COST = 2048    # legality checks a look for a move counts at least (see _push)
 REGROUP_WIDTH = 8   # buckets a regroup takes from, and as many it gives to, at most
 REGROUP_BATCH = 16  # PGs moved between the best pair of buckets before the next search, at most
@@ -82,10 +84,16 @@ class PoolState:
     bytes: np.ndarray        # per row: bytes one replica (EC: one shard) holds
     primary: np.ndarray      # per row: the primary before balancing (-1: none)
     level: Level = field(init=False)
-    # OSD -> healthy rows it holds; a dict, not a list over max_osd: ids may reach 2^20
-    # while a few hundred OSDs exist (a list of sets cost 650 MiB there)
-    rows_of: DefaultDict[int, Set[int]] = field(init=False)
-    _rows: Dict[int, np.ndarray] = field(init=False)   # rows_of as arrays, until they change
+    # per OSD: the healthy rows it holds, as arrays built once from the up sets (a Python
+    # set per OSD cost 1.5 s for 2^20 PGs); a row moved in is added to its destination's
+    # list, and one moved off stays in its source's array until that is built again (the
+    # up set says where a row is: see holds)
+    held_n: np.ndarray = field(init=False)         # per OSD: healthy rows it holds
+    _rows: Dict[int, np.ndarray] = field(init=False)
+    _added: DefaultDict[int, List[int]] = field(init=False)
+    _stale: Set[int] = field(init=False)           # OSDs whose array may name rows gone
+    _by_osd: np.ndarray = field(init=False)        # the first up sets' (OSD, row) pairs,
+    _by_row: np.ndarray = field(init=False)        # sorted by OSD
     # rows turned into arrays so far (a counter the balancer shares and counts as work: an
     # OSD of half a million PGs costs that much each time its array is built again)
     built: List[int] = field(default_factory=lambda: [0])
@@ -97,40 +105,58 @@ class PoolState:
     def __post_init__(self) -> None:
         n = self.share.shape[0]
         self.level = Level(up_counts(self.up, n), self.share)
-        self.rows_of = defaultdict(set)
         rows = np.flatnonzero(self.healthy)
-        for r, osd in zip(np.repeat(rows, self.up.shape[1]).tolist(), self.up[rows].reshape(-1).tolist()):
-            if 0 <= osd < n:
-                self.rows_of[osd].add(r)
+        osd = self.up[rows].reshape(-1)
+        row = np.repeat(rows, self.up.shape[1])
+        ok = (osd >= 0) & (osd < n)
+        osd, row = osd[ok], row[ok]
+        self.held_n = np.bincount(osd, minlength=n).astype(np.int64)
+        # grouped by OSD, rows ascending within each, cut out when first asked for (ids
+        # may reach 2^20 while a few hundred OSDs exist; a thousand pools of a few PGs
+        # per OSD cost 0.8 s to cut up at once)
+        order = np.argsort(osd, kind="stable")
+        self._by_osd, self._by_row = osd[order], row[order]
         self._rows = {}
+        self._added = defaultdict(list)
+        self._stale = set()
 
     @property
     def counts(self) -> np.ndarray:
         return self.level.counts
 
+    def holds(self, rows: np.ndarray, osd: int) -> np.ndarray:
+        """Per row: is it still on `osd`?"""
+        return (self.up[rows] == osd).any(axis=1)
+
     def rows(self, osd: int) -> np.ndarray:
-        """The healthy rows (PGs) with a replica on `osd`."""
+        """The healthy rows (PGs) with a replica on `osd`, ascending."""
         # asked for again and again (every pull looks at up to 128 sources) while a move
-        # changes only two OSDs: keep each array until its OSD's rows change
-        a = self._rows.get(osd)
-        if a is None:
-            held = self.rows_of.get(osd, ())
-            a = self._rows[osd] = np.fromiter(held, dtype=np.int64, count=len(held))
-            self.built[0] += len(held)
+        # changes only two OSDs: each array is kept until its OSD's rows change
+        got = self._rows.get(osd)
+        if got is None:
+            lo, hi = np.searchsorted(self._by_osd, [osd, osd + 1])
+            got = self._rows[osd] = self._by_row[lo:hi]
+        a: np.ndarray = got
+        if osd in self._stale:
+            self.built[0] += a.size
+            added = self._added.pop(osd, [])
+            if added:
+                a = np.unique(np.concatenate([a, np.array(added, dtype=np.int64)]))
+            a = self._rows[osd] = a[self.holds(a, osd)]
+            self._stale.discard(osd)
         return a
 
     def move(self, row: int, src: int, dst: int) -> None:
         """The replica of `row` on `src` goes to `dst`."""
-        pos = int(np.flatnonzero(self.up[row] == src)[0])
-        self.up[row, pos] = dst
+        self.up[row, self.up[row].tolist().index(src)] = dst
         self.moves += 1
         self.last = (row, src)
         self.level.counts[src] -= 1
         self.level.counts[dst] += 1
-        self.rows_of[src].discard(row)
-        self.rows_of[dst].add(row)
-        self._rows.pop(src, None)
-        self._rows.pop(dst, None)
+        self.held_n[src] -= 1
+        self.held_n[dst] += 1
+        self._added[dst].append(row)
+        self._stale.update((src, dst))
 
     def held(self, rows: np.ndarray, srcs: Optional[np.ndarray] = None) -> np.ndarray:
         """OSDs a replacement must not be: the up set, and for EC also CRUSH's own set, but
@@ -174,20 +200,18 @@ def _windows(st: PoolState, osd: int) -> Iterator[np.ndarray]:
     and walked with a cursor, each row checked still there: a set walked from its start
     again and again skips every slot its removed rows left, which grows with each move.
     At the array's end it is taken again, with the rows that came since."""
-    held = st.rows_of.get(osd, set())
-    if len(held) <= ROWS_MAX:
+    if st.held_n[osd] <= ROWS_MAX:
         yield st.rows(osd)
         return
     arr, pos = st.cursor.get(osd, (np.zeros(0, np.int64), 0))
     for fresh in (pos >= arr.size, True):
         if fresh:       # (again once if the rest of the old array held none still there)
-            arr, pos = np.fromiter(held, dtype=np.int64, count=len(held)), 0
-            st.built[0] += arr.size
+            arr, pos = st.rows(osd), 0
         found = False
         while pos < arr.size:
             st.cursor[osd] = (arr, pos)     # the next move starts here: this window may hold more
             w = arr[pos:pos + ROWS_MAX]
-            live = w[np.fromiter((r in held for r in w.tolist()), dtype=bool, count=w.size)]
+            live = w[st.holds(w, osd)]
             if live.size:
                 found = True
                 yield live
@@ -204,17 +228,27 @@ class _Look:
     over one OSD), the other rows' answers stand and a move costs a few vector operations
     instead of a window's checks; any other move ends the look."""
 
-    def __init__(self, st: PoolState, src: int, rows: np.ndarray) -> None:
+    def __init__(self, st: PoolState, src: int, rows: np.ndarray, col: np.ndarray) -> None:
         self.st, self.src, self.rows = st, src, rows
         self.srcs = np.full(rows.size, src)
         self.held = st.held(rows, self.srcs)
         self.live = np.ones(rows.size, dtype=bool)
-        self.ok: Dict[int, np.ndarray] = {}     # destination -> legal per row
+        # (rows, destinations checked): legal; and per OSD its column there (-1: none yet)
+        self.ok = np.zeros((rows.size, 0), dtype=bool)
+        # (`col` is the balancer's, all -1 between looks: one over max_osd per look would
+        # cost more than the look where ids reach 2^20)
+        self.col = col
+        self.added: List[np.ndarray] = []
         # ties: undoing an item first, then not moving the primary (see _push)
         self.undo = ~(st.raw[rows] == src).any(axis=1)
         self.primary = moves_primary(st, rows, self.srcs)
         self.moves = st.moves
         self.pending = -1           # the row index the last answer gave
+        # the POOL cheapest destinations under the caller's `cost` (that very array), and
+        # the cost of the cheapest outside them (see Balancer._cand)
+        self.cost: Optional[np.ndarray] = None
+        self.pool = np.zeros(0, np.int64)
+        self.floor = np.inf
 
     def still(self, st: PoolState, src: int) -> bool:
         """Is this look valid for the next push from `src` on `st`? It is if nothing
@@ -232,6 +266,16 @@ class _Look:
 
     def taken(self, r: int) -> None:
         self.pending = r
+
+    def release(self) -> None:
+        """Give the balancer's `col` back as it was (all -1)."""
+        for dsts in self.added:
+            self.col[dsts] = -1
+
+    def add(self, dsts: np.ndarray, ok: np.ndarray) -> None:
+        self.col[dsts] = np.arange(self.ok.shape[1], self.ok.shape[1] + dsts.size)
+        self.added.append(dsts)
+        self.ok = np.concatenate([self.ok, ok], axis=1)
 
 
 def moves_primary(st: PoolState, rows: np.ndarray, srcs: np.ndarray,
@@ -276,6 +320,7 @@ class Balancer:
         self.misplaced = 0.0
         self.width = 128      # candidates examined per move: the most promising ones
         self._look: Optional[_Look] = None      # the last push's window (see _Look)
+        self._col = np.full(snap.osds.count, -1, dtype=np.int64)
         self.placer = placer or Placer(snap)
         self.anc = ancestors(snap)
         o = snap.osds
@@ -285,6 +330,7 @@ class Balancer:
         self.left_out: Dict[str, str] = {}      # pool name -> why it cannot be balanced
         self.states: List[PoolState] = []
         self._notes_of: Dict[str, List[str]] = {}     # pool name -> the notes its state gave
+        self._by_rule: Dict[int, Tuple[np.ndarray, List[int]]] = {}   # rule -> weights, OSDs lost
         for pool in snap.pools:
             if pools is not None and pool.name not in pools:
                 continue
@@ -324,9 +370,12 @@ class Balancer:
         shape = rule_shape(self.snap, pool)
         rule = self.snap.rules[pool.crush_rule]
         # 0 where the rule's steps cannot reach: no share, never a destination
-        w = rule_weights(self.snap, rule)
-        w[self.drain] = 0.0
-        lost = np.flatnonzero(unreachable(self.snap, rule)).tolist()
+        if rule.id not in self._by_rule:     # (a thousand pools may share one rule)
+            w = rule_weights(self.snap, rule)
+            w[self.drain] = 0.0
+            self._by_rule[rule.id] = (w, np.flatnonzero(unreachable(self.snap, rule)).tolist())
+        w, lost = self._by_rule[rule.id]
+        w = w.copy()
         if lost:
             self.notes.append(
                 f"pool {pool.name}: rule '{rule.name}' cannot reach "
@@ -384,50 +433,82 @@ class Balancer:
         """The best (row, destination) for a replica on `src`: lowest `cost` among `take`,
         and of equals a row where src is not CRUSH's own choice (that undoes an item), then
         one where src is not the primary (see moves_primary)."""
-        cols = np.flatnonzero(take & st.allowed)
-        if not cols.size:
-            return None
         look = self._look
         if look is not None and look.still(st, src):
             # the window the last look found its move in, as a fresh look would see it
-            mv = self._choose(look, cols, cost)
+            mv = self._choose(look, take, cost)
             if mv is not None or self.work_stopped:
                 return mv
+        if not (take & st.allowed).any():
+            return None
         for rows in _windows(st, src):
             if not rows.size:
                 return None
-            look = self._look = _Look(st, src, rows)
-            mv = self._choose(look, cols, cost)
+            if self._look is not None:
+                self._look.release()
+            look = self._look = _Look(st, src, rows, self._col)
+            mv = self._choose(look, take, cost)
             if mv is not None or self.work_stopped:
                 return mv
         return None
 
-    def _choose(self, look: "_Look", cols: np.ndarray, cost: np.ndarray) -> Optional[Tuple[int, int]]:
+    def _cand(self, look: "_Look", take: np.ndarray, cost: np.ndarray,
+              k: int) -> Tuple[np.ndarray, bool]:
+        """The k cheapest OSDs of `take` the rule allows, and whether they are all of them.
+        The first k come from the look's few cheapest (POOL) while that is sure to hold
+        them: only the OSDs the look's moves went to change cost or leave `take` (the
+        caller's `cost` is the same array, changed in place), so while the k-th cheapest
+        of the few costs no more than the cheapest outside them did, a pass over every OSD
+        (10,000 of them) is not needed again."""
+        if k <= POOL and look.cost is cost:
+            live = look.pool[take[look.pool]]
+            if live.size <= k and look.floor == np.inf:
+                return live, True
+            if live.size >= k:
+                part = live[np.argpartition(cost[live], k - 1)[:k]]
+                if cost[part].max() <= look.floor:
+                    return part, False
+        cols = np.flatnonzero(take & look.st.allowed)
+        if k <= POOL:
+            if cols.size <= POOL:
+                look.pool, look.floor = cols, np.inf
+            else:
+                idx = np.argpartition(cost[cols], POOL)
+                look.pool, look.floor = cols[idx[:POOL]], float(cost[cols[idx[POOL]]])
+            look.cost = cost
+            return self._cand(look, take, cost, k)
+        if cols.size <= k:
+            return cols, True
+        return cols[np.argpartition(cost[cols], k - 1)[:k]], False
+
+    def _choose(self, look: "_Look", take: np.ndarray, cost: np.ndarray) -> Optional[Tuple[int, int]]:
         """The cheapest legal (row, destination) in the look's window, among the k
-        cheapest of `cols` whenever any of those is legal: a few first, widened only if
-        none is. Legality is checked only for destinations the window was not checked
-        against before."""
+        cheapest destinations in `take` whenever any of those is legal: a few first,
+        widened only if none is. Legality is checked only for destinations the window was
+        not checked against before."""
         st = look.st
         for k in (16, self.width):
-            cand = cols if cols.size <= k else cols[np.argpartition(cost[cols], k - 1)[:k]]
-            new = np.array([c for c in cand.tolist() if c not in look.ok], dtype=np.int64)
+            cand, every = self._cand(look, take, cost, k)
+            at = look.col[cand]
+            new = cand[at < 0]
             # a look costs at least MOVE_COST: its Python around the checks is the same
             # for a few rows as for a window
             if not self._spend(max(int(look.live.sum()) * new.size, MOVE_COST)):
                 return None
             if new.size:
-                got = replaceable(self.anc, st.shape, st.allowed, st.up[look.rows], look.held,
-                                  look.srcs, new)
-                for j, c in enumerate(new.tolist()):
-                    look.ok[c] = got[:, j]
-            ok = np.stack([look.ok[c] for c in cand.tolist()], axis=1) & look.live[:, None]
+                look.add(new, replaceable(self.anc, st.shape, st.allowed, st.up[look.rows], look.held,
+                                          look.srcs, new))
+                at = look.col[cand]
+            ok = look.ok[:, at] & look.live[:, None]
             if ok.any():
                 c = (np.where(ok, cost[cand][None, :], np.inf) - look.undo[:, None] * EPS
                      + look.primary[:, None] * (EPS / 2))
                 r, d = np.unravel_index(int(np.argmin(c)), c.shape)
                 look.taken(int(r))
+                if k > POOL:        # a destination outside the few: they may no longer hold the cheapest
+                    look.cost = None
                 return int(look.rows[r]), int(cand[d])
-            if cand.size == cols.size:
+            if every:
                 break
         return None
 
@@ -441,7 +522,7 @@ class Balancer:
         if srcs.size > self.width:
             srcs = srcs[np.argpartition(-pref[srcs], self.width - 1)[:self.width]]
         # a window of each source (all of its PGs when they are few)
-        parts = [st.rows(s) if len(st.rows_of.get(s, ())) <= ROWS_MAX else next(_windows(st, s))
+        parts = [st.rows(s) if st.held_n[s] <= ROWS_MAX else next(_windows(st, s))
                  for s in srcs.tolist()]
         if not parts:
             return None

@@ -1,4 +1,5 @@
-from typing import Any, Dict, List, Optional, Tuple
+from collections import defaultdict
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import numpy as np
 import pytest
@@ -263,11 +264,28 @@ def test_a_step_keeping_the_primaries_wins_at_half_the_gain(snap: snapshot.Snaps
 def test_windows_walk_an_osds_rows_and_never_run_dry() -> None:
     # an OSD of many PGs is looked at ROWS_MAX rows at a time, from a cursor; rows gone
     # since are skipped, and when all the old array's rest is gone it is taken again
-    from types import SimpleNamespace
     from pg_advisor.balance.balancer import ROWS_MAX, _windows
+
+    class Rows:
+        """The part of a PoolState _windows uses: one OSD's rows as a set."""
+        def __init__(self, held: Set[int]) -> None:
+            self.held = held
+            self.cursor: Dict[int, Any] = {}
+            self.built = [0]
+
+        @property
+        def held_n(self) -> Dict[int, int]:
+            return defaultdict(int, {7: len(self.held)})
+
+        def rows(self, osd: int) -> np.ndarray:
+            self.built[0] += len(self.held)
+            return np.array(sorted(self.held), dtype=np.int64)
+
+        def holds(self, w: np.ndarray, osd: int) -> np.ndarray:
+            return np.array([r in self.held for r in w.tolist()], dtype=bool)
+
     held = set(range(3 * ROWS_MAX))
-    st: Any = SimpleNamespace(rows_of={7: held}, cursor={}, built=[0],
-                              rows=lambda osd: np.array(sorted(held)))
+    st: Any = Rows(held)
     first = next(_windows(st, 7))
     assert first.size == ROWS_MAX and st.built[0] == 3 * ROWS_MAX
     assert set(np.concatenate(list(_windows(st, 7))).tolist()) == held      # all, in windows
@@ -278,5 +296,85 @@ def test_windows_walk_an_osds_rows_and_never_run_dry() -> None:
     got = next(_windows(st, 7))
     assert got.size and set(got.tolist()) <= held
     # few rows: all of them at once, as the pool state gives them
-    small: Any = SimpleNamespace(rows_of={1: {4, 5}}, cursor={}, built=[0], rows=lambda osd: np.array([4, 5]))
-    assert [w.tolist() for w in _windows(small, 1)] == [[4, 5]]
+    small: Any = Rows({4, 5})
+    assert [w.tolist() for w in _windows(small, 7)] == [[4, 5]]
+
+
+def _rbd_of(pg_num: int) -> snapshot.Snapshot:
+    d = read_dumps()
+    for p in d["osd_dump"]["pools"]:
+        if p["pool_name"] == "rbd":
+            for k in ("pg_num", "pg_placement_num", "pg_num_target", "pg_placement_num_target"):
+                p[k] = pg_num
+    d["pg_dump"]["pg_map"]["pg_stats"] = []
+    return snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"])
+
+
+def test_pushes_from_one_osd_check_only_new_destinations(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 4,096 PGs on 6 OSDs: an OSD's pushes reuse the window and the destinations the last
+    # look checked (each move changes its own row alone), so a move checks a few (PG, OSD)
+    # pairs, not a window's (550 a move when every push looked again)
+    import pg_advisor.balance.balancer as balancer
+    pairs = [0]
+    real = balancer.replaceable
+
+    def counted(anc: Any, shape: Any, allowed: Any, up: Any, held: Any, srcs: np.ndarray,
+                cols: np.ndarray) -> np.ndarray:
+        pairs[0] += srcs.size * cols.size
+        return real(anc, shape, allowed, up, held, srcs, cols)
+    monkeypatch.setattr(balancer, "replaceable", counted)
+    res = Balancer(_rbd_of(4096)).run()
+    assert res.moves == res.lower_bound > 100
+    assert pairs[0] <= 32 * res.moves, (pairs[0], res.moves)
+
+
+def test_pool_state_rows_follow_moves() -> None:
+    # each OSD's rows come from arrays built once and lists of rows moved in: after any
+    # moves they are what the up sets say, ascending, and held_n counts them
+    b = Balancer(_rbd_of(512))
+    st = b.states[0]
+    rng = np.random.default_rng(5)
+    n = st.share.size
+    healthy = np.flatnonzero(st.healthy)
+
+    def truth(osd: int) -> List[int]:
+        return [int(r) for r in healthy if osd in st.up[r].tolist()]
+    for _ in range(6):
+        for _ in range(150):
+            r = int(rng.choice(healthy))
+            src = int(rng.choice(st.up[r]))
+            free = [o for o in range(n) if o not in st.up[r].tolist()]
+            st.move(r, src, int(rng.choice(free)))
+        for osd in range(n):
+            assert st.rows(osd).tolist() == truth(osd), osd
+            assert st.held_n[osd] == len(truth(osd))
+
+
+def test_candidates_are_the_k_cheapest_as_costs_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    # _cand keeps the POOL cheapest destinations of a look; while the moves' destinations
+    # grow dearer or leave `take`, it must still give exactly the k cheapest of all
+    from types import SimpleNamespace
+    import pg_advisor.balance.balancer as balancer
+    monkeypatch.setattr(balancer, "POOL", 8)
+    rng = np.random.default_rng(11)
+    b = Balancer.__new__(Balancer)
+    for trial in range(200):
+        n = int(rng.integers(1, 60))
+        allowed = rng.random(n) < 0.8
+        take = rng.random(n) < 0.7
+        cost = rng.integers(0, 20, n).astype(float)      # ties on purpose
+        look: Any = SimpleNamespace(st=SimpleNamespace(allowed=allowed), cost=None,
+                                    pool=np.zeros(0, np.int64), floor=np.inf)
+        for _ in range(30):
+            k = int(rng.integers(1, 6))
+            cand, every = b._cand(look, take, cost, k)
+            legal = np.flatnonzero(take & allowed)
+            want = np.sort(cost[legal])[:k]
+            assert np.array_equal(np.sort(cost[cand]), want), (trial, cand, legal)
+            assert set(cand.tolist()) <= set(legal.tolist()) and len(set(cand.tolist())) == cand.size
+            assert every == (cand.size == legal.size)
+            if not cand.size:
+                break
+            d = int(rng.choice(cand))                     # a move into d: dearer, maybe full
+            cost[d] += float(rng.integers(0, 4))
+            take[d] &= bool(rng.random() < 0.8)
