@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from mgr_module import CLIReadCommand, CLIWriteCommand, MgrModule, Option
 
-from .analysis.status import status_report
+from .analysis.status import status_of
 from .balance.report import misplaced_copies, proposal_json, unkept
 from .crush.upmap import map_mismatches
 from .execute.driver import Driver
@@ -21,6 +21,7 @@ from .execute.rounds import balance_round
 from .commands import table
 from .commands.answers import Inputs, answer
 from .model import options, snapshot
+from .model.reuse import SnapshotReuse
 from .model.errors import AdvisorError
 from .panel.server import Server
 from .render.format import check_format
@@ -30,6 +31,10 @@ from .render.views import show
 CommandResult = Tuple[int, str, str]
 Report = Dict[str, Any]
 MAP_WAIT = 10.0     # seconds a write command waits for the mgr's map to show what it set
+# the fields of `pg_status` (PGMapDigest::print_summary) whose change means the PG stats did:
+# not the I/O rates, which change every report and decide nothing here
+PG_SUMMARY_KEYS = ("pgs_by_state", "num_pgs", "num_pools", "num_objects", "data_bytes",
+                   "degraded_objects", "misplaced_objects", "unfound_objects")
 
 
 def declare(cmd: table.Command) -> None:
@@ -87,10 +92,28 @@ class Module(MgrModule):
                               lambda: self._served["history"])
         self._closed_events: set = set()
         self._panel_at: Optional[Tuple[str, int]] = None
+        self._snaps = SnapshotReuse()
 
     # -- reading the cluster -------------------------------------------------------------------
 
     def take_snapshot(self) -> snapshot.Snapshot:
+        """The cluster as a snapshot: the last one while nothing it depends on has changed
+        (model/reuse.py), else read anew."""
+        return self._snaps.get(self._change_key(), self._read_snapshot, time.monotonic())
+
+    def _change_key(self) -> Optional[Tuple[Any, ...]]:
+        """What changes when the answers may: the OSDMap epoch, the PG map's summary (PG
+        states, objects, bytes, misplaced: `pg_status` is a few hundred bytes however many
+        PGs there are) and the cluster settings the model reads. None if any is unreadable."""
+        try:
+            pg = self.get("pg_status")
+            summary = json.dumps({k: pg.get(k) for k in PG_SUMMARY_KEYS}, sort_keys=True, default=str)
+            config = tuple(str(self.get_ceph_option(k)) for k in self.NATIVE_OPTIONS)
+            return (self.get_osdmap().get_epoch(), summary, config)
+        except Exception:   # e.g. no PG map yet: read everything, keep nothing
+            return None
+
+    def _read_snapshot(self) -> snapshot.Snapshot:
         """The same documents the offline CLI reads from files, straight from the mgr."""
         config = {k: self.get_ceph_option(k) for k in self.NATIVE_OPTIONS}
         return snapshot.load(
@@ -136,7 +159,7 @@ class Module(MgrModule):
 
     def status(self, pool: Optional[str] = None) -> Dict[str, Any]:
         opts = self.current_options()
-        return status_report(self.take_snapshot(), pool, opts, self.balanced(opts))
+        return status_of(self.take_snapshot(), pool, opts, self.balanced(opts))
 
     def _served_status(self) -> Dict[str, Any]:
         doc = self._served["status"]

@@ -116,7 +116,7 @@ def growth_report(snap: Snapshot, name: str, count: int, weight: float, device_c
         raise AdvisorError.invalid(f"--backfill-mib-s must be within (0, {MAX_RATE_MIB_S:g}], "
                                    f"not {rate / MIB:g}")
     grown, ids, device_class = with_host(snap, name, count, weight, device_class, root)
-    before, after = Placer(snap), placer_after(grown)
+    before, after = Placer.of(snap), placer_after(grown)
     n = grown.osds.count
     pools: List[Dict[str, Any]] = []
     total = {"pgs_remapped": 0, "shards_moved": 0, "bytes_moved": 0, "objects_moved": 0.0}

@@ -40,7 +40,7 @@ class PgNumPlan:
 
 def pg_num_plan(snap: Snapshot, opts: Options, balanced: bool = False,
                 placer: Optional[Placer] = None) -> PgNumPlan:
-    placer = placer or Placer(snap)
+    placer = placer or Placer.of(snap)
     sizer = Sizer(snap, opts, placer, balanced)
     result = sizer.recommend()
     changes = [s for s in result.pools if s.change != 0 and s.pool.autoscale_mode != "on"]

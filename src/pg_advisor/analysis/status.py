@@ -76,6 +76,18 @@ def _pool_entry(snap: Snapshot, pool: Pool, reported: int,
     }
 
 
+def status_of(snap: Snapshot, pool_name: Optional[str] = None,
+              opts: Optional[Options] = None, balanced: bool = False) -> Dict[str, Any]:
+    """status_report, memoized on the snapshot: the mgr reuses a snapshot while the
+    cluster is unchanged, so the panel's refresh and `status` then cost a lookup. A copy
+    of the top level (nobody changes a report's insides: renderers only read)."""
+    key = ("status", pool_name, tuple(sorted(opts.values.items())) if opts is not None else None, balanced)
+    doc = snap.memo.get(key)
+    if doc is None:
+        doc = snap.memo.setdefault(key, status_report(snap, pool_name, opts, balanced))
+    return dict(doc)
+
+
 def status_report(snap: Snapshot, pool_name: Optional[str] = None,
                   opts: Optional[Options] = None, balanced: bool = False) -> Dict[str, Any]:
     """Build the status dict; `pool_name` narrows it to one pool (ENOENT if unknown)."""

@@ -144,7 +144,7 @@ def mon_cleaned(snap: Snapshot, placer: Placer, reweight: np.ndarray, target: Op
 
 def simulate(snap: Snapshot, ch: Change, placer: Optional[Placer] = None) -> Dict[str, Any]:
     target = validate(snap, ch)
-    placer = placer or Placer(snap)
+    placer = placer or Placer.of(snap)
     n_osd = snap.osds.count
     reweight = snap.osds.reweight.copy()
     overrides = {**{o: 0.0 for o in ch.out}, **dict(ch.reweight)}
@@ -210,7 +210,7 @@ def pg_map(snap: Snapshot, pool_name: Optional[str] = None,
            placer: Optional[Placer] = None) -> Dict[str, Any]:
     """{"1.0": [3, 7, 11], ...}: every PG's up set, as the mgr's map_pool_pgs_up gives it."""
     pools = snap.pools if pool_name is None else (snap.pool_by_name(pool_name),)
-    placer = placer or Placer(snap)
+    placer = placer or Placer.of(snap)
     out: Dict[str, Any] = {}
     for pool in pools:
         m = placer.map_pool(pool)

@@ -321,7 +321,7 @@ class Balancer:
         self.width = 128      # candidates examined per move: the most promising ones
         self._look: Optional[_Look] = None      # the last push's window (see _Look)
         self._col = np.full(snap.osds.count, -1, dtype=np.int64)
-        self.placer = placer or Placer(snap)
+        self.placer = placer or Placer.of(snap)
         self.anc = ancestors(snap)
         o = snap.osds
         self.usable = o.exists & o.up & o.in_ & (o.reweight > 0) & (o.crush_weight > 0)

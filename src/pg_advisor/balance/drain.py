@@ -87,7 +87,7 @@ def drain_plan(snap: Snapshot, target: str) -> DrainPlan:
     """What draining `target` would move, checked first."""
     osds = drain_osds(snap, target)
     # every pool's state once: to find the pools with a replica there, then to move them
-    b = Balancer(snap, Placer(snap), drain=osds)
+    b = Balancer(snap, Placer.of(snap), drain=osds)
     touched = touched_pools(b, osds)
     names = [st.pool.name for st in touched]
     replicas = int(sum(st.level.counts[osds].sum() for st in touched))    # before the moves

@@ -60,7 +60,7 @@ def pin_remapped(snap: Snapshot, placer: Optional[Placer] = None) -> Pins:
     pgs = snap.pgs
     if pgs is None:
         raise AdvisorError(-errno.EAGAIN, "no PG stats yet: which PGs are remapped is read from them")
-    placer = placer or Placer(snap)
+    placer = placer or Placer.of(snap)
     anc = ancestors(snap)
     o = snap.osds
     # Ceph ignores an item that points at an out OSD, and the mon cancels a PG's items when

@@ -5,7 +5,7 @@ from typing import Any, Callable, Dict
 
 from ..analysis.growth import growth_report
 from ..analysis.plan import plan_report
-from ..analysis.status import status_report
+from ..analysis.status import status_of
 from ..analysis.whatif import Change, pg_map, simulate
 from ..balance.drain import drain_report
 from ..balance.remapped import pin_remapped, pins_report
@@ -30,7 +30,7 @@ class Inputs:
 
 
 def _status(i: Inputs, v: Values) -> Report:
-    return status_report(i.snap, v["pool"], i.opts, i.balanced)
+    return status_of(i.snap, v["pool"], i.opts, i.balanced)
 
 
 def _eval(i: Inputs, v: Values) -> Report:

@@ -72,6 +72,16 @@ class Placer:
         # (placer, OSDs whose weight this one lowers): with_osds' results derive from it
         self._base: Optional[Tuple["Placer", np.ndarray]] = None
 
+    @staticmethod
+    def of(snap: Snapshot) -> "Placer":
+        """The snapshot's shared placer: every reader of one snapshot (status, plan, the
+        executor's tick) maps each pool once, and a snapshot the mgr reuses while the
+        cluster is unchanged costs no CRUSH run at all."""
+        placer: Optional[Placer] = snap.memo.get("placer")
+        if placer is None:
+            placer = snap.memo.setdefault("placer", Placer(snap))
+        return placer
+
     def with_osds(self, reweight: Optional[Mapping[int, float]] = None) -> "Placer":
         """A placer for the same map with some OSDs reweighted (0 = out)."""
         p = Placer.__new__(Placer)

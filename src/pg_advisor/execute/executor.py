@@ -50,7 +50,7 @@ UpSets = Callable[[Snapshot, Sequence[str]], Dict[str, List[int]]]
 
 
 def model_up_sets(snap: Snapshot, pgids: Sequence[str]) -> Dict[str, List[int]]:
-    return Placer(snap).up_sets(pgids)
+    return Placer.of(snap).up_sets(pgids)
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ def pins(snap: Snapshot, step: PlanStep, from_pgp: int) -> Dict[str, List[Tuple[
     the PG maps at from_pgp. The same answer before the pgp_num change and after it (a
     failover between the two resends exactly these)."""
     pool = snap.pool_by_name(step.pool)
-    placer = Placer(snap)
+    placer = Placer.of(snap)
     was = placer.map_pool(pool, pool.pg_num, from_pgp)
     _, raw = placer.crush_sets(pool, pool.pg_num, step.pgp_num)
     acting = _acting(snap, pool)
@@ -214,7 +214,7 @@ def pin_commands(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[Command]
 def remapped(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[str]:
     """The PGs whose up set pgp_num from_pgp -> step.pgp_num changes (items applied)."""
     pool = snap.pool_by_name(step.pool)
-    placer = Placer(snap)
+    placer = Placer.of(snap)
     was = placer.map_pool(pool, pool.pg_num, from_pgp)
     new = placer.map_pool(pool, pool.pg_num, step.pgp_num)
     return [was.pgid(int(r)) for r in np.flatnonzero((was.up != new.up).any(axis=1))]

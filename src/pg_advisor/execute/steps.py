@@ -90,7 +90,7 @@ class StepPlanner:
     def __init__(self, snap: Snapshot, throttles: Throttles, placer: Optional[Placer] = None) -> None:
         self.snap = snap
         self.t = throttles
-        self.placer = placer or Placer(snap)
+        self.placer = placer or Placer.of(snap)
         self.copies = object_copies(snap)
 
     def _movement(self, pool: Pool, pg_num: int, a: int, b: int) -> Tuple[int, int, int]:

@@ -167,6 +167,10 @@ class Snapshot:
     # `ceph osd pool autoscale-status -f json`, by pool name, when known
     autoscale: Optional[Mapping[str, Mapping[str, Any]]] = None
     misplaced_objects: int = 0    # object copies misplaced now (PG stats)
+    # what is computed from this snapshot alone and may be shared by whoever reads it (the
+    # mgr reuses a snapshot while the cluster is unchanged: its CRUSH results, its status);
+    # not an argument, so dataclasses.replace gives a changed copy a memo of its own
+    memo: Dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def mon_max_pg_per_osd(self) -> int:

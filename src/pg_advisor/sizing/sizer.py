@@ -121,7 +121,7 @@ class Sizer:
                  balanced: bool = False) -> None:
         self.snap = snap
         self.opts = opts
-        self.placer = placer or Placer(snap)
+        self.placer = placer or Placer.of(snap)
         self.balanced = balanced
         self.model = MemoryModel.from_config(snap.config, opts.bytes_per_log_entry,
                                              opts.bytes_per_log_dup, opts.bytes_per_pg)

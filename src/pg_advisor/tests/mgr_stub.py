@@ -25,6 +25,19 @@ class FakeMgr:
         self.health: Dict[str, Any] = {}
         self.log: list = []
         self.uri = ""
+        self.reads: Dict[str, int] = {}      # get(name) calls so far, by name
+
+
+def pg_status(pg_dump: Any) -> Dict[str, Any]:
+    """What the mgr's get('pg_status') gives (PGMapDigest::print_summary), from a pg dump."""
+    pg_map = pg_dump.get("pg_map", pg_dump)
+    states: Dict[str, int] = {}
+    for st in pg_map["pg_stats"]:
+        states[st["state"]] = states.get(st["state"], 0) + 1
+    total = pg_map.get("pg_stats_sum", {}).get("stat_sum", {})
+    return {"pgs_by_state": [{"state_name": k, "count": v} for k, v in sorted(states.items())],
+            "num_pgs": len(pg_map["pg_stats"]), "num_objects": total.get("num_objects", 0),
+            "data_bytes": total.get("num_bytes", 0)}
 
 
 class BaseMgrModule:
@@ -34,6 +47,9 @@ class BaseMgrModule:
         pass
 
     def _ceph_get(self, name: str) -> Any:
+        self.fake.reads[name] = self.fake.reads.get(name, 0) + 1
+        if name == "pg_status" and name not in self.fake.docs:
+            return pg_status(self.fake.docs["pg_dump"])
         return self.fake.docs[name]
 
     def _ceph_get_option(self, key: str) -> Any:

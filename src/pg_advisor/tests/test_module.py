@@ -82,7 +82,7 @@ def test_junk_from_the_mgr_is_einval(module: Module) -> None:
 def test_a_bug_is_reported_not_raised(module: Module, monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*args: Any) -> None:
         raise ZeroDivisionError("oops")
-    monkeypatch.setattr("pg_advisor.commands.answers.status_report", boom)
+    monkeypatch.setattr("pg_advisor.commands.answers.status_of", boom)
     code, _, err = module._handle_command(None, {"prefix": "pg-advisor status"})
     assert code == -5 and "internal error" in err and "oops" in err
 
@@ -149,3 +149,52 @@ def test_the_panel_follows_its_options_and_survives_a_busy_port(module: Module,
         assert fake.uri == f"http://127.0.0.1:{ports[0]}/"
     finally:
         module._server.stop()
+
+
+def test_an_unchanged_cluster_is_read_once_and_mapped_once(
+        module: Module, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the background's tick, the panel's status refresh, the sizing checks and a `status`
+    # command on a cluster whose OSDMap epoch and PG summary have not moved: no pg dump is
+    # read and no CRUSH is run after the first (at 10,000 OSDs each cost seconds of the
+    # mgr's GIL, every 2 s); a new epoch or new PG stats read it all again
+    import pg_advisor.crush.placement as placement
+    runs = [0]
+    real = placement.do_rule
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        runs[0] += 1
+        return real(*args, **kw)
+    monkeypatch.setattr(placement, "do_rule", counted)
+    fake = mgr_stub.BaseMgrModule.fake
+    remote = module.remote
+    asked = [0]
+
+    def autoscaler(*args: Any, **kw: Any) -> Any:
+        asked[0] += 1
+        return remote(*args, **kw)
+    monkeypatch.setattr(module, "remote", autoscaler)
+
+    def everything() -> None:
+        module.run_plan()
+        module.refresh_status()
+        module.refresh_health()
+        assert module._handle_command(None, {"prefix": "pg-advisor status", "format": "json"})[0] == 0
+    everything()
+    reads, crush, scaler = fake.reads["pg_dump"], runs[0], asked[0]
+    assert reads >= 1 and crush >= 1 and scaler >= 1
+    for _ in range(3):
+        everything()
+    assert (fake.reads["pg_dump"], runs[0], asked[0]) == (reads, crush, scaler)
+    # a new map: read and mapped again, once
+    fake.docs["osd_map"]["epoch"] += 1
+    everything()
+    everything()
+    assert fake.reads["pg_dump"] == reads + 1 and runs[0] > crush
+    # new PG stats (objects written): read again (CRUSH too: a new snapshot maps anew)
+    fake.docs["pg_dump"]["pg_stats_sum"]["stat_sum"]["num_objects"] += 10
+    everything()
+    assert fake.reads["pg_dump"] == reads + 2
+    # a summary that cannot be read: nothing is kept, every read is fresh
+    del fake.docs["pg_dump"]["pg_stats"]
+    code = module._handle_command(None, {"prefix": "pg-advisor status"})[0]
+    assert code == -22 and fake.reads["pg_dump"] == reads + 3

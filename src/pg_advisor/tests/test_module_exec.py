@@ -64,6 +64,7 @@ def test_blocked_plan_raises_a_health_check(wired: Any) -> None:
     m, ceph, refresh = wired
     cmd(m, "apply", pool="rbd", pg_num=64)
     ceph.dumps["osd_dump"]["flags"] += ",norebalance"
+    ceph.dumps["osd_dump"]["epoch"] += 1        # a flag set is a new map, as the mon makes it
     refresh()
     m.run_plan()
     m.publish_health()

@@ -158,3 +158,28 @@ def test_anything_not_plain_takes_the_checked_path(dumps: Dict[str, Any], change
         assert e.message.startswith("pg dump: ")
     else:
         assert c["log_size"][7] == 12
+
+
+def test_a_snapshots_memo_is_its_own(snap: snapshot.Snapshot) -> None:
+    # one placer per snapshot, shared by its readers (CRUSH once); a changed copy starts
+    # with a memo of its own, or it would read the original's CRUSH results and status
+    import dataclasses
+    from pg_advisor.crush.placement import Placer
+    from pg_advisor.model.reuse import SnapshotReuse
+    p = Placer.of(snap)
+    assert Placer.of(snap) is p and snap.memo["placer"] is p
+    other = dataclasses.replace(snap, flags=("noout",))
+    assert other.memo == {} and Placer.of(other) is not p
+    # the reuse: the same key gives the kept snapshot, another key (or none, or age) reads
+    reuse, loads = SnapshotReuse(max_age=60), []
+
+    def load() -> snapshot.Snapshot:
+        loads.append(1)
+        return dataclasses.replace(snap)
+    a = reuse.get(("e", 1), load, 0.0)
+    assert reuse.get(("e", 1), load, 30.0) is a and len(loads) == 1
+    assert reuse.get(("e", 2), load, 31.0) is not a and len(loads) == 2
+    assert reuse.get(None, load, 32.0) is not None and len(loads) == 3
+    b = reuse.get(("e", 3), load, 33.0)
+    assert reuse.get(("e", 3), load, 92.9) is b and reuse.get(("e", 3), load, 93.0) is not b
+    assert reuse.loads == len(loads) == 5

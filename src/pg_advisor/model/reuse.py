@@ -1,0 +1,43 @@
+"""One snapshot, kept while the cluster it was read from has not changed.
+
+Reading a cluster costs what the cluster holds: the PG map of 320,000 PGs becomes
+millions of Python objects, and CRUSH maps every PG again. Inside the mgr that ran on every
+tick and froze it at 10,000 OSDs. The adapter names what would change the answer (the
+OSDMap epoch, the PG map's summary, the settings the model reads) in a key read cheaply;
+while the key is the same, the last snapshot and everything memoized on it (its CRUSH
+results, its status) serve again. A key that cannot be read (None) means: read again.
+"""
+import threading
+from typing import Callable, Hashable, Optional
+
+from .snapshot import Snapshot
+
+MAX_AGE = 300.0     # seconds a snapshot serves at most, so slow drifts (fullness) show
+
+
+class SnapshotReuse:
+    def __init__(self, max_age: float = MAX_AGE) -> None:
+        self.max_age = max_age
+        self.loads = 0                     # snapshots read so far (what a test counts)
+        self._key: Optional[Hashable] = None
+        self._snap: Optional[Snapshot] = None
+        self._at = 0.0
+        self._lock = threading.Lock()
+
+    def get(self, key: Optional[Hashable], load: Callable[[], Snapshot], now: float) -> Snapshot:
+        """The kept snapshot if `key` is the one it was read under (and it is younger than
+        max_age), else a new one from `load` (kept if its key is known)."""
+        with self._lock:
+            if (key is not None and self._snap is not None and key == self._key
+                    and now - self._at < self.max_age):
+                return self._snap
+        snap = load()
+        with self._lock:
+            self.loads += 1
+            self._key, self._snap, self._at = (key, snap, now) if key is not None else (None, None, 0.0)
+        return snap
+
+    def forget(self) -> None:
+        """Read again next time (after our own change to the cluster, say)."""
+        with self._lock:
+            self._key, self._snap = None, None
