@@ -115,6 +115,7 @@ class Module(MgrModule):
 
     def _read_snapshot(self) -> snapshot.Snapshot:
         """The same documents the offline CLI reads from files, straight from the mgr."""
+        self.log.debug("pg_advisor: reading the cluster (snapshot %d)", self._snaps.loads + 1)
         config = {k: self.get_ceph_option(k) for k in self.NATIVE_OPTIONS}
         return snapshot.load(
             self.get("osd_map"), self.get("osd_map_crush"), self.get("pg_dump"), self.get("df"),
