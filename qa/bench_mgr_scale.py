@@ -1,0 +1,258 @@
+"""Benchmark: a real ceph-mgr over a big map, with pg_advisor disabled and then enabled.
+
+    PYTHONPATH=src:. /usr/bin/python3 -m qa.bench_mgr_scale [--osds 1000,4000,10000]
+                                                            [--phase-seconds 600]
+
+For each size, a real ceph-mon (from Debian's packages, on loopback) holds a map of that
+many OSDs (racks of 20 hosts of 10 OSDs, weights 4/8/16 TB) and one replicated pool of 32
+PGs per OSD (320,000 at 10,000 OSDs). The OSDs exist and are in, but no OSD daemon runs:
+every PG is "unknown", as in issue 26. A real ceph-mgr runs Ceph's default modules and
+pg_advisor from this checkout. Each phase runs `--phase-seconds`:
+
+  - disabled: pg_advisor off (the baseline);
+  - idle: pg_advisor on at its defaults, nothing asked;
+  - panel: its panel polled (GET /api/status) every 10 s;
+  - commands: `ceph pg-advisor status` and `balance --dry-run` every 30 s;
+  - plan: `ceph pg-advisor apply` of a pg_num change, then its ticks.
+
+Throughout, every 2 s, `ceph balancer status` (another module's command) is timed; the
+mgr's CPU (utime + stime from /proc) and RSS are sampled, and its failovers counted (the
+mgr map's active gid changing). One table row per phase: failovers, CPU % of one core, peak
+RSS, the other module's latency (median, p99, max) and pg_advisor's status latency.
+Goals at 10,000 OSDs (issue 26): no failover; p99 within 1.5 x and +200 ms of the
+baseline; CPU at most 5 % idle with the panel on, 25 % with a plan; RSS +1 GiB at most;
+status within 5 s.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import rados
+
+from .cluster import free_port
+from .crushgen import REPLICATED_HOST, Layout, crush_text, run
+from .monbuilt import PoolSpec, _create_pool, _Mon
+
+REPO = Path(__file__).resolve().parents[1]
+MGR_CONF = """
+[mgr]
+mgr data = {d}/mgr.$id
+mgr module path = {d}/mgr-modules
+log file = {d}/$name.log
+"""
+TICK = 2.0          # seconds between samples of the other module's command
+
+
+def layout(osds: int) -> Layout:
+    return Layout(max(osds // 200, 1), 20, 10, weight=lambda o: (4.0, 8.0, 16.0)[o % 3])
+
+
+@dataclass
+class Samples:
+    other_ms: List[float] = field(default_factory=list)       # `ceph balancer status`
+    ours_ms: List[float] = field(default_factory=list)        # `ceph pg-advisor status` / panel
+    cpu: List[Tuple[float, float]] = field(default_factory=list)   # (monotonic, cpu seconds)
+    rss: List[int] = field(default_factory=list)
+    gids: List[int] = field(default_factory=list)
+    errors: List[str] = field(default_factory=list)
+
+
+class Rig:
+    """One mon seeded with the map, one mgr, a client; stop() ends them all."""
+
+    def __init__(self, osds: int, pgs: int, tmp: Path) -> None:
+        self.tmp = tmp
+        tmp.mkdir(parents=True, exist_ok=True)
+        lay = layout(osds)
+        (tmp / "crush.txt").write_text(crush_text(lay, [REPLICATED_HOST]))
+        run("crushtool", "-c", str(tmp / "crush.txt"), "-o", str(tmp / "crush.bin"))
+        seed = tmp / "osdmap0.bin"
+        run("osdmaptool", "--createsimple", str(lay.num_osds), "--clobber", str(seed))
+        run("osdmaptool", str(seed), "--import-crush", str(tmp / "crush.bin"))
+        # the mon's directory: short, for the admin socket's path
+        self.d = Path(tempfile.mkdtemp(prefix="pga-mgrscale-"))
+        self.mon = _Mon(self.d, seed)
+        self.mon.connect(timeout=120)
+        self.mgr: Optional[Any] = None
+        self._make_osds(lay.num_osds)
+        crush = json.loads(run("crushtool", "-i", str(tmp / "crush.bin"), "--dump"))
+        _create_pool(self.mon, PoolSpec("rbd", pgs), crush["rules"][0]["rule_name"])
+        self.panel_port = free_port()
+        self._start_mgr()
+
+    def _make_osds(self, n: int) -> None:
+        # existing and in, never booted (down): CRUSH maps every PG onto them, none is up
+        def one(i: int) -> None:
+            self.mon.command("osd new", uuid=str(uuid.uuid4()), id=i)
+        with ThreadPoolExecutor(32) as pool:
+            list(pool.map(one, range(n)))
+        self.mon.command("osd in", ids=["all"])
+
+    def _start_mgr(self) -> None:
+        mods = self.d / "mgr-modules"
+        mods.mkdir()
+        for m in Path("/usr/share/ceph/mgr").iterdir():
+            (mods / m.name).symlink_to(m)
+        (mods / "pg_advisor").symlink_to(REPO / "src" / "pg_advisor")
+        (self.d / "mgr.x").mkdir()
+        with open(self.mon.conf, "a") as f:
+            f.write(MGR_CONF.format(d=self.d))
+        self.mon.command("config set", who="mgr", name="mgr/pg_advisor/server_port",
+                         value=str(self.panel_port))
+        with open(self.d / "mgr.stderr", "wb") as err:
+            self.mgr = subprocess.Popen(["ceph-mgr", "-c", str(self.mon.conf), "-i", "x", "-f"],
+                                        env=self.mon.env, stdin=subprocess.DEVNULL, stdout=err,
+                                        stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 300
+        while not json.loads(self.mon.command("mgr stat", format="json"))["available"]:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"ceph-mgr not available in 300 s (in {self.d})")
+            time.sleep(1)
+
+    def mgr_command(self, prefix: str, timeout: float = 120, **args: Any) -> Tuple[int, float]:
+        """(return code, seconds) of one mgr command."""
+        assert self.mon.cluster is not None
+        t0 = time.monotonic()
+        ret, _, _ = self.mon.cluster.mgr_command(json.dumps({"prefix": prefix, **args}), b"",
+                                                 timeout=int(timeout))
+        return ret, time.monotonic() - t0
+
+    def active_gid(self) -> int:
+        return int(json.loads(self.mon.command("mgr dump", format="json"))["active_gid"])
+
+    def stop(self) -> None:
+        if self.mgr is not None:
+            self.mgr.kill()
+            self.mgr.wait()
+        self.mon.stop()
+        shutil.rmtree(self.d, ignore_errors=True)
+
+
+def _cpu_rss(pid: int) -> Tuple[float, int]:
+    with open(f"/proc/{pid}/stat") as f:
+        parts = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    with open(f"/proc/{pid}/status") as f:
+        rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+    return (int(parts[11]) + int(parts[12])) / ticks, rss * 1024
+
+
+def phase(rig: Rig, name: str, seconds: float) -> Dict[str, Any]:
+    s = Samples()
+    stop = threading.Event()
+    assert rig.mgr is not None
+    pid = rig.mgr.pid
+
+    def sample() -> None:
+        while not stop.is_set():
+            try:
+                code, dt = rig.mgr_command("balancer status", timeout=120)
+                s.other_ms.append(dt * 1000)
+                cpu, rss = _cpu_rss(pid)
+                s.cpu.append((time.monotonic(), cpu))
+                s.rss.append(rss)
+                s.gids.append(rig.active_gid())
+            except (rados.Error, OSError, ValueError) as e:
+                s.errors.append(f"{type(e).__name__}: {e}")
+            stop.wait(TICK)
+
+    def ours() -> None:
+        every = {"panel": 10.0, "commands": 30.0}.get(name)
+        while every is not None and not stop.is_set():
+            try:
+                if name == "panel":
+                    t0 = time.monotonic()
+                    url = f"http://127.0.0.1:{rig.panel_port}/api/status"
+                    urllib.request.urlopen(url, timeout=120).read()
+                    s.ours_ms.append((time.monotonic() - t0) * 1000)
+                else:
+                    code, dt = rig.mgr_command("pg-advisor status", format="json")
+                    if code == 0:
+                        s.ours_ms.append(dt * 1000)
+                    else:
+                        s.errors.append(f"status answered {code}")
+                    rig.mgr_command("pg-advisor balance", dry_run=True, format="json")
+            except Exception as e:   # a refused connection (panel not up yet) is a figure too
+                s.errors.append(f"{type(e).__name__}: {e}")
+            stop.wait(every)
+
+    threads = [threading.Thread(target=sample), threading.Thread(target=ours)]
+    for t in threads:
+        t.start()
+    time.sleep(seconds)
+    stop.set()
+    for t in threads:
+        t.join(300)
+    if name != "disabled" and not s.ours_ms:      # the status latency of every phase
+        try:
+            code, dt = rig.mgr_command("pg-advisor status", format="json")
+            if code == 0:
+                s.ours_ms.append(dt * 1000)
+        except rados.Error:
+            pass
+    cpu = float("nan")
+    if len(s.cpu) > 1:
+        cpu = (s.cpu[-1][1] - s.cpu[0][1]) / (s.cpu[-1][0] - s.cpu[0][0]) * 100
+    lat = sorted(s.other_ms) or [float("nan")]
+    return {"phase": name, "failovers": len(set(s.gids)) - 1 if s.gids else -1, "cpu_pct": cpu,
+            "rss_mib": max(s.rss, default=0) / 2**20, "other_p50": statistics.median(lat),
+            "other_p99": lat[min(len(lat) - 1, int(len(lat) * 0.99))], "other_max": lat[-1],
+            "ours_max": max(s.ours_ms, default=float("nan")), "errors": len(s.errors),
+            "first_error": s.errors[0] if s.errors else ""}
+
+
+def bench(osds: int, seconds: float) -> List[Dict[str, Any]]:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="pga-mgrscale-map-") as tmp:
+        t0 = time.monotonic()
+        rig = Rig(osds, 32 * osds, Path(tmp))
+        print(f"# {osds} OSDs, {32 * osds} PGs: mon, OSDs, pool and mgr up in "
+              f"{time.monotonic() - t0:.0f} s", flush=True)
+        try:
+            rig.mon.command("mgr module disable", module="pg_advisor")
+            rows.append(phase(rig, "disabled", seconds))
+            rig.mon.command("mgr module enable", module="pg_advisor")
+            time.sleep(5)
+            for name in ("idle", "panel", "commands"):
+                rows.append(phase(rig, name, seconds))
+            code, _ = rig.mgr_command("pg-advisor apply", pool="rbd", pg_num=32 * osds + 64 * 32)
+            rows.append(dict(phase(rig, "plan", seconds), note=f"apply answered {code}"))
+        finally:
+            rig.stop()
+    for r in rows:
+        r["osds"] = osds
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--osds", default="1000,4000,10000")
+    ap.add_argument("--phase-seconds", type=float, default=600.0)
+    args = ap.parse_args()
+    rows: List[Dict[str, Any]] = []
+    for n in (int(x) for x in args.osds.split(",")):
+        rows += bench(n, args.phase_seconds)
+        print(f"{'OSDs':>6} {'phase':<9} {'failover':>8} {'CPU %':>6} {'RSS MiB':>8} "
+              f"{'other p50':>9} {'p99':>7} {'max':>7} {'status ms':>9} {'errors':>6}")
+        for r in rows:
+            print(f"{r['osds']:>6} {r['phase']:<9} {r['failovers']:>8} {r['cpu_pct']:>6.1f} "
+                  f"{r['rss_mib']:>8.0f} {r['other_p50']:>9.0f} {r['other_p99']:>7.0f} "
+                  f"{r['other_max']:>7.0f} {r['ours_max']:>9.0f} {r['errors']:>6}  "
+                  f"{r.get('note', '')} {r['first_error'][:80]}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
