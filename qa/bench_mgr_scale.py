@@ -86,6 +86,7 @@ class Rig:
         self.mon = _Mon(self.d, seed)
         self.mon.connect(timeout=120)
         self.mgr: Optional[Any] = None
+        self.last_error = ""
         self._make_osds(lay.num_osds)
         crush = json.loads(run("crushtool", "-i", str(tmp / "crush.bin"), "--dump"))
         _create_pool(self.mon, PoolSpec("rbd", pgs), crush["rules"][0]["rule_name"])
@@ -109,8 +110,6 @@ class Rig:
         (self.d / "mgr.x").mkdir()
         with open(self.mon.conf, "a") as f:
             f.write(MGR_CONF.format(d=self.d))
-        self.mon.command("config set", who="mgr", name="mgr/pg_advisor/server_port",
-                         value=str(self.panel_port))
         with open(self.d / "mgr.stderr", "wb") as err:
             self.mgr = subprocess.Popen(["ceph-mgr", "-c", str(self.mon.conf), "-i", "x", "-f"],
                                         env=self.mon.env, stdin=subprocess.DEVNULL, stdout=err,
@@ -120,13 +119,18 @@ class Rig:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"ceph-mgr not available in 300 s (in {self.d})")
             time.sleep(1)
+        # (the mon knows a module's options once the mgr has reported its modules)
+        self.mon.command("config set", who="mgr", name="mgr/pg_advisor/server_port",
+                         value=str(self.panel_port), force=True)
 
     def mgr_command(self, prefix: str, timeout: float = 120, **args: Any) -> Tuple[int, float]:
-        """(return code, seconds) of one mgr command."""
+        """(return code, seconds) of one mgr command; the last error's text in last_error."""
         assert self.mon.cluster is not None
         t0 = time.monotonic()
-        ret, _, _ = self.mon.cluster.mgr_command(json.dumps({"prefix": prefix, **args}), b"",
-                                                 timeout=int(timeout))
+        ret, _, outs = self.mon.cluster.mgr_command(json.dumps({"prefix": prefix, **args}), b"",
+                                                    timeout=int(timeout))
+        if ret:
+            self.last_error = f"{prefix}: {ret} {outs}"
         return ret, time.monotonic() - t0
 
     def active_gid(self) -> int:
@@ -182,7 +186,7 @@ def phase(rig: Rig, name: str, seconds: float) -> Dict[str, Any]:
                     if code == 0:
                         s.ours_ms.append(dt * 1000)
                     else:
-                        s.errors.append(f"status answered {code}")
+                        s.errors.append(rig.last_error)
                     rig.mgr_command("pg-advisor balance", dry_run=True, format="json")
             except Exception as e:   # a refused connection (panel not up yet) is a figure too
                 s.errors.append(f"{type(e).__name__}: {e}")
@@ -228,7 +232,7 @@ def bench(osds: int, seconds: float) -> List[Dict[str, Any]]:
             for name in ("idle", "panel", "commands"):
                 rows.append(phase(rig, name, seconds))
             code, _ = rig.mgr_command("pg-advisor apply", pool="rbd", pg_num=32 * osds + 64 * 32)
-            rows.append(dict(phase(rig, "plan", seconds), note=f"apply answered {code}"))
+            rows.append(dict(phase(rig, "plan", seconds), note=f"apply: {rig.last_error if code else 0}"))
         finally:
             rig.stop()
     for r in rows:

@@ -10,6 +10,7 @@ results, its status) serve again. A key that cannot be read (None) means: read a
 import threading
 from typing import Callable, Hashable, Optional
 
+from .errors import AdvisorError
 from .snapshot import Snapshot
 
 MAX_AGE = 300.0     # seconds a snapshot serves at most, so slow drifts (fullness) show
@@ -21,23 +22,35 @@ class SnapshotReuse:
         self.loads = 0                     # snapshots read so far (what a test counts)
         self._key: Optional[Hashable] = None
         self._snap: Optional[Snapshot] = None
+        self._error: Optional[AdvisorError] = None
         self._at = 0.0
         self._lock = threading.Lock()
 
     def get(self, key: Optional[Hashable], load: Callable[[], Snapshot], now: float) -> Snapshot:
         """The kept snapshot if `key` is the one it was read under (and it is younger than
-        max_age), else a new one from `load` (kept if its key is known)."""
+        max_age), else a new one from `load` (kept if its key is known). A cluster the
+        loader refuses (AdvisorError) is refused again from memory under the same key: a
+        setting out of bounds must not cost a full read on every tick."""
         with self._lock:
-            if (key is not None and self._snap is not None and key == self._key
-                    and now - self._at < self.max_age):
+            if (key is not None and key == self._key and now - self._at < self.max_age
+                    and (self._snap is not None or self._error is not None)):
+                if self._error is not None:
+                    raise self._error
+                assert self._snap is not None
                 return self._snap
-        snap = load()
+        try:
+            snap = load()
+        except AdvisorError as e:
+            with self._lock:
+                self.loads += 1
+                self._key, self._snap, self._error, self._at = key, None, e, now
+            raise
         with self._lock:
             self.loads += 1
-            self._key, self._snap, self._at = (key, snap, now) if key is not None else (None, None, 0.0)
+            self._key, self._snap, self._error, self._at = key, snap, None, now
         return snap
 
     def forget(self) -> None:
         """Read again next time (after our own change to the cluster, say)."""
         with self._lock:
-            self._key, self._snap = None, None
+            self._key, self._snap, self._error = None, None, None

@@ -183,3 +183,25 @@ def test_a_snapshots_memo_is_its_own(snap: snapshot.Snapshot) -> None:
     b = reuse.get(("e", 3), load, 33.0)
     assert reuse.get(("e", 3), load, 92.9) is b and reuse.get(("e", 3), load, 93.0) is not b
     assert reuse.loads == len(loads) == 5
+
+
+def test_a_refused_cluster_is_refused_from_memory_until_it_changes() -> None:
+    # a setting the loader refuses (mon_max_pg_per_osd 10^8, say) fails every tick: the
+    # refusal is kept under its key, not read again at full cost each time
+    from pg_advisor.model.reuse import SnapshotReuse
+    reuse, loads = SnapshotReuse(max_age=60), []
+
+    def bad() -> snapshot.Snapshot:
+        loads.append(1)
+        raise AdvisorError.invalid("mon_max_pg_per_osd is 100000000")
+    for t in (0.0, 1.0, 2.0):
+        with pytest.raises(AdvisorError, match="100000000"):
+            reuse.get(("e", 1), bad, t)
+    assert len(loads) == 1
+    with pytest.raises(AdvisorError):
+        reuse.get(("e", 2), bad, 3.0)             # a new key: read again
+    with pytest.raises(AdvisorError):
+        reuse.get(None, bad, 4.0)                 # no key: always read
+    with pytest.raises(AdvisorError):
+        reuse.get(None, bad, 5.0)
+    assert len(loads) == 4
