@@ -56,7 +56,8 @@ TICK = 2.0          # seconds between samples of the other module's command
 
 
 def layout(osds: int) -> Layout:
-    return Layout(max(osds // 200, 1), 20, 10, weight=lambda o: (4.0, 8.0, 16.0)[o % 3])
+    # 4, 8 and 16 TB drives, scaled: crushtool sums bucket weights in 16.16 fixed point
+    return Layout(max(osds // 200, 1), 20, 10, weight=lambda o: (0.4, 0.8, 1.6)[o % 3])
 
 
 @dataclass
