@@ -13,7 +13,8 @@ from typing import Callable, Hashable, Optional
 from .errors import AdvisorError
 from .snapshot import Snapshot
 
-MAX_AGE = 300.0     # seconds a snapshot serves at most, so slow drifts (fullness) show
+MAX_AGE = 60.0      # seconds a snapshot serves at most: what the key does not see (an OSD's
+#                     fullness, the PGs it still deletes: osd_stats) shows within a minute
 
 
 class SnapshotReuse:
