@@ -9,6 +9,7 @@ most underfull one ("pull"); a move that only lowers the squared deviation is th
 fallback when the rule leaves no direct move. Optionally, bytes come last (bytes mode).
 """
 from collections import defaultdict
+import copy
 from dataclasses import dataclass, field
 from typing import Any, DefaultDict, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -26,12 +27,22 @@ from ..model.snapshot import Pool, Snapshot
 EPS = 1e-9
 FIRST = 1e3     # ranks the OSDs that fix a bound unit before all others
 TIE = 1e-2      # weight of the pool's own deviation next to the total's
-# (PG, OSD) pairs one run may check for legality: at least MOVE_COST a look for a move
-# (a move looks at ROWS_MAX PGs of an OSD at a time), so a run of up to about 45,000
-# moves, some 5 s of this 2-core machine (qa/bench_large_inputs.py). 10,000 OSDs and
-# 320,000 PGs need 36,582 at least (8.2e7 checks); past the bound a run stops with a
-# note, and the next one continues from its items.
-WORK_MAX = 100_000_000
+# The work one run may do, in units of one (PG, OSD) legality check (some 40 ns here):
+# the pools' states first, then the checks, at least MOVE_COST a look for a move (a move
+# looks at ROWS_MAX PGs of an OSD at a time). Past it a run stops with a note, and the
+# next one continues from its items. Some 8 s of this 2-core machine
+# (qa/bench_large_inputs.py): 10,000 OSDs and 320,000 PGs cost 9.0e7 to build and need
+# 36,582 moves at least (8.2e7 checks); a pool of 2^20 PGs costs 1.7e8 to build and 4e7
+# to balance; 1,000 pools of 1,024 PGs cost 1.8e8 to build, and what is left makes some
+# of their 337,089 moves.
+WORK_MAX = 220_000_000
+# what building the states costs, in those units (measured on the maps above: a hash
+# 31 ns, CRUSH's bookkeeping 0.8 us a replica, a state's arrays 0.36 us a replica and
+# 0.54 ms a pool)
+DRAW_COST = 1           # a (PG, bucket item) pair CRUSH hashed
+CRUSH_REPLICA_COST = 20     # a replica CRUSH mapped
+STATE_REPLICA_COST = 9      # a replica of a pool's state
+STATE_POOL_COST = 13_500    # a pool's state
 ROWS_MAX = 256
 POOL = 64           # destinations a look keeps in cost order (see Balancer._cand)
 MOVE_COST = 2048    # legality checks a look for a move counts at least (see _push)
@@ -331,6 +342,7 @@ class Balancer:
         self.states: List[PoolState] = []
         self._notes_of: Dict[str, List[str]] = {}     # pool name -> the notes its state gave
         self._by_rule: Dict[int, Tuple[np.ndarray, List[int]]] = {}   # rule -> weights, OSDs lost
+        crush = copy.copy(self.placer.work)
         for pool in snap.pools:
             if pools is not None and pool.name not in pools:
                 continue
@@ -347,7 +359,13 @@ class Balancer:
         self._sum_total()
         self.left = 0          # moves the current run may still make (a group moved at once: one)
         self.stopped = False   # the move, misplaced or work budget ran out
-        self.work = 0          # (PG, OSD) pairs checked so far
+        # the work so far (see WORK_MAX): the states' cost, CRUSH's where this run mapped
+        # the pools (a placer that mapped them before, as the mgr's between changes, did it)
+        self.built_cost = ((self.placer.work.draws - crush.draws) * DRAW_COST
+                           + (self.placer.work.replicas - crush.replicas) * CRUSH_REPLICA_COST
+                           + sum(st.up.size for st in self.states) * STATE_REPLICA_COST
+                           + len(self.states) * STATE_POOL_COST)
+        self.work = self.built_cost
         self.work_stopped = False
         self.lb = 0
 
@@ -550,8 +568,9 @@ class Balancer:
             moved = int(sum(((st.up != st.start) & (st.start >= 0)).sum() for st in self.states))
             per_osd = max((float(st.counts.sum()) / max(int(st.allowed.sum()), 1) for st in self.states),
                           default=0.0)
-            self.notes.append(f"stopped after {WORK_MAX:,} legality checks, the bound of one run "
-                              f"({moved:,} replica moves made; the largest pool holds "
+            self.notes.append(f"stopped at {WORK_MAX:,} units of work, the bound of one run "
+                              f"(the pools' states cost {self.built_cost:,}, the rest were legality "
+                              f"checks; {moved:,} replica moves made; the largest pool holds "
                               f"{per_osd:,.0f} PGs per OSD it may use): the items are a partial "
                               f"answer, and another run continues from them")
         return not self.work_stopped
@@ -593,27 +612,42 @@ class Balancer:
 
     # -- per pool -------------------------------------------------------------------------------
 
+    def _cost(self, st: PoolState, ix: Any) -> Any:
+        """Where a push from the pool prefers to go: into the pool's deficits first; among
+        the rest of the OSDs with room, the one whose total over all pools is lowest, so the
+        across-pools phase has less to do."""
+        L, T = st.level, self.total
+        return (T.counts[ix] - T.share[ix] - FIRST * (L.counts[ix] < L.lo[ix])
+                + TIE * (L.counts[ix] - L.share[ix]))
+
+    def _empty_drained(self, st: PoolState) -> None:
+        """The pool's replicas off the OSDs being drained, before any other move: a run the
+        work bound stops part-way has drained every pool it could, not evened the first few.
+        A replica no single move takes off is left to _fix_pool's regroups and chains."""
+        L = st.level
+        cost = self._cost(st, slice(None))
+        for src in self.drain.tolist():
+            while L.counts[src] > L.hi[src] and not self.stopped:
+                mv = self._push(st, src, L.counts < L.hi, cost)
+                if mv is None or not self._apply(st, mv[0], src, mv[1]):
+                    break
+                cost[[src, mv[1]]] = self._cost(st, [src, mv[1]])
+
     def _fix_pool(self, st: PoolState) -> None:
         L, T = st.level, self.total
-
-        def cost_at(ix: Any) -> Any:
-            # into the pool's deficits first; among the rest of the OSDs with room, the one
-            # whose total over all pools is lowest, so the across-pools phase has less to do
-            return (T.counts[ix] - T.share[ix] - FIRST * (L.counts[ix] < L.lo[ix])
-                    + TIE * (L.counts[ix] - L.share[ix]))
         # first the buckets of the rule's first choose type, whole PGs' groups at a time:
         # cheaper than finding, OSD by OSD, that no single move crosses them
         while self._regroup(st, strict=True):
             pass
         while not self.stopped:
             made = 0
-            cost = cost_at(slice(None))
+            cost = self._cost(st, slice(None))
             for src in _order(L.dev(), L.excess()):
                 while L.counts[src] > L.hi[src]:
                     mv = self._push(st, src, L.counts < L.hi, cost)
                     if mv is None or not self._apply(st, mv[0], src, mv[1]):
                         break
-                    cost[[src, mv[1]]] = cost_at([src, mv[1]])
+                    cost[[src, mv[1]]] = self._cost(st, [src, mv[1]])
                     made += 1
             for dst in _order(-L.dev(), L.deficit()):
                 while L.counts[dst] < L.lo[dst]:
@@ -871,6 +905,9 @@ class Balancer:
         self.lb = self.lower_bound()
 
     def balance_counts(self) -> None:
+        if self.drain.size:
+            for st in self.states:
+                self._empty_drained(st)
         for st in self.states:
             self._fix_pool(st)
         if len(self.states) > 1:

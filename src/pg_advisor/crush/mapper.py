@@ -5,7 +5,7 @@ indep with its positional retries), run in lockstep over rows: every row is one 
 input x, and masks say which rows are still retrying. Loops here run over replicas,
 retries and tree depth, never over PGs.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
 import numpy as np
@@ -19,11 +19,19 @@ from .hashing import hash32_2
 OK, EMPTY, BAD = 0, 1, 2
 
 
+@dataclass
+class CrushWork:
+    """What CRUSH runs cost so far: a caller that bounds its work (the balancer) counts it."""
+    draws: int = 0       # (input, bucket item) pairs hashed
+    replicas: int = 0    # inputs times the replicas asked of each
+
+
 @dataclass(frozen=True)
 class _Ctx:
     cm: CompiledCrush
     args: Optional[ChooseArgs]
     dev_weight: np.ndarray   # 16.16 reweight per OSD id (0 = out)
+    work: CrushWork = field(default_factory=CrushWork)
 
     def bucket_choose(self, b: np.ndarray, x: np.ndarray, r: np.ndarray,
                       position: np.ndarray) -> np.ndarray:
@@ -46,6 +54,7 @@ class _Ctx:
                     return cm.items[bb[sl], :s], cm.weights[bb[sl], :s]
                 return args.ids[bb[sl], :s], args.weights[bb[sl], pos[sl], :s]
             # (gathered a block at a time, as drawn)
+            self.work.draws += sel.size * s
             win = straw2.choose_by(sel.size, s, rows, x[sel], r[sel])
             out[sel] = cm.items[bb, win]
         return out
@@ -56,6 +65,7 @@ class _Ctx:
         inside = item < wmax
         w = np.where(inside, self.dev_weight[np.minimum(item, wmax - 1)], 0)
         coin = (hash32_2(x, item) & np.uint32(0xFFFF)).astype(np.int64)
+        self.work.draws += coin.size
         return ~inside | ((w < WEIGHT_ONE) & ((w == 0) | (coin >= w)))
 
     def hops(self, want_type: int) -> np.ndarray:
@@ -242,10 +252,13 @@ def _choose_indep(ctx: _Ctx, bucket: np.ndarray, x: np.ndarray, left: np.ndarray
 
 
 def do_rule(cm: CompiledCrush, rule: CompiledRule, x: np.ndarray, result_max: int,
-            dev_weight: np.ndarray, args: Optional[ChooseArgs] = None) -> Tuple[np.ndarray, np.ndarray]:
-    """Map every input x through the rule: (result (n, result_max), result length (n,))."""
+            dev_weight: np.ndarray, args: Optional[ChooseArgs] = None,
+            work: Optional[CrushWork] = None) -> Tuple[np.ndarray, np.ndarray]:
+    """Map every input x through the rule: (result (n, result_max), result length (n,)).
+    What it costs is added to `work`."""
     cm.check_reachable(rule)
-    ctx = _Ctx(cm, args, dev_weight.astype(np.int64))
+    ctx = _Ctx(cm, args, dev_weight.astype(np.int64), work if work is not None else CrushWork())
+    ctx.work.replicas += x.shape[0] * result_max
     x = x.astype(np.int64) & 0xFFFFFFFF
     n = x.shape[0]
     t = cm.tunables

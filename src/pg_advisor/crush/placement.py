@@ -8,7 +8,7 @@ and mark holes with CRUSH_ITEM_NONE.
 """
 import dataclasses
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from ..model.constants import CRUSH_ITEM_NONE, WEIGHT_ONE
 from ..model.snapshot import Pool, Snapshot
 from .compiled import CompiledCrush, compile_crush
 from .hashing import hash32_2
-from .mapper import do_rule
+from .mapper import CrushWork, do_rule
 from .upmap import apply_upmap
 
 RULE_TYPE = {"replicated": 1, "erasure": 3}
@@ -64,6 +64,7 @@ class Placer:
         self.crush: CompiledCrush = compile_crush(snap)
         self._cache: Dict[Tuple[object, ...], Tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._cached = 0
+        self.work = CrushWork()      # shared with with_osds' placers: one count for the map
         osds = snap.osds
         self.exists = osds.exists
         self.up_state = osds.up & osds.exists
@@ -165,43 +166,62 @@ class Placer:
     def _batch(self, pool: Pool) -> None:
         """Map, in one CRUSH run, every pool of the map that shares `pool`'s rule, size, type
         and weight set (at its own pg_num and pgp_num): a thousand small pools cost one run's
-        overhead, not a thousand. With a base (with_osds), only the PGs on a lowered OSD."""
-        rule = self.crush.find_rule(pool.crush_rule, RULE_TYPE.get(pool.type, -1), pool.size)
-        args = self.crush.choose_args.get(pool.id, self.crush.choose_args.get(-1))
-        if rule is None:
-            return
-        group = [p for p in self.snap.pools
-                 if (p.crush_rule, p.size, p.type) == (pool.crush_rule, pool.size, pool.type)
-                 and self.crush.choose_args.get(p.id, self.crush.choose_args.get(-1)) is args
-                 and p.pg_num and self._key(p, None, None) not in self._cache]
-        if len(group) < 2 or self._cached + sum(p.pg_num for p in group) * pool.size > CACHE_MAX:
-            return
-        parts: List[Tuple[Pool, np.ndarray, np.ndarray, Optional[np.ndarray], np.ndarray]] = []
-        for p in group:
-            if self._base is None:
-                ps = np.arange(p.pg_num, dtype=np.int64)
-                pps = placement_seeds(p, ps)
-                parts.append((p, ps, pps, None, ps))
-            else:
-                parent, lowered = self._base
-                ps, pps, before = parent._crush(p, None, None)
-                rows = np.flatnonzero(np.isin(before, lowered).any(axis=1)) if lowered.size else lowered
-                parts.append((p, ps, pps, before, rows))
-        todo = np.concatenate([pps[rows] for _, _, pps, _, rows in parts])
-        raw = np.zeros((0, pool.size), dtype=np.int64)
-        if todo.size:
-            raw, _ = do_rule(self.crush, rule, todo, pool.size, self.weight, args)
-            raw = self._drop(pool, raw, self._exists(raw))
-        start = 0
-        for p, ps, pps, old, rows in parts:
-            mine = raw[start:start + rows.size]
-            start += rows.size
-            if old is None:
-                got = mine.copy()
-            else:
-                got = old.copy()
-                got[rows] = mine
-            self._keep(self._key(p, None, None), (ps, pps, got))
+        overhead, not a thousand."""
+        self.prefetch([(p, None, None) for p in self.snap.pools
+                       if (p.crush_rule, p.size, p.type) == (pool.crush_rule, pool.size, pool.type)])
+
+    def prefetch(self, wanted: Sequence[Tuple[Pool, Optional[int], Optional[int]]]) -> None:
+        """Map each (pool, pg_num, pgp_num) not mapped yet (None: the pool's own), in one
+        CRUSH run per rule, size, type and weight set, and keep the results for map_pool
+        and the rest: CRUSH's fixed cost per run (some 5 ms) is paid once per group, not per
+        pool (the sizer asks for a thousand pools at their recommended pg_num). With a base
+        (with_osds), only the PGs on a lowered OSD are mapped again. A group the cache
+        cannot hold is left to be mapped pool by pool."""
+        groups: Dict[Tuple[object, ...], List[Tuple[Pool, Optional[int], Optional[int]]]] = {}
+        seen: Set[Tuple[object, ...]] = set()
+        for pool, pg_num, pgp_num in wanted:
+            key = self._key(pool, pg_num, pgp_num)
+            count = pg_num if pg_num is not None else pool.pg_num
+            if key in self._cache or key in seen or not count:
+                continue
+            seen.add(key)
+            args = self.crush.choose_args.get(pool.id, self.crush.choose_args.get(-1))
+            groups.setdefault((pool.crush_rule, pool.size, pool.type, id(args)), []).append(
+                (pool, pg_num, pgp_num))
+        for group in groups.values():
+            first = group[0][0]
+            rule = self.crush.find_rule(first.crush_rule, RULE_TYPE.get(first.type, -1), first.size)
+            args = self.crush.choose_args.get(first.id, self.crush.choose_args.get(-1))
+            total = sum((n if n is not None else p.pg_num) for p, n, _ in group) * first.size
+            if rule is None or len(group) < 2 or self._cached + total > CACHE_MAX:
+                continue
+            parts: List[Tuple[Tuple[object, ...], np.ndarray, np.ndarray, Optional[np.ndarray],
+                              np.ndarray]] = []
+            for p, n, m in group:
+                if self._base is None:
+                    ps = np.arange(n if n is not None else p.pg_num, dtype=np.int64)
+                    pps = placement_seeds(p, ps, m)
+                    parts.append((self._key(p, n, m), ps, pps, None, ps))
+                else:
+                    parent, lowered = self._base
+                    ps, pps, before = parent._crush(p, n, m)
+                    rows = np.flatnonzero(np.isin(before, lowered).any(axis=1)) if lowered.size else lowered
+                    parts.append((self._key(p, n, m), ps, pps, before, rows))
+            todo = np.concatenate([pps[rows] for _, _, pps, _, rows in parts])
+            raw = np.zeros((0, first.size), dtype=np.int64)
+            if todo.size:
+                raw, _ = do_rule(self.crush, rule, todo, first.size, self.weight, args, self.work)
+                raw = self._drop(first, raw, self._exists(raw))
+            start = 0
+            for key, ps, pps, old, rows in parts:
+                mine = raw[start:start + rows.size]
+                start += rows.size
+                if old is None:
+                    got = mine.copy()
+                else:
+                    got = old.copy()
+                    got[rows] = mine
+                self._keep(key, (ps, pps, got))
 
     def _crush(self, pool: Pool, pg_num: Optional[int],
                pgp_num: Optional[int]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -222,7 +242,7 @@ class Placer:
             rows = np.flatnonzero(np.isin(before, lowered).any(axis=1)) if lowered.size else lowered
             raw = before.copy()
             if rows.size:
-                sub, _ = do_rule(self.crush, rule, pps[rows], size, self.weight, args)
+                sub, _ = do_rule(self.crush, rule, pps[rows], size, self.weight, args, self.work)
                 raw[rows] = self._drop(pool, sub, self._exists(sub))
             out = ps, pps, raw
         else:
@@ -230,7 +250,7 @@ class Placer:
             pps = placement_seeds(pool, ps, pgp_num)
             raw = np.full((n, size), CRUSH_ITEM_NONE, dtype=np.int64)
             if rule is not None and n:
-                raw, _ = do_rule(self.crush, rule, pps, size, self.weight, args)
+                raw, _ = do_rule(self.crush, rule, pps, size, self.weight, args, self.work)
             out = ps, pps, self._drop(pool, raw, self._exists(raw))
         self._keep(key, out)
         return out

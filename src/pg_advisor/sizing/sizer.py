@@ -145,6 +145,9 @@ class Sizer:
 
     def totals(self, pg: Dict[int, int]) -> np.ndarray:
         t = np.zeros(self.n_osd, dtype=np.int64)
+        if not self.balanced:     # the pools not counted yet, in as few CRUSH runs as can be
+            self.placer.prefetch([(p, pg[p.id], pg[p.id]) for p in self.snap.pools
+                                  if (p.id, pg[p.id]) not in self._count_cache])
         for pool in self.snap.pools:
             t += self.pool_counts(pool, pg[pool.id])
         return t

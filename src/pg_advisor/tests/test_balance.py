@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from pg_advisor.model import snapshot
-from pg_advisor.balance.balancer import Balancer
+from pg_advisor.balance.balancer import MOVE_COST, Balancer
 from pg_advisor.balance.report import balance_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.distribution import up_counts
@@ -182,12 +182,18 @@ def test_no_replacement_by_an_osd_without_a_failure_domain_ancestor(dumps: Dict[
 def test_work_bound_stops_the_run_with_a_note(snap: snapshot.Snapshot,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     whole = balance_report(snap, None, 1 << 20, "pgs", copies_max=1e18)
-    assert whole["moves"] > 2 and not any("legality checks" in n for n in whole["notes"])
-    monkeypatch.setattr("pg_advisor.balance.balancer.WORK_MAX", 40)
+    assert whole["moves"] > 2 and not any("units of work" in n for n in whole["notes"])
+    # the states' cost counts: a bound just above it leaves room for two looks
+    built = Balancer(snap).built_cost
+    assert built > 0
+    bound = built + 2 * MOVE_COST
+    monkeypatch.setattr("pg_advisor.balance.balancer.WORK_MAX", bound)
     cut = balance_report(snap, None, 1 << 20, "pgs", copies_max=1e18)
-    note = next(n for n in cut["notes"] if "stopped after 40 legality checks" in n)
+    note = next(n for n in cut["notes"] if f"stopped at {bound:,} units of work" in n)
+    assert f"the pools' states cost {built:,}" in note, note
     # the figures as they are: the moves made, and the fixture's ~27 PGs per OSD (not "thousands")
-    assert f"({cut['moves']:,} replica moves made; the largest pool holds " in note, note
+    assert f"; {cut['moves']:,} replica moves made; the largest pool holds " in note, note
+    assert 0 < cut["moves"] <= 2, note
     assert "thousands" not in note and " PGs per OSD it may use)" in note, note
     assert cut["moves"] < whole["moves"]
     # the work bound is not the misplaced budget: the executor must not wait on it
@@ -378,3 +384,19 @@ def test_candidates_are_the_k_cheapest_as_costs_change(monkeypatch: pytest.Monke
             d = int(rng.choice(cand))                     # a move into d: dearer, maybe full
             cost[d] += float(rng.integers(0, 4))
             take[d] &= bool(rng.random() < 0.8)
+
+
+def test_the_states_cost_counts_crush_only_where_this_balancer_mapped(snap: snapshot.Snapshot) -> None:
+    # the bound counts what building the states cost: a placer that mapped the pools
+    # before (the mgr's, while the cluster is unchanged) spares this run the CRUSH part
+    from pg_advisor.balance import balancer as B
+    placer = Placer(snap)
+    first = Balancer(snap, placer)
+    again = Balancer(snap, placer)
+    replicas = sum(st.up.size for st in again.states)
+    assert again.built_cost == replicas * B.STATE_REPLICA_COST + len(again.states) * B.STATE_POOL_COST
+    crush = placer.work
+    assert crush.replicas >= replicas and crush.draws >= crush.replicas
+    assert first.built_cost == (again.built_cost + crush.draws * B.DRAW_COST
+                                + crush.replicas * B.CRUSH_REPLICA_COST)
+    assert first.work == first.built_cost and again.work == again.built_cost
