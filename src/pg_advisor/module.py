@@ -22,6 +22,7 @@ from .execute.rounds import balance_round
 from .commands import table
 from .commands.answers import Inputs, answer
 from .model import options, snapshot
+from .model.pg_brief import brief_pg_map
 from .model.reuse import SnapshotReuse
 from .model.errors import AdvisorError
 from .panel.server import Server
@@ -110,7 +111,9 @@ class Module(MgrModule):
             pg = self.get("pg_status")
             summary = json.dumps({k: pg.get(k) for k in PG_SUMMARY_KEYS}, sort_keys=True, default=str)
             config = tuple(str(self.get_ceph_option(k)) for k in self.NATIVE_OPTIONS)
-            return (self.get_osdmap().get_epoch(), summary, config)
+            # (the option that says how the PG stats are read changes the snapshot too)
+            how = self.current_options().pg_stats_full_max
+            return (self.get_osdmap().get_epoch(), summary, config, how)
         except Exception:   # e.g. no PG map yet: read everything, keep nothing
             return None
 
@@ -125,8 +128,15 @@ class Module(MgrModule):
             out = read()
             took[what] = time.monotonic() - t0
             return out
-        osd_map, crush, pg_dump, df = (timed(k, functools.partial(self.get, k))
-                                       for k in ("osd_map", "osd_map_crush", "pg_dump", "df"))
+        osd_map, crush, df = (timed(k, functools.partial(self.get, k))
+                              for k in ("osd_map", "osd_map_crush", "df"))
+        # the full PG stats while they are small; the brief ones past pg_stats_full_max
+        pg_status = self._pg_status()
+        num_pgs = pg_status.get("num_pgs", 0)
+        if not isinstance(num_pgs, int) or num_pgs <= self.current_options().pg_stats_full_max:
+            pg_dump = timed("pg_dump", functools.partial(self.get, "pg_dump"))
+        else:
+            pg_dump = timed("pg_stats_brief", lambda: self._brief_pg_map(pg_status, df))
         auto = timed("pg_autoscaler", self._autoscale_status)
         snap: snapshot.Snapshot = timed("load", lambda: snapshot.load(
             osd_map, crush, pg_dump, df, mon_max_pg_per_osd=int(config["mon_max_pg_per_osd"]),
@@ -137,6 +147,30 @@ class Module(MgrModule):
             "pg_advisor: read the cluster in %.2f s (%s)", total,
             ", ".join(f"{k} {v:.2f} s" for k, v in took.items()))
         return snap
+
+    def _pg_status(self) -> Dict[str, Any]:
+        """The PG map's summary, {} if the mgr has none to give (no PG map yet)."""
+        try:
+            got = self.get("pg_status")
+        except Exception:
+            return {}
+        return got if isinstance(got, dict) else {}
+
+    def _brief_pg_map(self, pg_status: Dict[str, Any], df: Any) -> Dict[str, Any]:
+        """The PG stats a big cluster is read through (model/pg_brief.py): `pg dump
+        pgs_brief`, which the mgr writes without our GIL, and two narrow getters."""
+        code, out, err = self.mon_command({"prefix": "pg dump", "dumpcontents": ["pgs_brief"],
+                                           "format": "json"})
+        if code != 0:
+            raise AdvisorError(code, f"pg dump pgs_brief: {err}")
+        try:
+            brief = json.loads(out)
+        except ValueError as e:
+            raise AdvisorError.invalid(f"pg dump pgs_brief: not JSON: {e}") from None
+        try:
+            return brief_pg_map(brief, self.get("pg_progress"), self.get("osd_stats"), pg_status, df)
+        except ValueError as e:
+            raise AdvisorError.invalid(str(e)) from None
 
     def _autoscale_status(self) -> Optional[List[Dict[str, Any]]]:
         """What Ceph's pg_autoscaler would pick: its own `autoscale-status -f json`."""

@@ -219,7 +219,7 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
     return {
         "epoch": snap.epoch,
         "pool_filter": pool_name,
-        "pg_source": "pg_stats" if snap.pgs is not None else None,
+        "pg_source": None if snap.pgs is None else "pg_stats" if snap.pgs.logs else "pg_stats_brief",
         "pools": [_pool_entry(snap, p, reported[p.id], sizing) for p in selected],
         "osds": osd_rows,
         "distribution": distribution,
@@ -246,7 +246,7 @@ def _unlisted_pgs(snap: Snapshot) -> Optional[np.ndarray]:
 def _memory_now(snap: Snapshot, model: MemoryModel) -> Optional[np.ndarray]:
     """PG memory per OSD from the logs its PGs report (acting sets: where the PGs live)."""
     pgs = snap.pgs
-    if pgs is None:
+    if pgs is None or not pgs.logs:
         return None
     n_osd = snap.osds.count
     entries_pg, dups = pg_log_lengths(pgs, snap.config["osd_pg_log_dups_tracked"])

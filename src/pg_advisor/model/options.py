@@ -57,6 +57,10 @@ SPECS: Tuple[Spec, ...] = (
     Spec("sleep_interval", "int", 60, "seconds between health evaluations", 1, 86400),
     Spec("refresh_interval", "int", 10,
          "seconds between two computations of the status the panel and /metrics serve", 1, 3600),
+    Spec("pg_stats_full_max", "int", 10000,
+         "PGs up to which the mgr reads every PG's full stats (the PG map as Python objects, "
+         "some 20 KiB and 0.1 ms of the mgr's GIL a PG); above it the brief stats (state, up, "
+         "acting, bytes), which lack the PG logs", 0, 1 << 22),
     Spec("server_addr", "str", "127.0.0.1", "address the panel's HTTP server listens on"),
     Spec("server_port", "int", 9285, "port of the panel's HTTP server", 1, 65535),
     Spec("mode", "str", "advise",

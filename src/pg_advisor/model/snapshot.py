@@ -134,6 +134,9 @@ class Pgs:
     log_size: np.ndarray    # span of the PG log's versions (head - tail)
     log_tail: np.ndarray    # (n, 2) the log's tail version (log_start) as epoch, version
     split_bits: np.ndarray  # parent_split_bits: > 0 for a PG born in a split
+    # whether the stats gave the logs (log_size, log_start, parent_split_bits): the brief
+    # stats a big cluster is read through (model/pg_brief.py) do not, and the three are 0
+    logs: bool = True
 
     @property
     def count(self) -> int:
@@ -715,7 +718,9 @@ def _load_pgs(pg_map: Json) -> Pgs:
     for m in (c["up"], c["acting"]):
         m[m == CRUSH_ITEM_NONE] = NO_OSD
     order = np.lexsort((c["ps"], c["pool"]))
-    return Pgs(pool=_frozen(c["pool"][order]), ps=_frozen(c["ps"][order]), up=_frozen(c["up"][order]),
+    logs = all(type(s) is dict and "log_size" in s for s in stats)
+    return Pgs(logs=logs, pool=_frozen(c["pool"][order]), ps=_frozen(c["ps"][order]),
+               up=_frozen(c["up"][order]),
                up_primary=_frozen(c["up_primary"][order]), bytes=_frozen(c["bytes"][order]),
                objects=_frozen(c["objects"][order]), state=tuple(c["state"][i] for i in order.tolist()),
                acting=_frozen(c["acting"][order]), log_size=_frozen(c["log_size"][order]),

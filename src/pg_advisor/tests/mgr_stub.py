@@ -7,7 +7,7 @@ stands in for the integration tests, which use the real mgr.
 """
 import sys
 import types
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 MGR_PATH = "/usr/share/ceph/mgr"
 
@@ -40,6 +40,21 @@ def pg_status(pg_dump: Any) -> Dict[str, Any]:
             "data_bytes": total.get("num_bytes", 0)}
 
 
+def pg_progress(pg_dump: Any) -> Dict[str, Any]:
+    """What get('pg_progress') gives (PGMap::dump_pg_progress, then pg_ready)."""
+    pg_map = pg_dump.get("pg_map", pg_dump)
+    return {"pgs": {st["pgid"]: {"num_bytes_recovered": 0, "num_bytes": st["stat_sum"]["num_bytes"],
+                                 "reported_epoch": 1, "state": st["state"]}
+                    for st in pg_map["pg_stats"]}, "pg_ready": True}
+
+
+def pgs_brief(pg_dump: Any) -> List[Dict[str, Any]]:
+    """What `pg dump pgs_brief -f json` gives (PGMap::dump_pg_stats brief rows)."""
+    pg_map = pg_dump.get("pg_map", pg_dump)
+    return [{k: st[k] for k in ("pgid", "state", "up", "up_primary", "acting", "acting_primary")}
+            for st in pg_map["pg_stats"]]
+
+
 class BaseMgrModule:
     fake: FakeMgr = FakeMgr({})
 
@@ -50,6 +65,11 @@ class BaseMgrModule:
         self.fake.reads[name] = self.fake.reads.get(name, 0) + 1
         if name == "pg_status" and name not in self.fake.docs:
             return pg_status(self.fake.docs["pg_dump"])
+        if name == "pg_progress" and name not in self.fake.docs:
+            return pg_progress(self.fake.docs["pg_dump"])
+        if name == "osd_stats" and name not in self.fake.docs:
+            pg_map = self.fake.docs["pg_dump"].get("pg_map", self.fake.docs["pg_dump"])
+            return {"osd_stats": pg_map.get("osd_stats", [])}
         return self.fake.docs[name]
 
     def _ceph_get_option(self, key: str) -> Any:
