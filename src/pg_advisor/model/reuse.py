@@ -8,6 +8,7 @@ while the key is the same, the last snapshot and everything memoized on it (its 
 results, its status) serve again. A key that cannot be read (None) means: read again.
 """
 import threading
+import time
 from typing import Callable, Hashable, Optional
 
 from .errors import AdvisorError
@@ -15,12 +16,17 @@ from .snapshot import Snapshot
 
 MAX_AGE = 60.0      # seconds a snapshot serves at most: what the key does not see (an OSD's
 #                     fullness, the PGs it still deletes: osd_stats) shows within a minute
+READ_SHARE = 0.05   # ... or longer where a read costs more: reading an unchanged cluster
+#                     again takes at most this share of the mgr's time (a read of 10,000
+#                     OSDs and 320,000 PGs takes 6 s: it serves 2 minutes)
 
 
 class SnapshotReuse:
-    def __init__(self, max_age: float = MAX_AGE) -> None:
+    def __init__(self, max_age: float = MAX_AGE, clock: Callable[[], float] = time.monotonic) -> None:
         self.max_age = max_age
+        self.clock = clock                 # what a read's cost is measured with
         self.loads = 0                     # snapshots read so far (what a test counts)
+        self._took = 0.0                   # seconds the last read took
         self._key: Optional[Hashable] = None
         self._snap: Optional[Snapshot] = None
         self._error: Optional[AdvisorError] = None
@@ -29,16 +35,19 @@ class SnapshotReuse:
 
     def get(self, key: Optional[Hashable], load: Callable[[], Snapshot], now: float) -> Snapshot:
         """The kept snapshot if `key` is the one it was read under (and it is younger than
-        max_age), else a new one from `load` (kept if its key is known). A cluster the
-        loader refuses (AdvisorError) is refused again from memory under the same key: a
-        setting out of bounds must not cost a full read on every tick."""
+        max_age, or than the read's cost allows by READ_SHARE), else a new one from `load`
+        (kept if its key is known). A cluster the loader refuses (AdvisorError) is refused
+        again from memory under the same key: a setting out of bounds must not cost a full
+        read on every tick."""
         with self._lock:
-            if (key is not None and key == self._key and now - self._at < self.max_age
+            age_max = max(self.max_age, self._took / READ_SHARE)
+            if (key is not None and key == self._key and now - self._at < age_max
                     and (self._snap is not None or self._error is not None)):
                 if self._error is not None:
                     raise self._error
                 assert self._snap is not None
                 return self._snap
+        t0 = self.clock()
         try:
             snap = load()
         except AdvisorError as e:
@@ -49,9 +58,5 @@ class SnapshotReuse:
         with self._lock:
             self.loads += 1
             self._key, self._snap, self._error, self._at = key, snap, None, now
+            self._took = self.clock() - t0
         return snap
-
-    def forget(self) -> None:
-        """Read again next time (after our own change to the cluster, say)."""
-        with self._lock:
-            self._key, self._snap, self._error = None, None, None

@@ -183,6 +183,16 @@ def test_a_snapshots_memo_is_its_own(snap: snapshot.Snapshot) -> None:
     b = reuse.get(("e", 3), load, 33.0)
     assert reuse.get(("e", 3), load, 92.9) is b and reuse.get(("e", 3), load, 93.0) is not b
     assert reuse.loads == len(loads) == 5
+    # a read that costs 6 s (10,000 OSDs) serves 120 s unchanged: re-reading takes at most
+    # READ_SHARE of the mgr's time; a cheap one still serves max_age
+    clock = [0.0]
+
+    def slow() -> snapshot.Snapshot:
+        clock[0] += 6.0
+        return load()
+    costly = SnapshotReuse(max_age=60, clock=lambda: clock[0])
+    c = costly.get(("e", 1), slow, 0.0)
+    assert costly.get(("e", 1), slow, 119.0) is c and costly.get(("e", 1), slow, 120.0) is not c
 
 
 def test_a_refused_cluster_is_refused_from_memory_until_it_changes() -> None:
