@@ -275,9 +275,6 @@ class _Look:
             return True
         return False
 
-    def taken(self, r: int) -> None:
-        self.pending = r
-
     def release(self) -> None:
         """Give the balancer's `col` back as it was (all -1)."""
         for dsts in self.added:
@@ -522,7 +519,7 @@ class Balancer:
                 c = (np.where(ok, cost[cand][None, :], np.inf) - look.undo[:, None] * EPS
                      + look.primary[:, None] * (EPS / 2))
                 r, d = np.unravel_index(int(np.argmin(c)), c.shape)
-                look.taken(int(r))
+                look.pending = int(r)
                 if k > POOL:        # a destination outside the few: they may no longer hold the cheapest
                     look.cost = None
                 return int(look.rows[r]), int(cand[d])
