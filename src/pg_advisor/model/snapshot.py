@@ -210,18 +210,18 @@ MAX_WEIGHT = 0xFFFFFFFF     # CRUSH weights are unsigned 16.16
 
 # The range of each setting in CONFIG_DEFAULTS (others: 0..CONFIG_MAX); pg counts and
 # memory are computed from them.
-CONFIG_BOUNDS: Mapping[str, Tuple[int, int]] = {
+CONFIG_MAX = 1 << 40
+# setting -> (least, most, ceiling): a ceiling above its bound caps nothing the model can
+# reach, so it is read as the bound (a mon that allows pools of 2^24 PGs is still answered);
+# any other value outside its bounds is refused. Unlisted settings: 0..CONFIG_MAX.
+CONFIG_BOUNDS: Mapping[str, Tuple[int, int, bool]] = {
     # a threshold only, never a size: operators set it to 10^8 to silence Ceph's check, and
     # a bound at 2^20 left pg_advisor refusing every command on such a cluster
-    "mon_max_pg_per_osd": (1, 1 << 53),
-    "mon_max_pool_pg_num": (1, MAX_PG_NUM),
-    "mon_target_pg_per_osd": (1, 1 << 20),
-    "osd_memory_target": (1, 1 << 50),
+    "mon_max_pg_per_osd": (1, 1 << 53, False),
+    "mon_max_pool_pg_num": (1, MAX_PG_NUM, True),
+    "mon_target_pg_per_osd": (1, 1 << 20, False),
+    "osd_memory_target": (1, 1 << 50, False),
 }
-CONFIG_MAX = 1 << 40
-# settings that are ceilings: above the bound they cap nothing the model can reach, so they
-# are read as the bound (a mon that allows pools of 2^24 PGs is still answered)
-CONFIG_CEILINGS = frozenset({"mon_max_pool_pg_num"})
 
 # Rule steps: op -> (field of the first argument, field of the second). The loader checks
 # them and the compiled map reads them by this one table.
@@ -898,10 +898,8 @@ def _load_config(mon_max_pg_per_osd: Any, config: Optional[Mapping[str, Any]]) -
     raw.update({k: v for k, v in (config or {}).items() if k in CONFIG_DEFAULTS and v is not None})
     cfg = {}
     for k, v in raw.items():
-        lo, hi = CONFIG_BOUNDS.get(k, (0, CONFIG_MAX))
-        cfg[k] = _as_int(v, k, lo, max(hi, CONFIG_MAX) if k in CONFIG_CEILINGS else hi)
-        if k in CONFIG_CEILINGS:
-            cfg[k] = min(cfg[k], hi)
+        lo, hi, ceiling = CONFIG_BOUNDS.get(k, (0, CONFIG_MAX, False))
+        cfg[k] = min(_as_int(v, k, lo, max(hi, CONFIG_MAX) if ceiling else hi), hi)
     return cfg
 
 
