@@ -62,9 +62,9 @@ def brief_pg_map(brief: Json, progress: Json, osd_stats: Json, pg_status: Json,
         if not isinstance(r, Mapping):
             stats.append(r)      # left for the loader to refuse, by name
             continue
-        row = {k: r[k] for k in ("pgid", "state", "up", "up_primary", "acting") if k in r}
         got = per_pg.get(r.get("pgid"))
         b = got.get("num_bytes", 0) if isinstance(got, Mapping) else 0
+        row = r if isinstance(r, dict) else dict(r)     # the parsed rows are ours: no copy
         row["stat_sum"] = {"num_bytes": b}
         stats.append(row)
         nbytes[i] = float(b) if type(b) is int and b > 0 else 0.0

@@ -215,3 +215,32 @@ def test_a_refused_cluster_is_refused_from_memory_until_it_changes() -> None:
     with pytest.raises(AdvisorError):
         reuse.get(None, bad, 5.0)
     assert len(loads) == 4
+
+
+def test_brief_pg_stats_become_a_pg_map_the_loader_reads(dumps: Dict[str, Any]) -> None:
+    from pg_advisor.model.pg_brief import brief_pg_map
+    from . import mgr_stub
+    pg = dumps["pg_dump"]
+    brief = mgr_stub.pgs_brief(pg)
+    progress = mgr_stub.pg_progress(pg)
+    full = snapshot.load(dumps["osd_dump"], dumps["crush"], pg, dumps["df"])
+    assert full.pgs is not None
+    # both shapes of `pg dump pgs_brief` (a bare list, or under pg_stats)
+    for doc in (brief, {"pg_stats": brief}):
+        m = brief_pg_map(copy.deepcopy(doc), progress, {"osd_stats": []}, {"misplaced_objects": 7},
+                         dumps["df"])
+        snap = snapshot.load(dumps["osd_dump"], dumps["crush"], m, dumps["df"])
+        assert snap.pgs is not None and not snap.pgs.logs and snap.misplaced_objects == 7
+        assert np.array_equal(snap.pgs.up, full.pgs.up) and np.array_equal(snap.pgs.bytes, full.pgs.bytes)
+        assert not snap.pgs.log_size.any() and not snap.pgs.split_bits.any()
+    # a PG pg_progress does not list has no bytes; a pool df does not list has no objects
+    gone = dict(progress, pgs={k: v for k, v in progress["pgs"].items() if k != brief[0]["pgid"]})
+    m = brief_pg_map(copy.deepcopy(brief), gone, {}, {}, None)
+    assert m["pg_stats"][0]["stat_sum"] == {"num_bytes": 0, "num_objects": 0}
+    # what is not the command's output is refused, by name, not guessed at
+    with pytest.raises(ValueError, match="no list of PGs"):
+        brief_pg_map({"pgs": []}, progress, {}, {}, None)
+    bad = copy.deepcopy(brief)
+    bad[3] = "1.3"
+    with pytest.raises(AdvisorError, match="pg dump"):
+        snapshot.load(dumps["osd_dump"], dumps["crush"], brief_pg_map(bad, progress, {}, {}, None))
