@@ -1,5 +1,5 @@
 import copy
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import numpy as np
 import pytest
@@ -240,7 +240,7 @@ def test_brief_pg_stats_become_a_pg_map_the_loader_reads(dumps: Dict[str, Any]) 
     # what is not the command's output is refused, by name, not guessed at
     with pytest.raises(ValueError, match="no list of PGs"):
         brief_pg_map({"pgs": []}, progress, {}, {}, None)
-    bad = copy.deepcopy(brief)
+    bad: List[Any] = copy.deepcopy(brief)
     bad[3] = "1.3"
     with pytest.raises(AdvisorError, match="pg dump"):
         snapshot.load(dumps["osd_dump"], dumps["crush"], brief_pg_map(bad, progress, {}, {}, None))
