@@ -3,8 +3,8 @@
 Buckets are rows indexed by -1-id (CRUSH's own indexing); their items and 16.16 weights
 are padded to the widest bucket. Rules keep their steps with type names resolved.
 """
-from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -70,6 +70,10 @@ class CompiledCrush:
     rules: Mapping[int, CompiledRule]
     tunables: Tunables
     choose_args: Mapping[int, ChooseArgs]
+    # what depends on the map alone, computed once (a step of a split plan maps a few PGs
+    # at a time: at 10,000 OSDs these walks of every bucket cost 5 ms a run, and a plan
+    # made 1,281 runs): rules found reachable, and mapper's hops and reach per type
+    memo: Dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def max_buckets(self) -> int:
@@ -89,6 +93,8 @@ class CompiledCrush:
 
     def check_reachable(self, rule: CompiledRule) -> None:
         """Refuse, with a sentence, rules that reach buckets we cannot map exactly."""
+        if ("reachable", rule.id) in self.memo:
+            return
         stack = [s.arg1 for s in rule.steps if s.op == "take" and s.arg1 < 0]
         seen = set()
         while stack:
@@ -103,6 +109,7 @@ class CompiledCrush:
                     f"with the rjenkins1 hash only")
             kids = self.items[b, :self.size[b]]
             stack.extend(kids[kids < 0].tolist())
+        self.memo[("reachable", rule.id)] = True
 
 
 def _compile_rule(rule_id: int, snap: Snapshot) -> CompiledRule:

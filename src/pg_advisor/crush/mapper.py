@@ -73,6 +73,14 @@ class _Ctx:
         bucket of one child (it always takes that child) that is not itself of want_type.
         A chain of thousands of nested buckets then costs one choice, not thousands."""
         cm = self.cm
+        got: Optional[np.ndarray] = cm.memo.get(("hops", want_type))
+        if got is None:
+            got = cm.memo[("hops", want_type)] = self._hops(want_type)
+            got.setflags(write=False)     # shared by every later run
+        return got
+
+    def _hops(self, want_type: int) -> np.ndarray:
+        cm = self.cm
         nb = cm.max_buckets
         child = cm.items[:, 0] if cm.items.shape[1] else np.zeros(nb, dtype=np.int64)
         inner = (cm.size == 1) & (child < 0)
@@ -87,6 +95,14 @@ class _Ctx:
         """Bucket index -> how many items of type_id a descent from it can end on (at most:
         an item held twice counts twice). Once a choose has placed that many distinct
         items, every later try collides and changes nothing: the caller may stop."""
+        cm = self.cm
+        known: Optional[np.ndarray] = cm.memo.get(("reach", type_id))
+        if known is None:
+            known = cm.memo[("reach", type_id)] = self._reach(type_id)
+            known.setflags(write=False)
+        return known
+
+    def _reach(self, type_id: int) -> np.ndarray:
         cm = self.cm
         nb = cm.max_buckets
         got = np.full(nb, -1, dtype=np.int64)
