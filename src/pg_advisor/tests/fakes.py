@@ -3,6 +3,9 @@ simulation (FakeCeph), a plan store in memory, and plans to run against them."""
 import copy
 from typing import Any, Dict, List, Optional, Tuple
 
+import pytest
+
+from pg_advisor.crush import placement
 from pg_advisor.model import snapshot
 from pg_advisor.execute.executor import Executor, Pacing
 from pg_advisor.execute.steps import StepPlanner, Throttles, balance_step
@@ -118,3 +121,15 @@ def balance_plan(ceph: FakeCeph, store: Store) -> Executor:
     ex = Executor(None, [], store.save)
     ex.start([balance_step(rbd, rbd.pg_num, rbd.pgp_num, 10, 1.0)], [rbd], "apply", 0.0)
     return ex
+
+
+def crush_runs(monkeypatch: pytest.MonkeyPatch) -> List[int]:
+    """The inputs of each CRUSH run the placers make from now on, as they make them."""
+    runs: List[int] = []
+    real = placement.do_rule
+
+    def counted(*a: Any, **kw: Any) -> Any:
+        runs.append(a[2].size)
+        return real(*a, **kw)
+    monkeypatch.setattr(placement, "do_rule", counted)
+    return runs

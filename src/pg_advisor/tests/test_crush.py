@@ -12,12 +12,12 @@ import pytest
 from pg_advisor.model import options, snapshot
 from pg_advisor.crush import ln_table
 from pg_advisor.crush.hashing import hash32_2, hash32_3
-from pg_advisor.crush import placement
 from pg_advisor.crush.placement import Placer, stable_mod
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.sizing.sizer import recommend
 
 from .conftest import CLUSTER6
+from .fakes import crush_runs
 from .osdmaptool_output import parse_dump_all
 
 LIBCEPH = Path("/usr/lib/x86_64-linux-gnu/ceph/libceph-common.so.2")
@@ -135,18 +135,6 @@ def _rbd_copies(dumps: Dict[str, Any], n: int) -> snapshot.Snapshot:
     top = max(p["pool"] for p in pools)
     pools += [dict(copy.deepcopy(rbd), pool=top + 1 + i, pool_name=f"copy{i}") for i in range(n)]
     return snapshot.load(dumps["osd_dump"], dumps["crush"], dumps["pg_dump"])
-
-
-def crush_runs(monkeypatch: pytest.MonkeyPatch) -> List[int]:
-    """The inputs of each CRUSH run the placers make from now on, as they make them."""
-    runs: List[int] = []
-    real = placement.do_rule
-
-    def counted(*a: Any, **kw: Any) -> Any:
-        runs.append(a[2].size)
-        return real(*a, **kw)
-    monkeypatch.setattr(placement, "do_rule", counted)
-    return runs
 
 
 def test_prefetch_maps_a_group_of_pools_in_one_crush_run_as_each_alone(

@@ -15,7 +15,7 @@ from pg_advisor.execute.steps import StepPlanner
 from pg_advisor.analysis.whatif import Change, simulate
 from pg_advisor.model.units import human_bytes
 
-from .fakes import OPEN, T, FakeCeph, Store, acting_sets, balance_plan, run, start
+from .fakes import OPEN, T, FakeCeph, Store, acting_sets, balance_plan, crush_runs, run, start
 
 
 def test_growth_plan_splits_in_chunks_then_places_within_the_throttles(snap: snapshot.Snapshot) -> None:
@@ -457,20 +457,13 @@ def test_a_split_plan_maps_the_pgs_each_step_moves_not_the_pool(
     # at 320,000 PGs a plan of 128 splits mapped the whole pool some 700 times (2.7 s each)
     # and held the mgr's command thread for over 10 minutes: a step's movement comes from
     # the PGs whose placement seed it changes
-    from pg_advisor.crush import placement
     for p in dumps["osd_dump"]["pools"]:
         if p["pool_name"] == "rbd":
             for k in ("pg_num", "pg_placement_num", "pg_num_target", "pg_placement_num_target"):
                 p[k] = 4096
     snap = snapshot.load(dumps["osd_dump"], dumps["crush"], None, dumps["df"], mon_max_pg_per_osd=10000)
     rbd = snap.pool_by_name("rbd")
-    mapped: List[int] = []
-    real = placement.do_rule
-
-    def counted(*a: Any, **kw: Any) -> Any:
-        mapped.append(a[2].size)
-        return real(*a, **kw)
-    monkeypatch.setattr(placement, "do_rule", counted)
+    mapped = crush_runs(monkeypatch)
     steps = StepPlanner(snap, T).plan(rbd, 4096 + 4 * T.max_splitting)
     assert [s.kind for s in steps].count("pg_num") == 4
     # one map of the pool at the target (what stays uneven), the rest a few PGs per step
