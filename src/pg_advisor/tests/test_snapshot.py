@@ -244,3 +244,31 @@ def test_brief_pg_stats_become_a_pg_map_the_loader_reads(dumps: Dict[str, Any]) 
     bad[3] = "1.3"
     with pytest.raises(AdvisorError, match="pg dump"):
         snapshot.load(dumps["osd_dump"], dumps["crush"], brief_pg_map(bad, progress, {}, {}, None))
+
+
+def test_two_threads_asking_at_once_share_one_read(snap: snapshot.Snapshot) -> None:
+    # the background and a command missing the kept snapshot together: one reads, the
+    # other waits for that read and takes it (at 320,000 PGs both read, 9-11 s each)
+    import dataclasses
+    import threading
+    from pg_advisor.model.reuse import SnapshotReuse
+    reuse = SnapshotReuse(max_age=60)
+    started, release, loads = threading.Event(), threading.Event(), []
+
+    def load() -> snapshot.Snapshot:
+        loads.append(1)
+        started.set()
+        release.wait(10)
+        return dataclasses.replace(snap)
+    got: List[Any] = []
+    first = threading.Thread(target=lambda: got.append(reuse.get(("e", 1), load, 0.0)))
+    first.start()
+    assert started.wait(10)
+    second = threading.Thread(target=lambda: got.append(reuse.get(("e", 1), load, 0.5)))
+    second.start()
+    second.join(0.2)
+    assert second.is_alive(), "the second caller did not wait for the read in progress"
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert len(loads) == 1 and len(got) == 2 and got[0] is got[1]
