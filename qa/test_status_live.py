@@ -208,7 +208,9 @@ def test_the_brief_pg_stats_of_a_big_cluster_give_the_same_counts(populated: Clu
     by_id = {o["id"]: o for o in full["osds"]}
     for o in brief["osds"]:
         f = by_id[o["id"]]
-        assert (o["pgs"], o["pgs_by_pool"], o["bytes_used"]) == (f["pgs"], f["pgs_by_pool"], f["bytes_used"])
+        assert (o["pgs"], o["pgs_by_pool"]) == (f["pgs"], f["pgs_by_pool"])
+        # (an OSD's used bytes creep between the two readings: its own metadata, not data)
+        assert o["bytes_used"] == pytest.approx(f["bytes_used"], rel=0.05)
         assert f["pg_memory_now"] is not None and o["pg_memory_now"] is None    # no logs read
     assert brief["distribution"] == full["distribution"]
     assert [(p["name"], p["objects"], p["pg_num"]) for p in brief["pools"]] == \
