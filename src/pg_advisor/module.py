@@ -101,14 +101,18 @@ class Module(MgrModule):
     def take_snapshot(self) -> snapshot.Snapshot:
         """The cluster as a snapshot: the last one while nothing it depends on has changed
         (model/reuse.py), else read anew."""
-        return self._snaps.get(self._change_key(), self._read_snapshot, time.monotonic())
+        pg_status = self._pg_status()      # one read serves the key and the snapshot
+        return self._snaps.get(self._change_key(pg_status),
+                               functools.partial(self._read_snapshot, pg_status), time.monotonic())
 
-    def _change_key(self) -> Optional[Tuple[Any, ...]]:
-        """What changes when the answers may: the OSDMap epoch, the PG map's summary (PG
-        states, objects, bytes, misplaced: `pg_status` is a few hundred bytes however many
-        PGs there are) and the cluster settings the model reads. None if any is unreadable."""
+    def _change_key(self, pg: Dict[str, Any]) -> Optional[Tuple[Any, ...]]:
+        """What changes when the answers may: the OSDMap epoch, the PG map's summary `pg`
+        (PG states, objects, bytes, misplaced: `pg_status` is a few hundred bytes however
+        many PGs there are) and the cluster settings the model reads. None if any is
+        unreadable."""
+        if not pg:
+            return None
         try:
-            pg = self.get("pg_status")
             summary = json.dumps({k: pg.get(k) for k in PG_SUMMARY_KEYS}, sort_keys=True, default=str)
             config = tuple(str(self.get_ceph_option(k)) for k in self.NATIVE_OPTIONS)
             # (the option that says how the PG stats are read changes the snapshot too)
@@ -117,8 +121,9 @@ class Module(MgrModule):
         except Exception:   # e.g. no PG map yet: read everything, keep nothing
             return None
 
-    def _read_snapshot(self) -> snapshot.Snapshot:
-        """The same documents the offline CLI reads from files, straight from the mgr."""
+    def _read_snapshot(self, pg_status: Dict[str, Any]) -> snapshot.Snapshot:
+        """The same documents the offline CLI reads from files, straight from the mgr;
+        `pg_status` is the PG map's summary read for the change key."""
         self.log.debug("pg_advisor: reading the cluster (snapshot %d)", self._snaps.loads + 1)
         config = {k: self.get_ceph_option(k) for k in self.NATIVE_OPTIONS}
         took: Dict[str, float] = {}
@@ -131,7 +136,6 @@ class Module(MgrModule):
         osd_map, crush, df = (timed(k, functools.partial(self.get, k))
                               for k in ("osd_map", "osd_map_crush", "df"))
         # the full PG stats while they are small; the brief ones past pg_stats_full_max
-        pg_status = self._pg_status()
         num_pgs = pg_status.get("num_pgs", 0)
         if not isinstance(num_pgs, int) or num_pgs <= self.current_options().pg_stats_full_max:
             pg_dump = timed("pg_dump", functools.partial(self.get, "pg_dump"))

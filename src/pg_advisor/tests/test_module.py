@@ -201,6 +201,16 @@ def test_an_unchanged_cluster_is_read_once_and_mapped_once(
     assert code == -22 and fake.reads["pg_dump"] == reads + 3
 
 
+def test_a_snapshot_asks_for_the_pg_summary_once(module: Module) -> None:
+    # the change key and a fresh read share one pg_status (they each asked for it)
+    fake = mgr_stub.BaseMgrModule.fake
+    for fresh in (True, False):
+        before, dumps = fake.reads.get("pg_status", 0), fake.reads.get("pg_dump", 0)
+        module.take_snapshot()
+        assert fake.reads.get("pg_dump", 0) == dumps + fresh
+        assert fake.reads["pg_status"] == before + 1
+
+
 def test_a_big_cluster_is_read_through_the_brief_pg_stats(
         module: Module, monkeypatch: pytest.MonkeyPatch) -> None:
     # past pg_stats_full_max PGs the module never asks for the whole PG map (at 320,000 PGs
