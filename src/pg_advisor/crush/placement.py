@@ -14,7 +14,7 @@ import numpy as np
 
 from ..model.constants import CRUSH_ITEM_NONE, WEIGHT_ONE
 from ..model.snapshot import Pool, Snapshot
-from .compiled import CompiledCrush, compile_crush
+from .compiled import ChooseArgs, CompiledCrush, CompiledRule, compile_crush
 from .hashing import hash32_2
 from .mapper import CrushWork, do_rule
 from .upmap import apply_upmap
@@ -111,14 +111,11 @@ class Placer:
         some 700 maps for one split plan)."""
         ps = np.asarray(ps, dtype=np.int64)
         pps = placement_seeds(pool, ps, pgp_num)
-        rule = self.crush.find_rule(pool.crush_rule, RULE_TYPE.get(pool.type, -1), pool.size)
-        args = self.crush.choose_args.get(pool.id, self.crush.choose_args.get(-1))
+        rule, args = self._rule_args(pool)
         raw = np.full((ps.size, pool.size), CRUSH_ITEM_NONE, dtype=np.int64)
         if rule is not None and ps.size:
             raw, _ = do_rule(self.crush, rule, pps, pool.size, self.weight, args, self.work)
-        raw = self._apply_upmaps(pool, ps, self._drop(pool, raw, self._exists(raw)))
-        alive = self._exists(raw) & self.up_state[np.clip(raw, 0, len(self.up_state) - 1)]
-        return self._drop(pool, raw, alive)
+        return self._up(pool, self._apply_upmaps(pool, ps, self._drop(pool, raw, self._exists(raw))))
 
     def with_upmaps(self, pg_upmap: Mapping[str, Tuple[int, ...]],
                     pg_upmap_items: Mapping[str, Tuple[Tuple[int, int], ...]]) -> "Placer":
@@ -201,13 +198,12 @@ class Placer:
             if key in self._cache or key in seen or not count:
                 continue
             seen.add(key)
-            args = self.crush.choose_args.get(pool.id, self.crush.choose_args.get(-1))
+            _, args = self._rule_args(pool)
             groups.setdefault((pool.crush_rule, pool.size, pool.type, id(args)), []).append(
                 (pool, pg_num, pgp_num))
         for group in groups.values():
             first = group[0][0]
-            rule = self.crush.find_rule(first.crush_rule, RULE_TYPE.get(first.type, -1), first.size)
-            args = self.crush.choose_args.get(first.id, self.crush.choose_args.get(-1))
+            rule, args = self._rule_args(first)
             total = sum((n if n is not None else p.pg_num) for p, n, _ in group) * first.size
             if rule is None or len(group) < 2 or self._cached + total > CACHE_MAX:
                 continue
@@ -250,8 +246,7 @@ class Placer:
         if hit is not None:
             return hit
         size = pool.size
-        rule = self.crush.find_rule(pool.crush_rule, RULE_TYPE.get(pool.type, -1), size)
-        args = self.crush.choose_args.get(pool.id, self.crush.choose_args.get(-1))
+        rule, args = self._rule_args(pool)
         if self._base is not None and rule is not None and n:
             parent, lowered = self._base
             ps, pps, before = parent._crush(pool, pg_num, pgp_num)
@@ -275,11 +270,21 @@ class Placer:
                 upmaps: bool) -> PoolMapping:
         if upmaps:
             raw = self._apply_upmaps(pool, ps, raw)
-        up = self._drop(pool, raw, self._exists(raw) & self.up_state[np.clip(raw, 0, len(self.up_state) - 1)])
+        up = self._up(pool, raw)
         primary = self._primaries(pool, pps, up)
         return PoolMapping(pool=pool, ps=ps, up=up, up_primary=primary)
 
     # -- the OSDMap steps -------------------------------------------------------------------------
+
+    def _rule_args(self, pool: Pool) -> Tuple[Optional[CompiledRule], Optional[ChooseArgs]]:
+        """The pool's CRUSH rule (None: no rule fits its type and size) and weight set."""
+        rule = self.crush.find_rule(pool.crush_rule, RULE_TYPE.get(pool.type, -1), pool.size)
+        return rule, self.crush.choose_args.get(pool.id, self.crush.choose_args.get(-1))
+
+    def _up(self, pool: Pool, raw: np.ndarray) -> np.ndarray:
+        """The up sets: OSDs that do not exist or are down dropped."""
+        up = self.up_state[np.clip(raw, 0, len(self.up_state) - 1)]
+        return self._drop(pool, raw, self._exists(raw) & up)
 
     def _exists(self, osds: np.ndarray) -> np.ndarray:
         inside = (osds >= 0) & (osds < len(self.exists))
