@@ -93,12 +93,11 @@ class StepPlanner:
         self.placer = placer or Placer.of(snap)
         self.copies = object_copies(snap)
 
-    def _movement(self, pool: Pool, pg_num: int, a: int, b: int) -> Tuple[int, int, int]:
-        """(PGs moving, shards moving, most PGs moving in or out of one OSD) for pgp a -> b.
-        Only PGs whose placement seed differs between a and b can move: those alone are
-        mapped (a step of 16 PGs of a 320,000-PG pool maps some 32 PGs, not the pool)."""
-        ps = np.arange(pg_num, dtype=np.int64)
-        rows = ps[stable_mod(ps, a) != stable_mod(ps, b)]     # (the seed's hash is 1:1)
+    def _movement(self, pool: Pool, a: int, b: int, rows: np.ndarray) -> Tuple[int, int, int]:
+        """(PGs moving, shards moving, most PGs moving in or out of one OSD) for pgp a -> b,
+        where `rows` are the PGs whose placement seed differs between a and b: only those
+        can move, so only those are mapped (a step of 16 PGs of a 320,000-PG pool maps some
+        32 PGs, not the pool)."""
         before = self.placer.up_rows(pool, a, rows)
         after = self.placer.up_rows(pool, b, rows)
         n = self.snap.osds.count
@@ -133,8 +132,12 @@ class StepPlanner:
         """The farthest pgp_num from `cur` toward `goal` whose movement fits the throttles
         (at least one PG: a step always makes progress). Pinned, nothing moves at once:
         only the number of PGs remapped (peering together) is bounded."""
+        ps = np.arange(pg_num, dtype=np.int64)
+        seeds_now = stable_mod(ps, cur)     # once per step, not per try of the search
+
         def fits(p: int) -> Tuple[bool, Tuple[int, int, int]]:
-            mv = self._movement(pool, pg_num, cur, p)
+            reseeded = ps[seeds_now != stable_mod(ps, p)]     # (the seed's hash is 1:1)
+            mv = self._movement(pool, cur, p, reseeded)
             if pin:
                 return mv[0] <= self.t.max_splitting, mv
             return (self._fraction(pool, pg_num, mv[1]) <= self.t.misplaced_max
