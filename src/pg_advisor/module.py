@@ -23,7 +23,7 @@ from .commands import table
 from .commands.answers import Inputs, answer
 from .model import options, snapshot
 from .model.pg_brief import brief_pg_map
-from .model.reuse import SnapshotReuse
+from .model.reuse import ChangeKey, SnapshotReuse
 from .model.errors import AdvisorError
 from .panel.server import Server
 from .render.format import check_format
@@ -98,14 +98,16 @@ class Module(MgrModule):
 
     # -- reading the cluster -------------------------------------------------------------------
 
-    def take_snapshot(self) -> snapshot.Snapshot:
-        """The cluster as a snapshot: the last one while nothing it depends on has changed
-        (model/reuse.py), else read anew."""
+    def take_snapshot(self, fresh: bool = False) -> snapshot.Snapshot:
+        """The cluster as a snapshot: the last one while nothing it depends on has changed,
+        or while a costly read of a change is not due yet (model/reuse.py), else read anew.
+        A command that changes the cluster asks for a `fresh` one: changes read at once."""
         pg_status = self._pg_status()      # one read serves the key and the snapshot
         return self._snaps.get(self._change_key(pg_status),
-                               functools.partial(self._read_snapshot, pg_status), time.monotonic())
+                               functools.partial(self._read_snapshot, pg_status), time.monotonic(),
+                               fresh)
 
-    def _change_key(self, pg: Dict[str, Any]) -> Optional[Tuple[Any, ...]]:
+    def _change_key(self, pg: Dict[str, Any]) -> Optional[ChangeKey]:
         """What changes when the answers may: the OSDMap epoch, the PG map's summary `pg`
         (PG states, objects, bytes, misplaced: `pg_status` is a few hundred bytes however
         many PGs there are) and the cluster settings the model reads. None if any is
@@ -117,7 +119,7 @@ class Module(MgrModule):
             config = tuple(str(self.get_ceph_option(k)) for k in self.NATIVE_OPTIONS)
             # (the option that says how the PG stats are read changes the snapshot too)
             how = self.current_options().pg_stats_full_max
-            return (self.get_osdmap().get_epoch(), summary, config, how)
+            return ChangeKey(map=self.get_osdmap().get_epoch(), stats=summary, settings=(config, how))
         except Exception:   # e.g. no PG map yet: read everything, keep nothing
             return None
 
@@ -254,7 +256,7 @@ class Module(MgrModule):
         opts = self.current_options()
         # (table.check held --max-items to the option's bound: one round stays small)
         items = v["max_items"] if v["max_items"] is not None else int(opts.balance_max_items)
-        snap = self.take_snapshot()
+        snap = self.take_snapshot(fresh=not v["dry_run"])
         rnd = balance_round(snap, [v["pool"]] if v["pool"] else None, items,
                             v["mode"].value if v["mode"] is not None else str(opts.balance_mode),
                             misplaced_copies(snap, self.cluster_ratio()), float(opts.balance_min_gain))
@@ -339,13 +341,14 @@ class Module(MgrModule):
 
     def _act_apply(self, v: table.Values) -> Report:
         opts = self.current_options()
-        report = self.driver.apply(self.take_snapshot(), opts, self.cluster_ratio(), self.balanced(opts),
+        snap = self.take_snapshot(fresh=not v["dry_run"])
+        report = self.driver.apply(snap, opts, self.cluster_ratio(), self.balanced(opts),
                                    v["pool"], v["pg_num"], v["dry_run"], time.time())
         self._wake.set()
         return report
 
     def _act_pin_remapped(self, v: table.Values) -> Report:
-        snap, dry_run = self.take_snapshot(), v["dry_run"]
+        snap, dry_run = self.take_snapshot(fresh=not v["dry_run"]), v["dry_run"]
         report = self.driver.pin_remapped(snap, self.current_options(), self.cluster_ratio(),
                                           dry_run, self.burst, time.time(), self.balancer_active())
         if not dry_run and report.get("plan"):
@@ -355,7 +358,8 @@ class Module(MgrModule):
         return report
 
     def _act_drain(self, v: table.Values) -> Report:
-        report = self.driver.drain(self.take_snapshot(), self.current_options(), self.cluster_ratio(),
+        snap = self.take_snapshot(fresh=not v["dry_run"])
+        report = self.driver.drain(snap, self.current_options(), self.cluster_ratio(),
                                    v["osd_or_bucket"], v["dry_run"], time.time(), self.balancer_active())
         self._wake.set()
         return report
@@ -373,7 +377,7 @@ class Module(MgrModule):
         return self._progress()
 
     def _act_abort(self, v: table.Values) -> Report:
-        summary = self.driver.abort(self.take_snapshot(), self.send, time.time())
+        summary = self.driver.abort(self.take_snapshot(fresh=True), self.send, time.time())
         self._report_progress()
         self._serve_plan()
         self._wake.set()          # health follows at once

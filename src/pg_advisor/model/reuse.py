@@ -1,24 +1,48 @@
-"""One snapshot, kept while the cluster it was read from has not changed.
+"""One snapshot, kept while the cluster it was read from has not changed, and read again
+no more often than its cost allows.
 
 Reading a cluster costs what the cluster holds: the PG map of 320,000 PGs becomes
 millions of Python objects, and CRUSH maps every PG again. Inside the mgr that ran on every
-tick and froze it at 10,000 OSDs. The adapter names what would change the answer (the
-OSDMap epoch, the PG map's summary, the settings the model reads) in a key read cheaply;
-while the key is the same, the last snapshot and everything memoized on it (its CRUSH
-results, its status) serve again. A key that cannot be read (None) means: read again.
+tick and froze it at 10,000 OSDs. The adapter names what would change the answer in a key
+read cheaply, in three parts: the map (the OSDMap epoch), the PG stats (the PG map's
+summary) and the settings the model reads. While the key is the same, the last snapshot and
+everything memoized on it (its CRUSH results, its status) serve again.
+
+A busy cluster changes its PG stats every few seconds (each write moves the byte count), and
+a big one changes its map often while it recovers. Where a read is costly (COSTLY seconds or
+more), a changed key is read only once the last read is old enough for the reads to take at
+most a share of the mgr's time: STATS_SHARE for new PG stats, MAP_SHARE for a new map but
+never later than MAP_LAG_MAX (the executor waits for the map that shows its last step). New
+settings are read at once (an operator who sets an option expects to see it), and so is
+everything by a caller about to change the cluster, who asks for a `fresh` snapshot. A key
+that cannot be read (None) counts as a new map.
 """
 import threading
 import time
-from typing import Callable, Hashable, Optional
+from typing import Callable, Hashable, NamedTuple, Optional
 
 from .errors import AdvisorError
 from .snapshot import Snapshot
 
-MAX_AGE = 60.0      # seconds a snapshot serves at most: what the key does not see (an OSD's
-#                     fullness, the PGs it still deletes: osd_stats) shows within a minute
-READ_SHARE = 0.05   # ... or longer where a read costs more: reading an unchanged cluster
-#                     again takes at most this share of the mgr's time (a read of 10,000
-#                     OSDs and 320,000 PGs takes 6 s: it serves 2 minutes)
+MAX_AGE = 60.0      # seconds an unchanged snapshot serves at most: what the key does not see
+#                     (an OSD's fullness, the PGs it still deletes: osd_stats) shows within a
+#                     minute...
+IDLE_SHARE = 0.02   # ... or longer where a read costs more: reading an unchanged cluster again
+#                     takes at most this share of the mgr's time (a read of 10,000 OSDs and
+#                     320,000 PGs costs 4-6 s: it serves 4-5 minutes)
+COSTLY = 2.0        # seconds a read takes before changes are read at a bounded rate (a few
+#                     hundred ms on a small cluster, 4-6 s at 10,000 OSDs)
+STATS_SHARE = 0.05  # new PG stats alone: at most this share of the mgr's time
+MAP_SHARE = 0.25    # a new map: at most this share...
+MAP_LAG_MAX = 15.0  # ... but read within this many seconds of the last read (the executor
+#                     checks a round's items once its map shows, or after 30 s)
+
+
+class ChangeKey(NamedTuple):
+    """What the answers depend on, read cheaply, by part."""
+    map: Hashable
+    stats: Hashable
+    settings: Hashable = None
 
 
 class SnapshotReuse:
@@ -27,42 +51,51 @@ class SnapshotReuse:
         self.clock = clock                 # what a read's cost is measured with
         self.loads = 0                     # snapshots read so far (what a test counts)
         self._took = 0.0                   # seconds the last read took
-        self._key: Optional[Hashable] = None
+        self._key: Optional[ChangeKey] = None
         self._snap: Optional[Snapshot] = None
         self._error: Optional[AdvisorError] = None
         self._at = 0.0
         self._lock = threading.Lock()
         self._reading = threading.Lock()
 
-    def get(self, key: Optional[Hashable], load: Callable[[], Snapshot], now: float) -> Snapshot:
+    def get(self, key: Optional[ChangeKey], load: Callable[[], Snapshot], now: float,
+            fresh: bool = False) -> Snapshot:
         """The kept snapshot if `key` is the one it was read under (and it is younger than
-        max_age, or than the read's cost allows by READ_SHARE), else a new one from `load`
-        (kept if its key is known). A cluster the loader refuses (AdvisorError) is refused
-        again from memory under the same key: a setting out of bounds must not cost a full
-        read on every tick."""
-        kept = self._kept(key, now)
+        max_age, or than the read's cost allows by IDLE_SHARE), or if the key changed but a
+        costly read is not due yet (module doc; never when `fresh`); else a new one from
+        `load` (kept if its key is known). A cluster the loader refuses (AdvisorError) is
+        refused again from memory under the same key: a setting out of bounds must not cost
+        a full read on every tick."""
+        kept = self._kept(key, now, fresh)
         if kept is not None:
             return kept
         # one read at a time: a command that asks while the background reads waits for that
         # read, and takes it if its key is the same (two threads each read 320,000 PGs at
         # once before, 9-11 s each)
         with self._reading:
-            kept = self._kept(key, now)
+            kept = self._kept(key, now, fresh)
             if kept is not None:
                 return kept
             return self._read(key, load, now)
 
-    def _kept(self, key: Optional[Hashable], now: float) -> Optional[Snapshot]:
+    def _kept(self, key: Optional[ChangeKey], now: float, fresh: bool) -> Optional[Snapshot]:
         with self._lock:
-            age_max = max(self.max_age, self._took / READ_SHARE)
-            if (key is not None and key == self._key and now - self._at < age_max
-                    and (self._snap is not None or self._error is not None)):
-                if self._error is not None:
-                    raise self._error
-                return self._snap
-        return None
+            age, took = now - self._at, self._took
+            if key is not None and key == self._key:
+                if age < max(self.max_age, took / IDLE_SHARE) and (
+                        self._snap is not None or self._error is not None):
+                    if self._error is not None:
+                        raise self._error
+                    return self._snap
+                return None
+            if fresh or self._snap is None or took < COSTLY or (
+                    key is not None and self._key is not None and key.settings != self._key.settings):
+                return None
+            stats_only = key is not None and self._key is not None and key.map == self._key.map
+            wait = took / STATS_SHARE if stats_only else min(took / MAP_SHARE, MAP_LAG_MAX)
+            return self._snap if age < wait else None
 
-    def _read(self, key: Optional[Hashable], load: Callable[[], Snapshot], now: float) -> Snapshot:
+    def _read(self, key: Optional[ChangeKey], load: Callable[[], Snapshot], now: float) -> Snapshot:
         t0 = self.clock()
         try:
             snap = load()

@@ -211,6 +211,21 @@ def test_a_snapshot_asks_for_the_pg_summary_once(module: Module) -> None:
         assert fake.reads["pg_status"] == before + 1
 
 
+def test_a_costly_read_waits_for_views_but_not_for_a_command_that_acts(module: Module) -> None:
+    # where a read costs 10 s (a big cluster), a new map is read within MAP_LAG_MAX, not at
+    # once, for what only looks; a command about to change the cluster reads it at once
+    fake = mgr_stub.BaseMgrModule.fake
+    module.take_snapshot()
+    module._snaps._took = 10.0
+    reads = fake.reads["pg_dump"]
+    fake.docs["osd_map"]["epoch"] += 1
+    assert module._handle_command(None, {"prefix": "pg-advisor status", "format": "json"})[0] == 0
+    module.refresh_status()
+    assert fake.reads["pg_dump"] == reads
+    module._handle_command(None, {"prefix": "pg-advisor abort"})
+    assert fake.reads["pg_dump"] == reads + 1
+
+
 def test_a_big_cluster_is_read_through_the_brief_pg_stats(
         module: Module, monkeypatch: pytest.MonkeyPatch) -> None:
     # past pg_stats_full_max PGs the module never asks for the whole PG map (at 320,000 PGs

@@ -176,23 +176,69 @@ def test_a_snapshots_memo_is_its_own(snap: snapshot.Snapshot) -> None:
     def load() -> snapshot.Snapshot:
         loads.append(1)
         return dataclasses.replace(snap)
-    a = reuse.get(("e", 1), load, 0.0)
-    assert reuse.get(("e", 1), load, 30.0) is a and len(loads) == 1
-    assert reuse.get(("e", 2), load, 31.0) is not a and len(loads) == 2
-    assert reuse.get(None, load, 32.0) is not None and len(loads) == 3
-    b = reuse.get(("e", 3), load, 33.0)
-    assert reuse.get(("e", 3), load, 92.9) is b and reuse.get(("e", 3), load, 93.0) is not b
-    assert reuse.loads == len(loads) == 5
-    # a read that costs 6 s (10,000 OSDs) serves 120 s unchanged: re-reading takes at most
-    # READ_SHARE of the mgr's time; a cheap one still serves max_age
-    clock = [0.0]
+    a = reuse.get(key(1), load, 0.0)
+    assert reuse.get(key(1), load, 30.0) is a and len(loads) == 1
+    assert reuse.get(key(2), load, 31.0) is not a and len(loads) == 2
+    assert reuse.get(key(2, "more bytes"), load, 31.5) is not a and len(loads) == 3
+    assert reuse.get(None, load, 32.0) is not None and len(loads) == 4
+    b = reuse.get(key(3), load, 33.0)
+    assert reuse.get(key(3), load, 92.9) is b and reuse.get(key(3), load, 93.0) is not b
+    assert reuse.loads == len(loads) == 6
+
+
+def key(epoch: int, stats: str = "s", settings: str = "defaults") -> Any:
+    from pg_advisor.model.reuse import ChangeKey
+    return ChangeKey(map=("epoch", epoch), stats=stats, settings=settings)
+
+
+def test_a_costly_read_is_taken_at_a_bounded_share_of_the_mgrs_time(snap: snapshot.Snapshot) -> None:
+    # a read of 10,000 OSDs and 320,000 PGs costs some 6 s; a busy cluster changes its PG
+    # stats every few seconds (each write), and its map often while it recovers: each read
+    # at once would keep the mgr reading. Measured from the start of the last read:
+    import dataclasses
+    from pg_advisor.model.reuse import (IDLE_SHARE, MAP_LAG_MAX, MAP_SHARE, STATS_SHARE,
+                                        SnapshotReuse)
+    clock, loads = [0.0], []
 
     def slow() -> snapshot.Snapshot:
         clock[0] += 6.0
-        return load()
-    costly = SnapshotReuse(max_age=60, clock=lambda: clock[0])
-    c = costly.get(("e", 1), slow, 0.0)
-    assert costly.get(("e", 1), slow, 119.0) is c and costly.get(("e", 1), slow, 120.0) is not c
+        loads.append(1)
+        return dataclasses.replace(snap)
+    reuse = SnapshotReuse(max_age=60, clock=lambda: clock[0])
+    a = reuse.get(key(1), slow, 0.0)
+    # new PG stats alone: read once 6 s are STATS_SHARE of the time since (120 s)
+    due = 6.0 / STATS_SHARE
+    assert reuse.get(key(1, "s2"), slow, due - 0.1) is a and len(loads) == 1
+    b = reuse.get(key(1, "s2"), slow, due)
+    assert b is not a and len(loads) == 2
+    # a new map: MAP_SHARE's 24 s, but never later than MAP_LAG_MAX (15 s)
+    due += min(6.0 / MAP_SHARE, MAP_LAG_MAX)
+    assert reuse.get(key(2, "s2"), slow, due - 0.1) is b
+    c = reuse.get(key(2, "s2"), slow, due)
+    assert c is not b and len(loads) == 3
+    # none (the key unreadable) counts as a new map
+    assert reuse.get(None, slow, due + 1.0) is c and len(loads) == 3
+    # a command about to change the cluster reads a change at once
+    d = reuse.get(key(3, "s2"), slow, due + 2.0, fresh=True)
+    assert d is not c and len(loads) == 4
+    assert reuse.get(key(3, "s2"), slow, due + 3.0, fresh=True) is d, "fresh, but unchanged"
+    # new settings (an option the operator set): at once
+    now = key(3, "s2", "more PGs per OSD")
+    d2 = reuse.get(now, slow, due + 8.0)
+    assert d2 is not d and len(loads) == 5
+    # unchanged, a costly read serves 6 s / IDLE_SHARE (300 s), not max_age
+    idle = due + 8.0 + 6.0 / IDLE_SHARE
+    assert reuse.get(now, slow, idle - 0.1) is d2 and reuse.get(now, slow, idle) is not d2
+    assert len(loads) == 6
+
+    # a cheap read is never held back: a change is read at once
+    def quick() -> snapshot.Snapshot:
+        loads.append(1)
+        return dataclasses.replace(snap)
+    cheap = SnapshotReuse(max_age=60, clock=lambda: clock[0])
+    cheap.get(key(1), quick, 0.0)
+    e = cheap.get(key(1, "s2"), quick, 0.5)
+    assert len(loads) == 8 and cheap.get(key(2, "s2"), quick, 1.0) is not e and len(loads) == 9
 
 
 def test_a_refused_cluster_is_refused_from_memory_until_it_changes() -> None:
@@ -206,10 +252,10 @@ def test_a_refused_cluster_is_refused_from_memory_until_it_changes() -> None:
         raise AdvisorError.invalid("mon_max_pg_per_osd is 100000000")
     for t in (0.0, 1.0, 2.0):
         with pytest.raises(AdvisorError, match="100000000"):
-            reuse.get(("e", 1), bad, t)
+            reuse.get(key(1), bad, t)
     assert len(loads) == 1
     with pytest.raises(AdvisorError):
-        reuse.get(("e", 2), bad, 3.0)             # a new key: read again
+        reuse.get(key(2), bad, 3.0)             # a new key: read again
     with pytest.raises(AdvisorError):
         reuse.get(None, bad, 4.0)                 # no key: always read
     with pytest.raises(AdvisorError):
@@ -261,10 +307,10 @@ def test_two_threads_asking_at_once_share_one_read(snap: snapshot.Snapshot) -> N
         release.wait(10)
         return dataclasses.replace(snap)
     got: List[Any] = []
-    first = threading.Thread(target=lambda: got.append(reuse.get(("e", 1), load, 0.0)))
+    first = threading.Thread(target=lambda: got.append(reuse.get(key(1), load, 0.0)))
     first.start()
     assert started.wait(10)
-    second = threading.Thread(target=lambda: got.append(reuse.get(("e", 1), load, 0.5)))
+    second = threading.Thread(target=lambda: got.append(reuse.get(key(1), load, 0.5)))
     second.start()
     second.join(0.2)
     assert second.is_alive(), "the second caller did not wait for the read in progress"
