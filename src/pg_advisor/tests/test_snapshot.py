@@ -264,7 +264,7 @@ def test_a_refused_cluster_is_refused_from_memory_until_it_changes() -> None:
 
 
 def test_brief_pg_stats_become_a_pg_map_the_loader_reads(dumps: Dict[str, Any]) -> None:
-    from pg_advisor.model.pg_brief import brief_pg_map
+    from pg_advisor.model.pg_brief import SUMS, brief_pg_map
     from . import mgr_stub
     pg = dumps["pg_dump"]
     brief = mgr_stub.pgs_brief(pg)
@@ -281,8 +281,18 @@ def test_brief_pg_stats_become_a_pg_map_the_loader_reads(dumps: Dict[str, Any]) 
         assert not snap.pgs.log_size.any() and not snap.pgs.split_bits.any()
     # a PG pg_progress does not list has no bytes; a pool df does not list has no objects
     gone = dict(progress, pgs={k: v for k, v in progress["pgs"].items() if k != brief[0]["pgid"]})
-    m = brief_pg_map(copy.deepcopy(brief), gone, {}, {}, None)
-    assert m["pg_stats"][0]["stat_sum"] == {"num_bytes": 0, "num_objects": 0}
+    odd = dict(gone, pgs=dict(gone["pgs"], **{brief[1]["pgid"]: {"num_bytes": "12"}}))
+    m = brief_pg_map(copy.deepcopy(brief), odd, {}, {}, None)
+    snap = snapshot.load(dumps["osd_dump"], dumps["crush"], m)
+    assert snap.pgs is not None and not snap.pgs.objects.any()
+    for pgid in (brief[0]["pgid"], brief[1]["pgid"]):
+        assert snap.pgs.bytes[snap.pgs.rows_of([pgid])].tolist() == [0], pgid
+    assert snap.pgs.bytes.sum() == full.pgs.bytes.sum() - full.pgs.bytes[full.pgs.rows_of(
+        [brief[0]["pgid"], brief[1]["pgid"]])].sum()
+    # columns that do not fit the rows are refused, not read past
+    m[SUMS] = (m[SUMS][0][:-1], m[SUMS][1])
+    with pytest.raises(AdvisorError, match="do not fit its rows"):
+        snapshot.load(dumps["osd_dump"], dumps["crush"], m)
     # what is not the command's output is refused, by name, not guessed at
     with pytest.raises(ValueError, match="no list of PGs"):
         brief_pg_map({"pgs": []}, progress, {}, {}, None)
@@ -290,6 +300,28 @@ def test_brief_pg_stats_become_a_pg_map_the_loader_reads(dumps: Dict[str, Any]) 
     bad[3] = "1.3"
     with pytest.raises(AdvisorError, match="pg dump"):
         snapshot.load(dumps["osd_dump"], dumps["crush"], brief_pg_map(bad, progress, {}, {}, None))
+
+
+def test_the_brief_text_is_parsed_a_chunk_at_a_time_as_whole(
+        dumps: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    # one json.loads of 320,000 rows held the mgr's GIL 0.9 s: the rows are parsed in
+    # chunks with a pause between, and give exactly what one parse gives, or the text is
+    # parsed whole where chunks cannot be cut cleanly
+    import json
+    from pg_advisor.model import pg_brief
+    from . import mgr_stub
+    rows = mgr_stub.pgs_brief(dumps["pg_dump"])
+    monkeypatch.setattr(pg_brief, "CHUNK_BYTES", 300)      # a few rows a chunk
+    for doc in ({"pg_ready": True, "pg_stats": rows}, rows, {"pg_stats": rows, "after": [1, [2]]},
+                {"pg_stats": []}, [], {"pg_stats": [dict(rows[0], state="a},{b")] + rows}):
+        for text in (json.dumps(doc, separators=(",", ":")), json.dumps(doc, indent=1)):
+            pauses: List[int] = []
+            assert pg_brief.parse_brief(text, lambda: pauses.append(1)) == doc
+            if text.startswith('{"pg_ready"'):
+                assert len(pauses) >= len(text) // 600, "not parsed in chunks"
+    for bad in ('{"pg_stats":[{"pgid":"1.0"},{"pgid":', "", '{"pg_stats":[1,]}', "[[]"):
+        with pytest.raises(ValueError):
+            pg_brief.parse_brief(bad)
 
 
 def test_two_threads_asking_at_once_share_one_read(snap: snapshot.Snapshot) -> None:
