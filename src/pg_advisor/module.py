@@ -115,14 +115,19 @@ class Module(MgrModule):
 
     # -- reading the cluster -------------------------------------------------------------------
 
-    def take_snapshot(self, fresh: bool = False) -> snapshot.Snapshot:
+    def take_snapshot(self, fresh: bool = False, lazy: bool = False) -> snapshot.Snapshot:
         """The cluster as a snapshot: the last one while nothing it depends on has changed,
         or while a costly read of a change is not due yet (model/reuse.py), else read anew.
-        A command that changes the cluster asks for a `fresh` one: changes read at once."""
+        A command that changes the cluster asks for a `fresh` one: changes read at once. A
+        command that only looks is `lazy`: where a read is costly it takes the last one and
+        leaves the read to the background, which it wakes."""
         pg_status = self._pg_status()      # one read serves the key and the snapshot
-        return self._snaps.get(self._change_key(pg_status),
+        snap = self._snaps.get(self._change_key(pg_status),
                                functools.partial(self._read_snapshot, pg_status), time.monotonic(),
-                               fresh)
+                               fresh, lazy)
+        if lazy and self._snaps.due:
+            self._wake.set()
+        return snap
 
     def _change_key(self, pg: Dict[str, Any]) -> Optional[ChangeKey]:
         """What changes when the answers may: the OSDMap epoch, the PG map's summary `pg`
@@ -235,9 +240,9 @@ class Module(MgrModule):
             return bool(opts.assume_balanced == "yes")
         return self.balancer_active() and self.get_module_option_ex("balancer", "mode", "upmap") == "upmap"
 
-    def status(self, pool: Optional[str] = None) -> Dict[str, Any]:
+    def status(self, pool: Optional[str] = None, lazy: bool = False) -> Dict[str, Any]:
         opts = self.current_options()
-        return status_of(self.take_snapshot(), pool, opts, self.balanced(opts))
+        return status_of(self.take_snapshot(lazy=lazy), pool, opts, self.balanced(opts))
 
     def _served_status(self) -> Dict[str, Any]:
         doc = self._served["status"]
@@ -249,7 +254,7 @@ class Module(MgrModule):
 
     def inputs(self) -> Inputs:
         opts = self.current_options()
-        return Inputs(self.take_snapshot(), opts, self.balanced(opts), self.cluster_ratio())
+        return Inputs(self.take_snapshot(lazy=True), opts, self.balanced(opts), self.cluster_ratio())
 
     def answer(self, cmd: table.Command, v: table.Values) -> Report:
         """Command `cmd` with its checked values: the ones that only read are answered as the
@@ -277,7 +282,7 @@ class Module(MgrModule):
         opts = self.current_options()
         # (table.check held --max-items to the option's bound: one round stays small)
         items = v["max_items"] if v["max_items"] is not None else int(opts.balance_max_items)
-        snap = self.take_snapshot(fresh=not v["dry_run"])
+        snap = self.take_snapshot(fresh=not v["dry_run"], lazy=bool(v["dry_run"]))
         rnd = balance_round(snap, [v["pool"]] if v["pool"] else None, items,
                             v["mode"].value if v["mode"] is not None else str(opts.balance_mode),
                             misplaced_copies(snap, self.cluster_ratio()), float(opts.balance_min_gain))
@@ -362,14 +367,14 @@ class Module(MgrModule):
 
     def _act_apply(self, v: table.Values) -> Report:
         opts = self.current_options()
-        snap = self.take_snapshot(fresh=not v["dry_run"])
+        snap = self.take_snapshot(fresh=not v["dry_run"], lazy=bool(v["dry_run"]))
         report = self.driver.apply(snap, opts, self.cluster_ratio(), self.balanced(opts),
                                    v["pool"], v["pg_num"], v["dry_run"], time.time())
         self._wake.set()
         return report
 
     def _act_pin_remapped(self, v: table.Values) -> Report:
-        snap, dry_run = self.take_snapshot(fresh=not v["dry_run"]), v["dry_run"]
+        snap, dry_run = self.take_snapshot(fresh=not v["dry_run"], lazy=bool(v["dry_run"])), v["dry_run"]
         report = self.driver.pin_remapped(snap, self.current_options(), self.cluster_ratio(),
                                           dry_run, self.burst, time.time(), self.balancer_active())
         if not dry_run and report.get("plan"):
@@ -379,7 +384,7 @@ class Module(MgrModule):
         return report
 
     def _act_drain(self, v: table.Values) -> Report:
-        snap = self.take_snapshot(fresh=not v["dry_run"])
+        snap = self.take_snapshot(fresh=not v["dry_run"], lazy=bool(v["dry_run"]))
         report = self.driver.drain(snap, self.current_options(), self.cluster_ratio(),
                                    v["osd_or_bucket"], v["dry_run"], time.time(), self.balancer_active())
         self._wake.set()
@@ -500,6 +505,11 @@ class Module(MgrModule):
                            f"{self._option_errors[0]}"}
         self.set_health_checks(checks)
 
+    def read_due(self) -> None:
+        """The read a lazy command left to the background (it took an older snapshot of a
+        big cluster rather than wait for the read)."""
+        self.take_snapshot()
+
     def run_plan(self) -> None:
         """One tick of the executor (and, in auto mode, a new plan when one is due)."""
         opts = self.current_options()
@@ -546,6 +556,8 @@ class Module(MgrModule):
         next_sizing = next_status = 0.0
         while not self._stopping:
             self._guard(self.keep_panel)
+            if self._snaps.due:
+                self._guard(self.read_due)
             self._guard(self.run_plan)
             self._guard(self._serve_plan)
             if self._server.running and time.time() >= next_status:

@@ -249,6 +249,23 @@ def test_a_costly_read_waits_for_views_but_not_for_a_command_that_acts(module: M
     assert fake.reads["pg_dump"] == reads + 1
 
 
+def test_a_command_that_looks_leaves_a_costly_read_to_the_background(module: Module) -> None:
+    # `status` of a big cluster answers from the last snapshot at once; the background,
+    # woken, reads the new one
+    fake = mgr_stub.BaseMgrModule.fake
+    module.take_snapshot()
+    module._snaps._took = 10.0
+    reads = fake.reads["pg_dump"]
+    fake.docs["osd_map"]["epoch"] += 1
+    module._snaps._at -= 60.0       # past the 15 s a new map may wait
+    module._wake.clear()
+    before = module._handle_command(None, {"prefix": "pg-advisor status", "format": "json"})
+    assert before[0] == 0 and fake.reads["pg_dump"] == reads
+    assert module._snaps.due and module._wake.is_set()
+    module.read_due()
+    assert fake.reads["pg_dump"] == reads + 1 and not module._snaps.due
+
+
 def test_a_big_cluster_is_read_through_the_brief_pg_stats(
         module: Module, monkeypatch: pytest.MonkeyPatch) -> None:
     # past pg_stats_full_max PGs the module never asks for the whole PG map (at 320,000 PGs
