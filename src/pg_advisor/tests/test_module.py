@@ -234,14 +234,20 @@ def test_a_read_runs_without_the_cyclic_collector(module: Module, monkeypatch: p
     assert seen == [False, False] and gc.isenabled()
 
 
-def test_a_costly_read_waits_for_views_but_not_for_a_command_that_acts(module: Module) -> None:
-    # where a read costs 10 s (a big cluster), a new map is read within MAP_LAG_MAX, not at
-    # once, for what only looks; a command about to change the cluster reads it at once
+def costly_and_changed(module: Module) -> Tuple[Any, int]:
+    """A snapshot whose read took 10 s (a big cluster), then a new map: (the fake mgr, its
+    pg_dump reads so far)."""
     fake = mgr_stub.BaseMgrModule.fake
     module.take_snapshot()
     module._snaps._took = 10.0
-    reads = fake.reads["pg_dump"]
     fake.docs["osd_map"]["epoch"] += 1
+    return fake, fake.reads["pg_dump"]
+
+
+def test_a_costly_read_waits_for_views_but_not_for_a_command_that_acts(module: Module) -> None:
+    # where a read costs 10 s (a big cluster), a new map is read within MAP_LAG_MAX, not at
+    # once, for what only looks; a command about to change the cluster reads it at once
+    fake, reads = costly_and_changed(module)
     assert module._handle_command(None, {"prefix": "pg-advisor status", "format": "json"})[0] == 0
     module.refresh_status()
     assert fake.reads["pg_dump"] == reads
@@ -252,11 +258,7 @@ def test_a_costly_read_waits_for_views_but_not_for_a_command_that_acts(module: M
 def test_a_command_that_looks_leaves_a_costly_read_to_the_background(module: Module) -> None:
     # `status` of a big cluster answers from the last snapshot at once; the background,
     # woken, reads the new one
-    fake = mgr_stub.BaseMgrModule.fake
-    module.take_snapshot()
-    module._snaps._took = 10.0
-    reads = fake.reads["pg_dump"]
-    fake.docs["osd_map"]["epoch"] += 1
+    fake, reads = costly_and_changed(module)
     module._snaps._at -= 60.0       # past the 15 s a new map may wait
     module._wake.clear()
     before = module._handle_command(None, {"prefix": "pg-advisor status", "format": "json"})
