@@ -3,6 +3,7 @@
 Every decision lives in the layers it calls; this file only knows the mgr's API.
 """
 import contextlib
+import ctypes
 import errno
 import functools
 import gc
@@ -46,7 +47,8 @@ PG_SUMMARY_KEYS = ("pgs_by_state", "num_pgs", "num_pools", "num_objects", "data_
 def gc_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off while a read builds millions of objects: its
     full collections over them held the GIL 0.8 s at a time (320,000 PGs), and every other
-    module waited. The documents a read makes hold no cycles; reference counting frees them."""
+    module waited. The documents a read makes hold no cycles; reference counting frees them,
+    and the memory they took is given back after."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -54,6 +56,17 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
+        give_back_memory()
+
+
+def give_back_memory() -> None:
+    """Hand the heap's free pages back to the system (glibc's malloc_trim: the mgr uses
+    glibc's allocator, one arena per thread): a read of 320,000 PGs passes through some
+    300 MiB that would otherwise stay in the mgr's RSS."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):      # not glibc: nothing to do
+        pass
 
 
 def declare(cmd: table.Command) -> None:

@@ -306,6 +306,10 @@ def test_brief_pg_stats_become_a_pg_map_the_loader_reads(dumps: Dict[str, Any]) 
         assert snap.pgs is not None and not snap.pgs.logs and snap.misplaced_objects == 7
         assert np.array_equal(snap.pgs.up, full.pgs.up) and np.array_equal(snap.pgs.bytes, full.pgs.bytes)
         assert not snap.pgs.log_size.any() and not snap.pgs.split_bits.any()
+    # each state one new string: the parsed ones would pin the memory of every row
+    parsed = {id(r["state"]) for r in brief}
+    assert snap.pgs is not None and snap.pgs.state == full.pgs.state and not parsed & {id(x) for x in snap.pgs.state}
+    assert len({id(x) for x in snap.pgs.state}) == len(set(snap.pgs.state))
     # a PG pg_progress does not list has no bytes; a pool df does not list has no objects
     gone = dict(progress, pgs={k: v for k, v in progress["pgs"].items() if k != brief[0]["pgid"]})
     odd = dict(gone, pgs=dict(gone["pgs"], **{brief[1]["pgid"]: {"num_bytes": "12"}}))
