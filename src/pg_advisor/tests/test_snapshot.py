@@ -308,7 +308,8 @@ def test_brief_pg_stats_become_a_pg_map_the_loader_reads(dumps: Dict[str, Any]) 
         assert not snap.pgs.log_size.any() and not snap.pgs.split_bits.any()
     # each state one new string: the parsed ones would pin the memory of every row
     parsed = {id(r["state"]) for r in brief}
-    assert snap.pgs is not None and snap.pgs.state == full.pgs.state and not parsed & {id(x) for x in snap.pgs.state}
+    assert snap.pgs is not None and snap.pgs.state == full.pgs.state
+    assert not parsed & {id(x) for x in snap.pgs.state}
     assert len({id(x) for x in snap.pgs.state}) == len(set(snap.pgs.state))
     # a PG pg_progress does not list has no bytes; a pool df does not list has no objects
     gone = dict(progress, pgs={k: v for k, v in progress["pgs"].items() if k != brief[0]["pgid"]})
