@@ -47,8 +47,7 @@ PG_SUMMARY_KEYS = ("pgs_by_state", "num_pgs", "num_pools", "num_objects", "data_
 def gc_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off while a read builds millions of objects: its
     full collections over them held the GIL 0.8 s at a time (320,000 PGs), and every other
-    module waited. The documents a read makes hold no cycles; reference counting frees them,
-    and the memory they took is given back after."""
+    module waited. The documents a read makes hold no cycles; reference counting frees them."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -56,7 +55,6 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
-        give_back_memory()
 
 
 def give_back_memory() -> None:
@@ -162,8 +160,11 @@ class Module(MgrModule):
         """The same documents the offline CLI reads from files, straight from the mgr;
         `pg_status` is the PG map's summary read for the change key."""
         self.log.debug("pg_advisor: reading the cluster (snapshot %d)", self._snaps.loads + 1)
-        with gc_paused():
-            return self._read_documents(pg_status)
+        try:
+            with gc_paused():
+                return self._read_documents(pg_status)
+        finally:
+            give_back_memory()      # what the read's documents took, once they are gone
 
     def _read_documents(self, pg_status: Dict[str, Any]) -> snapshot.Snapshot:
         config = {k: self.get_ceph_option(k) for k in self.NATIVE_OPTIONS}
@@ -253,9 +254,9 @@ class Module(MgrModule):
             return bool(opts.assume_balanced == "yes")
         return self.balancer_active() and self.get_module_option_ex("balancer", "mode", "upmap") == "upmap"
 
-    def status(self, pool: Optional[str] = None, lazy: bool = False) -> Dict[str, Any]:
+    def status(self, pool: Optional[str] = None) -> Dict[str, Any]:
         opts = self.current_options()
-        return status_of(self.take_snapshot(lazy=lazy), pool, opts, self.balanced(opts))
+        return status_of(self.take_snapshot(), pool, opts, self.balanced(opts))
 
     def _served_status(self) -> Dict[str, Any]:
         doc = self._served["status"]
@@ -295,7 +296,7 @@ class Module(MgrModule):
         opts = self.current_options()
         # (table.check held --max-items to the option's bound: one round stays small)
         items = v["max_items"] if v["max_items"] is not None else int(opts.balance_max_items)
-        snap = self.take_snapshot(fresh=not v["dry_run"], lazy=bool(v["dry_run"]))
+        snap = self._snapshot_to_act(v)
         rnd = balance_round(snap, [v["pool"]] if v["pool"] else None, items,
                             v["mode"].value if v["mode"] is not None else str(opts.balance_mode),
                             misplaced_copies(snap, self.cluster_ratio()), float(opts.balance_min_gain))
@@ -378,16 +379,20 @@ class Module(MgrModule):
             self._wake.set()
         return {"mode": self.get_module_option("mode")}
 
+    def _snapshot_to_act(self, v: table.Values) -> snapshot.Snapshot:
+        """A command that acts reads every change at once; its --dry-run only looks."""
+        return self.take_snapshot(fresh=not v["dry_run"], lazy=bool(v["dry_run"]))
+
     def _act_apply(self, v: table.Values) -> Report:
         opts = self.current_options()
-        snap = self.take_snapshot(fresh=not v["dry_run"], lazy=bool(v["dry_run"]))
+        snap = self._snapshot_to_act(v)
         report = self.driver.apply(snap, opts, self.cluster_ratio(), self.balanced(opts),
                                    v["pool"], v["pg_num"], v["dry_run"], time.time())
         self._wake.set()
         return report
 
     def _act_pin_remapped(self, v: table.Values) -> Report:
-        snap, dry_run = self.take_snapshot(fresh=not v["dry_run"], lazy=bool(v["dry_run"])), v["dry_run"]
+        snap, dry_run = self._snapshot_to_act(v), v["dry_run"]
         report = self.driver.pin_remapped(snap, self.current_options(), self.cluster_ratio(),
                                           dry_run, self.burst, time.time(), self.balancer_active())
         if not dry_run and report.get("plan"):
@@ -397,7 +402,7 @@ class Module(MgrModule):
         return report
 
     def _act_drain(self, v: table.Values) -> Report:
-        snap = self.take_snapshot(fresh=not v["dry_run"], lazy=bool(v["dry_run"]))
+        snap = self._snapshot_to_act(v)
         report = self.driver.drain(snap, self.current_options(), self.cluster_ratio(),
                                    v["osd_or_bucket"], v["dry_run"], time.time(), self.balancer_active())
         self._wake.set()
