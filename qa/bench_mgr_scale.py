@@ -2,7 +2,7 @@
 
     PYTHONPATH=src:. /usr/bin/python3 -m qa.bench_mgr_scale [--osds 1000,4000,10000]
                                                             [--phase-seconds 600]
-                                                            [--settle-seconds 60]
+                                                            [--settle-seconds 60] [--raw DIR]
 
 For each size, a real ceph-mon (from Debian's packages, on loopback) holds a map of that
 many OSDs (racks of 20 hosts of 10 OSDs, weights 4/8/16 TB) and one replicated pool of 32
@@ -67,9 +67,10 @@ def layout(osds: int) -> Layout:
 @dataclass
 class Samples:
     other_ms: List[float] = field(default_factory=list)       # `ceph balancer status`
+    other_at: List[float] = field(default_factory=list)       # ... its start (time.time())
     ours_ms: List[float] = field(default_factory=list)        # `ceph pg-advisor status` / panel
-    cpu: List[Tuple[float, float, float]] = field(default_factory=list)
-    #      (monotonic, the mgr's cpu seconds, its pg_advisor threads' cpu seconds)
+    cpu: List[Tuple[float, float, Dict[str, float]]] = field(default_factory=list)
+    #      (monotonic, the mgr's cpu seconds, its threads' cpu seconds by name)
     rss: List[int] = field(default_factory=list)
     gids: List[int] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
@@ -112,7 +113,10 @@ class Rig:
         mods.mkdir()
         for m in Path("/usr/share/ceph/mgr").iterdir():
             (mods / m.name).symlink_to(m)
-        (mods / "pg_advisor").symlink_to(REPO / "src" / "pg_advisor")
+        # a copy, not a link: the mgr reads the module again whenever it respawns, and the
+        # checkout may change during an hour of phases
+        shutil.copytree(REPO / "src" / "pg_advisor", mods / "pg_advisor",
+                        ignore=shutil.ignore_patterns("tests", "__pycache__"))
         (self.d / "mgr.x").mkdir()
         with open(self.mon.conf, "a") as f:
             f.write(MGR_CONF.format(d=self.d))
@@ -156,21 +160,27 @@ def _cpu_seconds(stat_path: str) -> float:
     return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _cpu_rss(pid: int) -> Tuple[float, float, int]:
-    """(the mgr's CPU seconds, those of its threads named pg_advisor, RSS bytes). The mgr
-    names each module's threads after it: the serve loop and the panel's server are ours;
-    our command handlers run in the mgr's own threads and count in the first figure only."""
-    ours = 0.0
+def _threads_cpu(pid: int) -> Dict[str, float]:
+    """CPU seconds of the mgr's threads by name: the mgr names each module's threads after
+    it (serve loops, servers); the command handlers run in its own threads ("fn_anonymous")."""
+    by: Dict[str, float] = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{tid}/comm") as f:
-                if f.read().strip() == "pg_advisor":
-                    ours += _cpu_seconds(f"/proc/{pid}/task/{tid}/stat")
+                name = f.read().strip()
+            by[name] = by.get(name, 0.0) + _cpu_seconds(f"/proc/{pid}/task/{tid}/stat")
         except OSError:      # a thread that ended meanwhile
             continue
+    return by
+
+
+def _cpu_rss(pid: int) -> Tuple[float, Dict[str, float], int]:
+    """(the mgr's CPU seconds, its threads' by name, RSS bytes). pg_advisor's threads are
+    its serve loop and panel server; its command handlers count in the first figure only."""
+    by = _threads_cpu(pid)
     with open(f"/proc/{pid}/status") as f:
         rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-    return _cpu_seconds(f"/proc/{pid}/stat"), ours, rss * 1024
+    return _cpu_seconds(f"/proc/{pid}/stat"), by, rss * 1024
 
 
 def phase(rig: Rig, name: str, seconds: float) -> Dict[str, Any]:
@@ -182,10 +192,12 @@ def phase(rig: Rig, name: str, seconds: float) -> Dict[str, Any]:
     def sample() -> None:
         while not stop.is_set():
             try:
+                at = time.time()
                 code, dt = rig.mgr_command("balancer status", timeout=120)
                 s.other_ms.append(dt * 1000)
-                cpu, ours, rss = _cpu_rss(pid)
-                s.cpu.append((time.monotonic(), cpu, ours))
+                s.other_at.append(at)
+                cpu, by, rss = _cpu_rss(pid)
+                s.cpu.append((time.monotonic(), cpu, by))
                 s.rss.append(rss)
                 s.gids.append(rig.active_gid())
             except (rados.Error, OSError, ValueError) as e:
@@ -227,17 +239,23 @@ def phase(rig: Rig, name: str, seconds: float) -> Dict[str, Any]:
         except rados.Error:
             pass
     cpu = ours_cpu = float("nan")
+    by_thread: Dict[str, float] = {}
     if len(s.cpu) > 1:
         span = s.cpu[-1][0] - s.cpu[0][0]
         cpu = (s.cpu[-1][1] - s.cpu[0][1]) / span * 100
-        ours_cpu = max(s.cpu[-1][2] - s.cpu[0][2], 0.0) / span * 100
+        first, last = s.cpu[0][2], s.cpu[-1][2]
+        by_thread = {k: round(max(v - first.get(k, 0.0), 0.0) / span * 100, 2)
+                     for k, v in last.items()}
+        ours_cpu = by_thread.get("pg_advisor", 0.0)
     lat = sorted(s.other_ms) or [float("nan")]
     return {"phase": name, "failovers": len(set(s.gids)) - 1 if s.gids else -1, "cpu_pct": cpu,
             "ours_pct": ours_cpu,
             "rss_mib": max(s.rss, default=0) / 2**20, "other_p50": statistics.median(lat),
             "other_p99": lat[min(len(lat) - 1, int(len(lat) * 0.99))], "other_max": lat[-1],
             "ours_max": max(s.ours_ms, default=float("nan")), "errors": len(s.errors),
-            "first_error": s.errors[0] if s.errors else ""}
+            "first_error": s.errors[0] if s.errors else "",
+            "raw": {"threads_cpu_pct": by_thread, "other_at": s.other_at, "other_ms": s.other_ms,
+                    "ours_ms": s.ours_ms}}
 
 
 def settle(rig: Rig, seconds: float, ours: bool) -> None:
@@ -256,7 +274,7 @@ def settle(rig: Rig, seconds: float, ours: bool) -> None:
     time.sleep(seconds)
 
 
-def bench(osds: int, seconds: float, settle_s: float) -> List[Dict[str, Any]]:
+def bench(osds: int, seconds: float, settle_s: float, raw: Optional[Path]) -> List[Dict[str, Any]]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="pga-mgrscale-map-") as tmp:
         t0 = time.monotonic()
@@ -275,9 +293,15 @@ def bench(osds: int, seconds: float, settle_s: float) -> List[Dict[str, Any]]:
             code, _ = rig.mgr_command("pg-advisor apply", pool="rbd", pg_num=32 * osds + 64 * 32)
             rows.append(dict(phase(rig, "plan", seconds), note=f"apply: {rig.last_error if code else 0}"))
         finally:
+            if raw is not None:     # what each phase's figures came from, to explain a spike
+                raw.mkdir(parents=True, exist_ok=True)
+                shutil.copy(rig.d / "mgr.x.log", raw / f"mgr-{osds}.log")
+                (raw / f"samples-{osds}.json").write_text(json.dumps(
+                    {r["phase"]: r["raw"] for r in rows}))
             rig.stop()
     for r in rows:
         r["osds"] = osds
+        del r["raw"]
     return rows
 
 
@@ -287,10 +311,14 @@ def main() -> int:
     ap.add_argument("--phase-seconds", type=float, default=600.0)
     ap.add_argument("--settle-seconds", type=float, default=60.0,
                     help="wait after the mgr (re)starts before the disabled and idle phases")
+    ap.add_argument("--raw", type=Path, help="keep each size's mgr log and timed samples here")
     args = ap.parse_args()
     rows: List[Dict[str, Any]] = []
+    head = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"],
+                          capture_output=True, text=True).stdout.strip()
+    print(f"# pg_advisor at {head or 'unknown'}, {args.phase_seconds:.0f} s phases", flush=True)
     for n in (int(x) for x in args.osds.split(",")):
-        rows += bench(n, args.phase_seconds, args.settle_seconds)
+        rows += bench(n, args.phase_seconds, args.settle_seconds, args.raw)
         print(f"{'OSDs':>6} {'phase':<9} {'failover':>8} {'CPU %':>6} {'ours %':>6} {'RSS MiB':>8} "
               f"{'other p50':>9} {'p99':>7} {'max':>7} {'status ms':>9} {'errors':>6}")
         for r in rows:
