@@ -61,10 +61,18 @@ def give_back_memory() -> None:
     """Hand the heap's free pages back to the system (glibc's malloc_trim: the mgr uses
     glibc's allocator, one arena per thread): a read of 320,000 PGs passes through some
     300 MiB that would otherwise stay in the mgr's RSS."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.lru_cache(maxsize=1)
+def _malloc_trim() -> Optional[Callable[[int], int]]:
+    """glibc's malloc_trim, looked up once; None where the C library is not glibc."""
     try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):      # not glibc: nothing to do
-        pass
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 def declare(cmd: table.Command) -> None:
@@ -132,15 +140,17 @@ class Module(MgrModule):
         A command that changes the cluster asks for a `fresh` one: changes read at once. A
         command that only looks is `lazy`: where a read is costly it takes the last one and
         leaves the read to the background, which it wakes."""
-        pg_status = self._pg_status()      # one read serves the key and the snapshot
-        snap = self._snaps.get(self._change_key(pg_status),
-                               functools.partial(self._read_snapshot, pg_status), time.monotonic(),
-                               fresh, lazy)
+        # one read of the PG summary and of the settings serves the key and the snapshot
+        pg_status = self._pg_status()
+        config = {k: self.get_ceph_option(k) for k in self.NATIVE_OPTIONS}
+        snap = self._snaps.get(self._change_key(pg_status, config),
+                               functools.partial(self._read_snapshot, pg_status, config),
+                               time.monotonic(), fresh, lazy)
         if lazy and self._snaps.due:
             self._wake.set()
         return snap
 
-    def _change_key(self, pg: Dict[str, Any]) -> Optional[ChangeKey]:
+    def _change_key(self, pg: Dict[str, Any], config: Dict[str, Any]) -> Optional[ChangeKey]:
         """What changes when the answers may: the OSDMap epoch, the PG map's summary `pg`
         (PG states, objects, bytes, misplaced: `pg_status` is a few hundred bytes however
         many PGs there are) and the cluster settings the model reads. None if any is
@@ -149,25 +159,25 @@ class Module(MgrModule):
             return None
         try:
             summary = json.dumps({k: pg.get(k) for k in PG_SUMMARY_KEYS}, sort_keys=True, default=str)
-            config = tuple(str(self.get_ceph_option(k)) for k in self.NATIVE_OPTIONS)
             # (the option that says how the PG stats are read changes the snapshot too)
             how = self.current_options().pg_stats_full_max
-            return ChangeKey(map=self.get_osdmap().get_epoch(), stats=summary, settings=(config, how))
+            settings = (tuple(str(config[k]) for k in self.NATIVE_OPTIONS), how)
+            return ChangeKey(map=self.get_osdmap().get_epoch(), stats=summary, settings=settings)
         except Exception:   # e.g. no PG map yet: read everything, keep nothing
             return None
 
-    def _read_snapshot(self, pg_status: Dict[str, Any]) -> snapshot.Snapshot:
+    def _read_snapshot(self, pg_status: Dict[str, Any], config: Dict[str, Any]) -> snapshot.Snapshot:
         """The same documents the offline CLI reads from files, straight from the mgr;
-        `pg_status` is the PG map's summary read for the change key."""
+        `pg_status` (the PG map's summary) and `config` (the settings) were read for the
+        change key."""
         self.log.debug("pg_advisor: reading the cluster (snapshot %d)", self._snaps.loads + 1)
         try:
             with gc_paused():
-                return self._read_documents(pg_status)
+                return self._read_documents(pg_status, config)
         finally:
             give_back_memory()      # what the read's documents took, once they are gone
 
-    def _read_documents(self, pg_status: Dict[str, Any]) -> snapshot.Snapshot:
-        config = {k: self.get_ceph_option(k) for k in self.NATIVE_OPTIONS}
+    def _read_documents(self, pg_status: Dict[str, Any], config: Dict[str, Any]) -> snapshot.Snapshot:
         took: Dict[str, float] = {}
 
         def timed(what: str, read: Callable[[], Any]) -> Any:

@@ -25,7 +25,7 @@ class FakeMgr:
         self.health: Dict[str, Any] = {}
         self.log: list = []
         self.uri = ""
-        self.reads: Dict[str, int] = {}      # get(name) calls so far, by name
+        self.reads: Dict[str, int] = {}      # get(name), get_ceph_option("option " + name) calls
 
 
 def pg_status(pg_dump: Any) -> Dict[str, Any]:
@@ -73,6 +73,7 @@ class BaseMgrModule:
         return self.fake.docs[name]
 
     def _ceph_get_option(self, key: str) -> Any:
+        self.fake.reads["option " + key] = self.fake.reads.get("option " + key, 0) + 1
         return self.fake.options.get(key)
 
     def _ceph_get_module_option(self, module: str, key: str, prefix: Optional[str] = None) -> Any:

@@ -201,14 +201,18 @@ def test_an_unchanged_cluster_is_read_once_and_mapped_once(
     assert code == -22 and fake.reads["pg_dump"] == reads + 3
 
 
-def test_a_snapshot_asks_for_the_pg_summary_once(module: Module) -> None:
-    # the change key and a fresh read share one pg_status (they each asked for it)
+def test_a_snapshot_asks_for_the_pg_summary_and_the_settings_once(module: Module) -> None:
+    # the change key and a fresh read share one pg_status and one read of each cluster
+    # setting (they each asked for them)
     fake = mgr_stub.BaseMgrModule.fake
+    setting = "option mon_max_pg_per_osd"
     for fresh in (True, False):
         before, dumps = fake.reads.get("pg_status", 0), fake.reads.get("pg_dump", 0)
+        asked = fake.reads.get(setting, 0)
         module.take_snapshot()
         assert fake.reads.get("pg_dump", 0) == dumps + fresh
         assert fake.reads["pg_status"] == before + 1
+        assert fake.reads[setting] == asked + 1
 
 
 def test_a_read_runs_without_the_cyclic_collector(module: Module, monkeypatch: pytest.MonkeyPatch) -> None:
