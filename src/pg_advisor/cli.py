@@ -131,7 +131,7 @@ def run(argv: List[str], out: TextIO) -> int:
     values = table.check(cmd, _values(cmd, args))
     opts = options.make({s.name: getattr(args, "opt_" + s.name, None) for s in options.SPECS})
     # offline nothing runs in a window, but a flag given must still be a window
-    options.check_window(str(opts.window_begin), str(opts.window_end), str(opts.window_days))
+    options.check_window(opts.window_begin, opts.window_end, opts.window_days)
     if not 0 < args.target_max_misplaced_ratio <= 1:     # NaN too
         raise AdvisorError.invalid(f"--target-max-misplaced-ratio must be within (0, 1], "
                                    f"not {args.target_max_misplaced_ratio}")

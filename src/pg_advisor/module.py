@@ -261,7 +261,7 @@ class Module(MgrModule):
     def balanced(self, opts: options.Options) -> bool:
         """Size against the balanced ideal when told to, or when the upmap balancer runs."""
         if opts.assume_balanced != "auto":
-            return bool(opts.assume_balanced == "yes")
+            return opts.assume_balanced == "yes"
         return self.balancer_active() and self.get_module_option_ex("balancer", "mode", "upmap") == "upmap"
 
     def status(self, pool: Optional[str] = None) -> Dict[str, Any]:
@@ -305,11 +305,11 @@ class Module(MgrModule):
         one round, as the background's, within the misplaced budget."""
         opts = self.current_options()
         # (table.check held --max-items to the option's bound: one round stays small)
-        items = v["max_items"] if v["max_items"] is not None else int(opts.balance_max_items)
+        items = v["max_items"] if v["max_items"] is not None else opts.balance_max_items
         snap = self._snapshot_to_act(v)
         rnd = balance_round(snap, [v["pool"]] if v["pool"] else None, items,
-                            v["mode"].value if v["mode"] is not None else str(opts.balance_mode),
-                            misplaced_copies(snap, self.cluster_ratio()), float(opts.balance_min_gain))
+                            v["mode"].value if v["mode"] is not None else opts.balance_mode,
+                            misplaced_copies(snap, self.cluster_ratio()), opts.balance_min_gain)
         report = proposal_json(rnd.proposal)
         dry = bool(v["dry_run"])
         report["dry_run"] = dry
@@ -318,7 +318,7 @@ class Module(MgrModule):
             why = self._refuse_to_balance(snap)
             if why:
                 raise AdvisorError(-errno.EBUSY, f"not balancing: {why}")
-            failed = rnd.apply(self.burst, bool(self.get_module_option("prime_pg_temp"))).messages()
+            failed = rnd.apply(self.burst, self.current_options().prime_pg_temp).messages()
             # the mon acknowledges an item that breaks the rule and drops it: check the map,
             # and that it puts each PG where its items were meant to
             self._wait_for_map(snap.epoch)
@@ -387,7 +387,7 @@ class Module(MgrModule):
         if v["mode"] is not None:
             self.set_module_option("mode", v["mode"].value)
             self._wake.set()
-        return {"mode": self.get_module_option("mode")}
+        return {"mode": self.current_options().mode}
 
     def _snapshot_to_act(self, v: table.Values) -> snapshot.Snapshot:
         """A command that acts reads every change at once; its --dry-run only looks."""
@@ -497,9 +497,6 @@ class Module(MgrModule):
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def _interval(self, name: str, default: float) -> float:
-        return float(self.get_module_option(name) or default)
-
     def refresh_status(self) -> None:
         """The status the panel and /metrics serve (and the sizing checks read): the costly
         part, computed here once per refresh."""
@@ -513,8 +510,8 @@ class Module(MgrModule):
     def refresh_health(self) -> None:
         """Evaluate the sizing model (from a fresh status), then publish all health checks."""
         self._sizing_checks = {}
-        if self.get_module_option("mode") != "off":
-            if time.time() - self._served["at"] > self._interval("refresh_interval", 10):
+        if self.current_options().mode != "off":
+            if time.time() - self._served["at"] > self.current_options().refresh_interval:
                 self.refresh_status()
             if self._served["status"] is not None:
                 self._sizing_checks = health_checks(self._served["status"])
@@ -522,7 +519,7 @@ class Module(MgrModule):
 
     def publish_health(self) -> None:
         """The sizing checks as last evaluated, and the plan's, as they are now."""
-        if self.get_module_option("mode") == "off":
+        if self.current_options().mode == "off":
             self.set_health_checks({})
             return
         checks = {**self._sizing_checks, **self.driver.health()}
@@ -559,7 +556,8 @@ class Module(MgrModule):
     def keep_panel(self) -> None:
         """The panel's HTTP server on server_addr:server_port, moved when they change; its
         URL shows in `ceph mgr services` (and leaves it while nothing serves)."""
-        want = (str(self.get_module_option("server_addr")), int(self.get_module_option("server_port")))
+        opts = self.current_options()
+        want = (opts.server_addr, opts.server_port)
         if want == self._panel_at:     # serving there, or failed there: wait for new options
             return
         self._server.stop()
@@ -590,15 +588,15 @@ class Module(MgrModule):
             self._guard(self._serve_plan)
             if self._server.running and time.time() >= next_status:
                 self._guard(self.refresh_status)      # for the panel, while it serves
-                next_status = time.time() + self._interval("refresh_interval", 10)
+                next_status = time.time() + self.current_options().refresh_interval
             if time.time() >= next_sizing:
                 self._guard(self.refresh_health)
-                next_sizing = time.time() + self._interval("sleep_interval", 60)
+                next_sizing = time.time() + self.current_options().sleep_interval
             else:
                 self._guard(self.publish_health)
             wait = (min(next_sizing, next_status) if self._server.running else next_sizing) - time.time()
             if self.driver.executor.active:
-                wait = min(wait, self._interval("poll_interval", 2))
+                wait = min(wait, self.current_options().poll_interval)
             if self._wake.wait(max(wait, 0.1)):
                 self._wake.clear()
                 next_sizing = next_status = 0.0   # options changed or a command asked: now

@@ -3,6 +3,7 @@
 Pure: a Snapshot in, a JSON-ready dict out. The mgr command and the offline CLI both
 print this dict, so their `-f json` outputs are the same for the same cluster state.
 """
+from dataclasses import astuple
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -81,7 +82,7 @@ def status_of(snap: Snapshot, pool_name: Optional[str] = None,
     """status_report, memoized on the snapshot: the mgr reuses a snapshot while the
     cluster is unchanged, so the panel's refresh and `status` then cost a lookup. A copy
     of the top level (nobody changes a report's insides: renderers only read)."""
-    key = ("status", pool_name, tuple(sorted(opts.values.items())) if opts is not None else None, balanced)
+    key = ("status", pool_name, astuple(opts) if opts is not None else None, balanced)
     doc = snap.memo.get(key)
     if doc is None:
         doc = snap.memo.setdefault(key, status_report(snap, pool_name, opts, balanced))

@@ -58,8 +58,8 @@ def _simulate(i: Inputs, v: Values) -> Report:
 # offline, the writing commands answer with their dry run
 def _balance(i: Inputs, v: Values) -> Report:
     report = balance_report(i.snap, [v["pool"]] if v["pool"] else None, v["max_items"] or MAX_BALANCE_ITEMS,
-                            v["mode"].value if v["mode"] else str(i.opts.balance_mode),
-                            min_gain=float(i.opts.balance_min_gain))
+                            v["mode"].value if v["mode"] else i.opts.balance_mode,
+                            min_gain=i.opts.balance_min_gain)
     return dict(report, dry_run=True)
 
 

@@ -28,24 +28,24 @@ AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a
 
 def misplaced_max(opts: Options, cluster_ratio: float) -> float:
     """Option misplaced_budget, or the cluster's target_max_misplaced_ratio when it is 0."""
-    return float(opts.misplaced_budget) or cluster_ratio
+    return opts.misplaced_budget or cluster_ratio
 
 
 def pacing(opts: Options, cluster_ratio: float, balancer_active: bool = False) -> Pacing:
-    p = Pacing(misplaced_max=misplaced_max(opts, cluster_ratio), interval=float(opts.step_interval),
-               window_begin=str(opts.window_begin), window_end=str(opts.window_end),
-               window_days=str(opts.window_days), balancer_active=balancer_active,
-               balance_mode=str(opts.balance_mode), max_backfills=int(opts.max_backfills_per_osd),
-               prime=bool(opts.prime_pg_temp))
+    p = Pacing(misplaced_max=misplaced_max(opts, cluster_ratio), interval=opts.step_interval,
+               window_begin=opts.window_begin, window_end=opts.window_end,
+               window_days=opts.window_days, balancer_active=balancer_active,
+               balance_mode=opts.balance_mode, max_backfills=opts.max_backfills_per_osd,
+               prime=opts.prime_pg_temp)
     check_pacing(p)
     return p
 
 
 def throttles(opts: Options, cluster_ratio: float) -> Throttles:
     return Throttles(misplaced_max=misplaced_max(opts, cluster_ratio),
-                     max_splitting=int(opts.max_pgs_splitting),
-                     max_backfills_per_osd=int(opts.max_backfills_per_osd),
-                     pin=bool(opts.split_pinning))
+                     max_splitting=opts.max_pgs_splitting,
+                     max_backfills_per_osd=opts.max_backfills_per_osd,
+                     pin=opts.split_pinning)
 
 
 class Driver:
@@ -251,7 +251,7 @@ class Driver:
                     if pins.items:
                         self._pin(snap, pins, burst or (lambda cmds: [send(c) for c in cmds]), "auto", now)
                     else:
-                        self._unpinnable = (snap.epoch, now + float(opts.sleep_interval))
+                        self._unpinnable = (snap.epoch, now + opts.sleep_interval)
             if not ex.open and opts.mode == "auto" and self._auto_may_start(now):
                 targets = self.targets(snap, opts, balanced, None, None)
                 targets = {k: v for k, v in targets.items()
@@ -260,7 +260,7 @@ class Driver:
                     steps = self.plan(snap, opts, cluster_ratio, targets)
                     ex.start(steps, [snap.pool_by_name(n) for n in targets], "auto", now)
                 elif not balancer_active and now >= self._next_balance_check:
-                    self._next_balance_check = now + float(opts.sleep_interval)
+                    self._next_balance_check = now + opts.sleep_interval
                     self._start_balancing(snap, opts, now)
             if ex.active:
                 ex.tick(snap, pacing(opts, cluster_ratio, balancer_active), send, now, burst)
@@ -301,7 +301,7 @@ class Driver:
     def _start_balancing(self, snap: Snapshot, opts: Options, now: float) -> None:
         """Auto mode with no pg_num change due: a plan of balance rounds for the pools the
         balancer would change (none: no plan)."""
-        r = propose(snap, None, 1 << 20, str(opts.balance_mode), min_gain=float(opts.balance_min_gain))
+        r = propose(snap, None, 1 << 20, opts.balance_mode, min_gain=opts.balance_min_gain)
         shards: Dict[int, int] = {}
         for pgid, pairs in r.items.items():   # a PG's items changed: at least one shard moves
             pid = int(pgid.split(".")[0])

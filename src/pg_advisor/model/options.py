@@ -4,8 +4,8 @@ Set live with `ceph config set mgr mgr/pg_advisor/NAME VALUE`; offline with --NA
 """
 import math
 import re
-from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union, cast
 
 from .errors import AdvisorError
 
@@ -35,69 +35,82 @@ class Spec:
         return o
 
 
-SPECS: Tuple[Spec, ...] = (
-    Spec("target_pgs_per_osd", "int", 100,
-         "PG replicas per OSD to aim for when sizing pools", 10, 1000),
-    Spec("min_pgs_per_pool", "int", 32, "pg_num floor for near-empty pools", 1, 4096),
-    Spec("empty_pool_share", "float", 0.01,
-         "a pool with less than this share of its subtree's data counts as near-empty", 0.0, 0.5),
-    Spec("pg_per_osd_headroom", "float", 0.2,
-         "keep the predicted max PGs on any OSD this fraction below mon_max_pg_per_osd", 0.0, 0.9),
-    Spec("hysteresis", "float", 0.25,
-         "octaves beyond the rounding midpoint before pg_num changes (0.25: x1.68 / x0.59)",
-         0.0, 1.0),
-    Spec("pg_memory_fraction", "float", 0.25,
-         "share of osd_memory_target PG logs and PG state may take", 0.01, 1.0),
-    Spec("bytes_per_log_entry", "int", 540, "memory of one PG log entry (calibrated)", 1, 1 << 20),
-    Spec("bytes_per_log_dup", "int", 40, "memory of one PG log dup entry (calibrated)", 0, 1 << 20),
-    Spec("bytes_per_pg", "int", 11300, "fixed memory of one PG on an OSD (calibrated)", 0, 1 << 30),
-    Spec("assume_balanced", "str", "auto",
-         "size against the balanced ideal (yes), CRUSH as it falls (no), or yes when the "
-         "upmap balancer is active (auto)", choices=("auto", "yes", "no")),
-    Spec("sleep_interval", "int", 60, "seconds between health evaluations", 1, 86400),
-    Spec("refresh_interval", "int", 10,
-         "seconds between two computations of the status the panel and /metrics serve", 1, 3600),
-    Spec("pg_stats_full_max", "int", 10000,
-         "PGs up to which the mgr reads every PG's full stats (the PG map as Python objects, "
-         "some 20 KiB and 0.1 ms of the mgr's GIL a PG); above it the brief stats (state, up, "
-         "acting, bytes), which lack the PG logs", 0, 1 << 22),
-    Spec("server_addr", "str", "127.0.0.1", "address the panel's HTTP server listens on"),
-    Spec("server_port", "int", 9285, "port of the panel's HTTP server", 1, 65535),
-    Spec("mode", "str", "advise",
-         "off: nothing in the background; advise: health warnings only; auto: also apply the "
-         "recommended pg_num changes in throttled steps", choices=("off", "advise", "auto")),
-    Spec("misplaced_budget", "float", 0.0,
-         "fraction of object copies a plan may have misplaced at once (0: the cluster's "
-         "target_max_misplaced_ratio)", 0.0, 1.0),
-    Spec("max_pgs_splitting", "int", 16, "PGs one step may split or merge", 1, 4096),
-    Spec("max_backfills_per_osd", "int", 2,
-         "PGs one step may move into or out of a single OSD", 1, 1024),
-    Spec("split_pinning", "bool", True,
-         "pin split PGs where their data is (upmap items in the same epoch as pgp_num) and "
-         "release them by balance rounds, instead of letting them move at once"),
-    Spec("prime_pg_temp", "bool", True,
-         "with each PG's upmap items, and for each PG a pgp_num step remaps, set a pg_temp "
-         "onto the OSDs that hold its data, in the same map epoch (as the mon does when an "
-         "OSD fails): the PG peers once and keeps its primary while it backfills, instead of "
-         "moving its primary to an OSD without the data and back an epoch later"),
-    Spec("pin_on_change", "bool", False,
-         "mode auto: when an OSDMap change (OSDs added, out, reweighted) leaves more misplaced "
-         "than the budget, pin the remapped PGs onto their data and drain them in throttled "
-         "balance rounds, as `ceph pg-advisor pin-remapped` does"),
-    Spec("step_interval", "int", 10, "seconds at least between two steps of a plan", 0, 86400),
-    Spec("poll_interval", "int", 2, "seconds between checks while a plan runs", 1, 600),
-    Spec("window_begin", "str", "00:00", "plans take steps from this time of day (HH:MM, local)"),
-    Spec("window_end", "str", "00:00",
-         "until this time of day (HH:MM; equal to window_begin: all day; earlier: past midnight)"),
-    Spec("window_days", "str", "", "on these days only (e.g. mon,tue,sat; empty: every day)"),
-    Spec("balance_max_items", "int", 10, "replica moves one `balance` round may set", 1, 10000),
-    Spec("balance_mode", "str", "bytes",
-         "balance PG counts only (pgs), or counts and then how full the OSDs are (bytes)",
-         choices=("pgs", "bytes")),
-    Spec("balance_min_gain", "float", 0.005,
-         "bytes mode: a move must bring the fullest OSD down (or the emptiest up) by this "
-         "fraction of the mean fullness", 0.0001, 1.0),
-)
+def _opt(default: Value, desc: str, min: Optional[float] = None, max: Optional[float] = None,
+         choices: Tuple[str, ...] = ()) -> Any:
+    """One option's field: its default, and for the mgr and the checks its description,
+    bounds and choices."""
+    return field(default=default, metadata={"desc": desc, "min": min, "max": max, "choices": choices})
+
+
+@dataclass(frozen=True)
+class Options:
+    """Every option with its type: the one schema. SPECS (the mgr's MODULE_OPTIONS, the
+    CLI's flags, coerce's checks) is derived from these fields."""
+    target_pgs_per_osd: int = _opt(
+        100, "PG replicas per OSD to aim for when sizing pools", 10, 1000)
+    min_pgs_per_pool: int = _opt(32, "pg_num floor for near-empty pools", 1, 4096)
+    empty_pool_share: float = _opt(
+        0.01, "a pool with less than this share of its subtree's data counts as near-empty", 0.0, 0.5)
+    pg_per_osd_headroom: float = _opt(
+        0.2, "keep the predicted max PGs on any OSD this fraction below mon_max_pg_per_osd", 0.0, 0.9)
+    hysteresis: float = _opt(
+        0.25, "octaves beyond the rounding midpoint before pg_num changes (0.25: x1.68 / x0.59)",
+        0.0, 1.0)
+    pg_memory_fraction: float = _opt(
+        0.25, "share of osd_memory_target PG logs and PG state may take", 0.01, 1.0)
+    bytes_per_log_entry: int = _opt(540, "memory of one PG log entry (calibrated)", 1, 1 << 20)
+    bytes_per_log_dup: int = _opt(40, "memory of one PG log dup entry (calibrated)", 0, 1 << 20)
+    bytes_per_pg: int = _opt(11300, "fixed memory of one PG on an OSD (calibrated)", 0, 1 << 30)
+    assume_balanced: str = _opt(
+        "auto", "size against the balanced ideal (yes), CRUSH as it falls (no), or yes when the "
+        "upmap balancer is active (auto)", choices=("auto", "yes", "no"))
+    sleep_interval: int = _opt(60, "seconds between health evaluations", 1, 86400)
+    refresh_interval: int = _opt(
+        10, "seconds between two computations of the status the panel and /metrics serve", 1, 3600)
+    pg_stats_full_max: int = _opt(
+        10000, "PGs up to which the mgr reads every PG's full stats (the PG map as Python objects, "
+        "some 20 KiB and 0.1 ms of the mgr's GIL a PG); above it the brief stats (state, up, "
+        "acting, bytes), which lack the PG logs", 0, 1 << 22)
+    server_addr: str = _opt("127.0.0.1", "address the panel's HTTP server listens on")
+    server_port: int = _opt(9285, "port of the panel's HTTP server", 1, 65535)
+    mode: str = _opt(
+        "advise", "off: nothing in the background; advise: health warnings only; auto: also apply the "
+        "recommended pg_num changes in throttled steps", choices=("off", "advise", "auto"))
+    misplaced_budget: float = _opt(
+        0.0, "fraction of object copies a plan may have misplaced at once (0: the cluster's "
+        "target_max_misplaced_ratio)", 0.0, 1.0)
+    max_pgs_splitting: int = _opt(16, "PGs one step may split or merge", 1, 4096)
+    max_backfills_per_osd: int = _opt(
+        2, "PGs one step may move into or out of a single OSD", 1, 1024)
+    split_pinning: bool = _opt(
+        True, "pin split PGs where their data is (upmap items in the same epoch as pgp_num) and "
+        "release them by balance rounds, instead of letting them move at once")
+    prime_pg_temp: bool = _opt(
+        True, "with each PG's upmap items, and for each PG a pgp_num step remaps, set a pg_temp "
+        "onto the OSDs that hold its data, in the same map epoch (as the mon does when an "
+        "OSD fails): the PG peers once and keeps its primary while it backfills, instead of "
+        "moving its primary to an OSD without the data and back an epoch later")
+    pin_on_change: bool = _opt(
+        False, "mode auto: when an OSDMap change (OSDs added, out, reweighted) leaves more misplaced "
+        "than the budget, pin the remapped PGs onto their data and drain them in throttled "
+        "balance rounds, as `ceph pg-advisor pin-remapped` does")
+    step_interval: int = _opt(10, "seconds at least between two steps of a plan", 0, 86400)
+    poll_interval: int = _opt(2, "seconds between checks while a plan runs", 1, 600)
+    window_begin: str = _opt("00:00", "plans take steps from this time of day (HH:MM, local)")
+    window_end: str = _opt(
+        "00:00", "until this time of day (HH:MM; equal to window_begin: all day; earlier: past midnight)")
+    window_days: str = _opt("", "on these days only (e.g. mon,tue,sat; empty: every day)")
+    balance_max_items: int = _opt(10, "replica moves one `balance` round may set", 1, 10000)
+    balance_mode: str = _opt(
+        "bytes", "balance PG counts only (pgs), or counts and then how full the OSDs are (bytes)",
+        choices=("pgs", "bytes"))
+    balance_min_gain: float = _opt(
+        0.005, "bytes mode: a move must bring the fullest OSD down (or the emptiest up) by this "
+        "fraction of the mean fullness", 0.0001, 1.0)
+
+
+SPECS: Tuple[Spec, ...] = tuple(Spec(f.name, f.type.__name__, cast(Value, f.default), **f.metadata)
+                                for f in fields(Options))
 
 BY_NAME = {s.name: s for s in SPECS}
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -165,24 +178,10 @@ def coerce(name: str, raw: Any) -> Value:
     return v
 
 
-@dataclass(frozen=True)
-class Options:
-    values: Mapping[str, Value]
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self.values[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
 def make(overrides: Optional[Mapping[str, Any]] = None) -> Options:
     """Defaults with `overrides` applied and checked (None values are ignored)."""
-    values: Dict[str, Value] = {s.name: s.default for s in SPECS}
-    for k, raw in (overrides or {}).items():
-        if raw is not None:
-            values[k] = coerce(k, raw)
-    return Options(values)
+    checked: Dict[str, Any] = {k: coerce(k, raw) for k, raw in (overrides or {}).items() if raw is not None}
+    return Options(**checked)
 
 
 def mgr_options() -> List[Dict[str, Any]]:

@@ -342,6 +342,26 @@ def test_an_option_the_mon_let_through_falls_back_and_is_reported(module: Module
     assert "PG_ADVISOR_OPTION_INVALID" not in fake.health
 
 
+def test_every_option_the_module_reads_goes_through_the_checks(module: Module) -> None:  # noqa: F811
+    # the serve loop's intervals, the mode, the panel's address: read raw, a value the mon
+    # let through ('nan', a port it cannot bind) reached int()/float() or the socket
+    fake = mgr_stub.BaseMgrModule.fake
+    for name, value in (("mode", "sideways"), ("server_port", "nan"), ("poll_interval", "nan")):
+        fake.module_options[("pg_advisor", name)] = value
+    try:
+        assert module._handle_command(None, {"prefix": "pg-advisor mode", "format": "json"})[1] == \
+            '{"mode": "advise"}'
+        module.publish_health()
+        summary = fake.health["PG_ADVISOR_OPTION_INVALID"]["summary"]
+        assert "3 option value(s)" in summary
+        module.keep_panel()
+        assert module._panel_at == ("127.0.0.1", 9285)
+    finally:
+        for name in ("mode", "server_port", "poll_interval"):
+            del fake.module_options[("pg_advisor", name)]
+        module._server.stop()
+
+
 # -- the panel serves what the serve loop computed, once per refresh --------------------------
 
 def test_the_panel_serves_the_status_computed_once_per_refresh(module: Module) -> None:  # noqa: F811

@@ -1,4 +1,5 @@
 import copy
+import dataclasses
 import math
 from typing import Any, Dict
 
@@ -150,6 +151,23 @@ def test_bad_options(name: str, value: Any, message: str) -> None:
     with pytest.raises(AdvisorError) as e:
         options.make({name: value})
     assert e.value.code == -22 and message in e.value.message
+
+
+def test_options_keep_their_types() -> None:
+    # each option arrives as its spec's type, whatever form it was given in (the mgr hands
+    # strings), so no caller casts
+    kinds = {"int": int, "float": float, "str": str, "bool": bool}
+    given = {"target_pgs_per_osd": "40", "hysteresis": "0.5", "split_pinning": "false",
+             "mode": "auto", "step_interval": 7.0}
+    opts = options.make(given)
+    for spec in options.SPECS:
+        value = getattr(opts, spec.name)
+        assert type(value) is kinds[spec.type], (spec.name, value)
+    assert (opts.target_pgs_per_osd, opts.hysteresis, opts.split_pinning, opts.step_interval) == \
+        (40, 0.5, False, 7)
+    assert options.make().target_pgs_per_osd == 100
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        opts.mode = "off"      # type: ignore[misc]
 
 
 def test_option_schema_for_the_mgr() -> None:
