@@ -21,6 +21,7 @@ from .balance.report import misplaced_copies, proposal_json, unkept
 from .crush.upmap import map_mismatches
 from .execute.driver import Driver
 from .execute.gates import cluster_blockers
+from .execute.plan_state import ACTIVE, Status
 from .execute.rounds import balance_round
 from .commands import table
 from .commands.answers import Inputs, answer
@@ -462,12 +463,12 @@ class Module(MgrModule):
             return
         ev_id, msg, frac, status = ev
         try:
-            if status in ("running", "paused"):
+            if status in ACTIVE:
                 self.remote("progress", "update", ev_id, ev_msg=msg, ev_progress=frac,
                             add_to_ceph_s=True)
             else:
                 self._closed_events.add(ev_id)
-                if status == "done":
+                if status == Status.DONE:
                     self.remote("progress", "complete", ev_id)
                 else:
                     self.remote("progress", "fail", ev_id, f"plan {status}")

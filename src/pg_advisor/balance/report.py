@@ -7,11 +7,12 @@ import numpy as np
 from ..crush.placement import Placer
 from ..model.distribution import object_copies, spread, up_counts
 from ..model.errors import AdvisorError
+from ..model.options import BalanceMode
 from ..model.snapshot import Snapshot
 from .balancer import BalanceResult, Balancer, PoolState
 from .evener import ByteEvener, fullness
 
-MODES = ("pgs", "bytes")
+MODES = tuple(BalanceMode)
 
 
 def _spreads(states: List[PoolState], use_start: bool) -> Dict[str, Any]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple, Type, Union
 
 from ..model.errors import AdvisorError
-from ..model.options import BY_NAME as BY_OPTION, INT_TEXT
+from ..model.options import BY_NAME as BY_OPTION, INT_TEXT, BalanceMode, Mode
 
 Values = Dict[str, Any]
 # a number as text: ASCII, no spaces or underscores; nan and inf are refused by name below
@@ -21,17 +21,6 @@ FLOAT_TEXT = re.compile(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\Z|-?(na
 INT_MAX = (1 << 63) - 1          # the mon carries a CephInt as int64; the core bounds each further
 MAX_BALANCE_ITEMS = 1 << 20      # replica moves one balance may propose
 MAX_OUT_OSDS = 4096              # OSDs one simulate may mark out
-
-
-class Mode(str, enum.Enum):
-    OFF = "off"
-    ADVISE = "advise"
-    AUTO = "auto"
-
-
-class BalanceMode(str, enum.Enum):
-    PGS = "pgs"
-    BYTES = "bytes"
 
 
 Kind = Union[Type[str], Type[int], Type[float], Type[bool], Type[enum.Enum]]

@@ -19,6 +19,7 @@ from ..model.snapshot import Snapshot
 from ..sizing.sizer import Sizer
 from .executor import Executor, Pacing, Send, check_pacing
 from .gates import misplaced_ratio
+from .plan_state import ACTIVE, Source, Status
 from .plan_store import PlanStore
 from .rounds import Burst, set_full, set_items
 from .steps import PlanStep, StepPlanner, Throttles, balance_step
@@ -133,7 +134,7 @@ class Driver:
             out: Dict[str, Any] = {"dry_run": dry_run, "targets": targets,
                                    "steps": [dict(s.to_json(), description=s.describe()) for s in steps]}
             if not dry_run:
-                out["plan"] = self.executor.start(steps, pools, "apply", now).id
+                out["plan"] = self.executor.start(steps, pools, Source.APPLY, now).id
             return out
 
     def pin_remapped(self, snap: Snapshot, opts: Options, cluster_ratio: float, dry_run: bool,
@@ -151,9 +152,9 @@ class Driver:
             # no flag holds the pins back: they stop data moving (with norebalance set while
             # OSDs are added, as operators do, they are the point); the drain waits for flags
             pacing(opts, cluster_ratio)       # a malformed window is refused before anything is set
-            return self._pin(snap, pins, burst, "pin-remapped", now)
+            return self._pin(snap, pins, burst, Source.PIN_REMAPPED, now)
 
-    def _pin(self, snap: Snapshot, pins: Pins, burst: Burst, source: str, now: float) -> Dict[str, Any]:
+    def _pin(self, snap: Snapshot, pins: Pins, burst: Burst, source: Source, now: float) -> Dict[str, Any]:
         """Set the pins in small bursts, then start the drain plan."""
         out = dict(pins_report(snap, pins), dry_run=False)
         refused = set_items(snap, pins.items, burst, prime=False)
@@ -203,7 +204,7 @@ class Driver:
             copies = object_copies(snap)
             shards = max(16, plan.replicas)      # a round spans the plan's pools
             steps = [balance_step(t.pool, t.pool.pg_num, t.pool.pgp_num, shards, copies) for t in touched]
-            st = self.executor.start(steps, [t.pool for t in touched], "drain", now, drain=osds)
+            st = self.executor.start(steps, [t.pool for t in touched], Source.DRAIN, now, drain=osds)
             what = f"{describe(osds)}: {plan.replicas} replicas in {len(touched)} pools to move"
             self.executor._log(now, "drain", what)
             self.executor.save()
@@ -249,7 +250,8 @@ class Driver:
                 if snap.epoch != self._unpinnable[0] or now >= self._unpinnable[1]:
                     pins = pin_remapped(snap)
                     if pins.items:
-                        self._pin(snap, pins, burst or (lambda cmds: [send(c) for c in cmds]), "auto", now)
+                        self._pin(snap, pins, burst or (lambda cmds: [send(c) for c in cmds]),
+                                  Source.AUTO, now)
                     else:
                         self._unpinnable = (snap.epoch, now + opts.sleep_interval)
             if not ex.open and opts.mode == "auto" and self._auto_may_start(now):
@@ -258,7 +260,7 @@ class Driver:
                            if snap.pool_by_name(k).pg_num == snap.pool_by_name(k).pg_num_target}
                 if targets:
                     steps = self.plan(snap, opts, cluster_ratio, targets)
-                    ex.start(steps, [snap.pool_by_name(n) for n in targets], "auto", now)
+                    ex.start(steps, [snap.pool_by_name(n) for n in targets], Source.AUTO, now)
                 elif not balancer_active and now >= self._next_balance_check:
                     self._next_balance_check = now + opts.sleep_interval
                     self._start_balancing(snap, opts, now)
@@ -310,7 +312,7 @@ class Driver:
         if pools:
             copies = object_copies(snap)
             steps = [balance_step(p, p.pg_num, p.pgp_num, shards[p.id], copies) for p in pools]
-            self.executor.start(steps, pools, "auto", now)
+            self.executor.start(steps, pools, Source.AUTO, now)
 
     def _auto_may_start(self, now: float) -> bool:
         aborts = [h["time"] for h in self.executor.history if h["event"] == "abort"]
@@ -327,14 +329,14 @@ class Driver:
             checks["PG_ADVISOR_PLAN_ERROR"] = {
                 "severity": "warning", "count": 1, "detail": [self.error],
                 "summary": f"pg_advisor cannot advance or start a plan: {self.error}"}
-        if st is not None and st.mismatched and st.status != "aborted":
+        if st is not None and st.mismatched and st.status != Status.ABORTED:
             checks["PG_ADVISOR_UPMAP_MISMATCH"] = {
                 "severity": "warning", "count": st.mismatched, "detail": list(st.mismatch_detail),
                 "summary": f"pg_advisor plan {st.id}: {st.mismatched} PGs are not where the items it "
                            f"set should have put them"}
-        if st is None or st.status not in ("running", "paused", "failed", "stopped"):
+        if st is None or st.status not in (*ACTIVE, Status.STOPPED):
             return checks
-        if st.pins_left and st.status != "failed":
+        if st.pins_left:
             checks["PG_ADVISOR_PINNED"] = {
                 "severity": "warning", "count": st.pins_left,
                 "detail": [f"plan {st.id} ({st.status}): {st.pins_left} of "
@@ -342,13 +344,13 @@ class Driver:
                            f"PGs pinned by pin-remapped still hold their items"],
                 "summary": f"pg_advisor: {st.pins_left} PGs pinned onto their old OSDs wait for the "
                            f"drain (`ceph pg-advisor progress`)"}
-        if st.status == "stopped":
+        if st.status == Status.STOPPED:
             checks["PG_ADVISOR_PLAN_STOPPED"] = {
                 "severity": "warning", "count": 1, "detail": [st.stopped_why],
                 "summary": f"pg_advisor plan {st.id} stopped: {st.stopped_why}; "
                            f"`ceph pg-advisor abort` ends it"}
             return checks
-        if st.status == "running" and st.blockers:
+        if st.status == Status.RUNNING and st.blockers:
             checks["PG_ADVISOR_BLOCKED"] = {
                 "severity": "warning", "count": len(st.blockers), "detail": st.blockers,
                 "summary": f"pg_advisor plan {st.id} is blocked: {st.blockers[0]}"}
@@ -361,11 +363,10 @@ class Driver:
             checks["PG_ADVISOR_STEP_FAILED"] = {
                 "severity": "warning", "count": 1, "detail": [st.last_error],
                 "summary": f"pg_advisor plan {st.id} step {st.next + 1} failed "
-                           f"{st.attempts} time(s); retrying" if st.status != "failed"
-                           else f"pg_advisor plan {st.id} failed: {st.last_error}"}
+                           f"{st.attempts} time(s); retrying"}
         return checks
 
-    def progress(self) -> Optional[Tuple[str, str, float, str]]:
+    def progress(self) -> Optional[Tuple[str, str, float, Status]]:
         """(event id, message, fraction, plan status) of the current or last plan."""
         st = self.executor.state
         if st is None:

@@ -24,7 +24,7 @@ from ..model.options import WEEKDAYS, check_window, minutes, weekdays
 from ..model.snapshot import Pool, Snapshot
 from ..model.units import human_bytes
 from .gates import MOVE_FLAGS, cluster_blockers, misplaced_ratio, unreported_pgs
-from .plan_state import PlanState
+from .plan_state import ACTIVE, Phase, PlanState, Source, Status
 from .plan_store import MISMATCH_SHOWN
 from .priming import PRIME_MAX, Command, primes
 from .rounds import Burst, balance_round, unset_full
@@ -264,14 +264,14 @@ class Executor:
     @property
     def active(self) -> bool:
         """Running or paused: steps are still to be taken."""
-        return self.state is not None and self.state.status in ("running", "paused")
+        return self.state is not None and self.state.status in ACTIVE
 
     @property
     def open(self) -> bool:
         """Active, or stopped by a change it must not act on: it waits for the operator."""
-        return self.state is not None and self.state.status in ("running", "paused", "stopped")
+        return self.state is not None and self.state.status in (*ACTIVE, Status.STOPPED)
 
-    def start(self, steps: List[PlanStep], pools: Sequence[Pool], source: str, now: float,
+    def start(self, steps: List[PlanStep], pools: Sequence[Pool], source: Source, now: float,
               hold: bool = False, drain: Sequence[int] = ()) -> PlanState:
         """Run `steps` on `pools` (as they are now: the plan is bound to their ids and targets);
         `hold`: the first step, too, waits step_interval (what was just set settles first);
@@ -301,18 +301,18 @@ class Executor:
                                     f"abort it or let it finish first")
 
     def pause(self, now: float) -> None:
-        st = self._need("running", "paused")
-        if st.status == "paused":
+        st = self._need(*ACTIVE)
+        if st.status == Status.PAUSED:
             raise AdvisorError.invalid(f"plan {st.id} is already paused")
-        st.status = "paused"
+        st.status = Status.PAUSED
         self._log(now, "pause", "no new step until resume; a step in flight finishes in Ceph")
         self.save()
 
     def resume(self, now: float) -> None:
-        st = self._need("running", "paused")
-        if st.status != "paused":
+        st = self._need(*ACTIVE)
+        if st.status != Status.PAUSED:
             raise AdvisorError.invalid(f"plan {st.id} is not paused")
-        st.status = "running"
+        st.status = Status.RUNNING
         self._log(now, "resume", "")
         self.save()
 
@@ -321,7 +321,7 @@ class Executor:
         exist are placed when growing, the PGs already moved together are merged when
         shrinking (Ceph completes that at its own pace); no further step is taken. A pool
         that is gone, renamed, recreated or retargeted by someone else is left alone."""
-        st = self._need("running", "paused", "stopped")
+        st = self._need(*ACTIVE, Status.STOPPED)
         notes: List[str] = []
         for name, p in sorted(st.pools.items()):
             why = self._changed(st, snap, name, p)
@@ -337,7 +337,7 @@ class Executor:
                         notes.append(f"{name}: setting {var} {want} failed: {err.strip()}")
             notes.append(f"{name}: left at pg_num {want} and pgp_num {want}; {abs(p['goal'] - want)} "
                          f"PGs short of the plan's {p['goal']}")
-        st.status = "aborted"
+        st.status = Status.ABORTED
         st.blockers, st.conflicts, st.waiting = [], [], None     # nothing waits any more
         summary = "; ".join(notes)
         self._log(now, "abort", summary)
@@ -376,7 +376,7 @@ class Executor:
         return out    # type: ignore[return-value]
 
     def _stop(self, st: PlanState, why: str, now: float) -> None:
-        st.status, st.stopped_why = "stopped", why[:REASON_MAX]
+        st.status, st.stopped_why = Status.STOPPED, why[:REASON_MAX]
         st.blockers, st.conflicts, st.waiting = [], [], None
         self._log(now, "stop", f"{why}; no command is sent to it; `abort` ends the plan")
 
@@ -387,7 +387,7 @@ class Executor:
         """`burst` sends commands together (pinned steps); by default one after another."""
         burst = burst or (lambda cmds: [send(c) for c in cmds])
         st = self.state
-        if st is None or st.status != "running":
+        if st is None or st.status != Status.RUNNING:
             return
         for name, p in sorted(st.pools.items()):
             why = self._changed(st, snap, name, p)
@@ -398,11 +398,11 @@ class Executor:
         while st.next < len(st.steps):
             step = PlanStep.from_json(st.steps[st.next])
             pool = snap.pool_by_name(step.pool)       # checked above: the plan's own pool
-            if st.phase == "issuing" and self._shown(st, snap, pool, step):
-                st.phase = "issued"       # sent before a failover: do not send it again
+            if st.phase == Phase.ISSUING and self._shown(st, snap, pool, step):
+                st.phase = Phase.ISSUED       # sent before a failover: do not send it again
                 self._issued(st, step, now)
                 self._log(now, "recovered", f"step {st.next + 1} was already sent")
-            if st.phase == "issued":
+            if st.phase == Phase.ISSUED:
                 if not step_done(pool, step):
                     st.waiting = (f"Ceph is at pg_num {pool.pg_num}, pgp_num {pool.pgp_num} "
                                   f"(step {st.next + 1} wants {step.pg_num}, {step.pgp_num})")
@@ -419,7 +419,7 @@ class Executor:
             # half sent before a failover (its targets are in the pool, its pins not): the
             # PGs already move, and the rest of the step is what stops them, so the pacing
             # that would hold a new step back does not hold this one
-            half_sent = st.phase == "issuing" and targets_shown(pool, step)
+            half_sent = st.phase == Phase.ISSUING and targets_shown(pool, step)
             if not self._may_issue(st, snap, pool, step, pacing, now, half_sent):
                 break
             if step.kind == "balance":
@@ -429,7 +429,7 @@ class Executor:
             self._issue(st, snap, step, burst, now, pacing.prime)
             break
         else:
-            st.status = "done"
+            st.status = Status.DONE
             st.waiting = None
             self._log(now, "finish", f"all {len(st.steps)} steps done")
         self.save()
@@ -437,7 +437,7 @@ class Executor:
     def _advance(self, st: PlanState, step: PlanStep, now: float, how: str = "") -> None:
         """The current step is done: log it and make the next one current."""
         self._log(now, "done", f"step {st.next + 1}/{len(st.steps)}: {step.describe()}{how}")
-        st.next, st.phase, st.last_step_at, st.rounds = st.next + 1, "idle", now, 0
+        st.next, st.phase, st.last_step_at, st.rounds = st.next + 1, Phase.IDLE, now, 0
         st.attempts, st.retry_at, st.last_error = 0, None, None
 
     def _from_pgp(self, st: PlanState, step: PlanStep) -> int:
@@ -607,7 +607,7 @@ class Executor:
 
     def _issue(self, st: PlanState, snap: Snapshot, step: PlanStep, burst: Burst, now: float,
                prime: bool = False) -> None:
-        st.phase = "issuing"
+        st.phase = Phase.ISSUING
         self.save()                      # a failover from here resends only if not shown
         if step.pin:
             cmds = pin_commands(snap, step, self._from_pgp(st, step))
@@ -622,14 +622,14 @@ class Executor:
             elif rc != 0 and "pgid" in cmd:     # a pin that did not take: that PG just moves
                 unpinned.append(f"{cmd['pgid']}: {err.strip()}")
             elif rc != 0:
-                st.phase = "idle"
+                st.phase = Phase.IDLE
                 self._failed(st, f"{cmd['var']} {cmd['val']}: {err.strip() or f'error {rc}'}", now)
                 return
         if unpinned:
             self._log(now, "unpinned", f"{len(unpinned)} pins refused, e.g. {unpinned[0]}")
         if unprimed:
             self._log(now, "unprimed", f"{len(unprimed)} pg-temps refused, e.g. {unprimed[0]}")
-        st.phase = "issued"
+        st.phase = Phase.ISSUED
         self._issued(st, step, now)
         primed = sum(1 for c in cmds if c["prefix"] == "osd pg-temp") - len(unprimed)
         pinned = sum(1 for c in cmds if c["prefix"] == "osd pg-upmap-items") - len(unpinned)
@@ -656,7 +656,7 @@ class Executor:
         what = ("balancing " + ", ".join(pools) if all(s["kind"] == "balance" for s in steps)
                 else f"{', '.join(pools)} to pg_num {last['pg_num']}")
         line = f"pg_advisor: {what} (step {min(st.next + 1, len(steps))}/{len(steps)})"
-        if st.status in ("paused", "stopped"):
+        if st.status in (Status.PAUSED, Status.STOPPED):
             line += f", {st.status}"
         return st.next / len(steps), line
 
@@ -668,13 +668,13 @@ class Executor:
             return {"plan": None}
         steps = [dict(s, description=PlanStep.from_json(s).describe(),
                       state=("done" if i < st.next else
-                             st.phase if i == st.next and st.status == "running" else "pending"))
+                             st.phase.value if i == st.next and st.status == Status.RUNNING else "pending"))
                  for i, s in enumerate(st.steps)]
         return {"plan": st.public(), "steps": steps}
 
     # -- persistence ----------------------------------------------------------------------------
 
-    def _need(self, *statuses: str) -> PlanState:
+    def _need(self, *statuses: Status) -> PlanState:
         if self.state is None or self.state.status not in statuses:
             raise AdvisorError.not_found(f"no plan is {' or '.join(statuses)}")
         return self.state

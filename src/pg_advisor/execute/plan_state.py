@@ -5,23 +5,53 @@ the only way in and out of JSON; plan_store.py checks each field of what it read
 """
 import copy
 import dataclasses
+import enum
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 Json = Dict[str, Any]
 
 
+class Status(enum.StrEnum):
+    """Where a plan stands. Running and paused plans are active (one at a time); a stopped
+    plan waits for `abort`; done and aborted ones are history."""
+    RUNNING = "running"
+    PAUSED = "paused"
+    STOPPED = "stopped"        # a step or the window cannot go on: the operator decides
+    DONE = "done"
+    ABORTED = "aborted"
+
+
+class Phase(enum.StrEnum):
+    """Of the step in progress: the state is saved before a step is sent and after, so a
+    new mgr knows whether it may have been sent."""
+    IDLE = "idle"
+    ISSUING = "issuing"
+    ISSUED = "issued"
+
+
+class Source(enum.StrEnum):
+    """The command (or the background) that started a plan."""
+    APPLY = "apply"
+    AUTO = "auto"
+    PIN_REMAPPED = "pin-remapped"
+    DRAIN = "drain"
+
+
+ACTIVE = (Status.RUNNING, Status.PAUSED)
+
+
 @dataclass
 class PlanState:
     id: str
-    source: str                 # apply, auto, pin-remapped, drain
+    source: Source
     created: float
     steps: List[Json]           # PlanStep.to_json() of each step, fixed at the start
     # pool name -> {"id", "start", "goal", "expect": [pg_num target, pgp_num target] last set}
     pools: Dict[str, Json]
     next: int = 0               # index of the step in progress or to take
-    phase: str = "idle"         # of that step: idle, issuing, issued
-    status: str = "running"     # running, paused, stopped, done, aborted, failed
+    phase: Phase = Phase.IDLE   # of that step
+    status: Status = Status.RUNNING
     issued_at: Optional[float] = None
     last_step_at: Optional[float] = None
     attempts: int = 0           # failed tries of the current step
@@ -44,7 +74,8 @@ class PlanState:
     mismatch_detail: List[str] = field(default_factory=list)
 
     def to_json(self) -> Json:
-        return dataclasses.asdict(self)
+        """Plain JSON types: the enums as their values."""
+        return {k: v.value if isinstance(v, enum.Enum) else v for k, v in dataclasses.asdict(self).items()}
 
     @classmethod
     def from_json(cls, doc: Json) -> "PlanState":
@@ -54,10 +85,13 @@ class PlanState:
         unknown = sorted(set(doc) - names)
         if unknown:
             raise ValueError(f"plan state has unknown fields {unknown}")
-        return cls(**doc)
+        typed = {k: kind(doc[k]) for k, kind in (("source", Source), ("status", Status), ("phase", Phase))
+                 if k in doc}
+        return cls(**{**doc, **typed})
 
     def public(self) -> Json:
         """What a report shows, copied: all but the steps (reported one by one) and the pins
         (can be thousands: pins_left counts them), which are not copied only to be dropped."""
         return {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)
-                if f.name not in ("steps", "pins")}
+                if f.name not in ("steps", "pins")} | {k: v.value for k, v in (
+                    ("source", self.source), ("status", self.status), ("phase", self.phase))}

@@ -18,6 +18,7 @@ import re
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..balance.remapped import FULL_MAX
+from .plan_state import Phase, Source, Status
 from .steps import PlanStep
 
 STATE_KEY, HISTORY_KEY, STEPS_KEY, CORRUPT_KEY = "exec_state", "exec_history", "exec_steps", "exec_corrupt"
@@ -29,8 +30,6 @@ PINS_PER_CHUNK = 300         # a PG's pins are at most ~180 bytes of JSON (EC 8+
 MAX_PINS = 1 << 20
 MAX_STEPS = 1 << 18          # more than any pg_num change within mon_max_pool_pg_num needs
 READ_MAX = 1 << 20           # a stored value longer than this is not parsed at all
-STATUSES = ("running", "paused", "stopped", "done", "aborted", "failed")
-PHASES = ("idle", "issuing", "issued")
 # not stored in the state entry: steps and pins apart, the rest recomputed
 VOLATILE = ("steps", "pins", "blockers", "conflicts", "waiting")
 # absent from states stored before pin-remapped and drain
@@ -67,11 +66,11 @@ def _up_sets(v: Any) -> bool:
 _STATE_FIELDS: Dict[str, Callable[[Any], bool]] = {
     "version": lambda v: v == STATE_VERSION,
     "id": lambda v: isinstance(v, str) and 0 < len(v) <= 64,
-    "source": lambda v: v in ("apply", "auto", "pin-remapped", "drain"),
+    "source": lambda v: v in tuple(Source),
     "created": _number,
     "next": lambda v: _int(v) and v >= 0,
-    "phase": lambda v: v in PHASES,
-    "status": lambda v: v in STATUSES,
+    "phase": lambda v: v in tuple(Phase),
+    "status": lambda v: v in tuple(Status),
     "pools": lambda v: isinstance(v, dict) and 0 < len(v) <= 4096 and all(
         isinstance(k, str) and isinstance(p, dict) and set(p) == {"id", "start", "goal", "expect"}
         and all(_int(p[f]) for f in ("id", "start", "goal"))

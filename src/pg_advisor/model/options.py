@@ -2,6 +2,7 @@
 
 Set live with `ceph config set mgr mgr/pg_advisor/NAME VALUE`; offline with --NAME.
 """
+import enum
 import math
 import re
 from dataclasses import dataclass, field, fields
@@ -10,6 +11,19 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union, cast
 from .errors import AdvisorError
 
 Value = Union[int, float, str, bool]
+
+
+class Mode(enum.StrEnum):
+    """What the module does in the background."""
+    OFF = "off"            # nothing
+    ADVISE = "advise"      # health warnings only
+    AUTO = "auto"          # also apply the recommended pg_num changes
+
+
+class BalanceMode(enum.StrEnum):
+    """What `balance` evens: PG counts only, or counts and then how full the OSDs are."""
+    PGS = "pgs"
+    BYTES = "bytes"
 
 
 @dataclass(frozen=True)
@@ -73,9 +87,9 @@ class Options:
         "acting, bytes), which lack the PG logs", 0, 1 << 22)
     server_addr: str = _opt("127.0.0.1", "address the panel's HTTP server listens on")
     server_port: int = _opt(9285, "port of the panel's HTTP server", 1, 65535)
-    mode: str = _opt(
-        "advise", "off: nothing in the background; advise: health warnings only; auto: also apply the "
-        "recommended pg_num changes in throttled steps", choices=("off", "advise", "auto"))
+    mode: Mode = _opt(
+        Mode.ADVISE, "off: nothing in the background; advise: health warnings only; auto: also apply the "
+        "recommended pg_num changes in throttled steps")
     misplaced_budget: float = _opt(
         0.0, "fraction of object copies a plan may have misplaced at once (0: the cluster's "
         "target_max_misplaced_ratio)", 0.0, 1.0)
@@ -101,16 +115,25 @@ class Options:
         "00:00", "until this time of day (HH:MM; equal to window_begin: all day; earlier: past midnight)")
     window_days: str = _opt("", "on these days only (e.g. mon,tue,sat; empty: every day)")
     balance_max_items: int = _opt(10, "replica moves one `balance` round may set", 1, 10000)
-    balance_mode: str = _opt(
-        "bytes", "balance PG counts only (pgs), or counts and then how full the OSDs are (bytes)",
-        choices=("pgs", "bytes"))
+    balance_mode: BalanceMode = _opt(
+        BalanceMode.BYTES,
+        "balance PG counts only (pgs), or counts and then how full the OSDs are (bytes)")
     balance_min_gain: float = _opt(
         0.005, "bytes mode: a move must bring the fullest OSD down (or the emptiest up) by this "
         "fraction of the mean fullness", 0.0001, 1.0)
 
 
-SPECS: Tuple[Spec, ...] = tuple(Spec(f.name, f.type.__name__, cast(Value, f.default), **f.metadata)
-                                for f in fields(Options))
+def _spec(f: Any) -> Spec:
+    """An option's spec from its field; an enum's is a string option of its values."""
+    if issubclass(f.type, enum.Enum):
+        meta: Dict[str, Any] = {**f.metadata, "choices": tuple(m.value for m in f.type)}
+        return Spec(f.name, "str", f.default.value, **meta)
+    return Spec(f.name, f.type.__name__, cast(Value, f.default), **f.metadata)
+
+
+SPECS: Tuple[Spec, ...] = tuple(_spec(f) for f in fields(Options))
+# options whose values are an enum's: coerce() returns its members
+ENUMS: Dict[str, Any] = {f.name: f.type for f in fields(Options) if issubclass(f.type, enum.Enum)}
 
 BY_NAME = {s.name: s for s in SPECS}
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -175,7 +198,8 @@ def coerce(name: str, raw: Any) -> Value:
             raise AdvisorError.invalid(f"option {name}: {v} is outside {spec.min}..{spec.max}")
     if spec.choices and v not in spec.choices:
         raise AdvisorError.invalid(f"option {name}: '{v}' is not one of {', '.join(spec.choices)}")
-    return v
+    kind = ENUMS.get(name)
+    return kind(v) if kind is not None else v
 
 
 def make(overrides: Optional[Mapping[str, Any]] = None) -> Options:

@@ -9,6 +9,7 @@ from pg_advisor.crush import placement
 from pg_advisor.model import snapshot
 from pg_advisor.execute.executor import Executor, Pacing
 from pg_advisor.execute.steps import StepPlanner, Throttles, balance_step
+from pg_advisor.execute.plan_state import Source
 
 OPEN = Pacing(misplaced_max=0.05, interval=0.0, window_begin="00:00", window_end="00:00", window_days="")
 T = Throttles(misplaced_max=0.05, max_splitting=16, max_backfills_per_osd=2)
@@ -102,7 +103,7 @@ def start(ceph: FakeCeph, store: Store, target: int, pool: str = "rbd") -> Execu
     snap = ceph.snap()
     p = snap.pool_by_name(pool)
     ex = Executor(None, [], store.save)
-    ex.start(StepPlanner(snap, T).plan(p, target), [p], "apply", 0.0)
+    ex.start(StepPlanner(snap, T).plan(p, target), [p], Source.APPLY, 0.0)
     return ex
 
 
@@ -119,7 +120,7 @@ def balance_plan(ceph: FakeCeph, store: Store) -> Executor:
     snap = ceph.snap()
     rbd = snap.pool_by_name("rbd")
     ex = Executor(None, [], store.save)
-    ex.start([balance_step(rbd, rbd.pg_num, rbd.pgp_num, 10, 1.0)], [rbd], "apply", 0.0)
+    ex.start([balance_step(rbd, rbd.pg_num, rbd.pgp_num, 10, 1.0)], [rbd], Source.APPLY, 0.0)
     return ex
 
 

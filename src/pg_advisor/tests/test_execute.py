@@ -14,6 +14,7 @@ from pg_advisor.execute.executor import Executor, check_pacing, in_window
 from pg_advisor.execute.steps import StepPlanner
 from pg_advisor.analysis.whatif import Change, simulate
 from pg_advisor.model.units import human_bytes
+from pg_advisor.execute.plan_state import Source
 
 from .fakes import OPEN, T, FakeCeph, Store, acting_sets, balance_plan, crush_runs, run, start
 
@@ -175,7 +176,7 @@ def test_pause_resume_abort(dumps: Dict[str, Any]) -> None:
         ex.pause(6.0)
     ex.resume(7.0)
     with pytest.raises(AdvisorError) as busy:
-        ex.start([], [], "apply", 8.0)
+        ex.start([], [], Source.APPLY, 8.0)
     assert busy.value.code == -16
     ex.tick(ceph.snap(), OPEN, ceph.send, 8.0)             # a step in flight...
     summary = ex.abort(ceph.snap(), ceph.send, 9.0)        # ...then abort
@@ -195,7 +196,7 @@ def test_pinned_steps_move_nothing_and_release_rounds_follow(dumps: Dict[str, An
     assert steps[-1].kind == "balance" and all(s.pin for s in steps if s.kind == "pgp_num")
     assert all(s.pgs_moving <= T.max_splitting for s in steps if s.kind == "pgp_num")
     ex = Executor(None, [], store.save)
-    ex.start(steps, [rbd], "apply", 0.0)
+    ex.start(steps, [rbd], Source.APPLY, 0.0)
     pinned = 0
     for i in range(400):
         held = acting_sets(ceph.snap())          # where each PG's data is (a child: its parent's)
@@ -226,7 +227,7 @@ def test_no_pins_beside_the_builtin_balancer(dumps: Dict[str, Any]) -> None:
     snap = ceph.snap()
     rbd = snap.pool_by_name("rbd")
     ex = Executor(None, [], store.save)
-    ex.start(StepPlanner(snap, dataclasses.replace(T, pin=True)).plan(rbd, 64), [rbd], "apply", 0.0)
+    ex.start(StepPlanner(snap, dataclasses.replace(T, pin=True)).plan(rbd, 64), [rbd], Source.APPLY, 0.0)
     busy = dataclasses.replace(OPEN, balancer_active=True)
     run(ex, ceph, busy, ticks=10)
     st = store.state or {}

@@ -16,9 +16,9 @@ from .conftest import cmd
 from pg_advisor.execute.driver import Driver
 from pg_advisor.execute.executor import Executor
 from pg_advisor.module import Module
-from pg_advisor.execute.plan_state import PlanState
 from pg_advisor.execute.plan_store import ENTRY_MAX, STATE_KEY, PlanStore, Unreadable, check_state
 from pg_advisor.execute.steps import StepPlanner, balance_step
+from pg_advisor.execute.plan_state import Phase, PlanState, Source, Status
 
 
 # -- the plan is bound to its pool's id and to the targets it set ------------------------------
@@ -68,7 +68,7 @@ def test_a_changed_pool_stops_the_plan_and_abort_leaves_it_alone(
     assert st["status"] == "stopped" and st["stopped_why"].startswith(why), st["stopped_why"]
     assert ex.open and not ex.active
     with pytest.raises(Exception):
-        ex.start([], [], "apply", 9.0)                  # a stopped plan still holds its place
+        ex.start([], [], Source.APPLY, 9.0)                  # a stopped plan still holds its place
     summary = ex.abort(ceph.snap(), ceph.send, 10.0)
     assert "left alone" in summary and not ex.open
     assert all(c.get("pool") != "rbd" for c in ceph.sent[2:])   # the operator's change stands
@@ -103,7 +103,7 @@ def test_a_failover_after_pgp_num_before_the_pins_resends_the_pins(dumps: Dict[s
     rbd = snap.pool_by_name("rbd")
     steps = StepPlanner(snap, dataclasses.replace(T, pin=True)).plan(rbd, 64)
     ex = Executor(None, [], store.save)
-    ex.start(steps, [rbd], "apply", 0.0)
+    ex.start(steps, [rbd], Source.APPLY, 0.0)
     ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)       # the split
     ceph.settle()
     crashed: List[Optional[Dict[str, Any]]] = []
@@ -250,7 +250,7 @@ def test_a_blocked_plan_writes_the_store_once(dumps: Dict[str, Any]) -> None:
     d = Driver(kv.load, kv.save, 0.0)
     snap = ceph.snap()
     d.executor.start(StepPlanner(snap, T).plan(snap.pool_by_name("rbd"), 64),
-                     [snap.pool_by_name("rbd")], "apply", 0.0)
+                     [snap.pool_by_name("rbd")], Source.APPLY, 0.0)
     n = len(kv.writes)
     for t in range(1, 40):       # 40 polls, each with a waiting line and blockers
         d.executor.tick(ceph.snap(), dataclasses.replace(OPEN, interval=1000.0), ceph.send, float(t))
@@ -265,7 +265,7 @@ def test_a_long_plan_is_kept_in_small_entries_and_read_back(dumps: Dict[str, Any
     d = Driver(kv.load, kv.save, 0.0)
     for i in range(300):
         d.executor._log(float(i), "round", "x" * 1000)      # a long history too
-    d.executor.start(steps, [rbd], "apply", 0.0)
+    d.executor.start(steps, [rbd], Source.APPLY, 0.0)
     assert len(kv.kv) > 3 and all(len(v) <= ENTRY_MAX for v in kv.kv.values())
     d2 = Driver(kv.load, kv.save, 1.0)                       # a new mgr
     assert d2.store.error is None
@@ -273,8 +273,8 @@ def test_a_long_plan_is_kept_in_small_entries_and_read_back(dumps: Dict[str, Any
     assert d2.executor.state.steps == d.executor.state.steps
     assert d2.executor.history[-1]["event"] == "start"
     # a shorter plan afterwards leaves no stale chunk behind
-    d2.executor.state.status = "done"
-    d2.executor.start(steps[:3], [rbd], "apply", 2.0)
+    d2.executor.state.status = Status.DONE
+    d2.executor.start(steps[:3], [rbd], Source.APPLY, 2.0)
     assert sorted(k for k in kv.kv if k.startswith("exec_steps")) == ["exec_steps.0"]
 
 
@@ -310,16 +310,38 @@ def test_unreadable_state_is_reported_and_abort_clears_it(wired: Any, raw: str) 
     assert [h["event"] for h in cmd(m2, "history")[1]["history"]][:2] == ["reset", "abort"]
 
 
+def test_the_state_keeps_plain_strings_in_the_store_and_enums_in_memory(dumps: Dict[str, Any]) -> None:
+    ceph, kv = FakeCeph(dumps), CountingStore()
+    d = Driver(kv.load, kv.save, 0.0)
+    snap = ceph.snap()
+    d.executor.start(StepPlanner(snap, T).plan(snap.pool_by_name("rbd"), 64),
+                     [snap.pool_by_name("rbd")], Source.DRAIN, 0.0)
+    d.executor.pause(1.0)
+    doc = json.loads(kv.kv[STATE_KEY])
+    assert (doc["source"], doc["status"], doc["phase"]) == ("drain", "paused", "idle")
+    assert d.executor.state is not None
+    public = d.executor.state.public()
+    assert [type(public[k]) for k in ("source", "status", "phase")] == [str, str, str]
+    doc, _ = PlanStore(kv.load, kv.save).read(2.0)
+    assert doc is not None
+    state = PlanState.from_json(doc)
+    assert (state.source, state.status, state.phase) == (Source.DRAIN, Status.PAUSED, Phase.IDLE)
+    assert isinstance(state.status, Status) and state.to_json()["status"] == "paused"
+
+
 def test_a_state_of_another_version_is_not_run(dumps: Dict[str, Any]) -> None:
     ceph, kv = FakeCeph(dumps), CountingStore()
     d = Driver(kv.load, kv.save, 0.0)
     snap = ceph.snap()
     d.executor.start(StepPlanner(snap, T).plan(snap.pool_by_name("rbd"), 64),
-                     [snap.pool_by_name("rbd")], "apply", 0.0)
+                     [snap.pool_by_name("rbd")], Source.APPLY, 0.0)
     doc = json.loads(kv.kv[STATE_KEY])
     for mutate in (lambda s: s.update(version=1), lambda s: s.pop("pools"),
                    lambda s: s.update(next=10 ** 6), lambda s: s.update(pools={"rbd": [32, 64]}),
-                   lambda s: s.update(status="exploded"), lambda s: s.update(created=float("nan"))):
+                   lambda s: s.update(status="exploded"), lambda s: s.update(created=float("nan")),
+                   # a status no plan is ever in any more (health branched on it)
+                   lambda s: s.update(status="failed"), lambda s: s.update(phase="sent"),
+                   lambda s: s.update(source="cron")):
         bad = copy.deepcopy(doc)
         mutate(bad)
         kv.kv[STATE_KEY] = json.dumps(bad)

@@ -14,6 +14,7 @@ from pg_advisor.model.options import make
 from pg_advisor.balance.remapped import pin_remapped, pins_report
 from pg_advisor.execute.steps import StepPlanner
 from pg_advisor.render.expand_text import pins_text
+from pg_advisor.execute.plan_state import Source
 
 from .fakes import OPEN, T, FakeCeph
 
@@ -276,7 +277,7 @@ def test_pg_advisor_conflict_is_raised_by_kind_not_by_the_text(
     ceph, (drv, _) = FakeCeph(d), driver()
     snap = ceph.snap()
     pool = snap.pool_by_name(name)
-    drv.executor.start(StepPlanner(snap, T).plan(pool, pool.pg_num * 2), [pool], "apply", 0.0)
+    drv.executor.start(StepPlanner(snap, T).plan(pool, pool.pg_num * 2), [pool], Source.APPLY, 0.0)
     drv.tick(snap, make({}), 0.05, False, ceph.send, 1.0)
     checks = drv.health()
     assert f"pool {name} maps onto it" in json.dumps(checks["PG_ADVISOR_BLOCKED"])

@@ -162,12 +162,15 @@ def test_options_keep_their_types() -> None:
     opts = options.make(given)
     for spec in options.SPECS:
         value = getattr(opts, spec.name)
-        assert type(value) is kinds[spec.type], (spec.name, value)
+        assert type(value) is options.ENUMS.get(spec.name, kinds[spec.type]), (spec.name, value)
+    assert opts.mode is options.Mode.AUTO and options.make().balance_mode is options.BalanceMode.BYTES
+    # the mgr is handed plain values: the mon stores and checks them as strings
+    assert {o["name"]: o["default"] for o in options.mgr_options()}["mode"].__class__ is str
     assert (opts.target_pgs_per_osd, opts.hysteresis, opts.split_pinning, opts.step_interval) == \
         (40, 0.5, False, 7)
     assert options.make().target_pgs_per_osd == 100
     with pytest.raises(dataclasses.FrozenInstanceError):
-        opts.mode = "off"      # type: ignore[misc]
+        opts.mode = options.Mode.OFF      # type: ignore[misc]
 
 
 def test_option_schema_for_the_mgr() -> None:
