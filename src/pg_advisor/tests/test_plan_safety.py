@@ -283,6 +283,16 @@ def test_a_long_plan_is_kept_in_small_entries_and_read_back(dumps: Dict[str, Any
                                  "x" * (2 << 20)],
                          ids=["not-json", "empty", "list", "null", "number", "string", "deep",
                               "wrong-shape", "huge"])
+def _doubling_started(dumps: Dict[str, Any], source: Source) -> Tuple[CountingStore, Driver]:
+    """A driver over a counting store, its plan doubling rbd just started."""
+    ceph, kv = FakeCeph(dumps), CountingStore()
+    d = Driver(kv.load, kv.save, 0.0)
+    snap = ceph.snap()
+    d.executor.start(StepPlanner(snap, T).plan(snap.pool_by_name("rbd"), 64),
+                     [snap.pool_by_name("rbd")], source, 0.0)
+    return kv, d
+
+
 def test_unreadable_state_is_reported_and_abort_clears_it(wired: Any, raw: str) -> None:  # noqa: F811
     m, ceph, _ = wired
     fake = mgr_stub.BaseMgrModule.fake
@@ -311,11 +321,7 @@ def test_unreadable_state_is_reported_and_abort_clears_it(wired: Any, raw: str) 
 
 
 def test_the_state_keeps_plain_strings_in_the_store_and_enums_in_memory(dumps: Dict[str, Any]) -> None:
-    ceph, kv = FakeCeph(dumps), CountingStore()
-    d = Driver(kv.load, kv.save, 0.0)
-    snap = ceph.snap()
-    d.executor.start(StepPlanner(snap, T).plan(snap.pool_by_name("rbd"), 64),
-                     [snap.pool_by_name("rbd")], Source.DRAIN, 0.0)
+    kv, d = _doubling_started(dumps, Source.DRAIN)
     d.executor.pause(1.0)
     doc = json.loads(kv.kv[STATE_KEY])
     assert (doc["source"], doc["status"], doc["phase"]) == ("drain", "paused", "idle")
@@ -330,11 +336,7 @@ def test_the_state_keeps_plain_strings_in_the_store_and_enums_in_memory(dumps: D
 
 
 def test_a_state_of_another_version_is_not_run(dumps: Dict[str, Any]) -> None:
-    ceph, kv = FakeCeph(dumps), CountingStore()
-    d = Driver(kv.load, kv.save, 0.0)
-    snap = ceph.snap()
-    d.executor.start(StepPlanner(snap, T).plan(snap.pool_by_name("rbd"), 64),
-                     [snap.pool_by_name("rbd")], Source.APPLY, 0.0)
+    kv, d = _doubling_started(dumps, Source.APPLY)
     doc = json.loads(kv.kv[STATE_KEY])
     for mutate in (lambda s: s.update(version=1), lambda s: s.pop("pools"),
                    lambda s: s.update(next=10 ** 6), lambda s: s.update(pools={"rbd": [32, 64]}),
