@@ -278,11 +278,6 @@ def test_a_long_plan_is_kept_in_small_entries_and_read_back(dumps: Dict[str, Any
     assert sorted(k for k in kv.kv if k.startswith("exec_steps")) == ["exec_steps.0"]
 
 
-@pytest.mark.parametrize("raw", ["{not json", "{}", "[1]", "null", "42", '"text"', "[" * 100000,
-                                 json.dumps({"id": "x", "status": "running", "steps": [1]}),
-                                 "x" * (2 << 20)],
-                         ids=["not-json", "empty", "list", "null", "number", "string", "deep",
-                              "wrong-shape", "huge"])
 def _doubling_started(dumps: Dict[str, Any], source: Source) -> Tuple[CountingStore, Driver]:
     """A driver over a counting store, its plan doubling rbd just started."""
     ceph, kv = FakeCeph(dumps), CountingStore()
@@ -293,6 +288,11 @@ def _doubling_started(dumps: Dict[str, Any], source: Source) -> Tuple[CountingSt
     return kv, d
 
 
+@pytest.mark.parametrize("raw", ["{not json", "{}", "[1]", "null", "42", '"text"', "[" * 100000,
+                                 json.dumps({"id": "x", "status": "running", "steps": [1]}),
+                                 "x" * (2 << 20)],
+                         ids=["not-json", "empty", "list", "null", "number", "string", "deep",
+                              "wrong-shape", "huge"])
 def test_unreadable_state_is_reported_and_abort_clears_it(wired: Any, raw: str) -> None:  # noqa: F811
     m, ceph, _ = wired
     fake = mgr_stub.BaseMgrModule.fake
