@@ -77,7 +77,7 @@ def pg_log_lengths(pgs: Pgs, dups_tracked: int) -> Tuple[np.ndarray, np.ndarray]
     nz = ps > 0
     top[nz] = np.int64(1) << np.floor(np.log2(ps[nz])).astype(np.int64)
     parent_key = (pgs.pool.astype(np.int64) << 32) | (ps - top)
-    # rows are in (pool, ps) order (snapshot._load_pgs), so a sorted search finds parents
+    # rows are in (pool, ps) order (model/load_pgs.py), so a sorted search finds parents
     at = np.clip(np.searchsorted(key, parent_key), 0, max(n - 1, 0))
     linked = (pgs.split_bits > 0) & nz & (key[at] == parent_key) & (tail[at] == tail).all(axis=1)
     root = np.where(linked, at, np.arange(n))

@@ -4,7 +4,7 @@ from typing import Any, Dict, List
 import numpy as np
 import pytest
 
-from pg_advisor.model import snapshot
+from pg_advisor.model import load_pgs, snapshot
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.model.constants import NO_OSD
 
@@ -130,9 +130,9 @@ def test_the_fast_pg_columns_are_the_checked_ones(dumps: Dict[str, Any]) -> None
     stats[3].pop("log_size")
     stats[4].pop("state")
     stats[5]["up"] = [stats[5]["up"][0], 0x7FFFFFFF, stats[5]["up"][2]]
-    fast = snapshot._pg_columns_plain(stats)
+    fast = load_pgs.pg_columns_plain(stats)
     assert fast is not None
-    assert _columns_equal(fast, snapshot._pg_columns_checked(stats))
+    assert _columns_equal(fast, load_pgs.pg_columns_checked(stats))
     assert fast["up"][5, 1] == 0x7FFFFFFF and fast["acting"][0].tolist() == [-1] * fast["acting"].shape[1]
 
 
@@ -151,9 +151,9 @@ def test_the_fast_pg_columns_are_the_checked_ones(dumps: Dict[str, Any]) -> None
 def test_anything_not_plain_takes_the_checked_path(dumps: Dict[str, Any], change: Any) -> None:
     stats = copy.deepcopy(dumps["pg_dump"]["pg_map"]["pg_stats"])
     change(stats[7])
-    assert snapshot._pg_columns_plain(stats) is None
+    assert load_pgs.pg_columns_plain(stats) is None
     try:        # which the careful loop either reads as Ceph means it or refuses by name
-        c = snapshot._pg_columns_checked(stats)
+        c = load_pgs.pg_columns_checked(stats)
     except AdvisorError as e:
         assert e.message.startswith("pg dump: ")
     else:
