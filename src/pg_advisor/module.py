@@ -20,7 +20,7 @@ from .analysis.status import status_of
 from .balance.report import misplaced_copies, proposal_json, unkept
 from .crush.upmap import map_mismatches
 from .execute.driver import Driver
-from .execute.gates import cluster_blockers
+from .execute.gates import balancer_conflict, cluster_blockers
 from .execute.plan_state import ACTIVE, Status
 from .execute.rounds import balance_round
 from .commands import table
@@ -295,11 +295,8 @@ class Module(MgrModule):
 
     def _refuse_to_balance(self, snap: snapshot.Snapshot) -> Optional[str]:
         """Why balancing must not start now, or None."""
-        if self.balancer_active():
-            return ("the built-in balancer is active: pg_advisor does not fight it "
-                    "(`ceph balancer off` hands balancing over)")
-        why = cluster_blockers(snap)
-        return why[0] if why else None
+        why = [balancer_conflict(self.balancer_active(), "no balancing")] + cluster_blockers(snap)
+        return next((w for w in why if w), None)
 
     def _act_balance(self, v: table.Values) -> Report:
         """One bounded batch of pg-upmap-items toward each OSD's share (or only its dry run):

@@ -17,8 +17,9 @@ from ..model.limits import check_pg_num
 from ..model.options import Options
 from ..model.snapshot import Snapshot
 from ..sizing.sizer import Sizer
-from .executor import Executor, Pacing, Send, check_pacing
-from .gates import misplaced_ratio
+from .executor import Executor, Send
+from .pacing import Pacing, check_pacing
+from .gates import balancer_conflict, misplaced_ratio
 from .plan_state import ACTIVE, Source, Status
 from .plan_store import PlanStore
 from .rounds import Burst, set_full, set_items
@@ -146,9 +147,9 @@ class Driver:
             if dry_run:
                 return dict(pins_report(snap, pins), dry_run=True)
             self.check_idle("pinning")
-            if balancer_active:
-                raise AdvisorError.busy("not pinning: the built-in balancer is active and would undo "
-                                        "the pins (`ceph balancer off` hands balancing over)")
+            conflict = balancer_conflict(balancer_active, "no pins", " and would undo the pins")
+            if conflict:
+                raise AdvisorError.busy(f"not pinning: {conflict}")
             # no flag holds the pins back: they stop data moving (with norebalance set while
             # OSDs are added, as operators do, they are the point); the drain waits for flags
             pacing(opts, cluster_ratio)       # a malformed window is refused before anything is set
@@ -197,9 +198,9 @@ class Driver:
             if dry_run:
                 return out
             self.check_idle("draining")
-            if balancer_active:
-                raise AdvisorError.busy("not draining: the built-in balancer is active and would move "
-                                        "PGs back (`ceph balancer off` hands balancing over)")
+            conflict = balancer_conflict(balancer_active, "no drain", " and would move PGs back")
+            if conflict:
+                raise AdvisorError.busy(f"not draining: {conflict}")
             pacing(opts, cluster_ratio)
             copies = object_copies(snap)
             shards = max(16, plan.replicas)      # a round spans the plan's pools

@@ -10,25 +10,26 @@ delay and reported; nothing is given up without the operator (`abort`).
 """
 import datetime
 import uuid
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..balance.report import misplaced_copies, mon_commands, unkept
+from ..balance.report import misplaced_copies, unkept
 from ..crush.placement import Placer
-from ..crush.upmap import NotExpressible, build_items, map_mismatches
-from ..model.distribution import rule_weights
+from ..crush.upmap import map_mismatches
 from ..model.errors import AdvisorError
-from ..model.options import WEEKDAYS, check_window, minutes, weekdays
 from ..model.snapshot import Pool, Snapshot
 from ..model.units import human_bytes
-from .gates import MOVE_FLAGS, cluster_blockers, misplaced_ratio, unreported_pgs
+from .gates import misplaced_ratio, unreported_pgs
+from .pacing import backfill_load, backfills, blockers, Pacing
 from .plan_state import ACTIVE, Phase, PlanState, Source, Status
 from .plan_store import MISMATCH_SHOWN
-from .priming import PRIME_MAX, Command, primes
-from .rounds import Burst, balance_round, unset_full
+from .priming import Command
+from .rounds import balance_round, Burst, unset_full
+from .step_commands import (pgs_bytes, pin_commands, pins_shown, primed_pgp_commands, step_done,
+                            target_commands, targets_shown)
 from .steps import PlanStep
+
 
 HISTORY_MAX = 200
 RETRY_MAX_DELAY = 300.0
@@ -51,201 +52,6 @@ UpSets = Callable[[Snapshot, Sequence[str]], Dict[str, List[int]]]
 
 def model_up_sets(snap: Snapshot, pgids: Sequence[str]) -> Dict[str, List[int]]:
     return Placer.of(snap).up_sets(pgids)
-
-
-@dataclass(frozen=True)
-class Pacing:
-    misplaced_max: float       # misplaced fraction allowed in flight (option misplaced_budget)
-    interval: float            # seconds at least between two steps
-    window_begin: str          # "HH:MM"
-    window_end: str            # "HH:MM" (before begin: the window spans midnight)
-    window_days: str           # "" (every day) or e.g. "mon,tue,sat"
-    balancer_active: bool = False   # Ceph's own balancer runs: no upmap items from us
-    balance_mode: str = "pgs"       # what balance rounds even out: pgs or bytes
-    max_backfills: int = 0          # PGs backfilling into or out of one OSD (0: no limit)
-    prime: bool = False             # pg_temps with items and pgp_num steps (priming.py)
-
-
-def check_pacing(p: Pacing) -> None:
-    """Refuse a malformed window with a sentence (the mon cannot check these strings)."""
-    check_window(p.window_begin, p.window_end, p.window_days)
-
-
-def in_window(p: Pacing, now: float) -> bool:
-    t = datetime.datetime.fromtimestamp(now)
-    days = weekdays(p.window_days)
-    if days and WEEKDAYS[t.weekday()] not in days:
-        return False
-    begin, end = minutes(p.window_begin, "window_begin"), minutes(p.window_end, "window_end")
-    cur = t.hour * 60 + t.minute
-    if begin == end:
-        return True
-    return begin <= cur < end if begin < end else (cur >= begin or cur < end)
-
-
-class Blocker(NamedTuple):
-    kind: str      # "conflict" (Ceph's balancer or pg_autoscaler), "cluster", "osd_down", "window"
-    text: str      # a sentence, health-worthy
-
-
-def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float, upmaps: bool = False,
-             half_sent: bool = False, pg_num: bool = True) -> List[Blocker]:
-    """Conditions under which no step is taken; `upmaps`: the step sets pg-upmap-items;
-    `half_sent`: the rest of a step a failover interrupted, which PGs made unwell by its
-    first half must not hold back; `pg_num`: the step changes pg_num or pgp_num (the
-    pg_autoscaler's business; items are not)."""
-    out: List[Blocker] = []
-    if upmaps and p.balancer_active:
-        out.append(Blocker("conflict", "the built-in balancer is active: pg_advisor sets no upmap items "
-                                       "beside it (`ceph balancer off` hands balancing over, or set "
-                                       "split_pinning false)"))
-    if pg_num and pool.autoscale_mode == "on":
-        out.append(Blocker("conflict", f"pool {pool.name}: pg_autoscaler manages it (pg_autoscale_mode "
-                                       f"on); pg_advisor does not fight it"))
-    out.extend(Blocker("cluster", b) for b in
-               cluster_blockers(snap, MOVE_FLAGS + ("noautoscale",), pg_states=not half_sent))
-    rule = snap.rules.get(pool.crush_rule)
-    if rule is not None:     # the OSDs the pool's rule can use, down but still in
-        o = snap.osds
-        down = np.flatnonzero((rule_weights(snap, rule) > 0) & ~o.up).tolist()
-        if down:
-            more = f" (and {len(down) - 1} more)" if len(down) > 1 else ""
-            out.append(Blocker("osd_down",
-                               f"osd.{down[0]} is down and in{more}: pool {pool.name} maps onto it"))
-    if not in_window(p, now):
-        out.append(Blocker("window", f"outside the window {p.window_begin}-{p.window_end}"
-                                     + (f" on {p.window_days}" if p.window_days else "")))
-    return out
-
-
-def backfill_load(snap: Snapshot) -> np.ndarray:
-    """Per OSD: PGs backfilling or waiting to, into or out of it."""
-    n = snap.osds.count
-    load = np.zeros(n, np.int64)
-    pgs = snap.pgs
-    if pgs is None:
-        return load
-    for i in np.flatnonzero(["backfill" in s for s in pgs.state]).tolist():
-        osds = set(pgs.up[i].tolist()) ^ set(pgs.acting[i].tolist())   # the ends that move
-        for o in osds:
-            if 0 <= o < n:
-                load[o] += 1
-    return load
-
-
-def backfills(snap: Snapshot) -> Tuple[int, int]:
-    """(the OSD with the most, how many) PGs backfilling or waiting to, into or out of it."""
-    if snap.pgs is None:
-        return -1, 0
-    load = backfill_load(snap)
-    o = int(np.argmax(load)) if load.size else -1
-    return o, int(load[o]) if load.size else 0
-
-
-def step_done(pool: Pool, step: PlanStep) -> bool:
-    return (pool.pg_num, pool.pgp_num, pool.pg_num_target, pool.pgp_num_target) == \
-        (step.pg_num, step.pgp_num, step.pg_num, step.pgp_num)
-
-
-def targets_shown(pool: Pool, step: PlanStep) -> bool:
-    """The cluster already has the step's targets (it was sent before a failover)."""
-    return (pool.pg_num_target, pool.pgp_num_target) == (step.pg_num, step.pgp_num)
-
-
-def _set(step: PlanStep, var: str, val: int) -> Command:
-    return {"prefix": "osd pool set", "pool": step.pool, "var": var, "val": str(val)}
-
-
-def pgp_at_once(step: PlanStep) -> List[Command]:
-    """pgp_num's target and actual together: the mon takes the whole step in one epoch
-    instead of stepping it itself, so what goes with it (pins, pg_temps) lands with it."""
-    return [_set(step, "pgp_num", step.pgp_num), _set(step, "pgp_num_actual", step.pgp_num)]
-
-
-def commands(step: PlanStep) -> List[Command]:
-    """Targets for Ceph's own stepping. Setting pg_num drags pgp_num's target along when
-    the two are equal, so pgp_num is set right after it, back to the step's value."""
-    if step.kind == "pg_num":
-        return [_set(step, "pg_num", step.pg_num), _set(step, "pgp_num", step.pgp_num)]
-    return [_set(step, "pgp_num", step.pgp_num)]
-
-
-def _acting(snap: Snapshot, pool: Pool) -> Dict[int, List[int]]:
-    """Placement seed -> the OSDs that hold the PG's data now (complete sets only)."""
-    pgs = snap.pgs
-    if pgs is None:
-        return {}
-    sel = np.flatnonzero(pgs.pool == pool.id)
-    rows = pgs.acting[sel][:, :pool.size]
-    whole = (rows >= 0).sum(axis=1) == pool.size
-    return {int(ps): row for ps, row, ok in zip(pgs.ps[sel].tolist(), rows.tolist(), whole.tolist()) if ok}
-
-
-def pins(snap: Snapshot, step: PlanStep, from_pgp: int) -> Dict[str, List[Tuple[int, int]]]:
-    """For each PG that pgp_num from_pgp -> step.pgp_num remaps, the items that keep it on
-    the OSDs that hold its data: the acting set where the PG stats have it, else where
-    the PG maps at from_pgp. The same answer before the pgp_num change and after it (a
-    failover between the two resends exactly these)."""
-    pool = snap.pool_by_name(step.pool)
-    placer = Placer.of(snap)
-    was = placer.map_pool(pool, pool.pg_num, from_pgp)
-    _, raw = placer.crush_sets(pool, pool.pg_num, step.pgp_num)
-    acting = _acting(snap, pool)
-    items: Dict[str, List[Tuple[int, int]]] = {}
-    replicated = pool.type == "replicated"
-    for r in range(was.up.shape[0]):
-        want = acting.get(int(was.ps[r]), was.up_list(r))
-        try:
-            pairs = build_items(raw[r].tolist(), want, replicated, placer.weight)
-        except NotExpressible:
-            continue     # it moves, within the step's budget like an unpinned step's PGs
-        if pairs:
-            items[was.pgid(r)] = pairs
-    return items
-
-
-def pin_commands(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[Command]:
-    """pgp_num at once (target and actual) and the pins. Sent together they land in one
-    map epoch: the mon checks the items against the map with the new pgp_num, and no PG
-    sees a new up set."""
-    return pgp_at_once(step) + mon_commands(pins(snap, step, from_pgp))
-
-
-def remapped(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[str]:
-    """The PGs whose up set pgp_num from_pgp -> step.pgp_num changes (items applied)."""
-    pool = snap.pool_by_name(step.pool)
-    placer = Placer.of(snap)
-    was = placer.map_pool(pool, pool.pg_num, from_pgp)
-    new = placer.map_pool(pool, pool.pg_num, step.pgp_num)
-    return [was.pgid(int(r)) for r in np.flatnonzero((was.up != new.up).any(axis=1))]
-
-
-def primed_pgp_commands(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[Command]:
-    """pgp_num at once (target and actual), with a pg_temp for each PG it remaps onto the
-    OSDs that hold its data (at most PRIME_MAX), sent together for one map epoch. The mon
-    primes pg_temp for OSD and CRUSH changes, not for pgp_num: unprimed, a remapped PG's
-    primary moves to an OSD without its data and back an epoch later, and an OSD that stops
-    being a PG's primary drops the client ops in flight there without telling the client,
-    which waits objecter_timeout (10 s) to ask for a newer map."""
-    temps = list(primes(snap, remapped(snap, step, from_pgp)).items())[:PRIME_MAX]
-    return [{"prefix": "osd pg-temp", "pgid": k, "id": v} for k, v in temps] + pgp_at_once(step)
-
-
-def pins_shown(snap: Snapshot, pool: Pool, step: PlanStep, from_pgp: int) -> bool:
-    """A pinned step is in the cluster only when its pgp_num (target and actual) and every
-    one of its pins are: a failover between the pgp_num change and the pins must resend
-    the pins, or those PGs move outside the budget."""
-    if not targets_shown(pool, step) or pool.pgp_num != step.pgp_num:
-        return False
-    return not unkept(pins(snap, step, from_pgp), snap.pg_upmap_items)
-
-
-def pgs_bytes(snap: Snapshot, pgids: Sequence[str]) -> Optional[int]:
-    """Bytes the PG stats give those PGs (None without stats): what a round sets moving."""
-    pgs = snap.pgs
-    if pgs is None:
-        return None
-    return int(pgs.bytes[pgs.rows_of(pgids)].sum())
 
 
 class Executor:
@@ -614,7 +420,7 @@ class Executor:
         elif step.kind == "pgp_num" and prime:
             cmds = primed_pgp_commands(snap, step, self._from_pgp(st, step))
         else:
-            cmds = commands(step)
+            cmds = target_commands(step)
         unpinned, unprimed = [], []
         for cmd, (rc, err) in zip(cmds, burst(cmds)):
             if rc != 0 and cmd["prefix"] == "osd pg-temp":    # only the priming is lost

@@ -1,5 +1,5 @@
 """When the cluster may be changed at all: the conditions every action checks first."""
-from typing import Iterable, List
+from typing import Iterable, List, Optional
 
 import numpy as np
 
@@ -27,6 +27,16 @@ def cluster_blockers(snap: Snapshot, flags: Iterable[str] = MOVE_FLAGS,
         if bad:
             out.append(f"{len(bad)} PGs are not active and whole (e.g. {bad[0]})")
     return out
+
+
+def balancer_conflict(balancer_active: bool, doing: str, why: str = "") -> Optional[str]:
+    """The one rule towards Ceph's own balancer: while it is active pg_advisor sets no upmap
+    items (each would undo the other's); `doing` what is refused, `why` what it would do to
+    that. None when the balancer is off."""
+    if not balancer_active:
+        return None
+    return (f"the built-in balancer is active{why}: pg_advisor does not fight it, {doing} "
+            f"(`ceph balancer off` hands balancing over)")
 
 
 def misplaced_ratio(snap: Snapshot) -> float:

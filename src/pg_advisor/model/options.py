@@ -154,7 +154,7 @@ def minutes(hhmm: str, name: str) -> int:
 def check_window(begin: str, end: str, days: str) -> None:
     """Refuse a malformed time window. Not part of coerce(): in the mgr an option that
     fails coerce() falls back to its default, and the default window is all day: a plan
-    must stop on a bad window instead (executor.check_pacing), not run around the clock."""
+    must stop on a bad window instead (execute/pacing.py check_pacing), not run around the clock."""
     minutes(begin, "window_begin")
     minutes(end, "window_end")
     weekdays(days)

@@ -7,7 +7,8 @@ import pytest
 
 from pg_advisor.crush import placement
 from pg_advisor.model import snapshot
-from pg_advisor.execute.executor import Executor, Pacing
+from pg_advisor.execute.executor import Executor
+from pg_advisor.execute.pacing import Pacing
 from pg_advisor.execute.steps import StepPlanner, Throttles, balance_step
 from pg_advisor.execute.plan_state import Source
 

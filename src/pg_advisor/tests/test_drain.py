@@ -112,7 +112,7 @@ def test_drain_beside_a_plan_or_the_builtin_balancer_changes_nothing(dumps: Dict
     opts = make({})
     with pytest.raises(AdvisorError) as e:
         drv.drain(ceph.snap(), opts, 0.05, "osd.0", False, 0.0, balancer_active=True)
-    assert e.value.code == -16 and ceph.sent == []
+    assert e.value.code == -16 and "`ceph balancer off`" in e.value.message and ceph.sent == []
     drv.drain(ceph.snap(), opts, 0.05, "osd.1", False, 0.0)
     with pytest.raises(AdvisorError) as e:
         drv.drain(ceph.snap(), opts, 0.05, "osd.0", False, 1.0)

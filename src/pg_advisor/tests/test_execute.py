@@ -10,7 +10,8 @@ import pytest
 from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.errors import AdvisorError
-from pg_advisor.execute.executor import Executor, check_pacing, in_window
+from pg_advisor.execute.executor import Executor
+from pg_advisor.execute.pacing import check_pacing, in_window
 from pg_advisor.execute.steps import StepPlanner
 from pg_advisor.analysis.whatif import Change, simulate
 from pg_advisor.model.units import human_bytes

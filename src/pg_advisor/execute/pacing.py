@@ -1,0 +1,102 @@
+"""When a plan may take its next step: the window, the interval, the misplaced budget,
+the backfills per OSD, and what blocks a step (the cluster, down OSDs, Ceph's own
+balancer and pg_autoscaler), as sentences."""
+import datetime
+from dataclasses import dataclass
+from typing import List, NamedTuple, Tuple
+
+import numpy as np
+
+from ..model.distribution import rule_weights
+from ..model.options import WEEKDAYS, BalanceMode, check_window, minutes, weekdays
+from ..model.snapshot import Pool, Snapshot
+from .gates import MOVE_FLAGS, balancer_conflict, cluster_blockers
+
+
+@dataclass(frozen=True)
+class Pacing:
+    misplaced_max: float       # misplaced fraction allowed in flight (option misplaced_budget)
+    interval: float            # seconds at least between two steps
+    window_begin: str          # "HH:MM"
+    window_end: str            # "HH:MM" (before begin: the window spans midnight)
+    window_days: str           # "" (every day) or e.g. "mon,tue,sat"
+    balancer_active: bool = False   # Ceph's own balancer runs: no upmap items from us
+    balance_mode: BalanceMode = BalanceMode.PGS     # what balance rounds even out
+    max_backfills: int = 0          # PGs backfilling into or out of one OSD (0: no limit)
+    prime: bool = False             # pg_temps with items and pgp_num steps (priming.py)
+
+
+def check_pacing(p: Pacing) -> None:
+    """Refuse a malformed window with a sentence (the mon cannot check these strings)."""
+    check_window(p.window_begin, p.window_end, p.window_days)
+
+
+def in_window(p: Pacing, now: float) -> bool:
+    t = datetime.datetime.fromtimestamp(now)
+    days = weekdays(p.window_days)
+    if days and WEEKDAYS[t.weekday()] not in days:
+        return False
+    begin, end = minutes(p.window_begin, "window_begin"), minutes(p.window_end, "window_end")
+    cur = t.hour * 60 + t.minute
+    if begin == end:
+        return True
+    return begin <= cur < end if begin < end else (cur >= begin or cur < end)
+
+
+class Blocker(NamedTuple):
+    kind: str      # "conflict" (Ceph's balancer or pg_autoscaler), "cluster", "osd_down", "window"
+    text: str      # a sentence, health-worthy
+
+
+def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float, upmaps: bool = False,
+             half_sent: bool = False, pg_num: bool = True) -> List[Blocker]:
+    """Conditions under which no step is taken; `upmaps`: the step sets pg-upmap-items;
+    `half_sent`: the rest of a step a failover interrupted, which PGs made unwell by its
+    first half must not hold back; `pg_num`: the step changes pg_num or pgp_num (the
+    pg_autoscaler's business; items are not)."""
+    out: List[Blocker] = []
+    conflict = balancer_conflict(upmaps and p.balancer_active,
+                                 "no upmap items from this step (or set split_pinning false)")
+    if conflict:
+        out.append(Blocker("conflict", conflict))
+    if pg_num and pool.autoscale_mode == "on":
+        out.append(Blocker("conflict", f"pool {pool.name}: pg_autoscaler manages it (pg_autoscale_mode "
+                                       f"on); pg_advisor does not fight it"))
+    out.extend(Blocker("cluster", b) for b in
+               cluster_blockers(snap, MOVE_FLAGS + ("noautoscale",), pg_states=not half_sent))
+    rule = snap.rules.get(pool.crush_rule)
+    if rule is not None:     # the OSDs the pool's rule can use, down but still in
+        o = snap.osds
+        down = np.flatnonzero((rule_weights(snap, rule) > 0) & ~o.up).tolist()
+        if down:
+            more = f" (and {len(down) - 1} more)" if len(down) > 1 else ""
+            out.append(Blocker("osd_down",
+                               f"osd.{down[0]} is down and in{more}: pool {pool.name} maps onto it"))
+    if not in_window(p, now):
+        out.append(Blocker("window", f"outside the window {p.window_begin}-{p.window_end}"
+                                     + (f" on {p.window_days}" if p.window_days else "")))
+    return out
+
+
+def backfill_load(snap: Snapshot) -> np.ndarray:
+    """Per OSD: PGs backfilling or waiting to, into or out of it."""
+    n = snap.osds.count
+    load = np.zeros(n, np.int64)
+    pgs = snap.pgs
+    if pgs is None:
+        return load
+    for i in np.flatnonzero(["backfill" in s for s in pgs.state]).tolist():
+        osds = set(pgs.up[i].tolist()) ^ set(pgs.acting[i].tolist())   # the ends that move
+        for o in osds:
+            if 0 <= o < n:
+                load[o] += 1
+    return load
+
+
+def backfills(snap: Snapshot) -> Tuple[int, int]:
+    """(the OSD with the most, how many) PGs backfilling or waiting to, into or out of it."""
+    if snap.pgs is None:
+        return -1, 0
+    load = backfill_load(snap)
+    o = int(np.argmax(load)) if load.size else -1
+    return o, int(load[o]) if load.size else 0
