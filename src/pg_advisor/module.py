@@ -12,17 +12,13 @@ import json
 import threading
 import time
 import traceback
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from mgr_module import CLIReadCommand, CLIWriteCommand, MgrModule, Option
 
 from .analysis.status import status_of
-from .balance.report import misplaced_copies, proposal_json, unkept
-from .crush.upmap import map_mismatches
 from .execute.driver import Driver
-from .execute.gates import balancer_conflict, cluster_blockers
 from .execute.plan_state import ACTIVE, Status
-from .execute.rounds import balance_round
 from .commands import table
 from .commands.answers import Inputs, answer
 from .model import options, snapshot
@@ -293,42 +289,21 @@ class Module(MgrModule):
     def balancer_active(self) -> bool:
         return str(self.get_module_option_ex("balancer", "active", False)).lower() in ("true", "1")
 
-    def _refuse_to_balance(self, snap: snapshot.Snapshot) -> Optional[str]:
-        """Why balancing must not start now, or None."""
-        why = [balancer_conflict(self.balancer_active(), "no balancing")] + cluster_blockers(snap)
-        return next((w for w in why if w), None)
-
     def _act_balance(self, v: table.Values) -> Report:
         """One bounded batch of pg-upmap-items toward each OSD's share (or only its dry run):
         one round, as the background's, within the misplaced budget."""
         opts = self.current_options()
         # (table.check held --max-items to the option's bound: one round stays small)
         items = v["max_items"] if v["max_items"] is not None else opts.balance_max_items
-        snap = self._snapshot_to_act(v)
-        rnd = balance_round(snap, [v["pool"]] if v["pool"] else None, items,
-                            v["mode"].value if v["mode"] is not None else opts.balance_mode,
-                            misplaced_copies(snap, self.cluster_ratio()), opts.balance_min_gain)
-        report = proposal_json(rnd.proposal)
-        dry = bool(v["dry_run"])
-        report["dry_run"] = dry
-        if not dry:
-            self.driver.check_idle("balancing")
-            why = self._refuse_to_balance(snap)
-            if why:
-                raise AdvisorError(-errno.EBUSY, f"not balancing: {why}")
-            failed = rnd.apply(self.burst, self.current_options().prime_pg_temp).messages()
-            # the mon acknowledges an item that breaks the rule and drops it: check the map,
-            # and that it puts each PG where its items were meant to
-            self._wait_for_map(snap.epoch)
-            kept = snapshot.load_upmaps(self.get("osd_map"))[1]
-            lost = unkept(rnd.taken(), kept)
-            failed += [f"{pgid}: the mon did not keep the items" for pgid in lost]
-            want = {k: v for k, v in rnd.wanted().items() if k not in lost}
-            bad = map_mismatches(snap, want, self.mon_up_sets(snap, sorted(want)))
-            failed += [f"{pgid}: {why}" for pgid, why in sorted(bad.items())]
-            report["applied"], report["failed"] = len(rnd.items) - len(failed), failed
-            report["mismatched"] = len(bad)
-        return report
+        return self.driver.balance(self._snapshot_to_act(v), opts, self.cluster_ratio(),
+                                   [v["pool"]] if v["pool"] else None, items, v["mode"] or opts.balance_mode,
+                                   bool(v["dry_run"]), self.burst, self.balancer_active(), self._items_after)
+
+    def _items_after(self, epoch: int) -> Mapping[str, Sequence[Tuple[int, int]]]:
+        """The upmap items in the mgr's first OSDMap newer than `epoch` (or its newest, after
+        MAP_WAIT): what the mon kept of those just set."""
+        self._wait_for_map(epoch)
+        return snapshot.load_upmaps(self.get("osd_map"))[1]
 
     # -- execution -----------------------------------------------------------------------------
 

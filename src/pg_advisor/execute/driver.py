@@ -5,24 +5,25 @@ No mgr calls here: the module hands in a snapshot, the options, and functions to
 mon command and to read and write the mgr store.
 """
 import threading
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..analysis.plan import pg_num_plan
 from ..balance.drain import describe, drain_json, drain_plan
 from ..balance.remapped import SKIP_SHOWN, Pins, pin_remapped, pins_report
-from ..balance.report import items_json, propose
+from ..balance.report import items_json, misplaced_copies, proposal_json, propose, unkept
+from ..crush.upmap import map_mismatches
 from ..model.distribution import object_copies
 from ..model.errors import AdvisorError
 from ..model.limits import check_pg_num
-from ..model.options import Options
+from ..model.options import BalanceMode, Options
 from ..model.snapshot import Snapshot
 from ..sizing.sizer import Sizer
 from .executor import Executor, Send
 from .pacing import Pacing, check_pacing
-from .gates import balancer_conflict, misplaced_ratio
+from .gates import balancer_conflict, cluster_blockers, misplaced_ratio
 from .plan_state import ACTIVE, Source, Status
 from .plan_store import PlanStore
-from .rounds import Burst, set_full, set_items
+from .rounds import Burst, balance_round, set_full, set_items
 from .steps import PlanStep, StepPlanner, Throttles, balance_step
 
 AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a new plan
@@ -138,6 +139,35 @@ class Driver:
                 out["plan"] = self.executor.start(steps, pools, Source.APPLY, now).id
             return out
 
+    def balance(self, snap: Snapshot, opts: Options, cluster_ratio: float, pools: Optional[List[str]],
+                max_items: int, mode: BalanceMode, dry_run: bool, burst: Burst, balancer_active: bool,
+                items_after: Callable[[int], Mapping[str, Sequence[Tuple[int, int]]]]) -> Dict[str, Any]:
+        """One bounded round of pg-upmap-items toward each OSD's share (or its dry run), as
+        the background's, within the misplaced budget; then what the mon kept of it
+        (`items_after(epoch)`: the items in the first map after the snapshot's) and where
+        the map puts the PGs it moved."""
+        rnd = balance_round(snap, pools, max_items, mode, misplaced_copies(snap, cluster_ratio),
+                            opts.balance_min_gain)
+        report = dict(proposal_json(rnd.proposal), dry_run=dry_run)
+        if dry_run:
+            return report
+        with self.lock:
+            self.check_idle("balancing")
+            why = [balancer_conflict(balancer_active, "no balancing")] + cluster_blockers(snap)
+            refused = next((w for w in why if w), None)
+            if refused:
+                raise AdvisorError.busy(f"not balancing: {refused}")
+            failed = rnd.apply(burst, opts.prime_pg_temp).messages()
+            # the mon acknowledges an item that breaks the rule and drops it: check the map,
+            # and that it puts each PG where its items were meant to
+            lost = unkept(rnd.taken(), items_after(snap.epoch))
+            failed += [f"{pgid}: the mon did not keep the items" for pgid in lost]
+            want = {k: v for k, v in rnd.wanted().items() if k not in lost}
+            bad = map_mismatches(snap, want, self.executor.up_sets(snap, sorted(want)))
+            failed += [f"{pgid}: {why}" for pgid, why in sorted(bad.items())]
+            report.update(applied=len(rnd.items) - len(failed), failed=failed, mismatched=len(bad))
+            return report
+
     def pin_remapped(self, snap: Snapshot, opts: Options, cluster_ratio: float, dry_run: bool,
                      burst: Burst, now: float, balancer_active: bool = False) -> Dict[str, Any]:
         """Pin every remapped PG onto the OSDs with its data (balance/remapped.py), then start the
@@ -183,8 +213,8 @@ class Driver:
         self._pinned_at = snap.epoch     # maps up to this one do not show the pins yet
         self._pins_want = {k: pins.want[k] for k in done}
         self.pins_verified = None
-        self.executor._log(now, "pin", f"{len(done)} remapped PGs pinned onto their data"
-                           + (f", {len(failed)} refused" if failed else ""))
+        self.executor.log(now, "pin", f"{len(done)} remapped PGs pinned onto their data"
+                          + (f", {len(failed)} refused" if failed else ""))
         self.executor.save()
         return out
 
@@ -207,7 +237,7 @@ class Driver:
             steps = [balance_step(t.pool, t.pool.pg_num, t.pool.pgp_num, shards, copies) for t in touched]
             st = self.executor.start(steps, [t.pool for t in touched], Source.DRAIN, now, drain=osds)
             what = f"{describe(osds)}: {plan.replicas} replicas in {len(touched)} pools to move"
-            self.executor._log(now, "drain", what)
+            self.executor.log(now, "drain", what)
             self.executor.save()
             out["plan"] = st.id
             return out
@@ -220,7 +250,7 @@ class Driver:
                 self.store.clear()
                 self.error = None
                 self.executor.state = None
-                self.executor._log(now, "abort", f"cleared a stored plan that could not be read: {why}")
+                self.executor.log(now, "abort", f"cleared a stored plan that could not be read: {why}")
                 self.executor.save()
                 return "cleared the stored plan that could not be read (a copy is kept in exec_corrupt)"
             return self.executor.abort(snap, send, now)

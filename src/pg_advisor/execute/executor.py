@@ -95,7 +95,7 @@ class Executor:
                             "expect": [p.pg_num_target, p.pgp_num_target]}
                    for p in pools},
             last_step_at=now if hold else None, drain=[int(x) for x in drain])
-        self._log(now, "start", f"{len(steps)} steps: " + "; ".join(
+        self.log(now, "start", f"{len(steps)} steps: " + "; ".join(
             f"{n} pg_num {p['start']} -> {p['goal']}" for n, p in sorted(self.state.pools.items())))
         self.save()
         return self.state
@@ -111,7 +111,7 @@ class Executor:
         if st.status == Status.PAUSED:
             raise AdvisorError.invalid(f"plan {st.id} is already paused")
         st.status = Status.PAUSED
-        self._log(now, "pause", "no new step until resume; a step in flight finishes in Ceph")
+        self.log(now, "pause", "no new step until resume; a step in flight finishes in Ceph")
         self.save()
 
     def resume(self, now: float) -> None:
@@ -119,7 +119,7 @@ class Executor:
         if st.status != Status.PAUSED:
             raise AdvisorError.invalid(f"plan {st.id} is not paused")
         st.status = Status.RUNNING
-        self._log(now, "resume", "")
+        self.log(now, "resume", "")
         self.save()
 
     def abort(self, snap: Snapshot, send: Send, now: float) -> str:
@@ -146,7 +146,7 @@ class Executor:
         st.status = Status.ABORTED
         st.blockers, st.conflicts, st.waiting = [], [], None     # nothing waits any more
         summary = "; ".join(notes)
-        self._log(now, "abort", summary)
+        self.log(now, "abort", summary)
         self.save()
         return summary
 
@@ -184,7 +184,7 @@ class Executor:
     def _stop(self, st: PlanState, why: str, now: float) -> None:
         st.status, st.stopped_why = Status.STOPPED, why[:REASON_MAX]
         st.blockers, st.conflicts, st.waiting = [], [], None
-        self._log(now, "stop", f"{why}; no command is sent to it; `abort` ends the plan")
+        self.log(now, "stop", f"{why}; no command is sent to it; `abort` ends the plan")
 
     # -- the tick -------------------------------------------------------------------------------
 
@@ -207,7 +207,7 @@ class Executor:
             if st.phase == Phase.ISSUING and self._shown(st, snap, pool, step):
                 st.phase = Phase.ISSUED       # sent before a failover: do not send it again
                 self._issued(st, step, now)
-                self._log(now, "recovered", f"step {st.next + 1} was already sent")
+                self.log(now, "recovered", f"step {st.next + 1} was already sent")
             if st.phase == Phase.ISSUED:
                 if not step_done(pool, step):
                     st.waiting = (f"Ceph is at pg_num {pool.pg_num}, pgp_num {pool.pgp_num} "
@@ -237,12 +237,12 @@ class Executor:
         else:
             st.status = Status.DONE
             st.waiting = None
-            self._log(now, "finish", f"all {len(st.steps)} steps done")
+            self.log(now, "finish", f"all {len(st.steps)} steps done")
         self.save()
 
     def _advance(self, st: PlanState, step: PlanStep, now: float, how: str = "") -> None:
         """The current step is done: log it and make the next one current."""
-        self._log(now, "done", f"step {st.next + 1}/{len(st.steps)}: {step.describe()}{how}")
+        self.log(now, "done", f"step {st.next + 1}/{len(st.steps)}: {step.describe()}{how}")
         st.next, st.phase, st.last_step_at, st.rounds = st.next + 1, Phase.IDLE, now, 0
         st.attempts, st.retry_at, st.last_error = 0, None, None
 
@@ -293,7 +293,7 @@ class Executor:
         st.attempts += 1
         st.last_error = error[:REASON_MAX]
         st.retry_at = now + min(RETRY_MAX_DELAY, 5.0 * 2 ** (st.attempts - 1))
-        self._log(now, "retry", f"step {st.next + 1} attempt {st.attempts} failed: {error}")
+        self.log(now, "retry", f"step {st.next + 1} attempt {st.attempts} failed: {error}")
 
     def _balance_round(self, st: PlanState, snap: Snapshot, step: PlanStep, pacing: Pacing,
                        burst: Burst, now: float) -> bool:
@@ -336,10 +336,10 @@ class Executor:
         st.round = {"epoch": snap.epoch, "items": taken, "want": rnd.proposal.wanted(taken)}
         items = rnd.items
         moved = pgs_bytes(snap, list(items))
-        self._log(now, "round", f"step {st.next + 1}: {len(items)} PGs, {r.moves} moves"
-                                + (f", {human_bytes(moved)} in those PGs" if moved is not None else "")
-                                + (f", {sent.primed} primed" if sent.primed else "")
-                                + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
+        self.log(now, "round", f"step {st.next + 1}: {len(items)} PGs, {r.moves} moves"
+                 + (f", {human_bytes(moved)} in those PGs" if moved is not None else "")
+                 + (f", {sent.primed} primed" if sent.primed else "")
+                 + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
         if failed:
             self._failed(st, f"{len(failed)} of {len(items)} items refused, e.g. {failed[0]}", now)
         return True
@@ -374,8 +374,8 @@ class Executor:
                 del st.full_pins[k]
         st.last_step_at = now
         failed = sent.messages()
-        self._log(now, "unpin", f"step {st.next + 1}: {len(take) - len(failed)} pinned pg-upmaps removed"
-                                + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
+        self.log(now, "unpin", f"step {st.next + 1}: {len(take) - len(failed)} pinned pg-upmaps removed"
+                 + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
         if failed:
             self._failed(st, f"{len(failed)} of {len(take)} pg-upmap removals refused, e.g. {failed[0]}", now)
         return True
@@ -407,8 +407,8 @@ class Executor:
             st.mismatched += len(bad)
             shown = [f"{k}: {v}" for k, v in sorted(bad.items())]
             st.mismatch_detail = (st.mismatch_detail + shown)[-MISMATCH_SHOWN:]
-            self._log(now, "mismatch", f"{len(bad)} of the {len(want)} PGs of the {what} are not where "
-                                       f"their items put them, e.g. {shown[0]}")
+            self.log(now, "mismatch", f"{len(bad)} of the {len(want)} PGs of the {what} are not where "
+                     f"their items put them, e.g. {shown[0]}")
         return bad
 
     def _issue(self, st: PlanState, snap: Snapshot, step: PlanStep, burst: Burst, now: float,
@@ -432,16 +432,16 @@ class Executor:
                 self._failed(st, f"{cmd['var']} {cmd['val']}: {err.strip() or f'error {rc}'}", now)
                 return
         if unpinned:
-            self._log(now, "unpinned", f"{len(unpinned)} pins refused, e.g. {unpinned[0]}")
+            self.log(now, "unpinned", f"{len(unpinned)} pins refused, e.g. {unpinned[0]}")
         if unprimed:
-            self._log(now, "unprimed", f"{len(unprimed)} pg-temps refused, e.g. {unprimed[0]}")
+            self.log(now, "unprimed", f"{len(unprimed)} pg-temps refused, e.g. {unprimed[0]}")
         st.phase = Phase.ISSUED
         self._issued(st, step, now)
         primed = sum(1 for c in cmds if c["prefix"] == "osd pg-temp") - len(unprimed)
         pinned = sum(1 for c in cmds if c["prefix"] == "osd pg-upmap-items") - len(unpinned)
-        self._log(now, "issue", f"step {st.next + 1}/{len(st.steps)}: {step.describe()}"
-                                + (f", {primed} primed" if primed else "")
-                                + (f", {pinned} pinned" if step.pin else ""))
+        self.log(now, "issue", f"step {st.next + 1}/{len(st.steps)}: {step.describe()}"
+                 + (f", {primed} primed" if primed else "")
+                 + (f", {pinned} pinned" if step.pin else ""))
 
     @staticmethod
     def _issued(st: PlanState, step: PlanStep, now: float) -> None:
@@ -485,7 +485,8 @@ class Executor:
             raise AdvisorError.not_found(f"no plan is {' or '.join(statuses)}")
         return self.state
 
-    def _log(self, now: float, event: str, detail: str) -> None:
+    def log(self, now: float, event: str, detail: str) -> None:
+        """An event in the plan history (`ceph pg-advisor history`), kept with the plan."""
         plan = self.state.id if self.state else None
         self.history.append({"time": now, "plan": plan, "event": event, "detail": detail[:DETAIL_MAX]})
         del self.history[:-HISTORY_MAX]

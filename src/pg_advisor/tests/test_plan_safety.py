@@ -264,7 +264,7 @@ def test_a_long_plan_is_kept_in_small_entries_and_read_back(dumps: Dict[str, Any
     steps = [balance_step(rbd, rbd.pg_num, rbd.pgp_num, i, 0.5) for i in range(1, 2001)]
     d = Driver(kv.load, kv.save, 0.0)
     for i in range(300):
-        d.executor._log(float(i), "round", "x" * 1000)      # a long history too
+        d.executor.log(float(i), "round", "x" * 1000)      # a long history too
     d.executor.start(steps, [rbd], Source.APPLY, 0.0)
     assert len(kv.kv) > 3 and all(len(v) <= ENTRY_MAX for v in kv.kv.values())
     d2 = Driver(kv.load, kv.save, 1.0)                       # a new mgr
