@@ -23,6 +23,7 @@ from ..model.constants import CRUSH_ITEM_NONE
 from ..model.distribution import rule_weights, unreachable, up_counts
 from ..model.errors import AdvisorError
 from ..model.snapshot import Pool, Snapshot
+from .budget import Budget, Stop
 
 EPS = 1e-9
 FIRST = 1e3     # ranks the OSDs that fix a bound unit before all others
@@ -311,21 +312,9 @@ class Balancer:
                  pools: Optional[List[str]] = None, copies_max: Optional[float] = None,
                  drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None) -> None:
         self.snap = snap
-        # per OSD: PGs the run may still move into or out of it (None: no limit); a move
-        # past it ends the run, as the misplaced budget does
-        self.osd_room = None if osd_room is None else np.array(osd_room, dtype=np.int64)
-        self.room_stopped = False
         # OSDs to empty (`drain`): no share and never a destination, so every replica on
         # them is excess the moves take off
         self.drain = np.array(sorted(set(drain)), dtype=np.int64)
-        # object copies the moves may misplace (None: no limit); each move misplaces the
-        # PG's objects once
-        self.copies_max = copies_max
-        # when nothing is misplaced, the first move is made even if it alone passes the
-        # budget (as Ceph's balancer and pgp_num stepping do): otherwise a pool of few big
-        # PGs (one PG split in two) would never move at all
-        self.first_free = copies_max is not None and snap.misplaced_objects == 0
-        self.misplaced = 0.0
         self.width = 128      # candidates examined per move: the most promising ones
         self._look: Optional[_Look] = None      # the last push's window (see _Look)
         self._col = np.full(snap.osds.count, -1, dtype=np.int64)
@@ -354,16 +343,14 @@ class Balancer:
         for st in self.states:
             st.built = self._built
         self._sum_total()
-        self.left = 0          # moves the current run may still make (a group moved at once: one)
-        self.stopped = False   # the move, misplaced or work budget ran out
         # the work so far (see WORK_MAX): the states' cost, CRUSH's where this run mapped
         # the pools (a placer that mapped them before, as the mgr's between changes, did it)
         self.built_cost = ((self.placer.work.draws - crush.draws) * DRAW_COST
                            + (self.placer.work.replicas - crush.replicas) * CRUSH_REPLICA_COST
                            + sum(st.up.size for st in self.states) * STATE_REPLICA_COST
                            + len(self.states) * STATE_POOL_COST)
-        self.work = self.built_cost
-        self.work_stopped = False
+        self.budget = Budget(copies_max, copies_max is not None and snap.misplaced_objects == 0,
+                             osd_room, self.built_cost)
         self.lb = 0
 
     def _sum_total(self) -> None:
@@ -452,7 +439,7 @@ class Balancer:
         if look is not None and look.still(st, src):
             # the window the last look found its move in, as a fresh look would see it
             mv = self._choose(look, take, cost)
-            if mv is not None or self.work_stopped:
+            if mv is not None or self._work_stopped:
                 return mv
         if not (take & st.allowed).any():
             return None
@@ -463,7 +450,7 @@ class Balancer:
                 self._look.release()
             look = self._look = _Look(st, src, rows, self._col)
             mv = self._choose(look, take, cost)
-            if mv is not None or self.work_stopped:
+            if mv is not None or self._work_stopped:
                 return mv
         return None
 
@@ -554,13 +541,22 @@ class Balancer:
         i = int(np.argmax(score))
         return int(rows[i]), int(owners[i])
 
+    @property
+    def stopped(self) -> bool:
+        return self.budget.stopped
+
+    @property
+    def _work_stopped(self) -> bool:
+        return self.budget.stop is Stop.WORK
+
     def _spend(self, pairs: int) -> bool:
         """Count `pairs` legality checks, and the rows turned into arrays since the last
         call; False (and the run stops) past WORK_MAX."""
-        self.work += pairs + self._built[0]
+        b = self.budget
+        b.work += pairs + self._built[0]
         self._built[0] = 0
-        if self.work > WORK_MAX and not self.work_stopped:
-            self.stopped = self.work_stopped = True
+        if b.work > WORK_MAX and not self._work_stopped:
+            b.halt(Stop.WORK)
             # the figures that made the run long, as they are: not a guess at the cause
             moved = int(sum(((st.up != st.start) & (st.start >= 0)).sum() for st in self.states))
             per_osd = max((float(st.counts.sum()) / max(int(st.allowed.sum()), 1) for st in self.states),
@@ -570,14 +566,9 @@ class Balancer:
                               f"checks; {moved:,} replica moves made; the largest pool holds "
                               f"{per_osd:,.0f} PGs per OSD it may use): the items are a partial "
                               f"answer, and another run continues from them")
-        return not self.work_stopped
+        return not self._work_stopped
 
-    def affordable(self, objects: float) -> bool:
-        """May moves that misplace `objects` more object copies still be made?"""
-        return (self.copies_max is None or self.misplaced + objects <= self.copies_max
-                or (self.first_free and self.misplaced == 0))
-
-    def _apply(self, st: PoolState, row: int, src: int, dst: int) -> bool:
+    def apply_move(self, st: PoolState, row: int, src: int, dst: int) -> bool:
         """Make the move unless a budget forbids it (then the run stops)."""
         return self._apply_all(st, row, [(src, dst)])
 
@@ -585,26 +576,12 @@ class Balancer:
         """Make one PG's moves together, or none if a budget forbids them (then the run
         stops): a group's moves are legal only all at once. The move budget counts one PG's
         item list as one, however many replicas it moves."""
-        if self.stopped:
+        if not self.budget.charge(float(st.objects[row]) * len(moves), [o for m in moves for o in m]):
             return False
-        objs = float(st.objects[row]) * len(moves)
-        if not self.affordable(objs):
-            self.stopped = True
-            return False
-        if self.osd_room is not None:
-            ends = np.bincount([o for m in moves for o in m], minlength=self.osd_room.size)
-            if (ends[:self.osd_room.size] > self.osd_room).any():
-                self.stopped = self.room_stopped = True
-                return False
-            self.osd_room -= ends[:self.osd_room.size]
-        self.misplaced += objs
         for src, dst in moves:
             st.move(row, src, dst)
             self.total.counts[src] -= 1
             self.total.counts[dst] += 1
-        self.left -= 1
-        if self.left <= 0:
-            self.stopped = True
         return True
 
     # -- per pool -------------------------------------------------------------------------------
@@ -626,7 +603,7 @@ class Balancer:
         for src in self.drain.tolist():
             while L.counts[src] > L.hi[src] and not self.stopped:
                 mv = self._push(st, src, L.counts < L.hi, cost)
-                if mv is None or not self._apply(st, mv[0], src, mv[1]):
+                if mv is None or not self.apply_move(st, mv[0], src, mv[1]):
                     break
                 cost[[src, mv[1]]] = self._cost(st, [src, mv[1]])
 
@@ -642,7 +619,7 @@ class Balancer:
             for src in _order(L.dev(), L.excess()):
                 while L.counts[src] > L.hi[src]:
                     mv = self._push(st, src, L.counts < L.hi, cost)
-                    if mv is None or not self._apply(st, mv[0], src, mv[1]):
+                    if mv is None or not self.apply_move(st, mv[0], src, mv[1]):
                         break
                     cost[[src, mv[1]]] = self._cost(st, [src, mv[1]])
                     made += 1
@@ -650,7 +627,7 @@ class Balancer:
                 while L.counts[dst] < L.lo[dst]:
                     pref = T.dev() + FIRST * L.excess() + TIE * L.dev()
                     mv = self._pull(st, dst, L.counts > L.lo, pref)
-                    if mv is None or not self._apply(st, mv[0], mv[1], dst):
+                    if mv is None or not self.apply_move(st, mv[0], mv[1], dst):
                         break
                     made += 1
             if made == 0 and (L.clear() or not (
@@ -665,11 +642,11 @@ class Balancer:
         for src in _order(dev, L.excess()):
             mv = self._push(st, src, dev < dev[src] - 1 - EPS, dev)
             if mv is not None:
-                return self._apply(st, mv[0], src, mv[1])
+                return self.apply_move(st, mv[0], src, mv[1])
         for dst in _order(-dev, L.deficit()):
             mv = self._pull(st, dst, dev > dev[dst] + 1 + EPS, dev)
             if mv is not None:
-                return self._apply(st, mv[0], mv[1], dst)
+                return self.apply_move(st, mv[0], mv[1], dst)
         return False
 
     def _chain(self, st: PoolState) -> bool:
@@ -679,7 +656,7 @@ class Balancer:
         with 3 shards per rack: every PG on x already uses the hosts of the OSDs below
         their share in x's rack), while y's PGs may. Made when it lowers the pool's squared
         deviation, the best z over all y for the first such x: True if made."""
-        if self.stopped or self.left < 2:
+        if self.stopped or self.budget.moves_left < 2:
             return False
         L = st.level
         dev = L.dev()
@@ -714,10 +691,10 @@ class Balancer:
             if best is None:
                 continue
             _, r1, y, r2, z = best
-            if not self.affordable(float(st.objects[r1] + st.objects[r2])):
-                self.stopped = True
+            if not self.budget.affordable(float(st.objects[r1] + st.objects[r2])):
+                self.budget.halt(Stop.MISPLACED)
                 return False
-            return self._apply(st, r1, x, y) and self._apply(st, r2, y, z)
+            return self.apply_move(st, r1, x, y) and self.apply_move(st, r2, y, z)
         return False
 
     def _regroup(self, st: PoolState, strict: bool = False) -> bool:
@@ -837,7 +814,7 @@ class Balancer:
             cost = T.dev() - FIRST * T.deficit() + TIE * L.dev()
             mv = self._push(st, src, (T.counts < T.hi) & (L.counts < L.hi), cost)
             if mv is not None:
-                return self._apply(st, mv[0], src, mv[1])
+                return self.apply_move(st, mv[0], src, mv[1])
         return False
 
     def _total_pull(self, dst: int) -> bool:
@@ -849,7 +826,7 @@ class Balancer:
             pref = T.dev() + FIRST * T.excess() + TIE * L.dev()
             mv = self._pull(st, dst, (T.counts > T.lo) & (L.counts > L.lo), pref)
             if mv is not None:
-                return self._apply(st, mv[0], mv[1], dst)
+                return self.apply_move(st, mv[0], mv[1], dst)
         return False
 
     # -- results --------------------------------------------------------------------------------
@@ -897,7 +874,7 @@ class Balancer:
             st.base = st.up.copy()
 
     def begin(self, max_moves: int) -> None:
-        self.left, self.stopped = max_moves, max_moves <= 0
+        self.budget.start(max_moves)
         self._repair()
         self.lb = self.lower_bound()
 

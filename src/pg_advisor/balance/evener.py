@@ -19,6 +19,7 @@ import numpy as np
 
 from ..analysis.legality import replaceable
 from .balancer import Balancer, PoolState, moves_primary
+from .budget import Stop
 
 CANDIDATES = 32     # partner OSDs examined per step, the most promising first
 SWAP_CANDIDATES = 8
@@ -182,7 +183,7 @@ class ByteEvener:
         found: List[Move] = []
         for st in self.b.states:
             found += self._moves(st, s, ds, u, down)
-            if self.b.left >= 2:
+            if self.b.budget.moves_left >= 2:
                 found += self._swaps(st, s, ds[:SWAP_CANDIDATES], u, down)
         return found
 
@@ -191,11 +192,11 @@ class ByteEvener:
     def _apply(self, step: Move) -> bool:
         b, st = self.b, step.st
         halves = [h for h in (step.a, step.b) if h is not None]
-        if not b.affordable(sum(float(st.objects[r]) for r, _, _ in halves)):
-            b.stopped = True
+        if not b.budget.affordable(sum(float(st.objects[r]) for r, _, _ in halves)):
+            b.budget.halt(Stop.MISPLACED)
             return False
         for row, frm, to in halves:
-            b._apply(st, row, frm, to)
+            b.apply_move(st, row, frm, to)
             self.used[frm] -= st.bytes[row]
             self.used[to] += st.bytes[row]
         return True

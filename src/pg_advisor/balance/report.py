@@ -148,9 +148,7 @@ class Proposal:
     def throttled(self) -> bool:
         """The misplaced budget or an OSD's backfill room, not the lack of a useful move,
         ended the proposal."""
-        b = self.balancer
-        return bool((self.copies_max is not None or b.room_stopped) and b.stopped
-                    and b.left > 0 and not b.work_stopped)
+        return self.balancer.budget.throttled
 
     @property
     def notes(self) -> List[str]:
@@ -201,6 +199,6 @@ def proposal_json(p: Proposal) -> Dict[str, Any]:
                      if snap.pgs is not None else None),
         "moves": res.moves, "lower_bound": res.lower_bound, "repairs": res.repairs,
         "notes": p.notes, "uneven": p.uneven,
-        "objects_misplaced": int(b.misplaced) if p.copies_max is not None else None,
+        "objects_misplaced": int(b.budget.misplaced) if p.copies_max is not None else None,
         "throttled": p.throttled,
     }

@@ -399,4 +399,32 @@ def test_the_states_cost_counts_crush_only_where_this_balancer_mapped(snap: snap
     assert crush.replicas >= replicas and crush.draws >= crush.replicas
     assert first.built_cost == (again.built_cost + crush.draws * B.DRAW_COST
                                 + crush.replicas * B.CRUSH_REPLICA_COST)
-    assert first.work == first.built_cost and again.work == again.built_cost
+    assert first.budget.work == first.built_cost and again.budget.work == again.built_cost
+
+
+def test_the_budget_says_why_a_run_stopped() -> None:
+    from pg_advisor.balance.budget import Budget, Stop
+    room = Budget(copies_max=10, first_free=False, osd_room=np.array([1, 5]), work=0)
+    room.start(3)
+    assert room.charge(4, [0, 1]) and room.misplaced == 4 and room.osd_room is not None
+    assert room.osd_room.tolist() == [0, 4] and room.moves_left == 2
+    assert not room.charge(1, [0, 1]) and room.stop is Stop.ROOM and room.throttled
+    assert room.misplaced == 4 and room.osd_room.tolist() == [0, 4]       # nothing taken
+    room.halt(Stop.MISPLACED)
+    assert room.stop is Stop.ROOM                 # the first reason stands
+    room.halt(Stop.WORK)
+    assert room.stop is Stop.WORK and not room.throttled     # but a partial answer says so
+    # the misplaced budget; the first move free only when nothing is misplaced yet
+    for first_free, made in ((False, False), (True, True)):
+        b = Budget(copies_max=2, first_free=first_free, osd_room=None, work=0)
+        b.start(5)
+        assert b.charge(3, [0, 1]) is made
+        assert b.stop is (None if made else Stop.MISPLACED)
+    b.charge(1, [2, 3])
+    assert b.stop is Stop.MISPLACED and b.throttled and b.misplaced == 3
+    # the moves asked for: done, not throttled
+    moves = Budget(copies_max=None, first_free=False, osd_room=None, work=0)
+    moves.start(1)
+    assert moves.charge(10 ** 9, [0, 1]) and moves.stop is Stop.MOVES and not moves.throttled
+    moves.start(0)
+    assert moves.stopped and not moves.charge(0, [0, 1])

@@ -173,12 +173,12 @@ def test_every_pool_is_drained_before_any_is_evened(dumps: Dict[str, Any],
     # the moves off the drained OSD come first, over all pools, then the evening
     snap = load(dumps)
     made: List[Tuple[str, int]] = []
-    real = Balancer._apply
+    real = Balancer.apply_move
 
     def logged(self: Balancer, st: Any, row: int, src: int, dst: int) -> bool:
         made.append((st.pool.name, src))
         return real(self, st, row, src, dst)
-    monkeypatch.setattr(Balancer, "_apply", logged)
+    monkeypatch.setattr(Balancer, "apply_move", logged)
     r = drain_report(snap, "osd.0")
     off = [i for i, (_, src) in enumerate(made) if src == 0]
     assert {made[i][0] for i in off} == {"rbd", "ecpool"} and len(off) == r["replicas"]

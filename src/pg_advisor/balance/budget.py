@@ -1,0 +1,81 @@
+"""What one balance run may still spend, and the one place that says why it stopped.
+
+A run is bounded four ways: the replica moves (item lists) it may make, the object copies
+it may misplace, the PGs it may move into or out of each OSD (backfill room), and the
+work it may do (legality checks, see balancer.WORK_MAX). The first bound reached stops
+the run; the work bound stops it even after another did, since its answer is partial.
+"""
+import enum
+from typing import Optional, Sequence
+
+import numpy as np
+
+
+class Stop(enum.Enum):
+    MOVES = "moves"            # the item lists asked for are made
+    MISPLACED = "misplaced"    # the misplaced budget is spent
+    ROOM = "room"              # an OSD's backfill room is used up
+    WORK = "work"              # the run's work bound: its items are a partial answer
+
+
+class Budget:
+    def __init__(self, copies_max: Optional[float], first_free: bool,
+                 osd_room: Optional[np.ndarray], work: int) -> None:
+        # object copies the moves may misplace (None: no limit); each move misplaces the
+        # PG's objects once
+        self.copies_max = copies_max
+        # when nothing is misplaced, the first move is made even if it alone passes the
+        # budget (as Ceph's balancer and pgp_num stepping do): otherwise a pool of few big
+        # PGs (one PG split in two) would never move at all
+        self.first_free = first_free
+        # per OSD: PGs the run may still move into or out of it (None: no limit)
+        self.osd_room = None if osd_room is None else np.array(osd_room, dtype=np.int64)
+        self.misplaced = 0.0
+        self.moves_left = 0    # item lists the run may still make (a group moved at once: one)
+        self.work = work       # units of work done so far
+        self.stop: Optional[Stop] = None
+
+    @property
+    def stopped(self) -> bool:
+        return self.stop is not None
+
+    @property
+    def throttled(self) -> bool:
+        """The misplaced budget or an OSD's backfill room, not the lack of a useful move nor
+        a bound on the run, ended it: more moves follow once the cluster has caught up."""
+        return self.stop in (Stop.MISPLACED, Stop.ROOM)
+
+    def start(self, max_moves: int) -> None:
+        self.moves_left = max_moves
+        self.stop = Stop.MOVES if max_moves <= 0 else None
+
+    def halt(self, why: Stop) -> None:
+        """Stop the run (the first reason stands, but for the work bound's)."""
+        if self.stop is None or why is Stop.WORK:
+            self.stop = why
+
+    def affordable(self, objects: float) -> bool:
+        """May moves that misplace `objects` more object copies still be made?"""
+        return (self.copies_max is None or self.misplaced + objects <= self.copies_max
+                or (self.first_free and self.misplaced == 0))
+
+    def charge(self, objects: float, ends: Sequence[int]) -> bool:
+        """Take one PG's moves (misplacing `objects` copies; `ends`: the OSD at each end of
+        each move) from the budget, or stop the run and take nothing if it cannot pay."""
+        if self.stopped:
+            return False
+        if not self.affordable(objects):
+            self.halt(Stop.MISPLACED)
+            return False
+        if self.osd_room is not None:
+            room = self.osd_room.size
+            per_osd = np.bincount(ends, minlength=room)[:room]
+            if (per_osd > self.osd_room).any():
+                self.halt(Stop.ROOM)
+                return False
+            self.osd_room -= per_osd
+        self.misplaced += objects
+        self.moves_left -= 1
+        if self.moves_left <= 0:
+            self.halt(Stop.MOVES)
+        return True
