@@ -8,297 +8,38 @@ chosen so that each one brings an OSD above its ceiling down or one below its fl
 most underfull one ("pull"); a move that only lowers the squared deviation is the
 fallback when the rule leaves no direct move. Optionally, bytes come last (bytes mode).
 """
-from collections import defaultdict
 import copy
-from dataclasses import dataclass, field
-from typing import Any, DefaultDict, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..analysis.legality import RuleShape, ancestors, breaks, replaceable, rule_shape
-from ..analysis.share import rule_share, weight_share
+from ..analysis.legality import ancestors, replaceable
 from ..crush.placement import Placer
-from ..crush.upmap import NotExpressible, build_items
-from ..model.constants import CRUSH_ITEM_NONE
+from ..crush.upmap import build_items, NotExpressible
 from ..model.distribution import rule_weights, unreachable, up_counts
 from ..model.errors import AdvisorError
-from ..model.snapshot import Pool, Snapshot
+from ..model.snapshot import Pool, Rule, Snapshot
 from .budget import Budget, Stop
+from .look import POOL, ROWS_MAX, Look, windows
+from .pool_state import EPS, BalanceResult, build_state, Level, moves_between, moves_primary, PoolState
 
-EPS = 1e-9
+
 FIRST = 1e3     # ranks the OSDs that fix a bound unit before all others
 TIE = 1e-2      # weight of the pool's own deviation next to the total's
-# The work one run may do, in units of one (PG, OSD) legality check (some 40 ns here):
-# the pools' states first, then the checks, at least MOVE_COST a look for a move (a move
-# looks at ROWS_MAX PGs of an OSD at a time). Past it a run stops with a note, and the
-# next one continues from its items. Some 8 s of this 2-core machine
-# (qa/bench_large_inputs.py): 10,000 OSDs and 320,000 PGs cost 9.0e7 to build and need
-# 36,582 moves at least (8.2e7 checks); a pool of 2^20 PGs costs 1.7e8 to build and 4e7
-# to balance; 1,000 pools of 1,024 PGs cost 1.8e8 to build, and what is left makes some
-# of their 337,089 moves.
+# The work one run may do, in units of one (PG, OSD) legality check (some 40 ns): the
+# pools' states first, then the checks, at least MOVE_COST a look. Past it a run stops
+# with a note and the next continues from its items; sized so that the largest maps of
+# doc/balance.rst and doc/robustness.rst end within it (qa/bench_large_inputs.py).
 WORK_MAX = 220_000_000
-# what building the states costs, in those units (measured on the maps above: a hash
-# 31 ns, CRUSH's bookkeeping 0.8 us a replica, a state's arrays 0.36 us a replica and
-# 0.54 ms a pool)
+# what building the states costs, in those units (a hash 31 ns, CRUSH's bookkeeping
+# 0.8 us a replica, a state's arrays 0.36 us a replica and 0.54 ms a pool)
 DRAW_COST = 1           # a (PG, bucket item) pair CRUSH hashed
 CRUSH_REPLICA_COST = 20     # a replica CRUSH mapped
 STATE_REPLICA_COST = 9      # a replica of a pool's state
 STATE_POOL_COST = 13_500    # a pool's state
-ROWS_MAX = 256
-POOL = 64           # destinations a look keeps in cost order (see Balancer._cand)
 MOVE_COST = 2048    # legality checks a look for a move counts at least (see _push)
 REGROUP_WIDTH = 8   # buckets a regroup takes from, and as many it gives to, at most
 REGROUP_BATCH = 16  # PGs moved between the best pair of buckets before the next search, at most
-
-
-class Level:
-    """PG counts per OSD beside their share; the goal is floor(share) <= count <= ceil(share)."""
-
-    def __init__(self, counts: np.ndarray, share: np.ndarray) -> None:
-        self.counts = counts.astype(np.int64)
-        self.share = share
-        self.lo = np.floor(share + EPS)
-        self.hi = np.ceil(share - EPS)
-
-    def dev(self) -> np.ndarray:
-        return self.counts - self.share
-
-    def excess(self) -> np.ndarray:
-        return self.counts > self.hi
-
-    def deficit(self) -> np.ndarray:
-        return self.counts < self.lo
-
-    def bound(self) -> int:
-        """Moves needed at least: each takes one replica off one OSD and adds one to another."""
-        over = np.maximum(self.counts - self.hi, 0).sum()
-        under = np.maximum(self.lo - self.counts, 0).sum()
-        return int(max(over, under))
-
-    def clear(self) -> bool:
-        return not (self.excess().any() or self.deficit().any())
-
-
-@dataclass
-class PoolState:
-    pool: Pool
-    raw: np.ndarray          # CRUSH's own up sets (no upmaps)
-    up: np.ndarray           # current, then proposed, up sets
-    start: np.ndarray        # up sets before balancing
-    base: np.ndarray         # up sets balancing starts from: `start` with broken items undone
-    broken: np.ndarray       # rows whose items break the rule's counts (CRUSH's own set does not)
-    share: np.ndarray        # share per OSD: weight-proportional within the rule's caps
-    by_weight: np.ndarray    # the same replicas in proportion to weight alone
-    allowed: np.ndarray      # OSDs the rule may use (root/class, weight, up, in)
-    shape: RuleShape
-    healthy: np.ndarray      # rows that may be moved (complete, all OSDs up)
-    objects: np.ndarray      # per row: objects (what a move misplaces), 0 without PG stats
-    bytes: np.ndarray        # per row: bytes one replica (EC: one shard) holds
-    primary: np.ndarray      # per row: the primary before balancing (-1: none)
-    level: Level = field(init=False)
-    # per OSD: the healthy rows it holds, as arrays built once from the up sets (a Python
-    # set per OSD cost 1.5 s for 2^20 PGs); a row moved in is added to its destination's
-    # list, and one moved off stays in its source's array until that is built again (the
-    # up set says where a row is: see holds)
-    held_n: np.ndarray = field(init=False)         # per OSD: healthy rows it holds
-    _rows: Dict[int, np.ndarray] = field(init=False)
-    _added: DefaultDict[int, List[int]] = field(init=False)
-    _stale: Set[int] = field(init=False)           # OSDs whose array may name rows gone
-    _by_osd: np.ndarray = field(init=False)        # the first up sets' (OSD, row) pairs,
-    _by_row: np.ndarray = field(init=False)        # sorted by OSD
-    # rows turned into arrays so far (a counter the balancer shares and counts as work: an
-    # OSD of half a million PGs costs that much each time its array is built again)
-    built: List[int] = field(default_factory=lambda: [0])
-    # OSD -> (its rows when last taken, the window a move looks at first): see _windows
-    cursor: Dict[int, Tuple[np.ndarray, int]] = field(default_factory=dict)
-    moves: int = 0                      # replica moves made on this state so far
-    last: Tuple[int, int] = (-1, -1)    # the last one's (row, source)
-
-    def __post_init__(self) -> None:
-        n = self.share.shape[0]
-        self.level = Level(up_counts(self.up, n), self.share)
-        rows = np.flatnonzero(self.healthy)
-        osd = self.up[rows].reshape(-1)
-        row = np.repeat(rows, self.up.shape[1])
-        ok = (osd >= 0) & (osd < n)
-        osd, row = osd[ok], row[ok]
-        self.held_n = np.bincount(osd, minlength=n).astype(np.int64)
-        # grouped by OSD, rows ascending within each, cut out when first asked for (ids
-        # may reach 2^20 while a few hundred OSDs exist; a thousand pools of a few PGs
-        # per OSD cost 0.8 s to cut up at once)
-        order = np.argsort(osd, kind="stable")
-        self._by_osd, self._by_row = osd[order], row[order]
-        self._rows = {}
-        self._added = defaultdict(list)
-        self._stale = set()
-
-    @property
-    def counts(self) -> np.ndarray:
-        return self.level.counts
-
-    def holds(self, rows: np.ndarray, osd: int) -> np.ndarray:
-        """Per row: is it still on `osd`?"""
-        return (self.up[rows] == osd).any(axis=1)
-
-    def rows(self, osd: int) -> np.ndarray:
-        """The healthy rows (PGs) with a replica on `osd`, ascending."""
-        # asked for again and again (every pull looks at up to 128 sources) while a move
-        # changes only two OSDs: each array is kept until its OSD's rows change
-        got = self._rows.get(osd)
-        if got is None:
-            lo, hi = np.searchsorted(self._by_osd, [osd, osd + 1])
-            got = self._rows[osd] = self._by_row[lo:hi]
-        a: np.ndarray = got
-        if osd in self._stale:
-            self.built[0] += a.size
-            added = self._added.pop(osd, [])
-            if added:
-                a = np.unique(np.concatenate([a, np.array(added, dtype=np.int64)]))
-            a = self._rows[osd] = a[self.holds(a, osd)]
-            self._stale.discard(osd)
-        return a
-
-    def move(self, row: int, src: int, dst: int) -> None:
-        """The replica of `row` on `src` goes to `dst`."""
-        self.up[row, self.up[row].tolist().index(src)] = dst
-        self.moves += 1
-        self.last = (row, src)
-        self.level.counts[src] -= 1
-        self.level.counts[dst] += 1
-        self.held_n[src] -= 1
-        self.held_n[dst] += 1
-        self._added[dst].append(row)
-        self._stale.update((src, dst))
-
-    def held(self, rows: np.ndarray, srcs: Optional[np.ndarray] = None) -> np.ndarray:
-        """OSDs a replacement must not be: the up set, and for EC also CRUSH's own set, but
-        for the OSD CRUSH gives the slot each row moves off (`srcs`): moving a shard back
-        there only drops that slot's item. Another slot's OSD could close a cycle of
-        shards that items cannot write (crush/upmap.py)."""
-        up = self.up[rows]
-        if self.pool.type == "replicated":
-            return up
-        raw = self.raw[rows]
-        if srcs is not None:
-            raw = np.where(up == np.asarray(srcs)[:, None], -1, raw)
-        return np.concatenate([up, raw], axis=1)
-
-
-@dataclass
-class BalanceResult:
-    pools: List[PoolState]
-    items: Dict[str, List[Tuple[int, int]]]       # pgid -> new full item list ([] = remove)
-    moves: int
-    lower_bound: int         # of the moves after the repairs
-    notes: List[str]
-    repairs: int = 0         # replica moves undoing items that broke the rule
-
-
-def moves_between(a: List[int], b: List[int], replicated: bool) -> List[Tuple[int, int]]:
-    """The replica moves (src, dst) that turn up set `a` into `b`: replicated sets as
-    sets, EC sets slot by slot. Moves within the balancer's own state, not items (those
-    come from crush/upmap.build_items)."""
-    if replicated:
-        gone = [o for o in a if o >= 0 and o not in b]
-        new = [o for o in b if o >= 0 and o not in a]
-        return list(zip(gone, new))
-    return [(x, y) for x, y in zip(a, b) if x != y]
-
-
-def _windows(st: PoolState, osd: int) -> Iterator[np.ndarray]:
-    """The healthy rows on `osd`: all of them when they are few, else ROWS_MAX at a time
-    (an OSD may hold thousands of a pool's PGs; a move then costs what a window costs,
-    not what the OSD holds). The windows come from an array of the OSD's rows taken once
-    and walked with a cursor, each row checked still there: a set walked from its start
-    again and again skips every slot its removed rows left, which grows with each move.
-    At the array's end it is taken again, with the rows that came since."""
-    if st.held_n[osd] <= ROWS_MAX:
-        yield st.rows(osd)
-        return
-    arr, pos = st.cursor.get(osd, (np.zeros(0, np.int64), 0))
-    for fresh in (pos >= arr.size, True):
-        if fresh:       # (again once if the rest of the old array held none still there)
-            arr, pos = st.rows(osd), 0
-        found = False
-        while pos < arr.size:
-            st.cursor[osd] = (arr, pos)     # the next move starts here: this window may hold more
-            w = arr[pos:pos + ROWS_MAX]
-            live = w[st.holds(w, osd)]
-            if live.size:
-                found = True
-                yield live
-            pos += ROWS_MAX
-        st.cursor[osd] = (arr, pos)
-        if found or fresh:
-            return
-
-
-class _Look:
-    """One window of an OSD's rows and what checking them against destinations found,
-    kept for the next look at the same OSD. A move changes its own row's up set alone,
-    so while the only moves made are of this window's rows off this OSD (the push loop
-    over one OSD), the other rows' answers stand and a move costs a few vector operations
-    instead of a window's checks; any other move ends the look."""
-
-    def __init__(self, st: PoolState, src: int, rows: np.ndarray, col: np.ndarray) -> None:
-        self.st, self.src, self.rows = st, src, rows
-        self.srcs = np.full(rows.size, src)
-        self.held = st.held(rows, self.srcs)
-        self.live = np.ones(rows.size, dtype=bool)
-        # (rows, destinations checked): legal; and per OSD its column there (-1: none yet)
-        self.ok = np.zeros((rows.size, 0), dtype=bool)
-        # (`col` is the balancer's, all -1 between looks: one over max_osd per look would
-        # cost more than the look where ids reach 2^20)
-        self.col = col
-        self.added: List[np.ndarray] = []
-        # ties: undoing an item first, then not moving the primary (see _push)
-        self.undo = ~(st.raw[rows] == src).any(axis=1)
-        self.primary = moves_primary(st, rows, self.srcs)
-        self.moves = st.moves
-        self.pending = -1           # the row index the last answer gave
-        # the POOL cheapest destinations under the caller's `cost` (that very array), and
-        # the cost of the cheapest outside them (see Balancer._cand)
-        self.cost: Optional[np.ndarray] = None
-        self.pool = np.zeros(0, np.int64)
-        self.floor = np.inf
-
-    def still(self, st: PoolState, src: int) -> bool:
-        """Is this look valid for the next push from `src` on `st`? It is if nothing
-        moved since, or the one move made was its last answer's row off `src`."""
-        if st is not self.st or src != self.src:
-            return False
-        if st.moves == self.moves:
-            return True
-        if (st.moves == self.moves + 1 and self.pending >= 0
-                and st.last == (int(self.rows[self.pending]), src)):
-            self.live[self.pending] = False
-            self.moves, self.pending = st.moves, -1
-            return True
-        return False
-
-    def release(self) -> None:
-        """Give the balancer's `col` back as it was (all -1)."""
-        for dsts in self.added:
-            self.col[dsts] = -1
-
-    def add(self, dsts: np.ndarray, ok: np.ndarray) -> None:
-        self.col[dsts] = np.arange(self.ok.shape[1], self.ok.shape[1] + dsts.size)
-        self.added.append(dsts)
-        self.ok = np.concatenate([self.ok, ok], axis=1)
-
-
-def moves_primary(st: PoolState, rows: np.ndarray, srcs: np.ndarray,
-                  erasure_too: bool = False) -> np.ndarray:
-    """Per row: is the replica on its source the PG's primary? Moving it changes the
-    primary when the backfill ends, and the OSD that stops being primary drops the client
-    ops in flight there without a word (the client waits objecter_timeout, 10 s, to find
-    out); moving another replica changes no primary. A tie-break: counts come first.
-    Replicated pools only unless `erasure_too`: on EC rules of two choose steps it steered
-    the count search off the path that reaches every OSD within one PG (the reweighted
-    "multi" map's EC 8+3)."""
-    if st.pool.type != "replicated" and not erasure_too:
-        return np.zeros(rows.size, dtype=bool)
-    return st.primary[rows] == srcs
 
 
 def _order(key: np.ndarray, mask: np.ndarray) -> List[int]:
@@ -316,7 +57,7 @@ class Balancer:
         # them is excess the moves take off
         self.drain = np.array(sorted(set(drain)), dtype=np.int64)
         self.width = 128      # candidates examined per move: the most promising ones
-        self._look: Optional[_Look] = None      # the last push's window (see _Look)
+        self._look: Optional[Look] = None      # the last push's window (see Look)
         self._col = np.full(snap.osds.count, -1, dtype=np.int64)
         self.placer = placer or Placer.of(snap)
         self.anc = ancestors(snap)
@@ -369,64 +110,19 @@ class Balancer:
         return self
 
     def _state(self, pool: Pool) -> PoolState:
-        shape = rule_shape(self.snap, pool)
-        rule = self.snap.rules[pool.crush_rule]
-        # 0 where the rule's steps cannot reach: no share, never a destination
-        if rule.id not in self._by_rule:     # (a thousand pools may share one rule)
+        return build_state(self.snap, pool, self.placer, self.anc, self.usable, self._rule_weights,
+                           self.notes)
+
+    def _rule_weights(self, rule: Rule) -> Tuple[np.ndarray, List[int]]:
+        """The OSDs' weights under `rule` (0 where its steps cannot reach, and on the OSDs
+        being drained), and the OSDs it cannot reach; once per rule (a thousand pools may
+        share one)."""
+        if rule.id not in self._by_rule:
             w = rule_weights(self.snap, rule)
             w[self.drain] = 0.0
             self._by_rule[rule.id] = (w, np.flatnonzero(unreachable(self.snap, rule)).tolist())
         w, lost = self._by_rule[rule.id]
-        w = w.copy()
-        if lost:
-            self.notes.append(
-                f"pool {pool.name}: rule '{rule.name}' cannot reach "
-                f"{', '.join(f'osd.{o}' for o in lost)} (under its root but not under a bucket "
-                f"of each type its steps choose): CRUSH maps nothing there, nor does the balancer")
-        raw, cur = self.placer.map_pool_raw_and_up(pool)
-        full = ((cur.up >= 0) & (cur.up != CRUSH_ITEM_NONE)).all(axis=1)
-        objects, size = np.zeros(cur.up.shape[0]), np.zeros(cur.up.shape[0])
-        pgs = self.snap.pgs
-        if pgs is not None:
-            mine = (pgs.pool == pool.id) & (pgs.ps < objects.size)
-            objects[pgs.ps[mine]] = pgs.objects[mine]
-            size[pgs.ps[mine]] = pgs.bytes[mine] / max(pool.data_chunks, 1)
-        stuck = full & breaks(shape, self.anc, raw.up)
-        if stuck.any():
-            self.notes.append(
-                f"pool {pool.name}: CRUSH's own placement of {int(stuck.sum())} of its PGs "
-                f"breaks a count Ceph checks for rule '{rule.name}' (verify_upmap counts the "
-                f"buckets of a later choose step over the whole PG), so the mon would drop any "
-                f"item on them: they are left as they are")
-        # a full pg-upmap replaces CRUSH's set before the items apply, and the mon drops an
-        # item whose source CRUSH does not give: items written from CRUSH's set would not do
-        # what they say on such a PG, so it is left to whoever set the pg-upmap
-        owned = np.zeros(full.size, dtype=bool)
-        prefix = f"{pool.id}."
-        for key in self.snap.pg_upmap:
-            if key.startswith(prefix) and int(key[len(prefix):], 16) < owned.size:
-                owned[int(key[len(prefix):], 16)] = True
-        if owned.any():
-            self.notes.append(f"pool {pool.name}: {int(owned.sum())} of its PGs have a pg-upmap (a "
-                              f"full mapping): left as they are")
-        whole = ((raw.up >= 0) & (raw.up != CRUSH_ITEM_NONE)).all(axis=1)
-        broken = np.flatnonzero(full & whole & ~stuck & ~owned & breaks(shape, self.anc, cur.up))
-        if broken.size:
-            self.notes.append(
-                f"pool {pool.name}: the items of {broken.size} of its PGs (first {pool.id}."
-                f"{int(broken[0]):x}) put more replicas in one bucket, or use more buckets, than "
-                f"rule '{rule.name}' allows (Ceph's verify_upmap does not check this): balancing "
-                f"removes them first")
-        # the share the rule allows (analysis/share.py) of the replicas the pool has: a PG CRUSH
-        # found too few OSDs for is short of replicas no move can add
-        placed = float(up_counts(cur.up, w.shape[0]).sum())
-        share = rule_share(self.snap, pool, w, self.anc, placed=placed)
-        return PoolState(pool=pool, raw=raw.up, up=cur.up.copy(), start=cur.up.copy(),
-                         base=cur.up.copy(), broken=broken,
-                         share=share, by_weight=weight_share(pool, w, placed),
-                         allowed=(w > 0) & self.usable,
-                         shape=shape, healthy=full & ~stuck & ~owned, objects=objects, bytes=size,
-                         primary=cur.up_primary.copy())
+        return w.copy(), lost
 
     # -- single moves ---------------------------------------------------------------------------
 
@@ -443,18 +139,18 @@ class Balancer:
                 return mv
         if not (take & st.allowed).any():
             return None
-        for rows in _windows(st, src):
+        for rows in windows(st, src):
             if not rows.size:
                 return None
             if self._look is not None:
                 self._look.release()
-            look = self._look = _Look(st, src, rows, self._col)
+            look = self._look = Look(st, src, rows, self._col)
             mv = self._choose(look, take, cost)
             if mv is not None or self._work_stopped:
                 return mv
         return None
 
-    def _cand(self, look: "_Look", take: np.ndarray, cost: np.ndarray,
+    def _cand(self, look: "Look", take: np.ndarray, cost: np.ndarray,
               k: int) -> Tuple[np.ndarray, bool]:
         """The k cheapest OSDs of `take` the rule allows, and whether they are all of them.
         The first k come from the look's few cheapest (POOL) while that is sure to hold
@@ -483,7 +179,7 @@ class Balancer:
             return cols, True
         return cols[np.argpartition(cost[cols], k - 1)[:k]], False
 
-    def _choose(self, look: "_Look", take: np.ndarray, cost: np.ndarray) -> Optional[Tuple[int, int]]:
+    def _choose(self, look: "Look", take: np.ndarray, cost: np.ndarray) -> Optional[Tuple[int, int]]:
         """The cheapest legal (row, destination) in the look's window, among the k
         cheapest destinations in `take` whenever any of those is legal: a few first,
         widened only if none is. Legality is checked only for destinations the window was
@@ -524,7 +220,7 @@ class Balancer:
         if srcs.size > self.width:
             srcs = srcs[np.argpartition(-pref[srcs], self.width - 1)[:self.width]]
         # a window of each source (all of its PGs when they are few)
-        parts = [st.rows(s) if st.held_n[s] <= ROWS_MAX else next(_windows(st, s))
+        parts = [st.rows(s) if st.held_n[s] <= ROWS_MAX else next(windows(st, s))
                  for s in srcs.tolist()]
         if not parts:
             return None

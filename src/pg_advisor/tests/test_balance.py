@@ -270,10 +270,10 @@ def test_a_step_keeping_the_primaries_wins_at_half_the_gain(snap: snapshot.Snaps
 def test_windows_walk_an_osds_rows_and_never_run_dry() -> None:
     # an OSD of many PGs is looked at ROWS_MAX rows at a time, from a cursor; rows gone
     # since are skipped, and when all the old array's rest is gone it is taken again
-    from pg_advisor.balance.balancer import ROWS_MAX, _windows
+    from pg_advisor.balance.look import ROWS_MAX, windows
 
     class Rows:
-        """The part of a PoolState _windows uses: one OSD's rows as a set."""
+        """The part of a PoolState windows uses: one OSD's rows as a set."""
         def __init__(self, held: Set[int]) -> None:
             self.held = held
             self.cursor: Dict[int, Any] = {}
@@ -292,18 +292,18 @@ def test_windows_walk_an_osds_rows_and_never_run_dry() -> None:
 
     held = set(range(3 * ROWS_MAX))
     st: Any = Rows(held)
-    first = next(_windows(st, 7))
+    first = next(windows(st, 7))
     assert first.size == ROWS_MAX and st.built[0] == 3 * ROWS_MAX
-    assert set(np.concatenate(list(_windows(st, 7))).tolist()) == held      # all, in windows
+    assert set(np.concatenate(list(windows(st, 7))).tolist()) == held      # all, in windows
     # every row the old array still names goes, others come: the next window is the new ones
     st.cursor[7] = (st.cursor[7][0], ROWS_MAX)
     held.clear()
     held.update(range(10_000, 10_000 + 2 * ROWS_MAX))
-    got = next(_windows(st, 7))
+    got = next(windows(st, 7))
     assert got.size and set(got.tolist()) <= held
     # few rows: all of them at once, as the pool state gives them
     small: Any = Rows({4, 5})
-    assert [w.tolist() for w in _windows(small, 7)] == [[4, 5]]
+    assert [w.tolist() for w in windows(small, 7)] == [[4, 5]]
 
 
 def _rbd_of(pg_num: int) -> snapshot.Snapshot:
