@@ -9,7 +9,7 @@ most underfull one ("pull"); a move that only lowers the squared deviation is th
 fallback when the rule leaves no direct move. Optionally, bytes come last (bytes mode).
 """
 import copy
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from ..crush.upmap import build_items, NotExpressible
 from ..model.distribution import rule_weights, unreachable, up_counts
 from ..model.errors import AdvisorError
 from ..model.snapshot import Pool, Rule, Snapshot
+from ..model.work import count
 from .budget import Budget, Stop
 from .look import POOL, ROWS_MAX, Look, windows
 from .pool_state import EPS, BalanceResult, build_state, Level, moves_between, moves_primary, PoolState
@@ -569,12 +570,12 @@ class Balancer:
                                                      st.pool.type == "replicated"))
             st.base = st.up.copy()
 
-    def begin(self, max_moves: int) -> None:
+    def _begin(self, max_moves: int) -> None:
         self.budget.start(max_moves)
         self._repair()
         self.lb = self.lower_bound()
 
-    def balance_counts(self) -> None:
+    def _balance_counts(self) -> None:
         if self.drain.size:
             for st in self.states:
                 self._empty_drained(st)
@@ -583,15 +584,19 @@ class Balancer:
         if len(self.states) > 1:
             self._fix_total()
 
-    def result(self) -> BalanceResult:
+    def _result(self) -> BalanceResult:
         items = self.items()     # first: a PG items cannot express is moved back
         moves = int(sum(((st.up != st.start) & (st.start >= 0)).sum() for st in self.states))
         repairs = int(sum(((st.base != st.start) & (st.start >= 0)).sum() for st in self.states))
         return BalanceResult(pools=self.states, items=items, moves=moves,
                              lower_bound=self.lb, notes=self.notes, repairs=repairs)
 
-    def run(self, max_moves: int = 1 << 30) -> BalanceResult:
-        """Balance PG counts with at most `max_moves` replica moves."""
-        self.begin(max_moves)
-        self.balance_counts()
-        return self.result()
+    def run(self, max_moves: int = 1 << 30, then: Optional[Callable[[], None]] = None) -> BalanceResult:
+        """Balance PG counts with at most `max_moves` replica moves (item lists), then run
+        `then` (bytes mode's evener) within what is left of the budget."""
+        self._begin(max_moves)
+        self._balance_counts()
+        if then is not None:
+            then()
+        count("balance_work", self.budget.work)
+        return self._result()

@@ -170,14 +170,15 @@ def propose(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 
     for name in pools or []:
         snap.pool_by_name(name)
     b = balancer or Balancer(snap, placer, pools, copies_max, drain, osd_room)
-    b.begin(max_items)
-    b.balance_counts()
-    bytes_mode = mode == "bytes" and snap.pgs is not None
-    if mode == "bytes" and not bytes_mode:
-        b.notes.append("bytes mode needs PG stats (offline: --pg-dump): PG counts balanced only")
-    if bytes_mode:
-        ByteEvener(b, min_gain).run()
-    return Proposal(snap, mode, b, b.result(), copies_max)
+
+    def bytes_after_counts() -> None:
+        if mode != "bytes":
+            return
+        if snap.pgs is None:
+            b.notes.append("bytes mode needs PG stats (offline: --pg-dump): PG counts balanced only")
+        else:
+            ByteEvener(b, min_gain).run()
+    return Proposal(snap, mode, b, b.run(max_items, bytes_after_counts), copies_max)
 
 
 def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 1 << 20,

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..model.constants import CRUSH_ITEM_NONE, CRUSH_ITEM_UNDEF, WEIGHT_ONE
 from ..model.errors import AdvisorError
+from ..model.work import count
 from . import straw2
 from .compiled import ChooseArgs, CompiledCrush, CompiledRule
 from .hashing import hash32_2
@@ -274,7 +275,9 @@ def do_rule(cm: CompiledCrush, rule: CompiledRule, x: np.ndarray, result_max: in
     What it costs is added to `work`."""
     cm.check_reachable(rule)
     ctx = _Ctx(cm, args, dev_weight.astype(np.int64), work if work is not None else CrushWork())
+    draws0 = ctx.work.draws
     ctx.work.replicas += x.shape[0] * result_max
+    count("crush_replicas", x.shape[0] * result_max)
     x = x.astype(np.int64) & 0xFFFFFFFF
     n = x.shape[0]
     t = cm.tunables
@@ -354,4 +357,5 @@ def do_rule(cm: CompiledCrush, rule: CompiledRule, x: np.ndarray, result_max: in
                 result[m, rlen[m]] = w[m, k]
                 rlen[m] += 1
             wsize[:] = 0
+    count("crush_draws", ctx.work.draws - draws0)
     return result, rlen

@@ -10,6 +10,7 @@ from pg_advisor.crush.placement import Placer
 from pg_advisor.balance.balancer import Balancer
 from pg_advisor.balance.drain import drain_report
 from pg_advisor.execute.driver import Driver
+from pg_advisor.execute.plan_state import Status
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.render.expand_text import drain_text
 from pg_advisor.analysis.legality import ancestors, breaks, rule_shape
@@ -113,7 +114,9 @@ def test_drain_beside_a_plan_or_the_builtin_balancer_changes_nothing(dumps: Dict
     with pytest.raises(AdvisorError) as e:
         drv.drain(ceph.snap(), opts, 0.05, "osd.0", False, 0.0, balancer_active=True)
     assert e.value.code == -16 and "`ceph balancer off`" in e.value.message and ceph.sent == []
-    drv.drain(ceph.snap(), opts, 0.05, "osd.1", False, 0.0)
+    r = drv.drain(ceph.snap(), opts, 0.05, "osd.1", False, 0.0)
+    st = drv.executor.state
+    assert st is not None and r["plan"] == st.id and st.drain == [1] and st.status == Status.RUNNING
     with pytest.raises(AdvisorError) as e:
         drv.drain(ceph.snap(), opts, 0.05, "osd.0", False, 1.0)
     assert e.value.code == -16 and "plan" in e.value.message

@@ -92,7 +92,15 @@ def test_plan_command(module: Module) -> None:
     code, out, err = module._handle_command(None, {"prefix": "pg-advisor plan", "format": "json"})
     assert code == 0, err
     steps = json.loads(out)["steps"]
-    assert {s["pool"] for s in steps} == {"rbd", "ecpool", "fast"}
+    assert [s["pool"] for s in steps] == ["rbd", "ecpool", "fast"]
+    # each step takes its pool from the pg_num it has to the one `status` recommends, and
+    # the PGs per OSD it predicts add up step by step
+    _, out, _ = module._handle_command(None, {"prefix": "pg-advisor status", "format": "json"})
+    pools = {p["name"]: p for p in json.loads(out)["pools"]}
+    want = [[pools[s["pool"]]["pg_num"], pools[s["pool"]]["recommended_pg_num"]] for s in steps]
+    assert [s["pg_num"] for s in steps] == want == [[32, 128], [16, 64], [8, 32]]
+    after = [s["pgs_per_osd_max_after"] for s in steps]
+    assert after == sorted(after) and after[0] > 0 and all(s["pgs_remapped"] > 0 for s in steps)
 
 
 def test_health_refresh_sets_the_checks(module: Module) -> None:

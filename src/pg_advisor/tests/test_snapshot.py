@@ -1,4 +1,5 @@
 import copy
+import dataclasses
 from typing import Any, Dict, List
 
 import numpy as np
@@ -79,11 +80,24 @@ def test_ec_holes_become_no_osd(dumps: Dict[str, Any]) -> None:
 
 
 def test_snapshot_is_immutable(snap: snapshot.Snapshot) -> None:
-    with pytest.raises(ValueError):
-        snap.osds.reweight[0] = 0.5
+    # every array of the OSDs, the PGs and the buckets is read-only (a snapshot is shared
+    # between the reads the mgr keeps it for), and the records themselves are frozen
     assert snap.pgs is not None
-    with pytest.raises(ValueError):
-        snap.pgs.up[0, 0] = 3
+    arrays = [(f"{name}.{f.name}", getattr(part, f.name))
+              for name, part in (("osds", snap.osds), ("pgs", snap.pgs))
+              for f in dataclasses.fields(part) if isinstance(getattr(part, f.name), np.ndarray)]
+    arrays += [(f"bucket {b.name}.{k}", getattr(b, k)) for b in snap.buckets.values()
+               for k in ("items", "weights")]
+    assert len(arrays) >= 20
+    for what, a in arrays:
+        assert not a.flags.writeable, what
+        if a.size:
+            with pytest.raises(ValueError):
+                a.flat[0] = a.flat[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        snap.epoch = 1      # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        snap.pools[0].pg_num = 1      # type: ignore[misc]
 
 
 @pytest.mark.parametrize("mutate, message", [
