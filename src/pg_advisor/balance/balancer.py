@@ -195,7 +195,7 @@ class Balancer:
             if not self._spend(max(int(look.live.sum()) * new.size, MOVE_COST)):
                 return None
             if new.size:
-                look.add(new, replaceable(self.anc, st.shape, st.allowed, st.up[look.rows], look.held,
+                look.add(new, replaceable(self.anc, st.shape, st.allowed, st.up[look.rows], look.forbidden,
                                           look.srcs, new))
                 at = look.col[cand]
             ok = look.ok[:, at] & look.live[:, None]
@@ -229,7 +229,7 @@ class Balancer:
         owners = np.repeat(srcs, [p.size for p in parts])
         if not rows.size or not self._spend(rows.size):
             return None
-        ok = replaceable(self.anc, st.shape, st.allowed, st.up[rows], st.held(rows, owners), owners,
+        ok = replaceable(self.anc, st.shape, st.allowed, st.up[rows], st.forbidden(rows, owners), owners,
                          np.array([dst]))[:, 0]
         if not ok.any():
             return None
@@ -368,7 +368,7 @@ class Balancer:
             if not self._spend(rows.size * mids.size):
                 return False
             xs = np.full(rows.size, x)
-            first = replaceable(self.anc, st.shape, st.allowed, st.up[rows], st.held(rows, xs), xs, mids)
+            first = replaceable(self.anc, st.shape, st.allowed, st.up[rows], st.forbidden(rows, xs), xs, mids)
             best: Optional[Tuple[float, int, int, int, int]] = None   # (dev z, r1, y, r2, z)
             for j in np.flatnonzero(first.any(axis=0)).tolist():
                 y = int(mids[j])
@@ -378,7 +378,8 @@ class Balancer:
                 if not ys.size or not self._spend(ys.size * into.size):
                     continue
                 ysrc = np.full(ys.size, y)
-                ok = replaceable(self.anc, st.shape, st.allowed, st.up[ys], st.held(ys, ysrc), ysrc, into)
+                ok = replaceable(self.anc, st.shape, st.allowed, st.up[ys], st.forbidden(ys, ysrc), ysrc,
+                                 into)
                 if not ok.any():
                     continue
                 score = np.where(ok, dev[into][None, :], np.inf)
@@ -472,7 +473,7 @@ class Balancer:
         cand = cand[np.argsort(dev[cand], kind="stable")]
         if not self._spend(rows.size * max(cand.size, 1)):
             return np.full(rows.size, np.inf), inx, cand, np.zeros((rows.size, cand.size), bool)
-        free = ~(cand[None, :, None] == st.held(rows)[:, None, :]).any(axis=2)    # (R, C)
+        free = ~(cand[None, :, None] == st.forbidden(rows)[:, None, :]).any(axis=2)    # (R, C)
         rank = np.cumsum(free, axis=1)
         pick = free & (rank <= m[:, None])
         have = rank[:, -1] if cand.size else np.zeros(rows.size, np.int64)

@@ -7,11 +7,8 @@ where both ends have room; otherwise two PGs of one pool swap places between a f
 and an emptier OSD, the bigger going down. The fullest OSD comes down, or the emptiest
 goes up, by at least `min_gain` x the mean fullness per move, or nothing is done: PGs of
 nearly equal size are not shuffled for nothing. A step that changes no PG's primary (see
-balancer.moves_primary) is taken over a better one that does, if it gains at least half as
-much (KEEP_RATIO): on the benchmark's 60-OSD map (qa/bench_balance.py) this changed 1 and 4
-primaries instead of 33 and 29 (PG sizes of sigma 0.5 and 1), for 2 % more moves and the
-same fullness; taking such a step whenever one is worth making changed none, for 3-8 %
-more moves.
+pool_state.moves_primary) is taken over a better one that does if it gains at least half as
+much (KEEP_RATIO): few primaries change for a few more moves (figures in doc/balance.rst).
 """
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -27,16 +24,16 @@ KEEP_RATIO = 0.5    # see the docstring
 
 
 class Move:
-    """A single move (b is None) or a swap: (row, from, to) for each half. `keeps`: it
-    changes no PG's primary."""
+    """A single move (`second` is None) or a swap: (row, from, to) for each half. `keeps`:
+    it changes no PG's primary."""
 
-    def __init__(self, gain: float, st: PoolState, a: Tuple[int, int, int],
-                 b: Optional[Tuple[int, int, int]] = None, keeps: bool = True) -> None:
-        self.gain, self.st, self.a, self.b, self.keeps = gain, st, a, b, keeps
+    def __init__(self, gain: float, st: PoolState, first: Tuple[int, int, int],
+                 second: Optional[Tuple[int, int, int]] = None, keeps: bool = True) -> None:
+        self.gain, self.st, self.first, self.second, self.keeps = gain, st, first, second, keeps
 
     @property
     def moves(self) -> int:
-        return 1 if self.b is None else 2
+        return 1 if self.second is None else 2
 
     def per_move(self) -> float:
         return self.gain / self.moves
@@ -85,10 +82,10 @@ def fullness(b: Balancer, start: bool = False) -> Dict[str, Any]:
 
 
 class ByteEvener:
-    def __init__(self, b: Balancer, min_gain: float) -> None:
-        self.b = b
-        self.considered, self.cap, _ = capacity(b)
-        self.used = used_bytes(b)
+    def __init__(self, balancer: Balancer, min_gain: float) -> None:
+        self.balancer = balancer
+        self.considered, self.cap, _ = capacity(balancer)
+        self.used = used_bytes(balancer)
         total = self.used[self.considered].sum()
         self.mean = total / self.cap[self.considered].sum() if self.considered.any() else 0.0
         self.min_gain = min_gain * self.mean
@@ -109,7 +106,7 @@ class ByteEvener:
 
     def _moves(self, st: PoolState, s: int, ds: np.ndarray, u: np.ndarray,
                down: bool) -> List[Move]:
-        L, T = st.level, self.b.total
+        L, T = st.level, self.balancer.total
         if L.counts[s] <= L.lo[s] or T.counts[s] <= T.lo[s]:
             return []
         ds = ds[(L.counts[ds] < L.hi[ds]) & (T.counts[ds] < T.hi[ds]) & st.allowed[ds]]
@@ -117,7 +114,8 @@ class ByteEvener:
         if not ds.size or not rows.size:
             return []
         srcs = np.full(rows.size, s)
-        ok = replaceable(self.b.anc, st.shape, st.allowed, st.up[rows], st.held(rows, srcs), srcs, ds)
+        ok = replaceable(self.balancer.anc, st.shape, st.allowed, st.up[rows], st.forbidden(rows, srcs),
+                         srcs, ds)
         delta = st.bytes[rows][:, None]
         g = self._gain(u[s] - delta / self.cap[s], u[ds][None, :] + delta / self.cap[ds][None, :],
                        u, s, ds[None, :], down)
@@ -138,9 +136,10 @@ class ByteEvener:
             if not rows_d.size:
                 continue
             from_s, from_d = np.full(rows_s.size, s), np.full(rows_d.size, d)
-            a = rows_s[replaceable(self.b.anc, st.shape, st.allowed, st.up[rows_s], st.held(rows_s, from_s),
+            anc = self.balancer.anc
+            a = rows_s[replaceable(anc, st.shape, st.allowed, st.up[rows_s], st.forbidden(rows_s, from_s),
                                    from_s, np.array([d]))[:, 0]]
-            z = rows_d[replaceable(self.b.anc, st.shape, st.allowed, st.up[rows_d], st.held(rows_d, from_d),
+            z = rows_d[replaceable(anc, st.shape, st.allowed, st.up[rows_d], st.forbidden(rows_d, from_d),
                                    from_d, np.array([s]))[:, 0]]
             if not a.size or not z.size:
                 continue
@@ -181,17 +180,17 @@ class ByteEvener:
     def _found(self, s: int, ds: np.ndarray, u: np.ndarray, down: bool) -> List[Move]:
         """The candidate steps between fuller `s` and the emptier `ds`."""
         found: List[Move] = []
-        for st in self.b.states:
+        for st in self.balancer.states:
             found += self._moves(st, s, ds, u, down)
-            if self.b.budget.moves_left >= 2:
+            if self.balancer.budget.moves_left >= 2:
                 found += self._swaps(st, s, ds[:SWAP_CANDIDATES], u, down)
         return found
 
     # -- the loop -------------------------------------------------------------------------------
 
     def _apply(self, step: Move) -> bool:
-        b, st = self.b, step.st
-        halves = [h for h in (step.a, step.b) if h is not None]
+        b, st = self.balancer, step.st
+        halves = [h for h in (step.first, step.second) if h is not None]
         if not b.budget.affordable(sum(float(st.objects[r]) for r, _, _ in halves)):
             b.budget.halt(Stop.MISPLACED)
             return False
@@ -216,5 +215,5 @@ class ByteEvener:
         return pick is not None and self._apply(pick)
 
     def run(self) -> None:
-        while self.mean > 0 and not self.b.stopped and self.steps_left > 0 and self.step():
+        while self.mean > 0 and not self.balancer.stopped and self.steps_left > 0 and self.step():
             self.steps_left -= 1

@@ -49,7 +49,7 @@ class Look:
     def __init__(self, st: PoolState, src: int, rows: np.ndarray, col: np.ndarray) -> None:
         self.st, self.src, self.rows = st, src, rows
         self.srcs = np.full(rows.size, src)
-        self.held = st.held(rows, self.srcs)
+        self.forbidden = st.forbidden(rows, self.srcs)
         self.live = np.ones(rows.size, dtype=bool)
         # (rows, destinations checked): legal; and per OSD its column there (-1: none yet)
         self.ok = np.zeros((rows.size, 0), dtype=bool)
@@ -57,7 +57,7 @@ class Look:
         # cost more than the look where ids reach 2^20)
         self.col = col
         self.added: List[np.ndarray] = []
-        # ties: undoing an item first, then not moving the primary (see _push)
+        # ties: undoing an item first, then not moving the primary (see Balancer._push)
         self.undo = ~(st.raw[rows] == src).any(axis=1)
         self.primary = moves_primary(st, rows, self.srcs)
         self.moves = st.moves

@@ -136,7 +136,7 @@ class PoolState:
         self._added[dst].append(row)
         self._stale.update((src, dst))
 
-    def held(self, rows: np.ndarray, srcs: Optional[np.ndarray] = None) -> np.ndarray:
+    def forbidden(self, rows: np.ndarray, srcs: Optional[np.ndarray] = None) -> np.ndarray:
         """OSDs a replacement must not be: the up set, and for EC also CRUSH's own set, but
         for the OSD CRUSH gives the slot each row moves off (`srcs`): moving a shard back
         there only drops that slot's item. Another slot's OSD could close a cycle of

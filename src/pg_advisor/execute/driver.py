@@ -73,9 +73,9 @@ class Driver:
         """Refuse `what` (EBUSY) while a plan is open: its pins and rounds own the upmap
         items, and a manual round would overwrite them."""
         self._check_store()
-        st = self.executor.state
-        if self.executor.open and st is not None:
-            raise AdvisorError.busy(f"not {what}: plan {st.id} is {st.status} and owns the "
+        state = self.executor.state
+        if self.executor.open and state is not None:
+            raise AdvisorError.busy(f"not {what}: plan {state.id} is {state.status} and owns the "
                                     f"pool's upmap items; let it finish or `ceph pg-advisor abort` it")
 
     # -- planning -------------------------------------------------------------------------------
@@ -203,13 +203,13 @@ class Driver:
         # each round spans all the plan's pools; the budget, not a count, bounds it
         shards = max(16, sum(max(len(pins.items.get(k, ())), 1) for k in done))
         steps = [balance_step(p, p.pg_num, p.pgp_num, shards, copies) for p in pools]
-        st = self.executor.start(steps, pools, source, now, hold=True)
-        out["plan"] = st.id
+        state = self.executor.start(steps, pools, source, now, hold=True)
+        out["plan"] = state.id
         # what PG_ADVISOR_PINNED counts down as the drain takes the items out (a PG pinned
         # by removing its items has none to count)
-        st.pins = items_json({k: pins.items[k] for k in done if pins.items.get(k)})
-        st.full_pins = {k: [int(o) for o in v] for k, v in sorted(full.items())}
-        st.pins_left = len(st.pins) + len(st.full_pins)
+        state.pins = items_json({k: pins.items[k] for k in done if pins.items.get(k)})
+        state.full_pins = {k: [int(o) for o in v] for k, v in sorted(full.items())}
+        state.pins_left = len(state.pins) + len(state.full_pins)
         self._pinned_at = snap.epoch     # maps up to this one do not show the pins yet
         self._pins_want = {k: pins.want[k] for k in done}
         self.pins_verified = None
@@ -235,11 +235,11 @@ class Driver:
             copies = object_copies(snap)
             shards = max(16, plan.replicas)      # a round spans the plan's pools
             steps = [balance_step(t.pool, t.pool.pg_num, t.pool.pgp_num, shards, copies) for t in touched]
-            st = self.executor.start(steps, [t.pool for t in touched], Source.DRAIN, now, drain=osds)
+            state = self.executor.start(steps, [t.pool for t in touched], Source.DRAIN, now, drain=osds)
             what = f"{describe(osds)}: {plan.replicas} replicas in {len(touched)} pools to move"
             self.executor.log(now, "drain", what)
             self.executor.save()
-            out["plan"] = st.id
+            out["plan"] = state.id
             return out
 
     def abort(self, snap: Snapshot, send: Send, now: float) -> str:
@@ -320,15 +320,15 @@ class Driver:
     def _count_pins(self, snap: Snapshot) -> None:
         """How many of the plan's pins the map still has (a PG counts while any of its pin
         items, or its full pg-upmap, is there)."""
-        st = self.executor.state
-        if st is None or not (st.pins or st.full_pins) or not self.executor.open \
+        state = self.executor.state
+        if state is None or not (state.pins or state.full_pins) or not self.executor.open \
                 or snap.epoch <= self._pinned_at:
             return
-        left = sum(1 for pgid, pairs in st.pins.items()
+        left = sum(1 for pgid, pairs in state.pins.items()
                    if {tuple(p) for p in pairs} & set(snap.pg_upmap_items.get(pgid, ())))
-        left += sum(1 for pgid, osds in st.full_pins.items() if list(snap.pg_upmap.get(pgid, ())) == osds)
-        if left != st.pins_left:
-            st.pins_left = left
+        left += sum(1 for pgid, osds in state.full_pins.items() if list(snap.pg_upmap.get(pgid, ())) == osds)
+        if left != state.pins_left:
+            state.pins_left = left
             self.executor.save()
 
     def _start_balancing(self, snap: Snapshot, opts: Options, now: float) -> None:
@@ -350,7 +350,7 @@ class Driver:
         return not aborts or now - aborts[-1] > AUTO_COOLDOWN
 
     def health(self) -> Dict[str, Dict[str, Any]]:
-        st = self.executor.state
+        state = self.executor.state
         checks: Dict[str, Dict[str, Any]] = {}
         if self.store.error and self.store.error != self.error:
             checks["PG_ADVISOR_PLAN_ERROR"] = {
@@ -360,47 +360,47 @@ class Driver:
             checks["PG_ADVISOR_PLAN_ERROR"] = {
                 "severity": "warning", "count": 1, "detail": [self.error],
                 "summary": f"pg_advisor cannot advance or start a plan: {self.error}"}
-        if st is not None and st.mismatched and st.status != Status.ABORTED:
+        if state is not None and state.mismatched and state.status != Status.ABORTED:
             checks["PG_ADVISOR_UPMAP_MISMATCH"] = {
-                "severity": "warning", "count": st.mismatched, "detail": list(st.mismatch_detail),
-                "summary": f"pg_advisor plan {st.id}: {st.mismatched} PGs are not where the items it "
+                "severity": "warning", "count": state.mismatched, "detail": list(state.mismatch_detail),
+                "summary": f"pg_advisor plan {state.id}: {state.mismatched} PGs are not where the items it "
                            f"set should have put them"}
-        if st is None or st.status not in (*ACTIVE, Status.STOPPED):
+        if state is None or state.status not in (*ACTIVE, Status.STOPPED):
             return checks
-        if st.pins_left:
+        if state.pins_left:
             checks["PG_ADVISOR_PINNED"] = {
-                "severity": "warning", "count": st.pins_left,
-                "detail": [f"plan {st.id} ({st.status}): {st.pins_left} of "
-                           f"{len(st.pins) + len(st.full_pins)} "
+                "severity": "warning", "count": state.pins_left,
+                "detail": [f"plan {state.id} ({state.status}): {state.pins_left} of "
+                           f"{len(state.pins) + len(state.full_pins)} "
                            f"PGs pinned by pin-remapped still hold their items"],
-                "summary": f"pg_advisor: {st.pins_left} PGs pinned onto their old OSDs wait for the "
+                "summary": f"pg_advisor: {state.pins_left} PGs pinned onto their old OSDs wait for the "
                            f"drain (`ceph pg-advisor progress`)"}
-        if st.status == Status.STOPPED:
+        if state.status == Status.STOPPED:
             checks["PG_ADVISOR_PLAN_STOPPED"] = {
-                "severity": "warning", "count": 1, "detail": [st.stopped_why],
-                "summary": f"pg_advisor plan {st.id} stopped: {st.stopped_why}; "
+                "severity": "warning", "count": 1, "detail": [state.stopped_why],
+                "summary": f"pg_advisor plan {state.id} stopped: {state.stopped_why}; "
                            f"`ceph pg-advisor abort` ends it"}
             return checks
-        if st.status == Status.RUNNING and st.blockers:
+        if state.status == Status.RUNNING and state.blockers:
             checks["PG_ADVISOR_BLOCKED"] = {
-                "severity": "warning", "count": len(st.blockers), "detail": st.blockers,
-                "summary": f"pg_advisor plan {st.id} is blocked: {st.blockers[0]}"}
-            conflicts = st.conflicts
+                "severity": "warning", "count": len(state.blockers), "detail": state.blockers,
+                "summary": f"pg_advisor plan {state.id} is blocked: {state.blockers[0]}"}
+            conflicts = state.conflicts
             if conflicts:    # the other party is named, so the operator can choose
                 checks["PG_ADVISOR_CONFLICT"] = {
                     "severity": "warning", "count": len(conflicts), "detail": conflicts,
                     "summary": f"pg_advisor does not fight Ceph: {conflicts[0]}"}
-        if st.last_error:
+        if state.last_error:
             checks["PG_ADVISOR_STEP_FAILED"] = {
-                "severity": "warning", "count": 1, "detail": [st.last_error],
-                "summary": f"pg_advisor plan {st.id} step {st.next + 1} failed "
-                           f"{st.attempts} time(s); retrying"}
+                "severity": "warning", "count": 1, "detail": [state.last_error],
+                "summary": f"pg_advisor plan {state.id} step {state.next + 1} failed "
+                           f"{state.attempts} time(s); retrying"}
         return checks
 
     def progress(self) -> Optional[Tuple[str, str, float, Status]]:
         """(event id, message, fraction, plan status) of the current or last plan."""
-        st = self.executor.state
-        if st is None:
+        state = self.executor.state
+        if state is None:
             return None
         frac, msg = self.executor.progress()
-        return f"pg_advisor-{st.id}", msg, frac, st.status
+        return f"pg_advisor-{state.id}", msg, frac, state.status

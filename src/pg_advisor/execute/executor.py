@@ -37,7 +37,7 @@ Send = Callable[[Command], Tuple[int, str]]       # (return code, error text)
 BALANCE_ROUNDS_MAX = 1000
 ROUND_CHECK_WAIT = 30.0     # seconds for a round's items to show in the map before they are checked
 # a round plans moves for this share of the budget: its PGs grow while they backfill (client
-# writes) and the stats lag, so what it misplaces exceeds the plan (live: 5.6 % with a full 5 %)
+# writes) and the stats lag, so what it misplaces exceeds the plan (doc/expand.rst)
 ROUND_FILL = 0.8
 DETAIL_MAX = 300            # characters of one history event's detail (the history is stored)
 REASON_MAX = 1000           # characters of a stored error or stop reason (the state stays small)
@@ -107,18 +107,18 @@ class Executor:
                                     f"abort it or let it finish first")
 
     def pause(self, now: float) -> None:
-        st = self._need(*ACTIVE)
-        if st.status == Status.PAUSED:
-            raise AdvisorError.invalid(f"plan {st.id} is already paused")
-        st.status = Status.PAUSED
+        state = self._need(*ACTIVE)
+        if state.status == Status.PAUSED:
+            raise AdvisorError.invalid(f"plan {state.id} is already paused")
+        state.status = Status.PAUSED
         self.log(now, "pause", "no new step until resume; a step in flight finishes in Ceph")
         self.save()
 
     def resume(self, now: float) -> None:
-        st = self._need(*ACTIVE)
-        if st.status != Status.PAUSED:
-            raise AdvisorError.invalid(f"plan {st.id} is not paused")
-        st.status = Status.RUNNING
+        state = self._need(*ACTIVE)
+        if state.status != Status.PAUSED:
+            raise AdvisorError.invalid(f"plan {state.id} is not paused")
+        state.status = Status.RUNNING
         self.log(now, "resume", "")
         self.save()
 
@@ -127,10 +127,10 @@ class Executor:
         exist are placed when growing, the PGs already moved together are merged when
         shrinking (Ceph completes that at its own pace); no further step is taken. A pool
         that is gone, renamed, recreated or retargeted by someone else is left alone."""
-        st = self._need(*ACTIVE, Status.STOPPED)
+        state = self._need(*ACTIVE, Status.STOPPED)
         notes: List[str] = []
-        for name, p in sorted(st.pools.items()):
-            why = self._changed(st, snap, name, p)
+        for name, p in sorted(state.pools.items()):
+            why = self._changed(state, snap, name, p)
             if why:
                 notes.append(f"{name}: left alone ({why})")
                 continue
@@ -143,8 +143,8 @@ class Executor:
                         notes.append(f"{name}: setting {var} {want} failed: {err.strip()}")
             notes.append(f"{name}: left at pg_num {want} and pgp_num {want}; {abs(p['goal'] - want)} "
                          f"PGs short of the plan's {p['goal']}")
-        st.status = Status.ABORTED
-        st.blockers, st.conflicts, st.waiting = [], [], None     # nothing waits any more
+        state.status = Status.ABORTED
+        state.blockers, state.conflicts, state.waiting = [], [], None     # nothing waits any more
         summary = "; ".join(notes)
         self.log(now, "abort", summary)
         self.save()
@@ -152,7 +152,7 @@ class Executor:
 
     # -- is the plan still about the pools it was made for? -------------------------------------
 
-    def _changed(self, st: PlanState, snap: Snapshot, name: str, p: Dict[str, Any]) -> Optional[str]:
+    def _changed(self, state: PlanState, snap: Snapshot, name: str, p: Dict[str, Any]) -> Optional[str]:
         """What happened to a plan's pool that the plan must not act on, or None."""
         by_id = {q.id: q for q in snap.pools}
         pool = by_id.get(p["id"])
@@ -163,27 +163,27 @@ class Executor:
         if pool.name != name:
             return f"pool {name} (id {p['id']}) was renamed to {pool.name}"
         have = (pool.pg_num_target, pool.pgp_num_target)
-        if have not in self._expected(st, p):
+        if have not in self._expected(state, p):
             exp = p["expect"]
             return (f"pool {name}: pg_num/pgp_num targets were changed outside the plan to "
                     f"{have[0]}/{have[1]} (the plan left them at {exp[0]}/{exp[1]})")
         return None
 
     @staticmethod
-    def _expected(st: PlanState, p: Dict[str, Any]) -> List[Tuple[int, int]]:
+    def _expected(state: PlanState, p: Dict[str, Any]) -> List[Tuple[int, int]]:
         """Targets the pool may show: the plan's last, and while the plan's current step
         is being set on it, that step's and the states between its commands."""
         out = [tuple(p["expect"])]
-        if st.next < len(st.steps):
-            step = PlanStep.from_json(st.steps[st.next])
+        if state.next < len(state.steps):
+            step = PlanStep.from_json(state.steps[state.next])
             if step.pool_id == p["id"] and step.kind != "balance":
                 out += [(step.pg_num, step.pgp_num), (step.pg_num, step.pg_num),
                         (step.pg_num, p["expect"][1])]
         return out    # type: ignore[return-value]
 
-    def _stop(self, st: PlanState, why: str, now: float) -> None:
-        st.status, st.stopped_why = Status.STOPPED, why[:REASON_MAX]
-        st.blockers, st.conflicts, st.waiting = [], [], None
+    def _stop(self, state: PlanState, why: str, now: float) -> None:
+        state.status, state.stopped_why = Status.STOPPED, why[:REASON_MAX]
+        state.blockers, state.conflicts, state.waiting = [], [], None
         self.log(now, "stop", f"{why}; no command is sent to it; `abort` ends the plan")
 
     # -- the tick -------------------------------------------------------------------------------
@@ -192,90 +192,90 @@ class Executor:
              burst: Optional[Burst] = None) -> None:
         """`burst` sends commands together (pinned steps); by default one after another."""
         burst = burst or (lambda cmds: [send(c) for c in cmds])
-        st = self.state
-        if st is None or st.status != Status.RUNNING:
+        state = self.state
+        if state is None or state.status != Status.RUNNING:
             return
-        for name, p in sorted(st.pools.items()):
-            why = self._changed(st, snap, name, p)
+        for name, p in sorted(state.pools.items()):
+            why = self._changed(state, snap, name, p)
             if why:
-                self._stop(st, why, now)
+                self._stop(state, why, now)
                 self.save()
                 return
-        while st.next < len(st.steps):
-            step = PlanStep.from_json(st.steps[st.next])
+        while state.next < len(state.steps):
+            step = PlanStep.from_json(state.steps[state.next])
             pool = snap.pool_by_name(step.pool)       # checked above: the plan's own pool
-            if st.phase == Phase.ISSUING and self._shown(st, snap, pool, step):
-                st.phase = Phase.ISSUED       # sent before a failover: do not send it again
-                self._issued(st, step, now)
-                self.log(now, "recovered", f"step {st.next + 1} was already sent")
-            if st.phase == Phase.ISSUED:
+            if state.phase == Phase.ISSUING and self._shown(state, snap, pool, step):
+                state.phase = Phase.ISSUED       # sent before a failover: do not send it again
+                self._issued(state, step, now)
+                self.log(now, "recovered", f"step {state.next + 1} was already sent")
+            if state.phase == Phase.ISSUED:
                 if not step_done(pool, step):
-                    st.waiting = (f"Ceph is at pg_num {pool.pg_num}, pgp_num {pool.pgp_num} "
-                                  f"(step {st.next + 1} wants {step.pg_num}, {step.pgp_num})")
+                    state.waiting = (f"Ceph is at pg_num {pool.pg_num}, pgp_num {pool.pgp_num} "
+                                     f"(step {state.next + 1} wants {step.pg_num}, {step.pgp_num})")
                     break
-                self._advance(st, step, now)
+                self._advance(state, step, now)
                 continue
-            if step.kind == "balance" and pacing.balancer_active and st.round is None:
+            if step.kind == "balance" and pacing.balancer_active and state.round is None:
                 # Ceph's own balancer evens the pool; pg_advisor sets no items beside it
-                self._advance(st, step, now, " (left to Ceph's balancer, active)")
+                self._advance(state, step, now, " (left to Ceph's balancer, active)")
                 continue
-            if step.kind == "balance" and st.round is not None:
-                if not self._round_checked(st, snap, now):
+            if step.kind == "balance" and state.round is not None:
+                if not self._round_checked(state, snap, now):
                     break
             # half sent before a failover (its targets are in the pool, its pins not): the
             # PGs already move, and the rest of the step is what stops them, so the pacing
             # that would hold a new step back does not hold this one
-            half_sent = st.phase == Phase.ISSUING and targets_shown(pool, step)
-            if not self._may_issue(st, snap, pool, step, pacing, now, half_sent):
+            half_sent = state.phase == Phase.ISSUING and targets_shown(pool, step)
+            if not self._may_issue(state, snap, pool, step, pacing, now, half_sent):
                 break
             if step.kind == "balance":
-                if self._balance_round(st, snap, step, pacing, burst, now):
+                if self._balance_round(state, snap, step, pacing, burst, now):
                     break
                 continue
-            self._issue(st, snap, step, burst, now, pacing.prime)
+            self._issue(state, snap, step, burst, now, pacing.prime)
             break
         else:
-            st.status = Status.DONE
-            st.waiting = None
-            self.log(now, "finish", f"all {len(st.steps)} steps done")
+            state.status = Status.DONE
+            state.waiting = None
+            self.log(now, "finish", f"all {len(state.steps)} steps done")
         self.save()
 
-    def _advance(self, st: PlanState, step: PlanStep, now: float, how: str = "") -> None:
+    def _advance(self, state: PlanState, step: PlanStep, now: float, how: str = "") -> None:
         """The current step is done: log it and make the next one current."""
-        self.log(now, "done", f"step {st.next + 1}/{len(st.steps)}: {step.describe()}{how}")
-        st.next, st.phase, st.last_step_at, st.rounds = st.next + 1, Phase.IDLE, now, 0
-        st.attempts, st.retry_at, st.last_error = 0, None, None
+        self.log(now, "done", f"step {state.next + 1}/{len(state.steps)}: {step.describe()}{how}")
+        state.next, state.phase, state.last_step_at, state.rounds = state.next + 1, Phase.IDLE, now, 0
+        state.attempts, state.retry_at, state.last_error = 0, None, None
 
-    def _from_pgp(self, st: PlanState, step: PlanStep) -> int:
+    def _from_pgp(self, state: PlanState, step: PlanStep) -> int:
         """The pool's pgp_num before this step: the plan's last target for it."""
-        return int(st.pools[step.pool]["expect"][1])
+        return int(state.pools[step.pool]["expect"][1])
 
-    def _shown(self, st: PlanState, snap: Snapshot, pool: Pool, step: PlanStep) -> bool:
+    def _shown(self, state: PlanState, snap: Snapshot, pool: Pool, step: PlanStep) -> bool:
         if step.pin:
-            return pins_shown(snap, pool, step, self._from_pgp(st, step))
+            return pins_shown(snap, pool, step, self._from_pgp(state, step))
         return targets_shown(pool, step)
 
-    def _may_issue(self, st: PlanState, snap: Snapshot, pool: Pool, step: PlanStep,
+    def _may_issue(self, state: PlanState, snap: Snapshot, pool: Pool, step: PlanStep,
                    pacing: Pacing, now: float, half_sent: bool = False) -> bool:
         found = blockers(snap, pool, pacing, now, step.pin or step.kind == "balance",
                          half_sent, step.kind != "balance")
-        st.blockers = [b.text for b in found]
+        state.blockers = [b.text for b in found]
         # by kind, not by what the text says (a pool may be named "balancer-x")
-        st.conflicts = [b.text for b in found if b.kind == "conflict"]
-        if st.blockers:
-            st.waiting = None
+        state.conflicts = [b.text for b in found if b.kind == "conflict"]
+        if state.blockers:
+            state.waiting = None
             return False
         waits = []
-        if st.retry_at is not None and now < st.retry_at:
-            waits.append(f"retrying after {_clock(st.retry_at)}: {st.last_error}")
+        if state.retry_at is not None and now < state.retry_at:
+            waits.append(f"retrying after {_clock(state.retry_at)}: {state.last_error}")
         if half_sent:
-            st.waiting = "; ".join(waits) or None
+            state.waiting = "; ".join(waits) or None
             return not waits
         unseen = unreported_pgs(snap, pool) if step.pin or (pacing.prime and step.kind == "pgp_num") else 0
         if unseen:       # their pins or pg_temps come from the stats: unprimed they change primary
             waits.append(f"{unseen} PGs of pool {pool.name} not in the PG stats yet")
-        if st.last_step_at is not None and now - st.last_step_at < pacing.interval:
-            waits.append(f"next step after {_clock(st.last_step_at + pacing.interval)}")
+        if state.last_step_at is not None and now - state.last_step_at < pacing.interval:
+            waits.append(f"next step after {_clock(state.last_step_at + pacing.interval)}")
         ratio = misplaced_ratio(snap)
         if ratio > 0 and ratio + step.misplaced > pacing.misplaced_max:
             waits.append(f"misplaced {100 * ratio:.2f}% + this step's {100 * step.misplaced:.2f}% "
@@ -285,71 +285,71 @@ class Executor:
             if busy and busy + step.max_osd_backfills > pacing.max_backfills:
                 waits.append(f"osd.{osd} has {busy} PGs backfilling; this step adds up to "
                              f"{step.max_osd_backfills} (limit {pacing.max_backfills})")
-        st.waiting = "; ".join(waits) or None
+        state.waiting = "; ".join(waits) or None
         return not waits
 
-    def _failed(self, st: PlanState, error: str, now: float) -> None:
+    def _failed(self, state: PlanState, error: str, now: float) -> None:
         """A command failed: try again later, longer each time, and say so."""
-        st.attempts += 1
-        st.last_error = error[:REASON_MAX]
-        st.retry_at = now + min(RETRY_MAX_DELAY, 5.0 * 2 ** (st.attempts - 1))
-        self.log(now, "retry", f"step {st.next + 1} attempt {st.attempts} failed: {error}")
+        state.attempts += 1
+        state.last_error = error[:REASON_MAX]
+        state.retry_at = now + min(RETRY_MAX_DELAY, 5.0 * 2 ** (state.attempts - 1))
+        self.log(now, "retry", f"step {state.next + 1} attempt {state.attempts} failed: {error}")
 
-    def _balance_round(self, st: PlanState, snap: Snapshot, step: PlanStep, pacing: Pacing,
+    def _balance_round(self, state: PlanState, snap: Snapshot, step: PlanStep, pacing: Pacing,
                        burst: Burst, now: float) -> bool:
         """One balance round on the pool: True if it set items or waits for the budget
         (more rounds follow), False when the pool is as even as the balancer can make it
         (the step is done)."""
-        if st.full_pins and self._unpin_full(st, snap, pacing, burst, now):
+        if state.full_pins and self._unpin_full(state, snap, pacing, burst, now):
             return True
         # all the plan's pools at once: the rounds even each of them and their total
         # and at most max_backfills_per_osd PGs moving into or out of one OSD, those
         # backfilling now included
         room = np.maximum(pacing.max_backfills - backfill_load(snap), 0) if pacing.max_backfills else None
-        rnd = balance_round(snap, sorted(st.pools), max(1, step.pgs_moving or 16), pacing.balance_mode,
+        rnd = balance_round(snap, sorted(state.pools), max(1, step.pgs_moving or 16), pacing.balance_mode,
                             misplaced_copies(snap, pacing.misplaced_max * ROUND_FILL),
-                            drain=st.drain, osd_room=room)
+                            drain=state.drain, osd_room=room)
         r = rnd.proposal
         if not r.items and r.throttled:
-            st.waiting = ("the misplaced budget or max_backfills_per_osd holds the next balance "
-                          "round back")
+            state.waiting = ("the misplaced budget or max_backfills_per_osd holds the next balance "
+                             "round back")
             return True
         uneven = sorted(r.uneven.items())
         if not r.items and uneven:
             # "done" means even: an uneven pool the rounds cannot improve stays in view
-            st.blockers = [f"pool {uneven[0][0]} is not even and no legal move improves it: "
-                           f"{uneven[0][1]}; the plan stays open (`abort` ends it)"]
-            st.waiting = None
+            state.blockers = [f"pool {uneven[0][0]} is not even and no legal move improves it: "
+                              f"{uneven[0][1]}; the plan stays open (`abort` ends it)"]
+            state.waiting = None
             return True
         if not r.items:
-            self._advance(st, step, now, f" ({st.rounds} rounds)")
+            self._advance(state, step, now, f" ({state.rounds} rounds)")
             return False
-        if st.rounds >= BALANCE_ROUNDS_MAX:
-            self._stop(st, f"pool {step.pool}: still not even after {BALANCE_ROUNDS_MAX} balance "
-                           f"rounds", now)
+        if state.rounds >= BALANCE_ROUNDS_MAX:
+            self._stop(state, f"pool {step.pool}: still not even after {BALANCE_ROUNDS_MAX} balance "
+                       f"rounds", now)
             return True
-        st.rounds += 1
+        state.rounds += 1
         sent = rnd.apply(burst, pacing.prime)
         failed = sent.messages()
-        st.last_step_at = now
+        state.last_step_at = now
         taken = dict(sorted(rnd.taken().items())[:ROUND_CHECK_MAX])
-        st.round = {"epoch": snap.epoch, "items": taken, "want": rnd.proposal.wanted(taken)}
+        state.round = {"epoch": snap.epoch, "items": taken, "want": rnd.proposal.wanted(taken)}
         items = rnd.items
         moved = pgs_bytes(snap, list(items))
-        self.log(now, "round", f"step {st.next + 1}: {len(items)} PGs, {r.moves} moves"
+        self.log(now, "round", f"step {state.next + 1}: {len(items)} PGs, {r.moves} moves"
                  + (f", {human_bytes(moved)} in those PGs" if moved is not None else "")
                  + (f", {sent.primed} primed" if sent.primed else "")
                  + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
         if failed:
-            self._failed(st, f"{len(failed)} of {len(items)} items refused, e.g. {failed[0]}", now)
+            self._failed(state, f"{len(failed)} of {len(items)} items refused, e.g. {failed[0]}", now)
         return True
 
-    def _unpin_full(self, st: PlanState, snap: Snapshot, pacing: Pacing, burst: Burst, now: float) -> bool:
+    def _unpin_full(self, state: PlanState, snap: Snapshot, pacing: Pacing, burst: Burst, now: float) -> bool:
         """The full pg-upmaps pin-remapped set (EC shards CRUSH swapped) go before any
         balance round: as many as the budget takes, one at least when nothing is misplaced.
         True if it removed some or waits for the budget; False once none is left."""
-        present = [k for k, v in sorted(st.full_pins.items()) if list(snap.pg_upmap.get(k, ())) == v]
-        st.full_pins = {k: st.full_pins[k] for k in present}    # gone: removed or cleaned by the mon
+        present = [k for k, v in sorted(state.full_pins.items()) if list(snap.pg_upmap.get(k, ())) == v]
+        state.full_pins = {k: state.full_pins[k] for k in present}    # gone: removed or cleaned by the mon
         if not present:
             return False
         copies = misplaced_copies(snap, pacing.misplaced_max * ROUND_FILL)
@@ -358,7 +358,7 @@ class Executor:
         used = 0.0
         for k in present:
             # every shard may move (the swap and the rest): the PG's objects times its size
-            cost = (float(pgs.objects[pgs.rows_of([k])].sum()) * len(st.full_pins[k])
+            cost = (float(pgs.objects[pgs.rows_of([k])].sum()) * len(state.full_pins[k])
                     if pgs is not None else 0.0)
             free = not take and snap.misplaced_objects == 0
             if copies is not None and used + cost > copies and not free:
@@ -366,32 +366,33 @@ class Executor:
             take.append(k)
             used += cost
         if not take:
-            st.waiting = "the misplaced budget holds back the removal of the pinned pg-upmaps"
+            state.waiting = "the misplaced budget holds back the removal of the pinned pg-upmaps"
             return True
         sent = unset_full(take, burst)
         for k in take:
             if k not in sent.failed:
-                del st.full_pins[k]
-        st.last_step_at = now
+                del state.full_pins[k]
+        state.last_step_at = now
         failed = sent.messages()
-        self.log(now, "unpin", f"step {st.next + 1}: {len(take) - len(failed)} pinned pg-upmaps removed"
+        self.log(now, "unpin", f"step {state.next + 1}: {len(take) - len(failed)} pinned pg-upmaps removed"
                  + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
         if failed:
-            self._failed(st, f"{len(failed)} of {len(take)} pg-upmap removals refused, e.g. {failed[0]}", now)
+            self._failed(state, f"{len(failed)} of {len(take)} pg-upmap removals refused, e.g. {failed[0]}",
+                         now)
         return True
 
-    def _round_checked(self, st: PlanState, snap: Snapshot, now: float) -> bool:
+    def _round_checked(self, state: PlanState, snap: Snapshot, now: float) -> bool:
         """Did the mon keep the last round's items? False while its map may not show them."""
-        rnd = st.round
+        rnd = state.round
         if rnd is None:
             return True
-        if snap.epoch <= rnd["epoch"] and now - (st.last_step_at or now) < ROUND_CHECK_WAIT:
-            st.waiting = "waiting for the map with the last round's items"
+        if snap.epoch <= rnd["epoch"] and now - (state.last_step_at or now) < ROUND_CHECK_WAIT:
+            state.waiting = "waiting for the map with the last round's items"
             return False
-        st.round = None
+        state.round = None
         lost = unkept(rnd["items"], snap.pg_upmap_items)
         if lost:
-            self._failed(st, f"the mon did not keep the items of {len(lost)} PGs, e.g. {lost[0]}", now)
+            self._failed(state, f"the mon did not keep the items of {len(lost)} PGs, e.g. {lost[0]}", now)
         self.verify(snap, {k: v for k, v in rnd.get("want", {}).items() if k not in lost}, "round", now)
         return True
 
@@ -402,23 +403,23 @@ class Executor:
             return {}
         got = self.up_sets(snap, sorted(want))
         bad = map_mismatches(snap, want, got)
-        st = self.state
-        if bad and st is not None:
-            st.mismatched += len(bad)
+        state = self.state
+        if bad and state is not None:
+            state.mismatched += len(bad)
             shown = [f"{k}: {v}" for k, v in sorted(bad.items())]
-            st.mismatch_detail = (st.mismatch_detail + shown)[-MISMATCH_SHOWN:]
+            state.mismatch_detail = (state.mismatch_detail + shown)[-MISMATCH_SHOWN:]
             self.log(now, "mismatch", f"{len(bad)} of the {len(want)} PGs of the {what} are not where "
                      f"their items put them, e.g. {shown[0]}")
         return bad
 
-    def _issue(self, st: PlanState, snap: Snapshot, step: PlanStep, burst: Burst, now: float,
+    def _issue(self, state: PlanState, snap: Snapshot, step: PlanStep, burst: Burst, now: float,
                prime: bool = False) -> None:
-        st.phase = Phase.ISSUING
+        state.phase = Phase.ISSUING
         self.save()                      # a failover from here resends only if not shown
         if step.pin:
-            cmds = pin_commands(snap, step, self._from_pgp(st, step))
+            cmds = pin_commands(snap, step, self._from_pgp(state, step))
         elif step.kind == "pgp_num" and prime:
-            cmds = primed_pgp_commands(snap, step, self._from_pgp(st, step))
+            cmds = primed_pgp_commands(snap, step, self._from_pgp(state, step))
         else:
             cmds = target_commands(step)
         unpinned, unprimed = [], []
@@ -428,55 +429,55 @@ class Executor:
             elif rc != 0 and "pgid" in cmd:     # a pin that did not take: that PG just moves
                 unpinned.append(f"{cmd['pgid']}: {err.strip()}")
             elif rc != 0:
-                st.phase = Phase.IDLE
-                self._failed(st, f"{cmd['var']} {cmd['val']}: {err.strip() or f'error {rc}'}", now)
+                state.phase = Phase.IDLE
+                self._failed(state, f"{cmd['var']} {cmd['val']}: {err.strip() or f'error {rc}'}", now)
                 return
         if unpinned:
             self.log(now, "unpinned", f"{len(unpinned)} pins refused, e.g. {unpinned[0]}")
         if unprimed:
             self.log(now, "unprimed", f"{len(unprimed)} pg-temps refused, e.g. {unprimed[0]}")
-        st.phase = Phase.ISSUED
-        self._issued(st, step, now)
+        state.phase = Phase.ISSUED
+        self._issued(state, step, now)
         primed = sum(1 for c in cmds if c["prefix"] == "osd pg-temp") - len(unprimed)
         pinned = sum(1 for c in cmds if c["prefix"] == "osd pg-upmap-items") - len(unpinned)
-        self.log(now, "issue", f"step {st.next + 1}/{len(st.steps)}: {step.describe()}"
+        self.log(now, "issue", f"step {state.next + 1}/{len(state.steps)}: {step.describe()}"
                  + (f", {primed} primed" if primed else "")
                  + (f", {pinned} pinned" if step.pin else ""))
 
     @staticmethod
-    def _issued(st: PlanState, step: PlanStep, now: float) -> None:
-        st.issued_at = now
-        st.waiting = None
-        st.pools[step.pool]["expect"] = [step.pg_num, step.pgp_num]
+    def _issued(state: PlanState, step: PlanStep, now: float) -> None:
+        state.issued_at = now
+        state.waiting = None
+        state.pools[step.pool]["expect"] = [step.pg_num, step.pgp_num]
 
     # -- reporting ------------------------------------------------------------------------------
 
     def progress(self) -> Tuple[float, str]:
         """(fraction done, one line) for the progress event."""
-        st = self.state
-        if st is None:
+        state = self.state
+        if state is None:
             return 0.0, ""
-        steps = st.steps
+        steps = state.steps
         last = steps[-1]
         pools = sorted({s["pool"] for s in steps})
         what = ("balancing " + ", ".join(pools) if all(s["kind"] == "balance" for s in steps)
                 else f"{', '.join(pools)} to pg_num {last['pg_num']}")
-        line = f"pg_advisor: {what} (step {min(st.next + 1, len(steps))}/{len(steps)})"
-        if st.status in (Status.PAUSED, Status.STOPPED):
-            line += f", {st.status}"
-        return st.next / len(steps), line
+        line = f"pg_advisor: {what} (step {min(state.next + 1, len(steps))}/{len(steps)})"
+        if state.status in (Status.PAUSED, Status.STOPPED):
+            line += f", {state.status}"
+        return state.next / len(steps), line
 
     def report(self) -> Dict[str, Any]:
         """The plan and its steps, built afresh: nothing in it is the executor's, so it
         can be rendered or served after the lock is let go."""
-        st = self.state
-        if st is None:
+        state = self.state
+        if state is None:
             return {"plan": None}
+        now_at = state.phase.value if state.status == Status.RUNNING else "pending"
         steps = [dict(s, description=PlanStep.from_json(s).describe(),
-                      state=("done" if i < st.next else
-                             st.phase.value if i == st.next and st.status == Status.RUNNING else "pending"))
-                 for i, s in enumerate(st.steps)]
-        return {"plan": st.public(), "steps": steps}
+                      state="done" if i < state.next else now_at if i == state.next else "pending")
+                 for i, s in enumerate(state.steps)]
+        return {"plan": state.public(), "steps": steps}
 
     # -- persistence ----------------------------------------------------------------------------
 

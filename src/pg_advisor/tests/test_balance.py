@@ -248,7 +248,7 @@ def test_bytes_mode_keeps_primaries_where_a_step_nearly_as_good_does(
 def test_a_step_keeping_the_primaries_wins_at_half_the_gain(snap: snapshot.Snapshot) -> None:
     from pg_advisor.balance.evener import KEEP_RATIO, ByteEvener, Move
     ev = ByteEvener(Balancer(snap), 0.005)
-    st = ev.b.states[0]
+    st = ev.balancer.states[0]
     worth = ev.min_gain
 
     def move(gain: float, keeps: bool, swap: bool = False) -> Move:

@@ -300,12 +300,12 @@ def test_an_ec_shard_may_move_back_to_crushs_osd_for_its_slot_only(dumps: Dict[s
     st = next(s for s in b.states if s.pool.type == "erasure")
     row = np.array([int(pgid.split(".")[1], 16)])
     crush = st.raw[row[0]].tolist()          # [a, b, c]; the data on [b, x, c]
-    assert crush[0] in st.held(row)[0]                       # no source named: all held
+    assert crush[0] in st.forbidden(row)[0]                       # no source named: all held
     shard1 = np.array([want[1]])             # x, on slot 1, whose CRUSH OSD is b
-    held = st.held(row, shard1)[0].tolist()
+    held = st.forbidden(row, shard1)[0].tolist()
     assert crush[0] in held                  # slot 0's CRUSH OSD stays held for slot 1
     shard0 = np.array([want[0]])             # b, on slot 0, whose CRUSH OSD is a
-    assert crush[0] not in st.held(row, shard0)[0].tolist()
+    assert crush[0] not in st.forbidden(row, shard0)[0].tolist()
 
 
 def test_the_balance_command_lists_a_pg_the_map_puts_elsewhere(wired: Any) -> None:
