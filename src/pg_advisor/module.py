@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 from mgr_module import CLIReadCommand, CLIWriteCommand, MgrModule, Option
 
 from .analysis.status import status_of
+from .execute.context import BalanceRequest, Context
 from .execute.driver import Driver
 from .execute.plan_state import ACTIVE, Status
 from .commands import table
@@ -292,12 +293,19 @@ class Module(MgrModule):
     def _act_balance(self, v: table.Values) -> Report:
         """One bounded batch of pg-upmap-items toward each OSD's share (or only its dry run):
         one round, as the background's, within the misplaced budget."""
-        opts = self.current_options()
+        ctx = self.context(self._snapshot_to_act(v))
+        opts = ctx.opts
         # (table.check held --max-items to the option's bound: one round stays small)
         items = v["max_items"] if v["max_items"] is not None else opts.balance_max_items
-        return self.driver.balance(self._snapshot_to_act(v), opts, self.cluster_ratio(),
-                                   [v["pool"]] if v["pool"] else None, items, v["mode"] or opts.balance_mode,
-                                   bool(v["dry_run"]), self.burst, self.balancer_active(), self._items_after)
+        req = BalanceRequest([v["pool"]] if v["pool"] else None, items, v["mode"] or opts.balance_mode,
+                             bool(v["dry_run"]))
+        return self.driver.balance(ctx, req, self._items_after)
+
+    def context(self, snap: snapshot.Snapshot) -> Context:
+        """What a command or a tick acts on: `snap` and all else read from the mgr now."""
+        opts = self.current_options()
+        return Context(snap, opts, self.cluster_ratio(), time.time(), self.send, self.burst,
+                       self.balanced(opts), self.balancer_active())
 
     def _items_after(self, epoch: int) -> Mapping[str, Sequence[Tuple[int, int]]]:
         """The upmap items in the mgr's first OSDMap newer than `epoch` (or its newest, after
@@ -367,17 +375,14 @@ class Module(MgrModule):
         return self.take_snapshot(fresh=not v["dry_run"], lazy=bool(v["dry_run"]))
 
     def _act_apply(self, v: table.Values) -> Report:
-        opts = self.current_options()
-        snap = self._snapshot_to_act(v)
-        report = self.driver.apply(snap, opts, self.cluster_ratio(), self.balanced(opts),
-                                   v["pool"], v["pg_num"], v["dry_run"], time.time())
+        report = self.driver.apply(self.context(self._snapshot_to_act(v)), v["pool"], v["pg_num"],
+                                   v["dry_run"])
         self._wake.set()
         return report
 
     def _act_pin_remapped(self, v: table.Values) -> Report:
         snap, dry_run = self._snapshot_to_act(v), v["dry_run"]
-        report = self.driver.pin_remapped(snap, self.current_options(), self.cluster_ratio(),
-                                          dry_run, self.burst, time.time(), self.balancer_active())
+        report = self.driver.pin_remapped(self.context(snap), dry_run)
         if not dry_run and report.get("plan"):
             self._wait_for_map(snap.epoch)
             report["verified"] = self.driver.verify_pins(snap, time.time())
@@ -385,9 +390,7 @@ class Module(MgrModule):
         return report
 
     def _act_drain(self, v: table.Values) -> Report:
-        snap = self._snapshot_to_act(v)
-        report = self.driver.drain(snap, self.current_options(), self.cluster_ratio(),
-                                   v["osd_or_bucket"], v["dry_run"], time.time(), self.balancer_active())
+        report = self.driver.drain(self.context(self._snapshot_to_act(v)), v["osd_or_bucket"], v["dry_run"])
         self._wake.set()
         return report
 
@@ -404,7 +407,7 @@ class Module(MgrModule):
         return self._progress()
 
     def _act_abort(self, v: table.Values) -> Report:
-        summary = self.driver.abort(self.take_snapshot(fresh=True), self.send, time.time())
+        summary = self.driver.abort(self.context(self.take_snapshot(fresh=True)))
         self._report_progress()
         self._serve_plan()
         self._wake.set()          # health follows at once
@@ -514,8 +517,7 @@ class Module(MgrModule):
         if opts.mode == "off":      # nothing in the background: a plan waits
             return
         try:
-            self.driver.tick(self.take_snapshot(), opts, self.cluster_ratio(), self.balanced(opts),
-                             self.send, time.time(), self.burst, self.balancer_active())
+            self.driver.tick(self.context(self.take_snapshot()))
         except AdvisorError as e:
             self.log.warning("pg_advisor: plan not advanced: %s", e.message)
         self._report_progress()

@@ -156,7 +156,7 @@ class Proposal:
 
 
 def propose(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 1 << 20,
-            mode: str = "bytes", placer: Optional[Placer] = None,
+            mode: str = "bytes", *, placer: Optional[Placer] = None,
             copies_max: Optional[float] = None, min_gain: float = 0.005,
             drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None,
             balancer: Optional[Balancer] = None) -> Proposal:
@@ -182,11 +182,12 @@ def propose(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 
 
 
 def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 1 << 20,
-                   mode: str = "bytes", placer: Optional[Placer] = None,
+                   mode: str = "bytes", *, placer: Optional[Placer] = None,
                    copies_max: Optional[float] = None, min_gain: float = 0.005,
                    drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None) -> Dict[str, Any]:
     """propose()'s proposal as the `balance` command's JSON."""
-    return proposal_json(propose(snap, pools, max_items, mode, placer, copies_max, min_gain, drain, osd_room))
+    return proposal_json(propose(snap, pools, max_items, mode, placer=placer, copies_max=copies_max,
+                                 min_gain=min_gain, drain=drain, osd_room=osd_room))
 
 
 def proposal_json(p: Proposal) -> Dict[str, Any]:

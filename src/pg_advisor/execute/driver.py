@@ -15,10 +15,11 @@ from ..crush.upmap import map_mismatches
 from ..model.distribution import object_copies
 from ..model.errors import AdvisorError
 from ..model.limits import check_pg_num
-from ..model.options import BalanceMode, Options
+from ..model.options import Options
 from ..model.snapshot import Snapshot
 from ..sizing.sizer import Sizer
-from .executor import Executor, Send
+from .context import BalanceRequest, Context
+from .executor import Executor
 from .pacing import Pacing, check_pacing
 from .gates import balancer_conflict, cluster_blockers, misplaced_ratio
 from .plan_state import ACTIVE, Source, Status
@@ -119,15 +120,17 @@ class Driver:
                 f"pg_num {target} for pool {name} would put up to {most} PGs on an OSD, over "
                 f"mon_max_pg_per_osd {snap.mon_max_pg_per_osd}")
 
-    def apply(self, snap: Snapshot, opts: Options, cluster_ratio: float, balanced: bool,
-              pool: Optional[str], pg_num: Optional[int], dry_run: bool, now: float) -> Dict[str, Any]:
+    def apply(self, ctx: Context, pool: Optional[str], pg_num: Optional[int],
+              dry_run: bool) -> Dict[str, Any]:
+        """A plan to `pg_num` for `pool` (or to the sizing advice for it, or for every pool)."""
+        snap, opts, cluster_ratio = ctx.snap, ctx.opts, ctx.cluster_ratio
         with self.lock:
             if not dry_run:
                 self._check_store()
             if not dry_run:
                 self.executor.check_free()      # before any work: start() would refuse it too
             pacing(opts, cluster_ratio)        # a malformed window is refused now
-            targets = self.targets(snap, opts, balanced, pool, pg_num)
+            targets = self.targets(snap, opts, ctx.balanced, pool, pg_num)
             if not targets:
                 raise AdvisorError.invalid("nothing to apply: pg_num is where pg_advisor recommends"
                                            + (f" for pool {pool}" if pool else ""))
@@ -136,28 +139,28 @@ class Driver:
             out: Dict[str, Any] = {"dry_run": dry_run, "targets": targets,
                                    "steps": [dict(s.to_json(), description=s.describe()) for s in steps]}
             if not dry_run:
-                out["plan"] = self.executor.start(steps, pools, Source.APPLY, now).id
+                out["plan"] = self.executor.start(steps, pools, Source.APPLY, ctx.now).id
             return out
 
-    def balance(self, snap: Snapshot, opts: Options, cluster_ratio: float, pools: Optional[List[str]],
-                max_items: int, mode: BalanceMode, dry_run: bool, burst: Burst, balancer_active: bool,
+    def balance(self, ctx: Context, req: BalanceRequest,
                 items_after: Callable[[int], Mapping[str, Sequence[Tuple[int, int]]]]) -> Dict[str, Any]:
         """One bounded round of pg-upmap-items toward each OSD's share (or its dry run), as
         the background's, within the misplaced budget; then what the mon kept of it
         (`items_after(epoch)`: the items in the first map after the snapshot's) and where
         the map puts the PGs it moved."""
-        rnd = balance_round(snap, pools, max_items, mode, misplaced_copies(snap, cluster_ratio),
-                            opts.balance_min_gain)
-        report = dict(proposal_json(rnd.proposal), dry_run=dry_run)
-        if dry_run:
+        snap = ctx.snap
+        rnd = balance_round(snap, req.pools, req.max_items, req.mode,
+                            misplaced_copies(snap, ctx.cluster_ratio), min_gain=ctx.opts.balance_min_gain)
+        report = dict(proposal_json(rnd.proposal), dry_run=req.dry_run)
+        if req.dry_run:
             return report
         with self.lock:
             self.check_idle("balancing")
-            why = [balancer_conflict(balancer_active, "no balancing")] + cluster_blockers(snap)
+            why = [balancer_conflict(ctx.balancer_active, "no balancing")] + cluster_blockers(snap)
             refused = next((w for w in why if w), None)
             if refused:
                 raise AdvisorError.busy(f"not balancing: {refused}")
-            failed = rnd.apply(burst, opts.prime_pg_temp).messages()
+            failed = rnd.apply(ctx.sender(), ctx.opts.prime_pg_temp).messages()
             # the mon acknowledges an item that breaks the rule and drops it: check the map,
             # and that it puts each PG where its items were meant to
             lost = unkept(rnd.taken(), items_after(snap.epoch))
@@ -168,22 +171,22 @@ class Driver:
             report.update(applied=len(rnd.items) - len(failed), failed=failed, mismatched=len(bad))
             return report
 
-    def pin_remapped(self, snap: Snapshot, opts: Options, cluster_ratio: float, dry_run: bool,
-                     burst: Burst, now: float, balancer_active: bool = False) -> Dict[str, Any]:
+    def pin_remapped(self, ctx: Context, dry_run: bool) -> Dict[str, Any]:
         """Pin every remapped PG onto the OSDs with its data (balance/remapped.py), then start the
         drain: balance rounds over every pool, within the budget, until each is even."""
+        snap = ctx.snap
         with self.lock:
             pins = pin_remapped(snap)
             if dry_run:
                 return dict(pins_report(snap, pins), dry_run=True)
             self.check_idle("pinning")
-            conflict = balancer_conflict(balancer_active, "no pins", " and would undo the pins")
+            conflict = balancer_conflict(ctx.balancer_active, "no pins", " and would undo the pins")
             if conflict:
                 raise AdvisorError.busy(f"not pinning: {conflict}")
             # no flag holds the pins back: they stop data moving (with norebalance set while
             # OSDs are added, as operators do, they are the point); the drain waits for flags
-            pacing(opts, cluster_ratio)       # a malformed window is refused before anything is set
-            return self._pin(snap, pins, burst, Source.PIN_REMAPPED, now)
+            pacing(ctx.opts, ctx.cluster_ratio)   # a malformed window is refused before anything is set
+            return self._pin(snap, pins, ctx.sender(), Source.PIN_REMAPPED, ctx.now)
 
     def _pin(self, snap: Snapshot, pins: Pins, burst: Burst, source: Source, now: float) -> Dict[str, Any]:
         """Set the pins in small bursts, then start the drain plan."""
@@ -218,9 +221,9 @@ class Driver:
         self.executor.save()
         return out
 
-    def drain(self, snap: Snapshot, opts: Options, cluster_ratio: float, target: str, dry_run: bool,
-              now: float, balancer_active: bool = False) -> Dict[str, Any]:
+    def drain(self, ctx: Context, target: str, dry_run: bool) -> Dict[str, Any]:
         """Empty the OSDs `target` names (balance/drain.py) in balance rounds within the budget."""
+        snap, now = ctx.snap, ctx.now
         with self.lock:
             plan = drain_plan(snap, target)
             out = dict(drain_json(plan), dry_run=dry_run)
@@ -228,10 +231,10 @@ class Driver:
             if dry_run:
                 return out
             self.check_idle("draining")
-            conflict = balancer_conflict(balancer_active, "no drain", " and would move PGs back")
+            conflict = balancer_conflict(ctx.balancer_active, "no drain", " and would move PGs back")
             if conflict:
                 raise AdvisorError.busy(f"not draining: {conflict}")
-            pacing(opts, cluster_ratio)
+            pacing(ctx.opts, ctx.cluster_ratio)
             copies = object_copies(snap)
             shards = max(16, plan.replicas)      # a round spans the plan's pools
             steps = [balance_step(t.pool, t.pool.pg_num, t.pool.pgp_num, shards, copies) for t in touched]
@@ -242,8 +245,9 @@ class Driver:
             out["plan"] = state.id
             return out
 
-    def abort(self, snap: Snapshot, send: Send, now: float) -> str:
+    def abort(self, ctx: Context) -> str:
         """End the plan; or forget a stored plan that could not be read."""
+        now = ctx.now
         with self.lock:
             if self.store.error:
                 why = self.store.error
@@ -253,22 +257,22 @@ class Driver:
                 self.executor.log(now, "abort", f"cleared a stored plan that could not be read: {why}")
                 self.executor.save()
                 return "cleared the stored plan that could not be read (a copy is kept in exec_corrupt)"
-            return self.executor.abort(snap, send, now)
+            return self.executor.abort(ctx.snap, ctx.send, now)
 
     # -- the background -------------------------------------------------------------------------
 
-    def tick(self, snap: Snapshot, opts: Options, cluster_ratio: float, balanced: bool,
-             send: Send, now: float, burst: Optional[Burst] = None,
-             balancer_active: bool = False) -> None:
+    def tick(self, ctx: Context) -> None:
+        """One step of the background: auto mode's new plans, then the plan's next step."""
         try:
-            self._tick(snap, opts, cluster_ratio, balanced, send, now, burst, balancer_active)
+            self._tick(ctx)
             self.error = None
         except AdvisorError as e:
             self.error = e.message
             raise
 
-    def _tick(self, snap: Snapshot, opts: Options, cluster_ratio: float, balanced: bool,
-              send: Send, now: float, burst: Optional[Burst], balancer_active: bool) -> None:
+    def _tick(self, ctx: Context) -> None:
+        snap, opts, cluster_ratio, now = ctx.snap, ctx.opts, ctx.cluster_ratio, ctx.now
+        balancer_active = ctx.balancer_active
         with self.lock:
             self._check_store()
             ex = self.executor
@@ -281,12 +285,11 @@ class Driver:
                 if snap.epoch != self._unpinnable[0] or now >= self._unpinnable[1]:
                     pins = pin_remapped(snap)
                     if pins.items:
-                        self._pin(snap, pins, burst or (lambda cmds: [send(c) for c in cmds]),
-                                  Source.AUTO, now)
+                        self._pin(snap, pins, ctx.sender(), Source.AUTO, now)
                     else:
                         self._unpinnable = (snap.epoch, now + opts.sleep_interval)
             if not ex.open and opts.mode == "auto" and self._auto_may_start(now):
-                targets = self.targets(snap, opts, balanced, None, None)
+                targets = self.targets(snap, opts, ctx.balanced, None, None)
                 targets = {k: v for k, v in targets.items()
                            if snap.pool_by_name(k).pg_num == snap.pool_by_name(k).pg_num_target}
                 if targets:
@@ -296,7 +299,7 @@ class Driver:
                     self._next_balance_check = now + opts.sleep_interval
                     self._start_balancing(snap, opts, now)
             if ex.active:
-                ex.tick(snap, pacing(opts, cluster_ratio, balancer_active), send, now, burst)
+                ex.tick(snap, pacing(opts, cluster_ratio, balancer_active), ctx.send, now, ctx.burst)
             self._count_pins(snap)
             if self._pins_want and snap.epoch > self._pinned_at:
                 self._verify_pins(snap, now)

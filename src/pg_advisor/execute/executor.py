@@ -257,8 +257,8 @@ class Executor:
 
     def _may_issue(self, state: PlanState, snap: Snapshot, pool: Pool, step: PlanStep,
                    pacing: Pacing, now: float, half_sent: bool = False) -> bool:
-        found = blockers(snap, pool, pacing, now, step.pin or step.kind == "balance",
-                         half_sent, step.kind != "balance")
+        found = blockers(snap, pool, pacing, now, upmaps=step.pin or step.kind == "balance",
+                         half_sent=half_sent, pg_num=step.kind != "balance")
         state.blockers = [b.text for b in found]
         # by kind, not by what the text says (a pool may be named "balancer-x")
         state.conflicts = [b.text for b in found if b.kind == "conflict"]

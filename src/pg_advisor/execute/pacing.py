@@ -48,7 +48,7 @@ class Blocker(NamedTuple):
     text: str      # a sentence, health-worthy
 
 
-def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float, upmaps: bool = False,
+def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float, *, upmaps: bool = False,
              half_sent: bool = False, pg_num: bool = True) -> List[Blocker]:
     """Conditions under which no step is taken; `upmaps`: the step sets pg-upmap-items;
     `half_sent`: the rest of a step a failover interrupted, which PGs made unwell by its

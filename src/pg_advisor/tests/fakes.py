@@ -11,6 +11,8 @@ from pg_advisor.execute.executor import Executor
 from pg_advisor.execute.pacing import Pacing
 from pg_advisor.execute.steps import StepPlanner, Throttles, balance_step
 from pg_advisor.execute.plan_state import Source
+from pg_advisor.execute.context import Context
+from pg_advisor.model.options import Options, make
 
 OPEN = Pacing(misplaced_max=0.05, interval=0.0, window_begin="00:00", window_end="00:00", window_days="")
 T = Throttles(misplaced_max=0.05, max_splitting=16, max_backfills_per_osd=2)
@@ -135,3 +137,11 @@ def crush_runs(monkeypatch: pytest.MonkeyPatch) -> List[int]:
         return real(*a, **kw)
     monkeypatch.setattr(placement, "do_rule", counted)
     return runs
+
+
+def context(ceph: FakeCeph, opts: Optional[Options] = None, now: float = 0.0, ratio: float = 0.05,
+            snap: Optional[snapshot.Snapshot] = None, **kw: Any) -> Context:
+    """What the module would hand the Driver: the fake's snapshot (or `snap`), the options
+    (defaults if None), target_max_misplaced_ratio `ratio`, the time and the fake's send."""
+    return Context(snap if snap is not None else ceph.snap(), opts if opts is not None else make({}), ratio,
+                   now, ceph.send, **kw)

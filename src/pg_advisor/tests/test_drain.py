@@ -16,7 +16,7 @@ from pg_advisor.render.expand_text import drain_text
 from pg_advisor.analysis.legality import ancestors, breaks, rule_shape
 from pg_advisor.model.options import make
 
-from .fakes import FakeCeph
+from .fakes import FakeCeph, context
 from .layouts import UNDER_ROOT, load, regrow
 
 
@@ -86,9 +86,9 @@ def driver() -> Tuple[Driver, Dict[str, Optional[str]]]:
 def test_the_drain_runs_as_a_plan_until_the_osd_is_empty(dumps: Dict[str, Any]) -> None:
     ceph, (drv, kv) = FakeCeph(dumps), driver()
     opts = make({"step_interval": 0})
-    dry = drv.drain(ceph.snap(), opts, 0.05, "osd.0", True, 0.0)
+    dry = drv.drain(context(ceph, opts, 0.0), "osd.0", True)
     assert dry["dry_run"] and ceph.sent == [] and drv.executor.state is None
-    r = drv.drain(ceph.snap(), opts, 0.05, "osd.0", False, 0.0)
+    r = drv.drain(context(ceph, opts, 0.0), "osd.0", False)
     st = drv.executor.state
     assert st is not None and st.source == "drain" and st.drain == [0] and r["plan"] == st.id
     # a new mgr reads the drain back
@@ -96,7 +96,7 @@ def test_the_drain_runs_as_a_plan_until_the_osd_is_empty(dumps: Dict[str, Any]) 
     assert again is not None and again.drain == [0]
     sent: List[int] = []
     for t in range(1, 300):
-        drv.tick(ceph.snap(), opts, 0.05, False, ceph.send, float(t))
+        drv.tick(context(ceph, opts, float(t)))
         ceph.settle()
         sent.append(len(ceph.sent))
         if not drv.executor.active:
@@ -112,13 +112,13 @@ def test_drain_beside_a_plan_or_the_builtin_balancer_changes_nothing(dumps: Dict
     ceph, (drv, _) = FakeCeph(dumps), driver()
     opts = make({})
     with pytest.raises(AdvisorError) as e:
-        drv.drain(ceph.snap(), opts, 0.05, "osd.0", False, 0.0, balancer_active=True)
+        drv.drain(context(ceph, opts, 0.0, balancer_active=True), "osd.0", False)
     assert e.value.code == -16 and "`ceph balancer off`" in e.value.message and ceph.sent == []
-    r = drv.drain(ceph.snap(), opts, 0.05, "osd.1", False, 0.0)
+    r = drv.drain(context(ceph, opts, 0.0), "osd.1", False)
     st = drv.executor.state
     assert st is not None and r["plan"] == st.id and st.drain == [1] and st.status == Status.RUNNING
     with pytest.raises(AdvisorError) as e:
-        drv.drain(ceph.snap(), opts, 0.05, "osd.0", False, 1.0)
+        drv.drain(context(ceph, opts, 1.0), "osd.0", False)
     assert e.value.code == -16 and "plan" in e.value.message
     assert np.array_equal(np.array(ceph.sent), np.array([]))
 
@@ -127,12 +127,12 @@ def test_no_round_moves_more_pgs_into_or_out_of_an_osd_than_max_backfills_per_os
         dumps: Dict[str, Any]) -> None:
     ceph, (drv, _) = FakeCeph(dumps), driver()
     opts = make({"step_interval": 0, "max_backfills_per_osd": 1})
-    drv.drain(ceph.snap(), opts, 0.05, "osd.0", False, 0.0)
+    drv.drain(context(ceph, opts, 0.0), "osd.0", False)
     rounds: List[List[Dict[str, Any]]] = []
     for t in range(1, 400):
         before = dict(ceph.snap().pg_upmap_items)
         n = len(ceph.sent)
-        drv.tick(ceph.snap(), opts, 0.05, False, ceph.send, float(t))
+        drv.tick(context(ceph, opts, float(t)))
         items = [c for c in ceph.sent[n:] if c["prefix"] in ("osd pg-upmap-items", "osd rm-pg-upmap-items")]
         if items:
             rounds.append(items)

@@ -16,7 +16,7 @@ from pg_advisor.execute.steps import StepPlanner
 from pg_advisor.render.expand_text import pins_text
 from pg_advisor.execute.plan_state import Source
 
-from .fakes import OPEN, T, FakeCeph
+from .fakes import OPEN, T, FakeCeph, context
 
 REMAPPED = "active+remapped+backfill_wait"
 
@@ -136,10 +136,10 @@ def test_pinning_sends_the_items_and_starts_the_drain_after_an_interval(dumps: D
     d = reweighted(dumps, {3: 0.5, 1: 0.7})
     ceph, (drv, _) = FakeCeph(d), driver()
     opts = make({"step_interval": 30})
-    dry = drv.pin_remapped(ceph.snap(), opts, 0.05, True, Recorder(ceph), 0.0)
+    dry = drv.pin_remapped(context(ceph, opts, 0.0, burst=Recorder(ceph)), True)
     assert dry["dry_run"] and dry["pinned"] > 0 and ceph.sent == [] and drv.executor.state is None
     rec = Recorder(ceph)
-    r = drv.pin_remapped(ceph.snap(), opts, 0.05, False, rec, 0.0)
+    r = drv.pin_remapped(context(ceph, opts, 0.0, burst=rec), False)
     assert r["pinned"] == dry["pinned"] and r["failed"] == [] and r["plan"]
     assert all(len(b) <= 16 for b in rec.bursts)
     assert {c["pgid"] for c in ceph.sent} == set(dry["items"])
@@ -149,7 +149,7 @@ def test_pinning_sends_the_items_and_starts_the_drain_after_an_interval(dumps: D
     assert any(h["event"] == "pin" for h in drv.executor.history)
     # the drain's first round waits step_interval: the pins settle first
     n = len(ceph.sent)
-    drv.tick(ceph.snap(), opts, 0.05, False, ceph.send, 10.0, Recorder(ceph))
+    drv.tick(context(ceph, opts, 10.0, burst=Recorder(ceph)))
     assert len(ceph.sent) == n and drv.executor.state is not None
     assert "next step after" in (drv.executor.state.waiting or "")
     # json and text views of the same report
@@ -161,13 +161,13 @@ def test_pinning_beside_a_plan_or_the_builtin_balancer_changes_nothing(dumps: Di
     ceph, (drv, _) = FakeCeph(d), driver()
     opts = make({})
     with pytest.raises(AdvisorError) as e:
-        drv.pin_remapped(ceph.snap(), opts, 0.05, False, Recorder(ceph), 0.0, balancer_active=True)
+        drv.pin_remapped(context(ceph, opts, 0.0, burst=Recorder(ceph), balancer_active=True), False)
     assert e.value.code == -16 and "built-in balancer" in e.value.message and ceph.sent == []
     snap = ceph.snap()
     rbd = snap.pool_by_name("rbd")
-    drv.apply(snap, opts, 0.05, False, "rbd", rbd.pg_num * 2, False, 0.0)
+    drv.apply(context(ceph, opts, 0.0, snap=snap), "rbd", rbd.pg_num * 2, False)
     with pytest.raises(AdvisorError) as e:
-        drv.pin_remapped(ceph.snap(), opts, 0.05, False, Recorder(ceph), 1.0)
+        drv.pin_remapped(context(ceph, opts, 1.0, burst=Recorder(ceph)), False)
     assert e.value.code == -16 and "plan" in e.value.message and ceph.sent == []
 
 
@@ -177,7 +177,7 @@ def test_refused_pins_are_reported(dumps: Dict[str, Any]) -> None:
 
     def refuse_ec(cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
         return [(-22, "verify_upmap failed") if c["pgid"].startswith("2.") else ceph.send(c) for c in cmds]
-    r = drv.pin_remapped(ceph.snap(), make({}), 0.05, False, refuse_ec, 0.0)
+    r = drv.pin_remapped(context(ceph, make({}), 0.0, burst=refuse_ec), False)
     refused = [k for k in r["items"] if k.startswith("2.")]
     assert refused and len(r["failed"]) == len(refused)
     pinned = len(r["items"]) - len(refused)
@@ -193,7 +193,7 @@ def test_the_drain_takes_in_every_pool_the_pinned_and_the_uneven(dumps: Dict[str
             s["acting"], s["state"] = s["up"], "active+clean"
     ceph, (drv, _) = FakeCeph(d), driver()
     assert Balancer(ceph.snap(), pools=["rbd"]).states[0].level.clear() is False
-    r = drv.pin_remapped(ceph.snap(), make({}), OPEN.misplaced_max, False, Recorder(ceph), 0.0)
+    r = drv.pin_remapped(context(ceph, make({}), 0.0, ratio=OPEN.misplaced_max, burst=Recorder(ceph)), False)
     st = drv.executor.state
     assert st is not None and r["plan"] == st.id
     assert r["items"] and not any(k.startswith("1.") for k in r["items"])
@@ -203,7 +203,7 @@ def test_the_drain_takes_in_every_pool_the_pinned_and_the_uneven(dumps: Dict[str
 def test_pins_are_kept_in_chunks_and_a_new_mgr_reads_them_back(dumps: Dict[str, Any]) -> None:
     d = reweighted(dumps, {3: 0.5, 1: 0.7})
     ceph, (drv, kv) = FakeCeph(d), driver()
-    drv.pin_remapped(ceph.snap(), make({}), 0.05, False, Recorder(ceph), 0.0)
+    drv.pin_remapped(context(ceph, make({}), 0.0, burst=Recorder(ceph)), False)
     st = drv.executor.state
     assert st is not None and st.pins and st.pins_left == len(st.pins)
     again = Driver(kv.get, kv.__setitem__, 1.0)
@@ -227,16 +227,16 @@ def test_pg_advisor_pinned_counts_what_the_drain_has_not_yet_taken_out(dumps: Di
     ceph, (drv, _) = FakeCeph(d), driver()
     ceph.dumps["osd_dump"]["flags"] = "norebalance"        # the drain holds; the pins stay
     opts = make({})
-    r = drv.pin_remapped(ceph.snap(), opts, 0.05, False, Recorder(ceph), 0.0)
-    drv.tick(ceph.snap(), opts, 0.05, False, ceph.send, 100.0)
+    r = drv.pin_remapped(context(ceph, opts, 0.0, burst=Recorder(ceph)), False)
+    drv.tick(context(ceph, opts, 100.0))
     check = drv.health()["PG_ADVISOR_PINNED"]
     assert check["count"] == r["pinned"] and f"of {r['pinned']} PGs" in check["detail"][0]
     gone = sorted(r["items"])[:3]
     for k in gone:
         ceph.send({"prefix": "osd rm-pg-upmap-items", "pgid": k})
-    drv.tick(ceph.snap(), opts, 0.05, False, ceph.send, 101.0)
+    drv.tick(context(ceph, opts, 101.0))
     assert drv.health()["PG_ADVISOR_PINNED"]["count"] == r["pinned"] - 3
-    drv.abort(ceph.snap(), ceph.send, 102.0)
+    drv.abort(context(ceph, None, 102.0))
     assert "PG_ADVISOR_PINNED" not in drv.health()
 
 
@@ -252,7 +252,7 @@ def test_pin_on_change_pins_and_drains_by_itself_in_mode_auto(
     d["pg_dump"]["pg_map"]["pg_stats_sum"]["stat_sum"]["num_objects_misplaced"] = misplaced
     ceph, (drv, _) = FakeCeph(d), driver()
     opts = make({"mode": mode, "pin_on_change": pin_on_change})
-    drv.tick(ceph.snap(), opts, 0.05, False, ceph.send, 0.0, Recorder(ceph))
+    drv.tick(context(ceph, opts, 0.0, burst=Recorder(ceph)))
     sent = [c for c in ceph.sent if c["prefix"] in ("osd pg-upmap-items", "osd rm-pg-upmap-items")]
     st = drv.executor.state
     if pins:
@@ -278,7 +278,7 @@ def test_pg_advisor_conflict_is_raised_by_kind_not_by_the_text(
     snap = ceph.snap()
     pool = snap.pool_by_name(name)
     drv.executor.start(StepPlanner(snap, T).plan(pool, pool.pg_num * 2), [pool], Source.APPLY, 0.0)
-    drv.tick(snap, make({}), 0.05, False, ceph.send, 1.0)
+    drv.tick(context(ceph, make({}), 1.0, snap=snap))
     checks = drv.health()
     assert f"pool {name} maps onto it" in json.dumps(checks["PG_ADVISOR_BLOCKED"])
     assert ("PG_ADVISOR_CONFLICT" in checks) == conflict, checks
@@ -302,10 +302,10 @@ def test_pin_on_change_does_not_rerun_crush_every_poll_when_nothing_is_pinnable(
     monkeypatch.setattr(drv, "_start_balancing", lambda *a: None)
     opts = make({"mode": "auto", "pin_on_change": True, "sleep_interval": 60})
     for now in (0.0, 1.0, 2.0, 30.0):           # one map: CRUSH once
-        drv.tick(ceph.snap(), opts, 0.05, False, ceph.send, now, Recorder(ceph))
+        drv.tick(context(ceph, opts, now, burst=Recorder(ceph)))
     assert len(calls) == 1 and not drv.executor.open
-    drv.tick(ceph.snap(), opts, 0.05, False, ceph.send, 61.0, Recorder(ceph))   # recovery may end
+    drv.tick(context(ceph, opts, 61.0, burst=Recorder(ceph)))   # recovery may end
     assert len(calls) == 2
     ceph.dumps["osd_dump"]["epoch"] += 1                                        # a new map
-    drv.tick(ceph.snap(), opts, 0.05, False, ceph.send, 62.0, Recorder(ceph))
+    drv.tick(context(ceph, opts, 62.0, burst=Recorder(ceph)))
     assert len(calls) == 3 and calls[-1] == calls[0] + 1

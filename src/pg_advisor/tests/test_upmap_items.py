@@ -21,7 +21,7 @@ from pg_advisor.model.options import make
 from pg_advisor.render.expand_text import pins_text
 
 from .conftest import cmd
-from .fakes import OPEN, FakeCeph, Store, balance_plan
+from .fakes import OPEN, FakeCeph, Store, balance_plan, context
 
 NONE = CRUSH_ITEM_NONE
 ALL_IN = np.ones(64, dtype=np.int64)
@@ -203,7 +203,7 @@ def test_mismatches_compare_replicated_as_sets_and_ec_by_slot() -> None:
 def test_pins_are_checked_against_the_map_once_it_holds_them(dumps: Dict[str, Any]) -> None:
     d, pgid, want = _chained(dumps)
     ceph, drv = FakeCeph(d), _driver()
-    r = drv.pin_remapped(ceph.snap(), make({}), 0.05, False, lambda cmds: [ceph.send(c) for c in cmds], 0.0)
+    r = drv.pin_remapped(context(ceph, make({}), 0.0, burst=lambda cmds: [ceph.send(c) for c in cmds]), False)
     assert pgid in r["items"]
     # the exact model on the new map agrees with every pin: nothing is reported
     ok = drv.verify_pins(ceph.snap(), 1.0)
@@ -225,10 +225,10 @@ def test_a_pg_the_map_puts_elsewhere_is_counted_logged_and_raised(dumps: Dict[st
         got[pgid][0] = 99
         return got
     drv.executor.up_sets = as_before_the_fix
-    r = drv.pin_remapped(ceph.snap(), make({}), 0.05, False, lambda cmds: [ceph.send(c) for c in cmds], 0.0)
+    r = drv.pin_remapped(context(ceph, make({}), 0.0, burst=lambda cmds: [ceph.send(c) for c in cmds]), False)
     assert pgid in r["items"]
     # the next tick sees a newer map and checks the pins there
-    drv.tick(ceph.snap(), make({}), 0.05, False, ceph.send, 5.0)
+    drv.tick(context(ceph, make({}), 5.0))
     st = drv.executor.state
     assert st is not None and st.mismatched == 1 and st.mismatch_detail[0].startswith(pgid)
     assert any(h["event"] == "mismatch" and pgid in h["detail"] for h in drv.executor.history)
@@ -238,7 +238,7 @@ def test_a_pg_the_map_puts_elsewhere_is_counted_logged_and_raised(dumps: Dict[st
     # gets the tick's answer
     found = drv.verify_pins(ceph.snap(), 9.0)
     assert found is not None and found["mismatched"] == 1 and pgid in found["mismatched_pgs"]
-    drv.tick(ceph.snap(), make({}), 0.05, False, ceph.send, 10.0)
+    drv.tick(context(ceph, make({}), 10.0))
     assert drv.executor.state is not None and drv.executor.state.mismatched == 1
 
 
@@ -379,7 +379,7 @@ def test_swapped_shards_are_pinned_with_a_full_pg_upmap_the_drain_takes_out_firs
             else:
                 out.append(ceph.send(c))
         return out
-    r = drv.pin_remapped(ceph.snap(), make({}), 0.05, False, burst, 0.0)
+    r = drv.pin_remapped(context(ceph, make({}), 0.0, burst=burst), False)
     assert {"prefix": "osd pg-upmap", "pgid": pgid, "id": want} in sent and r["full"] == {pgid: want}
     assert pgid in pins_text(r) and "pg-upmap" in pins_text(r)
     # the map puts the PG on its data: the check after sending agrees
@@ -387,12 +387,12 @@ def test_swapped_shards_are_pinned_with_a_full_pg_upmap_the_drain_takes_out_firs
     assert v is not None and v["mismatched"] == 0 and v["checked"] == r["pinned"]
     st = drv.executor.state
     assert st is not None and st.full_pins == {pgid: want}
-    drv.tick(ceph.snap(), make({}), 0.05, False, ceph.send, 2.0)
+    drv.tick(context(ceph, make({}), 2.0))
     assert drv.executor.state is not None and drv.executor.state.pins_left >= 1
     # the drain's first round (after step_interval) removes the pg-upmap before any item
     sent.clear()
     for t in (100.0, 200.0):
-        drv.tick(ceph.snap(), make({}), 0.05, False, ceph.send, t, burst)
+        drv.tick(context(ceph, make({}), t, burst=burst))
     assert sent and sent[0] == {"prefix": "osd rm-pg-upmap", "pgid": pgid}
     assert not ceph.snap().pg_upmap and drv.executor.state is not None
     assert drv.executor.state.full_pins == {}

@@ -1,0 +1,36 @@
+"""What one tick or one command acts on, read once: the module builds it from the mgr (a
+test from a fake), and the Driver's commands and ticks take it whole instead of the same
+eight arguments each."""
+from dataclasses import dataclass
+from typing import List, Optional
+
+from ..model.options import BalanceMode, Options
+from ..model.snapshot import Snapshot
+from .executor import Send
+from .rounds import Burst
+
+
+@dataclass(frozen=True)
+class Context:
+    snap: Snapshot
+    opts: Options
+    cluster_ratio: float            # the cluster's target_max_misplaced_ratio
+    now: float                      # seconds since the epoch
+    send: Send                      # one mon command
+    burst: Optional[Burst] = None   # commands sent together, for one map epoch
+    balanced: bool = False          # size against the balanced ideal (module.balanced)
+    balancer_active: bool = False   # Ceph's own balancer runs
+
+    def sender(self) -> Burst:
+        """The burst, or the commands one after another where there is none."""
+        send = self.send
+        return self.burst or (lambda cmds: [send(c) for c in cmds])
+
+
+@dataclass(frozen=True)
+class BalanceRequest:
+    """One `balance`: which pools (None: all), at most how many item lists, what to even."""
+    pools: Optional[List[str]]
+    max_items: int
+    mode: BalanceMode
+    dry_run: bool
