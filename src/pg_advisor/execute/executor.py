@@ -22,7 +22,7 @@ from ..model.snapshot import Pool, Snapshot
 from ..model.units import human_bytes
 from .gates import misplaced_ratio, unreported_pgs
 from .pacing import backfill_load, backfills, blockers, Pacing
-from .plan_state import ACTIVE, Phase, PlanState, Source, Status
+from .plan_state import ACTIVE, Phase, PlanState, PoolTarget, RoundInFlight, Source, Status
 from .plan_store import MISMATCH_SHOWN
 from .priming import Command
 from .rounds import balance_round, Burst, unset_full
@@ -88,15 +88,14 @@ class Executor:
         if {s.pool_id for s in steps} - {p.id for p in pools}:
             raise AdvisorError.invalid("a step names a pool the plan is not for")
         self.state = PlanState(
-            id=uuid.uuid4().hex[:8], source=source, created=now, steps=[s.to_json() for s in steps],
-            pools={p.name: {"id": p.id, "start": p.pg_num,
-                            "goal": [s.pg_num for s in steps if s.pool_id == p.id][-1],
-                            # the targets the plan last set (or found)
-                            "expect": [p.pg_num_target, p.pgp_num_target]}
+            id=uuid.uuid4().hex[:8], source=source, created=now, steps=list(steps),
+            pools={p.name: PoolTarget(id=p.id, start=p.pg_num,
+                                      goal=[s.pg_num for s in steps if s.pool_id == p.id][-1],
+                                      expect=[p.pg_num_target, p.pgp_num_target])
                    for p in pools},
             last_step_at=now if hold else None, drain=[int(x) for x in drain])
         self.log(now, "start", f"{len(steps)} steps: " + "; ".join(
-            f"{n} pg_num {p['start']} -> {p['goal']}" for n, p in sorted(self.state.pools.items())))
+            f"{n} pg_num {p.start} -> {p.goal}" for n, p in sorted(self.state.pools.items())))
         self.save()
         return self.state
 
@@ -135,14 +134,14 @@ class Executor:
                 notes.append(f"{name}: left alone ({why})")
                 continue
             pool = snap.pool_by_name(name)
-            want = pool.pg_num if p["goal"] >= p["start"] else pool.pgp_num
+            want = pool.pg_num if p.goal >= p.start else pool.pgp_num
             for var, cur in (("pg_num", pool.pg_num_target), ("pgp_num", pool.pgp_num_target)):
                 if cur != want:
                     rc, err = send({"prefix": "osd pool set", "pool": name, "var": var, "val": str(want)})
                     if rc != 0:
                         notes.append(f"{name}: setting {var} {want} failed: {err.strip()}")
-            notes.append(f"{name}: left at pg_num {want} and pgp_num {want}; {abs(p['goal'] - want)} "
-                         f"PGs short of the plan's {p['goal']}")
+            notes.append(f"{name}: left at pg_num {want} and pgp_num {want}; {abs(p.goal - want)} "
+                         f"PGs short of the plan's {p.goal}")
         state.status = Status.ABORTED
         state.blockers, state.conflicts, state.waiting = [], [], None     # nothing waits any more
         summary = "; ".join(notes)
@@ -152,34 +151,34 @@ class Executor:
 
     # -- is the plan still about the pools it was made for? -------------------------------------
 
-    def _changed(self, state: PlanState, snap: Snapshot, name: str, p: Dict[str, Any]) -> Optional[str]:
+    def _changed(self, state: PlanState, snap: Snapshot, name: str, p: PoolTarget) -> Optional[str]:
         """What happened to a plan's pool that the plan must not act on, or None."""
         by_id = {q.id: q for q in snap.pools}
-        pool = by_id.get(p["id"])
+        pool = by_id.get(p.id)
         if pool is None:
             other = next((q for q in snap.pools if q.name == name), None)
-            return (f"pool {name} (id {p['id']}) was deleted" +
+            return (f"pool {name} (id {p.id}) was deleted" +
                     (f"; a new pool {name} has id {other.id}" if other else ""))
         if pool.name != name:
-            return f"pool {name} (id {p['id']}) was renamed to {pool.name}"
+            return f"pool {name} (id {p.id}) was renamed to {pool.name}"
         have = (pool.pg_num_target, pool.pgp_num_target)
         if have not in self._expected(state, p):
-            exp = p["expect"]
+            exp = p.expect
             return (f"pool {name}: pg_num/pgp_num targets were changed outside the plan to "
                     f"{have[0]}/{have[1]} (the plan left them at {exp[0]}/{exp[1]})")
         return None
 
     @staticmethod
-    def _expected(state: PlanState, p: Dict[str, Any]) -> List[Tuple[int, int]]:
+    def _expected(state: PlanState, p: PoolTarget) -> List[Tuple[int, int]]:
         """Targets the pool may show: the plan's last, and while the plan's current step
         is being set on it, that step's and the states between its commands."""
-        out = [tuple(p["expect"])]
+        out = [(p.expect[0], p.expect[1])]
         if state.next < len(state.steps):
-            step = PlanStep.from_json(state.steps[state.next])
-            if step.pool_id == p["id"] and step.kind != "balance":
+            step = state.step()
+            if step.pool_id == p.id and step.kind != "balance":
                 out += [(step.pg_num, step.pgp_num), (step.pg_num, step.pg_num),
-                        (step.pg_num, p["expect"][1])]
-        return out    # type: ignore[return-value]
+                        (step.pg_num, p.expect[1])]
+        return out
 
     def _stop(self, state: PlanState, why: str, now: float) -> None:
         state.status, state.stopped_why = Status.STOPPED, why[:REASON_MAX]
@@ -202,7 +201,7 @@ class Executor:
                 self.save()
                 return
         while state.next < len(state.steps):
-            step = PlanStep.from_json(state.steps[state.next])
+            step = state.step()
             pool = snap.pool_by_name(step.pool)       # checked above: the plan's own pool
             if state.phase == Phase.ISSUING and self._shown(state, snap, pool, step):
                 state.phase = Phase.ISSUED       # sent before a failover: do not send it again
@@ -248,7 +247,7 @@ class Executor:
 
     def _from_pgp(self, state: PlanState, step: PlanStep) -> int:
         """The pool's pgp_num before this step: the plan's last target for it."""
-        return int(state.pools[step.pool]["expect"][1])
+        return state.pools[step.pool].expect[1]
 
     def _shown(self, state: PlanState, snap: Snapshot, pool: Pool, step: PlanStep) -> bool:
         if step.pin:
@@ -333,7 +332,7 @@ class Executor:
         failed = sent.messages()
         state.last_step_at = now
         taken = dict(sorted(rnd.taken().items())[:ROUND_CHECK_MAX])
-        state.round = {"epoch": snap.epoch, "items": taken, "want": rnd.proposal.wanted(taken)}
+        state.round = RoundInFlight(snap.epoch, taken, rnd.proposal.wanted(taken))
         items = rnd.items
         moved = pgs_bytes(snap, list(items))
         self.log(now, "round", f"step {state.next + 1}: {len(items)} PGs, {r.moves} moves"
@@ -386,14 +385,14 @@ class Executor:
         rnd = state.round
         if rnd is None:
             return True
-        if snap.epoch <= rnd["epoch"] and now - (state.last_step_at or now) < ROUND_CHECK_WAIT:
+        if snap.epoch <= rnd.epoch and now - (state.last_step_at or now) < ROUND_CHECK_WAIT:
             state.waiting = "waiting for the map with the last round's items"
             return False
         state.round = None
-        lost = unkept(rnd["items"], snap.pg_upmap_items)
+        lost = unkept(rnd.items, snap.pg_upmap_items)
         if lost:
             self._failed(state, f"the mon did not keep the items of {len(lost)} PGs, e.g. {lost[0]}", now)
-        self.verify(snap, {k: v for k, v in rnd.get("want", {}).items() if k not in lost}, "round", now)
+        self.verify(snap, {k: v for k, v in rnd.want.items() if k not in lost}, "round", now)
         return True
 
     def verify(self, snap: Snapshot, want: Dict[str, List[int]], what: str, now: float) -> Dict[str, str]:
@@ -448,7 +447,7 @@ class Executor:
     def _issued(state: PlanState, step: PlanStep, now: float) -> None:
         state.issued_at = now
         state.waiting = None
-        state.pools[step.pool]["expect"] = [step.pg_num, step.pgp_num]
+        state.pools[step.pool].expect = [step.pg_num, step.pgp_num]
 
     # -- reporting ------------------------------------------------------------------------------
 
@@ -459,9 +458,9 @@ class Executor:
             return 0.0, ""
         steps = state.steps
         last = steps[-1]
-        pools = sorted({s["pool"] for s in steps})
-        what = ("balancing " + ", ".join(pools) if all(s["kind"] == "balance" for s in steps)
-                else f"{', '.join(pools)} to pg_num {last['pg_num']}")
+        pools = sorted({s.pool for s in steps})
+        what = ("balancing " + ", ".join(pools) if all(s.kind == "balance" for s in steps)
+                else f"{', '.join(pools)} to pg_num {last.pg_num}")
         line = f"pg_advisor: {what} (step {min(state.next + 1, len(steps))}/{len(steps)})"
         if state.status in (Status.PAUSED, Status.STOPPED):
             line += f", {state.status}"
@@ -474,7 +473,7 @@ class Executor:
         if state is None:
             return {"plan": None}
         now_at = state.phase.value if state.status == Status.RUNNING else "pending"
-        steps = [dict(s, description=PlanStep.from_json(s).describe(),
+        steps = [dict(s.to_json(), description=s.describe(),
                       state="done" if i < state.next else now_at if i == state.next else "pending")
                  for i, s in enumerate(state.steps)]
         return {"plan": state.public(), "steps": steps}

@@ -9,6 +9,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from .steps import PlanStep
+
 Json = Dict[str, Any]
 
 
@@ -40,15 +42,38 @@ class Source(enum.StrEnum):
 
 ACTIVE = (Status.RUNNING, Status.PAUSED)
 
+# field metadata the plan store reads (plan_store.py): where a field is kept
+APART = {"stored": "apart"}          # in chunks of its own (the steps, the pins)
+RECOMPUTED = {"stored": "never"}     # recomputed each tick
+LATER = {"stored": "optional"}       # absent from states stored before pin-remapped and drain
+
+
+@dataclass
+class PoolTarget:
+    """A pool the plan is for, bound to its id: its pg_num when the plan started, the
+    plan's goal, and the pg_num and pgp_num targets the plan last set (or found)."""
+    id: int
+    start: int
+    goal: int
+    expect: List[int]
+
+
+@dataclass
+class RoundInFlight:
+    """A balance round whose items were sent: checked once the map after `epoch` shows
+    them (kept, and each PG where its items should put it)."""
+    epoch: int                                     # the map the round was proposed on
+    items: Dict[str, List[List[int]]]              # pgid -> the item list set
+    want: Dict[str, List[int]] = field(default_factory=dict)   # pgid -> the up set they give
+
 
 @dataclass
 class PlanState:
     id: str
     source: Source
     created: float
-    steps: List[Json]           # PlanStep.to_json() of each step, fixed at the start
-    # pool name -> {"id", "start", "goal", "expect": [pg_num target, pgp_num target] last set}
-    pools: Dict[str, Json]
+    steps: List[PlanStep] = field(metadata=APART)      # fixed at the start
+    pools: Dict[str, PoolTarget]                        # by pool name
     next: int = 0               # index of the step in progress or to take
     phase: Phase = Phase.IDLE   # of that step
     status: Status = Status.RUNNING
@@ -59,23 +84,28 @@ class PlanState:
     last_error: Optional[str] = None
     stopped_why: Optional[str] = None
     rounds: int = 0             # balance rounds of the current step
-    round: Optional[Json] = None  # the round in flight: {"epoch", "items", "want"}
-    blockers: List[str] = field(default_factory=list)     # recomputed each tick, not stored
-    conflicts: List[str] = field(default_factory=list)    # blockers of kind "conflict"
-    waiting: Optional[str] = None                          # why the next step waits
-    pins: Dict[str, List[List[int]]] = field(default_factory=dict)   # pgid -> pin items set
-    pins_left: int = 0          # PGs still holding pin items
+    round: Optional[RoundInFlight] = None
+    blockers: List[str] = field(default_factory=list, metadata=RECOMPUTED)
+    conflicts: List[str] = field(default_factory=list, metadata=RECOMPUTED)   # of kind "conflict"
+    waiting: Optional[str] = field(default=None, metadata=RECOMPUTED)        # why the next step waits
+    # pgid -> pin items set
+    pins: Dict[str, List[List[int]]] = field(default_factory=dict, metadata=APART)
+    pins_left: int = field(default=0, metadata=LATER)        # PGs still holding pin items
     # pgid -> the full pg-upmap pinned on it (EC shards CRUSH swapped): rounds remove these
-    full_pins: Dict[str, List[int]] = field(default_factory=dict)
-    drain: List[int] = field(default_factory=list)        # OSDs the rounds empty
+    full_pins: Dict[str, List[int]] = field(default_factory=dict, metadata=LATER)
+    drain: List[int] = field(default_factory=list, metadata=LATER)        # OSDs the rounds empty
     # PGs whose up set in the map was not the one their items were written for, and the
     # newest of them with what differed
-    mismatched: int = 0
-    mismatch_detail: List[str] = field(default_factory=list)
+    mismatched: int = field(default=0, metadata=LATER)
+    mismatch_detail: List[str] = field(default_factory=list, metadata=LATER)
+
+    def step(self) -> PlanStep:
+        """The step in progress or to take (next < len(steps))."""
+        return self.steps[self.next]
 
     def to_json(self) -> Json:
-        """Plain JSON types: the enums as their values."""
-        return {k: v.value if isinstance(v, enum.Enum) else v for k, v in dataclasses.asdict(self).items()}
+        """Plain JSON types: the records as objects, the enums as their values."""
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     @classmethod
     def from_json(cls, doc: Json) -> "PlanState":
@@ -85,13 +115,29 @@ class PlanState:
         unknown = sorted(set(doc) - names)
         if unknown:
             raise ValueError(f"plan state has unknown fields {unknown}")
-        typed = {k: kind(doc[k]) for k, kind in (("source", Source), ("status", Status), ("phase", Phase))
-                 if k in doc}
+        typed: Dict[str, Any] = {k: kind(doc[k]) for k, kind in (("source", Source), ("status", Status),
+                                                                 ("phase", Phase)) if k in doc}
+        typed["steps"] = [PlanStep.from_json(s) for s in doc.get("steps", [])]
+        typed["pools"] = {k: PoolTarget(**p) for k, p in doc.get("pools", {}).items()}
+        if doc.get("round") is not None:
+            typed["round"] = RoundInFlight(**doc["round"])
         return cls(**{**doc, **typed})
 
     def public(self) -> Json:
         """What a report shows, copied: all but the steps (reported one by one) and the pins
         (can be thousands: pins_left counts them), which are not copied only to be dropped."""
-        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)
-                if f.name not in ("steps", "pins")} | {k: v.value for k, v in (
-                    ("source", self.source), ("status", self.status), ("phase", self.phase))}
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)
+                if f.name not in ("steps", "pins")}
+
+
+def _plain(v: Any) -> Any:
+    """A field's value as JSON types, copied."""
+    if isinstance(v, enum.Enum):
+        return v.value
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return dataclasses.asdict(v)
+    if isinstance(v, list) and v and dataclasses.is_dataclass(v[0]):
+        return [dataclasses.asdict(x) for x in v]
+    if isinstance(v, dict) and v and dataclasses.is_dataclass(next(iter(v.values()))):
+        return {k: dataclasses.asdict(x) for k, x in v.items()}
+    return copy.deepcopy(v)

@@ -12,13 +12,14 @@
 
 No mgr calls here: the module hands in functions that read and write its store.
 """
+import dataclasses
 import json
 import math
 import re
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..balance.remapped import FULL_MAX
-from .plan_state import Phase, Source, Status
+from .plan_state import Phase, PlanState, Source, Status
 from .steps import PlanStep
 
 STATE_KEY, HISTORY_KEY, STEPS_KEY, CORRUPT_KEY = "exec_state", "exec_history", "exec_steps", "exec_corrupt"
@@ -30,11 +31,15 @@ PINS_PER_CHUNK = 300         # a PG's pins are at most ~180 bytes of JSON (EC 8+
 MAX_PINS = 1 << 20
 MAX_STEPS = 1 << 18          # more than any pg_num change within mon_max_pool_pg_num needs
 READ_MAX = 1 << 20           # a stored value longer than this is not parsed at all
-# not stored in the state entry: steps and pins apart, the rest recomputed
-VOLATILE = ("steps", "pins", "blockers", "conflicts", "waiting")
-# absent from states stored before pin-remapped and drain
-OPTIONAL: Dict[str, Any] = {"pins_count": 0, "pins_left": 0, "drain": [], "mismatched": 0,
-                            "mismatch_detail": [], "full_pins": {}}
+# what the state entry holds, from PlanState's own fields (plan_state.py says where each is
+# kept): not the steps and pins (in chunks apart) nor what is recomputed; and the fields a
+# state stored before pin-remapped and drain lacks, with their defaults
+_FIELDS = dataclasses.fields(PlanState)
+VOLATILE = tuple(f.name for f in _FIELDS if f.metadata.get("stored") in ("apart", "never"))
+OPTIONAL: Dict[str, Any] = {"pins_count": 0, **{
+    f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    for f in _FIELDS if f.metadata.get("stored") == "optional"}}
+STORE_OWN = ("version", "steps_count", "pins_count")       # the store's own fields
 
 MISMATCH_SHOWN = 10          # mismatched PGs named in the state (all are counted)
 PGID = re.compile(r"[0-9]{1,10}\.[0-9a-f]{1,8}\Z")
@@ -225,16 +230,13 @@ class PlanStore:
             doc = _parse(self._get(STATE_KEY), STATE_KEY)
             if doc is not None:
                 st = check_state(doc)
-                n = -(-st["steps_count"] // STEPS_PER_CHUNK)
-                chunks = [_parse(self._get(f"{STEPS_KEY}.{i}"), f"{STEPS_KEY}.{i}") for i in range(n)]
+                chunks = self._read_chunks(STEPS_KEY, st["steps_count"], STEPS_PER_CHUNK)
                 st["steps"] = check_steps(chunks, st["id"], st["steps_count"])
-                m = -(-st["pins_count"] // PINS_PER_CHUNK)
-                chunks = [_parse(self._get(f"{PINS_KEY}.{i}"), f"{PINS_KEY}.{i}") for i in range(m)]
-                st["pins"] = check_pins(chunks, st["id"], st["pins_count"])
-                for k in ("pins_count", "steps_count", "version"):    # the store's own fields
+                pin_chunks = self._read_chunks(PINS_KEY, st["pins_count"], PINS_PER_CHUNK)
+                st["pins"] = check_pins(pin_chunks, st["id"], st["pins_count"])
+                for k in STORE_OWN:
                     del st[k]
-                st["blockers"], st["conflicts"], st["waiting"] = [], [], None
-                self._chunks, self._pin_chunks = n, m
+                self._chunks, self._pin_chunks = len(chunks), len(pin_chunks)
                 state = st
         except Unreadable as e:
             problems.append(str(e))
@@ -248,26 +250,32 @@ class PlanStore:
         """Store what changed: the steps first (once per plan), then the state that names them."""
         if state is not None:
             steps = state["steps"]
-            parts = [steps[i:i + STEPS_PER_CHUNK] for i in range(0, len(steps), STEPS_PER_CHUNK)]
-            for i, part in enumerate(parts):
-                self._put(f"{STEPS_KEY}.{i}", json.dumps({"plan": state["id"], "part": i, "steps": part}))
-            for i in range(len(parts), self._chunks):      # a longer plan's tail
-                self._put(f"{STEPS_KEY}.{i}", None)
-            self._chunks = len(parts)
+            self._chunks = self._write_chunks(STEPS_KEY, state["id"], "steps", [
+                steps[i:i + STEPS_PER_CHUNK] for i in range(0, len(steps), STEPS_PER_CHUNK)], self._chunks)
             pins = sorted((state.get("pins") or {}).items())
-            pparts = [dict(pins[i:i + PINS_PER_CHUNK]) for i in range(0, len(pins), PINS_PER_CHUNK)]
-            for i, ppart in enumerate(pparts):
-                self._put(f"{PINS_KEY}.{i}", json.dumps({"plan": state["id"], "part": i, "pins": ppart},
-                                                        sort_keys=True))
-            for i in range(len(pparts), self._pin_chunks):
-                self._put(f"{PINS_KEY}.{i}", None)
-            self._pin_chunks = len(pparts)
+            self._pin_chunks = self._write_chunks(PINS_KEY, state["id"], "pins", [
+                dict(pins[i:i + PINS_PER_CHUNK]) for i in range(0, len(pins), PINS_PER_CHUNK)],
+                self._pin_chunks)
             doc = {k: v for k, v in state.items() if k not in VOLATILE}
             doc["version"], doc["steps_count"], doc["pins_count"] = STATE_VERSION, len(steps), len(pins)
             self._put(STATE_KEY, json.dumps(doc, sort_keys=True))
         else:
             self._put(STATE_KEY, None)
         self._put(HISTORY_KEY, _fit(history))
+
+    def _write_chunks(self, key: str, plan: str, field: str, parts: List[Any], had: int) -> int:
+        """`parts` in entries key.0, key.1, ... each naming `plan` (written once a plan: an
+        unchanged chunk is not written again); the `had` - len(parts) a longer plan left
+        after them removed. How many there are now."""
+        for i, part in enumerate(parts):
+            self._put(f"{key}.{i}", json.dumps({"plan": plan, "part": i, field: part}, sort_keys=True))
+        for i in range(len(parts), had):
+            self._put(f"{key}.{i}", None)
+        return len(parts)
+
+    def _read_chunks(self, key: str, count: int, per_chunk: int) -> List[Any]:
+        """The chunks _write_chunks wrote for `count` things, parsed (unchecked)."""
+        return [_parse(self._get(f"{key}.{i}"), f"{key}.{i}") for i in range(-(-count // per_chunk))]
 
     def clear(self) -> None:
         """Forget an unreadable plan (`abort`): the state key goes; the copy set aside stays."""

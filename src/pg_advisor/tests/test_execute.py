@@ -316,7 +316,7 @@ def test_a_primed_pgp_step_holds_each_remapped_pg_on_the_osds_with_its_data(
     ceph, store = FakeCeph(dumps), Store()
     ex = start(ceph, store, 64)                 # a plain plan: no pins
     assert ex.state is not None
-    pgp_steps = sum(1 for s in ex.state.steps if s["kind"] == "pgp_num")
+    pgp_steps = sum(1 for s in ex.state.steps if s.kind == "pgp_num")
     primed_steps = 0
     for i in range(300):
         snap = ceph.snap()
@@ -359,7 +359,7 @@ def test_a_primed_pgp_step_waits_for_the_stats_of_every_new_pg(dumps: Dict[str, 
     for t in (1.0, 2.0):
         ex.tick(ceph.snap(), prime, ceph.send, t)
     assert len(ceph.sent) == n, "a pgp_num step went out before its PGs' stats"
-    assert ex.state is not None and ex.state.steps[ex.state.next]["kind"] == "pgp_num"
+    assert ex.state is not None and ex.state.step().kind == "pgp_num"
     assert "not in the PG stats yet" in (ex.state.waiting or "")
     ceph.report_children()
     ex.tick(ceph.snap(), prime, ceph.send, 3.0)

@@ -17,8 +17,8 @@ from pg_advisor.execute.driver import Driver
 from pg_advisor.execute.executor import Executor
 from pg_advisor.module import Module
 from pg_advisor.execute.plan_store import ENTRY_MAX, STATE_KEY, PlanStore, Unreadable, check_state
-from pg_advisor.execute.steps import StepPlanner, balance_step
-from pg_advisor.execute.plan_state import Phase, PlanState, Source, Status
+from pg_advisor.execute.steps import PlanStep, StepPlanner, balance_step
+from pg_advisor.execute.plan_state import Phase, PlanState, PoolTarget, Source, Status
 
 
 # -- the plan is bound to its pool's id and to the targets it set ------------------------------
@@ -333,6 +333,22 @@ def test_the_state_keeps_plain_strings_in_the_store_and_enums_in_memory(dumps: D
     state = PlanState.from_json(doc)
     assert (state.source, state.status, state.phase) == (Source.DRAIN, Status.PAUSED, Phase.IDLE)
     assert isinstance(state.status, Status) and state.to_json()["status"] == "paused"
+    # the steps and the pools are records in memory, objects in the store and in reports
+    assert isinstance(state.step(), PlanStep) and isinstance(state.pools["rbd"], PoolTarget)
+    assert state.pools["rbd"] == PoolTarget(id=1, start=32, goal=64, expect=[32, 32])
+    assert set(doc["pools"]["rbd"]) == {"id", "start", "goal", "expect"}
+    assert public["pools"] == {"rbd": {"id": 1, "start": 32, "goal": 64, "expect": [32, 32]}}
+
+
+def test_the_store_checks_each_field_the_plan_state_keeps_there() -> None:
+    # the fields of the state entry come from PlanState; each has its check, and nothing else does
+    from dataclasses import fields
+    from pg_advisor.execute import plan_store
+    kept = {f.name for f in fields(PlanState)} - set(plan_store.VOLATILE)
+    assert set(plan_store._STATE_FIELDS) == kept | set(plan_store.STORE_OWN)
+    assert set(plan_store.VOLATILE) == {"steps", "pins", "blockers", "conflicts", "waiting"}
+    assert plan_store.OPTIONAL == {"pins_count": 0, "pins_left": 0, "drain": [], "mismatched": 0,
+                                   "mismatch_detail": [], "full_pins": {}}
 
 
 def test_a_state_of_another_version_is_not_run(dumps: Dict[str, Any]) -> None:

@@ -145,7 +145,7 @@ def test_pinning_sends_the_items_and_starts_the_drain_after_an_interval(dumps: D
     assert {c["pgid"] for c in ceph.sent} == set(dry["items"])
     st = drv.executor.state
     assert st is not None and st.source == "pin-remapped"
-    assert {s["kind"] for s in st.steps} == {"balance"}
+    assert {s.kind for s in st.steps} == {"balance"}
     assert any(h["event"] == "pin" for h in drv.executor.history)
     # the drain's first round waits step_interval: the pins settle first
     n = len(ceph.sent)
