@@ -1,2 +1,2 @@
-"""The cluster as data: the snapshot read from the OSDMap, CRUSH and PG stats, the options, and
-the counts and limits every later layer starts from. No Ceph or mgr imports."""
+"""The cluster as data: its types, a checked loader per dump and the snapshot they make, the
+options, and the counts and limits every later layer starts from. No Ceph or mgr imports."""
