@@ -12,3 +12,8 @@ echo "== unit tests, flake8, mypy (tox)"
 echo "== integration tests on a real cluster"
 export PYTHONDONTWRITEBYTECODE=1
 /usr/bin/python3 -m pytest -p no:cacheprovider -v --durations=15 qa "$@"
+# after the session's cluster is gone (the thrasher starts its own, on the same ports): a
+# 3-minute thrash of mode auto, every invariant checked (the full runs: doc/testing.rst)
+echo "== 3-minute thrash of mode auto (qa/thrash.py)"
+/usr/bin/python3 -m qa.thrash --minutes 3 --seed 1 --pg-nums 32,128,32 --set step_interval=2 \
+    --dir "${TMPDIR:-/tmp}/pg-advisor-thrash-smoke"

@@ -141,6 +141,8 @@ mgr module path = $dir/mgr-modules
 
 [mon]
 admin socket = $dir/run/\$name.asok
+# the cluster log and the audit log (every command, whose entity sent it) beside the others
+mon cluster log file = default=$dir/log/ceph.\$channel.log cluster=$dir/log/ceph.log
 pid file = $dir/run/\$name.pid
 log file = $dir/log/\$name.log
 mon data = $dir/mon.\$id

@@ -157,11 +157,14 @@ class Proposal:
 
 def propose(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 1 << 20,
             mode: str = "bytes", *, placer: Optional[Placer] = None,
-            copies_max: Optional[float] = None, min_gain: float = 0.005,
+            copies_max: Optional[float] = None, min_gain: float = 0.005, min_spread: float = 0.0,
             drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None,
             balancer: Optional[Balancer] = None) -> Proposal:
     """Balance PG counts (per pool, then in total), then in bytes mode how full the OSDs
     are, with at most `max_items` replica moves; the OSDs in `drain` are emptied.
+    `min_spread`: bytes mode evens fullness only where, with the counts even, the fullest
+    OSD is at least this fraction of its size fuller than the mean (or the emptiest that
+    much emptier); OSD sizes unknown, not at all (see spread_small).
     `balancer`: one built already for these pools and OSDs, not yet run."""
     if mode not in MODES:
         raise AdvisorError.invalid(f"mode '{mode}' is not one of {', '.join(MODES)}")
@@ -176,18 +179,31 @@ def propose(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 
             return
         if snap.pgs is None:
             b.notes.append("bytes mode needs PG stats (offline: --pg-dump): PG counts balanced only")
+        elif min_spread > 0 and spread_small(fullness(b), min_spread):
+            b.notes.append(f"fullness within {min_spread:.1%} of the OSDs' size of the mean: "
+                           f"bytes left as they are")
         else:
             ByteEvener(b, min_gain).run()
     return Proposal(snap, mode, b, b.run(max_items, bytes_after_counts), copies_max)
 
 
+def spread_small(f: Dict[str, Any], min_spread: float) -> bool:
+    """Whether fullness `f` (evener.fullness) is within `min_spread` of the OSDs' size of
+    the mean at both ends, or cannot be told in those terms (no OSD sizes, no data)."""
+    if f["max_used"] is None or f["min_used"] is None or not f["max_ratio"]:
+        return True
+    mean = f["max_used"] / f["max_ratio"]
+    return f["max_used"] - mean < min_spread and mean - f["min_used"] < min_spread
+
+
 def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 1 << 20,
                    mode: str = "bytes", *, placer: Optional[Placer] = None,
-                   copies_max: Optional[float] = None, min_gain: float = 0.005,
+                   copies_max: Optional[float] = None, min_gain: float = 0.005, min_spread: float = 0.0,
                    drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None) -> Dict[str, Any]:
     """propose()'s proposal as the `balance` command's JSON."""
     return proposal_json(propose(snap, pools, max_items, mode, placer=placer, copies_max=copies_max,
-                                 min_gain=min_gain, drain=drain, osd_room=osd_room))
+                                 min_gain=min_gain, min_spread=min_spread, drain=drain,
+                                 osd_room=osd_room))
 
 
 def proposal_json(p: Proposal) -> Dict[str, Any]:

@@ -20,7 +20,7 @@ from ..model.snapshot import Snapshot
 from ..sizing.sizer import Sizer
 from .context import BalanceRequest, Context
 from .executor import Executor
-from .pacing import Pacing, check_pacing
+from .pacing import BYTES_SPREAD, Pacing, check_pacing
 from .gates import balancer_conflict, cluster_blockers, misplaced_ratio
 from .plan_state import ACTIVE, Source, Status
 from .plan_store import PlanStore
@@ -40,7 +40,7 @@ def pacing(opts: Options, cluster_ratio: float, balancer_active: bool = False) -
                window_begin=opts.window_begin, window_end=opts.window_end,
                window_days=opts.window_days, balancer_active=balancer_active,
                balance_mode=opts.balance_mode, max_backfills=opts.max_backfills_per_osd,
-               prime=opts.prime_pg_temp)
+               prime=opts.prime_pg_temp, min_gain=opts.balance_min_gain)
     check_pacing(p)
     return p
 
@@ -337,7 +337,8 @@ class Driver:
     def _start_balancing(self, snap: Snapshot, opts: Options, now: float) -> None:
         """Auto mode with no pg_num change due: a plan of balance rounds for the pools the
         balancer would change (none: no plan)."""
-        r = propose(snap, None, 1 << 20, opts.balance_mode, min_gain=opts.balance_min_gain)
+        r = propose(snap, None, 1 << 20, opts.balance_mode, min_gain=opts.balance_min_gain,
+                    min_spread=BYTES_SPREAD)
         shards: Dict[int, int] = {}
         for pgid, pairs in r.items.items():   # a PG's items changed: at least one shard moves
             pid = int(pgid.split(".")[0])
@@ -349,8 +350,20 @@ class Driver:
             self.executor.start(steps, pools, Source.AUTO, now)
 
     def _auto_may_start(self, now: float) -> bool:
-        aborts = [h["time"] for h in self.executor.history if h["event"] == "abort"]
-        return not aborts or now - aborts[-1] > AUTO_COOLDOWN
+        """Not within AUTO_COOLDOWN of an abort, unless the operator set mode auto since:
+        aborting says "not now", setting the mode again says "go on"."""
+        for h in reversed(self.executor.history):
+            if h["event"] == "mode" and h["detail"] == "auto":
+                return True
+            if h["event"] == "abort":
+                return now - h["time"] > AUTO_COOLDOWN
+        return True
+
+    def mode_set(self, mode: str, now: float) -> None:
+        """The operator's `mode` command, kept in the history (auto re-arms after an abort)."""
+        with self.lock:
+            self.executor.log(now, "mode", mode)
+            self.executor.save()
 
     def health(self) -> Dict[str, Dict[str, Any]]:
         state = self.executor.state

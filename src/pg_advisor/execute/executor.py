@@ -307,6 +307,7 @@ class Executor:
         room = np.maximum(pacing.max_backfills - backfill_load(snap), 0) if pacing.max_backfills else None
         rnd = balance_round(snap, sorted(state.pools), max(1, step.pgs_moving or 16), pacing.balance_mode,
                             misplaced_copies(snap, pacing.misplaced_max * ROUND_FILL),
+                            min_gain=pacing.min_gain, min_spread=pacing.min_spread,
                             drain=state.drain, osd_room=room)
         r = rnd.proposal
         if not r.items and r.throttled:

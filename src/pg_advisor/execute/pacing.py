@@ -12,6 +12,13 @@ from ..model.options import WEEKDAYS, BalanceMode, check_window, minutes, weekda
 from ..model.snapshot import Pool, Snapshot
 from .gates import MOVE_FLAGS, balancer_conflict, cluster_blockers
 
+# Rounds in the background (plans, auto mode) even bytes only while the fullest OSD is at
+# least 1 % of its size fuller than the mean (or the emptiest that much emptier): closer,
+# no OSD is much nearer nearfull than another, and PG sizes change with client writes
+# faster than rounds follow them, so the rounds would move data for ever (doc/testing.rst,
+# the thrasher). `balance` on demand evens bytes down to balance_min_gain.
+BYTES_SPREAD = 0.01
+
 
 @dataclass(frozen=True)
 class Pacing:
@@ -24,6 +31,8 @@ class Pacing:
     balance_mode: BalanceMode = BalanceMode.PGS     # what balance rounds even out
     max_backfills: int = 0          # PGs backfilling into or out of one OSD (0: no limit)
     prime: bool = False             # pg_temps with items and pgp_num steps (priming.py)
+    min_gain: float = 0.005         # option balance_min_gain
+    min_spread: float = BYTES_SPREAD    # see BYTES_SPREAD
 
 
 def check_pacing(p: Pacing) -> None:

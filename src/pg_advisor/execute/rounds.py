@@ -98,8 +98,8 @@ class Round:
 
 
 def balance_round(snap: Snapshot, pools: Optional[List[str]], max_items: int, mode: str,
-                  copies_max: Optional[float], *, min_gain: float = 0.005, drain: Sequence[int] = (),
-                  osd_room: Optional[np.ndarray] = None) -> Round:
+                  copies_max: Optional[float], *, min_gain: float = 0.005, min_spread: float = 0.0,
+                  drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None) -> Round:
     """Propose one round: at most `max_items` moves, within `copies_max` misplaced copies."""
-    return Round(propose(snap, pools, max_items, mode, copies_max=copies_max,
-                         min_gain=min_gain, drain=drain, osd_room=osd_room))
+    return Round(propose(snap, pools, max_items, mode, copies_max=copies_max, min_gain=min_gain,
+                         min_spread=min_spread, drain=drain, osd_room=osd_room))

@@ -111,6 +111,32 @@ def test_bytes_mode_is_legal_keeps_counts_and_evens_fullness(snap: snapshot.Snap
     assert f_byt["max_ratio"] < f_pgs["max_ratio"] and f_byt["min_ratio"] > f_pgs["min_ratio"]
 
 
+def test_background_rounds_leave_bytes_alone_within_the_spread(snap: snapshot.Snapshot) -> None:
+    # rounds in the background even bytes only while the fullest OSD is at least
+    # min_spread of its size above the mean (or the emptiest below): within it they even
+    # counts only. Without the gate a thrashed cluster's balance plan chased the client's
+    # writes for 30 minutes (doc/testing.rst).
+    pgs = balance_report(snap, mode="pgs")
+    on_demand = balance_report(snap, mode="bytes", min_gain=0.002)
+    assert len(on_demand["items"]) > len(pgs["items"])
+    f = pgs["fullness"]["after"]          # what bytes mode starts from: the counts even
+    mean = f["max_used"] / f["max_ratio"]
+    spread = max(f["max_used"] - mean, mean - f["min_used"])
+    background = balance_report(snap, mode="bytes", min_gain=0.002, min_spread=spread * 1.01)
+    assert background["items"] == pgs["items"]
+    assert any("bytes left as they are" in n for n in background["notes"])
+    assert balance_report(snap, mode="bytes", min_gain=0.002, min_spread=spread * 0.99)["items"] == \
+        on_demand["items"]
+
+
+def test_plan_rounds_take_the_gain_option_and_the_spread() -> None:
+    from pg_advisor.execute.driver import pacing
+    from pg_advisor.execute.pacing import BYTES_SPREAD
+    from pg_advisor.model.options import Options
+    p = pacing(Options(balance_min_gain=0.03), 0.05)
+    assert p.min_gain == 0.03 and p.min_spread == BYTES_SPREAD == 0.01
+
+
 def test_bytes_mode_without_pg_stats_says_so(dumps: Dict[str, Any]) -> None:
     bare = snapshot.load(dumps["osd_dump"], dumps["crush"])
     r = balance_report(bare, mode="bytes")

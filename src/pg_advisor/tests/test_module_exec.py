@@ -80,6 +80,28 @@ def test_mode_is_an_option(wired: Any) -> None:
     assert cmd(m, "mode")[1] == {"mode": "auto"}
 
 
+def test_after_an_abort_auto_mode_waits_until_the_operator_sets_it_again(wired: Any) -> None:
+    m, ceph, _ = wired
+    fake = mgr_stub.BaseMgrModule.fake
+    fake.module_options[("pg_advisor", "mode")] = "auto"
+    m.run_plan()
+    assert cmd(m, "progress")[1]["plan"]["source"] == "auto"
+    cmd(m, "abort")
+    m.run_plan()                      # within the hour after an abort: nothing starts
+    assert cmd(m, "progress")[1]["plan"]["status"] == "aborted"
+    assert cmd(m, "mode", mode="advise")[0] == 0
+    fake.module_options[("pg_advisor", "mode")] = "auto"
+    m.run_plan()                      # a mode other than auto does not re-arm it
+    assert cmd(m, "progress")[1]["plan"]["status"] == "aborted"
+    assert cmd(m, "mode", mode="auto")[0] == 0
+    m.run_plan()                      # `mode auto` after the abort: auto goes on
+    r = cmd(m, "progress")[1]
+    assert r["plan"]["source"] == "auto" and r["plan"]["status"] == "running"
+    events = [(h["event"], h["detail"]) for h in cmd(m, "history")[1]["history"]]
+    after = [e for e, _ in events[max(i for i, (e, _) in enumerate(events) if e == "abort"):]]
+    assert after[:4] == ["abort", "mode", "mode", "start"] and ("mode", "auto") in events
+
+
 def test_auto_mode_starts_plans_itself(wired: Any, monkeypatch: Any) -> None:
     m, ceph, refresh = wired
     fake = mgr_stub.BaseMgrModule.fake

@@ -1,0 +1,167 @@
+"""The thrasher's client: writes and reads objects in each pool throughout, checking every
+read against what it last wrote, and times every op (qa/thrash.py).
+
+One thread per pool, each with a fixed set of objects it overwrites with new versions, so
+the object count stays put (the misplaced allowance scales with objects, qa/thrash_watch.py).
+`fill` writes a burst of larger objects into a pool, kept and read back at the end too.
+"""
+import hashlib
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+# An op that has not answered after this long fails (rados_osd_op_timeout): a stuck op is
+# counted, not waited on for ever. Far above any stall a healthy cluster shows.
+OP_TIMEOUT = 300
+
+
+def payload(name: str, version: int, size: int) -> bytes:
+    """The content of one version of an object: derived from its name and version, so a
+    read is checked without keeping the bytes."""
+    seed = hashlib.sha256(f"{name}:{version}".encode()).digest()
+    return (seed * (size // len(seed) + 1))[:size]
+
+
+@dataclass
+class PoolLoad:
+    pool: str
+    objects: int
+    ok: int = 0
+    failed: List[str] = field(default_factory=list)
+    longest: float = 0.0                  # the slowest op, seconds
+    longest_at: float = 0.0
+    # name -> (version, size) it holds; a failed write leaves both versions possible
+    versions: Dict[str, Tuple[int, int]] = field(default_factory=dict)
+    unsure: Dict[str, Set[Tuple[int, int]]] = field(default_factory=dict)
+
+
+class Client:
+    """Writers and readers over the given pools, through the rados binding."""
+
+    def __init__(self, conf: str, pools: List[str], objects: int, seed: int) -> None:
+        import rados      # the system Python's binding
+        self.rados = rados.Rados(conffile=conf, conf={"rados_osd_op_timeout": str(OP_TIMEOUT),
+                                                      "rados_mon_op_timeout": str(OP_TIMEOUT)})
+        self.rados.connect()
+        self.loads = {p: PoolLoad(p, objects) for p in pools}
+        self.fills: Dict[str, Dict[str, Tuple[int, int]]] = {p: {} for p in pools}
+        self.fill_failed: List[str] = []
+        self.seed = seed
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self._run, args=(self.loads[p], i), daemon=True)
+                        for i, p in enumerate(pools)]
+        self.lock = threading.Lock()
+
+    def start(self) -> None:
+        for t in self.threads:
+            t.start()
+
+    def _timed(self, load: PoolLoad, fn: Any, *args: Any) -> Any:
+        t0 = time.monotonic()
+        try:
+            return fn(*args)
+        finally:
+            took = time.monotonic() - t0
+            if took > load.longest:
+                load.longest, load.longest_at = took, time.time()
+
+    def _run(self, load: PoolLoad, index: int) -> None:
+        rng = random.Random(self.seed * 1000 + index)
+        io = self.rados.open_ioctx(load.pool)
+        try:
+            # first every object once, then random overwrites and checked reads
+            names = [f"obj-{i}" for i in range(load.objects)]
+            todo = list(names)
+            while not self.stop.is_set():
+                name = todo.pop() if todo else rng.choice(names)
+                if todo or name not in load.versions or rng.random() < 0.5:
+                    self._write(io, load, name, rng.choice((4096, 16384, 65536)))
+                else:
+                    self._read(io, load, name)
+        finally:
+            io.close()
+
+    def _write(self, io: Any, load: PoolLoad, name: str, size: int) -> None:
+        old = load.versions.get(name)
+        new = ((old[0] if old else 0) + 1, size)
+        try:
+            self._timed(load, io.write_full, name, payload(name, new[0], size))
+        except Exception as e:     # any failure is what the run counts
+            load.failed.append(f"write {load.pool}/{name}: {e!r}")
+            # it may or may not have been applied: either version may be read
+            load.unsure.setdefault(name, set()).update({new} | ({old} if old else set()))
+            load.versions[name] = new
+            return
+        load.ok += 1
+        load.versions[name] = new
+        load.unsure.pop(name, None)
+
+    def _read(self, io: Any, load: PoolLoad, name: str) -> None:
+        try:
+            got = self._timed(load, io.read, name, 1 << 20)
+        except Exception as e:
+            load.failed.append(f"read {load.pool}/{name}: {e!r}")
+            return
+        load.ok += 1
+        problem = check(name, got, load.versions[name], load.unsure.get(name))
+        if problem:
+            load.failed.append(f"read {load.pool}/{name}: {problem}")
+
+    def fill(self, pool: str, count: int, size: int) -> None:
+        """Write `count` objects of `size` bytes into `pool` (in the caller's thread)."""
+        io = self.rados.open_ioctx(pool)
+        try:
+            for _ in range(count):
+                with self.lock:
+                    name = f"fill-{len(self.fills[pool])}"
+                    self.fills[pool][name] = (1, size)
+                try:
+                    io.write_full(name, payload(name, 1, size))
+                except Exception as e:
+                    self.fill_failed.append(f"fill {pool}/{name}: {e!r}")
+        finally:
+            io.close()
+
+    def finish(self) -> List[str]:
+        """Stop the load, then read back every object the run wrote: the problems found."""
+        self.stop.set()
+        for t in self.threads:
+            t.join(OP_TIMEOUT + 60)
+        problems: List[str] = []
+        for pool, load in self.loads.items():
+            want = {**load.versions, **self.fills[pool]}
+            io = self.rados.open_ioctx(pool)
+            try:
+                for name, version in sorted(want.items()):
+                    try:
+                        got = io.read(name, 1 << 22)
+                    except Exception as e:
+                        problems.append(f"final read {pool}/{name}: {e!r}")
+                        continue
+                    problem = check(name, got, version, load.unsure.get(name))
+                    if problem:
+                        problems.append(f"final read {pool}/{name}: {problem}")
+            finally:
+                io.close()
+        self.rados.shutdown()
+        return problems
+
+    def figures(self) -> Dict[str, Any]:
+        return {p: {"ok": ld.ok, "failed": len(ld.failed), "longest_op_s": round(ld.longest, 2),
+                    "fill_objects": len(self.fills[p])}
+                for p, ld in self.loads.items()}
+
+    def failures(self) -> List[str]:
+        return [f for ld in self.loads.values() for f in ld.failed] + self.fill_failed
+
+
+def check(name: str, got: bytes, version: Tuple[int, int],
+          unsure: Optional[Set[Tuple[int, int]]]) -> str:
+    """'' if `got` is the version written last (or, after a failed write, one of those it
+    may hold); else what is wrong."""
+    for v, size in sorted(unsure or {version}):
+        if got == payload(name, v, size):
+            return ""
+    return f"{len(got)} bytes that are not version {version[0]} ({version[1]} bytes)"

@@ -1,0 +1,306 @@
+"""The thrasher's invariants, sampled while it runs (qa/thrash.py): the mgr's pid and active
+gid, pg_advisor's health checks, and misplaced objects against the budget plus what the
+thrasher's own actions remapped. The audit-log check (no command to a pool that is gone)
+runs at the end, on the mon's log file.
+
+The misplaced allowance, per PG: an action that changes the map (an OSD out, in, down, up,
+reweighted, added or purged; an upmap item set or removed by hand) is measured by mapping
+every PG with osdmaptool in the epochs before and after it; each PG's up positions that
+now name an OSD they did not is its share of the action (`thrash` positions). While a PG
+stays misplaced, that many copies of its objects are the thrasher's; the rest of the
+misplaced copies are pg_advisor's, and must stay within the budget (misplaced_budget, or
+target_max_misplaced_ratio) times the object copies. A PG's share ends when its stats,
+reported at or after the action's epoch, show it not misplaced (it was pinned back, or it
+recovered). Objects the client adds to a misplaced PG after its misplacement began count
+at the share they had then (the budget was spent on the copies that were there).
+"""
+import json
+import re
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+NONE = 2147483647          # CRUSH_ITEM_NONE: an EC position with no OSD
+MAPPING = re.compile(r"^(\d+)\.([0-9a-f]+) raw .* up \(\[([^]]*)\], p-?\d+\) acting ", re.M)
+# pg_advisor's own mon commands (the mgr's DaemonServer sends pg_num_actual/pgp_num_actual
+# of its own, which are Ceph's, not ours)
+OURS = {"osd pg-upmap-items", "osd rm-pg-upmap-items", "osd pg-upmap", "osd rm-pg-upmap",
+        "osd pg-temp", "osd primary-temp"}
+OUR_VARS = {"pg_num", "pgp_num"}
+
+
+class Mon:
+    """Mon and mgr commands through the rados binding (a `ceph` CLI call costs 0.2 s)."""
+
+    def __init__(self, conf: str) -> None:
+        import rados
+        self.rados = rados.Rados(conffile=conf, conf={"rados_mon_op_timeout": "60"})
+        self.rados.connect()
+        self.lock = threading.Lock()
+
+    def call(self, prefix: str, mgr: bool = False, **args: Any) -> Tuple[int, bytes, str]:
+        cmd = json.dumps({"prefix": prefix, "format": "json", **args})
+        with self.lock:
+            if mgr:
+                return self.rados.mgr_command(cmd, b"", timeout=60)
+            return self.rados.mon_command(cmd, b"", timeout=60)
+
+    def json(self, prefix: str, mgr: bool = False, **args: Any) -> Any:
+        ret, out, err = self.call(prefix, mgr, **args)
+        if ret != 0:
+            raise RuntimeError(f"{prefix} {args}: {ret} {err}")
+        return json.loads(out)
+
+    def epoch(self) -> int:
+        return int(self.json("osd dump")["epoch"])
+
+    def up_sets(self, epoch: int) -> Dict[str, List[int]]:
+        """Every PG's up set in map `epoch`, as osdmaptool maps it (upmaps applied)."""
+        ret, raw, err = self.call("osd getmap", epoch=epoch)
+        if ret != 0:
+            raise RuntimeError(f"osd getmap {epoch}: {err}")
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(raw)
+            f.flush()
+            p = subprocess.run(["osdmaptool", f.name, "--test-map-pgs-dump-all"],
+                               capture_output=True, text=True, timeout=120)
+        return {f"{m.group(1)}.{m.group(2)}": [int(x) for x in m.group(3).split(",") if x]
+                for m in MAPPING.finditer(p.stdout)}
+
+    def close(self) -> None:
+        self.rados.shutdown()
+
+
+def moved_positions(before: List[int], after: List[int], erasure: bool) -> int:
+    """Copies of a PG's objects that must move to go from up set `before` to `after`: for EC
+    each shard position whose OSD changed, for replication each OSD new to the set."""
+    if erasure:
+        return sum(1 for i, o in enumerate(after)
+                   if o != NONE and (i >= len(before) or before[i] != o))
+    return len({o for o in after if o != NONE} - set(before))
+
+
+def parent_pg(pgid: str, known: Dict[str, Any]) -> Optional[str]:
+    """The PG `pgid` was split from, among `known` (a split child's seed is its parent's
+    with higher bits set: clear the top bit until one is known)."""
+    pool, ps = pgid.split(".")
+    seed = int(ps, 16)
+    while seed:
+        seed &= ~(1 << (seed.bit_length() - 1))
+        cand = f"{pool}.{seed:x}"
+        if cand in known:
+            return cand
+    return None
+
+
+@dataclass
+class Share:
+    positions: int        # copies per object the thrasher's actions moved
+    epoch: int            # the map of the latest of those actions
+
+
+@dataclass
+class Figures:
+    samples: int = 0
+    budget: float = 0.0
+    peak_ours: float = 0.0            # pg_advisor's misplaced copies / (budget x copies), max
+    peak_ours_at: str = ""
+    peak_total: int = 0               # misplaced copies, max
+    peak_total_allowance: int = 0     # the allowance at that sample
+    over: List[str] = field(default_factory=list)
+    mgr_pids: List[int] = field(default_factory=list)
+    mgr_gids: List[int] = field(default_factory=list)
+    mgr_rss_peak_mib: float = 0.0
+    checks_seen: Dict[str, int] = field(default_factory=dict)   # check -> samples it was up
+    plan_errors: List[str] = field(default_factory=list)
+    errors: List[str] = field(default_factory=list)
+
+
+class Watcher:
+    """Samples the invariants every `interval` seconds in a thread of its own."""
+
+    def __init__(self, mon: Mon, run_dir: Path, budget: float, interval: float = 2.0) -> None:
+        self.mon = mon
+        self.pidfile = run_dir / "mgr.x.pid"
+        self.fig = Figures(budget=budget)
+        self.interval = interval
+        self.shares: Dict[str, Share] = {}
+        self.began: Dict[str, int] = {}        # PG -> objects when its misplacement began
+        self.totals: List[Tuple[float, int]] = []
+        self.erasure: Set[int] = set()
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    # -- the thrasher's side --------------------------------------------------------------
+
+    def before(self) -> Tuple[int, Dict[str, List[int]]]:
+        e = self.mon.epoch()
+        return e, self.mon.up_sets(e)
+
+    def after(self, start: Tuple[int, Dict[str, List[int]]], what: str) -> int:
+        """Charge the PGs the map changes since `start` moved to the thrasher; how many."""
+        e1 = self.mon.epoch()
+        if e1 == start[0]:
+            return 0
+        ups = self.mon.up_sets(e1)
+        moved = 0
+        with self.lock:
+            for pgid, up in ups.items():
+                old = start[1].get(pgid)
+                if old is None:
+                    continue                 # a new pool's PG, or a split child: no data moved
+                n = moved_positions(old, up, int(pgid.split(".")[0]) in self.erasure)
+                if n:
+                    s = self.shares.get(pgid)
+                    self.shares[pgid] = Share(min(len(up), n + (s.positions if s else 0)), e1)
+                    moved += 1
+        return moved
+
+    # -- sampling -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def finish(self) -> Figures:
+        self.stop.set()
+        self.thread.join(120)
+        return self.fig
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.interval):
+            try:
+                self.sample()
+            except Exception as e:     # a failed sample is reported, and sampling goes on
+                self.fig.errors.append(f"{time.strftime('%H:%M:%S')} {e!r}")
+                del self.fig.errors[:-50]
+
+    def sample(self) -> None:
+        fig = self.fig
+        fig.samples += 1
+        self._mgr()
+        health = self.mon.json("health", detail="detail").get("checks", {})
+        for name, c in health.items():
+            fig.checks_seen[name] = fig.checks_seen.get(name, 0) + 1
+            if name == "PG_ADVISOR_PLAN_ERROR":
+                msg = f"{time.strftime('%H:%M:%S')} {c.get('summary', {}).get('message', '')}"
+                fig.plan_errors.append(msg)
+        pools = self.mon.json("osd pool ls", detail="detail")
+        self.erasure = {int(p["pool_id"]) for p in pools if p.get("erasure_code_profile")
+                        and p.get("type") in (3, "erasure")}
+        dump = self.mon.json("pg dump", mgr=True, dumpcontents=["pgs"])
+        stats = dump["pg_stats"] if "pg_stats" in dump else dump["pg_map"]["pg_stats"]
+        self._misplaced(stats)
+
+    def _mgr(self) -> None:
+        fig = self.fig
+        try:
+            pid = int(self.pidfile.read_text().strip())
+        except (OSError, ValueError):
+            pid = -1
+        if not fig.mgr_pids or fig.mgr_pids[-1] != pid:
+            fig.mgr_pids.append(pid)
+        try:
+            rss = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                       if line.startswith("VmRSS:")) / 1024
+            fig.mgr_rss_peak_mib = max(fig.mgr_rss_peak_mib, rss)
+        except (OSError, StopIteration):
+            pass
+        gid = int(self.mon.json("mgr dump")["active_gid"])
+        if gid and (not fig.mgr_gids or fig.mgr_gids[-1] != gid):
+            fig.mgr_gids.append(gid)
+
+    def _misplaced(self, stats: List[Dict[str, Any]]) -> None:
+        fig = self.fig
+        now = time.monotonic()
+        total = sum(int(s["stat_sum"]["num_object_copies"]) for s in stats)
+        self.totals = [(t, c) for t, c in self.totals if now - t < 120] + [(now, total)]
+        # the budget on the most copies of the last two minutes: a pool removed since
+        # pg_advisor's last step shrinks the total its gate saw
+        budget_copies = fig.budget * max(c for _, c in self.totals)
+        ours = 0.0
+        theirs = 0
+        misplaced = 0
+        with self.lock:
+            # a split child of a charged PG is charged alike (before any share ends below)
+            known = dict(self.shares)
+            for s in stats:
+                if s["pgid"] not in known and int(s["stat_sum"]["num_objects_misplaced"]):
+                    parent = parent_pg(s["pgid"], known)
+                    if parent is not None:
+                        self.shares[s["pgid"]] = Share(known[parent].positions, known[parent].epoch)
+            for s in stats:
+                pgid = s["pgid"]
+                mis = int(s["stat_sum"]["num_objects_misplaced"])
+                objs = int(s["stat_sum"]["num_objects"])
+                share = self.shares.get(pgid)
+                if mis == 0:
+                    self.began.pop(pgid, None)
+                    if share is not None and int(s.get("reported_epoch", 0)) >= share.epoch:
+                        del self.shares[pgid]
+                    continue
+                misplaced += mis
+                began = self.began.setdefault(pgid, objs)
+                mine = min(mis, share.positions * objs) if share else 0
+                theirs += mine
+                ours += (mis - mine) * (min(1.0, began / objs) if objs else 1.0)
+        allowance = budget_copies + theirs
+        if misplaced > fig.peak_total:
+            fig.peak_total, fig.peak_total_allowance = misplaced, int(allowance)
+        ratio = ours / budget_copies if budget_copies else (0.0 if ours == 0 else float("inf"))
+        if ratio > fig.peak_ours:
+            fig.peak_ours = ratio
+            fig.peak_ours_at = (f"{time.strftime('%H:%M:%S')}: pg_advisor's {ours:.0f} of {misplaced} "
+                                f"misplaced copies, budget {budget_copies:.0f}, thrasher's {theirs}")
+        if ratio > 1.0:
+            fig.over.append(fig.peak_ours_at if ratio == fig.peak_ours else
+                            f"{time.strftime('%H:%M:%S')}: pg_advisor's {ours:.0f} misplaced copies "
+                            f"over the budget {budget_copies:.0f} (thrasher's {theirs})")
+
+
+# -- the audit log -------------------------------------------------------------------------
+
+AUDIT = re.compile(r"entity='([^']*)' cmd=(\[.*\]|\{.*\}): (dispatch|finished)")
+
+
+def commands_to_missing_pools(audit_log: Path, removed: Dict[str, int]) -> Tuple[int, List[str]]:
+    """pg_advisor's commands (from the mgr) the mon's audit log shows after the removal of
+    the pool they name (`removed`: name -> id, each removed once, ids never reused): how
+    many of ours it shows in all, and the offending lines."""
+    gone_names: Set[str] = set()
+    gone_ids: Set[int] = set()
+    ours = 0
+    bad: List[str] = []
+    for line in audit_log.read_text(errors="replace").splitlines():
+        m = AUDIT.search(line)
+        if not m:
+            continue
+        entity, raw, phase = m.groups()
+        try:
+            cmd = json.loads(raw)
+        except ValueError:
+            continue
+        cmd = cmd[0] if isinstance(cmd, list) and cmd else cmd
+        if not isinstance(cmd, dict):
+            continue
+        prefix = cmd.get("prefix", "")
+        if prefix == "osd pool rm" and phase == "finished" and cmd.get("pool") in removed:
+            gone_names.add(cmd["pool"])
+            gone_ids.add(removed[cmd["pool"]])
+            continue
+        if not entity.startswith("mgr.") or phase != "dispatch":
+            continue
+        if prefix == "osd pool set" and cmd.get("var") in OUR_VARS:
+            ours += 1
+            if cmd.get("pool") in gone_names:
+                bad.append(line)
+        elif prefix in OURS:
+            ours += 1
+            pgid = str(cmd.get("pgid", ""))
+            if pgid.split(".")[0].isdigit() and int(pgid.split(".")[0]) in gone_ids:
+                bad.append(line)
+    return ours, bad
