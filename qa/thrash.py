@@ -418,6 +418,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--dir", default="/tmp/pg-advisor-thrash")
     ap.add_argument("--pg-nums", default="16,64,16", help="the pools' pg_num at start: rep,ratio,ec")
     ap.add_argument("--objects", type=int, default=300, help="objects the client keeps per pool")
+    ap.add_argument("--rate", type=float, default=40.0, help="client ops a second per pool at most")
     ap.add_argument("--set", action="append", default=[], metavar="OPTION=VALUE",
                     help="a pg_advisor option for the run (the smoke run shortens step_interval)")
     ap.add_argument("--report", help="write the figures as JSON here")
@@ -429,7 +430,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     budget = float(c.ceph("config", "get", "mgr", "target_max_misplaced_ratio").strip())
     mon = Mon(c.env["CEPH_CONF"])
     watch = Watcher(mon, c.dir / "run", budget)
-    client = Client(c.env["CEPH_CONF"], list(POOLS), a.objects, a.seed)
+    client = Client(c.env["CEPH_CONF"], list(POOLS), a.objects, a.seed, a.rate)
     th = Thrasher(c, mon, watch, client, random.Random(a.seed))
     report: Dict[str, Any] = {"seed": a.seed, "minutes": a.minutes, "options": a.set}
     try:
@@ -459,6 +460,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         pids = len({p for p in fig.mgr_pids if p > 0}) - 1
         alive = bool(fig.mgr_pids) and Path(f"/proc/{fig.mgr_pids[-1]}").exists()
         checks = {
+            # not pg_advisor's: the run proves nothing if the machine ran out of memory
+            "the machine kept 1 GiB available": fig.mem_available_min_mib >= 1024,
             "mgr failovers equal the thrasher's": gids == th.fails and pids == th.fails and alive,
             "no PG_ADVISOR_PLAN_ERROR": not fig.plan_errors and "PG_ADVISOR_PLAN_ERROR" not in cluster_log,
             "no command to a removed pool": not bad,
@@ -470,6 +473,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         report.update(
             mgr={"failovers": gids, "pids": pids, "thrasher_fails": th.fails,
                  "rss_peak_mib": round(fig.mgr_rss_peak_mib)},
+            memory={"available_min_mib": round(fig.mem_available_min_mib),
+                    "osds_rss_peak_mib": round(fig.osds_rss_peak_mib)},
             plan_errors=fig.plan_errors[:10], commands_ours=ours, commands_to_removed=bad[:10],
             misplaced={"budget": budget, "peak_ours_of_budget": round(fig.peak_ours, 3),
                        "peak_ours_at": fig.peak_ours_at, "peak_total": fig.peak_total,

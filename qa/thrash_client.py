@@ -40,7 +40,7 @@ class PoolLoad:
 class Client:
     """Writers and readers over the given pools, through the rados binding."""
 
-    def __init__(self, conf: str, pools: List[str], objects: int, seed: int) -> None:
+    def __init__(self, conf: str, pools: List[str], objects: int, seed: int, rate: float) -> None:
         import rados      # the system Python's binding
         self.rados = rados.Rados(conffile=conf, conf={"rados_osd_op_timeout": str(OP_TIMEOUT),
                                                       "rados_mon_op_timeout": str(OP_TIMEOUT)})
@@ -49,6 +49,10 @@ class Client:
         self.fills: Dict[str, Dict[str, Tuple[int, int]]] = {p: {} for p in pools}
         self.fill_failed: List[str] = []
         self.seed = seed
+        # ops a second per pool at most: unthrottled (some 800 a second in all) the OSDs'
+        # PG logs, kept in RAM by memstore, grew past this machine's 24 GiB in 40 minutes
+        # and the kernel killed an OSD
+        self.rate = rate
         self.stop = threading.Event()
         self.threads = [threading.Thread(target=self._run, args=(self.loads[p], i), daemon=True)
                         for i, p in enumerate(pools)]
@@ -74,7 +78,10 @@ class Client:
             # first every object once, then random overwrites and checked reads
             names = [f"obj-{i}" for i in range(load.objects)]
             todo = list(names)
+            next_at = time.monotonic()
             while not self.stop.is_set():
+                next_at += 1.0 / self.rate
+                time.sleep(max(0.0, next_at - time.monotonic()))
                 name = todo.pop() if todo else rng.choice(names)
                 if todo or name not in load.versions or rng.random() < 0.5:
                     self._write(io, load, name, rng.choice((4096, 16384, 65536)))

@@ -115,6 +115,8 @@ class Figures:
     mgr_pids: List[int] = field(default_factory=list)
     mgr_gids: List[int] = field(default_factory=list)
     mgr_rss_peak_mib: float = 0.0
+    osds_rss_peak_mib: float = 0.0    # all ceph-osd processes together
+    mem_available_min_mib: float = float("inf")   # the machine's MemAvailable
     checks_seen: Dict[str, int] = field(default_factory=dict)   # check -> samples it was up
     plan_errors: List[str] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
@@ -183,6 +185,7 @@ class Watcher:
         fig = self.fig
         fig.samples += 1
         self._mgr()
+        self._memory()
         health = self.mon.json("health", detail="detail").get("checks", {})
         for name, c in health.items():
             fig.checks_seen[name] = fig.checks_seen.get(name, 0) + 1
@@ -213,6 +216,23 @@ class Watcher:
         gid = int(self.mon.json("mgr dump")["active_gid"])
         if gid and (not fig.mgr_gids or fig.mgr_gids[-1] != gid):
             fig.mgr_gids.append(gid)
+
+    def _memory(self) -> None:
+        """The machine's free memory and the OSDs' RSS: a run that ran the machine out of
+        memory (the kernel kills an OSD, the mon fails a starved mgr) proves nothing."""
+        fig = self.fig
+        avail = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                     if line.startswith("MemAvailable:")) / 1024
+        fig.mem_available_min_mib = min(fig.mem_available_min_mib, avail)
+        rss = 0
+        for f in (self.pidfile.parent).glob("osd.*.pid"):
+            try:
+                status = Path(f"/proc/{int(f.read_text().strip())}/status").read_text()
+            except (OSError, ValueError):
+                continue
+            rss += next((int(line.split()[1]) for line in status.splitlines()
+                         if line.startswith("VmRSS:")), 0)
+        fig.osds_rss_peak_mib = max(fig.osds_rss_peak_mib, rss / 1024)
 
     def _misplaced(self, stats: List[Dict[str, Any]]) -> None:
         fig = self.fig
