@@ -109,3 +109,18 @@ def test_the_client_check_knows_each_version() -> None:
     # after a failed write, the old and the new version are both possible
     assert check("a", payload("a", 1, 4096), (2, 4096), {(1, 4096), (2, 4096)}) == ""
     assert check("a", b"", (2, 4096), {(1, 4096), (2, 4096)}) != ""
+
+
+def test_the_thrasher_deals_every_action_in_each_round(monkeypatch: Any) -> None:
+    import random
+    from .thrash import Thrasher
+    th = Thrasher(None, None, None, None, random.Random(5))   # type: ignore[arg-type]
+    monkeypatch.setattr(th, "say", lambda text: None)
+    refuse = {"kill"}                  # can never be taken here: the others still come round
+    for name in Thrasher.ACTIONS:
+        monkeypatch.setattr(th, f"act_{name}", lambda name=name: name not in refuse)
+    rounds = 3
+    for _ in range(rounds * (len(Thrasher.ACTIONS) - 1)):
+        th.step()
+    assert th.counts == {n: rounds for n in Thrasher.ACTIONS if n not in refuse}
+    assert th.refused["kill"] > 0

@@ -55,8 +55,9 @@ class Balancer:
                  drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None) -> None:
         self.snap = snap
         # OSDs to empty (`drain`): no share and never a destination, so every replica on
-        # them is excess the moves take off
-        self.drain = np.array(sorted(set(drain)), dtype=np.int64)
+        # them is excess the moves take off. A stored drain plan may name an OSD the map no
+        # longer has (purged, then `osd setmaxosd` lower): nothing is left on it to move
+        self.drain = np.array(sorted(o for o in set(drain) if 0 <= o < snap.osds.count), dtype=np.int64)
         self.width = 128      # candidates examined per move: the most promising ones
         self._look: Optional[Look] = None      # the last push's window (see Look)
         self._col = np.full(snap.osds.count, -1, dtype=np.int64)

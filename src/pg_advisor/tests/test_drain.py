@@ -108,6 +108,25 @@ def test_the_drain_runs_as_a_plan_until_the_osd_is_empty(dumps: Dict[str, Any]) 
     assert any(h["event"] == "drain" for h in drv.executor.history)
 
 
+def test_a_drain_plan_whose_osd_left_the_map_ends_as_a_balance(dumps: Dict[str, Any]) -> None:
+    # the thrasher purged a drained OSD while its plan ran; with `osd setmaxosd` lower the
+    # stored plan names an OSD the map does not have: the rounds even the pools and end
+    ceph, (drv, _) = FakeCeph(dumps), driver()
+    opts = make({"step_interval": 0})
+    drv.drain(context(ceph, opts, 0.0), "osd.0", False)
+    st = drv.executor.state
+    assert st is not None
+    st.drain = [ceph.snap().osds.count + 3]
+    for t in range(1, 300):
+        drv.tick(context(ceph, opts, float(t)))
+        ceph.settle()
+        if not drv.executor.active:
+            break
+    assert drv.executor.state is not None and drv.executor.state.status == "done", drv.executor.report()
+    assert drv.error is None
+    assert Balancer(ceph.snap(), drain=[-1, 10 ** 6]).drain.size == 0
+
+
 def test_drain_beside_a_plan_or_the_builtin_balancer_changes_nothing(dumps: Dict[str, Any]) -> None:
     ceph, (drv, _) = FakeCeph(dumps), driver()
     opts = make({})
