@@ -447,16 +447,25 @@ def main(argv: Optional[List[str]] = None) -> int:
     watch = Watcher(mon, c.dir / "run", budget)
     client = Client(c.env["CEPH_CONF"], list(POOLS), a.objects, a.seed, a.rate)
     th = Thrasher(c, mon, watch, client, random.Random(a.seed))
-    report: Dict[str, Any] = {"seed": a.seed, "minutes": a.minutes, "options": a.set}
+    report: Dict[str, Any] = {"seed": a.seed, "minutes": a.minutes, "options": a.set,
+                              "rate": a.rate}
+    # the first Ctrl-C ends the thrashing early and still settles and reports (a
+    # KeyboardInterrupt inside a rados call crashed the binding and lost the report)
+    interrupted = threading.Event()
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        interrupted.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, on_sigint)
     try:
         client.start()
         watch.start()
         th.say(f"setup took {time.monotonic() - t_start:.0f} s; thrashing for {a.minutes} min, seed {a.seed}")
         end = time.monotonic() + a.minutes * 60
-        while time.monotonic() < end:
+        while time.monotonic() < end and not interrupted.is_set():
             th.step()
             pause = time.monotonic() + th.rng.uniform(20, 40)
-            while time.monotonic() < min(pause, end):
+            while time.monotonic() < min(pause, end) and not interrupted.is_set():
                 th.run_due()
                 time.sleep(1)
         th.say("thrasher stops; undoing what is pending")
@@ -466,7 +475,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         fig = watch.finish()
         problems = client.finish()
         mon.close()
-        report.update(actions=dict(th.counts), refused=dict(th.refused), client=client.figures())
+        report.update(actions=dict(th.counts), refused=dict(th.refused), client=client.figures(),
+                      interrupted=interrupted.is_set())
         audit = c.dir / "log" / "ceph.audit.log"
         ours, bad = commands_to_missing_pools(audit, th.removed)
         cluster_log = (c.dir / "log" / "ceph.log").read_text(errors="replace")
