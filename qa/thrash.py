@@ -79,10 +79,13 @@ class Thrasher:
     def osds(self) -> List[Dict[str, Any]]:
         return list(self.mon.json("osd dump")["osds"])
 
-    def pg_states(self) -> List[str]:
+    def pgs_brief(self) -> List[Dict[str, Any]]:
+        """Each PG's state, up and acting set (`pg dump pgs_brief`)."""
         dump = self.mon.json("pg dump", mgr=True, dumpcontents=["pgs_brief"])
-        rows = dump["pg_stats"] if isinstance(dump, dict) else dump
-        return [r["state"] for r in rows]
+        return list(dump["pg_stats"] if isinstance(dump, dict) else dump)
+
+    def pg_states(self) -> List[str]:
+        return [r["state"] for r in self.pgs_brief()]
 
     def calm(self) -> bool:
         """No OSD away and no PG short of a copy: one more OSD may go (EC 2+1 keeps one)."""
@@ -208,9 +211,7 @@ class Thrasher:
         plan ended (an abort) before that; after 15 minutes let Ceph move the rest."""
         osd = self.drain_osd
         assert osd is not None
-        dump = self.mon.json("pg dump", mgr=True, dumpcontents=["pgs_brief"])
-        rows = dump["pg_stats"] if isinstance(dump, dict) else dump
-        left = sum(1 for r in rows if osd in r["up"] or osd in r["acting"])
+        left = sum(1 for r in self.pgs_brief() if osd in r["up"] or osd in r["acting"])
         late = time.monotonic() - self.drain_started > 900
         if left and not late:
             plan = json.loads(self.c.run("pg-advisor", "progress", "-f", "json")[1] or "{}").get("plan")
@@ -286,8 +287,7 @@ class Thrasher:
             self.charged(f"rm upmap item {pgid}", lambda: self.ceph("osd", "rm-pg-upmap-items", pgid))
             return True
         ids = {self.pools_made.get(p) or self.c.pool_id(p) for p in POOLS}
-        dump = self.mon.json("pg dump", mgr=True, dumpcontents=["pgs_brief"])
-        rows = [r for r in (dump["pg_stats"] if isinstance(dump, dict) else dump)
+        rows = [r for r in self.pgs_brief()
                 if int(r["pgid"].split(".")[0]) in ids]
         row = self.rng.choice(rows)
         host_of = {o: h for h, mates in self._hosts().items() for o in mates}
