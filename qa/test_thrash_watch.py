@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from .thrash_client import check, payload
-from .thrash_watch import Share, Watcher, commands_to_missing_pools, moved_positions, parent_pg
+from .thrash_watch import CleanWait, Share, Watcher, commands_to_missing_pools, moved_positions, parent_pg
 
 
 def test_moved_positions_count_copies_that_must_move() -> None:
@@ -124,3 +124,20 @@ def test_the_thrasher_deals_every_action_in_each_round(monkeypatch: Any) -> None
         th.step()
     assert th.counts == {n: rounds for n in Thrasher.ACTIONS if n not in refuse}
     assert th.refused["kill"] > 0
+
+
+def test_a_plan_waiting_on_backfill_with_every_pg_clean_is_timed() -> None:
+    w = CleanWait()
+    wait = {"status": "running", "waiting": "the misplaced budget or max_backfills_per_osd holds "
+                                            "the next balance round back"}
+    assert w.update(0.0, wait, clean=False) == 0.0        # backfill there: a fair wait
+    assert w.update(10.0, wait, clean=True) == 0.0        # the clean wait begins
+    assert w.update(130.0, wait, clean=True) == 120.0
+    assert w.update(140.0, {**wait, "status": "paused"}, clean=True) == 0.0
+    assert w.update(150.0, wait, clean=True) == 0.0       # a new wait starts over
+    assert w.update(160.0, {**wait, "waiting": "next step after 12:00:00"}, clean=True) == 0.0
+    assert w.update(170.0, None, clean=True) == 0.0       # no plan
+    budget = {"status": "running", "waiting": "misplaced 1.00% + this step's 4.50% would pass "
+                                              "the budget 5.00%"}
+    assert w.update(180.0, budget, clean=True) == 0.0
+    assert w.update(200.0, budget, clean=True) == 20.0

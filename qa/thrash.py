@@ -27,7 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Set
 
 from .cluster import Cluster, wait_until
 from .thrash_client import Client
-from .thrash_watch import Mon, Watcher, commands_to_missing_pools
+from .thrash_watch import WAIT_CLEAN_MAX, Mon, Watcher, commands_to_missing_pools
 
 POOLS = ("rep", "ratio", "ec")
 BAD_STATES = ("degraded", "undersized", "down", "incomplete", "peering", "stale", "unknown")
@@ -491,6 +491,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             "no PG_ADVISOR_PLAN_ERROR": not fig.plan_errors and "PG_ADVISOR_PLAN_ERROR" not in cluster_log,
             "no command to a removed pool": not bad,
             "misplaced within the allowance": not fig.over,
+            f"no plan waited {WAIT_CLEAN_MAX:.0f} s on backfill with all PGs clean":
+                fig.wait_clean_longest_s < WAIT_CLEAN_MAX,
             "no client op failed, every object intact": not failures and not problems,
             "active+clean within 10 min": "clean_s" in report.get("end", {}),
             "pools at pg_advisor's pg_num, OSDs within 1 PG": "settled_s" in report.get("end", {}),
@@ -500,7 +502,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                  "rss_peak_mib": round(fig.mgr_rss_peak_mib)},
             memory={"available_min_mib": round(fig.mem_available_min_mib),
                     "osds_rss_peak_mib": round(fig.osds_rss_peak_mib)},
-            plan_errors=fig.plan_errors[:10], commands_ours=ours, commands_to_removed=bad[:10],
+            plan_errors=fig.plan_errors[:10],
+            wait_clean={"longest_s": round(fig.wait_clean_longest_s), "at": fig.wait_clean_at},
+            commands_ours=ours, commands_to_removed=bad[:10],
             misplaced={"budget": budget, "peak_ours_of_budget": round(fig.peak_ours, 3),
                        "peak_ours_at": fig.peak_ours_at, "peak_total": fig.peak_total,
                        "allowance_at_peak": fig.peak_total_allowance, "over": fig.over[:10]},

@@ -31,6 +31,11 @@ MAPPING = re.compile(r"^(\d+)\.([0-9a-f]+) raw .* up \(\[([^]]*)\], p-?\d+\) act
 OURS = {"osd pg-upmap-items", "osd rm-pg-upmap-items", "osd pg-upmap", "osd rm-pg-upmap",
         "osd pg-temp", "osd primary-temp"}
 OUR_VARS = {"pg_num", "pgp_num"}
+# a plan's waits on the cluster's backfill (executor.py): held back by the misplaced budget
+# or an OSD's backfills, which a clean cluster no longer has
+THROTTLE_WAIT = re.compile(r"holds the next balance round back|would pass the budget|PGs backfilling")
+WAIT_CLEAN_MAX = 120.0     # seconds a plan may wait so while every PG is active+clean (the
+#                           snapshot it reads shows a change within a tick or two)
 
 
 class Mon:
@@ -119,7 +124,28 @@ class Figures:
     mem_available_min_mib: float = float("inf")   # the machine's MemAvailable
     checks_seen: Dict[str, int] = field(default_factory=dict)   # check -> samples it was up
     plan_errors: List[str] = field(default_factory=list)
+    wait_clean_longest_s: float = 0.0  # a plan waiting on backfill while all PGs were clean
+    wait_clean_at: str = ""
     errors: List[str] = field(default_factory=list)
+
+
+class CleanWait:
+    """How long a running plan waited for backfill (THROTTLE_WAIT) that was not there: every
+    PG active+clean. A wait like that is the plan reading a stale cluster."""
+
+    def __init__(self) -> None:
+        self.since: Optional[float] = None
+        self.text = ""
+
+    def update(self, now: float, plan: Optional[Dict[str, Any]], clean: bool) -> float:
+        """The length of the current such wait (0: none)."""
+        waiting = (plan or {}).get("waiting") or ""
+        if not (clean and (plan or {}).get("status") == "running" and THROTTLE_WAIT.search(waiting)):
+            self.since = None
+            return 0.0
+        if self.since is None:
+            self.since, self.text = now, waiting
+        return now - self.since
 
 
 class Watcher:
@@ -134,6 +160,7 @@ class Watcher:
         self.began: Dict[str, int] = {}        # PG -> objects when its misplacement began
         self.totals: List[Tuple[float, int]] = []
         self.erasure: Set[int] = set()
+        self.clean_wait = CleanWait()
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -198,6 +225,17 @@ class Watcher:
         dump = self.mon.json("pg dump", mgr=True, dumpcontents=["pgs"])
         stats = dump["pg_stats"] if "pg_stats" in dump else dump["pg_map"]["pg_stats"]
         self._misplaced(stats)
+        if fig.samples % 5 == 0:      # every 10 s: the plan's state from the module itself
+            self._plan_wait(stats)
+
+    def _plan_wait(self, stats: List[Dict[str, Any]]) -> None:
+        fig = self.fig
+        plan = self.mon.json("pg-advisor progress", mgr=True).get("plan")
+        clean = all(s.get("state") == "active+clean" for s in stats)
+        waited = self.clean_wait.update(time.monotonic(), plan, clean)
+        if waited > fig.wait_clean_longest_s:
+            fig.wait_clean_longest_s = waited
+            fig.wait_clean_at = f"{time.strftime('%H:%M:%S')}: {self.clean_wait.text}"
 
     def _mgr(self) -> None:
         fig = self.fig
