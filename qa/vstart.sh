@@ -3,7 +3,10 @@
 # CRUSH hosts) with the pg_advisor module loaded from this checkout.
 #
 #   qa/vstart.sh start [--osds N] [--hosts H] [--store memstore|bluestore]
-#                      [--dir DIR] [--no-pool]
+#                      [--dir DIR] [--no-pool] [--block-gib G] [--recovery-defaults]
+#                      (bluestore: block files of G GiB, default 2, sparse;
+#                       --recovery-defaults: Ceph's own recovery and deletion sleeps,
+#                       which the tests set to 0 for speed)
 #   qa/vstart.sh add-osds --count N --host NAME [--dir DIR]
 #                      (N more OSDs on CRUSH host NAME of root default, started)
 #   qa/vstart.sh stop   [--dir DIR]
@@ -27,6 +30,8 @@ make_pool=1
 pool=rbd
 count=0
 new_host=
+block_gib=2
+recovery_defaults=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --osds) osds=$2; shift 2 ;;
@@ -34,15 +39,18 @@ while [ $# -gt 0 ]; do
         --store) store=$2; shift 2 ;;
         --dir) dir=$2; shift 2 ;;
         --no-pool) make_pool=0; shift ;;
+        --block-gib) block_gib=$2; shift 2 ;;
+        --recovery-defaults) recovery_defaults=1; shift ;;
         --count) count=$2; shift 2 ;;
         --host) new_host=$2; shift 2 ;;
-        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
         *) echo "vstart.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
 case "$store" in memstore|bluestore) ;; *) echo "vstart.sh: --store must be memstore or bluestore" >&2; exit 2 ;; esac
 [[ "$osds" =~ ^[1-9][0-9]*$ ]] || { echo "vstart.sh: --osds must be a positive integer" >&2; exit 2; }
 [[ "$hosts" =~ ^[1-9][0-9]*$ ]] || { echo "vstart.sh: --hosts must be a positive integer" >&2; exit 2; }
+[[ "$block_gib" =~ ^[1-9][0-9]{0,3}$ ]] || { echo "vstart.sh: --block-gib must be 1..9999" >&2; exit 2; }
 [ "$hosts" -le "$osds" ] || { echo "vstart.sh: --hosts ($hosts) exceeds --osds ($osds)" >&2; exit 2; }
 
 # absolute, so the CEPH_CONF the daemons carry (how `alive` knows them) is one string
@@ -161,11 +169,17 @@ osd data = $dir/osd.\$id
 osd objectstore = $store
 memstore device bytes = 1073741824
 bluestore block create = true
-bluestore block size = 2147483648
+bluestore block size = $((block_gib << 30))
+EOF
+    if [ "$recovery_defaults" = 0 ]; then
+        cat >>"$conf" <<EOF
 osd recovery sleep hdd = 0
 # memstore says rotational, so a removed pool's PGs would be deleted at hdd pace (5 s a
 # batch): they hold their logs until then, which the PG memory check would count as missed
 osd delete sleep hdd = 0
+EOF
+    fi
+    cat >>"$conf" <<EOF
 osd op num shards = 2
 osd op num threads per shard = 1
 EOF

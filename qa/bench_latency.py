@@ -1,0 +1,353 @@
+"""Benchmark: client latency while a pool splits, a host of OSDs comes in or an OSD is
+drained, through Ceph's own path or pg_advisor's, on bluestore. Prints one table per
+scenario.
+
+    PYTHONPATH=src /usr/bin/python3 -m qa.bench_latency --scenario split|expand|drain[,...]
+        [--store bluestore|memstore] [--repeat N] [--methods M,...] [--data-gib 2]
+        [--osds N] [--pg-num N] [--depth 8] [--clients 2] [--window 30] [--timeout 3600]
+        [--dir DIR] [--json FILE]
+
+Every run starts its own loopback cluster (qa/vstart.sh --recovery-defaults: Ceph's own
+recovery, backfill and deletion settings for the device class the OSDs report, which
+the table's head names; bluestore OSDs on sparse files of --block-gib, osd_memory_target
+1.5 GiB so that the OSDs, the clients and the mgr fit this machine), one pool (size 3,
+a host each), filled with --data-gib of 64 KiB objects. Two clients (qa/latency_client.py,
+a process each) keep --depth ops in flight each, 4 KiB and 64 KiB reads and writes, every
+op timed, every read checked, every object read back at the end. After --window seconds
+the change:
+
+- split: the pool's pg_num doubles. ceph: `osd pool set pg_num` (Ceph's mgr steps
+  pgp_num within target_max_misplaced_ratio; its balancer on, upmap mode, as by default);
+  advisor: `pg-advisor apply --pool --pg-num` (split_pinning on, its default);
+  advisor-unpinned: the same with split_pinning off.
+- expand: 2 OSDs start on a new host. ceph: Ceph backfills what CRUSH remapped, its
+  balancer evens the rest; advisor: norebalance while they come in, `pin-remapped`, then
+  the drain; advisor-auto: mode auto with pin_on_change, the OSDs simply added.
+- drain: the last OSD (a host of its own) goes. ceph: `osd out`; advisor: `pg-advisor
+  drain osd.N`, then norebalance, out, `pin-remapped` (what the out remaps once more goes
+  back where the drain put it), norebalance off.
+
+The change ends when every PG is active+clean with nothing misplaced and no plan running
+("to clean"); the clients run --window seconds more. Reported per run: p50/p99/p99.9 latency
+of the ops started before, during and after the change; the longest stall (the longest
+gap between two completions of one client, from 5 s before the change to the end); failed
+ops; reads that returned other data than written; the time to clean; bytes moved (the
+OSDs' recovery_bytes); changes of a PG's acting primary; and peering events per PG (new
+intervals as Ceph's PastIntervals::is_new_interval counts them from the maps: the up or
+acting set or either primary changed, or the PG split), all from the mon's own maps by
+osdmaptool. The methods of a scenario run in turn, the order reversed every other repeat.
+Below each table: the issue's goals, pair by pair.
+"""
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+import numpy as np
+
+from .bench_split import summarize
+from .cluster import Cluster, wait_until
+from .latency_client import OBJECT, fill
+
+POOL = "latbench"
+OPT = "mgr/pg_advisor/"
+METHODS = {"split": ("ceph", "advisor", "advisor-unpinned"),
+           "expand": ("ceph", "advisor", "advisor-auto"),
+           "drain": ("ceph", "advisor")}
+OSDS = {"split": 5, "expand": 4, "drain": 5}          # one host each
+PG_NUM = {"split": 32, "expand": 128, "drain": 128}
+MEMORY_TARGET = 1536 << 20
+MAPPING = re.compile(r"^(\d+\.[0-9a-f]+) raw .* up \(\[([^]]*)\], p(-?\d+)\) "
+                     r"acting \(\[([^]]*)\], p(-?\d+)\)$", re.M)
+
+Mapping = Tuple[Tuple[int, ...], int, Tuple[int, ...], int]     # up, up primary, acting, primary
+
+
+class Clients:
+    """The measuring clients, a process each."""
+
+    def __init__(self, c: Cluster, objects: int, n: int, depth: int, run_dir: Path, seed: int) -> None:
+        self.outs = [run_dir / f"client{k}.npy" for k in range(n)]
+        self.procs = [subprocess.Popen(
+            ["/usr/bin/python3", "-m", "qa.latency_client", "--conf", c.env["CEPH_CONF"], "--pool", POOL,
+             "--objects", str(objects), "--client", str(k), "--clients", str(n), "--depth", str(depth),
+             "--seed", str(seed), "--out", str(self.outs[k])],
+            cwd=Path(__file__).resolve().parent.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True) for k in range(n)]
+        for p in self.procs:
+            assert p.stdout is not None
+            if p.stdout.readline().strip() != "ready":
+                raise RuntimeError("a latency client did not start")
+
+    def finish(self) -> Tuple[List[np.ndarray], List[Dict[str, Any]]]:
+        results = []
+        for p in self.procs:
+            out, _ = p.communicate("stop\n", timeout=900)
+            results.append(json.loads(out.strip().splitlines()[-1]))
+        return [np.load(f) for f in self.outs], results
+
+
+def mappings(c: Cluster, epoch: int, pool_id: int) -> Dict[str, Mapping]:
+    f = c.dir / f"map.{epoch}"
+    c.ceph("osd", "getmap", str(epoch), "-o", str(f))
+    p = subprocess.run(["osdmaptool", str(f), "--test-map-pgs-dump-all", "--pool", str(pool_id)],
+                       capture_output=True, text=True, timeout=120)
+    f.unlink()
+
+    def osds(s: str) -> Tuple[int, ...]:
+        return tuple(int(o) for o in s.split(",") if o)
+    return {m.group(1): (osds(m.group(2)), int(m.group(3)), osds(m.group(4)), int(m.group(5)))
+            for m in MAPPING.finditer(p.stdout)}
+
+
+def split_parents(n_old: int, n_new: int) -> Set[int]:
+    """The PGs (their seeds) that split when pg_num grows from n_old to n_new: a child's
+    parent is its seed with the top bit cleared until it is below n_old."""
+    out: Set[int] = set()
+    for child in range(n_old, n_new):
+        seed = child
+        while seed >= n_old and seed:
+            seed &= ~(1 << (seed.bit_length() - 1))
+        out.add(seed)
+    return out
+
+
+def intervals(c: Cluster, pool_id: int, first: int, last: int) -> Dict[str, int]:
+    """Over the map epochs first+1..last: new intervals (peerings) of the pool's PGs,
+    acting primary changes, and the PGs at the end."""
+    peerings = primaries = 0
+    prev = mappings(c, first, pool_id)
+    for e in range(first + 1, last + 1):
+        cur = mappings(c, e, pool_id)
+        split = split_parents(len(prev), len(cur)) if len(cur) > len(prev) > 0 else set()
+        for pg, m in cur.items():
+            old = prev.get(pg)
+            if old is None or old != m or int(pg.split(".")[1], 16) in split:
+                peerings += 1            # born (a split child), remapped, or split
+            if old is not None and old[3] != m[3]:
+                primaries += 1
+        prev = cur
+    return {"peerings": peerings, "primary_changes": primaries, "pgs": len(prev)}
+
+
+def recovery_bytes(c: Cluster) -> int:
+    total = 0
+    for o in c.osd_ids():
+        code, out, _ = c.run("tell", f"osd.{o}", "perf", "dump", timeout=60)
+        if code == 0:
+            total += int(json.loads(out).get("osd", {}).get("recovery_bytes", 0))
+    return total
+
+
+def done(c: Cluster) -> bool:
+    """Every PG active+clean, nothing misplaced, no pg_num change pending, no plan running."""
+    pools = c.json("osd", "pool", "ls", "detail")
+    if any(p["pg_num"] != p["pg_num_target"] or p["pg_placement_num"] != p["pg_placement_num_target"]
+           for p in pools):
+        return False
+    pgmap = c.json("status")["pgmap"]
+    clean = sum(s["count"] for s in pgmap["pgs_by_state"] if s["state_name"] == "active+clean")
+    if clean != pgmap["num_pgs"] or pgmap.get("misplaced_objects"):
+        return False
+    plan = json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))["plan"]
+    return plan is None or plan["status"] not in ("running", "paused")
+
+
+def device_class(c: Cluster) -> str:
+    classes = sorted({n.get("device_class", "-") for n in c.json("osd", "tree")["nodes"] if n["id"] >= 0})
+    rot = sorted({m.get("bluestore_bdev_rotational", m.get("rotational", "?"))
+                  for m in c.json("osd", "metadata")})
+    return f"class {','.join(classes)}, rotational {','.join(rot)}"
+
+
+def change(c: Cluster, scenario: str, method: str, pg_num: int, last_osd: int) -> None:
+    """Make the scenario's change by the method's path; returns once it is under way."""
+    if scenario == "split":
+        if method == "ceph":
+            c.ceph("osd", "pool", "set", POOL, "pg_num", str(2 * pg_num))
+        else:
+            c.ceph("pg-advisor", "apply", "--pool", POOL, "--pg-num", str(2 * pg_num))
+        wait_until(lambda: c.json("osd", "pool", "get", POOL, "pg_num")["pg_num"] > pg_num, 600,
+                   "the split to start")
+    elif scenario == "expand":
+        if method == "advisor":
+            c.ceph("osd", "set", "norebalance")
+        c.vstart("add-osds", "--count", "2", "--host", "hostnew")
+        if method == "advisor":
+            wait_until(lambda: bool(c.json("status")["pgmap"].get("misplaced_objects")), 120,
+                       "CRUSH to remap PGs onto the new OSDs")
+            time.sleep(2)
+            c.ceph("pg-advisor", "pin-remapped")
+            c.ceph("osd", "unset", "norebalance")
+    else:
+        if method == "ceph":
+            c.ceph("osd", "out", str(last_osd))
+            return
+        c.ceph("pg-advisor", "drain", f"osd.{last_osd}")
+        wait_until(lambda: json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))["plan"]["status"]
+                   not in ("running", "paused"), 7200, "the drain", step=2)
+        c.ceph("osd", "set", "norebalance")
+        c.ceph("osd", "out", str(last_osd))
+        time.sleep(3)
+        c.ceph("pg-advisor", "pin-remapped")
+        c.ceph("osd", "unset", "norebalance")
+
+
+def run_one(base: Path, scenario: str, method: str, a: argparse.Namespace, seed: int) -> Dict[str, Any]:
+    osds = a.osds or OSDS[scenario]
+    pg_num = a.pg_num or PG_NUM[scenario]
+    c = Cluster(Path(tempfile.mkdtemp(prefix=f"lat-{scenario}-{method}-", dir=base)))
+    c.vstart("start", "--store", a.store, "--osds", str(osds), "--hosts", str(osds), "--no-pool",
+             "--block-gib", str(a.block_gib), "--recovery-defaults")
+    try:
+        if a.store == "bluestore":
+            c.ceph("config", "set", "osd", "osd_memory_target", str(MEMORY_TARGET))
+        c.ceph("osd", "pool", "create", POOL, str(pg_num), str(pg_num))
+        c.ceph("osd", "pool", "set", POOL, "pg_autoscale_mode", "off")
+        c.ceph("osd", "pool", "application", "enable", POOL, "rados")
+        objects = int(a.data_gib * (1 << 30)) // OBJECT
+        t0 = time.monotonic()
+        fill(c.env["CEPH_CONF"], POOL, objects)
+        fill_s = time.monotonic() - t0
+        c.wait_clean(1800)
+        # the method's own settings, then whatever they do before the change is done
+        if method == "ceph":
+            c.ceph("balancer", "mode", "upmap")
+            c.ceph("balancer", "on")
+        else:
+            c.ceph("config", "set", "mgr", OPT + "split_pinning", str(method != "advisor-unpinned").lower())
+            if method == "advisor-auto":
+                # no pg_num change of its own in the middle: the comparison is of the move
+                c.ceph("config", "set", "mgr", OPT + "hysteresis", "1.0")
+                c.ceph("config", "set", "mgr", OPT + "pin_on_change", "true")
+                c.ceph("config", "set", "mgr", OPT + "mode", "auto")
+        time.sleep(5)
+        wait_until(lambda: done(c), 3600, "the method's own balancing before the change", step=5)
+        cls = device_class(c)
+        run_dir = c.dir / "clients"
+        run_dir.mkdir()
+        clients = Clients(c, objects, a.clients, a.depth, run_dir, seed)
+        time.sleep(a.window)
+        first = int(c.json("osd", "dump")["epoch"])
+        moved0 = recovery_bytes(c)
+        t_change = time.monotonic()
+        change(c, scenario, method, pg_num, osds - 1)
+        time.sleep(5)
+        wait_until(lambda: done(c), a.timeout, "the change to end", step=2)
+        t_clean = time.monotonic()
+        time.sleep(a.window)
+        ops, results = clients.finish()
+        moved = recovery_bytes(c) - moved0
+        last = int(c.json("osd", "dump")["epoch"])
+        iv = intervals(c, c.pool_id(POOL), first, last)
+    finally:
+        c.vstart("stop")
+    allops = np.concatenate(ops)
+    order = np.argsort(allops[:, 0])
+    s = summarize([(float(r[0]), float(r[1]), bool(r[2])) for r in allops[order]], t_change, t_clean)
+    # the longest stall one client saw (the other may have had ops on other OSDs meanwhile)
+    stalls = [summarize([(float(r[0]), float(r[1]), bool(r[2])) for r in o], t_change, t_clean)
+              for o in ops if len(o)]
+    worst = max(stalls, key=lambda x: x["stall_s"])
+    return {"scenario": scenario, "method": method, "osds": osds, "pg_num": pg_num, "objects": objects,
+            "fill_s": round(fill_s), "device": cls, **s, "stall_s": worst["stall_s"],
+            "stall_at_s": worst["stall_at_s"],
+            "mismatches": sum(r["mismatch_count"] for r in results),
+            "mismatch_examples": [m for r in results for m in r["mismatches"]][:5],
+            "unknown": sum(r["unknown"] for r in results), "bytes_moved": moved,
+            "epochs": last - first, **iv,
+            "peerings_per_pg": round(iv["peerings"] / max(iv["pgs"], 1), 2)}
+
+
+def table(rows: List[Dict[str, Any]]) -> List[str]:
+    fmt = (lambda v: "/".join("-" if x is None else f"{x:g}" for x in v))
+    out = [f"{'method':<17} {'before ms':>15} {'during ms':>19} {'after ms':>15} {'stall s':>7} "
+           f"{'failed':>6} {'bad':>3} {'clean s':>7} {'moved MiB':>9} {'prim':>5} {'peer/PG':>7}"]
+    for r in rows:
+        out.append(f"{r['method']:<17} {fmt(r['before']):>15} {fmt(r['during']):>19} {fmt(r['after']):>15} "
+                   f"{r['stall_s']:>7} {r['failed']:>6} {r['mismatches']:>3} {r['to_clean_s']:>7} "
+                   f"{r['bytes_moved'] / (1 << 20):>9.0f} {r['primary_changes']:>5} "
+                   f"{r['peerings_per_pg']:>7}")
+    return out
+
+
+def goals(rows: List[Dict[str, Any]], methods: List[str]) -> List[str]:
+    """The issue's goals, per pg_advisor method against the ceph runs of the same repeat."""
+    out = []
+    ceph = [r for r in rows if r["method"] == "ceph"]
+    for m in methods:
+        if m == "ceph":
+            continue
+        ours = [r for r in rows if r["method"] == m]
+        pairs = list(zip(ours, ceph))
+        if not pairs:
+            continue
+        p999 = [(o["during"][2], t["during"][2]) for o, t in pairs]
+        each = all(x is not None and y is not None and x <= y for x, y in p999)
+        med_o = float(np.median([x for x, _ in p999 if x is not None] or [np.nan]))
+        med_c = float(np.median([y for _, y in p999 if y is not None] or [np.nan]))
+        stall = max(o["stall_s"] for o in ours)
+        slow = max(o["to_clean_s"] / t["to_clean_s"] for o, t in pairs if t["to_clean_s"])
+        out.append(f"{m}: p99.9 during <= Ceph's in every pair: {'yes' if each else 'NO'} "
+                   f"({', '.join(f'{x}/{y}' for x, y in p999)} ms); median {med_o:g} vs Ceph's {med_c:g} "
+                   f"(goal <= half: {'yes' if med_o <= med_c / 2 else 'NO'}); longest stall {stall} s "
+                   f"(goal <= 5: {'yes' if stall <= 5 else 'NO'}); time to clean up to {slow:.2f} x "
+                   f"Ceph's (goal <= 2: {'yes' if slow <= 2 else 'NO'}); failed ops "
+                   f"{sum(o['failed'] for o in ours)}, bad reads {sum(o['mismatches'] for o in ours)}")
+    return out
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--scenario", default="split")
+    ap.add_argument("--store", choices=("bluestore", "memstore"), default="bluestore")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--methods", help="comma-separated (default: the scenario's all)")
+    ap.add_argument("--data-gib", type=float, default=2.0)
+    ap.add_argument("--block-gib", type=int, default=8)
+    ap.add_argument("--osds", type=int, help="OSDs before the change, one host each (default: "
+                    "split 5, expand 4, drain 5)")
+    ap.add_argument("--pg-num", type=int, help="the pool's pg_num (default: split 32, else 128)")
+    ap.add_argument("--depth", type=int, default=8, help="ops in flight per client")
+    ap.add_argument("--clients", type=int, default=2)
+    ap.add_argument("--window", type=float, default=30, help="seconds measured before and after")
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds the change may take")
+    ap.add_argument("--dir", type=Path)
+    ap.add_argument("--json", type=Path, help="append each run's figures here, a line each")
+    a = ap.parse_args(argv)
+    scenarios = a.scenario.split(",")
+    if any(s not in METHODS for s in scenarios):
+        ap.error(f"--scenario: one or more of {', '.join(METHODS)}")
+    if a.repeat < 1 or a.clients < 1 or a.depth < 1 or a.data_gib <= 0:
+        ap.error("--repeat, --clients, --depth and --data-gib must be positive")
+    base = a.dir or Path(tempfile.mkdtemp(prefix="bench-latency-"))
+    base.mkdir(parents=True, exist_ok=True)
+    for scenario in scenarios:
+        methods = a.methods.split(",") if a.methods else list(METHODS[scenario])
+        rows = []
+        for k in range(a.repeat):
+            for m in (methods if k % 2 == 0 else methods[::-1]):
+                r = run_one(base, scenario, m, a, seed=k)
+                r["repeat"] = k
+                print(json.dumps(r), file=sys.stderr, flush=True)
+                if a.json:
+                    with a.json.open("a") as f:
+                        f.write(json.dumps(r) + "\n")
+                rows.append(r)
+        rows.sort(key=lambda r: (r["repeat"], methods.index(r["method"])))
+        r0 = rows[0]
+        print(f"\n{scenario}: {r0['osds']} {a.store} OSDs ({r0['device']}), pool of {r0['pg_num']} PGs, "
+              f"{r0['objects']} objects of 64 KiB, {a.clients} clients x {a.depth} ops in flight "
+              f"(4 KiB / 64 KiB, reads / writes); latency p50/p99/p99.9")
+        print("\n".join(table(rows)))
+        print("\n".join(goals(rows, methods)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

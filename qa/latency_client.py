@@ -1,0 +1,186 @@
+"""One measuring client of qa/bench_latency.py, in a process of its own (so that the bench's
+own work and the other client do not share its GIL):
+
+    /usr/bin/python3 -m qa.latency_client --conf CONF --pool POOL --objects N --client K
+        --clients C [--depth 8] [--seed S] --out FILE.npy
+
+It works on the objects lat{i} (64 KiB, 16 blocks of 4 KiB) with i % C == K, which the
+bench filled (fill()) at version 0, and keeps --depth ops in flight: 4 KiB and 64 KiB reads
+and writes in equal parts, each on an object with no other op in flight. Every block's
+content is a function of (object, block, version) and the client knows each block's last
+version, so every read is checked. It runs until stdin says "stop" (or closes), then
+waits for its ops, reads back every object it owns, and saves one row per op: monotonic
+start and end (CLOCK_MONOTONIC, shared by the processes of this machine), 1 if it
+succeeded, its kind (KINDS). It prints one JSON line: ops, failed, mismatches (reads
+that returned other data than the last write, the read-back included), unknown (objects
+whose last write failed, left out of the check).
+"""
+import argparse
+import json
+import random
+import sys
+import threading
+import time
+from typing import Any, List, Optional, Set
+
+import numpy as np
+
+BLOCK = 4096
+BLOCKS = 16
+OBJECT = BLOCK * BLOCKS
+KINDS = ("read4k", "read64k", "write4k", "write64k")
+
+
+def name(i: int) -> str:
+    return f"lat{i}"
+
+
+def block(i: int, b: int, v: int) -> bytes:
+    """Block b of object i at version v: distinct for every triple."""
+    head = f"{i}:{b}:{v};".encode()
+    return (head * (BLOCK // len(head) + 1))[:BLOCK]
+
+
+def whole(i: int, versions: np.ndarray) -> bytes:
+    return b"".join(block(i, b, int(v)) for b, v in enumerate(versions))
+
+
+def fill(conffile: str, pool: str, objects: int, in_flight: int = 64) -> None:
+    """Every object at version 0, `in_flight` writes at a time."""
+    import rados
+    zero = np.zeros(BLOCKS, np.int64)
+    errors: List[int] = []
+    with rados.Rados(conffile=conffile) as r, r.open_ioctx(pool) as io:
+        slots = threading.Semaphore(in_flight)
+
+        def done(c: Any) -> None:
+            if c.get_return_value() < 0:
+                errors.append(c.get_return_value())
+            slots.release()
+        for i in range(objects):
+            slots.acquire()
+            io.aio_write_full(name(i), whole(i, zero), oncomplete=done)
+        io.aio_flush()
+    if errors:
+        raise RuntimeError(f"fill: {len(errors)} writes failed ({errors[0]})")
+
+
+class Client:
+    def __init__(self, io: Any, owned: List[int], depth: int, seed: int) -> None:
+        self.io = io
+        self.owned = owned
+        self.rng = random.Random(seed)
+        self.versions = np.zeros((len(owned), BLOCKS), np.int64)
+        self.unknown: Set[int] = set()        # index into owned: its last write failed
+        self.busy: Set[int] = set()
+        self.slots = threading.Semaphore(depth)
+        self.lock = threading.Lock()
+        self.rows: List[List[float]] = []
+        self.mismatches: List[str] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            if not self.slots.acquire(timeout=0.5):
+                continue
+            with self.lock:
+                k = self.rng.randrange(len(self.owned))
+                while k in self.busy:
+                    k = self.rng.randrange(len(self.owned))
+                self.busy.add(k)
+                kind = self.rng.randrange(len(KINDS))
+                b = self.rng.randrange(BLOCKS)
+                v = int(self.versions[k].max()) + 1
+            self._issue(k, kind, b, v)
+
+    def _issue(self, k: int, kind: int, b: int, v: int) -> None:
+        i = self.owned[k]
+        t0 = time.monotonic()
+
+        def finish(ok: bool) -> None:
+            with self.lock:
+                self.rows.append([t0, time.monotonic(), 1.0 if ok else 0.0, float(kind)])
+                self.busy.discard(k)
+            self.slots.release()
+
+        if KINDS[kind].startswith("write"):
+            # the model takes the write now: no other op on the object until it completes
+            with self.lock:
+                if kind == 2:
+                    self.versions[k, b] = v
+                    data, off = block(i, b, v), b * BLOCK
+                else:
+                    self.versions[k, :] = v
+                    data, off = whole(i, self.versions[k]), 0
+
+            def wrote(c: Any) -> None:
+                ok = c.get_return_value() >= 0
+                if not ok:
+                    with self.lock:
+                        self.unknown.add(k)
+                finish(ok)
+            self.io.aio_write(name(i), data, off, oncomplete=wrote)
+            return
+        with self.lock:
+            want = block(i, b, int(self.versions[k, b])) if kind == 0 else whole(i, self.versions[k])
+            off, length = (b * BLOCK, BLOCK) if kind == 0 else (0, OBJECT)
+
+        def read(c: Any, data: Optional[bytes]) -> None:
+            ok = c.get_return_value() >= 0
+            if ok and k not in self.unknown and data != want:
+                with self.lock:
+                    self.mismatches.append(f"{name(i)} {KINDS[kind]} at {off}")
+            finish(ok)
+        self.io.aio_read(name(i), length, off, oncomplete=read)
+
+    def read_back(self) -> None:
+        for k, i in enumerate(self.owned):
+            if k in self.unknown:
+                continue
+            try:
+                data = self.io.read(name(i), OBJECT, 0)
+            except Exception as e:    # a lost object is what the check reports
+                self.mismatches.append(f"{name(i)} read back: {e!r}")
+                continue
+            if data != whole(i, self.versions[k]):
+                self.mismatches.append(f"{name(i)} read back differs")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--conf", required=True)
+    ap.add_argument("--pool", required=True)
+    ap.add_argument("--objects", type=int, required=True)
+    ap.add_argument("--client", type=int, required=True)
+    ap.add_argument("--clients", type=int, required=True)
+    ap.add_argument("--depth", type=int, default=8)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    import rados
+    owned = list(range(a.client, a.objects, a.clients))
+    # an op that waits 300 s fails (and is counted) rather than hanging the bench
+    with rados.Rados(conffile=a.conf, conf={"rados_osd_op_timeout": "300"}) as r, \
+            r.open_ioctx(a.pool) as io:
+        c = Client(io, owned, a.depth, a.seed * 1000 + a.client)
+        t = threading.Thread(target=c.run, daemon=True)
+        t.start()
+        print("ready", flush=True)
+        for line in sys.stdin:
+            if line.strip() == "stop":
+                break
+        c.stop.set()
+        t.join(60)
+        for _ in range(a.depth):        # every op in flight answered (or failed)
+            c.slots.acquire(timeout=330)
+        c.read_back()
+    rows = np.array(c.rows, dtype=np.float64).reshape(-1, 4)
+    np.save(a.out, rows)
+    print(json.dumps({"ops": len(rows), "failed": int((rows[:, 2] == 0).sum()),
+                      "mismatches": c.mismatches[:20], "mismatch_count": len(c.mismatches),
+                      "unknown": len(c.unknown)}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

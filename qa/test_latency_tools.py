@@ -1,0 +1,100 @@
+"""The latency bench's own parts (qa/bench_latency.py, qa/latency_client.py) on made-up
+input: the client's check finds a wrong or lost object, the split parents are Ceph's."""
+import threading
+import time
+from typing import Any, Callable, Dict, Optional
+
+import numpy as np
+
+from .bench_latency import split_parents
+from .latency_client import BLOCKS, OBJECT, Client, name, whole
+
+
+class _Completion:
+    def __init__(self, ret: int) -> None:
+        self.ret = ret
+
+    def get_return_value(self) -> int:
+        return self.ret
+
+
+class _IO:
+    """An ioctx that answers at once from a dict (objects as bytearrays)."""
+
+    def __init__(self, objects: int) -> None:
+        zero = np.zeros(BLOCKS, np.int64)
+        self.data: Dict[str, bytearray] = {name(i): bytearray(whole(i, zero)) for i in range(objects)}
+        self.fail_writes = False
+
+    def aio_write(self, obj: str, data: bytes, off: int, oncomplete: Callable[[Any], None]) -> None:
+        if self.fail_writes:
+            oncomplete(_Completion(-110))
+            return
+        self.data[obj][off:off + len(data)] = data
+        oncomplete(_Completion(0))
+
+    def aio_read(self, obj: str, length: int, off: int,
+                 oncomplete: Callable[[Any, Optional[bytes]], None]) -> None:
+        oncomplete(_Completion(0), bytes(self.data[obj][off:off + length]))
+
+    def read(self, obj: str, length: int, off: int) -> bytes:
+        if obj not in self.data:
+            raise KeyError(obj)
+        return bytes(self.data[obj][off:off + length])
+
+
+def _run(c: Client, ops: int) -> None:
+    """Let the client issue about `ops` ops (each answered at once), then stop it."""
+    t = threading.Thread(target=c.run)
+    t.start()
+    deadline = time.monotonic() + 60
+    while len(c.rows) < ops and time.monotonic() < deadline:
+        time.sleep(0.001)
+    c.stop.set()
+    t.join(10)
+    assert len(c.rows) >= ops
+
+
+def test_the_client_checks_every_read_and_the_read_back() -> None:
+    io = _IO(40)
+    c = Client(io, list(range(1, 40, 2)), depth=4, seed=1)
+    _run(c, 2000)
+    kinds = np.bincount(np.array(c.rows)[:, 3].astype(int), minlength=4)
+    assert (kinds > 300).all()                    # all four kinds, in about equal parts
+    assert c.versions.max() > 0 and not c.mismatches
+    c.read_back()
+    assert not c.mismatches
+    # one byte of one owned object changed: the read-back names it
+    io.data[name(3)][OBJECT - 1] ^= 1
+    # and an object lost
+    del io.data[name(5)]
+    c.read_back()
+    assert len(c.mismatches) == 2
+    assert any("lat3" in m for m in c.mismatches) and any("lat5" in m for m in c.mismatches)
+
+
+def test_a_read_of_stale_data_is_caught() -> None:
+    io = _IO(8)
+    c = Client(io, [0, 1, 2, 3], depth=1, seed=2)
+    c.versions[:, :] = 7        # the client wrote version 7; the store still has 0
+    _run(c, 50)
+    assert c.mismatches          # reads among the first ops see version 0
+
+
+def test_an_object_whose_write_failed_is_left_out_of_the_check() -> None:
+    io = _IO(4)
+    io.fail_writes = True
+    c = Client(io, [0, 1, 2, 3], depth=2, seed=3)
+    _run(c, 200)
+    failed = int((np.array(c.rows)[:, 2] == 0).sum())
+    assert failed > 0 and c.unknown
+    c.read_back()
+    assert not c.mismatches      # what failed is not known, the rest reads back as written
+
+
+def test_split_parents_are_cephs() -> None:
+    assert split_parents(32, 64) == set(range(32))
+    assert split_parents(4, 6) == {0, 1}
+    assert split_parents(3, 4) == {1}        # ceph_stable_mod(3, 4, 3) = 1
+    assert split_parents(6, 8) == {2, 3}
+    assert split_parents(8, 8) == set()
