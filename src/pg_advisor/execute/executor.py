@@ -180,6 +180,29 @@ class Executor:
                         (step.pg_num, p.expect[1])]
         return out
 
+    def _drop(self, state: PlanState, name: str, p: PoolTarget, why: str, now: float) -> None:
+        """A pool of the plan was deleted: nothing is left to do for it, and unlike a rename
+        or a retarget the operator's intent is not in doubt. Its steps are skipped and the
+        plan goes on with its other pools (a plan of auto mode, stopped, would hold auto mode
+        until an operator came by: a thrash run found that). What the plan keeps of the
+        pool's PGs goes with it, so that no command names them."""
+        del state.pools[name]
+        skipped = sum(1 for s in state.steps[state.next:] if s.pool_id == p.id)
+        if state.next < len(state.steps) and state.step().pool_id == p.id:
+            state.phase, state.rounds = Phase.IDLE, 0
+            state.attempts, state.retry_at, state.last_error = 0, None, None
+
+        def mine(pgid: str) -> bool:
+            return pgid.split(".")[0] == str(p.id)
+        if state.round is not None:
+            state.round.items = {k: v for k, v in state.round.items.items() if not mine(k)}
+            state.round.want = {k: v for k, v in state.round.want.items() if not mine(k)}
+        state.pins = {k: v for k, v in state.pins.items() if not mine(k)}
+        state.full_pins = {k: v for k, v in state.full_pins.items() if not mine(k)}
+        state.pins_left = min(state.pins_left, len(state.pins) + len(state.full_pins))
+        self.log(now, "drop", f"{why}: its {skipped} remaining steps are skipped; the plan goes on"
+                 + (f" with {', '.join(sorted(state.pools))}" if state.pools else ""))
+
     def _stop(self, state: PlanState, why: str, now: float) -> None:
         state.status, state.stopped_why = Status.STOPPED, why[:REASON_MAX]
         state.blockers, state.conflicts, state.waiting = [], [], None
@@ -196,12 +219,18 @@ class Executor:
             return
         for name, p in sorted(state.pools.items()):
             why = self._changed(state, snap, name, p)
-            if why:
+            if why and not any(q.id == p.id for q in snap.pools):
+                self._drop(state, name, p, why, now)
+            elif why:
                 self._stop(state, why, now)
                 self.save()
                 return
         while state.next < len(state.steps):
             step = state.step()
+            target = state.pools.get(step.pool)
+            if target is None or target.id != step.pool_id:
+                state.next += 1              # its pool was deleted (_drop)
+                continue
             pool = snap.pool_by_name(step.pool)       # checked above: the plan's own pool
             if state.phase == Phase.ISSUING and self._shown(state, snap, pool, step):
                 state.phase = Phase.ISSUED       # sent before a failover: do not send it again
@@ -474,8 +503,14 @@ class Executor:
         if state is None:
             return {"plan": None}
         now_at = state.phase.value if state.status == Status.RUNNING else "pending"
-        steps = [dict(s.to_json(), description=s.describe(),
-                      state="done" if i < state.next else now_at if i == state.next else "pending")
+        kept = {p.id for p in state.pools.values()}
+        upto = state.next
+
+        def where(i: int, s: PlanStep) -> str:
+            if s.pool_id not in kept:
+                return "pool deleted"        # its steps after that were skipped (_drop)
+            return "done" if i < upto else now_at if i == upto else "pending"
+        steps = [dict(s.to_json(), description=s.describe(), state=where(i, s))
                  for i, s in enumerate(state.steps)]
         return {"plan": state.public(), "steps": steps}
 

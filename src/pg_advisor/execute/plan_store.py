@@ -76,7 +76,8 @@ _STATE_FIELDS: Dict[str, Callable[[Any], bool]] = {
     "next": lambda v: _int(v) and v >= 0,
     "phase": lambda v: v in tuple(Phase),
     "status": lambda v: v in tuple(Status),
-    "pools": lambda v: isinstance(v, dict) and 0 < len(v) <= 4096 and all(
+    # none: every pool of the plan was deleted (executor._drop)
+    "pools": lambda v: isinstance(v, dict) and len(v) <= 4096 and all(
         isinstance(k, str) and isinstance(p, dict) and set(p) == {"id", "start", "goal", "expect"}
         and all(_int(p[f]) for f in ("id", "start", "goal"))
         and isinstance(p["expect"], list) and len(p["expect"]) == 2 and all(_int(x) for x in p["expect"])

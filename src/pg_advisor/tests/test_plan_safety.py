@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from . import mgr_stub
-from .fakes import OPEN, T, FakeCeph, Store, balance_plan, start
+from .fakes import OPEN, T, FakeCeph, Store, balance_plan, run, start
 from .conftest import cmd
 
 from pg_advisor.execute.driver import Driver
@@ -56,8 +56,6 @@ def _retarget(ceph: FakeCeph) -> None:
 
 
 @pytest.mark.parametrize("change, why", [
-    (_delete, "pool rbd (id 1) was deleted"),
-    (_recreate, "pool rbd (id 1) was deleted; a new pool rbd has id 99"),
     (_rename, "pool rbd (id 1) was renamed to renamed"),
     (_retarget, "pool rbd: pg_num/pgp_num targets were changed outside the plan to 128/128"),
 ])
@@ -74,6 +72,90 @@ def test_a_changed_pool_stops_the_plan_and_abort_leaves_it_alone(
     assert all(c.get("pool") != "rbd" for c in ceph.sent[2:])   # the operator's change stands
     if change is _retarget:
         assert ceph.pool("rbd")["pg_num_target"] == 128
+
+
+def _two_pool_plan(ceph: FakeCeph, store: Store) -> Executor:
+    """rbd 32 -> 64 and fast 8 -> 32, in one plan (as auto mode makes them)."""
+    snap = ceph.snap()
+    rbd, fast = snap.pool_by_name("rbd"), snap.pool_by_name("fast")
+    planner = StepPlanner(snap, T)
+    ex = Executor(None, [], store.save)
+    ex.start(planner.plan(fast, 32) + planner.plan(rbd, 64), [fast, rbd], Source.AUTO, 0.0)
+    return ex
+
+
+@pytest.mark.parametrize("change, why", [
+    (_delete, "pool rbd (id 1) was deleted"),
+    (_recreate, "pool rbd (id 1) was deleted; a new pool rbd has id 99"),
+])
+def test_a_deleted_pool_drops_out_of_the_plan_which_goes_on_with_the_others(
+        dumps: Dict[str, Any], change: Any, why: str) -> None:
+    """A plan stopped for a deleted pool held auto mode until an operator came by (the
+    thrasher's temporary pools did it): the deletion is not in doubt, so its steps are
+    skipped, nothing more is sent to it, and the other pools' steps go on."""
+    ceph, store = FakeCeph(dumps), Store()
+    ex = _two_pool_plan(ceph, store)
+    assert ex.state is not None
+    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)      # fast's first step
+    ceph.settle()
+    sent = len(ceph.sent)
+    change(ceph)
+    run(ex, ceph)
+    st = store.state or {}
+    assert st["status"] == "done", st
+    assert sorted(st["pools"]) == ["fast"]
+    assert ceph.pool("fast")["pg_num"] == 32
+    assert all(c.get("pool") != "rbd" and not str(c.get("pgid", "")).startswith("1.")
+               for c in ceph.sent[sent:]), ceph.sent[sent:]
+    drop = [h for h in store.history if h["event"] == "drop"]
+    assert len(drop) == 1 and drop[0]["detail"].startswith(why) and "goes on with fast" in drop[0]["detail"]
+    states = {s["description"]: s["state"] for s in ex.report()["steps"]}
+    assert all(v == "pool deleted" for k, v in states.items() if k.startswith("rbd"))
+    assert all(v == "done" for k, v in states.items() if k.startswith("fast"))
+    if change is _recreate:
+        assert ceph.pool("rbd")["pg_num_target"] == 8           # the new pool is not the plan's
+
+
+def test_a_round_in_flight_forgets_the_pgs_of_a_deleted_pool(dumps: Dict[str, Any]) -> None:
+    """The mon drops a deleted pool's upmap items: the round's check must not count them
+    as items it did not keep (a retry, an error in `progress`)."""
+    ceph, store = FakeCeph(dumps), Store()
+    snap = ceph.snap()
+    rbd, fast = snap.pool_by_name("rbd"), snap.pool_by_name("fast")
+    ex = Executor(None, [], store.save)
+    ex.start([balance_step(fast, 8, 8, 10, 1.0), balance_step(rbd, 32, 32, 10, 1.0)], [fast, rbd],
+             Source.AUTO, 0.0)
+    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)
+    assert ex.state is not None and ex.state.round is not None
+    assert any(k.startswith("1.") for k in ex.state.round.items)     # the round moved rbd's PGs
+    sent = len(ceph.sent)
+    _delete(ceph)
+    d = ceph.dumps["osd_dump"]
+    d["pg_upmap_items"] = [u for u in d["pg_upmap_items"] if not u["pgid"].startswith("1.")]
+    d["epoch"] += 1
+    ex.tick(ceph.snap(), OPEN, ceph.send, 40.0)
+    assert ex.state.status in (Status.RUNNING, Status.DONE) and "rbd" not in ex.state.pools
+    assert ex.state.last_error is None and ex.state.attempts == 0, ex.state.last_error
+    assert all(not str(c.get("pgid", "")).startswith("1.") and c.get("pool") != "rbd"
+               for c in ceph.sent[sent:])
+
+
+def test_a_plan_whose_every_pool_was_deleted_ends_and_stores_readably(dumps: Dict[str, Any]) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    ex = start(ceph, store, 64)
+    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)
+    ceph.settle()
+    sent = len(ceph.sent)
+    _delete(ceph)
+    run(ex, ceph)
+    st = store.state or {}
+    assert st["status"] == "done" and st["pools"] == {} and len(ceph.sent) == sent
+    # the store reads it back (a plan of no pools is well formed)
+    kv = CountingStore()
+    PlanStore(kv.load, kv.save).write(st, store.history)
+    again = PlanStore(kv.load, kv.save)
+    back, _ = again.read(1.0)
+    assert back is not None and back["status"] == "done" and back["pools"] == {} and not again.error
 
 
 def test_own_targets_between_commands_are_not_a_change(dumps: Dict[str, Any]) -> None:
