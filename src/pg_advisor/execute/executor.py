@@ -9,6 +9,7 @@ the history records each step once). A command that fails is retried with a grow
 delay and reported; nothing is given up without the operator (`abort`).
 """
 import datetime
+import hashlib
 import uuid
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -52,6 +53,16 @@ UpSets = Callable[[Snapshot, Sequence[str]], Dict[str, List[int]]]
 
 def model_up_sets(snap: Snapshot, pgids: Sequence[str]) -> Dict[str, List[int]]:
     return Placer.of(snap).up_sets(pgids)
+
+
+def topology_key(snap: Snapshot) -> str:
+    """What CRUSH's sets depend on besides the items, per OSD: exists, up, in, reweight and
+    CRUSH weight (a few bytes an OSD, hashed once a round)."""
+    o = snap.osds
+    h = hashlib.blake2b(digest_size=8)
+    for a in (o.exists, o.up, o.in_, o.reweight, o.crush_weight):
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
 
 
 class Executor:
@@ -362,7 +373,7 @@ class Executor:
         failed = sent.messages()
         state.last_step_at = now
         taken = dict(sorted(rnd.taken().items())[:ROUND_CHECK_MAX])
-        state.round = RoundInFlight(snap.epoch, taken, rnd.proposal.wanted(taken))
+        state.round = RoundInFlight(snap.epoch, taken, rnd.proposal.wanted(taken), topology_key(snap))
         items = rnd.items
         moved = pgs_bytes(snap, list(items))
         self.log(now, "round", f"step {state.next + 1}: {len(items)} PGs, {r.moves} moves"
@@ -419,6 +430,13 @@ class Executor:
             state.waiting = "waiting for the map with the last round's items"
             return False
         state.round = None
+        if rnd.topology and rnd.topology != topology_key(snap):
+            # OSDs went up, down, in or out or were reweighted since the round: CRUSH's sets
+            # changed under its items (the mon drops those no longer valid), so where its PGs
+            # are says nothing about the items; the next round plans on the new map
+            self.log(now, "unchecked", f"the OSDs changed since the round of {len(rnd.items)} PGs: "
+                     f"not checked; the next round starts from the new map")
+            return True
         lost = unkept(rnd.items, snap.pg_upmap_items)
         if lost:
             self._failed(state, f"the mon did not keep the items of {len(lost)} PGs, e.g. {lost[0]}", now)

@@ -90,9 +90,12 @@ _STATE_FIELDS: Dict[str, Callable[[Any], bool]] = {
     "last_error": lambda v: v is None or isinstance(v, str),
     "stopped_why": lambda v: v is None or isinstance(v, str),
     "rounds": lambda v: _int(v) and v >= 0,
-    "round": lambda v: v is None or (isinstance(v, dict) and set(v) - {"want"} == {"epoch", "items"}
+    "round": lambda v: v is None or (isinstance(v, dict)
+                                     and set(v) - {"want", "topology"} == {"epoch", "items"}
                                      and _int(v["epoch"]) and isinstance(v["items"], dict)
-                                     and _up_sets(v.get("want", {}))),
+                                     and _up_sets(v.get("want", {}))
+                                     and isinstance(v.get("topology", ""), str)
+                                     and len(v.get("topology", "")) <= 64),
     "pins_count": lambda v: _int(v) and 0 <= v <= MAX_PINS,
     "pins_left": lambda v: _int(v) and 0 <= v <= MAX_PINS,
     "drain": lambda v: isinstance(v, list) and len(v) <= 4096

@@ -277,6 +277,30 @@ def test_a_round_the_mon_drops_is_retried_later_and_reported(dumps: Dict[str, An
     assert st["status"] == "done" and st["last_error"] is None
 
 
+def test_a_round_is_not_checked_when_the_osds_changed_under_it(dumps: Dict[str, Any]) -> None:
+    """An OSD marked out (or in, down, reweighted) after a round changes CRUSH's sets under
+    its items, and the mon drops those no longer valid: neither is the round's fault, so
+    no retry, no mismatch (a thrash run raised PG_ADVISOR_UPMAP_MISMATCH and step failures
+    on OSDs coming back in). The same dropped items with the OSDs unchanged are still
+    reported (the test above)."""
+    ceph, store = _skewed(dumps), Store()
+    ex = balance_plan(ceph, store)
+
+    def drops_items(c: Dict[str, Any]) -> Tuple[int, str]:
+        ceph.sent.append(c)
+        return 0, ""
+    ex.tick(ceph.snap(), OPEN, drops_items, 0.0)
+    assert (store.state or {})["round"] is not None
+    d = ceph.dumps["osd_dump"]
+    osd = next(o for o in d["osds"] if o["osd"] == 5)
+    osd["in"], osd["weight"] = 0, 0.0                   # osd.5 out
+    d["epoch"] += 1
+    ex.tick(ceph.snap(), OPEN, drops_items, 1.0)
+    st = store.state or {}
+    assert st["attempts"] == 0 and st["last_error"] is None and st["mismatched"] == 0, st["last_error"]
+    assert [h["event"] for h in store.history if h["event"] == "unchecked"] == ["unchecked"]
+
+
 def test_a_round_held_back_by_the_budget_is_not_done(dumps: Dict[str, Any]) -> None:
     ceph, store = _skewed(dumps), Store()
     ex = balance_plan(ceph, store)
@@ -560,6 +584,8 @@ def test_an_uneven_pool_with_no_legal_move_is_not_done(dumps: Dict[str, Any], mo
     ("round", {"epoch": 3, "items": {}, "want": {"1.0": "abc"}}),
     ("round", {"epoch": 3, "items": {}, "want": {"one.x": [1, 2, 3]}}),
     ("round", {"epoch": 3, "items": {}, "want": {"1.0": [1, -5, 3]}}),
+    ("round", {"epoch": 3, "items": {}, "topology": 7}),
+    ("round", {"epoch": 3, "items": {}, "topology": "x" * 65}),
     ("full_pins", {"2.3": []}),
     ("full_pins", {"2.3": [1, 2, 1 << 40]}),
     ("mismatched", -1),
