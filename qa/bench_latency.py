@@ -73,6 +73,7 @@ class Clients:
 
     def __init__(self, c: Cluster, objects: int, n: int, depth: int, run_dir: Path, seed: int) -> None:
         self.outs = [run_dir / f"client{k}.npy" for k in range(n)]
+        self.done: Optional[Tuple[List[np.ndarray], List[Dict[str, Any]]]] = None
         self.procs = [subprocess.Popen(
             ["/usr/bin/python3", "-m", "qa.latency_client", "--conf", c.env["CEPH_CONF"], "--pool", POOL,
              "--objects", str(objects), "--client", str(k), "--clients", str(n), "--depth", str(depth),
@@ -85,11 +86,15 @@ class Clients:
                 raise RuntimeError("a latency client did not start")
 
     def finish(self) -> Tuple[List[np.ndarray], List[Dict[str, Any]]]:
-        results = []
-        for p in self.procs:
-            out, _ = p.communicate("stop\n", timeout=900)
-            results.append(json.loads(out.strip().splitlines()[-1]))
-        return [np.load(f) for f in self.outs], results
+        """Stop the clients, wait for their read-back; their ops and results (once: a
+        second call returns the same)."""
+        if self.done is None:
+            results = []
+            for p in self.procs:
+                out, _ = p.communicate("stop\n", timeout=900)
+                results.append(json.loads(out.strip().splitlines()[-1]))
+            self.done = ([np.load(f) for f in self.outs], results)
+        return self.done
 
 
 def mappings(c: Cluster, epoch: int, pool_id: int) -> Dict[str, Mapping]:
@@ -199,54 +204,62 @@ def change(c: Cluster, scenario: str, method: str, pg_num: int, last_osd: int) -
 
 
 def run_one(base: Path, scenario: str, method: str, a: argparse.Namespace, seed: int) -> Dict[str, Any]:
+    """A cluster of its own for one run (every method starts alike), then measure()."""
     osds = a.osds or OSDS[scenario]
-    pg_num = a.pg_num or PG_NUM[scenario]
     c = Cluster(Path(tempfile.mkdtemp(prefix=f"lat-{scenario}-{method}-", dir=base)))
     c.vstart("start", "--store", a.store, "--osds", str(osds), "--hosts", str(osds), "--no-pool",
              "--block-gib", str(a.block_gib), "--recovery-defaults")
     try:
         if a.store == "bluestore":
             c.ceph("config", "set", "osd", "osd_memory_target", str(MEMORY_TARGET))
-        c.ceph("osd", "pool", "create", POOL, str(pg_num), str(pg_num))
-        c.ceph("osd", "pool", "set", POOL, "pg_autoscale_mode", "off")
-        c.ceph("osd", "pool", "application", "enable", POOL, "rados")
-        objects = int(a.data_gib * (1 << 30)) // OBJECT
-        t0 = time.monotonic()
-        fill(c.env["CEPH_CONF"], POOL, objects)
-        fill_s = time.monotonic() - t0
-        c.wait_clean(1800)
-        # the method's own settings, then whatever they do before the change is done
-        if method == "ceph":
-            c.ceph("balancer", "mode", "upmap")
-            c.ceph("balancer", "on")
-        else:
-            c.ceph("config", "set", "mgr", OPT + "split_pinning", str(method != "advisor-unpinned").lower())
-            if method == "advisor-auto":
-                # no pg_num change of its own in the middle: the comparison is of the move
-                c.ceph("config", "set", "mgr", OPT + "hysteresis", "1.0")
-                c.ceph("config", "set", "mgr", OPT + "pin_on_change", "true")
-                c.ceph("config", "set", "mgr", OPT + "mode", "auto")
-        time.sleep(5)
-        wait_until(lambda: done(c), 3600, "the method's own balancing before the change", step=5)
-        cls = device_class(c)
-        run_dir = c.dir / "clients"
-        run_dir.mkdir()
-        clients = Clients(c, objects, a.clients, a.depth, run_dir, seed)
-        time.sleep(a.window)
-        first = int(c.json("osd", "dump")["epoch"])
-        moved0 = recovery_bytes(c)
-        t_change = time.monotonic()
-        change(c, scenario, method, pg_num, osds - 1)
-        time.sleep(5)
-        wait_until(lambda: done(c), a.timeout, "the change to end", step=2)
-        t_clean = time.monotonic()
-        time.sleep(a.window)
-        ops, results = clients.finish()
-        moved = recovery_bytes(c) - moved0
-        last = int(c.json("osd", "dump")["epoch"])
-        iv = intervals(c, c.pool_id(POOL), first, last)
+        r = measure(c, scenario, method, int(a.data_gib * (1 << 30)) // OBJECT, a.pg_num or PG_NUM[scenario],
+                    osds - 1, a.clients, a.depth, a.window, a.timeout, seed)
     finally:
         c.vstart("stop")
+    return dict(r, osds=osds)
+
+
+def measure(c: Cluster, scenario: str, method: str, objects: int, pg_num: int, last_osd: int,
+            clients: int, depth: int, window: float, timeout: float, seed: int) -> Dict[str, Any]:
+    """On a running cluster: the pool, filled; the method's settings; the clients; the change
+    (the drain's of `last_osd`); its end; the figures. The pool and the settings stay
+    (the live test removes them)."""
+    c.ceph("osd", "pool", "create", POOL, str(pg_num), str(pg_num))
+    c.ceph("osd", "pool", "set", POOL, "pg_autoscale_mode", "off")
+    c.ceph("osd", "pool", "application", "enable", POOL, "rados")
+    t0 = time.monotonic()
+    fill(c.env["CEPH_CONF"], POOL, objects)
+    fill_s = time.monotonic() - t0
+    c.wait_clean(1800)
+    # the method's own settings, then whatever they do before the change is done
+    if method == "ceph":
+        c.ceph("balancer", "mode", "upmap")
+        c.ceph("balancer", "on")
+    else:
+        c.ceph("config", "set", "mgr", OPT + "split_pinning", str(method != "advisor-unpinned").lower())
+        if method == "advisor-auto":
+            # no pg_num change of its own in the middle: the comparison is of the move
+            c.ceph("config", "set", "mgr", OPT + "hysteresis", "1.0")
+            c.ceph("config", "set", "mgr", OPT + "pin_on_change", "true")
+            c.ceph("config", "set", "mgr", OPT + "mode", "auto")
+    time.sleep(5)
+    wait_until(lambda: done(c), 3600, "the method's own balancing before the change", step=5)
+    cls = device_class(c)
+    run_dir = Path(tempfile.mkdtemp(prefix="clients-", dir=c.dir))
+    running = Clients(c, objects, clients, depth, run_dir, seed)
+    time.sleep(window)
+    first = int(c.json("osd", "dump")["epoch"])
+    moved0 = recovery_bytes(c)
+    t_change = time.monotonic()
+    change(c, scenario, method, pg_num, last_osd)
+    time.sleep(5)
+    wait_until(lambda: done(c), timeout, "the change to end", step=2)
+    t_clean = time.monotonic()
+    time.sleep(window)
+    ops, results = running.finish()
+    moved = recovery_bytes(c) - moved0
+    last = int(c.json("osd", "dump")["epoch"])
+    iv = intervals(c, c.pool_id(POOL), first, last)
     allops = np.concatenate(ops)
     order = np.argsort(allops[:, 0])
     s = summarize([(float(r[0]), float(r[1]), bool(r[2])) for r in allops[order]], t_change, t_clean)
@@ -254,8 +267,9 @@ def run_one(base: Path, scenario: str, method: str, a: argparse.Namespace, seed:
     stalls = [summarize([(float(r[0]), float(r[1]), bool(r[2])) for r in o], t_change, t_clean)
               for o in ops if len(o)]
     worst = max(stalls, key=lambda x: x["stall_s"])
-    return {"scenario": scenario, "method": method, "osds": osds, "pg_num": pg_num, "objects": objects,
-            "fill_s": round(fill_s), "device": cls, **s, "stall_s": worst["stall_s"],
+    during = int(((allops[:, 0] >= t_change) & (allops[:, 0] < t_clean)).sum())
+    return {"scenario": scenario, "method": method, "pg_num": pg_num, "objects": objects,
+            "fill_s": round(fill_s), "device": cls, **s, "ops_during": during, "stall_s": worst["stall_s"],
             "stall_at_s": worst["stall_at_s"],
             "mismatches": sum(r["mismatch_count"] for r in results),
             "mismatch_examples": [m for r in results for m in r["mismatches"]][:5],

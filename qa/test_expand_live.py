@@ -13,7 +13,9 @@ from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
 from pg_advisor.analysis.growth import placer_after, with_host
 
+from .bench_latency import POOL as LAT_POOL, Clients
 from .cluster import Cluster, Writer, wait_until
+from .latency_client import fill
 
 OPT = "mgr/pg_advisor/"
 POOLS = {"exp_a": 32, "exp_b": 16, "exp_ec": 16}
@@ -108,7 +110,26 @@ def filled(cluster: Cluster) -> Iterator[Cluster]:
     c.wait_clean()
 
 
-def test_a_new_host_is_pinned_clean_then_drained_within_the_budget(filled: Cluster) -> None:
+@pytest.fixture
+def latency_clients(filled: Cluster) -> Iterator[Clients]:
+    """The latency bench's two checking clients (4 KiB and 64 KiB reads and writes, every
+    read checked, every object read back) on a pool of their own: the short variant of the
+    bench's expansion (qa/bench_latency.py --scenario expand)."""
+    c = filled
+    c.ceph("osd", "pool", "create", LAT_POOL, "16", "16")
+    c.ceph("osd", "pool", "set", LAT_POOL, "pg_autoscale_mode", "off")
+    fill(c.env["CEPH_CONF"], LAT_POOL, 400)
+    c.wait_clean()
+    clients = Clients(c, 400, 2, 4, c.dir, seed=3)
+    try:
+        yield clients
+    finally:
+        clients.finish()               # a second time is harmless: each client already ended
+        c.run("osd", "pool", "rm", LAT_POOL, LAT_POOL, "--yes-i-really-really-mean-it")
+
+
+def test_a_new_host_is_pinned_clean_then_drained_within_the_budget(filled: Cluster,
+                                                                   latency_clients: Clients) -> None:
     c = filled
     before = {o["osd"] for o in c.json("osd", "dump")["osds"]}
     budget = 0.05                         # target_max_misplaced_ratio; misplaced_budget 0
@@ -174,6 +195,10 @@ def test_a_new_host_is_pinned_clean_then_drained_within_the_budget(filled: Clust
           f"drained in {drained_in:.0f} s, misplaced peak {100 * peak:.2f} % (budget {100 * budget:.0f} %)")
     assert peak <= budget, peak
     assert w.failed == [] and w.ok > 100, (w.ok, w.failed[:3])
+    ops, results = latency_clients.finish()
+    print("latency clients:", results)
+    assert sum(len(o) for o in ops) > 100
+    assert all(r["failed"] == 0 and r["mismatch_count"] == 0 and r["unknown"] == 0 for r in results), results
     # every OSD, the new ones too, within one PG of its share, per pool and in all
     ev = json.loads(c.ceph("pg-advisor", "eval", "-f", "json"))
     print({p["pool"]: p["max_deviation"] for p in ev["distribution"]["pools"]},

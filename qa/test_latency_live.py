@@ -1,0 +1,63 @@
+"""Short variants of the latency bench's scenarios (qa/bench_latency.py) on the test
+cluster: the bench's own measure() with its two checking clients (4 KiB and 64 KiB reads
+and writes, every read checked, every object read back), a small pool, pg_advisor's
+path. No op may fail and every object must read back as last written. (The expansion's
+short variant is in test_expand_live.py, which adds the OSDs for good.)"""
+from typing import Any, Dict, Iterator
+
+import pytest
+
+from .bench_latency import POOL, measure
+from .cluster import Cluster
+
+OPT = "mgr/pg_advisor/"
+
+
+@pytest.fixture
+def bench(cluster: Cluster) -> Iterator[Cluster]:
+    c = cluster
+    c.ceph("config", "set", "mgr", OPT + "step_interval", "2")
+    out = {o["osd"] for o in c.json("osd", "dump")["osds"] if not o["in"]}
+    yield c
+    plan = c.json("pg-advisor", "progress").get("plan") or {}
+    if plan.get("status") in ("running", "paused", "stopped"):
+        c.ceph("pg-advisor", "abort")
+    c.run("osd", "unset", "norebalance")
+    for o in c.json("osd", "dump")["osds"]:
+        if not o["in"] and o["osd"] not in out:
+            c.ceph("osd", "in", str(o["osd"]))         # the drain's OSD back for the others
+    c.run("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
+    for k in ("step_interval", "split_pinning"):
+        c.run("config", "rm", "mgr", OPT + k)
+    c.wait_clean(600)
+
+
+def check(r: Dict[str, Any]) -> None:
+    print({k: r[k] for k in ("scenario", "method", "ops", "ops_during", "failed", "mismatches", "unknown",
+                             "stall_s", "to_clean_s", "during", "bytes_moved", "primary_changes",
+                             "peerings_per_pg")})
+    assert r["failed"] == 0 and r["mismatches"] == 0 and r["unknown"] == 0, r["mismatch_examples"]
+    assert r["ops_during"] > 0 and r["ops"] > r["ops_during"]
+    assert r["peerings"] > 0 and r["epochs"] > 0
+
+
+def test_a_split_through_pg_advisor_loses_no_op_and_no_data(bench: Cluster) -> None:
+    c = bench
+    r = measure(c, "split", "advisor", objects=400, pg_num=8, last_osd=-1, clients=2, depth=4,
+                window=5, timeout=600, seed=1)
+    check(r)
+    pool = next(p for p in c.json("osd", "pool", "ls", "detail") if p["pool_name"] == POOL)
+    assert pool["pg_num"] == pool["pg_placement_num"] == 16
+    assert r["pgs"] == 16
+
+
+def test_a_drain_through_pg_advisor_loses_no_op_and_no_data(bench: Cluster) -> None:
+    c = bench
+    osd = max(o["osd"] for o in c.json("osd", "dump")["osds"] if o["in"] and o["up"])
+    r = measure(c, "drain", "advisor", objects=400, pg_num=16, last_osd=osd, clients=2, depth=4,
+                window=5, timeout=900, seed=2)
+    check(r)
+    assert r["bytes_moved"] > 0
+    brief = c.json("pg", "dump", "pgs_brief")
+    rows = brief["pg_stats"] if isinstance(brief, dict) else brief
+    assert not [x["pgid"] for x in rows if osd in x["acting"]]        # nothing left on it
