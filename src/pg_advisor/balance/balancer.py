@@ -274,7 +274,16 @@ class Balancer:
         """Make one PG's moves together, or none if a budget forbids them (then the run
         stops): a group's moves are legal only all at once. The move budget counts one PG's
         item list as one, however many replicas it moves."""
-        if not self.budget.charge(float(st.objects[row]) * len(moves), [o for m in moves for o in m]):
+        replicated = st.pool.type == "replicated"
+        after = st.up[row].tolist()
+        for src, dst in moves:
+            after[after.index(src)] = dst
+        start = st.start[row].tolist()
+        earlier = moves_between(start, st.up[row].tolist(), replicated)
+        if earlier and not moves_between(start, after, replicated):
+            # back where the run found it: what its earlier moves took is given back
+            self.budget.refund(float(st.objects[row]) * len(earlier), [o for m in earlier for o in m])
+        elif not self.budget.charge(float(st.objects[row]) * len(moves), [o for m in moves for o in m]):
             return False
         for src, dst in moves:
             st.move(row, src, dst)

@@ -59,6 +59,17 @@ class Budget:
         return (self.copies_max is None or self.misplaced + objects <= self.copies_max
                 or (self.first_free and self.misplaced == 0))
 
+    def refund(self, objects: float, ends: Sequence[int]) -> None:
+        """Give back what a PG's moves took: the run moved it back to where it found it (a
+        bytes step undoing a count move of the same round spent both OSDs' backfill room
+        for nothing, and with all of it spent the round set no item and waited for a
+        backfill that never came)."""
+        self.misplaced = max(0.0, self.misplaced - objects)
+        self.moves_left += 1
+        if self.osd_room is not None and len(ends):
+            room = self.osd_room.size
+            self.osd_room += np.bincount(np.asarray(ends, dtype=np.int64), minlength=room)[:room]
+
     def charge(self, objects: float, ends: Sequence[int]) -> bool:
         """Take one PG's moves (misplacing `objects` copies; `ends`: the OSD at each end of
         each move) from the budget, or stop the run and take nothing if it cannot pay."""

@@ -194,8 +194,17 @@ class ByteEvener:
         if not b.budget.affordable(sum(float(st.objects[r]) for r, _, _ in halves)):
             b.budget.halt(Stop.MISPLACED)
             return False
+        done: List[Tuple[int, int, int]] = []
         for row, frm, to in halves:
-            b.apply_move(st, row, frm, to)
+            if not b.apply_move(st, row, frm, to):
+                # a swap is both halves or neither: the first goes back (given back to the
+                # budget, balancer._apply_all) and the run stops where the budget did
+                for r, f, t in reversed(done):
+                    b.apply_move(st, r, t, f)
+                    self.used[t] -= st.bytes[r]
+                    self.used[f] += st.bytes[r]
+                return False
+            done.append((row, frm, to))
             self.used[frm] -= st.bytes[row]
             self.used[to] += st.bytes[row]
         return True

@@ -350,11 +350,20 @@ class Executor:
                             min_gain=pacing.min_gain, min_spread=pacing.min_spread,
                             drain=state.drain, osd_room=room)
         r = rnd.proposal
-        if not r.items and r.throttled:
+        in_flight = misplaced_ratio(snap) > 0 or bool(backfill_load(snap).any())
+        if not r.items and r.throttled and in_flight:
             state.waiting = ("the misplaced budget or max_backfills_per_osd holds the next balance "
                              "round back")
             return True
         uneven = sorted(r.uneven.items())
+        if not r.items and r.throttled and uneven:
+            # nothing moves now, so no room will come: the next move alone needs more
+            # backfills into or out of one OSD than max_backfills_per_osd allows
+            state.blockers = [f"pool {uneven[0][0]} is not even, and its next move needs more than "
+                              f"max_backfills_per_osd ({pacing.max_backfills}) backfills into or out of "
+                              f"one OSD: raise the option, or `abort`"]
+            state.waiting = None
+            return True
         if not r.items and uneven:
             # "done" means even: an uneven pool the rounds cannot improve stays in view
             state.blockers = [f"pool {uneven[0][0]} is not even and no legal move improves it: "

@@ -428,6 +428,28 @@ def test_the_states_cost_counts_crush_only_where_this_balancer_mapped(snap: snap
     assert first.budget.work == first.built_cost and again.budget.work == again.built_cost
 
 
+def test_a_pg_moved_back_within_a_run_gives_its_budget_back(snap: snapshot.Snapshot) -> None:
+    """A bytes step that undid a count move of the same round spent both OSDs' backfill
+    room for nothing; with every OSD's room at 2 the round then set no item and waited,
+    "throttled", for a backfill that never came (a thrash run's plan, 4 minutes and
+    counting with every PG active+clean). Moved back, the PG costs nothing."""
+    b = Balancer(snap, None, ["rbd"], 1000.0, (), np.full(snap.osds.count, 1))
+    b._begin(10)
+    st = b.states[0]
+    row = 0
+    a, others = int(st.up[row][0]), set(st.up[row].tolist())
+    x = next(o for o in range(snap.osds.count) if o not in others)
+    assert b.apply_move(st, row, a, x)
+    room = b.budget.osd_room
+    assert room is not None and room[a] == 0 and room[x] == 0 and b.budget.misplaced > 0
+    assert b.apply_move(st, row, x, a)            # back where the run found it: given back
+    assert room[a] == 1 and room[x] == 1 and b.budget.misplaced == 0 and b.budget.moves_left == 10
+    assert not b.budget.stopped and (st.up[row] == st.start[row]).all()
+    # so another PG may still move off that OSD in this round
+    row2 = next(r for r in range(st.up.shape[0]) if a in st.up[r].tolist() and x not in st.up[r].tolist())
+    assert b.apply_move(st, row2, a, x)
+
+
 def test_the_budget_says_why_a_run_stopped() -> None:
     from pg_advisor.balance.budget import Budget, Stop
     room = Budget(copies_max=10, first_free=False, osd_room=np.array([1, 5]), work=0)

@@ -301,6 +301,29 @@ def test_a_round_is_not_checked_when_the_osds_changed_under_it(dumps: Dict[str, 
     assert [h["event"] for h in store.history if h["event"] == "unchecked"] == ["unchecked"]
 
 
+def test_a_round_that_nothing_in_flight_will_free_does_not_wait_forever(
+        dumps: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A round with no item, "throttled" by the backfill room, waits for backfills to end:
+    with none in flight it would wait forever (a thrash run's plan did, every PG clean).
+    Then the pool's state is said as a blocker, which names the option."""
+    from pg_advisor.execute import executor as executor_module
+    stuck = SimpleNamespace(items={}, throttled=True, moves=0,
+                            uneven={"rbd": "osd.1 holds 17 PGs, its share is 16"})
+    monkeypatch.setattr(executor_module, "balance_round",
+                        lambda *a, **k: SimpleNamespace(proposal=stuck, items={}))
+    ceph, store = FakeCeph(dumps), Store()
+    ex = balance_plan(ceph, store)
+    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)
+    st = store.state or {}
+    assert st["status"] == "running" and st["waiting"] is None
+    assert "max_backfills_per_osd" in st["blockers"][0] and "rbd" in st["blockers"][0]
+    # with objects misplaced (a backfill in flight), the same round waits for it
+    ceph.dumps["pg_dump"]["pg_map"]["pg_stats_sum"]["stat_sum"]["num_objects_misplaced"] = 5
+    ex.tick(ceph.snap(), OPEN, ceph.send, 1.0)
+    st = store.state or {}
+    assert st["waiting"] and not st["blockers"]     # it waits for the cluster, as before
+
+
 def test_a_round_held_back_by_the_budget_is_not_done(dumps: Dict[str, Any]) -> None:
     ceph, store = _skewed(dumps), Store()
     ex = balance_plan(ceph, store)
