@@ -7,6 +7,7 @@ import datetime
 import json
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
@@ -17,7 +18,8 @@ import yaml
 from .cluster import Cluster, free_port, wait_until
 
 OPT = "mgr/pg_advisor/"
-RULES = Path(__file__).resolve().parents[1] / "monitoring" / "pg_advisor_alerts.yml"
+MONITORING = Path(__file__).resolve().parents[1] / "monitoring"
+RULES = MONITORING / "pg_advisor_alerts.yml"
 PANEL = "127.0.0.1:9285"
 FOR = "6s"
 
@@ -27,8 +29,9 @@ def api(url: str, path: str) -> Any:
         return json.loads(r.read())
 
 
-@pytest.fixture
-def prometheus(cluster: Cluster, tmp_path: Path) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def prometheus(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    tmp_path = tmp_path_factory.mktemp("prometheus")
     rules = yaml.safe_load(RULES.read_text())
     for g in rules["groups"]:
         for r in g["rules"]:
@@ -59,6 +62,27 @@ def prometheus(cluster: Cluster, tmp_path: Path) -> Iterator[str]:
         cluster.run("config", "rm", "mgr", OPT + "refresh_interval")
 
 
+def scraped(url: str) -> bool:
+    targets = api(url, "/api/v1/targets")["data"]["activeTargets"]
+    return bool(targets) and targets[0]["health"] == "up"
+
+
+def test_every_dashboard_query_answers_from_the_live_metrics(prometheus: str) -> None:
+    url = prometheus
+    wait_until(lambda: scraped(url), 60, "Prometheus to scrape the panel")
+    time.sleep(5)                       # a few scrapes
+    dash = json.loads((MONITORING / "pg_advisor_dashboard.json").read_text())
+    empty = []
+    for p in dash["panels"]:
+        for t in p["targets"]:
+            q = urllib.parse.quote(t["expr"])
+            r = api(url, f"/api/v1/query?query={q}")
+            assert r["status"] == "success", (p["title"], t["expr"], r)
+            if not r["data"]["result"]:
+                empty.append((p["title"], t["expr"]))
+    assert empty == []
+
+
 def firing(url: str, name: str) -> List[Dict[str, Any]]:
     return [a for a in api(url, "/api/v1/alerts")["data"]["alerts"]
             if a["labels"]["alertname"] == name and a["state"] == "firing"]
@@ -77,8 +101,7 @@ def deviation(c: Cluster) -> float:
 def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(prometheus: str,
                                                                           cluster: Cluster) -> None:
     c, url = cluster, prometheus
-    wait_until(lambda: api(url, "/api/v1/targets")["data"]["activeTargets"][0]["health"] == "up", 60,
-               "Prometheus to scrape the panel")
+    wait_until(lambda: scraped(url), 60, "Prometheus to scrape the panel")
     items_before = {u["pgid"] for u in c.json("osd", "dump")["pg_upmap_items"]}
     osd = min(o["osd"] for o in c.json("osd", "dump")["osds"] if o["in"] and o["up"])
     # balancing on (mode auto) but no plan may take a step today: the alert is pg_advisor's
