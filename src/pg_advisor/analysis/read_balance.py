@@ -9,7 +9,8 @@ a pool: pg_num x (w_i x pa_i) / sum_j (w_j x pa_j), w the OSD's weight for the p
 (CRUSH weight x reweight, where the rule reaches), pa its primary affinity.
 
 Reef's score, for a replicated pool (no score for erasure-coded ones), from each PG's up
-primary (primary affinity and upmaps applied: the "stable" score; Reef's headline
+primary as the PG stats report it, or as CRUSH gives it without stats (primary affinity
+and upmaps applied: the "stable" score; Reef's headline
 "acting" score differs from it only while a pg_temp or primary_temp holds a PG):
     num_osds = the distinct OSDs of the pool's up sets; avg = pg_num / num_osds
     raw = r2(the most primaries on one OSD / avg)
@@ -21,7 +22,7 @@ pool whose OSDs all have primary affinity 0 (ERANGE), or whose weighted mean aff
 below 1/size (EINVAL); the report says so with no score.
 """
 import math
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -72,11 +73,24 @@ def _take_weights(snap: Snapshot, pool: Pool) -> np.ndarray:
     return w
 
 
+def _up(snap: Snapshot, pool: Pool) -> Tuple[np.ndarray, np.ndarray]:
+    """(up sets, up primaries) of the pool's PGs: as the PG stats report them (what the
+    cluster computed; no CRUSH run, so a status at 300,000 PGs costs a few vector
+    operations), or from the map by CRUSH where there are no stats (offline, no pg dump)."""
+    if snap.pgs is not None:
+        rows = snap.pgs.pool == pool.id
+        if rows.any():
+            return snap.pgs.up[rows], snap.pgs.up_primary[rows]
+    m = Placer.of(snap).map_pool(pool)
+    return m.up, m.up_primary
+
+
 def primaries(snap: Snapshot, pool: Pool) -> np.ndarray:
     """Per OSD: the PGs of the pool whose up primary it is."""
-    m = Placer.of(snap).map_pool(pool)
-    p = m.up_primary[m.up_primary >= 0]
-    return np.bincount(p, minlength=snap.osds.count)[:snap.osds.count]
+    n = snap.osds.count
+    p = _up(snap, pool)[1]
+    p = p[(p >= 0) & (p < n)]
+    return np.bincount(p, minlength=n)[:n]
 
 
 def primary_share(snap: Snapshot, pool: Pool) -> np.ndarray:
@@ -94,9 +108,8 @@ def read_balance_score(snap: Snapshot, pool: Pool) -> Optional[Dict[str, Any]]:
     pool with no PG mapped): the score, its parts, or the error Reef would give."""
     if pool.type != "replicated":
         return None
-    m = Placer.of(snap).map_pool(pool)
-    up = m.up[m.up >= 0]
-    up = up[up < snap.osds.count]
+    up = _up(snap, pool)[0]
+    up = up[(up >= 0) & (up < snap.osds.count)]
     num_osds = int(np.unique(up).size)
     if num_osds == 0 or pool.pg_num == 0:
         return None
@@ -118,7 +131,10 @@ def read_balance_score(snap: Snapshot, pool: Pool) -> Optional[Dict[str, Any]]:
     most = int(counts[in_rule].max()) if in_rule.any() else 0
     raw = r2(most / avg)
     optimal = r2(num_osds / pa_count)
-    score = r2(raw / optimal) if optimal > 0 else math.inf
+    if optimal <= 0:      # Reef prints inf (not JSON): the pool covers too few OSDs to say
+        return dict(out, score_stable=None, error_message=f"the pool's PGs are on {num_osds} of the "
+                    f"rule's {pa_count} OSDs: no optimum to score against")
+    score = r2(raw / optimal)
     return dict(out, score_stable=score, raw_score_stable=raw, optimal_score=optimal,
                 average_primary_affinity=r2(pa_sum / pa_count),
                 average_primary_affinity_weighted=r2(pa_w / total_w) if total_w > 0 else 0.0,

@@ -80,6 +80,8 @@ FAMILIES: Dict[str, str] = {
     "pg_advisor_osd_utilization_ratio": "space used on the OSD, 0..1",
     "pg_advisor_osd_pg_memory_bytes": "estimated PG memory on the OSD now",
     "pg_advisor_osd_pg_memory_steady_bytes": "estimated PG memory on the OSD with every PG log full",
+    "pg_advisor_osd_primaries": "PGs whose up primary the OSD is (it serves their reads)",
+    "pg_advisor_osd_primary_share": "the OSD's fair share of primaries (weight x primary affinity)",
     "pg_advisor_pg_memory_budget_bytes": "PG memory allowed per OSD (pg_memory_fraction of "
                                          "osd_memory_target)",
     "pg_advisor_pool_metadata": "the pool's name (1 per pool, as ceph_pool_metadata)",
@@ -87,6 +89,8 @@ FAMILIES: Dict[str, str] = {
     "pg_advisor_pool_recommended_pg_num": "pg_num pg_advisor recommends for the pool",
     "pg_advisor_pool_autoscaler_pg_num": "pg_num Ceph's pg_autoscaler would pick for the pool",
     "pg_advisor_pool_max_deviation": "largest |PG replicas - share| over the pool's OSDs",
+    "pg_advisor_pool_read_balance_score": "Reef's read_balance_score of the replicated pool (1: "
+                                          "primaries even; from the up primaries)",
     "pg_advisor_total_max_deviation": "largest |PG replicas - share| over the OSDs, all pools",
     "pg_advisor_mode": "pg_advisor's mode: 1 for the current one",
     "pg_advisor_plan_state": "the current or last plan's status: 1 for the current one (none: no plan)",
@@ -121,6 +125,8 @@ def metrics(status: Dict[str, Any], progress: Dict[str, Any], served: Optional[D
         out["pg_advisor_osd_utilization_ratio"].append(((d,), _ratio(o["utilization"])))
         out["pg_advisor_osd_pg_memory_bytes"].append(((d,), o["pg_memory_now"]))
         out["pg_advisor_osd_pg_memory_steady_bytes"].append(((d,), o["pg_memory_steady"]))
+        out["pg_advisor_osd_primaries"].append(((d,), o.get("primaries")))
+        out["pg_advisor_osd_primary_share"].append(((d,), o.get("primary_share")))
     sizing = status["cluster"].get("sizing")
     out["pg_advisor_pg_memory_budget_bytes"].append(((), sizing["pg_memory_budget"] if sizing else None))
     for p in status["pools"]:
@@ -129,6 +135,8 @@ def metrics(status: Dict[str, Any], progress: Dict[str, Any], served: Optional[D
         out["pg_advisor_pool_pg_num"].append(((pid,), p["pg_num"]))
         out["pg_advisor_pool_recommended_pg_num"].append(((pid,), p.get("recommended_pg_num")))
         out["pg_advisor_pool_autoscaler_pg_num"].append(((pid,), p.get("autoscaler_pg_num")))
+        out["pg_advisor_pool_read_balance_score"].append(((pid,), (p.get("read_balance") or {}).get(
+            "score_stable")))
     dist = status["distribution"]
     for p in dist["pools"]:
         out["pg_advisor_pool_max_deviation"].append(((("pool_id", p["pool_id"]),), p["max_deviation"]))

@@ -329,3 +329,16 @@ def test_stop_releases_the_port_with_stalled_clients_connected() -> None:
         srv.stop()
         for c in clients:
             c.close()
+
+
+def test_read_balance_figures_per_osd_and_pool() -> None:
+    st = status_with_evil_pool()
+    st["osds"][0].update(primaries=9, primary_share=5.818182)
+    st["pools"][0]["read_balance"] = {"score_stable": 1.3300000429153442}
+    st["pools"][1]["read_balance"] = None                  # erasure-coded: no score
+    s = _samples(metrics(st, {"plan": None, "steps": []}))
+    d = f'ceph_daemon="osd.{st["osds"][0]["id"]}"'
+    assert s[f"pg_advisor_osd_primaries{{{d}}}"] == "9"
+    assert s[f"pg_advisor_osd_primary_share{{{d}}}"] == "5.818182"
+    assert s[f'pg_advisor_pool_read_balance_score{{pool_id="{st["pools"][0]["id"]}"}}'] == "1.3300000429153442"
+    assert f'pg_advisor_pool_read_balance_score{{pool_id="{st["pools"][1]["id"]}"}}' not in s

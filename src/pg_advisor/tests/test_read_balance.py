@@ -11,7 +11,10 @@ from pg_advisor.model import snapshot
 from pg_advisor.model.distribution import rule_weights
 
 
-def _snap(dumps: Dict[str, Any]) -> snapshot.Snapshot:
+def _snap(dumps: Dict[str, Any], stats: bool = True) -> snapshot.Snapshot:
+    """With the PG stats (primaries as the cluster reported them) or without (CRUSH's)."""
+    if not stats:
+        return snapshot.load(dumps["osd_dump"], dumps["crush"])
     return snapshot.load(dumps["osd_dump"], dumps["crush"], dumps["pg_dump"], dumps["df"])
 
 
@@ -21,8 +24,11 @@ def test_r2_rounds_as_ceph_and_keeps_a_32_bit_float() -> None:
     assert r2(1.006) == float(np.float32(1.01)) and r2(-1.006) == float(np.float32(-1.01))
 
 
-def test_primaries_are_the_up_primaries_the_cluster_reported(dumps: Dict[str, Any]) -> None:
-    snap = _snap(dumps)
+def test_primaries_without_stats_are_the_up_primaries_the_cluster_reported(dumps: Dict[str, Any]) -> None:
+    """CRUSH with primary affinity (the fixture's osd.1 has 0.5), offline, against the
+    real cluster's own up_primary of every PG."""
+    snap = _snap(dumps, stats=False)
+    assert snap.pgs is None
     stats = dumps["pg_dump"]["pg_map"]["pg_stats"]
     for pool in snap.pools:
         want = np.zeros(snap.osds.count, dtype=np.int64)
@@ -42,6 +48,7 @@ def test_the_score_of_a_replicated_pool(dumps: Dict[str, Any]) -> None:
     assert r["raw_score_stable"] == r2(counts.max() / avg)
     assert r["optimal_score"] == 1.0                # every rule OSD may be primary and holds PGs
     assert r["score_stable"] == r2(r["raw_score_stable"] / 1.0) and r["score_stable"] >= 1.0
+    assert read_balance_score(_snap(dumps, stats=False), rbd) == r      # stats or CRUSH: the same
     # the fixture's osd.1 has primary affinity 0.5, the others 1
     assert snap.osds.primary_affinity.tolist() == [1, 0.5, 1, 1, 1, 1]
     assert r["average_primary_affinity"] == r2(5.5 / 6)
@@ -58,7 +65,7 @@ def test_primary_affinity_zero_moves_the_role_and_lowers_the_optimum(dumps: Dict
     for o in d["osd_dump"]["osds"]:
         if o["osd"] == 0:
             o["primary_affinity"] = 0.0
-    snap = _snap(d)
+    snap = _snap(d, stats=False)                    # the stats predate the change
     rbd = snap.pool_by_name("rbd")
     assert primaries(snap, rbd)[0] == 0            # never primary while others can be
     assert primary_share(snap, rbd)[0] == 0
