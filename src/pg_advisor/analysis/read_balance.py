@@ -59,7 +59,16 @@ def _devices_under(snap: Snapshot, root: int) -> np.ndarray:
 
 def _take_weights(snap: Snapshot, pool: Pool) -> np.ndarray:
     """Per OSD: its CRUSH weight over the weight under each take of the pool's rule, summed
-    over the takes (Ceph's normalised rule weight map); NaN for OSDs under no take."""
+    over the takes (Ceph's normalised rule weight map); NaN for OSDs under no take. Once
+    per rule and snapshot (a cluster of many pools has few rules)."""
+    key = ("take_weights", pool.crush_rule)
+    kept = snap.memo.get(key)
+    if kept is None:
+        kept = snap.memo.setdefault(key, _take_weights_of(snap, pool))
+    return np.asarray(kept)
+
+
+def _take_weights_of(snap: Snapshot, pool: Pool) -> np.ndarray:
     w = np.full(snap.osds.count, np.nan)
     rule = snap.rules.get(pool.crush_rule)
     if rule is None:
@@ -98,7 +107,10 @@ def primary_share(snap: Snapshot, pool: Pool) -> np.ndarray:
     rule = snap.rules.get(pool.crush_rule)
     if rule is None:
         return np.zeros(snap.osds.count)
-    wpa = rule_weights(snap, rule) * snap.osds.primary_affinity
+    key = ("primary_weights", pool.crush_rule)
+    wpa = snap.memo.get(key)
+    if wpa is None:
+        wpa = snap.memo.setdefault(key, rule_weights(snap, rule) * snap.osds.primary_affinity)
     total = wpa.sum()
     return pool.pg_num * wpa / total if total > 0 else np.zeros(snap.osds.count)
 
