@@ -480,9 +480,9 @@ class Module(MgrModule):
         """The status the panel and /metrics serve (and the sizing checks read): the costly
         part, computed here once per refresh."""
         try:
+            doc = self.status()
             opts = self.current_options()
-            snap = self.take_snapshot()
-            doc = status_of(snap, None, opts, self.balanced(opts))
+            snap = self.take_snapshot()       # the one status() read: kept, no second read
             # what /metrics adds to the status (panel/metrics.py)
             figures = {"mode": opts.mode.value, "misplaced_budget": misplaced_max(opts, self.cluster_ratio()),
                        "misplaced_ratio": misplaced_ratio(snap) if snap.pgs is not None else None}
