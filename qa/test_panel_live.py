@@ -58,7 +58,7 @@ def test_url_json_and_metrics_match_the_status(panel: Tuple[Cluster, str]) -> No
         api = json.loads(get(url + "api/status")[1])
         code, text = get(url + "metrics")
         samples = metric_samples(text)
-        want = {f'pg_advisor_osd_pgs{{osd="{o["id"]}"}}': float(o["pgs"])
+        want = {f'pg_advisor_osd_pgs{{ceph_daemon="osd.{o["id"]}"}}': float(o["pgs"])
                 for o in api["osds"] if o["pgs"] is not None}
         if (api == live and samples == want) or time.monotonic() > deadline:
             break
@@ -68,6 +68,13 @@ def test_url_json_and_metrics_match_the_status(panel: Tuple[Cluster, str]) -> No
                                           if api.get(k) != live.get(k)})
     assert code == 200
     assert samples == want
+    # what the module adds: its mode, the misplaced ratio and budget, when it computed
+    every = dict(line.rsplit(" ", 1) for line in text.splitlines() if not line.startswith("#"))
+    assert sorted(v for k, v in every.items() if k.startswith("pg_advisor_mode{")) == ["0", "0", "1"]
+    assert float(every["pg_advisor_misplaced_budget_ratio"]) == float(
+        c.ceph("config", "get", "mgr", "target_max_misplaced_ratio"))
+    assert 0.0 <= float(every["pg_advisor_misplaced_ratio"]) <= 1.0
+    assert abs(time.time() - float(every["pg_advisor_status_timestamp_seconds"])) < 120
     assert json.loads(get(url + "api/progress")[1]).keys() >= {"plan"}
     assert "history" in json.loads(get(url + "api/history")[1])
 
@@ -93,7 +100,7 @@ def test_an_evil_pool_name_stays_data(evil_pool: Cluster) -> None:
         return any(p["name"] == EVIL for p in api["pools"])
     wait_until(listed, 60, "the pool in the panel's status")
     text = get(url + "metrics")[1]
-    assert f'pool="{EVIL}"' in text       # a label value: quotes are what could break it
+    assert f'name="{EVIL}"' in text       # a label value: quotes are what could break it
     page = get(url)[1]
     assert EVIL not in page                # the page carries no data, only its script
 

@@ -18,7 +18,8 @@ from mgr_module import CLIReadCommand, CLIWriteCommand, MgrModule, Option
 
 from .analysis.status import status_of
 from .execute.context import BalanceRequest, Context
-from .execute.driver import Driver
+from .execute.driver import Driver, misplaced_max
+from .execute.gates import misplaced_ratio
 from .execute.plan_state import ACTIVE, Status
 from .commands import table
 from .commands.answers import Inputs, answer
@@ -123,9 +124,10 @@ class Module(MgrModule):
         # what the panel serves: computed in the serve loop, once per refresh, never per
         # request (a scrape or a page must not cost a CRUSH and sizing run each)
         self._served: Dict[str, Any] = {"status": None, "at": 0.0, "progress": {"plan": None},
-                                        "history": {"history": []}}
+                                        "history": {"history": []}, "figures": {}}
         self._server = Server(self._served_status, lambda: self._served["progress"],
-                              lambda: self._served["history"])
+                              lambda: self._served["history"],
+                              lambda: dict(self._served["figures"], at=self._served["at"]))
         self._closed_events: set = set()
         self._panel_at: Optional[Tuple[str, int]] = None
         self._snaps = SnapshotReuse()
@@ -479,10 +481,15 @@ class Module(MgrModule):
         part, computed here once per refresh."""
         try:
             doc = self.status()
+            opts = self.current_options()
+            snap = self.take_snapshot()       # the one status() read: kept, no second read
+            # what /metrics adds to the status (panel/metrics.py)
+            figures = {"mode": opts.mode.value, "misplaced_budget": misplaced_max(opts, self.cluster_ratio()),
+                       "misplaced_ratio": misplaced_ratio(snap) if snap.pgs is not None else None}
         except AdvisorError as e:
             self.log.warning("pg_advisor: status not computed: %s", e.message)
             return
-        self._served.update(status=doc, at=time.time())
+        self._served.update(status=doc, at=time.time(), figures=figures)
 
     def refresh_health(self) -> None:
         """Evaluate the sizing model (from a fresh status), then publish all health checks."""

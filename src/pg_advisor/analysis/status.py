@@ -15,6 +15,7 @@ from ..model.options import Options, make
 from ..model.snapshot import Pool, Snapshot
 from ..sizing.memory import MemoryModel, pg_log_lengths
 from ..sizing.sizer import SizingResult, recommend
+from .read_balance import read_balance
 
 
 def _opt(v: int) -> Optional[int]:
@@ -162,6 +163,7 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
                          + f" {verb} {int(unlisted[over].sum())} PGs the PG stats do not list (a "
                          "deleted pool's PGs still being removed, or strays): their PG memory is "
                          "above pg_memory_now")
+    reads = read_balance(snap, list(selected))
     osd_rows = []
     for o in np.flatnonzero(shown).tolist():
         osd_rows.append({
@@ -183,6 +185,8 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
             "pg_memory_steady": (int(model.steady_state(np.array([total_counts[o]]))[0])
                                  if total_counts is not None else None),
             "pgs_recommended": int(sizing.pgs_per_osd_after[o]) if sizing is not None else None,
+            "primaries": int(reads["primaries"][o]),
+            "primary_share": round(float(reads["primary_share"][o]), 6),
         })
 
     distribution: Dict[str, Any] = {"pools": [], "total": None}
@@ -221,7 +225,8 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
         "epoch": snap.epoch,
         "pool_filter": pool_name,
         "pg_source": None if snap.pgs is None else "pg_stats" if snap.pgs.logs else "pg_stats_brief",
-        "pools": [_pool_entry(snap, p, reported[p.id], sizing) for p in selected],
+        "pools": [dict(_pool_entry(snap, p, reported[p.id], sizing), read_balance=reads["pools"][str(p.id)])
+                  for p in selected],
         "osds": osd_rows,
         "distribution": distribution,
         "cluster": cluster,

@@ -26,7 +26,8 @@ import cherrypy
 from cheroot import wsgi
 
 from ..model.errors import AdvisorError
-from .page import PAGE, metrics as metrics_text
+from .metrics import metrics as metrics_text
+from .page import PAGE
 
 Source = Callable[[], Dict[str, Any]]
 
@@ -42,8 +43,9 @@ RETRY_AFTER = 10             # s a client is told to wait when the data is not c
 
 
 class _Root:
-    def __init__(self, status: Source, progress: Source, history: Source) -> None:
+    def __init__(self, status: Source, progress: Source, history: Source, served: Source) -> None:
         self._status, self._progress, self._history = status, progress, history
+        self._served = served
 
     @staticmethod
     def _only_get() -> None:
@@ -88,7 +90,8 @@ class _Root:
     def metrics(self) -> bytes:
         self._only_get()
         cherrypy.response.headers["Content-Type"] = "text/plain; version=0.0.4"
-        return metrics_text(self._fetch(self._status), self._fetch(self._progress)).encode()
+        return metrics_text(self._fetch(self._status), self._fetch(self._progress),
+                            self._fetch(self._served)).encode()
 
 
 def _error_page(status: str, message: str, traceback: str, version: str) -> str:
@@ -121,8 +124,10 @@ class Server:
     os._exit(70), which would take the whole ceph-mgr down. cheroot's prepare() just raises.
     """
 
-    def __init__(self, status: Source, progress: Source, history: Source) -> None:
-        self.root = _Root(status, progress, history)
+    def __init__(self, status: Source, progress: Source, history: Source,
+                 served: Source = lambda: {}) -> None:
+        """`served`: what /metrics adds to the status (metrics.metrics)."""
+        self.root = _Root(status, progress, history, served)
         self.running: Optional[str] = None
         self._httpd: Optional[wsgi.Server] = None
         self._thread: Optional[threading.Thread] = None

@@ -145,3 +145,17 @@ def context(ceph: FakeCeph, opts: Optional[Options] = None, now: float = 0.0, ra
     (defaults if None), target_max_misplaced_ratio `ratio`, the time and the fake's send."""
     return Context(snap if snap is not None else ceph.snap(), opts if opts is not None else make({}), ratio,
                    now, ceph.send, **kw)
+
+
+# status fields added since live_status.json was captured (read balance): not in it
+ADDED_SINCE_CAPTURE = {"osds": {"primaries", "primary_share"}, "pools": {"read_balance"}}
+
+
+def as_captured(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """A status as live_status.json has it: each field added since the capture is checked
+    to be there, then left out."""
+    out = dict(doc)
+    for section, added in ADDED_SINCE_CAPTURE.items():
+        assert all(added <= set(row) for row in doc[section]), section
+        out[section] = [{k: v for k, v in row.items() if k not in added} for row in doc[section]]
+    return out

@@ -9,6 +9,7 @@ import pytest
 
 from . import mgr_stub
 from .conftest import free_port, read
+from .fakes import as_captured
 
 from pg_advisor.module import Module
 
@@ -50,7 +51,7 @@ def test_commands_are_declared_with_their_typed_arguments() -> None:
 def test_status_json_equals_offline(module: Module) -> None:
     code, out, err = module._handle_command(None, {"prefix": "pg-advisor status", "format": "json"})
     assert (code, err) == (0, "")
-    assert json.loads(out) == read("live_status.json")
+    assert as_captured(json.loads(out)) == read("live_status.json")
 
 
 def test_status_plain_and_one_pool(module: Module) -> None:

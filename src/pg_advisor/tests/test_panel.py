@@ -16,7 +16,8 @@ import pytest
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.panel.server import (ACCEPTED_QUEUE, KEEP_ALIVE_CONNECTIONS, RETRY_AFTER, WORKERS,
                                      Server)
-from pg_advisor.panel.page import PAGE, family, metrics
+from pg_advisor.panel.metrics import FAMILIES, family, metrics
+from pg_advisor.panel.page import PAGE
 
 from .conftest import free_port, read
 
@@ -30,23 +31,73 @@ def status_with_evil_pool() -> Dict[str, Any]:
     return st
 
 
-def test_metrics_carry_the_status_figures_with_escaped_labels() -> None:
+def _samples(text: str) -> Dict[str, str]:
+    return dict(line.rsplit(" ", 1) for line in text.splitlines() if not line.startswith("#"))
+
+
+def test_metrics_carry_the_status_figures_named_as_cephs() -> None:
     st = status_with_evil_pool()
-    text = metrics(st, {"plan": None, "steps": []})
-    samples = dict(line.rsplit(" ", 1) for line in text.splitlines() if not line.startswith("#"))
-    for o in st["osds"]:       # each value reads back as the JSON's, exactly
-        assert int(samples[f'pg_advisor_osd_pgs{{osd="{o["id"]}"}}']) == o["pgs"]
-        assert float(samples[f'pg_advisor_osd_utilization_percent{{osd="{o["id"]}"}}']) == o["utilization"]
-        assert int(samples[f'pg_advisor_osd_pg_memory_bytes{{osd="{o["id"]}"}}']) == o["pg_memory_now"]
+    served = {"mode": "auto", "misplaced_ratio": 0.0125, "misplaced_budget": 0.05, "at": 1795000000.5}
+    text = metrics(st, {"plan": None, "steps": []}, served)
+    samples = _samples(text)
+    for o in st["osds"]:       # each value reads back as the JSON's, exactly; OSDs as Ceph names them
+        d = f'ceph_daemon="osd.{o["id"]}"'
+        assert int(samples[f"pg_advisor_osd_pgs{{{d}}}"]) == o["pgs"]
+        assert float(samples[f"pg_advisor_osd_pg_share{{{d}}}"]) == o["pg_share"]
+        assert float(samples[f"pg_advisor_osd_pg_deviation{{{d}}}"]) == o["pgs"] - o["pg_share"]
+        assert float(samples[f"pg_advisor_osd_utilization_ratio{{{d}}}"]) == o["utilization"] / 100
+        assert int(samples[f"pg_advisor_osd_pg_memory_bytes{{{d}}}"]) == o["pg_memory_now"]
         for pid, x in o["pg_share_by_pool"].items():
-            assert float(samples[f'pg_advisor_osd_pool_pg_share{{osd="{o["id"]}",pool_id="{pid}"}}']) == x
+            assert float(samples[f'pg_advisor_osd_pool_pg_share{{{d},pool_id="{pid}"}}']) == x
+            assert int(samples[f'pg_advisor_osd_pool_pgs{{{d},pool_id="{pid}"}}']) == o["pgs_by_pool"][pid]
+            assert float(samples[f'pg_advisor_osd_pool_pg_deviation{{{d},pool_id="{pid}"}}']) == \
+                o["pgs_by_pool"][pid] - x
+    for p in st["pools"]:      # names only in the metadata series, as ceph_pool_metadata
+        assert int(samples[f'pg_advisor_pool_pg_num{{pool_id="{p["id"]}"}}']) == p["pg_num"]
+        assert int(samples[f'pg_advisor_pool_recommended_pg_num{{pool_id="{p["id"]}"}}']) == \
+            p["recommended_pg_num"]
     budget = st["cluster"]["sizing"]["pg_memory_budget"]
     assert samples["pg_advisor_pg_memory_budget_bytes"] == str(int(budget))
+    assert samples["pg_advisor_misplaced_ratio"] == "0.0125"
+    assert samples["pg_advisor_misplaced_budget_ratio"] == "0.05"
+    assert samples["pg_advisor_status_timestamp_seconds"] == "1795000000.5"
+    assert [samples[f'pg_advisor_mode{{mode="{m}"}}'] for m in ("off", "advise", "auto")] == ["0", "0", "1"]
     # a label value cannot end early or add a line: quote and backslash are escaped
-    assert 'pool="<img src=x onerror=alert(1)>\\"\\\\"' in text
-    for line in text.splitlines():
-        assert line.startswith("#") or line.startswith("pg_advisor_")
-    assert "pg_advisor_plan_running 0" in text
+    assert 'name="<img src=x onerror=alert(1)>\\"\\\\"' in text
+    assert all("pool=" not in k for k in samples)
+    # no plan: state none, nothing blocked or pinned
+    assert samples['pg_advisor_plan_state{state="none"}'] == "1"
+    assert samples['pg_advisor_plan_state{state="running"}'] == "0"
+    assert samples["pg_advisor_plan_blocked"] == "0" and samples["pg_advisor_pins_waiting"] == "0"
+
+
+def test_metrics_are_the_documented_families_and_nothing_else() -> None:
+    text = metrics(status_with_evil_pool(), {"plan": None, "steps": []},
+                   {"mode": "advise", "misplaced_ratio": 0.0, "misplaced_budget": 0.05, "at": 1.0})
+    helps = [line.split()[2] for line in text.splitlines() if line.startswith("# HELP")]
+    assert helps == list(FAMILIES)
+    assert {k.split("{")[0] for k in _samples(text)} <= set(FAMILIES)
+    doc = (Path(__file__).resolve().parents[3] / "doc" / "panel.rst").read_text()
+    assert [f for f in FAMILIES if f"``{f}``" not in doc] == []
+
+
+def test_the_plan_state_is_one_series_a_state_and_blocked_says_why() -> None:
+    plan = {"status": "running", "next": 2, "blockers": ["norebalance is set", 'pool "x" splits'],
+            "pins_left": 7}
+    text = metrics(status_with_evil_pool(), {"plan": plan, "steps": [{}, {}, {}, {}]})
+    s = _samples(text)
+    assert [s[f'pg_advisor_plan_state{{state="{k}"}}'] for k in
+            ("none", "running", "paused", "stopped", "done", "aborted")] == ["0", "1", "0", "0", "0", "0"]
+    assert (s["pg_advisor_plan_steps"], s["pg_advisor_plan_steps_done"]) == ("4", "2")
+    assert s["pg_advisor_plan_blocked"] == "1" and s["pg_advisor_pins_waiting"] == "7"
+    assert s['pg_advisor_plan_blocked_reason{reason="norebalance is set"}'] == "1"
+    assert s['pg_advisor_plan_blocked_reason{reason="pool \\"x\\" splits"}'] == "1"
+    # a done plan blocks nothing and pins nothing; what the module did not say has no sample
+    text = metrics(status_with_evil_pool(), {"plan": dict(plan, status="done"), "steps": []})
+    s = _samples(text)
+    assert s["pg_advisor_plan_blocked"] == "0" and s["pg_advisor_pins_waiting"] == "0"
+    assert not any(k.startswith(("pg_advisor_mode", "pg_advisor_misplaced", "pg_advisor_status_timestamp"))
+                   for k in s)
 
 
 def test_metric_values_are_exact() -> None:
@@ -278,3 +329,17 @@ def test_stop_releases_the_port_with_stalled_clients_connected() -> None:
         srv.stop()
         for c in clients:
             c.close()
+
+
+def test_read_balance_figures_per_osd_and_pool() -> None:
+    st = status_with_evil_pool()
+    st["osds"][0].update(primaries=9, primary_share=5.818182)
+    st["pools"][0]["read_balance"] = {"score_stable": 1.3300000429153442}
+    st["pools"][1]["read_balance"] = None                  # erasure-coded: no score
+    s = _samples(metrics(st, {"plan": None, "steps": []}))
+    d = f'ceph_daemon="osd.{st["osds"][0]["id"]}"'
+    assert s[f"pg_advisor_osd_primaries{{{d}}}"] == "9"
+    assert s[f"pg_advisor_osd_primary_share{{{d}}}"] == "5.818182"
+    score = f'pg_advisor_pool_read_balance_score{{pool_id="{st["pools"][0]["id"]}"}}'
+    assert s[score] == "1.3300000429153442"
+    assert f'pg_advisor_pool_read_balance_score{{pool_id="{st["pools"][1]["id"]}"}}' not in s

@@ -1,0 +1,93 @@
+"""Read (primary) balance: primaries per OSD as the real cluster reported them, their fair
+share, and Reef's read_balance_score (OSDMap::calc_read_balance_score, fair distribution)."""
+import copy
+from typing import Any, Dict
+
+import numpy as np
+import pytest
+
+from pg_advisor.analysis.read_balance import primaries, primary_share, r2, read_balance_score
+from pg_advisor.model import snapshot
+from pg_advisor.model.distribution import rule_weights
+
+
+def _snap(dumps: Dict[str, Any], stats: bool = True) -> snapshot.Snapshot:
+    """With the PG stats (primaries as the cluster reported them) or without (CRUSH's)."""
+    if not stats:
+        return snapshot.load(dumps["osd_dump"], dumps["crush"])
+    return snapshot.load(dumps["osd_dump"], dumps["crush"], dumps["pg_dump"], dumps["df"])
+
+
+def test_r2_rounds_as_ceph_and_keeps_a_32_bit_float() -> None:
+    assert r2(1.5) == 1.5 and r2(2.0) == 2.0
+    assert r2(1.33) == 1.3300000429153442          # what Reef's JSON prints
+    assert r2(1.006) == float(np.float32(1.01)) and r2(-1.006) == float(np.float32(-1.01))
+
+
+def test_primaries_without_stats_are_the_up_primaries_the_cluster_reported(dumps: Dict[str, Any]) -> None:
+    """CRUSH with primary affinity (the fixture's osd.1 has 0.5), offline, against the
+    real cluster's own up_primary of every PG."""
+    snap = _snap(dumps, stats=False)
+    assert snap.pgs is None
+    stats = dumps["pg_dump"]["pg_map"]["pg_stats"]
+    for pool in snap.pools:
+        want = np.zeros(snap.osds.count, dtype=np.int64)
+        for s in stats:
+            if int(s["pgid"].split(".")[0]) == pool.id:
+                want[s["up_primary"]] += 1
+        assert primaries(snap, pool).tolist() == want.tolist(), pool.name
+
+
+def test_the_score_of_a_replicated_pool(dumps: Dict[str, Any]) -> None:
+    snap = _snap(dumps)
+    rbd = snap.pool_by_name("rbd")                 # 32 PGs, size 3, on all 6 OSDs
+    counts = primaries(snap, rbd)
+    r = read_balance_score(snap, rbd)
+    assert r is not None and "error_message" not in r
+    avg = 32 / 6
+    assert r["raw_score_stable"] == r2(counts.max() / avg)
+    assert r["optimal_score"] == 1.0                # every rule OSD may be primary and holds PGs
+    assert r["score_stable"] == r2(r["raw_score_stable"] / 1.0) and r["score_stable"] >= 1.0
+    assert read_balance_score(_snap(dumps, stats=False), rbd) == r      # stats or CRUSH: the same
+    # the fixture's osd.1 has primary affinity 0.5, the others 1
+    assert snap.osds.primary_affinity.tolist() == [1, 0.5, 1, 1, 1, 1]
+    assert r["average_primary_affinity"] == r2(5.5 / 6)
+    # fair shares: the pool's PGs, in proportion to weight x affinity
+    share = primary_share(snap, rbd)
+    w = rule_weights(snap, snap.rule(rbd.crush_rule))
+    assert share.sum() == pytest.approx(32)
+    wpa = w * snap.osds.primary_affinity
+    assert (share / wpa).tolist() == pytest.approx([32 / wpa.sum()] * 6)
+
+
+def test_primary_affinity_zero_moves_the_role_and_lowers_the_optimum(dumps: Dict[str, Any]) -> None:
+    d = copy.deepcopy(dumps)
+    for o in d["osd_dump"]["osds"]:
+        if o["osd"] == 0:
+            o["primary_affinity"] = 0.0
+    snap = _snap(d, stats=False)                    # the stats predate the change
+    rbd = snap.pool_by_name("rbd")
+    assert primaries(snap, rbd)[0] == 0            # never primary while others can be
+    assert primary_share(snap, rbd)[0] == 0
+    r = read_balance_score(snap, rbd)
+    assert r is not None and r["optimal_score"] == r2(6 / 5)
+    assert r["score_stable"] == r2(r["raw_score_stable"] / r2(6 / 5))
+    assert r["average_primary_affinity"] == r2(4.5 / 5)   # over the OSDs with affinity > 0
+
+
+def test_refusals_as_reefs(dumps: Dict[str, Any]) -> None:
+    snap = _snap(dumps)
+    assert read_balance_score(snap, snap.pool_by_name("ecpool")) is None   # replicated pools only
+    d = copy.deepcopy(dumps)
+    for o in d["osd_dump"]["osds"]:
+        o["primary_affinity"] = 0.0
+    snap = _snap(d)
+    r = read_balance_score(snap, snap.pool_by_name("rbd"))
+    assert r is not None and "primary affinity 0" in r["error_message"] and r["score_stable"] == 0.0
+    d = copy.deepcopy(dumps)
+    for o in d["osd_dump"]["osds"]:
+        if o["osd"] != 0:
+            o["primary_affinity"] = 0.0
+    snap = _snap(d)                                 # 1 OSD of 6 may be primary: below 1/size
+    r = read_balance_score(snap, snap.pool_by_name("rbd"))
+    assert r is not None and "below 1/size" in r["error_message"]
