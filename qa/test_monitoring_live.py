@@ -100,10 +100,22 @@ def deviation(c: Cluster) -> float:
 
 def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(prometheus: str,
                                                                           cluster: Cluster) -> None:
+    """The imbalance is made with upmap items inside one host (PGs moved from one OSD to
+    its host mate), which the rule allows evening again. (A reweight, as first written,
+    does not do here: with 3 hosts and size 3 every host holds one replica of every PG, so
+    a reweighted OSD's host keeps more than its weight's share and its OSDs stay more than
+    1.5 PGs from the weight share the alert reads, however well balanced: the alert would
+    never clear. See the closing note of issue 30.)"""
     c, url = cluster, prometheus
     wait_until(lambda: scraped(url), 60, "Prometheus to scrape the panel")
     items_before = {u["pgid"] for u in c.json("osd", "dump")["pg_upmap_items"]}
-    osd = min(o["osd"] for o in c.json("osd", "dump")["osds"] if o["in"] and o["up"])
+    mates = c.host_mates()
+    a = min(o for o in c.osd_ids(in_up=True) if mates.get(o))
+    b = mates[a][0]
+    pool = next(p["pool_name"] for p in c.json("osd", "pool", "ls", "detail") if p["pg_num"] >= 16)
+    moved = [pg for pg, up in c.up_sets(pool).items()
+             if b in up and a not in up and pg not in items_before][:4]
+    assert len(moved) == 4
     # balancing on (mode auto) but no plan may take a step today: the alert is pg_advisor's
     # to raise, the evening the test's to do
     today = datetime.datetime.now(datetime.timezone.utc).strftime("%a").lower()
@@ -111,15 +123,16 @@ def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(promet
     try:
         c.ceph("config", "set", "mgr", OPT + "window_days", other)
         c.ceph("config", "set", "mgr", OPT + "mode", "auto")
-        c.ceph("osd", "reweight", str(osd), "0.4")
+        for pg in moved:
+            c.ceph("osd", "pg-upmap-items", pg, str(b), str(a))
         c.wait_clean(300)
         wait_until(lambda: deviation(c) > 1.5, 60, "an OSD more than 1.5 PGs from its share")
         t0 = time.monotonic()
         wait_until(lambda: bool(firing(url, "PgAdvisorOsdOffShare")), 120, "the imbalance alert")
         fired_in = time.monotonic() - t0
         alerts = firing(url, "PgAdvisorOsdOffShare")
-        assert {a["labels"]["severity"] for a in alerts} == {"warning"}
-        assert all(a["labels"]["ceph_daemon"].startswith("osd.") for a in alerts)
+        assert {x["labels"]["severity"] for x in alerts} == {"warning"}
+        assert {x["labels"]["ceph_daemon"] for x in alerts} >= {f"osd.{a}", f"osd.{b}"}
         # the operator evens it by hand (an auto plan waiting for its window goes first)
         if plan_status(c) in ("running", "paused", "stopped"):
             c.ceph("pg-advisor", "abort")
@@ -135,15 +148,14 @@ def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(promet
         print(f"PgAdvisorOsdOffShare fired {fired_in:.0f} s after the OSDs were uneven (for {FOR}), "
               f"cleared {cleared_in:.0f} s after the first balance; {len(alerts)} OSDs alerted")
         # the other alerts stay silent on this healthy cluster
-        names = {a["labels"]["alertname"] for a in api(url, "/api/v1/alerts")["data"]["alerts"]
-                 if a["state"] == "firing"}
+        names = {x["labels"]["alertname"] for x in api(url, "/api/v1/alerts")["data"]["alerts"]
+                 if x["state"] == "firing"}
         assert not names & {"PgAdvisorPgMemoryOverBudget", "PgAdvisorStatusStale", "PgAdvisorPlanBlocked"}
     finally:
         if plan_status(c) in ("running", "paused", "stopped"):
             c.run("pg-advisor", "abort")
         c.run("config", "set", "mgr", OPT + "mode", "advise")
         c.run("config", "rm", "mgr", OPT + "window_days")
-        c.run("osd", "reweight", str(osd), "1")
         for u in c.json("osd", "dump")["pg_upmap_items"]:
             if u["pgid"] not in items_before:
                 c.run("osd", "rm-pg-upmap-items", u["pgid"])
