@@ -212,7 +212,12 @@ def test_the_brief_pg_stats_of_a_big_cluster_give_the_same_counts(populated: Clu
         # (an OSD's used bytes creep between the two readings: its own metadata, not data)
         assert o["bytes_used"] == pytest.approx(f["bytes_used"], rel=0.05)
         assert f["pg_memory_now"] is not None and o["pg_memory_now"] is None    # no logs read
+    # the counts exactly; how full the extremes are creeps as the bytes do (above)
+    util = ("extremes", "by_utilization")
+    bu, fu = brief["distribution"][util[0]].pop(util[1]), full["distribution"][util[0]].pop(util[1])
     assert brief["distribution"] == full["distribution"]
+    for end in ("fullest", "emptiest"):
+        assert bu[end]["utilization"] == pytest.approx(fu[end]["utilization"], rel=0.05)
     assert [(p["name"], p["objects"], p["pg_num"]) for p in brief["pools"]] == \
         [(p["name"], p["objects"], p["pg_num"]) for p in full["pools"]]
     wait_until(lambda: populated.json("pg-advisor", "status")["pg_source"] == "pg_stats", 60,
