@@ -264,9 +264,10 @@ class Module(MgrModule):
             return opts.assume_balanced == "yes"
         return self.balancer_active() and self.get_module_option_ex("balancer", "mode", "upmap") == "upmap"
 
-    def status(self, pool: Optional[str] = None) -> Dict[str, Any]:
+    def status(self, pool: Optional[str] = None,
+               snap: Optional[snapshot.Snapshot] = None) -> Dict[str, Any]:
         opts = self.current_options()
-        return status_of(self.take_snapshot(), pool, opts, self.balanced(opts))
+        return status_of(snap or self.take_snapshot(), pool, opts, self.balanced(opts))
 
     def _served_status(self) -> Dict[str, Any]:
         doc = self._served["status"]
@@ -480,9 +481,9 @@ class Module(MgrModule):
         """The status the panel and /metrics serve (and the sizing checks read): the costly
         part, computed here once per refresh."""
         try:
-            doc = self.status()
+            snap = self.take_snapshot()       # one snapshot serves the status and the figures
+            doc = self.status(snap=snap)
             opts = self.current_options()
-            snap = self.take_snapshot()       # the one status() read: kept, no second read
             # what /metrics adds to the status (panel/metrics.py)
             figures = {"mode": opts.mode.value, "misplaced_budget": misplaced_max(opts, self.cluster_ratio()),
                        "misplaced_ratio": misplaced_ratio(snap) if snap.pgs is not None else None}

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ..crush.placement import Placer
-from ..model.distribution import rule_segments, rule_weights
+from ..model.distribution import osds_under, rule_segments, rule_weights
 from ..model.snapshot import Pool, Snapshot
 
 
@@ -35,26 +35,6 @@ def r2(x: float) -> float:
     """Ceph's rbi_round: two decimals, half away from zero, as a 32-bit float."""
     v = math.floor(100 * x + 0.5) / 100 if x > 0 else math.ceil(100 * x - 0.5) / 100
     return float(np.float32(v))
-
-
-def _devices_under(snap: Snapshot, root: int) -> np.ndarray:
-    """Every device below `root` in the CRUSH tree, whatever its weight (Ceph's
-    get_rule_weight_osd_map lists weight-0 ones too)."""
-    mask = np.zeros(snap.osds.count, dtype=bool)
-    if root >= 0:
-        if root < mask.shape[0]:
-            mask[root] = True
-        return mask
-    stack, seen = [root], set()
-    while stack:
-        b = snap.buckets.get(stack.pop())
-        if b is None or b.id in seen:
-            continue
-        seen.add(b.id)
-        devs = b.items[(b.items >= 0) & (b.items < mask.shape[0])]
-        mask[devs] = True
-        stack.extend(int(x) for x in b.items[b.items < 0])
-    return mask
 
 
 def _take_weights(snap: Snapshot, pool: Pool) -> np.ndarray:
@@ -74,7 +54,7 @@ def _take_weights_of(snap: Snapshot, pool: Pool) -> np.ndarray:
     if rule is None:
         return w
     for take, _ in rule_segments(snap, rule):
-        under = _devices_under(snap, take)
+        under = osds_under(snap, take, members=True) > 0
         cw = np.where(under, snap.osds.crush_weight, 0.0)
         total = cw.sum()
         share = cw / total if total > 0 else cw
@@ -87,8 +67,8 @@ def _up(snap: Snapshot, pool: Pool) -> Tuple[np.ndarray, np.ndarray]:
     cluster computed; no CRUSH run, so a status at 300,000 PGs costs a few vector
     operations), or from the map by CRUSH where there are no stats (offline, no pg dump)."""
     if snap.pgs is not None:
-        rows = snap.pgs.pool == pool.id
-        if rows.any():
+        rows = snap.pg_rows(pool.id)
+        if rows.size:
             return snap.pgs.up[rows], snap.pgs.up_primary[rows]
     m = Placer.of(snap).map_pool(pool)
     return m.up, m.up_primary
@@ -96,10 +76,7 @@ def _up(snap: Snapshot, pool: Pool) -> Tuple[np.ndarray, np.ndarray]:
 
 def primaries(snap: Snapshot, pool: Pool) -> np.ndarray:
     """Per OSD: the PGs of the pool whose up primary it is."""
-    n = snap.osds.count
-    p = _up(snap, pool)[1]
-    p = p[(p >= 0) & (p < n)]
-    return np.bincount(p, minlength=n)[:n]
+    return _primary_counts(snap, _up(snap, pool)[1])
 
 
 def primary_share(snap: Snapshot, pool: Pool) -> np.ndarray:
@@ -115,17 +92,25 @@ def primary_share(snap: Snapshot, pool: Pool) -> np.ndarray:
     return pool.pg_num * wpa / total if total > 0 else np.zeros(snap.osds.count)
 
 
-def read_balance_score(snap: Snapshot, pool: Pool) -> Optional[Dict[str, Any]]:
+def _primary_counts(snap: Snapshot, up_primary: np.ndarray) -> np.ndarray:
+    n = snap.osds.count
+    p = up_primary[(up_primary >= 0) & (up_primary < n)]
+    return np.bincount(p, minlength=n)[:n]
+
+
+def read_balance_score(snap: Snapshot, pool: Pool,
+                       up: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> Optional[Dict[str, Any]]:
     """Reef's read_balance block for a replicated pool (None for an erasure-coded one or a
-    pool with no PG mapped): the score, its parts, or the error Reef would give."""
+    pool with no PG mapped): the score, its parts, or the error Reef would give. `up`: the
+    pool's (up sets, up primaries) when the caller has them."""
     if pool.type != "replicated":
         return None
-    up = _up(snap, pool)[0]
-    up = up[(up >= 0) & (up < snap.osds.count)]
-    num_osds = int(np.unique(up).size)
+    sets, prim = up if up is not None else _up(snap, pool)
+    sets = sets[(sets >= 0) & (sets < snap.osds.count)]
+    num_osds = int(np.unique(sets).size)
     if num_osds == 0 or pool.pg_num == 0:
         return None
-    counts = primaries(snap, pool)
+    counts = _primary_counts(snap, prim)
     w = _take_weights(snap, pool)
     in_rule = ~np.isnan(w)
     pa = snap.osds.primary_affinity
@@ -161,7 +146,8 @@ def read_balance(snap: Snapshot, pools: List[Pool]) -> Dict[str, Any]:
     share = np.zeros(n)
     scores: Dict[str, Any] = {}
     for p in pools:
-        held += primaries(snap, p)
+        up = _up(snap, p)           # once a pool: the score reads the same sets
+        held += _primary_counts(snap, up[1])
         share += primary_share(snap, p)
-        scores[str(p.id)] = read_balance_score(snap, p)
+        scores[str(p.id)] = read_balance_score(snap, p, up)
     return {"primaries": held, "primary_share": share, "pools": scores}

@@ -344,13 +344,14 @@ class Executor:
         # all the plan's pools at once: the rounds even each of them and their total
         # and at most max_backfills_per_osd PGs moving into or out of one OSD, those
         # backfilling now included
-        room = np.maximum(pacing.max_backfills - backfill_load(snap), 0) if pacing.max_backfills else None
+        load = backfill_load(snap)        # a pass over every PG's state: once a round
+        room = np.maximum(pacing.max_backfills - load, 0) if pacing.max_backfills else None
         rnd = balance_round(snap, sorted(state.pools), max(1, step.pgs_moving or 16), pacing.balance_mode,
                             misplaced_copies(snap, pacing.misplaced_max * ROUND_FILL),
                             min_gain=pacing.min_gain, min_spread=pacing.min_spread,
                             drain=state.drain, osd_room=room)
         r = rnd.proposal
-        in_flight = misplaced_ratio(snap) > 0 or bool(backfill_load(snap).any())
+        in_flight = misplaced_ratio(snap) > 0 or bool(load.any())
         if not r.items and r.throttled and in_flight:
             state.waiting = ("the misplaced budget or max_backfills_per_osd holds the next balance "
                              "round back")

@@ -174,6 +174,23 @@ class Snapshot:
         """One place for it: the config the snapshot was loaded with."""
         return int(self.config["mon_max_pg_per_osd"])
 
+    def pg_rows(self, pool_id: int) -> np.ndarray:
+        """The rows of the PG stats that belong to the pool, ascending. One sort for every
+        pool (kept in the memo), so a pass over the pools costs O(PGs log PGs) once, not
+        a mask of every PG per pool."""
+        if self.pgs is None:
+            return np.zeros(0, dtype=np.int64)
+        kept = self.memo.get("pg_rows")
+        if kept is None:
+            order = np.argsort(self.pgs.pool, kind="stable")
+            ids, starts = np.unique(self.pgs.pool[order], return_index=True)
+            ends = np.append(starts[1:], order.size)
+            spans = dict(zip(ids.tolist(), zip(starts.tolist(), ends.tolist())))
+            kept = self.memo.setdefault("pg_rows", (order, spans))
+        order, spans = kept
+        a, b = spans.get(pool_id, (0, 0))
+        return np.asarray(order[a:b])
+
     def pool_by_name(self, name: str) -> Pool:
         for p in self.pools:
             if p.name == name:

@@ -41,9 +41,11 @@ def rule_segments(snap: Snapshot, rule: Rule) -> List[Tuple[int, Tuple[Optional[
 
 
 def osds_under(snap: Snapshot, root: int,
-               types: Optional[Sequence[Optional[int]]] = None) -> np.ndarray:
+               types: Optional[Sequence[Optional[int]]] = None, members: bool = False) -> np.ndarray:
     """CRUSH weight of every OSD below `root` (0 elsewhere), as a vector over OSD ids; with
-    `types`, only of the OSDs that choose steps picking those types in turn can reach.
+    `types`, only of the OSDs that choose steps picking those types in turn can reach. With
+    `members`, 1 for every such OSD whatever its weight (weight-0 ones included, as Ceph's
+    get_rule_weight_osd_map lists them).
 
     CRUSH (mapper.c, crush_choose_firstn/indep) descends through buckets of other types
     until it meets one of the type a step wants; a device met first is rejected ("bad item
@@ -61,7 +63,7 @@ def osds_under(snap: Snapshot, root: int,
     if root >= 0:
         # a device taken directly is emitted as is; a choose step from it picks nothing
         if root < w.shape[0] and not want:
-            w[root] = snap.osds.crush_weight[root]
+            w[root] = 1.0 if members else snap.osds.crush_weight[root]
         return w
     if want is not None and not want:
         return w            # "take bucket; emit" emits a bucket id, which is no OSD
@@ -78,7 +80,7 @@ def osds_under(snap: Snapshot, root: int,
         seen.add((bid, k))
         devs = b.items >= 0
         if want is None or k == last or (k == last - 1 and want[-1] == 0):
-            w[b.items[devs]] = b.weights[devs]
+            w[b.items[devs]] = 1.0 if members else b.weights[devs]
         for child in b.items[~devs].tolist():
             cb = snap.buckets.get(child)
             if cb is not None:

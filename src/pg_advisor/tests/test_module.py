@@ -210,6 +210,21 @@ def test_an_unchanged_cluster_is_read_once_and_mapped_once(
     assert code == -22 and fake.reads["pg_dump"] == reads + 3
 
 
+def test_the_status_refresh_takes_one_snapshot(module: Module, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the status and the figures /metrics adds to it read the same snapshot: each take asks
+    # the mgr for the PG summary and the map's epoch, even when it then reuses the last
+    taken = [0]
+    real = module.take_snapshot
+
+    def counted(*a: Any, **k: Any) -> Any:
+        taken[0] += 1
+        return real(*a, **k)
+    monkeypatch.setattr(module, "take_snapshot", counted)
+    module.refresh_status()
+    assert taken[0] == 1 and module._served["status"] is not None
+    assert module._served["figures"]["misplaced_ratio"] is not None
+
+
 def test_a_snapshot_asks_for_the_pg_summary_and_the_settings_once(module: Module) -> None:
     # the change key and a fresh read share one pg_status and one read of each cluster
     # setting (they each asked for them)

@@ -541,9 +541,9 @@ def test_the_panel_serves_the_status_computed_once_per_refresh(module: Module) -
     calls: List[int] = []
     real = module.status
 
-    def counted(pool: Optional[str] = None) -> Dict[str, Any]:
+    def counted(pool: Optional[str] = None, snap: Any = None) -> Dict[str, Any]:
         calls.append(1)
-        return real(pool)
+        return real(pool, snap)
     setattr(module, "status", counted)
     fake.module_options[("pg_advisor", "server_port")] = free_port()
     try:

@@ -1,7 +1,7 @@
 """Read (primary) balance: primaries per OSD as the real cluster reported them, their fair
 share, and Reef's read_balance_score (OSDMap::calc_read_balance_score, fair distribution)."""
 import copy
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import numpy as np
 import pytest
@@ -91,3 +91,38 @@ def test_refusals_as_reefs(dumps: Dict[str, Any]) -> None:
     snap = _snap(d)                                 # 1 OSD of 6 may be primary: below 1/size
     r = read_balance_score(snap, snap.pool_by_name("rbd"))
     assert r is not None and "below 1/size" in r["error_message"]
+
+
+def test_the_status_pass_reads_each_pools_pgs_once_through_one_sort(dumps: Dict[str, Any],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The panel's refresh computes read_balance over every pool: the PG rows of a pool come
+    from one sort kept in the snapshot's memo (no mask of every PG per pool), and each pool's
+    up sets are read once for its primaries and its score alike."""
+    from pg_advisor.analysis import read_balance as rb
+    snap = _snap(dumps)
+    assert snap.pgs is not None
+    for pool in snap.pools:                           # the rows a mask would give, in order
+        assert snap.pg_rows(pool.id).tolist() == np.flatnonzero(snap.pgs.pool == pool.id).tolist()
+    assert snap.pg_rows(12345).size == 0
+    fresh = _snap(dumps)
+    sorts: List[int] = []
+    real_argsort = np.argsort
+
+    def counted_argsort(*a: Any, **k: Any) -> Any:
+        sorts.append(1)
+        return real_argsort(*a, **k)
+    monkeypatch.setattr(np, "argsort", counted_argsort)
+    reads: List[int] = []
+    real_up = rb._up
+
+    def counted_up(s: snapshot.Snapshot, p: Any) -> Any:
+        reads.append(p.id)
+        return real_up(s, p)
+    monkeypatch.setattr(rb, "_up", counted_up)
+    out = rb.read_balance(fresh, list(fresh.pools))
+    assert sorted(reads) == sorted(p.id for p in fresh.pools)
+    assert len(sorts) == 1
+    # the same figures as pool by pool
+    for p in fresh.pools:
+        assert out["pools"][str(p.id)] == read_balance_score(snap, p)
+    assert out["primaries"].tolist() == np.sum([primaries(snap, p) for p in snap.pools], axis=0).tolist()
