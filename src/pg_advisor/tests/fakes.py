@@ -139,6 +139,18 @@ def crush_runs(monkeypatch: pytest.MonkeyPatch) -> List[int]:
     return runs
 
 
+def calls(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> List[Tuple[Any, ...]]:
+    """The arguments of each call to owner.name from now on (the call goes through)."""
+    seen: List[Tuple[Any, ...]] = []
+    real = getattr(owner, name)
+
+    def counted(*a: Any, **kw: Any) -> Any:
+        seen.append(a)
+        return real(*a, **kw)
+    monkeypatch.setattr(owner, name, counted)
+    return seen
+
+
 def context(ceph: FakeCeph, opts: Optional[Options] = None, now: float = 0.0, ratio: float = 0.05,
             snap: Optional[snapshot.Snapshot] = None, **kw: Any) -> Context:
     """What the module would hand the Driver: the fake's snapshot (or `snap`), the options

@@ -9,7 +9,7 @@ import pytest
 
 from . import mgr_stub
 from .conftest import free_port, read
-from .fakes import as_captured
+from .fakes import as_captured, calls
 
 from pg_advisor.module import Module
 
@@ -213,15 +213,9 @@ def test_an_unchanged_cluster_is_read_once_and_mapped_once(
 def test_the_status_refresh_takes_one_snapshot(module: Module, monkeypatch: pytest.MonkeyPatch) -> None:
     # the status and the figures /metrics adds to it read the same snapshot: each take asks
     # the mgr for the PG summary and the map's epoch, even when it then reuses the last
-    taken = [0]
-    real = module.take_snapshot
-
-    def counted(*a: Any, **k: Any) -> Any:
-        taken[0] += 1
-        return real(*a, **k)
-    monkeypatch.setattr(module, "take_snapshot", counted)
+    taken = calls(monkeypatch, module, "take_snapshot")
     module.refresh_status()
-    assert taken[0] == 1 and module._served["status"] is not None
+    assert len(taken) == 1 and module._served["status"] is not None
     assert module._served["figures"]["misplaced_ratio"] is not None
 
 

@@ -1,7 +1,7 @@
 """Read (primary) balance: primaries per OSD as the real cluster reported them, their fair
 share, and Reef's read_balance_score (OSDMap::calc_read_balance_score, fair distribution)."""
 import copy
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 import numpy as np
 import pytest
@@ -9,6 +9,8 @@ import pytest
 from pg_advisor.analysis.read_balance import primaries, primary_share, r2, read_balance_score
 from pg_advisor.model import snapshot
 from pg_advisor.model.distribution import rule_weights
+
+from . import fakes
 
 
 def _snap(dumps: Dict[str, Any], stats: bool = True) -> snapshot.Snapshot:
@@ -105,22 +107,10 @@ def test_the_status_pass_reads_each_pools_pgs_once_through_one_sort(dumps: Dict[
         assert snap.pg_rows(pool.id).tolist() == np.flatnonzero(snap.pgs.pool == pool.id).tolist()
     assert snap.pg_rows(12345).size == 0
     fresh = _snap(dumps)
-    sorts: List[int] = []
-    real_argsort = np.argsort
-
-    def counted_argsort(*a: Any, **k: Any) -> Any:
-        sorts.append(1)
-        return real_argsort(*a, **k)
-    monkeypatch.setattr(np, "argsort", counted_argsort)
-    reads: List[int] = []
-    real_up = rb._up
-
-    def counted_up(s: snapshot.Snapshot, p: Any) -> Any:
-        reads.append(p.id)
-        return real_up(s, p)
-    monkeypatch.setattr(rb, "_up", counted_up)
+    sorts = fakes.calls(monkeypatch, np, "argsort")
+    reads = fakes.calls(monkeypatch, rb, "_up")
     out = rb.read_balance(fresh, list(fresh.pools))
-    assert sorted(reads) == sorted(p.id for p in fresh.pools)
+    assert sorted(a[1].id for a in reads) == sorted(p.id for p in fresh.pools)
     assert len(sorts) == 1
     # the same figures as pool by pool
     for p in fresh.pools:
