@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..analysis.legality import ancestors, replaceable
+from ..analysis.read_balance import primary_share
 from ..crush.placement import Placer
 from ..crush.upmap import build_items, NotExpressible
 from ..model.distribution import rule_weights, unreachable, up_counts
@@ -95,6 +96,43 @@ class Balancer:
         self.budget = Budget(copies_max, copies_max is not None and snap.misplaced_objects == 0,
                              osd_room, self.built_cost)
         self.lb = 0
+        self.read_ties = True       # the primaries' tie-break (off: for measuring it)
+        self._sum_primaries()
+
+    def _sum_primaries(self) -> None:
+        """Per OSD, over the replicated pools: the primaries it holds and its fair share of
+        them (analysis/read_balance), kept as moves change them: the last tie-break."""
+        n = self.snap.osds.count
+        self.prim = np.zeros(n, np.int64)
+        self.prim_share = np.zeros(n)
+        for st in self.states:
+            if st.pool.type == "replicated":
+                p = st.primary[(st.primary >= 0) & (st.primary < n)]
+                self.prim += np.bincount(p, minlength=n)[:n]
+                self.prim_share += primary_share(self.snap, st.pool)
+
+    @staticmethod
+    def _primary_now(st: PoolState, row: int) -> int:
+        """The PG's primary as the moves so far leave it: an item keeps a replica's place in
+        the set, so the role is wherever the first primary's place now points (with primary
+        affinity below 1 Ceph may pick another: close enough for a tie-break). st.primary
+        stays the first: a move is costly if it changes the PG's primary from what it was
+        when the run began, not from what an earlier move made it."""
+        if st.primary[row] < 0:
+            return -1
+        at = np.flatnonzero(st.start[row] == st.primary[row])
+        return int(st.up[row, int(at[0])]) if at.size else -1
+
+    def _read_pref(self, osds: np.ndarray, short: bool) -> np.ndarray:
+        """Per OSD of `osds`, in [0, 1): how far it is short of its primaries' share
+        (`short`), or over it (else), ranked among `osds`; 0 when the tie-break is off."""
+        if not self.read_ties or not osds.size:
+            return np.zeros(osds.size)
+        dev = self.prim[osds] - self.prim_share[osds]
+        if short:
+            dev = -dev
+        lo = dev.min()
+        return (dev - lo) / (dev.max() - lo + 1.0)
 
     def _sum_total(self) -> None:
         n = self.snap.osds.count
@@ -109,6 +147,7 @@ class Balancer:
         self.notes = [n for name, notes in self._notes_of.items() if name in names for n in notes]
         self.left_out = {k: v for k, v in self.left_out.items() if k in names}
         self._sum_total()
+        self._sum_primaries()
         return self
 
     def _state(self, pool: Pool) -> PoolState:
@@ -201,8 +240,10 @@ class Balancer:
                 at = look.col[cand]
             ok = look.ok[:, at] & look.live[:, None]
             if ok.any():
+                # ties, in order: undo an item; keep the primary; if it must move, to the
+                # OSD most short of primaries (each term below the one before it)
                 c = (np.where(ok, cost[cand][None, :], np.inf) - look.undo[:, None] * EPS
-                     + look.primary[:, None] * (EPS / 2))
+                     + look.primary[:, None] * (EPS / 2 - self._read_pref(cand, True)[None, :] * (EPS / 4)))
                 r, d = np.unravel_index(int(np.argmin(c)), c.shape)
                 look.pending = int(r)
                 if k > POOL:        # a destination outside the few: they may no longer hold the cheapest
@@ -235,7 +276,9 @@ class Balancer:
         if not ok.any():
             return None
         undo = ~(st.raw[rows] == owners[:, None]).any(axis=1)
-        score = np.where(ok, pref[owners], -np.inf) + undo * EPS - moves_primary(st, rows, owners) * (EPS / 2)
+        # ties as _choose's: a primary that must move comes off the OSD most over its share
+        score = (np.where(ok, pref[owners], -np.inf) + undo * EPS
+                 - moves_primary(st, rows, owners) * (EPS / 2 - self._read_pref(owners, False) * (EPS / 4)))
         i = int(np.argmax(score))
         return int(rows[i]), int(owners[i])
 
@@ -286,6 +329,9 @@ class Balancer:
         elif not self.budget.charge(float(st.objects[row]) * len(moves), [o for m in moves for o in m]):
             return False
         for src, dst in moves:
+            if st.pool.type == "replicated" and self._primary_now(st, row) == src:
+                self.prim[src] -= 1
+                self.prim[dst] += 1
             st.move(row, src, dst)
             self.total.counts[src] -= 1
             self.total.counts[dst] += 1

@@ -1,4 +1,5 @@
 from collections import defaultdict
+import copy
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 import numpy as np
@@ -13,7 +14,7 @@ from pg_advisor.model.errors import AdvisorError
 from pg_advisor.analysis.legality import ancestors, replaceable, rule_shape
 
 from .conftest import DUMP_FILES, read
-from .layouts import (HOST_WITHOUT_RACK, IN_HOSTLESS_RACK, RACK_THEN_HOST,
+from .layouts import (HOST_WITHOUT_RACK, IN_HOSTLESS_RACK, OSDS_ANYWHERE, RACK_THEN_HOST,
                       RACK_WITHOUT_HOST, UNDER_ROOT, Layout, load, regrow, use_rule)
 from .proposals import applied, changed_primaries
 from .upmap_checker import check_up_set
@@ -242,6 +243,97 @@ def test_moves_leave_each_pg_its_primary_where_another_replica_will_do(snap: sna
         changed += [m0.pgid(r) for r in np.flatnonzero(
             fresh & (m0.up_primary != m1.up_primary) & (m0.up_primary >= 0))]
     assert moves > 3 and changed == [], (moves, changed)
+
+
+def _choice(b: Balancer, st: Any, src: int, rows: np.ndarray) -> Tuple[int, int]:
+    """What a push from `src` picks among `rows` when every destination costs the same."""
+    from pg_advisor.balance.look import Look
+    b._look = Look(st, src, rows, b._col)
+    try:
+        take = st.allowed.copy()
+        take[src] = False
+        mv = b._choose(b._look, take, np.zeros(take.size))
+        assert mv is not None
+        return mv
+    finally:
+        b._look.release()
+        b._look = None
+
+
+def test_a_primary_that_must_move_goes_to_the_osd_most_short_of_primaries(dumps: Dict[str, Any]) -> None:
+    # the read tie-break, last of the ties: it picks among moves the counts see as equal,
+    # and never a primary's move over another replica's (a rule of OSDs anywhere: a PG's
+    # replica may go to any OSD its set does not hold)
+    use_rule(dumps, "rbd", OSDS_ANYWHERE)
+    snap = load(dumps)
+    b = Balancer(snap)
+    st = next(s for s in b.states if s.pool.name == "rbd")
+    src = 0
+    rows = st.rows(src)
+    prim_rows = rows[st.primary[rows] == src]
+    assert prim_rows.size and prim_rows.size < rows.size
+    n = snap.osds.count
+    b.prim_share = np.full(n, 10.0)
+    picked = set()
+    for short in range(1, n):
+        b.prim = np.full(n, 10, np.int64)
+        b.prim[short] = 0
+        row, dst = _choice(b, st, src, prim_rows)
+        legal = replaceable(b.anc, st.shape, st.allowed, st.up[prim_rows], st.forbidden(prim_rows),
+                            np.full(prim_rows.size, src), np.array([short]))[:, 0]
+        if legal.any():
+            assert dst == short, (short, dst)       # there, when any of the rows may go there
+        picked.add(dst)
+        # with other replicas on src to move, none of them a primary, the primary stays
+        row, dst = _choice(b, st, src, rows)
+        assert st.primary[row] != src
+    assert len(picked) > 1
+    b.read_ties = False                 # off: the same destination whoever is short
+    off = set()
+    for short in range(1, n):
+        b.prim = np.full(n, 10, np.int64)
+        b.prim[short] = 0
+        off.add(_choice(b, st, src, prim_rows)[1])
+    assert len(off) == 1
+
+
+def test_the_read_tie_break_changes_no_count_figure(dumps: Dict[str, Any]) -> None:
+    # on and off: as many moves, as even per pool and in total, no more primaries changed
+    # (qa/bench_read_balance.py measures the primaries' spread on the benchmark's maps)
+    racked = copy.deepcopy(dumps)
+    use_rule(racked, "rbd", OSDS_ANYWHERE)
+    for d in (dumps, racked):
+        runs = []
+        for on in (True, False):
+            snap = load(copy.deepcopy(d))
+            b = Balancer(snap)
+            b.read_ties = on
+            res = b.run()
+            worst = max(float(np.abs(st.counts - st.share)[st.share > 0].max()) for st in res.pools)
+            total = float(np.abs(b.total.counts - b.total.share)[b.total.share > 0].max())
+            items = {k: tuple(v) for k, v in res.items.items() if v}
+            runs.append((res.moves, worst, total, changed_primaries(snap, items)))
+            if on:
+                # the primaries it kept count of are where the items put them (all primary
+                # affinities 1: the role stays with the replica's place in the set; no item
+                # before, as one the run rewrites may put the same OSDs in another order)
+                flat = copy.deepcopy(d)
+                for o in flat["osd_dump"]["osds"]:
+                    o["primary_affinity"] = 1.0
+                flat["osd_dump"]["pg_upmap_items"] = []
+                flat_snap = load(flat)
+                fb = Balancer(flat_snap)
+                fres = fb.run()
+                after = applied(flat_snap, {k: tuple(v) for k, v in fres.items.items() if v})
+                pl = Placer(after)          # CRUSH's (the snapshot's PG stats are the old ones)
+                want = np.zeros(after.osds.count, np.int64)
+                for p in after.pools:
+                    if p.type == "replicated":
+                        up_primary = pl.map_pool(p).up_primary
+                        want += np.bincount(up_primary[up_primary >= 0], minlength=want.size)
+                assert fb.prim.tolist() == want.tolist()
+        (m1, w1, t1, p1), (m0, w0, t0, p0) = runs
+        assert m1 == m0 and w1 <= w0 + 1e-9 and t1 <= t0 + 1e-9 and p1 <= p0, runs
 
 
 def test_bytes_mode_keeps_primaries_where_a_step_nearly_as_good_does(
