@@ -46,11 +46,11 @@ local panel(id, type, title, description, targets, x, y, w=12, h=8, unit='short'
   annotations: { list: [] },
   panels: [
     panel(1, 'histogram', 'PGs minus share, per OSD',
-          'How many OSDs hold how many PG replicas more (or fewer) than their weight-proportional share, all pools',
+          'How many OSDs hold how many PG replicas more (or fewer) than their target (weight-proportional share as far as the rules allow), all pools',
           [['pg_advisor_osd_pg_deviation', '{{ceph_daemon}}']], 0, 0,
           extra={ options: { bucketSize: 0.5 } }),
     panel(2, 'timeseries', 'PGs minus share, per OSD, over time',
-          'Each OSD: PG replicas minus its share, all pools (pg_advisor evens these to within 1)',
+          'Each OSD: PG replicas minus its target, all pools (pg_advisor evens these to within 1)',
           [['pg_advisor_osd_pg_deviation', '{{ceph_daemon}}']], 12, 0),
     panel(3, 'timeseries', 'Largest deviation per pool',
           'Per pool, the largest |PG replicas - share| over its OSDs; and over all pools',

@@ -108,22 +108,23 @@ def balance(c: Cluster) -> None:
 
 
 def deviation(c: Cluster) -> float:
-    """The largest |PGs - share| over the OSDs, all pools (what the alert reads)."""
+    """The largest |PGs - target| over the OSDs, all pools (what the alert reads)."""
     st = c.json("pg-advisor", "status")
-    return max(abs(o["pgs"] - o["pg_share"]) for o in st["osds"] if o["pgs"] is not None)
+    return max(abs(o["pgs"] - o["pg_target"]) for o in st["osds"] if o["pgs"] is not None)
 
 
 def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(prometheus: str,
                                                                           cluster: Cluster) -> None:
-    """The imbalance is made with upmap items inside one host (PGs moved from one OSD to
-    its host mate), which the rule allows evening again. (A reweight, as first written,
-    does not do here: with 3 hosts and size 3 every host holds one replica of every PG, so
-    a reweighted OSD's host keeps more than its weight's share and its OSDs stay more than
-    1.5 PGs from the weight share the alert reads, however well balanced: the alert would
-    never clear. See the closing note of issue 30.)"""
+    """An OSD is reweighted, then four PGs are moved by hand (upmap items) from its host
+    mate onto it: the alert fires for both. With 3 hosts and size 3 every host holds one
+    replica of every PG, so the reweighted OSD's host keeps more than its weight's share:
+    against the weight share its OSDs would stay more than 1.5 PGs off however well
+    balanced, and the alert would never clear (the first version of the alert did just
+    that). It reads the target the rule allows, and clears after `balance`."""
     c, url = cluster, prometheus
     wait_until(lambda: scraped(url), 60, "Prometheus to scrape the panel")
     items_before = {u["pgid"] for u in c.json("osd", "dump")["pg_upmap_items"]}
+    reweighted: List[int] = []
     try:
         # advise, set (a `config rm` of the mode an earlier file set is not seen by a running
         # Pacific mgr: left in auto, it opened a plan and the balance below was refused)
@@ -145,6 +146,9 @@ def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(promet
         mates = c.host_mates()
         a = min(o for o in c.osd_ids(in_up=True) if mates.get(o))
         b = mates[a][0]
+        c.ceph("osd", "reweight", str(a), "0.6")
+        reweighted.append(a)
+        c.wait_clean(300)
         has_items = {u["pgid"] for u in c.json("osd", "dump")["pg_upmap_items"]}
         moved = [pg for pg, up in c.up_sets(POOL).items()
                  if b in up and a not in up and pg not in has_items][:4]
@@ -187,7 +191,8 @@ def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(promet
         assert deviation(c) <= 1.5
         wait_until(lambda: not firing(url, "PgAdvisorOsdOffShare"), 120, "the alert to clear")
         cleared_in = time.monotonic() - t1
-        print(f"PgAdvisorOsdOffShare fired {fired_in:.0f} s after the OSDs were uneven (for {FOR}), "
+        print(f"PgAdvisorOsdOffShare fired {fired_in:.0f} s after the OSDs were uneven (for {FOR}; osd.{a} "
+              f"reweighted to 0.6), "
               f"cleared {cleared_in:.0f} s after the first balance; {len(alerts)} OSDs alerted")
         # the other alerts stay silent on this healthy cluster
         names = {x["labels"]["alertname"] for x in api(url, "/api/v1/alerts")["data"]["alerts"]
@@ -198,6 +203,8 @@ def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(promet
             c.run("pg-advisor", "abort")
         c.run("config", "set", "mgr", OPT + "mode", "advise")
         c.run("config", "rm", "mgr", OPT + "window_days")
+        for o in reweighted:
+            c.run("osd", "reweight", str(o), "1")
         for u in c.json("osd", "dump")["pg_upmap_items"]:
             if u["pgid"] not in items_before:
                 c.run("osd", "rm-pg-upmap-items", u["pgid"])

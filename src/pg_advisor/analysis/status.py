@@ -15,7 +15,9 @@ from ..model.options import Options, make
 from ..model.snapshot import Pool, Snapshot
 from ..sizing.memory import MemoryModel, pg_log_lengths
 from ..sizing.sizer import SizingResult, recommend
+from .legality import ancestors
 from .read_balance import read_balance
+from .share import rule_share
 
 
 def _opt(v: int) -> Optional[int]:
@@ -129,6 +131,7 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
                                  + " (no ancestor of a type its steps choose): they get no share "
                                  "and CRUSH maps no replica there")
         share[i] = pool_share(pool, weights_by_rule[pool.crush_rule])
+    target = _targets(snap, share, weights_by_rule)
 
     counts: Optional[np.ndarray] = None
     reported = {p.id: 0 for p in snap.pools}
@@ -148,6 +151,7 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
     total_counts = counts.sum(axis=0) if counts is not None else None
     # OSDs shown: all of them, or for one pool those it should or does use
     sel_share = share[sel].sum(axis=0)
+    sel_target = target[sel].sum(axis=0)
     sel_counts = counts[sel].sum(axis=0) if counts is not None else None
     shown = osds.exists.copy()
     if pool_name is not None:
@@ -177,6 +181,9 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
             "pg_share": round(float(sel_share[o]), 6),
             "pg_share_by_pool": {str(snap.pools[i].id): round(float(share[i, o]), 6)
                                  for i in sel.tolist()},
+            "pg_target": round(float(sel_target[o]), 6),
+            "pg_target_by_pool": {str(snap.pools[i].id): round(float(target[i, o]), 6)
+                                  for i in sel.tolist()},
             "utilization": _opt_round(util[o], 4),
             "bytes_used": _opt(int(osds.bytes_used[o])),
             "bytes_total": _opt(int(osds.bytes_total[o])),
@@ -194,9 +201,12 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
         for i in sel.tolist():
             d = spread(counts[i], share[i]).as_dict()
             distribution["pools"].append({"pool_id": snap.pools[i].id,
-                                          "pool": snap.pools[i].name, **d})
+                                          "pool": snap.pools[i].name, **d,
+                                          "target_max_deviation": spread(counts[i], target[i]).max_deviation})
         if pool_name is None:
-            distribution["total"] = spread(counts.sum(axis=0), share.sum(axis=0)).as_dict()
+            distribution["total"] = dict(spread(counts.sum(axis=0), share.sum(axis=0)).as_dict(),
+                                         target_max_deviation=spread(counts.sum(axis=0),
+                                                                     target.sum(axis=0)).max_deviation)
     distribution["extremes"] = extremes(shown & osds.in_, sel_counts, sel_share, util)
 
     n_in = int((osds.exists & osds.in_).sum())
@@ -232,6 +242,26 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
         "cluster": cluster,
         "notes": notes,
     }
+
+
+def _targets(snap: Snapshot, share: np.ndarray, weights_by_rule: Dict[int, np.ndarray]) -> np.ndarray:
+    """Per pool and OSD: the share the balancer aims at, weight-proportional as far as the
+    rule allows (analysis/share.py: with 3 hosts and size 3 every host holds pg_num
+    replicas, whatever its weight). The weight share where the rule is not one we read.
+    Once per (rule, pg_num, size): a thousand pools of one rule cost one."""
+    anc = snap.memo.get("ancestors")
+    if anc is None:
+        anc = snap.memo.setdefault("ancestors", ancestors(snap))
+    out = share.copy()
+    done: Dict[Any, np.ndarray] = {}
+    for i, pool in enumerate(snap.pools):
+        if pool.crush_rule not in snap.rules:
+            continue
+        key = (pool.crush_rule, pool.pg_num, pool.size, pool.type)
+        if key not in done:
+            done[key] = rule_share(snap, pool, weights_by_rule[pool.crush_rule], anc)
+        out[i] = done[key]
+    return out
 
 
 def _unlisted_pgs(snap: Snapshot) -> Optional[np.ndarray]:

@@ -73,10 +73,14 @@ def _ratio(percent: Optional[Number]) -> Optional[float]:
 FAMILIES: Dict[str, str] = {
     "pg_advisor_osd_pgs": "PG replicas on the OSD, all pools",
     "pg_advisor_osd_pg_share": "the OSD's weight-proportional share of PG replicas, all pools",
-    "pg_advisor_osd_pg_deviation": "PG replicas on the OSD minus its share, all pools",
+    "pg_advisor_osd_pg_target": "the OSD's share of PG replicas as far as the rules allow (the "
+                                "balancer's aim), all pools",
+    "pg_advisor_osd_pg_deviation": "PG replicas on the OSD minus its target, all pools",
     "pg_advisor_osd_pool_pgs": "PG replicas of the pool on the OSD",
     "pg_advisor_osd_pool_pg_share": "the OSD's weight-proportional share of the pool's PG replicas",
-    "pg_advisor_osd_pool_pg_deviation": "PG replicas of the pool on the OSD minus its share",
+    "pg_advisor_osd_pool_pg_target": "the OSD's share of the pool's PG replicas as far as its rule "
+                                     "allows (the balancer's aim)",
+    "pg_advisor_osd_pool_pg_deviation": "PG replicas of the pool on the OSD minus its target",
     "pg_advisor_osd_utilization_ratio": "space used on the OSD, 0..1",
     "pg_advisor_osd_pg_memory_bytes": "estimated PG memory on the OSD now",
     "pg_advisor_osd_pg_memory_steady_bytes": "estimated PG memory on the OSD with every PG log full",
@@ -88,10 +92,10 @@ FAMILIES: Dict[str, str] = {
     "pg_advisor_pool_pg_num": "the pool's pg_num",
     "pg_advisor_pool_recommended_pg_num": "pg_num pg_advisor recommends for the pool",
     "pg_advisor_pool_autoscaler_pg_num": "pg_num Ceph's pg_autoscaler would pick for the pool",
-    "pg_advisor_pool_max_deviation": "largest |PG replicas - share| over the pool's OSDs",
+    "pg_advisor_pool_max_deviation": "largest |PG replicas - target| over the pool's OSDs",
     "pg_advisor_pool_read_balance_score": "Reef's read_balance_score of the replicated pool (1: "
                                           "primaries even; from the up primaries)",
-    "pg_advisor_total_max_deviation": "largest |PG replicas - share| over the OSDs, all pools",
+    "pg_advisor_total_max_deviation": "largest |PG replicas - target| over the OSDs, all pools",
     "pg_advisor_mode": "pg_advisor's mode: 1 for the current one",
     "pg_advisor_plan_state": "the current or last plan's status: 1 for the current one (none: no plan)",
     "pg_advisor_plan_steps": "steps of the current or last plan",
@@ -115,13 +119,17 @@ def metrics(status: Dict[str, Any], progress: Dict[str, Any], served: Optional[D
         d = _osd(o)
         out["pg_advisor_osd_pgs"].append(((d,), o["pgs"]))
         out["pg_advisor_osd_pg_share"].append(((d,), o["pg_share"]))
-        out["pg_advisor_osd_pg_deviation"].append(((d,), _minus(o["pgs"], o["pg_share"])))
+        out["pg_advisor_osd_pg_target"].append(((d,), o["pg_target"]))
+        out["pg_advisor_osd_pg_deviation"].append(((d,), _minus(o["pgs"], o["pg_target"])))
         by_pool = o.get("pgs_by_pool") or {}
+        targets = o["pg_target_by_pool"]
         for pid, share in sorted(o["pg_share_by_pool"].items(), key=lambda kv: int(kv[0])):
             labels = (d, ("pool_id", pid))
             out["pg_advisor_osd_pool_pgs"].append((labels, by_pool.get(pid)))
             out["pg_advisor_osd_pool_pg_share"].append((labels, share))
-            out["pg_advisor_osd_pool_pg_deviation"].append((labels, _minus(by_pool.get(pid), share)))
+            out["pg_advisor_osd_pool_pg_target"].append((labels, targets.get(pid)))
+            out["pg_advisor_osd_pool_pg_deviation"].append((labels, _minus(by_pool.get(pid),
+                                                                           targets.get(pid))))
         out["pg_advisor_osd_utilization_ratio"].append(((d,), _ratio(o["utilization"])))
         out["pg_advisor_osd_pg_memory_bytes"].append(((d,), o["pg_memory_now"]))
         out["pg_advisor_osd_pg_memory_steady_bytes"].append(((d,), o["pg_memory_steady"]))
@@ -139,8 +147,8 @@ def metrics(status: Dict[str, Any], progress: Dict[str, Any], served: Optional[D
             "score_stable")))
     dist = status["distribution"]
     for p in dist["pools"]:
-        out["pg_advisor_pool_max_deviation"].append(((("pool_id", p["pool_id"]),), p["max_deviation"]))
-    out["pg_advisor_total_max_deviation"].append(((), (dist.get("total") or {}).get("max_deviation")))
+        out["pg_advisor_pool_max_deviation"].append(((("pool_id", p["pool_id"]),), p["target_max_deviation"]))
+    out["pg_advisor_total_max_deviation"].append(((), (dist.get("total") or {}).get("target_max_deviation")))
     mode = served.get("mode")
     for m in MODES:
         out["pg_advisor_mode"].append(((("mode", m),), None if mode is None else int(m == mode)))

@@ -159,8 +159,10 @@ def context(ceph: FakeCeph, opts: Optional[Options] = None, now: float = 0.0, ra
                    now, ceph.send, **kw)
 
 
-# status fields added since live_status.json was captured (read balance): not in it
-ADDED_SINCE_CAPTURE = {"osds": {"primaries", "primary_share"}, "pools": {"read_balance"}}
+# status fields added since live_status.json was captured (read balance; the rule-limited
+# target, and the distribution's target_max_deviation): not in it
+ADDED_SINCE_CAPTURE = {"osds": {"primaries", "primary_share", "pg_target", "pg_target_by_pool"},
+                       "pools": {"read_balance"}}
 
 
 def as_captured(doc: Dict[str, Any]) -> Dict[str, Any]:
@@ -170,4 +172,11 @@ def as_captured(doc: Dict[str, Any]) -> Dict[str, Any]:
     for section, added in ADDED_SINCE_CAPTURE.items():
         assert all(added <= set(row) for row in doc[section]), section
         out[section] = [{k: v for k, v in row.items() if k not in added} for row in doc[section]]
+    dist = dict(doc["distribution"])
+    rows = dist["pools"] + ([dist["total"]] if dist["total"] is not None else [])
+    assert all("target_max_deviation" in r for r in rows)
+    dist["pools"] = [{k: v for k, v in r.items() if k != "target_max_deviation"} for r in dist["pools"]]
+    if dist["total"] is not None:
+        dist["total"] = {k: v for k, v in dist["total"].items() if k != "target_max_deviation"}
+    out["distribution"] = dist
     return out

@@ -13,19 +13,26 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
+from pg_advisor.analysis.status import status_of
+from pg_advisor.model import snapshot
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.panel.server import (ACCEPTED_QUEUE, KEEP_ALIVE_CONNECTIONS, RETRY_AFTER, WORKERS,
                                      Server)
 from pg_advisor.panel.metrics import FAMILIES, family, metrics
 from pg_advisor.panel.page import PAGE
 
-from .conftest import free_port, read
+from .conftest import DUMP_FILES, free_port, read
 
 EVIL = '<img src=x onerror=alert(1)>"\\'
 
 
 def status_with_evil_pool() -> Dict[str, Any]:
-    st = copy.deepcopy(read("live_status.json"))
+    """The status of the 6-OSD fixture as this code computes it (every field it has), its
+    first pool renamed to markup."""
+    d = {k: read(f) for k, f in DUMP_FILES.items()}
+    snap = snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"],
+                         autoscale=read("autoscale_status.json"))
+    st = copy.deepcopy(status_of(snap))
     st["pools"][0]["name"] = EVIL
     st["distribution"]["pools"][0]["pool"] = EVIL
     return st
@@ -44,14 +51,17 @@ def test_metrics_carry_the_status_figures_named_as_cephs() -> None:
         d = f'ceph_daemon="osd.{o["id"]}"'
         assert int(samples[f"pg_advisor_osd_pgs{{{d}}}"]) == o["pgs"]
         assert float(samples[f"pg_advisor_osd_pg_share{{{d}}}"]) == o["pg_share"]
-        assert float(samples[f"pg_advisor_osd_pg_deviation{{{d}}}"]) == o["pgs"] - o["pg_share"]
+        assert float(samples[f"pg_advisor_osd_pg_target{{{d}}}"]) == o["pg_target"]
+        assert float(samples[f"pg_advisor_osd_pg_deviation{{{d}}}"]) == o["pgs"] - o["pg_target"]
         assert float(samples[f"pg_advisor_osd_utilization_ratio{{{d}}}"]) == o["utilization"] / 100
         assert int(samples[f"pg_advisor_osd_pg_memory_bytes{{{d}}}"]) == o["pg_memory_now"]
         for pid, x in o["pg_share_by_pool"].items():
             assert float(samples[f'pg_advisor_osd_pool_pg_share{{{d},pool_id="{pid}"}}']) == x
             assert int(samples[f'pg_advisor_osd_pool_pgs{{{d},pool_id="{pid}"}}']) == o["pgs_by_pool"][pid]
+            t = o["pg_target_by_pool"][pid]
+            assert float(samples[f'pg_advisor_osd_pool_pg_target{{{d},pool_id="{pid}"}}']) == t
             assert float(samples[f'pg_advisor_osd_pool_pg_deviation{{{d},pool_id="{pid}"}}']) == \
-                o["pgs_by_pool"][pid] - x
+                o["pgs_by_pool"][pid] - t
     for p in st["pools"]:      # names only in the metadata series, as ceph_pool_metadata
         assert int(samples[f'pg_advisor_pool_pg_num{{pool_id="{p["id"]}"}}']) == p["pg_num"]
         assert int(samples[f'pg_advisor_pool_recommended_pg_num{{pool_id="{p["id"]}"}}']) == \

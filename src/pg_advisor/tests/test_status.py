@@ -144,3 +144,36 @@ def test_fullest_and_emptiest(snap: snapshot.Snapshot, dumps: Dict[str, Any]) ->
     bare = status_report(snapshot.load(dumps["osd_dump"], dumps["crush"]))
     assert all(o["utilization"] is None for o in bare["osds"])
     assert bare["distribution"]["extremes"] == {"by_pgs": None, "by_utilization": None}
+
+
+def test_the_target_is_the_balancers_share_and_holds_where_the_weight_share_cannot(
+        dumps: Dict[str, Any]) -> None:
+    # 3 hosts and size 3: every host holds one replica of each PG whatever its weight. With
+    # osd.0 reweighted to 0.4 its host mate osd.3 must take the rest of host0's replicas,
+    # far above its weight's share; the target says so (and the alert reads it)
+    import numpy as np
+    from pg_advisor.balance.balancer import Balancer
+    for o in dumps["osd_dump"]["osds"]:
+        if o["osd"] == 0:
+            o["weight"] = 0.4
+    snap = snapshot.load(dumps["osd_dump"], dumps["crush"], dumps["pg_dump"], dumps["df"])
+    r = status_report(snap)
+    rbd = snap.pool_by_name("rbd")
+    rows = {o["id"]: o for o in r["osds"]}
+    hosts = {"host0": (0, 3), "host1": (1, 4), "host2": (2, 5)}
+    for osds in hosts.values():        # each host: one replica of every PG
+        assert sum(rows[o]["pg_target_by_pool"][str(rbd.id)] for o in osds) == pytest.approx(rbd.pg_num)
+    st = next(s for s in Balancer(snap).states if s.pool.id == rbd.id)
+    placed = float((st.up >= 0).sum())
+    for o in range(6):                 # the balancer's own share (of the replicas placed)
+        assert rows[o]["pg_target_by_pool"][str(rbd.id)] * placed / (rbd.pg_num * rbd.size) == \
+            pytest.approx(float(st.share[o]), abs=1e-5)
+    by_weight = rows[3]["pg_share_by_pool"][str(rbd.id)]
+    target = rows[3]["pg_target_by_pool"][str(rbd.id)]
+    assert target - by_weight > 1.5
+    # the totals and the distribution read the target too
+    assert rows[3]["pg_target"] == pytest.approx(sum(rows[3]["pg_target_by_pool"].values()), abs=1e-5)
+    d = next(p for p in r["distribution"]["pools"] if p["pool_id"] == rbd.id)
+    counts = np.array([rows[o]["pgs_by_pool"][str(rbd.id)] for o in range(6)])
+    want = np.abs(counts - np.array([rows[o]["pg_target_by_pool"][str(rbd.id)] for o in range(6)])).max()
+    assert d["target_max_deviation"] == pytest.approx(want, abs=1e-5)
