@@ -42,13 +42,21 @@ def ancestors(snap: Snapshot) -> Dict[int, np.ndarray]:
     out: Dict[int, np.ndarray] = {0: np.arange(n, dtype=np.int64)}
     for t in set(snap.crush_types.values()) - {0}:
         out[t] = NO_ANCESTOR - np.arange(n, dtype=np.int64)
-    # only the OSDs CRUSH holds (ids may reach 2^20 while a few exist), each bucket's
-    # chain walked once (a chain of thousands of nested buckets is legal)
+    # only the OSDs CRUSH holds (ids may reach 2^20 while a few exist), set a bucket's
+    # OSDs at a time (one per OSD cost 0.18 s at 10,000 OSDs), each bucket's chain walked
+    # once (a chain of thousands of nested buckets is legal)
+    kids: Dict[int, List[int]] = {}
+    for item, bucket in parent.items():
+        if 0 <= item < n:
+            kids.setdefault(bucket, []).append(item)
     above: Dict[int, List[int]] = {}
-    for osd in sorted(k for k in parent if 0 <= k < n):
-        for node in [parent[osd]] + _above(parent, parent[osd], above):
-            out.setdefault(snap.buckets[node].type_id,
-                           NO_ANCESTOR - np.arange(n, dtype=np.int64))[osd] = node
+    for bucket, osds in kids.items():
+        idx = np.array(osds, dtype=np.int64)
+        for node in [bucket] + _above(parent, bucket, above):
+            t = snap.buckets[node].type_id
+            if t not in out:
+                out[t] = NO_ANCESTOR - np.arange(n, dtype=np.int64)
+            out[t][idx] = node
     return out
 
 
