@@ -343,11 +343,15 @@ class Driver:
         for pgid, pairs in r.items.items():   # a PG's items changed: at least one shard moves
             pid = int(pgid.split(".")[0])
             shards[pid] = shards.get(pid, 0) + max(len(pairs), 1)
-        pools = [p for p in snap.pools if p.id in shards]
-        if pools:
+        changed = [p for p in snap.pools if p.id in shards]
+        if changed:
             copies = object_copies(snap)
-            steps = [balance_step(p, p.pg_num, p.pgp_num, shards[p.id], copies) for p in pools]
-            self.executor.start(steps, pools, Source.AUTO, now)
+            steps = [balance_step(p, p.pg_num, p.pgp_num, shards[p.id], copies) for p in changed]
+            # the plan's rounds balance every pool, as this proposal did: the OSDs' totals
+            # need them all (a proposal over all pools whose items were all one pool's
+            # found nothing when rerun over that pool alone, with no total to even: a thrash
+            # run saw plans start and end empty every minute, the total 1.1 PGs off)
+            self.executor.start(steps, list(snap.pools), Source.AUTO, now)
 
     def _auto_may_start(self, now: float) -> bool:
         """Not within AUTO_COOLDOWN of an abort, unless the operator set mode auto since:

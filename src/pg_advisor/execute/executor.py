@@ -100,8 +100,10 @@ class Executor:
             raise AdvisorError.invalid("a step names a pool the plan is not for")
         self.state = PlanState(
             id=uuid.uuid4().hex[:8], source=source, created=now, steps=list(steps),
+            # a pool without a step of its own is there for the balance rounds' total
             pools={p.name: PoolTarget(id=p.id, start=p.pg_num,
-                                      goal=[s.pg_num for s in steps if s.pool_id == p.id][-1],
+                                      goal=next((s.pg_num for s in reversed(steps) if s.pool_id == p.id),
+                                                p.pg_num),
                                       expect=[p.pg_num_target, p.pgp_num_target])
                    for p in pools},
             last_step_at=now if hold else None, drain=[int(x) for x in drain])

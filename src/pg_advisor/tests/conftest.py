@@ -1,3 +1,4 @@
+import gzip
 import json
 import socket
 from pathlib import Path
@@ -32,6 +33,13 @@ def free_port() -> int:
 
 def read(name: str, where: Path = CLUSTER6) -> Any:
     return json.loads((where / name).read_text())
+
+
+def read_case(name: str) -> Dict[str, Any]:
+    """The four dumps of a cluster a run found a bug on, kept in fixtures/NAME as gzipped
+    JSON (PG stats cut to the fields the snapshot reads)."""
+    return {k: json.loads(gzip.decompress((FIXTURES / name / f"{f}.gz").read_bytes()))
+            for k, f in DUMP_FILES.items()}
 
 
 @pytest.fixture
