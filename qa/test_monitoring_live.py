@@ -176,7 +176,7 @@ def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(promet
             wait_until(lambda: alerted() >= want, 60, f"the alert on both {sorted(want)}")
         except Exception:
             st = c.json("pg-advisor", "status")
-            raise AssertionError((alerted(), [(o["id"], o["pgs"], o["pg_share"]) for o in st["osds"]
+            raise AssertionError((alerted(), [(o["id"], o["pgs"], o["pg_target"]) for o in st["osds"]
                                               if o["id"] in (a, b)]))
         alerts = firing(url, "PgAdvisorOsdOffShare")
         assert {x["labels"]["severity"] for x in alerts} == {"warning"}
