@@ -358,7 +358,11 @@ class Executor:
             state.waiting = ("the misplaced budget or max_backfills_per_osd holds the next balance "
                              "round back")
             return True
-        uneven = sorted(r.uneven.items())
+        # a pool in the plan for the total alone (no step of its own) that no move evens does
+        # not hold the plan open: auto mode includes every pool, and one CRUSH itself leaves
+        # uneven would hold auto mode (and its sizing) for good
+        stepped = {s.pool for s in state.steps}
+        uneven = sorted((k, v) for k, v in r.uneven.items() if k in stepped)
         if not r.items and r.throttled and uneven:
             # nothing moves now, so no room will come: the next move alone needs more
             # backfills into or out of one OSD than max_backfills_per_osd allows

@@ -624,3 +624,28 @@ def test_a_stored_check_field_of_the_wrong_shape_is_unreadable(field: str, value
     check_state(dict(doc))            # the document as it stands is fine
     with pytest.raises(Unreadable, match=field):
         check_state(dict(doc, **{field: value}))
+
+
+def test_a_pool_there_for_the_total_alone_does_not_hold_the_plan_open(dumps: Dict[str, Any],
+                                                                      monkeypatch: Any) -> None:
+    # auto mode's balance plan includes every pool (the OSDs' totals need them all) but has
+    # steps only for the pools it found moves in; one that CRUSH leaves uneven for good must
+    # not hold the plan, and with it auto mode and its sizing, open for ever
+    from pg_advisor.execute import rounds
+    from pg_advisor.execute.executor import Executor
+    from pg_advisor.execute.plan_state import Source
+    from pg_advisor.execute.steps import balance_step
+    ceph, store = _skewed(dumps), Store()
+    snap = ceph.snap()
+    rbd = snap.pool_by_name("rbd")
+    for stuck_pool, held in (("fast", False), ("rbd", True)):
+        ex = Executor(None, [], store.save)
+        ex.start([balance_step(rbd, rbd.pg_num, rbd.pgp_num, 10, 1.0)], list(snap.pools), Source.AUTO, 0.0)
+        stuck = SimpleNamespace(items={}, throttled=False, moves=0,
+                                uneven={stuck_pool: f"osd.0 holds 20 PGs of pool {stuck_pool}"})
+        monkeypatch.setattr(rounds, "propose", lambda *a, **k: stuck)
+        for t in range(3):
+            ex.tick(snap, OPEN, ceph.send, float(t))
+        st = store.state or {}
+        assert (st["status"] == "running") == held, (stuck_pool, st["status"])
+        assert bool(ex.state and ex.state.blockers) == held
