@@ -297,6 +297,37 @@ def test_a_primary_that_must_move_goes_to_the_osd_most_short_of_primaries(dumps:
     assert len(off) == 1
 
 
+def test_a_primary_a_pull_must_take_comes_off_the_osd_most_over_its_primaries(
+        dumps: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    # the pull's side of the read tie-break: among sources the counts rank the same, and
+    # only primaries to take, the one most over its fair share of primaries gives
+    use_rule(dumps, "rbd", OSDS_ANYWHERE)
+    snap = load(dumps)
+    b = Balancer(snap)
+    st = next(s for s in b.states if s.pool.name == "rbd")
+    every = st.rows
+
+    def primaries_only(osd: int) -> np.ndarray:
+        r = every(osd)
+        return r[st.primary[r] == osd]
+    monkeypatch.setattr(st, "rows", primaries_only)
+    n = snap.osds.count
+    dst = 0
+    give = st.allowed.copy()
+    give[dst] = False
+    b.prim_share = np.full(n, 10.0)
+    picked = set()
+    for over in range(1, n):
+        b.prim = np.full(n, 10, np.int64)
+        b.prim[over] = 30
+        mv = b._pull(st, dst, give, np.zeros(n))
+        assert mv is not None and st.primary[mv[0]] == mv[1]       # a primary, as only those
+        if primaries_only(over).size:
+            assert mv[1] == over, (over, mv)
+        picked.add(mv[1])
+    assert len(picked) > 1
+
+
 def test_the_read_tie_break_changes_no_count_figure(dumps: Dict[str, Any]) -> None:
     # on and off: as many moves, as even per pool and in total, no more primaries changed
     # (qa/bench_read_balance.py measures the primaries' spread on the benchmark's maps)
