@@ -10,8 +10,8 @@ a pool: pg_num x (w_i x pa_i) / sum_j (w_j x pa_j), w the OSD's weight for the p
 
 Reef's score, for a replicated pool (no score for erasure-coded ones), from each PG's up
 primary as the PG stats report it, or as CRUSH gives it without stats (primary affinity
-and upmaps applied: the "stable" score; Reef's headline
-"acting" score differs from it only while a pg_temp or primary_temp holds a PG):
+and upmaps applied: the "stable" score; Reef's headline "acting" score, from the
+acting primaries the PG stats show, differs from it only while a pg_temp holds a PG):
     num_osds = the distinct OSDs of the pool's up sets; avg = pg_num / num_osds
     raw = r2(the most primaries on one OSD / avg)
     optimal = r2(num_osds / the OSDs under the rule's take with primary affinity > 0)
@@ -74,6 +74,19 @@ def _up(snap: Snapshot, pool: Pool) -> Tuple[np.ndarray, np.ndarray]:
     return m.up, m.up_primary
 
 
+def _acting_primaries(snap: Snapshot, pool: Pool) -> Optional[np.ndarray]:
+    """Per PG of the pool, its acting primary as the PG stats show it (None without stats):
+    the up primary while the acting set is the up set, else the first OSD acting (a
+    pg_temp's primary; Pacific sets no primary_temp of its own)."""
+    if snap.pgs is None:
+        return None
+    rows = snap.pg_rows(pool.id)
+    if not rows.size:
+        return None
+    up, acting = snap.pgs.up[rows], snap.pgs.acting[rows]
+    return np.where((up == acting).all(axis=1), snap.pgs.up_primary[rows], acting[:, 0])
+
+
 def primaries(snap: Snapshot, pool: Pool) -> np.ndarray:
     """Per OSD: the PGs of the pool whose up primary it is."""
     return _primary_counts(snap, _up(snap, pool)[1])
@@ -132,6 +145,12 @@ def read_balance_score(snap: Snapshot, pool: Pool,
         return dict(out, score_stable=None, error_message=f"the pool's PGs are on {num_osds} of the "
                     f"rule's {pa_count} OSDs: no optimum to score against")
     score = r2(raw / optimal)
+    acting = _acting_primaries(snap, pool)
+    if acting is not None:
+        # Reef's headline ("acting"): where the PG stats say the primaries serve now
+        a = _primary_counts(snap, acting)
+        raw_acting = r2((int(a[in_rule].max()) if in_rule.any() else 0) / avg)
+        out.update(score_acting=r2(raw_acting / optimal), raw_score_acting=raw_acting)
     return dict(out, score_stable=score, raw_score_stable=raw, optimal_score=optimal,
                 average_primary_affinity=r2(pa_sum / pa_count),
                 average_primary_affinity_weighted=r2(pa_w / total_w) if total_w > 0 else 0.0,

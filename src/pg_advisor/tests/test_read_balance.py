@@ -50,7 +50,10 @@ def test_the_score_of_a_replicated_pool(dumps: Dict[str, Any]) -> None:
     assert r["raw_score_stable"] == r2(counts.max() / avg)
     assert r["optimal_score"] == 1.0                # every rule OSD may be primary and holds PGs
     assert r["score_stable"] == r2(r["raw_score_stable"] / 1.0) and r["score_stable"] >= 1.0
-    assert read_balance_score(_snap(dumps, stats=False), rbd) == r      # stats or CRUSH: the same
+    crush_only = read_balance_score(_snap(dumps, stats=False), rbd)     # stats or CRUSH: the same
+    assert crush_only == {k: v for k, v in r.items() if not k.endswith("_acting")}
+    # every PG clean (acting = up): the acting score is the stable one
+    assert (r["score_acting"], r["raw_score_acting"]) == (r["score_stable"], r["raw_score_stable"])
     # the fixture's osd.1 has primary affinity 0.5, the others 1
     assert snap.osds.primary_affinity.tolist() == [1, 0.5, 1, 1, 1, 1]
     assert r["average_primary_affinity"] == r2(5.5 / 6)
@@ -116,3 +119,22 @@ def test_the_status_pass_reads_each_pools_pgs_once_through_one_sort(dumps: Dict[
     for p in fresh.pools:
         assert out["pools"][str(p.id)] == read_balance_score(snap, p)
     assert out["primaries"].tolist() == np.sum([primaries(snap, p) for p in snap.pools], axis=0).tolist()
+
+
+def test_the_acting_score_follows_a_pg_temp(dumps: Dict[str, Any]) -> None:
+    # Reef's headline score reads the acting primaries: while a pg_temp holds a PG (a
+    # backfill), its first acting OSD serves the reads. Every PG of rbd acting on osd.2
+    # first: the acting score rises, the stable one does not move
+    snap0 = _snap(dumps)
+    rbd = snap0.pool_by_name("rbd")
+    before = read_balance_score(snap0, rbd)
+    d = copy.deepcopy(dumps)
+    for s in d["pg_dump"]["pg_map"]["pg_stats"]:
+        if s["pgid"].startswith(f"{rbd.id}.") and 2 not in s["up"][:1]:
+            s["acting"] = [2] + [o for o in s["up"] if o != 2][:2]
+    r = read_balance_score(_snap(d), rbd)
+    assert before is not None and r is not None
+    assert r["score_stable"] == before["score_stable"]
+    avg = rbd.pg_num / 6
+    assert r["raw_score_acting"] == r2(rbd.pg_num / avg)           # all 32 on osd.2
+    assert r["score_acting"] == r2(r["raw_score_acting"] / r["optimal_score"])
