@@ -36,7 +36,15 @@ def ancestors(snap: Snapshot) -> Dict[int, np.ndarray]:
 
     OSDs without such an ancestor get a unique sentinel at or below NO_ANCESTOR
     (has_ancestor() tells them apart): no rule choosing that type can reach them.
+    Built once per snapshot (status, balancer, steps and drains all ask), read-only.
     """
+    got: Optional[Dict[int, np.ndarray]] = snap.memo.get("ancestors")
+    if got is None:
+        got = snap.memo.setdefault("ancestors", _ancestors(snap))
+    return got
+
+
+def _ancestors(snap: Snapshot) -> Dict[int, np.ndarray]:
     parent = bucket_parents(snap.buckets)
     n = snap.osds.count
     out: Dict[int, np.ndarray] = {0: np.arange(n, dtype=np.int64)}
@@ -57,6 +65,8 @@ def ancestors(snap: Snapshot) -> Dict[int, np.ndarray]:
             if t not in out:
                 out[t] = NO_ANCESTOR - np.arange(n, dtype=np.int64)
             out[t][idx] = node
+    for v in out.values():
+        v.flags.writeable = False       # shared through the memo
     return out
 
 

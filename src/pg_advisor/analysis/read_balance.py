@@ -89,7 +89,7 @@ def _acting_primaries(snap: Snapshot, pool: Pool) -> Optional[np.ndarray]:
 
 def primaries(snap: Snapshot, pool: Pool) -> np.ndarray:
     """Per OSD: the PGs of the pool whose up primary it is."""
-    return _primary_counts(snap, _up(snap, pool)[1])
+    return primary_counts(snap, _up(snap, pool)[1])
 
 
 def primary_share(snap: Snapshot, pool: Pool) -> np.ndarray:
@@ -105,7 +105,8 @@ def primary_share(snap: Snapshot, pool: Pool) -> np.ndarray:
     return pool.pg_num * wpa / total if total > 0 else np.zeros(snap.osds.count)
 
 
-def _primary_counts(snap: Snapshot, up_primary: np.ndarray) -> np.ndarray:
+def primary_counts(snap: Snapshot, up_primary: np.ndarray) -> np.ndarray:
+    """Per OSD, how many of these primaries it holds (holes and unknown ids left out)."""
     n = snap.osds.count
     p = up_primary[(up_primary >= 0) & (up_primary < n)]
     return np.bincount(p, minlength=n)[:n]
@@ -123,7 +124,7 @@ def read_balance_score(snap: Snapshot, pool: Pool,
     num_osds = int(np.unique(sets).size)
     if num_osds == 0 or pool.pg_num == 0:
         return None
-    counts = _primary_counts(snap, prim)
+    counts = primary_counts(snap, prim)
     w = _take_weights(snap, pool)
     in_rule = ~np.isnan(w)
     pa = snap.osds.primary_affinity
@@ -148,7 +149,7 @@ def read_balance_score(snap: Snapshot, pool: Pool,
     acting = _acting_primaries(snap, pool)
     if acting is not None:
         # Reef's headline ("acting"): where the PG stats say the primaries serve now
-        a = _primary_counts(snap, acting)
+        a = primary_counts(snap, acting)
         raw_acting = r2((int(a[in_rule].max()) if in_rule.any() else 0) / avg)
         out.update(score_acting=r2(raw_acting / optimal), raw_score_acting=raw_acting)
     return dict(out, score_stable=score, raw_score_stable=raw, optimal_score=optimal,
@@ -166,7 +167,7 @@ def read_balance(snap: Snapshot, pools: List[Pool]) -> Dict[str, Any]:
     scores: Dict[str, Any] = {}
     for p in pools:
         up = _up(snap, p)           # once a pool: the score reads the same sets
-        held += _primary_counts(snap, up[1])
+        held += primary_counts(snap, up[1])
         share += primary_share(snap, p)
         scores[str(p.id)] = read_balance_score(snap, p, up)
     return {"primaries": held, "primary_share": share, "pools": scores}

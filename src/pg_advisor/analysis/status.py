@@ -249,9 +249,7 @@ def _targets(snap: Snapshot, share: np.ndarray, weights_by_rule: Dict[int, np.nd
     rule allows (analysis/share.py: with 3 hosts and size 3 every host holds pg_num
     replicas, whatever its weight). The weight share where the rule is not one we read.
     Once per (rule, pg_num, size): a thousand pools of one rule cost one."""
-    anc = snap.memo.get("ancestors")
-    if anc is None:
-        anc = snap.memo.setdefault("ancestors", ancestors(snap))
+    anc = ancestors(snap)
     out = share.copy()
     done: Dict[Any, np.ndarray] = {}
     for i, pool in enumerate(snap.pools):

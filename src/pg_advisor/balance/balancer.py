@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..analysis.legality import ancestors, replaceable
-from ..analysis.read_balance import primary_share
+from ..analysis.read_balance import primary_counts, primary_share
 from ..crush.placement import Placer
 from ..crush.upmap import build_items, NotExpressible
 from ..model.distribution import rule_weights, unreachable, up_counts
@@ -107,8 +107,7 @@ class Balancer:
         self.prim_share = np.zeros(n)
         for st in self.states:
             if st.pool.type == "replicated":
-                p = st.primary[(st.primary >= 0) & (st.primary < n)]
-                self.prim += np.bincount(p, minlength=n)[:n]
+                self.prim += primary_counts(self.snap, st.primary)
                 self.prim_share += primary_share(self.snap, st.pool)
 
     @staticmethod
