@@ -123,6 +123,7 @@ def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(promet
     c, url = cluster, prometheus
     wait_until(lambda: scraped(url), 60, "Prometheus to scrape the panel")
     items_before = {u["pgid"] for u in c.json("osd", "dump")["pg_upmap_items"]}
+    reweighted: List[int] = []
     try:
         # advise, set (a `config rm` of the mode an earlier file set is not seen by a running
         # Pacific mgr: left in auto, it opened a plan and the balance below was refused)
@@ -144,6 +145,14 @@ def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(promet
         mates = c.host_mates()
         a = min(o for o in c.osd_ids(in_up=True) if mates.get(o))
         b = mates[a][0]
+        c.ceph("osd", "reweight", str(a), "0.6")
+        reweighted.append(a)
+        c.wait_clean(300, pool=POOL)
+        for _ in range(20):
+            if deviation(c) <= 1.5:
+                break
+            balance(c)
+        assert deviation(c) <= 1.5
         has_items = {u["pgid"] for u in c.json("osd", "dump")["pg_upmap_items"]}
         moved = [pg for pg, up in c.up_sets(POOL).items()
                  if b in up and a not in up and pg not in has_items][:4]
@@ -156,8 +165,15 @@ def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(promet
         c.ceph("config", "set", "mgr", OPT + "mode", "auto")
         for pg in moved:
             c.ceph("osd", "pg-upmap-items", pg, str(b), str(a))
-        c.wait_clean(300)
-        wait_until(lambda: deviation(c) > 1.5, 60, "an OSD more than 1.5 PGs from its share")
+        c.wait_clean(300, pool=POOL)
+        try:
+            wait_until(lambda: deviation(c) > 1.5, 60, "an OSD more than 1.5 PGs from its share")
+        except Exception:
+            st = c.json("pg-advisor", "status")
+            items = {u["pgid"]: u["mappings"] for u in c.json("osd", "dump")["pg_upmap_items"]}
+            raise AssertionError(([(o["id"], o["pgs"], o["pg_target"]) for o in st["osds"]],
+                                  {pg: (items.get(pg), c.json("pg", "map", pg)["up"]) for pg in moved},
+                                  c.json("pg-advisor", "progress")))
         t0 = time.monotonic()
         wait_until(lambda: bool(firing(url, "PgAdvisorOsdOffShare")), 120, "the imbalance alert")
         fired_in = time.monotonic() - t0
@@ -186,7 +202,8 @@ def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(promet
         assert deviation(c) <= 1.5
         wait_until(lambda: not firing(url, "PgAdvisorOsdOffShare"), 120, "the alert to clear")
         cleared_in = time.monotonic() - t1
-        print(f"PgAdvisorOsdOffShare fired {fired_in:.0f} s after the OSDs were uneven (for {FOR}), "
+        print(f"PgAdvisorOsdOffShare fired {fired_in:.0f} s after the OSDs were uneven (for {FOR}; osd.{a} "
+              f"reweighted to 0.6), "
               f"cleared {cleared_in:.0f} s after the first balance; {len(alerts)} OSDs alerted")
         # the other alerts stay silent on this healthy cluster
         names = {x["labels"]["alertname"] for x in api(url, "/api/v1/alerts")["data"]["alerts"]
@@ -197,6 +214,8 @@ def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(promet
             c.run("pg-advisor", "abort")
         c.run("config", "set", "mgr", OPT + "mode", "advise")
         c.run("config", "rm", "mgr", OPT + "window_days")
+        for o in reweighted:
+            c.run("osd", "reweight", str(o), "1")
         for u in c.json("osd", "dump")["pg_upmap_items"]:
             if u["pgid"] not in items_before:
                 c.run("osd", "rm-pg-upmap-items", u["pgid"])

@@ -468,7 +468,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         client.start()
         watch.start()
-        th.say(f"setup took {time.monotonic() - t_start:.0f} s; thrashing for {a.minutes} min, seed {a.seed}")
+        th.say(f"setup took {time.monotonic() - t_start:.0f} s; thrashing for {a.minutes} min, "
+               f"seed {a.seed}, from {time.strftime('%H:%M:%S', time.gmtime())} UTC")
         end = time.monotonic() + a.minutes * 60
         while time.monotonic() < end and not interrupted.is_set():
             th.step()

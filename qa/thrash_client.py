@@ -156,7 +156,9 @@ class Client:
         return problems
 
     def figures(self) -> Dict[str, Any]:
+        # when the slowest op ended (UTC, as the log's start line): to find the action behind it
         return {p: {"ok": ld.ok, "failed": len(ld.failed), "longest_op_s": round(ld.longest, 2),
+                    "longest_op_ended": time.strftime("%H:%M:%S", time.gmtime(ld.longest_at)),
                     "fill_objects": len(self.fills[p])}
                 for p, ld in self.loads.items()}
 
