@@ -1,8 +1,9 @@
 """pg_advisor's alert rules in a real Prometheus (Debian's), scraping the live module's
-/metrics on loopback: an OSD reweighted leaves the cluster uneven and the imbalance alert
-fires (read through Prometheus's HTTP API); `ceph pg-advisor balance` evens it and the
-alert clears. The rules are monitoring/pg_advisor_alerts.yml with each `for` cut to a few
-seconds (promtool checks the real durations: monitoring/tests/test_alerts.yml)."""
+/metrics on loopback: an OSD reweighted, the cluster balanced, four PGs moved by hand leave
+two OSDs off their targets and the imbalance alert fires (read through Prometheus's HTTP
+API); `ceph pg-advisor balance` evens it and the alert clears. The rules are
+monitoring/pg_advisor_alerts.yml with each `for` cut to a few seconds (promtool checks the
+real durations: monitoring/tests/test_alerts.yml)."""
 import datetime
 import json
 import subprocess
@@ -115,11 +116,14 @@ def deviation(c: Cluster) -> float:
 
 def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(prometheus: str,
                                                                           cluster: Cluster) -> None:
-    """Four PGs are moved by hand (upmap items) from one OSD to its host mate, which the
-    rule allows evening again: the alert fires for both. The alert reads each OSD's target
-    (the share as far as the rule allows). A reweighted OSD's version of this test was
-    tried (the issue asks for one) and left out: in 2 of 4 runs the 4 PGs moved after the
-    reweight did not show as more than 1.5 PGs off within 60 s (see issue 30's note)."""
+    """An OSD is reweighted (0.6) and the cluster balanced: with 3 hosts and size 3 every
+    host holds one replica of every PG, so the reweighted OSD's host keeps more than its
+    weight's share, and against the weight share the alert would never clear (its first
+    version did just that). It reads the target the rule allows. Then four PGs move by
+    hand (upmap items) from its host mate onto it: both OSDs fire, and clear after
+    `balance`. (Without the balance after the reweight, and with stats not yet showing the
+    map's up sets, the moves could land the OSDs back near their targets: 2 runs of 4
+    never saw the imbalance.)"""
     c, url = cluster, prometheus
     wait_until(lambda: scraped(url), 60, "Prometheus to scrape the panel")
     items_before = {u["pgid"] for u in c.json("osd", "dump")["pg_upmap_items"]}
