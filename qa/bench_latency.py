@@ -22,7 +22,9 @@ the change:
   advisor-unpinned: the same with split_pinning off.
 - expand: 2 OSDs start on a new host. ceph: Ceph backfills what CRUSH remapped, its
   balancer evens the rest; advisor: norebalance while they come in, `pin-remapped`, then
-  the drain; advisor-auto: mode auto with pin_on_change, the OSDs simply added.
+  the drain; advisor-weight: the OSDs start at CRUSH weight 0 (osd_crush_initial_weight),
+  then `crush-reweight` gives them the others' weight with the pins in the same map
+  epoch, then the drain; advisor-auto: mode auto with pin_on_change, the OSDs simply added.
 - drain: the last OSD (a host of its own) goes. ceph: `osd out`; advisor: `pg-advisor
   drain osd.N`, then norebalance, out, `pin-remapped` (what the out remaps once more goes
   back where the drain put it), norebalance off.
@@ -57,7 +59,7 @@ from .latency_client import OBJECT, fill
 POOL = "latbench"
 OPT = "mgr/pg_advisor/"
 METHODS = {"split": ("ceph", "advisor", "advisor-unpinned"),
-           "expand": ("ceph", "advisor", "advisor-auto"),
+           "expand": ("ceph", "advisor", "advisor-weight", "advisor-auto"),
            "drain": ("ceph", "advisor")}
 OSDS = {"split": 5, "expand": 4, "drain": 5}          # one host each
 PG_NUM = {"split": 32, "expand": 128, "drain": 128}
@@ -182,7 +184,15 @@ def change(c: Cluster, scenario: str, method: str, pg_num: int, last_osd: int) -
     elif scenario == "expand":
         if method == "advisor":
             c.ceph("osd", "set", "norebalance")
+        if method == "advisor-weight":
+            # the others' weight (the same block files), read before the new ones come at 0
+            weight = max(n["crush_weight"] for n in c.json("osd", "tree")["nodes"] if n["id"] >= 0)
+            old = set(c.osd_ids())
+            c.ceph("config", "set", "osd", "osd_crush_initial_weight", "0")
         c.vstart("add-osds", "--count", "2", "--host", "hostnew")
+        if method == "advisor-weight":
+            new = sorted(set(c.osd_ids()) - old)
+            c.ceph("pg-advisor", "crush-reweight", "--osd", *map(str, new), "--weight", str(weight))
         if method == "advisor":
             wait_until(lambda: bool(c.json("status")["pgmap"].get("misplaced_objects")), 120,
                        "CRUSH to remap PGs onto the new OSDs")

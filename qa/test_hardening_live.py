@@ -45,6 +45,8 @@ NUMBER_ARGS: List[Tuple[List[str], Tuple[str, ...]]] = [
     (["simulate", "--reweight", "N", "--weight", "0.5"], ("0",)),
     (["simulate", "--reweight", "0", "--weight", "N"], ("0",)),    # weight 0 = out
     (["balance", "--max-items", "N", "--dry-run"], ()),
+    (["crush-reweight", "--osd", "N", "--weight", "0.01", "--dry-run"], ("0",)),
+    (["crush-reweight", "--osd", "0", "--weight", "N", "--dry-run"], ("0",)),
 ]
 
 

@@ -15,6 +15,7 @@ import traceback
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from mgr_module import CLIReadCommand, CLIWriteCommand, MgrModule, Option
+from mgr_module import CommandResult as MonResult
 
 from .analysis.status import status_of
 from .execute.context import BalanceRequest, Context
@@ -35,6 +36,7 @@ from .render.views import show
 CommandResult = Tuple[int, str, str]
 Report = Dict[str, Any]
 MAP_WAIT = 10.0     # seconds a write command waits for the mgr's map to show what it set
+BURST_WAIT = 120.0  # seconds a command of a burst may take to answer
 # the fields of `pg_status` (PGMapDigest::print_summary) whose change means the PG stats did:
 # not the I/O rates, which change every report and decide nothing here
 PARSE_PAUSE = 0.002     # seconds without the GIL between chunks of a big JSON text
@@ -352,20 +354,24 @@ class Module(MgrModule):
         code, _, err = self.mon_command(dict(cmd, format="json"))
         return code, err
 
-    def burst(self, cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
-        """Send commands together, in order, each from its own thread, so that the mon
-        takes them into one map epoch; answers in the same order."""
-        results: List[Tuple[int, str]] = [(-errno.EIO, "not sent")] * len(cmds)
+    def send_nowait(self, cmd: Dict[str, Any]) -> Callable[[], Tuple[int, str]]:
+        """Send a mon command without waiting; the function returned waits for its answer."""
+        result = MonResult("")
+        self.send_command(result, "mon", "", json.dumps(dict(cmd, format="json")), "")
 
-        def one(i: int, c: Dict[str, Any]) -> None:
-            results[i] = self.send(c)
-        threads = [threading.Thread(target=one, args=(i, c)) for i, c in enumerate(cmds)]
-        for t in threads:
-            t.start()
-            time.sleep(0.002)     # keep them in order at the mon
-        for t in threads:
-            t.join(120)
-        return results
+        def wait() -> Tuple[int, str]:
+            if not result.ev.wait(BURST_WAIT):
+                return -errno.ETIMEDOUT, f"no answer from the mon within {BURST_WAIT:g} s"
+            code, _, err = result.wait()
+            return code, err
+        return wait
+
+    def burst(self, cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
+        """Send commands together, in order, none waiting for the one before (no thread
+        each: a weight change and its hundreds of pins go out as one), so that the mon takes
+        them into one map epoch; answers in the same order."""
+        waits = [self.send_nowait(c) for c in cmds]
+        return [w() for w in waits]
 
     def _act_mode(self, v: table.Values) -> Report:
         if v["mode"] is not None:
@@ -389,6 +395,18 @@ class Module(MgrModule):
         report = self.driver.pin_remapped(self.context(snap), dry_run)
         if not dry_run and report.get("plan"):
             self._wait_for_map(snap.epoch)
+            report["verified"] = self.driver.verify_pins(snap, time.time())
+        self._wake.set()
+        return report
+
+    def _act_crush_reweight(self, v: table.Values) -> Report:
+        snap, dry_run = self._snapshot_to_act(v), v["dry_run"]
+        weights = {int(o): float(v["weight"]) for o in v["osd"]}
+        report = self.driver.crush_reweight(self.context(snap), weights, dry_run)
+        if not dry_run and report.get("plan"):
+            # every answer is in: the mon's epoch now has all that landed; the mgr's map follows
+            code, out, _ = self.mon_command({"prefix": "osd stat", "format": "json"})
+            self._wait_for_map(int(json.loads(out)["epoch"]) - 1 if code == 0 else snap.epoch)
             report["verified"] = self.driver.verify_pins(snap, time.time())
         self._wake.set()
         return report

@@ -10,6 +10,7 @@ from ..analysis.whatif import Change, pg_map, simulate
 from ..balance.drain import drain_report
 from ..balance.remapped import pin_remapped, pins_report
 from ..balance.report import balance_report, eval_report
+from ..balance.reweighted import reweight_pins, reweight_report
 from ..execute.driver import misplaced_max
 from ..model.options import Options
 from ..model.snapshot import Snapshot
@@ -67,6 +68,11 @@ def _pin_remapped(i: Inputs, v: Values) -> Report:
     return dict(pins_report(i.snap, pin_remapped(i.snap)), dry_run=True)
 
 
+def _crush_reweight(i: Inputs, v: Values) -> Report:
+    weights = {int(o): float(v["weight"]) for o in v["osd"]}
+    return dict(reweight_report(i.snap, reweight_pins(i.snap, weights)), dry_run=True)
+
+
 def _drain(i: Inputs, v: Values) -> Report:
     return dict(drain_report(i.snap, v["osd_or_bucket"]), dry_run=True)
 
@@ -74,6 +80,7 @@ def _drain(i: Inputs, v: Values) -> Report:
 ANSWERS: Dict[str, Callable[[Inputs, Values], Report]] = {
     "status": _status, "eval": _eval, "plan": _plan, "map": _map, "simulate": _simulate,
     "balance": _balance, "pin-remapped": _pin_remapped, "drain": _drain,
+    "crush-reweight": _crush_reweight,
 }
 
 

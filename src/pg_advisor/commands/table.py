@@ -21,6 +21,8 @@ FLOAT_TEXT = re.compile(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\Z|-?(na
 INT_MAX = (1 << 63) - 1          # the mon carries a CephInt as int64; the core bounds each further
 MAX_BALANCE_ITEMS = 1 << 20      # replica moves one balance may propose
 MAX_OUT_OSDS = 4096              # OSDs one simulate may mark out
+MAX_OSD_ID = (1 << 31) - 1       # an OSD id is an int32 at the mon
+MAX_CRUSH_WEIGHT = 1e6           # one OSD's CRUSH weight (TiB by convention)
 
 
 Kind = Union[Type[str], Type[int], Type[float], Type[bool], Type[enum.Enum]]
@@ -130,6 +132,16 @@ COMMANDS: Tuple[Command, ...] = (
             "Map every remapped PG back onto the OSDs that hold its data (pg-upmap-items), then "
             "drain the pins in throttled balance rounds (--dry-run: only show them; offline: "
             "always; needs PG stats)", (DRY_RUN,), write=True),
+    Command("crush-reweight", "crush-reweight",
+            "Set the CRUSH weight of OSDs (--osd N... --weight W; e.g. OSDs started at "
+            "osd_crush_initial_weight 0) together with the pins that keep every PG it remaps on "
+            "the OSDs with its data, for one map epoch, then drain the pins in throttled balance "
+            "rounds (--dry-run: only show it; offline: always; needs PG stats)",
+            (Arg("osd", int, "the OSDs (ids)", required=True, many=True, low=0, high=MAX_OSD_ID,
+                 metavar="OSD"),
+             Arg("weight", float, "their new CRUSH weight", required=True, low=0, high=MAX_CRUSH_WEIGHT,
+                 metavar="W"),
+             DRY_RUN), write=True),
     # (not `target`: the ceph CLI keeps that name for itself, see test_module.py)
     Command("drain", "drain",
             "Empty an OSD (osd.N) or a CRUSH bucket such as a host through pg-upmap-items, in "

@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..analysis.plan import pg_num_plan
 from ..balance.drain import describe, drain_json, drain_plan
 from ..balance.remapped import SKIP_SHOWN, Pins, pin_remapped, pins_report
+from ..balance.reweighted import reweight_commands, reweight_pins, reweight_report
 from ..balance.report import items_json, misplaced_copies, proposal_json, propose, unkept
 from ..crush.upmap import map_mismatches
 from ..model.distribution import object_copies
@@ -24,7 +25,7 @@ from .pacing import BYTES_SPREAD, Pacing, check_pacing
 from .gates import balancer_conflict, cluster_blockers, misplaced_ratio
 from .plan_state import ACTIVE, Source, Status
 from .plan_store import PlanStore
-from .rounds import Burst, balance_round, set_full, set_items
+from .rounds import Burst, balance_round, set_full, set_items, set_with
 from .steps import PlanStep, StepPlanner, Throttles, balance_step
 
 AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a new plan
@@ -188,11 +189,42 @@ class Driver:
             pacing(ctx.opts, ctx.cluster_ratio)   # a malformed window is refused before anything is set
             return self._pin(snap, pins, ctx.sender(), Source.PIN_REMAPPED, ctx.now)
 
-    def _pin(self, snap: Snapshot, pins: Pins, burst: Burst, source: Source, now: float) -> Dict[str, Any]:
-        """Set the pins in small bursts, then start the drain plan."""
-        out = dict(pins_report(snap, pins), dry_run=False)
-        refused = set_items(snap, pins.items, burst, prime=False)
-        refused_full = set_full(snap, pins.full, burst)
+    def crush_reweight(self, ctx: Context, weights: Mapping[int, float], dry_run: bool) -> Dict[str, Any]:
+        """Set the OSDs' CRUSH weights with the pins that keep every PG the change remaps on
+        the OSDs with its data, in one burst for one map epoch (balance/reweighted.py), then
+        start the drain as pin-remapped does."""
+        snap = ctx.snap
+        with self.lock:
+            rw = reweight_pins(snap, weights)      # refuses a bad OSD or weight before anything
+            if dry_run:
+                return dict(reweight_report(snap, rw), dry_run=True)
+            self.check_idle("reweighting")
+            conflict = balancer_conflict(ctx.balancer_active, "no reweight",
+                                         " and would undo the pins")
+            if conflict:
+                raise AdvisorError.busy(f"not reweighting: {conflict}")
+            pacing(ctx.opts, ctx.cluster_ratio)
+            out = self._pin(snap, rw.pins, ctx.sender(), Source.CRUSH_REWEIGHT, ctx.now,
+                            lead=reweight_commands(rw.weights), report=reweight_report(snap, rw))
+            if out.get("lead_failed"):
+                raise AdvisorError.invalid(f"the mon refused the weight: {out['lead_failed'][0]}")
+            return out
+
+    def _pin(self, snap: Snapshot, pins: Pins, burst: Burst, source: Source, now: float,
+             lead: Sequence[Dict[str, Any]] = (), report: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        """Set the pins in small bursts, then start the drain plan. With `lead` (a weight
+        change), the lead and every pin go out in one burst instead, the lead first, so that
+        the mon takes them into one map epoch."""
+        out = dict(report if report is not None else pins_report(snap, pins), dry_run=False)
+        if lead:
+            lead_failed, refused, refused_full = set_with(snap, lead, pins.items, pins.full, burst)
+            if lead_failed:
+                # the weight did not change: the pins (their source in no PG's set) the mon drops
+                out.update(failed=refused.messages() + refused_full.messages(), lead_failed=lead_failed)
+                return out
+        else:
+            refused = set_items(snap, pins.items, burst, prime=False)
+            refused_full = set_full(snap, pins.full, burst)
         failed = out["failed"] = refused.messages() + refused_full.messages()
         done = set(pins.items) - set(refused.failed)
         full = {k: v for k, v in pins.full.items() if k not in refused_full.failed}
@@ -216,7 +248,8 @@ class Driver:
         self._pinned_at = snap.epoch     # maps up to this one do not show the pins yet
         self._pins_want = {k: pins.want[k] for k in done}
         self.pins_verified = None
-        self.executor.log(now, "pin", f"{len(done)} remapped PGs pinned onto their data"
+        what = "PGs the weight change remaps" if lead else "remapped PGs"
+        self.executor.log(now, "pin", f"{len(done)} {what} pinned onto their data"
                           + (f", {len(failed)} refused" if failed else ""))
         self.executor.save()
         return out

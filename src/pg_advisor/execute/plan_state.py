@@ -38,6 +38,7 @@ class Source(enum.StrEnum):
     AUTO = "auto"
     PIN_REMAPPED = "pin-remapped"
     DRAIN = "drain"
+    CRUSH_REWEIGHT = "crush-reweight"
 
 
 ACTIVE = (Status.RUNNING, Status.PAUSED)

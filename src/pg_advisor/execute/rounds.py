@@ -41,12 +41,33 @@ def set_items(snap: Snapshot, items: Items, burst: Burst, prime: bool) -> ItemsS
 def set_full(snap: Snapshot, full: Mapping[str, Sequence[int]], burst: Burst) -> ItemsSet:
     """Set a full pg-upmap on each PG (the items it had go first: they would apply on top
     of it), PRIME_BATCH PGs to a burst."""
+    return _send(_full_commands(snap, full), burst)
+
+
+def _full_commands(snap: Snapshot, full: Mapping[str, Sequence[int]]) -> List[Command]:
     cmds: List[Command] = []
     for pgid, osds in sorted(full.items()):
         if pgid in snap.pg_upmap_items:
             cmds.append({"prefix": "osd rm-pg-upmap-items", "pgid": pgid})
         cmds.append({"prefix": "osd pg-upmap", "pgid": pgid, "id": [int(o) for o in osds]})
-    return _send(cmds, burst)
+    return cmds
+
+
+def set_with(snap: Snapshot, lead: Sequence[Command], items: Items, full: Mapping[str, Sequence[int]],
+             burst: Burst) -> Tuple[List[str], ItemsSet, ItemsSet]:
+    """`lead` (a weight change), then every PG's items and full pg-upmaps, all in one burst
+    for one map epoch: the refusals of the lead, of the items and of the full pg-upmaps."""
+    item_cmds = mon_commands({k: [(int(p[0]), int(p[1])) for p in v] for k, v in items.items()})
+    full_cmds = _full_commands(snap, full)
+    cmds = list(lead) + item_cmds + full_cmds
+    results = burst(cmds)
+    lead_failed = [f"{c.get('name', c['prefix'])}: {err.strip() or f'error {rc}'}"
+                   for c, (rc, err) in zip(lead, results) if rc != 0]
+    outs = (ItemsSet(), ItemsSet())
+    for k, (c, (rc, err)) in enumerate(zip(cmds, results)):
+        if k >= len(lead) and rc != 0:
+            outs[0 if k < len(lead) + len(item_cmds) else 1].failed[c["pgid"]] = err.strip() or f"error {rc}"
+    return lead_failed, outs[0], outs[1]
 
 
 def unset_full(pgids: Sequence[str], burst: Burst) -> ItemsSet:

@@ -1,4 +1,4 @@
-"""Plain-text rendering of the `pin-remapped` and `drain` reports."""
+"""Plain-text rendering of the `pin-remapped`, `crush-reweight` and `drain` reports."""
 from typing import Any, Dict, List
 
 from .format import printable
@@ -23,6 +23,17 @@ def pins_text(r: Dict[str, Any]) -> str:
                    f"pinned PGs are on their data")
         out.extend(f"  not: {printable(k)}: {printable(w)}" for k, w in sorted(v["mismatched_pgs"].items()))
     return "\n".join(out + [_outcome(r, "drains the pins")])
+
+
+def reweight_text(r: Dict[str, Any]) -> str:
+    head = [f"{printable(k)}: CRUSH weight {w['from']:g} -> {w['to']:g}"
+            for k, w in sorted(r["weights"].items())]
+    head.append(f"{r['changed']} PGs change their up set with it; their pins go with the weight, "
+                f"for one map epoch")
+    if r["reordered"]:
+        head.append(f"{r['reordered']} of them only change the order of their OSDs (no data moves; "
+                    f"no item writes an order): they peer once with the change")
+    return "\n".join(head + [pins_text(r)])
 
 
 def _outcome(r: Dict[str, Any], does: str) -> str:

@@ -5,7 +5,7 @@ from typing import Any, Callable, Dict, Optional
 
 from .balance_text import balance_text, eval_text
 from .execute_text import apply_text, history_text, progress_text
-from .expand_text import drain_text, pins_text
+from .expand_text import drain_text, pins_text, reweight_text
 from .format import render
 from .plan_text import plan_text
 from .status_text import status_text
@@ -30,6 +30,7 @@ VIEWS: Dict[str, Callable[[Report], str]] = {
     "apply": apply_text,
     "pin-remapped": pins_text,
     "drain": drain_text,
+    "crush-reweight": reweight_text,
     "progress": progress_text,
     "history": history_text,
     "abort": lambda r: f"aborted: {r['summary']}",

@@ -37,15 +37,18 @@ def test_commands_are_declared_with_their_typed_arguments() -> None:
     cmds = {c["cmd"].split(" name=")[0]: c for c in Module.COMMANDS}
     assert set(cmds) == {f"pg-advisor {n}" for n in (
         "status", "plan", "eval", "balance", "map", "simulate", "mode", "apply", "pin-remapped", "drain",
-        "pause", "resume", "abort", "progress", "history")}
+        "crush-reweight", "pause", "resume", "abort", "progress", "history")}
     assert cmds["pg-advisor drain"]["cmd"].startswith("pg-advisor drain name=osd_or_bucket,type=CephString "
                                                       "name=dry_run,req=false,type=CephBool")
     assert "name=mode,req=false,strings=off|advise|auto,type=CephChoices" in cmds["pg-advisor mode"]["cmd"]
     assert "name=mode,req=false,strings=pgs|bytes,type=CephChoices" in cmds["pg-advisor balance"]["cmd"]
     assert "name=pg_num,req=false,type=CephInt" in cmds["pg-advisor apply"]["cmd"]
     assert "name=weight,req=false,type=CephFloat" in cmds["pg-advisor simulate"]["cmd"]
+    assert cmds["pg-advisor crush-reweight"]["cmd"].startswith(
+        "pg-advisor crush-reweight name=osd,n=N,type=CephInt name=weight,type=CephFloat")
     assert {c["perm"] for n, c in cmds.items() if n.split()[1] in ("status", "plan", "progress")} == {"r"}
-    assert {c["perm"] for n, c in cmds.items() if n.split()[1] in ("apply", "drain", "abort")} == {"w"}
+    assert {c["perm"] for n, c in cmds.items() if n.split()[1] in (
+        "apply", "drain", "abort", "crush-reweight")} == {"w"}
 
 
 def test_status_json_equals_offline(module: Module) -> None:

@@ -1,0 +1,152 @@
+"""A CRUSH weight change with its pins in the same map epoch: `crush-reweight`.
+
+Pinning after the change (pin-remapped) costs each remapped PG two peerings before any
+data moves: one when CRUSH remaps it (the mon primes a pg_temp onto its old OSDs) and one
+when the pin maps it back there. If the items reach the mon with the weight change and
+land in its map epoch, CRUSH's new sets and the items cancel out: no PG's up set changes,
+nothing peers, and the drain then moves each PG once (its pg_temp primed with the move),
+as Ceph's own backfill would, but within the budget.
+
+The items cannot go first: the mon drops an item whose source CRUSH does not give the PG
+(OSDMap::check_pg_upmaps), and before the change the new OSD is in no PG's set. So the
+weight goes first and the items right behind it; the map after the change is computed
+here (CRUSH as the mon will compute it, the items it would clean cleaned), and every PG
+whose up set it changes is pinned onto the OSDs that hold its data now, as pin-remapped
+would pin it one epoch later. An item that misses the epoch costs its PG what
+pin-remapped costs, no more.
+
+OSDs added with `osd_crush_initial_weight 0` move no data when they start; this brings
+them in. It serves any weight change, up or down.
+"""
+import dataclasses
+import errno
+import math
+from typing import Any, Dict, List, Mapping
+
+import numpy as np
+
+from ..analysis.growth import placer_after
+from ..crush.placement import Placer
+from ..model.constants import WEIGHT_ONE
+from ..model.errors import AdvisorError
+from ..model.load_crush import bucket_parents, walk_up
+from ..model.snapshot import Bucket, Snapshot
+from .remapped import Pins, pin_remapped, pins_report
+
+MAX_WEIGHT = 1e6          # CRUSH weight of one OSD (TiB by convention), as simulate --add-host
+MAX_OSDS = 1024           # OSDs one crush-reweight changes
+
+
+def crush_units(weight: float) -> int:
+    """`weight` in 16.16 fixed point as the mon stores it (CrushWrapper::adjust_item_weightf
+    multiplies in single precision and truncates)."""
+    return int(np.float32(weight) * np.float32(WEIGHT_ONE))
+
+
+def check_weights(snap: Snapshot, weights: Mapping[int, float]) -> None:
+    """An AdvisorError for a change that cannot be made or modelled: before any work."""
+    if not weights:
+        raise AdvisorError.invalid("crush-reweight needs at least one OSD")
+    if len(weights) > MAX_OSDS:
+        raise AdvisorError.invalid(f"at most {MAX_OSDS} OSDs at once, not {len(weights)}")
+    o = snap.osds
+    for osd, w in weights.items():
+        if not 0 <= osd < o.count or not o.exists[osd]:
+            raise AdvisorError.not_found(f"osd.{osd} does not exist")
+        if not (math.isfinite(w) and 0 <= w <= MAX_WEIGHT):
+            raise AdvisorError.invalid(f"--weight (a CRUSH weight) must be within 0..{MAX_WEIGHT:g}, not {w}")
+        if not any(osd in b.items for b in snap.buckets.values() if not b.is_shadow):
+            raise AdvisorError.invalid(f"osd.{osd} is in no CRUSH bucket: `ceph osd crush add` it first")
+    if snap.choose_args:
+        raise AdvisorError.invalid("the CRUSH map has weight sets (choose_args): a weight change "
+                                   "there is not modelled")
+
+
+def with_crush_weights(snap: Snapshot, weights: Mapping[int, float]) -> Snapshot:
+    """The snapshot with each OSD's CRUSH weight set, in every bucket that holds it (its
+    host and the device-class shadow host), and each ancestor's weight changed by as much,
+    as `ceph osd crush reweight` changes the map."""
+    check_weights(snap, weights)
+    buckets: Dict[int, Bucket] = dict(snap.buckets)
+    up = bucket_parents(buckets, shadow=True)
+    crush_weight = snap.osds.crush_weight.copy()
+    for osd, w in sorted(weights.items()):
+        new = crush_units(w) / WEIGHT_ONE
+        for b in [b for b in buckets.values() if osd in b.items]:
+            held = buckets[b.id]
+            ws = held.weights.copy()
+            at = held.items == osd
+            delta = float(new - ws[at][0])
+            ws[at] = new
+            buckets[b.id] = dataclasses.replace(held, weights=ws)
+            node = b.id
+            for above in walk_up(up, b.id):
+                p = buckets[above]
+                pw = p.weights.copy()
+                pw[p.items == node] += delta
+                buckets[above] = dataclasses.replace(p, weights=pw)
+                node = above
+            if not b.is_shadow:
+                crush_weight[osd] = new
+    osds = dataclasses.replace(snap.osds, crush_weight=crush_weight)
+    return dataclasses.replace(snap, osds=osds, buckets=buckets)
+
+
+@dataclasses.dataclass
+class Reweight:
+    after: Snapshot              # the map with the new weights
+    weights: Dict[int, float]
+    pins: Pins                   # the items that keep each remapped PG where its data is
+    changed: int                 # PGs whose up set the change alone would change
+    # of those, replicated PGs it only reorders (the same OSDs): no data moves, and no item
+    # list writes an order, so they peer once with the change, as with Ceph's own
+    reordered: List[str] = dataclasses.field(default_factory=list)
+
+
+def reweight_pins(snap: Snapshot, weights: Mapping[int, float]) -> Reweight:
+    """The map after the weight change, and the pins for every PG whose up set it changes
+    (CRUSH's new set, the upmaps the mon would clean cleaned), onto its acting set now."""
+    pgs = snap.pgs
+    if pgs is None:
+        raise AdvisorError(-errno.EAGAIN, "no PG stats yet: where each PG's data is is read from them")
+    after = with_crush_weights(snap, weights)
+    before_placer, after_placer = Placer.of(snap), placer_after(after)
+    new_up = pgs.up.copy()
+    moved: List[str] = []
+    for pool in snap.pools:
+        sel = np.flatnonzero((pgs.pool == pool.id) & (pgs.ps < pool.pg_num))
+        if sel.size == 0:
+            continue
+        width = min(pool.size, pgs.up.shape[1])
+        old = before_placer.map_pool(pool).up[pgs.ps[sel], :width]
+        new = after_placer.map_pool(pool).up[pgs.ps[sel], :width]
+        rows = sel[(old != new).any(axis=1)]
+        # pin_remapped pins what differs from its acting set: the moved PGs get CRUSH's new
+        # set; the rest compare as they are (one remapped already is left out below)
+        new_up[rows, :width] = new[(old != new).any(axis=1)]
+        moved += [f"{pool.id}.{int(ps):x}" for ps in pgs.ps[rows].tolist()]
+    pins = pin_remapped(dataclasses.replace(after, pgs=dataclasses.replace(pgs, up=new_up)), after_placer)
+    keep = set(moved)
+    pins.items = {k: v for k, v in pins.items.items() if k in keep}
+    pins.want = {k: v for k, v in pins.want.items() if k in keep}
+    pins.full = {k: v for k, v in pins.full.items() if k in keep}
+    pins.skipped = {k: v for k, v in pins.skipped.items() if k in keep}
+    pins.remapped = len(keep)
+    handled = set(pins.items) | set(pins.full) | set(pins.skipped)
+    return Reweight(after, {int(k): float(v) for k, v in weights.items()}, pins, len(keep),
+                    sorted(keep - handled))
+
+
+def reweight_commands(weights: Mapping[int, float]) -> List[Dict[str, Any]]:
+    """The mon commands that set the weights (the items go right behind them)."""
+    return [{"prefix": "osd crush reweight", "name": f"osd.{o}", "weight": float(w)}
+            for o, w in sorted(weights.items())]
+
+
+def reweight_report(snap: Snapshot, rw: Reweight) -> Dict[str, Any]:
+    """JSON for `crush-reweight`: the weights, and pin-remapped's report of the pins."""
+    return dict(pins_report(snap, rw.pins),
+                weights={f"osd.{o}": {"from": float(snap.osds.crush_weight[o]),
+                                      "to": crush_units(w) / WEIGHT_ONE}
+                         for o, w in sorted(rw.weights.items())},
+                changed=rw.changed, reordered=len(rw.reordered))

@@ -1,0 +1,149 @@
+"""crush-reweight: the map after a CRUSH weight change, and the pins that go with it."""
+import dataclasses
+import errno
+import json
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+import pytest
+
+from pg_advisor.analysis.growth import with_host
+from pg_advisor.balance.reweighted import crush_units, reweight_pins, with_crush_weights
+from pg_advisor.commands import table
+from pg_advisor.crush.placement import Placer
+from pg_advisor.execute.driver import Driver
+from pg_advisor.model import snapshot
+from pg_advisor.model.errors import AdvisorError
+from pg_advisor.model.options import make
+from pg_advisor.render.views import show
+
+from .fakes import FakeCeph, context
+
+
+def ups(snap: snapshot.Snapshot) -> Dict[str, List[int]]:
+    placer = Placer(snap)
+    out: Dict[str, List[int]] = {}
+    for pool in snap.pools:
+        m = placer.map_pool(pool)
+        out.update({m.pgid(r): m.up_list(r) for r in range(m.up.shape[0])})
+    return out
+
+
+def test_a_host_brought_from_weight_0_maps_as_the_grown_map_and_at_0_as_without_it(
+        snap: snapshot.Snapshot) -> None:
+    grown, ids, _ = with_host(snap, "hnew", 2, 0.25)
+    zero = with_crush_weights(grown, {i: 0.0 for i in ids})
+    # at weight 0 CRUSH never picks the new OSDs: every PG maps as before they came
+    assert ups(zero) == ups(snap)
+    back = with_crush_weights(zero, {i: 0.25 for i in ids})
+    assert ups(back) == ups(grown) != ups(snap)
+    # the same weights in every bucket, shadow trees included, as the grown map has them
+    for bid, b in grown.buckets.items():
+        assert np.array_equal(back.buckets[bid].weights, b.weights), b.name
+    assert np.array_equal(back.osds.crush_weight, grown.osds.crush_weight)
+    # the mon's fixed point: single precision, truncated
+    assert crush_units(0.0195) == 1277 and crush_units(1.0) == 0x10000
+
+
+def with_pins(snap: snapshot.Snapshot, items: Dict[str, List[Tuple[int, int]]]) -> snapshot.Snapshot:
+    upmap = dict(snap.pg_upmap_items)
+    upmap.update({k: tuple((int(a), int(b)) for a, b in v) for k, v in items.items()})
+    return dataclasses.replace(snap, pg_upmap_items=upmap)
+
+
+def test_the_pins_keep_every_pg_the_weight_moves_where_its_data_is(snap: snapshot.Snapshot) -> None:
+    w = float(snap.osds.crush_weight[0])
+    rw = reweight_pins(snap, {0: 3 * w})
+    before, after = ups(snap), ups(rw.after)
+    moved = {k for k in before if before[k] != after[k]}
+    assert len(moved) >= 5, "the weight moves too little to show anything"
+    assert rw.changed == len(moved) == rw.pins.remapped
+    handled = set(rw.pins.items) | set(rw.pins.full) | set(rw.pins.skipped)
+    assert handled | set(rw.reordered) == moved and not handled & set(rw.reordered)
+    # a reordered PG keeps its OSDs: no data moves, only (maybe) its primary
+    assert rw.reordered and all(sorted(before[k]) == sorted(after[k]) for k in rw.reordered)
+    assert len(rw.pins.items) >= len(moved) - len(rw.reordered) - 2
+    # with the pins in the same map as the weight, no pinned PG's up set changes
+    pinned = ups(with_pins(rw.after, rw.pins.items))
+    pools = {p.id: p for p in snap.pools}
+    for pgid in rw.pins.items:
+        old, new = before[pgid], pinned[pgid]
+        if pools[int(pgid.split(".")[0])].type == "replicated":
+            assert sorted(old) == sorted(new), pgid
+        else:
+            assert old == new, pgid
+    # and nothing else moved because of them
+    assert all(pinned[k] == after[k] for k in after if k not in rw.pins.items)
+
+
+def test_bad_input_is_refused_before_any_work(snap: snapshot.Snapshot) -> None:
+    bad: List[Tuple[Dict[int, float], int]] = [
+        ({99: 1.0}, errno.ENOENT), ({-1: 1.0}, errno.ENOENT), ({1 << 31: 1.0}, errno.ENOENT),
+        ({0: -1.0}, errno.EINVAL), ({0: float("nan")}, errno.EINVAL), ({0: 1e8}, errno.EINVAL),
+        ({}, errno.EINVAL)]
+    for weights, code in bad:
+        with pytest.raises(AdvisorError) as e:
+            reweight_pins(snap, weights)
+        assert e.value.code == -code, (weights, e.value.message)
+    cmd = table.BY_NAME["crush-reweight"]
+    wrong: List[Dict[str, Any]] = [
+        {"osd": [0], "weight": "nan"}, {"osd": [0], "weight": -1}, {"osd": [-1], "weight": 1},
+        {"osd": [1 << 31], "weight": 1}, {"osd": [0], "weight": 1e8}, {"weight": 1}, {"osd": [0]}]
+    for given in wrong:
+        with pytest.raises(AdvisorError):
+            table.check(cmd, given, live=True)
+
+
+class Mon:
+    """The mon as the burst sees it: every command answered, the reweight included."""
+
+    def __init__(self, ceph: FakeCeph, refuse: str = "") -> None:
+        self.ceph, self.refuse = ceph, refuse
+        self.bursts: List[List[Dict[str, Any]]] = []
+
+    def __call__(self, cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
+        self.bursts.append(list(cmds))
+        out = []
+        for c in cmds:
+            if c["prefix"] == "osd crush reweight":
+                out.append((-errno.EINVAL, self.refuse) if self.refuse else (0, ""))
+            else:
+                out.append(self.ceph.send(c))
+        return out
+
+
+def test_the_weight_and_every_pin_go_out_in_one_burst_weight_first(dumps: Dict[str, Any]) -> None:
+    kv: Dict[str, Any] = {}
+    drv = Driver(kv.get, kv.__setitem__, 0.0)
+    ceph = FakeCeph(dumps)
+    snap = ceph.snap()
+    w = 3 * float(snap.osds.crush_weight[0])
+    dry = drv.crush_reweight(context(ceph, make({}), 0.0, burst=Mon(ceph)), {0: w}, True)
+    assert dry["dry_run"] and dry["pinned"] > 0 and ceph.sent == [] and drv.executor.state is None
+    mon = Mon(ceph)
+    r = drv.crush_reweight(context(ceph, make({}), 0.0, burst=mon), {0: w}, False)
+    assert len(mon.bursts) == 1, "the weight and its pins go out together, for one map epoch"
+    cmds = mon.bursts[0]
+    assert cmds[0] == {"prefix": "osd crush reweight", "name": "osd.0", "weight": w}
+    assert {c["pgid"] for c in cmds[1:]} == set(dry["items"]) | set(dry["full"])
+    st = drv.executor.state
+    assert r["plan"] and st is not None and st.source == "crush-reweight"
+    assert r["weights"]["osd.0"]["to"] == crush_units(w) / 0x10000
+    assert json.loads(json.dumps(r)) == r
+    text = show("crush-reweight", r, None)
+    assert "osd.0: CRUSH weight" in text and "drains the pins" in text
+    # beside an open plan: refused, nothing sent
+    n = len(ceph.sent)
+    with pytest.raises(AdvisorError) as e:
+        drv.crush_reweight(context(ceph, make({}), 1.0, burst=Mon(ceph)), {0: w}, False)
+    assert e.value.code == -errno.EBUSY and len(ceph.sent) == n
+
+
+def test_a_refused_weight_starts_no_plan(dumps: Dict[str, Any]) -> None:
+    kv: Dict[str, Any] = {}
+    drv = Driver(kv.get, kv.__setitem__, 0.0)
+    ceph = FakeCeph(dumps)
+    w = 3 * float(ceph.snap().osds.crush_weight[0])
+    with pytest.raises(AdvisorError) as e:
+        drv.crush_reweight(context(ceph, make({}), 0.0, burst=Mon(ceph, refuse="no")), {0: w}, False)
+    assert "refused the weight" in e.value.message and drv.executor.state is None
