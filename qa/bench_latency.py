@@ -27,7 +27,9 @@ the change:
   epoch, then the drain; advisor-auto: mode auto with pin_on_change, the OSDs simply added.
 - drain: the last OSD (a host of its own) goes. ceph: `osd out`; advisor: `pg-advisor
   drain osd.N`, then norebalance, out, `pin-remapped` (what the out remaps once more goes
-  back where the drain put it), norebalance off.
+  back where the drain put it), norebalance off; advisor-weight: the drain, then
+  `crush-reweight --osd N --weight 0` (what CRUSH remaps once more pinned where the drain
+  put it, in the weight's own epoch), then out.
 
 The change ends when every PG is active+clean with nothing misplaced and no plan running
 ("to clean"); the clients run --window seconds more. Reported per run: p50/p99/p99.9 latency
@@ -60,7 +62,7 @@ POOL = "latbench"
 OPT = "mgr/pg_advisor/"
 METHODS = {"split": ("ceph", "advisor", "advisor-unpinned"),
            "expand": ("ceph", "advisor", "advisor-weight", "advisor-auto"),
-           "drain": ("ceph", "advisor")}
+           "drain": ("ceph", "advisor", "advisor-weight")}
 OSDS = {"split": 5, "expand": 4, "drain": 5}          # one host each
 PG_NUM = {"split": 32, "expand": 128, "drain": 128}
 MEMORY_TARGET = 1536 << 20
@@ -206,6 +208,12 @@ def change(c: Cluster, scenario: str, method: str, pg_num: int, last_osd: int) -
         c.ceph("pg-advisor", "drain", f"osd.{last_osd}")
         wait_until(lambda: json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))["plan"]["status"]
                    not in ("running", "paused"), 7200, "the drain", step=2)
+        if method == "advisor-weight":
+            c.ceph("pg-advisor", "crush-reweight", "--osd", str(last_osd), "--weight", "0")
+            wait_until(lambda: (json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))["plan"] or {})
+                       .get("status") not in ("running", "paused"), 7200, "the pins' drain", step=2)
+            c.ceph("osd", "out", str(last_osd))     # weight 0 already: nothing moves
+            return
         c.ceph("osd", "set", "norebalance")
         c.ceph("osd", "out", str(last_osd))
         time.sleep(3)

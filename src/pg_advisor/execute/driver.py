@@ -25,7 +25,7 @@ from .pacing import BYTES_SPREAD, Pacing, check_pacing
 from .gates import balancer_conflict, cluster_blockers, misplaced_ratio
 from .plan_state import ACTIVE, Source, Status
 from .plan_store import PlanStore
-from .rounds import Burst, balance_round, set_full, set_items, set_with
+from .rounds import Burst, balance_round, set_full, set_items, set_with, unset_full
 from .steps import PlanStep, StepPlanner, Throttles, balance_step
 
 AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a new plan
@@ -219,8 +219,13 @@ class Driver:
         if lead:
             lead_failed, refused, refused_full = set_with(snap, lead, pins.items, pins.full, burst)
             if lead_failed:
-                # the weight did not change: the pins (their source in no PG's set) the mon drops
-                out.update(failed=refused.messages() + refused_full.messages(), lead_failed=lead_failed)
+                # the weight did not change: what the pins would do without it is undone (each
+                # PG's items as they were; a full pg-upmap removed), so that nothing moves
+                sent = [k for k in pins.items if k not in refused.failed]
+                undo = set_items(snap, {k: snap.pg_upmap_items.get(k, ()) for k in sent}, burst, prime=False)
+                undo_full = unset_full([k for k in pins.full if k not in refused_full.failed], burst)
+                out.update(failed=refused.messages() + refused_full.messages(), lead_failed=lead_failed,
+                           undo_failed=undo.messages() + undo_full.messages())
                 return out
         else:
             refused = set_items(snap, pins.items, burst, prime=False)

@@ -144,6 +144,10 @@ def test_a_refused_weight_starts_no_plan(dumps: Dict[str, Any]) -> None:
     drv = Driver(kv.get, kv.__setitem__, 0.0)
     ceph = FakeCeph(dumps)
     w = 3 * float(ceph.snap().osds.crush_weight[0])
+    before = ceph.snap().pg_upmap_items
+    mon = Mon(ceph, refuse="no")
     with pytest.raises(AdvisorError) as e:
-        drv.crush_reweight(context(ceph, make({}), 0.0, burst=Mon(ceph, refuse="no")), {0: w}, False)
+        drv.crush_reweight(context(ceph, make({}), 0.0, burst=mon), {0: w}, False)
     assert "refused the weight" in e.value.message and drv.executor.state is None
+    # the pins that went out with it are taken back: every PG's items as they were
+    assert len(mon.bursts) >= 2 and ceph.snap().pg_upmap_items == before
