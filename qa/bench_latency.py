@@ -234,6 +234,10 @@ def run_one(base: Path, scenario: str, method: str, a: argparse.Namespace, seed:
                     osds - 1, a.clients, a.depth, a.window, a.timeout, seed)
     finally:
         c.vstart("stop")
+        # bluestore fills its sparse block files (some 4 GiB each a run): only the figures,
+        # the clients' ops and the logs are kept
+        for block in c.dir.glob("osd.*/block"):
+            block.unlink()
     return dict(r, osds=osds)
 
 
@@ -339,6 +343,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--scenario", default="split")
     ap.add_argument("--store", choices=("bluestore", "memstore"), default="bluestore")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--start", type=int, default=0, help="the first repeat's number (a series resumed: "
+                    "its order and seed follow the number)")
     ap.add_argument("--methods", help="comma-separated (default: the scenario's all)")
     ap.add_argument("--data-gib", type=float, default=2.0)
     ap.add_argument("--block-gib", type=int, default=8)
@@ -355,14 +361,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     scenarios = a.scenario.split(",")
     if any(s not in METHODS for s in scenarios):
         ap.error(f"--scenario: one or more of {', '.join(METHODS)}")
-    if a.repeat < 1 or a.clients < 1 or a.depth < 1 or a.data_gib <= 0:
+    if a.repeat < 1 or a.start < 0 or a.clients < 1 or a.depth < 1 or a.data_gib <= 0:
         ap.error("--repeat, --clients, --depth and --data-gib must be positive")
     base = a.dir or Path(tempfile.mkdtemp(prefix="bench-latency-"))
     base.mkdir(parents=True, exist_ok=True)
     for scenario in scenarios:
         methods = a.methods.split(",") if a.methods else list(METHODS[scenario])
         rows = []
-        for k in range(a.repeat):
+        for k in range(a.start, a.start + a.repeat):
             for m in (methods if k % 2 == 0 else methods[::-1]):
                 r = run_one(base, scenario, m, a, seed=k)
                 r["repeat"] = k
