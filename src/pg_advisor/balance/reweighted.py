@@ -27,6 +27,7 @@ import numpy as np
 
 from ..analysis.growth import placer_after
 from ..crush.placement import Placer
+from ..crush.upmap import apply_items
 from ..model.constants import WEIGHT_ONE
 from ..model.errors import AdvisorError
 from ..model.load_crush import bucket_parents, walk_up
@@ -98,8 +99,9 @@ class Reweight:
     weights: Dict[int, float]
     pins: Pins                   # the items that keep each remapped PG where its data is
     changed: int                 # PGs whose up set the change alone would change
-    # of those, replicated PGs it only reorders (the same OSDs): no data moves, and no item
-    # list writes an order, so they peer once with the change, as with Ceph's own
+    # of those, replicated PGs left on the same OSDs in another order (no item list writes an
+    # order): no data moves, but they peer once with the change, as with Ceph's own; some
+    # of them pinned (their other OSD kept), the rest only reordered by CRUSH
     reordered: List[str] = dataclasses.field(default_factory=list)
 
 
@@ -133,8 +135,24 @@ def reweight_pins(snap: Snapshot, weights: Mapping[int, float]) -> Reweight:
     pins.skipped = {k: v for k, v in pins.skipped.items() if k in keep}
     pins.remapped = len(keep)
     handled = set(pins.items) | set(pins.full) | set(pins.skipped)
+    reordered = keep - handled
+    # an item list keeps a replicated PG's OSDs, not their order: where CRUSH's new set
+    # orders them otherwise, the pinned PG moves no data but changes order (its primary,
+    # maybe) with the weight, and peers once there too
+    # (compared before primary affinity, which reorders both alike)
+    for pool in snap.pools:
+        mine = [k for k in pins.items if pool.type == "replicated" and int(k.split(".")[0]) == pool.id]
+        if not mine:
+            continue
+        seeds = np.array([int(k.split(".")[1], 16) for k in mine], dtype=np.int64)
+        old = before_placer.up_rows(pool, pool.pgp_num, seeds)
+        raw = after_placer.crush_sets(pool)[1]
+        for k, ps, row in zip(mine, seeds.tolist(), old.tolist()):
+            got = apply_items(raw[ps].tolist(), pins.items[k], after_placer.weight)
+            if [o for o in got if o >= 0] != [o for o in row if o >= 0]:
+                reordered.add(k)
     return Reweight(after, {int(k): float(v) for k, v in weights.items()}, pins, len(keep),
-                    sorted(keep - handled))
+                    sorted(reordered))
 
 
 def reweight_commands(weights: Mapping[int, float]) -> List[Dict[str, Any]]:
@@ -149,4 +167,4 @@ def reweight_report(snap: Snapshot, rw: Reweight) -> Dict[str, Any]:
                 weights={f"osd.{o}": {"from": float(snap.osds.crush_weight[o]),
                                       "to": crush_units(w) / WEIGHT_ONE}
                          for o, w in sorted(rw.weights.items())},
-                changed=rw.changed, reordered=len(rw.reordered))
+                changed=rw.changed, reordered=len(rw.reordered), reordered_pgs=rw.reordered)

@@ -31,8 +31,8 @@ def reweight_text(r: Dict[str, Any]) -> str:
     head.append(f"{r['changed']} PGs change their up set with it; their pins go with the weight, "
                 f"for one map epoch")
     if r["reordered"]:
-        head.append(f"{r['reordered']} of them only change the order of their OSDs (no data moves; "
-                    f"no item writes an order): they peer once with the change")
+        head.append(f"{r['reordered']} of them keep their OSDs in another order (no data moves; "
+                    f"no item list writes an order): they peer once with the change")
     return "\n".join(head + [pins_text(r)])
 
 
