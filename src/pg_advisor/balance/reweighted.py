@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Mapping
 
 import numpy as np
 
-from ..analysis.growth import placer_after
+from ..analysis.growth import MAX_WEIGHT, placer_after
 from ..crush.placement import Placer
 from ..crush.upmap import apply_items
 from ..model.constants import WEIGHT_ONE
@@ -34,7 +34,6 @@ from ..model.load_crush import bucket_parents, walk_up
 from ..model.snapshot import Bucket, Snapshot
 from .remapped import Pins, pin_remapped, pins_report
 
-MAX_WEIGHT = 1e6          # CRUSH weight of one OSD (TiB by convention), as simulate --add-host
 MAX_OSDS = 1024           # OSDs one crush-reweight changes
 
 
@@ -122,10 +121,11 @@ def reweight_pins(snap: Snapshot, weights: Mapping[int, float]) -> Reweight:
         width = min(pool.size, pgs.up.shape[1])
         old = before_placer.map_pool(pool).up[pgs.ps[sel], :width]
         new = after_placer.map_pool(pool).up[pgs.ps[sel], :width]
-        rows = sel[(old != new).any(axis=1)]
+        differs = (old != new).any(axis=1)
+        rows = sel[differs]
         # pin_remapped pins what differs from its acting set: the moved PGs get CRUSH's new
         # set; the rest compare as they are (one remapped already is left out below)
-        new_up[rows, :width] = new[(old != new).any(axis=1)]
+        new_up[rows, :width] = new[differs]
         moved += [f"{pool.id}.{int(ps):x}" for ps in pgs.ps[rows].tolist()]
     pins = pin_remapped(dataclasses.replace(after, pgs=dataclasses.replace(pgs, up=new_up)), after_placer)
     keep = set(moved)
