@@ -51,13 +51,23 @@ def test_a_split_through_pg_advisor_loses_no_op_and_no_data(bench: Cluster) -> N
     assert r["pgs"] == 16
 
 
-def test_a_drain_through_pg_advisor_loses_no_op_and_no_data(bench: Cluster) -> None:
+@pytest.mark.parametrize("method", ["advisor", "advisor-weight"])
+def test_a_drain_through_pg_advisor_loses_no_op_and_no_data(bench: Cluster, method: str) -> None:
+    """advisor: the drain, then the out with what it remaps pinned back; advisor-weight:
+    the drain, then `crush-reweight --weight 0` (pins in the weight's own epoch), then the
+    out, which then moves nothing."""
     c = bench
     osd = max(o["osd"] for o in c.json("osd", "dump")["osds"] if o["in"] and o["up"])
-    r = measure(c, "drain", "advisor", objects=400, pg_num=16, last_osd=osd, clients=2, depth=4,
-                window=5, timeout=900, seed=2)
-    check(r)
-    assert r["bytes_moved"] > 0
-    brief = c.json("pg", "dump", "pgs_brief")
-    rows = brief["pg_stats"] if isinstance(brief, dict) else brief
-    assert not [x["pgid"] for x in rows if osd in x["acting"]]        # nothing left on it
+    weight = next(n["crush_weight"] for n in c.json("osd", "tree")["nodes"] if n["id"] == osd)
+    try:
+        r = measure(c, "drain", method, objects=400, pg_num=16, last_osd=osd, clients=2, depth=4,
+                    window=5, timeout=900, seed=2)
+        check(r)
+        assert r["bytes_moved"] > 0
+        brief = c.json("pg", "dump", "pgs_brief")
+        rows = brief["pg_stats"] if isinstance(brief, dict) else brief
+        assert not [x["pgid"] for x in rows if osd in x["acting"] or osd in x["up"]]   # nothing left on it
+        after = next(n["crush_weight"] for n in c.json("osd", "tree")["nodes"] if n["id"] == osd)
+        assert after == (0 if method == "advisor-weight" else weight)
+    finally:
+        c.run("osd", "crush", "reweight", f"osd.{osd}", str(weight))     # for the tests after

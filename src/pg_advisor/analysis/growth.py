@@ -15,12 +15,12 @@ import numpy as np
 from ..crush.placement import Placer
 from ..model.distribution import pool_share, rule_weights, spread, up_counts
 from ..model.distribution import object_copies
+from ..model.checks import MAX_OSD_CRUSH_WEIGHT
 from ..model.errors import AdvisorError
-from ..model.snapshot import Bucket, Osds, Snapshot, bucket_parents, walk_up
+from ..model.snapshot import Bucket, Osds, Snapshot, add_weight_above, bucket_parents
 from .whatif import Change, _movement, mon_cleaned
 
 MAX_NEW_OSDS = 1024
-MAX_WEIGHT = 1e6          # CRUSH weight of one OSD (TiB by convention)
 MAX_RATE_MIB_S = 1e7      # backfill throughput a time estimate may assume
 MIB = 1 << 20
 
@@ -28,17 +28,10 @@ MIB = 1 << 20
 def _add_child(buckets: Dict[int, Bucket], parent: int, child: int, weight: float) -> None:
     """`child` (of `weight`) into `parent`, and the weight up through its ancestors (a
     shadow bucket's are shadow buckets: both trees are walked)."""
-    up = bucket_parents(buckets, shadow=True)
     b = buckets[parent]
     buckets[parent] = dataclasses.replace(b, items=np.append(b.items, child),
                                           weights=np.append(b.weights, weight))
-    node = parent
-    for above in walk_up(up, parent):
-        p = buckets[above]
-        w = p.weights.copy()
-        w[p.items == node] += weight
-        buckets[p.id] = dataclasses.replace(p, weights=w)
-        node = p.id
+    add_weight_above(buckets, bucket_parents(buckets, shadow=True), parent, weight)
 
 
 def with_host(snap: Snapshot, name: str, count: int, weight: float, device_class: Optional[str] = None,
@@ -47,9 +40,9 @@ def with_host(snap: Snapshot, name: str, count: int, weight: float, device_class
     `root`; the new OSD ids; their device class (default: the most common one)."""
     if not 1 <= count <= MAX_NEW_OSDS:
         raise AdvisorError.invalid(f"--osds must be within 1..{MAX_NEW_OSDS}, not {count}")
-    if not (math.isfinite(weight) and 0 < weight <= MAX_WEIGHT):
+    if not (math.isfinite(weight) and 0 < weight <= MAX_OSD_CRUSH_WEIGHT):
         raise AdvisorError.invalid(f"--weight (each new OSD's CRUSH weight) must be within "
-                                   f"(0, {MAX_WEIGHT:g}], not {weight}")
+                                   f"(0, {MAX_OSD_CRUSH_WEIGHT:g}], not {weight}")
     by_name = {b.name: b for b in snap.buckets.values()}
     if name in by_name or "~" in name or not name.strip():
         raise AdvisorError.invalid(f"a bucket named '{name[:80]}' exists already (or the name is not one)")

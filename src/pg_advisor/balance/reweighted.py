@@ -25,13 +25,13 @@ from typing import Any, Dict, List, Mapping
 
 import numpy as np
 
-from ..analysis.growth import MAX_WEIGHT, placer_after
+from ..analysis.growth import placer_after
 from ..crush.placement import Placer
 from ..crush.upmap import apply_items
 from ..model.constants import WEIGHT_ONE
 from ..model.errors import AdvisorError
-from ..model.load_crush import bucket_parents, walk_up
-from ..model.snapshot import Bucket, Snapshot
+from ..model.checks import MAX_OSD_CRUSH_WEIGHT
+from ..model.snapshot import Bucket, Snapshot, add_weight_above, bucket_parents
 from .remapped import Pins, pin_remapped, pins_report
 
 MAX_OSDS = 1024           # OSDs one crush-reweight changes
@@ -53,8 +53,9 @@ def check_weights(snap: Snapshot, weights: Mapping[int, float]) -> None:
     for osd, w in weights.items():
         if not 0 <= osd < o.count or not o.exists[osd]:
             raise AdvisorError.not_found(f"osd.{osd} does not exist")
-        if not (math.isfinite(w) and 0 <= w <= MAX_WEIGHT):
-            raise AdvisorError.invalid(f"--weight (a CRUSH weight) must be within 0..{MAX_WEIGHT:g}, not {w}")
+        if not (math.isfinite(w) and 0 <= w <= MAX_OSD_CRUSH_WEIGHT):
+            raise AdvisorError.invalid(f"--weight (a CRUSH weight) must be within "
+                                       f"0..{MAX_OSD_CRUSH_WEIGHT:g}, not {w}")
         if not any(osd in b.items for b in snap.buckets.values() if not b.is_shadow):
             raise AdvisorError.invalid(f"osd.{osd} is in no CRUSH bucket: `ceph osd crush add` it first")
     if snap.choose_args:
@@ -79,13 +80,7 @@ def with_crush_weights(snap: Snapshot, weights: Mapping[int, float]) -> Snapshot
             delta = float(new - ws[at][0])
             ws[at] = new
             buckets[b.id] = dataclasses.replace(held, weights=ws)
-            node = b.id
-            for above in walk_up(up, b.id):
-                p = buckets[above]
-                pw = p.weights.copy()
-                pw[p.items == node] += delta
-                buckets[above] = dataclasses.replace(p, weights=pw)
-                node = above
+            add_weight_above(buckets, up, b.id, delta)
             if not b.is_shadow:
                 crush_weight[osd] = new
     osds = dataclasses.replace(snap.osds, crush_weight=crush_weight)

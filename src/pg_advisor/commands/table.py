@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple, Type, Union
 
+from ..model.checks import MAX_OSD_CRUSH_WEIGHT
 from ..model.errors import AdvisorError
 from ..model.options import BY_NAME as BY_OPTION, INT_TEXT, BalanceMode, Mode
 
@@ -22,7 +23,6 @@ INT_MAX = (1 << 63) - 1          # the mon carries a CephInt as int64; the core 
 MAX_BALANCE_ITEMS = 1 << 20      # replica moves one balance may propose
 MAX_OUT_OSDS = 4096              # OSDs one simulate may mark out
 MAX_OSD_ID = (1 << 31) - 1       # an OSD id is an int32 at the mon
-MAX_CRUSH_WEIGHT = 1e6           # one OSD's CRUSH weight (TiB by convention)
 
 
 Kind = Union[Type[str], Type[int], Type[float], Type[bool], Type[enum.Enum]]
@@ -139,7 +139,7 @@ COMMANDS: Tuple[Command, ...] = (
             "rounds (--dry-run: only show it; offline: always; needs PG stats)",
             (Arg("osd", int, "the OSDs (ids)", required=True, many=True, low=0, high=MAX_OSD_ID,
                  metavar="OSD"),
-             Arg("weight", float, "their new CRUSH weight", required=True, low=0, high=MAX_CRUSH_WEIGHT,
+             Arg("weight", float, "their new CRUSH weight", required=True, low=0, high=MAX_OSD_CRUSH_WEIGHT,
                  metavar="W"),
              DRY_RUN), write=True),
     # (not `target`: the ceph CLI keeps that name for itself, see test_module.py)

@@ -27,6 +27,7 @@ MAX_ID = (1 << 31) - 1      # pool, rule and bucket type ids are 32-bit in Ceph
 MAX_INT64 = (1 << 63) - 1   # bytes, objects, log entries
 MAX_KB = 1 << 53            # OSD sizes in KiB: x 1024 stays within int64
 MAX_WEIGHT = 0xFFFFFFFF     # CRUSH weights are unsigned 16.16
+MAX_OSD_CRUSH_WEIGHT = 1e6  # one OSD's CRUSH weight (TiB by convention) as a command takes it
 
 
 Number = Union[int, float]

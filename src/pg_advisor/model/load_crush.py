@@ -1,6 +1,7 @@
 """The CRUSH map's loader (`ceph osd crush dump -f json`, or the mgr's osd_map_crush):
 buckets, types, rules and their steps, tunables and weight sets, each field checked."""
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+import dataclasses
+from typing import Any, Dict, List, Mapping, MutableMapping, Optional, Tuple
 
 import numpy as np
 
@@ -162,6 +163,19 @@ def walk_up(parent: Mapping[int, int], item: int) -> List[int]:
         out.append(node)
         node = parent.get(node)
     return out
+
+
+def add_weight_above(buckets: MutableMapping[int, Bucket], parent: Mapping[int, int], bucket: int,
+                     delta: float) -> None:
+    """`bucket`'s weight changed by `delta` in each bucket above it, as the mon carries a
+    child's change up the tree (`parent` from bucket_parents)."""
+    node = bucket
+    for above in walk_up(parent, bucket):
+        p = buckets[above]
+        w = p.weights.copy()
+        w[p.items == node] += delta
+        buckets[above] = dataclasses.replace(p, weights=w)
+        node = above
 
 
 def load_choose_args(crush: Json, buckets: Mapping[int, Bucket]

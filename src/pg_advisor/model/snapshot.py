@@ -15,8 +15,8 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 from .checks import MAX_INT64, MAX_PG_NUM, as_int, int_field, map_field, str_field
 from .cluster import CONFIG_DEFAULTS, POOL_TYPES, Bucket, Json, Osds, Pgs, Pool, Rule, Snapshot
 from .errors import AdvisorError
-from .load_crush import (STEP_ARGS, TUNABLES, bucket_parents, load_buckets, load_choose_args, load_rules,
-                         load_tunables, load_types, walk_up)
+from .load_crush import (STEP_ARGS, TUNABLES, add_weight_above, bucket_parents, load_buckets,
+                         load_choose_args, load_rules, load_tunables, load_types, walk_up)
 from .load_df import pool_usage
 from .load_osdmap import bound_upmaps, highest_named, load_osds, load_pools, load_upmaps
 from .load_pgs import check_pg_osds, load_pgs, pg_map_of
@@ -24,7 +24,7 @@ from .load_pgs import check_pg_osds, load_pgs, pg_map_of
 # the types and the loaders' names the layers above read here: one place to import from
 __all__ = ["Bucket", "Rule", "Pool", "Osds", "Pgs", "Snapshot", "CONFIG_DEFAULTS", "CONFIG_BOUNDS",
            "CONFIG_MAX", "POOL_TYPES", "MAX_PG_NUM", "STEP_ARGS", "TUNABLES", "bucket_parents",
-           "walk_up", "load_upmaps", "pg_map_of", "load"]
+           "walk_up", "add_weight_above", "load_upmaps", "pg_map_of", "load"]
 
 
 # The range of each setting in CONFIG_DEFAULTS (others: 0..CONFIG_MAX); pg counts and
