@@ -13,6 +13,8 @@ these need crushtool and osdmaptool to build, or take too long for a loaded CI m
 - ``384osd-pg2^20``: the 384-OSD map with one pool of 2^20 PGs.
 - ``384osd-1000pools``: the 384-OSD map with 1,000 pools of 1,024 PGs.
 - ``10000osd``: 25 racks x 20 hosts x 20 OSDs, one pool of 320,000 PGs.
+- ``10000osd-stats``: the same with PG stats (what ``crush-reweight`` and ``pin-remapped``
+  read: each PG's data is where its acting set is).
 
 Each command runs in a child process as a user runs it; its peak RSS comes from the
 kernel (wait4). ``osdmaptool --test-map-pgs`` maps the same map in the same run.
@@ -37,7 +39,9 @@ from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, generate, synthetic
 SRC = Path(__file__).resolve().parents[1] / "src"
 LIMIT_S, LIMIT_RSS = 10.0, 1 << 30
 COMMANDS = [["status"], ["plan"], ["eval"], ["balance"], ["map"], ["drain", "osd.1"],
-            ["simulate", "--out-osd", "1"], ["pin-remapped"]]
+            ["simulate", "--out-osd", "1"], ["pin-remapped"],
+            ["simulate", "--add-host", "hnew", "--osds", "2", "--weight", "0.8"],
+            ["crush-reweight", "--osd", "1", "--weight", "1.6"]]
 Docs = Dict[str, Any]
 
 
@@ -129,9 +133,15 @@ def ten_thousand(tmp: Path) -> Tuple[Optional[GeneratedMap], Docs]:
     return gm, d
 
 
+def ten_thousand_stats(tmp: Path) -> Tuple[Optional[GeneratedMap], Docs]:
+    gm, d = ten_thousand(tmp)
+    return gm, _with_stats(d)
+
+
 CASES: Dict[str, Callable[[Path], Tuple[Optional[GeneratedMap], Docs]]] = {
     "6osd-pg2^20": six_pg2p20, "384osd-maxosd2^20": max_osd_2p20, "384osd-out50": out50,
     "384osd-pg2^20": pg2p20_384, "384osd-1000pools": pools_1000, "10000osd": ten_thousand,
+    "10000osd-stats": ten_thousand_stats,
 }
 
 

@@ -65,7 +65,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
-        prog="python3 -m pg_advisor",
+        prog="python3 -m pg_advisor", allow_abbrev=False,
         description="pg_advisor offline: PG sizing and balance views from Ceph JSON dumps.")
     p.add_argument("--osdmap", required=True, metavar="OSD_DUMP.json",
                    help="`ceph osd dump -f json` (or `osdmaptool MAP --dump json`)")
@@ -89,7 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
                        metavar=spec.type.upper(), help=f"{spec.desc} (default {spec.default})")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for cmd in table.OFFLINE:
-        sp = sub.add_parser(cmd.name, help=cmd.help)
+        # no abbreviations: a command's --osd would be taken for --osdmap or refused as
+        # ambiguous beside --osd-memory-target
+        sp = sub.add_parser(cmd.name, help=cmd.help, allow_abbrev=False)
         for arg in cmd.args:
             _add(sp, arg)       # --dry-run too: offline every command is one
         sp.add_argument("-f", "--format", choices=FORMATS, default="plain")
@@ -112,7 +114,9 @@ def _add(sp: argparse.ArgumentParser, arg: table.Arg) -> None:
         sp.add_argument(arg.name + POSITIONAL, nargs="?", help=arg.help,
                         metavar=kw.get("metavar", arg.name.upper()))
         kw["help"] = argparse.SUPPRESS
-    sp.add_argument(arg.flag, *arg.aliases, action="append" if arg.many else "store", **kw)
+    if arg.many:        # `--osd 4 5` as the ceph CLI takes it, or `--osd 4 --osd 5`
+        kw.update(action="extend", nargs="+")
+    sp.add_argument(arg.flag, *arg.aliases, action=kw.pop("action", "store"), **kw)
 
 
 def _values(cmd: table.Command, args: argparse.Namespace) -> Dict[str, Any]:

@@ -92,6 +92,10 @@ def test_a_bad_argument_gets_the_same_answer_both_ways(module: Module, name: str
     ("eval", {"pool": "rbd"}, ["eval", "--pool", "rbd"]),
     ("drain", {"osd_or_bucket": "osd.0", "dry_run": True}, ["drain", "osd.0"]),
     ("pin-remapped", {"dry_run": True}, ["pin-remapped"]),
+    # many values after one flag, as the ceph CLI takes them; --osd is no abbreviation of --osdmap
+    ("simulate", {"out_osd": [1, 2]}, ["simulate", "--out-osd", "1", "2"]),
+    ("crush-reweight", {"osd": [4, 5], "weight": 0.5, "dry_run": True},
+     ["crush-reweight", "--osd", "4", "5", "--weight", "0.5"]),
 ])
 def test_a_good_question_gets_the_same_report_both_ways(module: Module, name: str, kw: Dict[str, Any],
                                                         argv: List[str]) -> None:
