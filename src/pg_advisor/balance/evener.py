@@ -21,6 +21,11 @@ from .budget import Stop
 CANDIDATES = 32     # partner OSDs examined per step, the most promising first
 SWAP_CANDIDATES = 8
 KEEP_RATIO = 0.5    # see the docstring
+# A step's own cost in the balancer's units of work (~40 ns each) per OSD: it sorts every
+# OSD by fullness and builds arrays over them (some 3.5 ms a step at 10,000 OSDs). With the
+# legality checks it makes, it counts against the one bound of a run (balancer.WORK_MAX):
+# uncounted, 9,697 steps took 35 s on a 10,000-OSD map (qa/bench_large_inputs.py).
+STEP_UNITS_PER_OSD = 8
 
 
 class Move:
@@ -113,6 +118,8 @@ class ByteEvener:
         rows = st.rows(s)
         if not ds.size or not rows.size:
             return []
+        if not self.balancer._spend(rows.size * ds.size):
+            return []
         srcs = np.full(rows.size, s)
         ok = replaceable(self.balancer.anc, st.shape, st.allowed, st.up[rows], st.forbidden(rows, srcs),
                          srcs, ds)
@@ -135,6 +142,8 @@ class ByteEvener:
             rows_d = st.rows(d)
             if not rows_d.size:
                 continue
+            if not self.balancer._spend(rows_s.size + rows_d.size):
+                break
             from_s, from_d = np.full(rows_s.size, s), np.full(rows_d.size, d)
             anc = self.balancer.anc
             a = rows_s[replaceable(anc, st.shape, st.allowed, st.up[rows_s], st.forbidden(rows_s, from_s),
@@ -213,7 +222,7 @@ class ByteEvener:
         """One step off the fullest OSD, or onto the emptiest: True if made."""
         u = self.util()
         live = np.flatnonzero(self.considered)
-        if live.size < 2:
+        if live.size < 2 or not self.balancer._spend(STEP_UNITS_PER_OSD * int(u.size)):
             return False
         order = live[np.argsort(u[live], kind="stable")]
         full, empty = int(order[-1]), int(order[0])

@@ -227,6 +227,44 @@ def test_work_bound_stops_the_run_with_a_note(snap: snapshot.Snapshot,
     assert cut["throttled"] is False
 
 
+def test_bytes_mode_steps_count_against_the_work_bound(snap: snapshot.Snapshot,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # each step sorts every OSD and checks its candidates: uncounted, 9,697 steps took 35 s
+    # on a 10,000-OSD map with PG stats, past any bound of the run
+    from pg_advisor.balance import evener
+    from pg_advisor.balance.report import propose
+    steps: List[int] = []           # the run's work as each step began
+    step_once = evener.ByteEvener.step
+
+    def step(self: Any) -> bool:
+        steps.append(self.balancer.budget.work)
+        return step_once(self)
+
+    monkeypatch.setattr(evener.ByteEvener, "step", step)
+
+    def run() -> Any:
+        steps.clear()
+        return propose(snap, None, 1 << 20, "bytes", copies_max=1e18, min_gain=0.002)
+
+    counts = propose(snap, None, 1 << 20, "pgs", copies_max=1e18)
+    whole = run()
+    made, began = len(steps), list(steps)
+    with monkeypatch.context() as m:
+        m.setattr(evener, "STEP_UNITS_PER_OSD", 0)
+        free = run()
+    assert free.result.items == whole.result.items and len(steps) == made > 1
+    assert whole.balancer.budget.work - free.balancer.budget.work == \
+        made * evener.STEP_UNITS_PER_OSD * snap.osds.count
+    assert len(whole.result.items) > len(counts.result.items)
+    # the bound reached as the last step that moved something begins (the very last found
+    # nothing): the run stops there, with the note, one step's moves short
+    bound = began[-2]
+    monkeypatch.setattr("pg_advisor.balance.balancer.WORK_MAX", bound)
+    cut = run()
+    assert any(f"stopped at {bound:,} units of work" in n for n in cut.notes), cut.notes
+    assert len(cut.result.items) < len(whole.result.items)
+
+
 def test_moves_leave_each_pg_its_primary_where_another_replica_will_do(snap: snapshot.Snapshot) -> None:
     # a PG whose primary moves drops the client ops in flight at the old primary when its
     # backfill ends; moving one of its other replicas changes the same counts (undoing an
