@@ -5,7 +5,7 @@ scenario.
     PYTHONPATH=src /usr/bin/python3 -m qa.bench_latency --scenario split|expand|drain[,...]
         [--store bluestore|memstore] [--repeat N] [--methods M,...] [--data-gib 2]
         [--osds N] [--pg-num N] [--depth 8] [--clients 2] [--window 30] [--timeout 3600]
-        [--dir DIR] [--json FILE]
+        [--advisor-set KEY=VALUE ...] [--dir DIR] [--json FILE]
 
 Every run starts its own loopback cluster (qa/vstart.sh --recovery-defaults: Ceph's own
 recovery, backfill and deletion settings for the device class the OSDs report, which
@@ -50,7 +50,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -231,7 +231,7 @@ def run_one(base: Path, scenario: str, method: str, a: argparse.Namespace, seed:
         if a.store == "bluestore":
             c.ceph("config", "set", "osd", "osd_memory_target", str(MEMORY_TARGET))
         r = measure(c, scenario, method, int(a.data_gib * (1 << 30)) // OBJECT, a.pg_num or PG_NUM[scenario],
-                    osds - 1, a.clients, a.depth, a.window, a.timeout, seed)
+                    osds - 1, a.clients, a.depth, a.window, a.timeout, seed, a.advisor_set or ())
     finally:
         c.vstart("stop")
         # bluestore fills its sparse block files (some 4 GiB each a run): only the figures,
@@ -242,7 +242,8 @@ def run_one(base: Path, scenario: str, method: str, a: argparse.Namespace, seed:
 
 
 def measure(c: Cluster, scenario: str, method: str, objects: int, pg_num: int, last_osd: int,
-            clients: int, depth: int, window: float, timeout: float, seed: int) -> Dict[str, Any]:
+            clients: int, depth: int, window: float, timeout: float, seed: int,
+            advisor_set: Sequence[str] = ()) -> Dict[str, Any]:
     """On a running cluster: the pool, filled; the method's settings; the clients; the change
     (the drain's of `last_osd`); its end; the figures. The pool and the settings stay
     (the live test removes them)."""
@@ -259,6 +260,9 @@ def measure(c: Cluster, scenario: str, method: str, objects: int, pg_num: int, l
         c.ceph("balancer", "on")
     else:
         c.ceph("config", "set", "mgr", OPT + "split_pinning", str(method != "advisor-unpinned").lower())
+        for kv in advisor_set:                  # --advisor-set: the module's options tried
+            key, _, value = kv.partition("=")
+            c.ceph("config", "set", "mgr", OPT + key, value)
         if method == "advisor-auto":
             # no pg_num change of its own in the middle: the comparison is of the move
             c.ceph("config", "set", "mgr", OPT + "hysteresis", "1.0")
@@ -291,7 +295,9 @@ def measure(c: Cluster, scenario: str, method: str, objects: int, pg_num: int, l
     worst = max(stalls, key=lambda x: x["stall_s"])
     during = int(((allops[:, 0] >= t_change) & (allops[:, 0] < t_clean)).sum())
     return {"scenario": scenario, "method": method, "pg_num": pg_num, "objects": objects,
-            "fill_s": round(fill_s), "device": cls, **s, "ops_during": during, "stall_s": worst["stall_s"],
+            "fill_s": round(fill_s), "device": cls,
+            "advisor_set": list(advisor_set) if method != "ceph" else [], **s, "ops_during": during,
+            "stall_s": worst["stall_s"],
             "stall_at_s": worst["stall_at_s"],
             "mismatches": sum(r["mismatch_count"] for r in results),
             "mismatch_examples": [m for r in results for m in r["mismatches"]][:5],
@@ -355,6 +361,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--clients", type=int, default=2)
     ap.add_argument("--window", type=float, default=30, help="seconds measured before and after")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds the change may take")
+    ap.add_argument("--advisor-set", action="append", metavar="KEY=VALUE",
+                    help="a pg_advisor option for its methods' runs (mgr/pg_advisor/KEY), repeatable")
     ap.add_argument("--dir", type=Path)
     ap.add_argument("--json", type=Path, help="append each run's figures here, a line each")
     a = ap.parse_args(argv)
