@@ -115,8 +115,8 @@ def _add(sp: argparse.ArgumentParser, arg: table.Arg) -> None:
                         metavar=kw.get("metavar", arg.name.upper()))
         kw["help"] = argparse.SUPPRESS
     if arg.many:        # `--osd 4 5` as the ceph CLI takes it, or `--osd 4 --osd 5`
-        kw.update(action="extend", nargs="+")
-    sp.add_argument(arg.flag, *arg.aliases, action=kw.pop("action", "store"), **kw)
+        kw["nargs"] = "+"
+    sp.add_argument(arg.flag, *arg.aliases, action="extend" if arg.many else "store", **kw)
 
 
 def _values(cmd: table.Command, args: argparse.Namespace) -> Dict[str, Any]:
