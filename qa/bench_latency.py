@@ -40,10 +40,18 @@ OSDs' recovery_bytes); changes of a PG's acting primary; and peering events per 
 intervals as Ceph's PastIntervals::is_new_interval counts them from the maps: the up or
 acting set or either primary changed, or the PG split), all from the mon's own maps by
 osdmaptool. The methods of a scenario run in turn, the order reversed every other repeat.
-Below each table: the issue's goals, pair by pair.
+Below each table: the issue's goals, pair by pair. A second table takes the slow ops apart
+by map epoch: each epoch of the change is "up" (some PG's up set changed: a remap or
+split), "acting" (only acting sets: pg_temp set or cleared by backfill) or "other"; per
+kind the epochs, the median and largest of the slowest op in flight when each was made
+(and, as a baseline, the same at each whole second of the change), and how many ops over
+250 ms had an epoch of each kind made while they waited; and the mon's, mgr's and OSDs'
+CPU seconds during the change.
 """
 import argparse
+import datetime
 import json
+import os
 import re
 import subprocess
 import sys
@@ -66,10 +74,13 @@ METHODS = {"split": ("ceph", "advisor", "advisor-unpinned"),
 OSDS = {"split": 5, "expand": 4, "drain": 5}          # one host each
 PG_NUM = {"split": 32, "expand": 128, "drain": 128}
 MEMORY_TARGET = 1536 << 20
+MODIFIED = re.compile(r"^modified (\S+)$", re.M)
+SLOW_MS = 250.0                       # an op this slow counts in the bursts' breakdown
 MAPPING = re.compile(r"^(\d+\.[0-9a-f]+) raw .* up \(\[([^]]*)\], p(-?\d+)\) "
                      r"acting \(\[([^]]*)\], p(-?\d+)\)$", re.M)
 
 Mapping = Tuple[Tuple[int, ...], int, Tuple[int, ...], int]     # up, up primary, acting, primary
+Epoch = Tuple[float, int, int]        # when (wall clock), PGs whose up set changed, only acting
 
 
 class Clients:
@@ -101,17 +112,20 @@ class Clients:
         return self.done
 
 
-def mappings(c: Cluster, epoch: int, pool_id: int) -> Dict[str, Mapping]:
+def mappings(c: Cluster, epoch: int, pool_id: int) -> Tuple[Dict[str, Mapping], float]:
+    """The pool's PGs' mappings at one epoch, and when the mon made that epoch (wall clock)."""
     f = c.dir / f"map.{epoch}"
     c.ceph("osd", "getmap", str(epoch), "-o", str(f))
-    p = subprocess.run(["osdmaptool", str(f), "--test-map-pgs-dump-all", "--pool", str(pool_id)],
+    p = subprocess.run(["osdmaptool", str(f), "--print", "--test-map-pgs-dump-all", "--pool", str(pool_id)],
                        capture_output=True, text=True, timeout=120)
     f.unlink()
+    stamp = MODIFIED.search(p.stdout)
+    when = datetime.datetime.fromisoformat(stamp.group(1)).timestamp() if stamp else float("nan")
 
     def osds(s: str) -> Tuple[int, ...]:
         return tuple(int(o) for o in s.split(",") if o)
-    return {m.group(1): (osds(m.group(2)), int(m.group(3)), osds(m.group(4)), int(m.group(5)))
-            for m in MAPPING.finditer(p.stdout)}
+    return ({m.group(1): (osds(m.group(2)), int(m.group(3)), osds(m.group(4)), int(m.group(5)))
+             for m in MAPPING.finditer(p.stdout)}, when)
 
 
 def split_parents(n_old: int, n_new: int) -> Set[int]:
@@ -126,22 +140,88 @@ def split_parents(n_old: int, n_new: int) -> Set[int]:
     return out
 
 
-def intervals(c: Cluster, pool_id: int, first: int, last: int) -> Dict[str, int]:
+def intervals(c: Cluster, pool_id: int, first: int, last: int) -> Tuple[Dict[str, int], List[Epoch]]:
     """Over the map epochs first+1..last: new intervals (peerings) of the pool's PGs,
-    acting primary changes, and the PGs at the end."""
+    acting primary changes, and the PGs at the end; and each epoch's time and its PGs
+    whose up set changed (a remap, a split) or only their acting set (pg_temp)."""
     peerings = primaries = 0
-    prev = mappings(c, first, pool_id)
+    epochs: List[Epoch] = []
+    prev, _ = mappings(c, first, pool_id)
     for e in range(first + 1, last + 1):
-        cur = mappings(c, e, pool_id)
+        cur, when = mappings(c, e, pool_id)
         split = split_parents(len(prev), len(cur)) if len(cur) > len(prev) > 0 else set()
+        up = acting = 0
         for pg, m in cur.items():
             old = prev.get(pg)
             if old is None or old != m or int(pg.split(".")[1], 16) in split:
                 peerings += 1            # born (a split child), remapped, or split
+                if old is None or old[:2] != m[:2] or int(pg.split(".")[1], 16) in split:
+                    up += 1
+                else:
+                    acting += 1
             if old is not None and old[3] != m[3]:
                 primaries += 1
+        epochs.append((when, up, acting))
         prev = cur
-    return {"peerings": peerings, "primary_changes": primaries, "pgs": len(prev)}
+    return {"peerings": peerings, "primary_changes": primaries, "pgs": len(prev)}, epochs
+
+
+def bursts(ops: np.ndarray, epochs: Sequence[Epoch], wall_minus_mono: float, t_change: float,
+           t_clean: float) -> Dict[str, Any]:
+    """Where the slow ops of the change come from. An epoch is "up" if some PG's up set
+    changed in it (a remap or split: peering on the new OSDs), "acting" if only acting sets
+    did (pg_temp set or cleared by backfill), else "other" (the pool's PGs untouched). Per
+    kind: the epochs, and the median and largest over them of the slowest op in flight when
+    the epoch was made (and the same at each whole second of the change: the baseline); and
+    how many of the ops over SLOW_MS started during the change had an epoch of each kind
+    made while they waited (an op may count under several)."""
+    start, end = ops[:, 0], ops[:, 1]
+    lat = (end - start) * 1000.0
+    during = (start >= t_change) & (start < t_clean)
+    slow = during & (lat > SLOW_MS)
+    out: Dict[str, Any] = {"slow_ops": int(slow.sum())}
+    order = np.argsort(start)
+    s_sorted, e_by_start = start[order], end[order]
+
+    def worst(t: float) -> float:
+        """The slowest op in flight at t: started before it (the last 30 s of starts
+        suffice: no op waits longer in these runs), ended after."""
+        lo, hi = np.searchsorted(s_sorted, [t - 30.0, t])
+        inflight = e_by_start[lo:hi] > t
+        return float(((e_by_start[lo:hi] - s_sorted[lo:hi]) * 1000.0)[inflight].max(initial=0.0))
+    kinds = {"up": [], "acting": [], "other": []}     # type: Dict[str, List[float]]
+    hit = {k: np.zeros(len(ops), dtype=bool) for k in kinds}
+    for when, up, acting in epochs:
+        t = when - wall_minus_mono
+        if not (t_change <= t < t_clean) or t != t:
+            continue
+        kind = "up" if up else "acting" if acting else "other"
+        kinds[kind].append(worst(t))
+        hit[kind] |= (start <= t) & (end > t)
+    # the same at every whole second of the change, epoch or not: what "worst" is anyway
+    kinds["any_second"] = [worst(t) for t in np.arange(t_change + 0.5, t_clean, 1.0)]
+    for k, v in kinds.items():
+        out[f"{k}_epochs"] = len(v)
+        out[f"{k}_worst_ms"] = [round(float(np.median(v)), 1), round(max(v), 1)] if v else None
+        if k in hit:
+            out[f"slow_at_{k}"] = int((slow & hit[k]).sum())
+    out["slow_at_none"] = int((slow & ~(hit["up"] | hit["acting"] | hit["other"])).sum())
+    return out
+
+
+def cpu_seconds(c: Cluster) -> Dict[str, float]:
+    """CPU time (user + system) so far of the cluster's daemons, summed per kind (mon,
+    mgr, osd), from their pid files and /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: Dict[str, float] = {}
+    for f in (c.dir / "run").glob("*.pid"):
+        try:
+            fields = Path(f"/proc/{int(f.read_text().strip())}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, ValueError):
+            continue
+        kind = f.name.split(".")[0]
+        out[kind] = out.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
 
 
 def recovery_bytes(c: Cluster) -> int:
@@ -276,16 +356,19 @@ def measure(c: Cluster, scenario: str, method: str, objects: int, pg_num: int, l
     time.sleep(window)
     first = int(c.json("osd", "dump")["epoch"])
     moved0 = recovery_bytes(c)
+    cpu0 = cpu_seconds(c)
     t_change = time.monotonic()
     change(c, scenario, method, pg_num, last_osd)
     time.sleep(5)
     wait_until(lambda: done(c), timeout, "the change to end", step=2)
     t_clean = time.monotonic()
+    cpu1 = cpu_seconds(c)
+    wall_minus_mono = time.time() - time.monotonic()
     time.sleep(window)
     ops, results = running.finish()
     moved = recovery_bytes(c) - moved0
     last = int(c.json("osd", "dump")["epoch"])
-    iv = intervals(c, c.pool_id(POOL), first, last)
+    iv, epochs = intervals(c, c.pool_id(POOL), first, last)
     allops = np.concatenate(ops)
     order = np.argsort(allops[:, 0])
     s = summarize([(float(r[0]), float(r[1]), bool(r[2])) for r in allops[order]], t_change, t_clean)
@@ -303,7 +386,9 @@ def measure(c: Cluster, scenario: str, method: str, objects: int, pg_num: int, l
             "mismatch_examples": [m for r in results for m in r["mismatches"]][:5],
             "unknown": sum(r["unknown"] for r in results), "bytes_moved": moved,
             "epochs": last - first, **iv,
-            "peerings_per_pg": round(iv["peerings"] / max(iv["pgs"], 1), 2)}
+            "peerings_per_pg": round(iv["peerings"] / max(iv["pgs"], 1), 2),
+            "cpu_s": {k: round(cpu1[k] - cpu0.get(k, 0.0), 1) for k in sorted(cpu1)},
+            "bursts": bursts(allops, epochs, wall_minus_mono, t_change, t_clean)}
 
 
 def table(rows: List[Dict[str, Any]]) -> List[str]:
@@ -315,6 +400,23 @@ def table(rows: List[Dict[str, Any]]) -> List[str]:
                    f"{r['stall_s']:>7} {r['failed']:>6} {r['mismatches']:>3} {r['to_clean_s']:>7} "
                    f"{r['bytes_moved'] / (1 << 20):>9.0f} {r['primary_changes']:>5} "
                    f"{r['peerings_per_pg']:>7}")
+    return out
+
+
+def burst_table(rows: List[Dict[str, Any]]) -> List[str]:
+    """Per run: the epochs of the change by kind, the median/largest slowest op in flight
+    at each (and at each second), and where the ops over SLOW_MS waited; the daemons' CPU seconds."""
+    def worst(v: Optional[List[float]]) -> str:
+        return "-" if not v else f"{v[0]:g}/{v[1]:g}"
+    out = [f"{'method':<17} {'epochs up/act/oth':>17} {'worst ms at up':>14} {'at acting':>11} "
+           f"{'at other':>11} {'each second':>11} {'slow ops up/act/oth/none':>24} {'cpu s mon/mgr/osd':>18}"]
+    for r in rows:
+        b, cpu = r["bursts"], r["cpu_s"]
+        out.append(f"{r['method']:<17} {b['up_epochs']:>7}/{b['acting_epochs']}/{b['other_epochs']:<5} "
+                   f"{worst(b['up_worst_ms']):>14} {worst(b['acting_worst_ms']):>11} "
+                   f"{worst(b['other_worst_ms']):>11} {worst(b['any_second_worst_ms']):>11} "
+                   f"{b['slow_at_up']:>9}/{b['slow_at_acting']}/{b['slow_at_other']}/{b['slow_at_none']:<6} "
+                   f"{cpu.get('mon', 0):>8g}/{cpu.get('mgr', 0):g}/{cpu.get('osd', 0):g}")
     return out
 
 
@@ -391,6 +493,8 @@ def main(argv: Optional[List[str]] = None) -> int:
               f"{r0['objects']} objects of 64 KiB, {a.clients} clients x {a.depth} ops in flight "
               f"(4 KiB / 64 KiB, reads / writes); latency p50/p99/p99.9")
         print("\n".join(table(rows)))
+        print(f"\nWhere the slow ops (over {SLOW_MS:g} ms) waited, and the daemons' CPU during the change:")
+        print("\n".join(burst_table(rows)))
         print("\n".join(goals(rows, methods)))
     return 0
 

@@ -1,12 +1,13 @@
 """The latency bench's own parts (qa/bench_latency.py, qa/latency_client.py) on made-up
-input: the client's check finds a wrong or lost object, the split parents are Ceph's."""
+input: the client's check finds a wrong or lost object, the split parents are Ceph's,
+the slow ops are laid at the epochs made while they waited."""
 import threading
 import time
 from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
-from .bench_latency import split_parents
+from .bench_latency import bursts, split_parents
 from .latency_client import BLOCKS, OBJECT, Client, name, whole
 
 
@@ -98,3 +99,29 @@ def test_split_parents_are_cephs() -> None:
     assert split_parents(3, 4) == {1}        # ceph_stable_mod(3, 4, 3) = 1
     assert split_parents(6, 8) == {2, 3}
     assert split_parents(8, 8) == set()
+
+
+def test_slow_ops_are_laid_at_the_epochs_made_while_they_waited() -> None:
+    """Ops every 10 ms, 5 ms each, from t=0 to 100 s; the change from 10 to 90 s. An
+    "up" epoch at 20 s holds three ops 800 ms, an "acting" one at 40 s one op 300 ms,
+    an "other" at 60.002 s only a 5 ms op; one slow op (400 ms at 70 s) has no epoch at all. The
+    epochs before the change (5 s) and after (95 s) are left out."""
+    start = np.arange(0.0, 100.0, 0.01)
+    end = start + 0.005
+    for t, ms, n in ((20.0, 800, 3), (40.0, 300, 1), (70.0, 400, 1)):
+        k = int(round((t - 0.1) * 100))
+        end[k:k + n] = start[k:k + n] + ms / 1000.0      # started 100 ms before, waiting at t
+    ops = np.stack([start, end, np.ones_like(start), np.zeros_like(start)], axis=1)
+    offset = 1000.0                                      # wall clock minus monotonic
+    epochs = [(5.0 + offset, 4, 0), (20.0 + offset, 2, 5), (40.0 + offset, 0, 3),
+              (60.002 + offset, 0, 0), (95.0 + offset, 1, 0)]
+    b = bursts(ops, epochs, offset, 10.0, 90.0)
+    assert b["slow_ops"] == 5
+    assert (b["up_epochs"], b["acting_epochs"], b["other_epochs"]) == (1, 1, 1)
+    assert b["up_worst_ms"] == [800.0, 800.0]
+    assert b["acting_worst_ms"] == [300.0, 300.0]
+    assert b["other_worst_ms"] == [5.0, 5.0]
+    assert (b["slow_at_up"], b["slow_at_acting"], b["slow_at_other"], b["slow_at_none"]) == (3, 1, 0, 1)
+    # each second 10.5 .. 89.5: mostly no op in flight (one starts at each, one ended
+    # before); the 800 ms ops (19.9-20.7) are at 20.5
+    assert b["any_second_epochs"] == 80 and b["any_second_worst_ms"] == [0.0, 800.0]

@@ -17,6 +17,14 @@ settings are read at once (an operator who sets an option expects to see it), an
 everything by a caller about to change the cluster, who asks for a `fresh` snapshot. A key
 that cannot be read (None) counts as a new map.
 
+The PG stats lag a new map by a few seconds (each PG's primary reports its new up set
+once it has peered), and the summary in the key may not show it: a remap of a few empty PGs
+can go from active+clean to active+clean between two reads. A snapshot read within SETTLE
+seconds of its map's first read may hold the old up sets, so it counts as one whose PG
+stats changed: read again once it is SETTLE_STEP seconds old, or as STATS_SHARE allows
+where a read is costly. (A status stayed a minute behind four upmap items: the PG counts
+of the old up sets, the key unchanged.)
+
 Where a read is costly, a command that only looks (`lazy`) never reads: it takes the kept
 snapshot, however old, and marks a read `due`, which the module's background then takes.
 `ceph pg-advisor status` would otherwise wait 3.5-7 s at 10,000 OSDs whenever the kept
@@ -41,6 +49,9 @@ STATS_SHARE = 0.05  # new PG stats alone: at most this share of the mgr's time
 MAP_SHARE = 0.25    # a new map: at most this share...
 MAP_LAG_MAX = 15.0  # ... but read within this many seconds of the last read (the executor
 #                     checks a round's items once its map shows, or after 30 s)
+SETTLE = 20.0       # seconds after a new map's first read in which the PG stats may lag it
+SETTLE_STEP = 5.0   # ... and a snapshot read then is read again when this old (an OSD reports
+#                     its PGs' stats every 5 s: osd_mon_report_interval)
 
 
 class ChangeKey(NamedTuple):
@@ -61,6 +72,7 @@ class SnapshotReuse:
         self._snap: Optional[Snapshot] = None
         self._error: Optional[AdvisorError] = None
         self._at = 0.0
+        self._map_at = float("-inf")       # when the kept snapshot's map was first read
         self._lock = threading.Lock()
         self._reading = threading.Lock()
 
@@ -93,7 +105,11 @@ class SnapshotReuse:
         with self._lock:
             age, took = now - self._at, self._took
             if key is not None and key == self._key:
-                if age < max(self.max_age, took / IDLE_SHARE) and (
+                if self._at - self._map_at < SETTLE:     # its PG stats may lag its map
+                    serves = max(SETTLE_STEP, took / STATS_SHARE)
+                else:
+                    serves = max(self.max_age, took / IDLE_SHARE)
+                if age < serves and (
                         self._snap is not None or self._error is not None):
                     if self._error is not None:
                         raise self._error
@@ -107,6 +123,9 @@ class SnapshotReuse:
             return self._snap if age < wait else None
 
     def _read(self, key: Optional[ChangeKey], load: Callable[[], Snapshot], now: float) -> Snapshot:
+        with self._lock:         # a new map (an unreadable key may be one; not the first read)
+            if self.loads and (key is None or self._key is None or key.map != self._key.map):
+                self._map_at = now
         t0 = self.clock()
         try:
             snap = load()

@@ -196,8 +196,18 @@ def test_a_snapshots_memo_is_its_own(snap: snapshot.Snapshot) -> None:
     assert reuse.get(key(2, "more bytes"), load, 31.5) is not a and len(loads) == 3
     assert reuse.get(None, load, 32.0) is not None and len(loads) == 4
     b = reuse.get(key(3), load, 33.0)
-    assert reuse.get(key(3), load, 92.9) is b and reuse.get(key(3), load, 93.0) is not b
-    assert reuse.loads == len(loads) == 6
+    # read again while its PG stats may lag the new map: SETTLE_STEP apart, until a read
+    # is SETTLE after the map's first; that one serves max_age
+    from pg_advisor.model.reuse import SETTLE, SETTLE_STEP
+    t, last = 33.0, b
+    while t - 33.0 < SETTLE:
+        assert reuse.get(key(3), load, t + SETTLE_STEP - 0.1) is last
+        t += SETTLE_STEP
+        again = reuse.get(key(3), load, t)
+        assert again is not last
+        last = again
+    assert reuse.get(key(3), load, t + 59.9) is last and reuse.get(key(3), load, t + 60.0) is not last
+    assert reuse.loads == len(loads) == 6 + int(SETTLE // SETTLE_STEP)
 
 
 def key(epoch: int, stats: str = "s", settings: str = "defaults") -> Any:
@@ -240,10 +250,16 @@ def test_a_costly_read_is_taken_at_a_bounded_share_of_the_mgrs_time(snap: snapsh
     now = key(3, "s2", "more PGs per OSD")
     d2 = reuse.get(now, slow, due + 8.0)
     assert d2 is not d and len(loads) == 5
-    # unchanged, a costly read serves 6 s / IDLE_SHARE (300 s), not max_age
-    idle = due + 8.0 + 6.0 / IDLE_SHARE
-    assert reuse.get(now, slow, idle - 0.1) is d2 and reuse.get(now, slow, idle) is not d2
-    assert len(loads) == 6
+    # d2 was read 6 s after map 3's first read: its PG stats may lag that map, so it is
+    # read again as new PG stats are (6 s / STATS_SHARE); that read, 126 s after the map,
+    # serves 6 s / IDLE_SHARE (300 s), not max_age
+    again = due + 8.0 + 6.0 / STATS_SHARE
+    assert reuse.get(now, slow, again - 0.1) is d2
+    d3 = reuse.get(now, slow, again)
+    assert d3 is not d2 and len(loads) == 6
+    idle = again + 6.0 / IDLE_SHARE
+    assert reuse.get(now, slow, idle - 0.1) is d3 and reuse.get(now, slow, idle) is not d3
+    assert len(loads) == 7
 
     # a cheap read is never held back: a change is read at once
     def quick() -> snapshot.Snapshot:
@@ -252,7 +268,7 @@ def test_a_costly_read_is_taken_at_a_bounded_share_of_the_mgrs_time(snap: snapsh
     cheap = SnapshotReuse(max_age=60, clock=lambda: clock[0])
     cheap.get(key(1), quick, 0.0)
     e = cheap.get(key(1, "s2"), quick, 0.5)
-    assert len(loads) == 8 and cheap.get(key(2, "s2"), quick, 1.0) is not e and len(loads) == 9
+    assert len(loads) == 9 and cheap.get(key(2, "s2"), quick, 1.0) is not e and len(loads) == 10
 
 
 def test_a_lazy_caller_takes_the_kept_snapshot_of_a_costly_read_and_leaves_the_read_due(
