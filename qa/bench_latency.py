@@ -268,7 +268,7 @@ def change(c: Cluster, scenario: str, method: str, pg_num: int, last_osd: int) -
             c.ceph("osd", "set", "norebalance")
         if method == "advisor-weight":
             # the others' weight (the same block files), read before the new ones come at 0
-            weight = max(n["crush_weight"] for n in c.json("osd", "tree")["nodes"] if n["id"] >= 0)
+            weight = max(c.crush_weights().values())
             old = set(c.osd_ids())
             c.ceph("config", "set", "osd", "osd_crush_initial_weight", "0")
         c.vstart("add-osds", "--count", "2", "--host", "hostnew")

@@ -68,6 +68,10 @@ class Cluster:
                 out.update({k: [m for m in kids if m != k] for k in kids})
         return out
 
+    def crush_weights(self) -> Dict[int, float]:
+        """Each OSD's CRUSH weight, as `osd tree` shows it."""
+        return {n["id"]: float(n["crush_weight"]) for n in self.json("osd", "tree")["nodes"] if n["id"] >= 0}
+
     def up_sets(self, pool: str) -> Dict[str, List[int]]:
         """Each PG's up set as the OSDMap has it now (`pg map`, not the PG stats that lag)."""
         pool_id = self.pool_id(pool)

@@ -62,7 +62,7 @@ def test_a_drain_through_pg_advisor_loses_no_op_and_no_data(bench: Cluster, meth
     out, which then moves nothing."""
     c = bench
     osd = max(o["osd"] for o in c.json("osd", "dump")["osds"] if o["in"] and o["up"])
-    weight = next(n["crush_weight"] for n in c.json("osd", "tree")["nodes"] if n["id"] == osd)
+    weight = c.crush_weights()[osd]
     try:
         r = measure(c, "drain", method, objects=400, pg_num=16, last_osd=osd, clients=2, depth=4,
                     window=5, timeout=900, seed=2)
@@ -71,7 +71,6 @@ def test_a_drain_through_pg_advisor_loses_no_op_and_no_data(bench: Cluster, meth
         brief = c.json("pg", "dump", "pgs_brief")
         rows = brief["pg_stats"] if isinstance(brief, dict) else brief
         assert not [x["pgid"] for x in rows if osd in x["acting"] or osd in x["up"]]   # nothing left on it
-        after = next(n["crush_weight"] for n in c.json("osd", "tree")["nodes"] if n["id"] == osd)
-        assert after == (0 if method == "advisor-weight" else weight)
+        assert c.crush_weights()[osd] == (0 if method == "advisor-weight" else weight)
     finally:
         c.run("osd", "crush", "reweight", f"osd.{osd}", str(weight))     # for the tests after

@@ -18,7 +18,7 @@ OPT = "mgr/pg_advisor/"
 def pool(cluster: Cluster) -> Iterator[Cluster]:
     c = cluster
     c.wait_clean(300)
-    weights = {n["id"]: n["crush_weight"] for n in c.json("osd", "tree")["nodes"] if n["id"] >= 0}
+    weights = c.crush_weights()
     c.ceph("osd", "pool", "create", POOL, "32", "32")
     c.ceph("osd", "pool", "set", POOL, "pg_autoscale_mode", "off")
     c.ceph("osd", "pool", "application", "enable", POOL, "rados")
@@ -91,7 +91,7 @@ def test_the_weight_and_its_pins_land_in_one_epoch_and_the_drain_evens_the_pools
     with Writer(c, POOL) as w:
         time.sleep(5)
         osd = max(c.osd_ids(in_up=True))
-        before = next(n["crush_weight"] for n in c.json("osd", "tree")["nodes"] if n["id"] == osd)
+        before = c.crush_weights()[osd]
         reweight(c, osd, round(2 * before, 4))
         reweight(c, osd, before)
     assert w.failed == [] and w.ok > 100, (w.ok, w.failed[:3])

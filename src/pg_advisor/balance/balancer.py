@@ -231,7 +231,7 @@ class Balancer:
             new = cand[at < 0]
             # a look costs at least MOVE_COST: its Python around the checks is the same
             # for a few rows as for a window
-            if not self._spend(max(int(look.live.sum()) * new.size, MOVE_COST)):
+            if not self.spend(max(int(look.live.sum()) * new.size, MOVE_COST)):
                 return None
             if new.size:
                 look.add(new, replaceable(self.anc, st.shape, st.allowed, st.up[look.rows], look.forbidden,
@@ -268,7 +268,7 @@ class Balancer:
             return None
         rows = np.concatenate(parts)
         owners = np.repeat(srcs, [p.size for p in parts])
-        if not rows.size or not self._spend(rows.size):
+        if not rows.size or not self.spend(rows.size):
             return None
         ok = replaceable(self.anc, st.shape, st.allowed, st.up[rows], st.forbidden(rows, owners), owners,
                          np.array([dst]))[:, 0]
@@ -289,7 +289,7 @@ class Balancer:
     def _work_stopped(self) -> bool:
         return self.budget.stop is Stop.WORK
 
-    def _spend(self, pairs: int) -> bool:
+    def spend(self, pairs: int) -> bool:
         """Count `pairs` legality checks, and the rows turned into arrays since the last
         call; False (and the run stops) past WORK_MAX."""
         b = self.budget
@@ -420,7 +420,7 @@ class Balancer:
             rows = st.rows(x)
             if not into.size or not rows.size:
                 continue
-            if not self._spend(rows.size * mids.size):
+            if not self.spend(rows.size * mids.size):
                 return False
             xs = np.full(rows.size, x)
             first = replaceable(self.anc, st.shape, st.allowed, st.up[rows], st.forbidden(rows, xs), xs, mids)
@@ -430,7 +430,7 @@ class Balancer:
                 r1 = int(rows[int(np.argmax(first[:, j]))])
                 # y's own PGs: their moves do not depend on r1's (r1 is not on y yet)
                 ys = st.rows(y)
-                if not ys.size or not self._spend(ys.size * into.size):
+                if not ys.size or not self.spend(ys.size * into.size):
                     continue
                 ysrc = np.full(ys.size, y)
                 ok = replaceable(self.anc, st.shape, st.allowed, st.up[ys], st.forbidden(ys, ysrc), ysrc,
@@ -526,7 +526,7 @@ class Balancer:
         cand = cand[np.argsort(dev[cand], kind="stable")]
         cand = cand[np.unique(low[cand], return_index=True)[1]]
         cand = cand[np.argsort(dev[cand], kind="stable")]
-        if not self._spend(rows.size * max(cand.size, 1)):
+        if not self.spend(rows.size * max(cand.size, 1)):
             return np.full(rows.size, np.inf), inx, cand, np.zeros((rows.size, cand.size), bool)
         free = ~(cand[None, :, None] == st.forbidden(rows)[:, None, :]).any(axis=2)    # (R, C)
         rank = np.cumsum(free, axis=1)

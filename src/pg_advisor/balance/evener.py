@@ -118,7 +118,7 @@ class ByteEvener:
         rows = st.rows(s)
         if not ds.size or not rows.size:
             return []
-        if not self.balancer._spend(rows.size * ds.size):
+        if not self.balancer.spend(rows.size * ds.size):
             return []
         srcs = np.full(rows.size, s)
         ok = replaceable(self.balancer.anc, st.shape, st.allowed, st.up[rows], st.forbidden(rows, srcs),
@@ -142,7 +142,7 @@ class ByteEvener:
             rows_d = st.rows(d)
             if not rows_d.size:
                 continue
-            if not self.balancer._spend(rows_s.size + rows_d.size):
+            if not self.balancer.spend(rows_s.size + rows_d.size):
                 break
             from_s, from_d = np.full(rows_s.size, s), np.full(rows_d.size, d)
             anc = self.balancer.anc
@@ -222,7 +222,7 @@ class ByteEvener:
         """One step off the fullest OSD, or onto the emptiest: True if made."""
         u = self.util()
         live = np.flatnonzero(self.considered)
-        if live.size < 2 or not self.balancer._spend(STEP_UNITS_PER_OSD * int(u.size)):
+        if live.size < 2 or not self.balancer.spend(STEP_UNITS_PER_OSD * int(u.size)):
             return False
         order = live[np.argsort(u[live], kind="stable")]
         full, empty = int(order[-1]), int(order[0])
