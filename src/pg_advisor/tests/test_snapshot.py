@@ -1,6 +1,6 @@
 import copy
 import dataclasses
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 import pytest
@@ -185,11 +185,8 @@ def test_a_snapshots_memo_is_its_own(snap: snapshot.Snapshot) -> None:
     other = dataclasses.replace(snap, flags=("noout",))
     assert other.memo == {} and Placer.of(other) is not p
     # the reuse: the same key gives the kept snapshot, another key (or none, or age) reads
-    reuse, loads = SnapshotReuse(max_age=60), []
-
-    def load() -> snapshot.Snapshot:
-        loads.append(1)
-        return dataclasses.replace(snap)
+    reuse = SnapshotReuse(max_age=60)
+    loads, load = counted_copies(snap)
     a = reuse.get(key(1), load, 0.0)
     assert reuse.get(key(1), load, 30.0) is a and len(loads) == 1
     assert reuse.get(key(2), load, 31.0) is not a and len(loads) == 2
@@ -203,13 +200,9 @@ def test_a_new_maps_pg_stats_are_read_again_while_they_settle(snap: snapshot.Sna
     # empty PGs, active+clean before and after): a status counted the old up sets for a
     # minute. A snapshot read within SETTLE of its map's first read is read again at
     # SETTLE_STEP; the first read of all is no new map
-    import dataclasses
     from pg_advisor.model.reuse import SETTLE, SETTLE_STEP, SnapshotReuse
-    reuse, loads = SnapshotReuse(max_age=60), []
-
-    def load() -> snapshot.Snapshot:
-        loads.append(1)
-        return dataclasses.replace(snap)
+    reuse = SnapshotReuse(max_age=60)
+    loads, load = counted_copies(snap)
     a = reuse.get(key(1), load, 0.0)
     assert reuse.get(key(1), load, 59.9) is a and len(loads) == 1
     b = reuse.get(key(2), load, 100.0)
@@ -226,6 +219,16 @@ def test_a_new_maps_pg_stats_are_read_again_while_they_settle(snap: snapshot.Sna
     # new stats under the same map do not start it again
     c = reuse.get(key(2, "s2"), load, t + 61.0)
     assert reuse.get(key(2, "s2"), load, t + 120.0) is c
+
+
+def counted_copies(snap: snapshot.Snapshot) -> Tuple[List[int], Callable[[], snapshot.Snapshot]]:
+    """A loader that reads a copy of `snap`, and the list it counts its reads in."""
+    loads: List[int] = []
+
+    def load() -> snapshot.Snapshot:
+        loads.append(1)
+        return dataclasses.replace(snap)
+    return loads, load
 
 
 def key(epoch: int, stats: str = "s", settings: str = "defaults") -> Any:
