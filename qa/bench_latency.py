@@ -42,7 +42,8 @@ acting set or either primary changed, or the PG split), all from the mon's own m
 osdmaptool. The methods of a scenario run in turn, the order reversed every other repeat.
 Below each table: the issue's goals, pair by pair. A second table takes the slow ops apart
 by map epoch: each epoch of the change is "up" (some PG's up set changed: a remap or
-split), "acting" (only acting sets: pg_temp set or cleared by backfill) or "other"; per
+split), "acting" (only acting sets: pg_temp set or cleared by backfill), "up_thru" (only
+an OSD's up_thru: what a primary's peering waits for) or "other"; per
 kind the epochs, the median and largest of the slowest op in flight when each was made
 (and, as a baseline, the same at each whole second of the change), and how many ops over
 250 ms had an epoch of each kind made while they waited; and the mon's, mgr's and OSDs'
@@ -75,12 +76,14 @@ OSDS = {"split": 5, "expand": 4, "drain": 5}          # one host each
 PG_NUM = {"split": 32, "expand": 128, "drain": 128}
 MEMORY_TARGET = 1536 << 20
 MODIFIED = re.compile(r"^modified (\S+)$", re.M)
+UP_THRU = re.compile(r"^osd\.(\d+) .*\bup_thru (\d+)", re.M)
 SLOW_MS = 250.0                       # an op this slow counts in the bursts' breakdown
 MAPPING = re.compile(r"^(\d+\.[0-9a-f]+) raw .* up \(\[([^]]*)\], p(-?\d+)\) "
                      r"acting \(\[([^]]*)\], p(-?\d+)\)$", re.M)
 
 Mapping = Tuple[Tuple[int, ...], int, Tuple[int, ...], int]     # up, up primary, acting, primary
-Epoch = Tuple[float, int, int]        # when (wall clock), PGs whose up set changed, only acting
+Epoch = Tuple[float, int, int, int]   # when (wall clock), PGs whose up set changed, only their
+#                                       acting set, OSDs whose up_thru changed
 
 
 class Clients:
@@ -112,8 +115,9 @@ class Clients:
         return self.done
 
 
-def mappings(c: Cluster, epoch: int, pool_id: int) -> Tuple[Dict[str, Mapping], float]:
-    """The pool's PGs' mappings at one epoch, and when the mon made that epoch (wall clock)."""
+def mappings(c: Cluster, epoch: int, pool_id: int) -> Tuple[Dict[str, Mapping], float, Dict[int, int]]:
+    """The pool's PGs' mappings at one epoch, when the mon made that epoch (wall clock),
+    and each OSD's up_thru there."""
     f = c.dir / f"map.{epoch}"
     c.ceph("osd", "getmap", str(epoch), "-o", str(f))
     p = subprocess.run(["osdmaptool", str(f), "--print", "--test-map-pgs-dump-all", "--pool", str(pool_id)],
@@ -125,7 +129,8 @@ def mappings(c: Cluster, epoch: int, pool_id: int) -> Tuple[Dict[str, Mapping], 
     def osds(s: str) -> Tuple[int, ...]:
         return tuple(int(o) for o in s.split(",") if o)
     return ({m.group(1): (osds(m.group(2)), int(m.group(3)), osds(m.group(4)), int(m.group(5)))
-             for m in MAPPING.finditer(p.stdout)}, when)
+             for m in MAPPING.finditer(p.stdout)}, when,
+            {int(m.group(1)): int(m.group(2)) for m in UP_THRU.finditer(p.stdout)})
 
 
 def split_parents(n_old: int, n_new: int) -> Set[int]:
@@ -142,13 +147,14 @@ def split_parents(n_old: int, n_new: int) -> Set[int]:
 
 def intervals(c: Cluster, pool_id: int, first: int, last: int) -> Tuple[Dict[str, int], List[Epoch]]:
     """Over the map epochs first+1..last: new intervals (peerings) of the pool's PGs,
-    acting primary changes, and the PGs at the end; and each epoch's time and its PGs
-    whose up set changed (a remap, a split) or only their acting set (pg_temp)."""
+    acting primary changes, and the PGs at the end; and each epoch's time, its PGs whose up
+    set changed (a remap, a split) or only their acting set (pg_temp), and its OSDs whose
+    up_thru moved (a primary's peering waits for that epoch)."""
     peerings = primaries = 0
     epochs: List[Epoch] = []
-    prev, _ = mappings(c, first, pool_id)
+    prev, _, thru0 = mappings(c, first, pool_id)
     for e in range(first + 1, last + 1):
-        cur, when = mappings(c, e, pool_id)
+        cur, when, thru = mappings(c, e, pool_id)
         split = split_parents(len(prev), len(cur)) if len(cur) > len(prev) > 0 else set()
         up = acting = 0
         for pg, m in cur.items():
@@ -161,8 +167,8 @@ def intervals(c: Cluster, pool_id: int, first: int, last: int) -> Tuple[Dict[str
                     acting += 1
             if old is not None and old[3] != m[3]:
                 primaries += 1
-        epochs.append((when, up, acting))
-        prev = cur
+        epochs.append((when, up, acting, sum(1 for o, v in thru.items() if thru0.get(o) != v)))
+        prev, thru0 = cur, thru
     return {"peerings": peerings, "primary_changes": primaries, "pgs": len(prev)}, epochs
 
 
@@ -170,7 +176,8 @@ def bursts(ops: np.ndarray, epochs: Sequence[Epoch], wall_minus_mono: float, t_c
            t_clean: float) -> Dict[str, Any]:
     """Where the slow ops of the change come from. An epoch is "up" if some PG's up set
     changed in it (a remap or split: peering on the new OSDs), "acting" if only acting sets
-    did (pg_temp set or cleared by backfill), else "other" (the pool's PGs untouched). Per
+    did (pg_temp set or cleared by backfill), else "up_thru" if an OSD's up_thru moved (what
+    a primary's peering waits for: WaitUpThru), else "other". Per
     kind: the epochs, and the median and largest over them of the slowest op in flight when
     the epoch was made (and the same at each whole second of the change: the baseline); and
     how many of the ops over SLOW_MS started during the change had an epoch of each kind
@@ -189,13 +196,13 @@ def bursts(ops: np.ndarray, epochs: Sequence[Epoch], wall_minus_mono: float, t_c
         lo, hi = np.searchsorted(s_sorted, [t - 30.0, t])
         inflight = e_by_start[lo:hi] > t
         return float(((e_by_start[lo:hi] - s_sorted[lo:hi]) * 1000.0)[inflight].max(initial=0.0))
-    kinds = {"up": [], "acting": [], "other": []}     # type: Dict[str, List[float]]
+    kinds = {"up": [], "acting": [], "up_thru": [], "other": []}     # type: Dict[str, List[float]]
     hit = {k: np.zeros(len(ops), dtype=bool) for k in kinds}
-    for when, up, acting in epochs:
+    for when, up, acting, thru in epochs:
         t = when - wall_minus_mono
         if not (t_change <= t < t_clean) or t != t:
             continue
-        kind = "up" if up else "acting" if acting else "other"
+        kind = "up" if up else "acting" if acting else "up_thru" if thru else "other"
         kinds[kind].append(worst(t))
         hit[kind] |= (start <= t) & (end > t)
     # the same at every whole second of the change, epoch or not: what "worst" is anyway
@@ -205,7 +212,7 @@ def bursts(ops: np.ndarray, epochs: Sequence[Epoch], wall_minus_mono: float, t_c
         out[f"{k}_worst_ms"] = [round(float(np.median(v)), 1), round(max(v), 1)] if v else None
         if k in hit:
             out[f"slow_at_{k}"] = int((slow & hit[k]).sum())
-    out["slow_at_none"] = int((slow & ~(hit["up"] | hit["acting"] | hit["other"])).sum())
+    out["slow_at_none"] = int((slow & ~(hit["up"] | hit["acting"] | hit["up_thru"] | hit["other"])).sum())
     return out
 
 
@@ -404,18 +411,22 @@ def table(rows: List[Dict[str, Any]]) -> List[str]:
 
 
 def burst_table(rows: List[Dict[str, Any]]) -> List[str]:
-    """Per run: the epochs of the change by kind, the median/largest slowest op in flight
-    at each (and at each second), and where the ops over SLOW_MS waited; the daemons' CPU seconds."""
-    def worst(v: Optional[List[float]]) -> str:
-        return "-" if not v else f"{v[0]:g}/{v[1]:g}"
-    out = [f"{'method':<17} {'epochs up/act/oth':>17} {'worst ms at up':>14} {'at acting':>11} "
-           f"{'at other':>11} {'each second':>11} {'slow ops up/act/oth/none':>24} {'cpu s mon/mgr/osd':>18}"]
+    """Per run and epoch kind: the epochs of the change, the median/largest slowest op in
+    flight at each, and the ops over SLOW_MS in flight at one (at each whole second: the
+    baseline); the ops over SLOW_MS at no epoch; the daemons' CPU seconds."""
+    kinds = ("up", "acting", "up_thru", "other")
+    out = [f"{'method':<17} " + " ".join(f"{k + ': n, worst ms, slow':>27}" for k in kinds)
+           + f" {'each second: worst ms':>22} {'none':>5} {'cpu s mon/mgr/osd':>18}"]
     for r in rows:
         b, cpu = r["bursts"], r["cpu_s"]
-        out.append(f"{r['method']:<17} {b['up_epochs']:>7}/{b['acting_epochs']}/{b['other_epochs']:<5} "
-                   f"{worst(b['up_worst_ms']):>14} {worst(b['acting_worst_ms']):>11} "
-                   f"{worst(b['other_worst_ms']):>11} {worst(b['any_second_worst_ms']):>11} "
-                   f"{b['slow_at_up']:>9}/{b['slow_at_acting']}/{b['slow_at_other']}/{b['slow_at_none']:<6} "
+        cells = []
+        for k in kinds:
+            w = b.get(f"{k}_worst_ms")
+            cells.append("-" if f"{k}_epochs" not in b else
+                         f"{b[k + '_epochs']}, {'-' if not w else f'{w[0]:g}/{w[1]:g}'}, {b[f'slow_at_{k}']}")
+        w = b["any_second_worst_ms"]
+        out.append(f"{r['method']:<17} " + " ".join(f"{c:>27}" for c in cells)
+                   + f" {'-' if not w else f'{w[0]:g}/{w[1]:g}':>22} {b['slow_at_none']:>5} "
                    f"{cpu.get('mon', 0):>8g}/{cpu.get('mgr', 0):g}/{cpu.get('osd', 0):g}")
     return out
 

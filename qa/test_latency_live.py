@@ -39,7 +39,7 @@ def check(r: Dict[str, Any]) -> None:
     assert r["failed"] == 0 and r["mismatches"] == 0 and r["unknown"] == 0, r["mismatch_examples"]
     # the burst breakdown read the epochs' times (none parsed: no epoch inside the change)
     b = r["bursts"]
-    assert 0 < b["up_epochs"] + b["acting_epochs"] + b["other_epochs"] <= r["epochs"], b
+    assert 0 < b["up_epochs"] + b["acting_epochs"] + b["up_thru_epochs"] + b["other_epochs"] <= r["epochs"], b
     assert b["up_epochs"] > 0 and r["cpu_s"].get("osd", 0) > 0, (b, r["cpu_s"])
     assert r["ops_during"] > 0 and r["ops"] > r["ops_during"]
     assert r["peerings"] > 0 and r["epochs"] > 0

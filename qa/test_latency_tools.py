@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
-from .bench_latency import bursts, split_parents
+from .bench_latency import burst_table, bursts, split_parents
 from .latency_client import BLOCKS, OBJECT, Client, name, whole
 
 
@@ -113,15 +113,17 @@ def test_slow_ops_are_laid_at_the_epochs_made_while_they_waited() -> None:
         end[k:k + n] = start[k:k + n] + ms / 1000.0      # started 100 ms before, waiting at t
     ops = np.stack([start, end, np.ones_like(start), np.zeros_like(start)], axis=1)
     offset = 1000.0                                      # wall clock minus monotonic
-    epochs = [(5.0 + offset, 4, 0), (20.0 + offset, 2, 5), (40.0 + offset, 0, 3),
-              (60.002 + offset, 0, 0), (95.0 + offset, 1, 0)]
+    epochs = [(5.0 + offset, 4, 0, 0), (20.0 + offset, 2, 5, 1), (40.0 + offset, 0, 3, 0),
+              (50.0 + offset, 0, 0, 2), (60.002 + offset, 0, 0, 0), (95.0 + offset, 1, 0, 0)]
     b = bursts(ops, epochs, offset, 10.0, 90.0)
     assert b["slow_ops"] == 5
-    assert (b["up_epochs"], b["acting_epochs"], b["other_epochs"]) == (1, 1, 1)
+    assert (b["up_epochs"], b["acting_epochs"], b["up_thru_epochs"], b["other_epochs"]) == (1, 1, 1, 1)
     assert b["up_worst_ms"] == [800.0, 800.0]
     assert b["acting_worst_ms"] == [300.0, 300.0]
     assert b["other_worst_ms"] == [5.0, 5.0]
+    assert b["up_thru_worst_ms"] == [0.0, 0.0] and b["slow_at_up_thru"] == 0
     assert (b["slow_at_up"], b["slow_at_acting"], b["slow_at_other"], b["slow_at_none"]) == (3, 1, 0, 1)
+    assert len(burst_table([{"method": "ceph", "bursts": b, "cpu_s": {"osd": 1.0}}])) == 2
     # each second 10.5 .. 89.5: mostly no op in flight (one starts at each, one ended
     # before); the 800 ms ops (19.9-20.7) are at 20.5
     assert b["any_second_epochs"] == 80 and b["any_second_worst_ms"] == [0.0, 800.0]
