@@ -51,7 +51,7 @@ MAP_LAG_MAX = 15.0  # ... but read within this many seconds of the last read (th
 #                     checks a round's items once its map shows, or after 30 s)
 SETTLE = 20.0       # seconds after a new map's first read in which the PG stats may lag it
 SETTLE_STEP = 5.0   # ... and a snapshot read then is read again when this old (an OSD reports
-#                     its PGs' stats every 5 s: osd_mon_report_interval)
+#                     its PGs' stats to the mgr every mgr_stats_period, 5 s)
 
 
 class ChangeKey(NamedTuple):
