@@ -27,7 +27,6 @@ import numpy as np
 
 from ..analysis.growth import placer_after
 from ..crush.placement import Placer
-from ..crush.upmap import apply_items
 from ..model.constants import WEIGHT_ONE
 from ..model.errors import AdvisorError
 from ..model.checks import MAX_OSD_CRUSH_WEIGHT
@@ -131,21 +130,21 @@ def reweight_pins(snap: Snapshot, weights: Mapping[int, float]) -> Reweight:
     pins.remapped = len(keep)
     handled = set(pins.items) | set(pins.full) | set(pins.skipped)
     reordered = keep - handled
-    # an item list keeps a replicated PG's OSDs, not their order: where CRUSH's new set
-    # orders them otherwise, the pinned PG moves no data but changes order (its primary,
-    # maybe) with the weight, and peers once there too
-    # (compared before primary affinity, which reorders both alike)
+    # items keep a replicated PG's order where a chain of them writes it (crush/upmap.py);
+    # where CRUSH's new set only swaps OSDs of it, the pinned PG moves no data but changes
+    # order (its primary, maybe) with the weight, and peers once there too. Compared as the
+    # map gives them, primary affinity applied: the order the PG peers on
+    items = dict(after.pg_upmap_items)
+    items.update({k: tuple(v) for k, v in pins.items.items()})
+    pinned = after_placer.with_upmaps(after.pg_upmap, items)
     for pool in snap.pools:
         mine = [k for k in pins.items if pool.type == "replicated" and int(k.split(".")[0]) == pool.id]
         if not mine:
             continue
         seeds = np.array([int(k.split(".")[1], 16) for k in mine], dtype=np.int64)
-        old = before_placer.up_rows(pool, pool.pgp_num, seeds)
-        raw = after_placer.crush_sets(pool)[1]
-        for k, ps, row in zip(mine, seeds.tolist(), old.tolist()):
-            got = apply_items(raw[ps].tolist(), pins.items[k], after_placer.weight)
-            if [o for o in got if o >= 0] != [o for o in row if o >= 0]:
-                reordered.add(k)
+        old = before_placer.map_pool(pool).up[seeds]
+        got = pinned.map_pool(pool).up[seeds]
+        reordered.update(k for k, a, b in zip(mine, old.tolist(), got.tolist()) if a != b)
     return Reweight(after, {int(k): float(v) for k, v in weights.items()}, pins, len(keep),
                     sorted(reordered))
 

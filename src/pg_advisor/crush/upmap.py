@@ -65,9 +65,10 @@ def _same(got: Sequence[int], want: Sequence[int], replicated: bool) -> bool:
 
 def build_items(raw: Sequence[int], want: Sequence[int], replicated: bool,
                 osd_weight: np.ndarray) -> List[Pair]:
-    """The items that turn CRUSH's set `raw` into `want` (replicated: as sets, padding -1
-    left out; EC: slot by slot, holes CRUSH_ITEM_NONE), in an order Ceph's application
-    keeps; [] when they are equal. Raises NotExpressible with the reason otherwise."""
+    """The items that turn CRUSH's set `raw` into `want` (replicated: in want's order where
+    items can write it, else as a set, padding -1 left out; EC: slot by slot, holes
+    CRUSH_ITEM_NONE), in an order Ceph's application keeps; [] when they are equal.
+    Raises NotExpressible with the reason otherwise."""
     if replicated:
         raw = [o for o in raw if o >= 0]
         want = [o for o in want if o >= 0]
@@ -81,16 +82,33 @@ def build_items(raw: Sequence[int], want: Sequence[int], replicated: bool,
     if out:
         raise NotExpressible(f"osd.{out[0]} is out: Ceph ignores an item that points at it")
     if replicated:
-        # sources and targets are disjoint from each other, so no order matters
-        gone = [o for o in raw if o not in want]
-        new = [o for o in want if o not in raw]
-        pairs = list(zip(gone, new))
+        pairs = _replicated(raw, want, osd_weight)
     else:
         pairs = _ordered_slots(raw, want)
     got = apply_items(raw, pairs, osd_weight)
     if not _same(got, want, replicated):
         raise NotExpressible(f"items on CRUSH's set {list(raw)} give {got}, not {list(want)}")
     return pairs
+
+
+def _replicated(raw: Sequence[int], want: Sequence[int], osd_weight: np.ndarray) -> List[Pair]:
+    """A replicated PG's items: in `want`'s order where a chain writes it, else as a set.
+
+    The order is the PG's: its first OSD is the primary, and an up set that comes out in
+    another order is a new interval (the PG peers, its primary may change, and the pg_temp
+    that held it is dropped later: a second peering) though no data moves. A chain costs
+    an item or two more; a cycle (OSDs of the set only swapping places) has no items, and
+    then only the members are kept."""
+    try:
+        pairs = _ordered_slots(raw, want)
+        if apply_items(raw, pairs, osd_weight) == list(want):
+            return pairs
+    except Cycle:
+        pass
+    # sources and targets are disjoint from each other, so no order matters
+    gone = [o for o in raw if o not in want]
+    new = [o for o in want if o not in raw]
+    return list(zip(gone, new))
 
 
 def _ordered_slots(raw: Sequence[int], want: Sequence[int]) -> List[Pair]:

@@ -77,6 +77,10 @@ def test_the_pins_keep_every_pg_the_weight_moves_where_its_data_is(snap: snapsho
             assert old == new, pgid
     # and nothing else moved because of them
     assert all(pinned[k] == after[k] for k in after if k not in rw.pins.items)
+    # a chain (a pair's target the source of another) keeps the order one pair per OSD would
+    # lose: those PGs keep their primary and do not peer with the weight
+    chained = [k for k, v in rw.pins.items.items() if {b for _, b in v} & {a for a, _ in v}]
+    assert len(chained) >= 3 and not set(chained) & set(rw.reordered), (chained, rw.reordered)
 
 
 def test_bad_input_is_refused_before_any_work(snap: snapshot.Snapshot) -> None:

@@ -45,6 +45,33 @@ def test_a_cycle_is_not_expressible_and_says_why() -> None:
     assert build_items([1, 2, 3], [2, 1, 3], True, ALL_IN) == []
 
 
+def test_a_replicated_pg_keeps_its_order_where_a_chain_writes_it() -> None:
+    # a weight change: CRUSH now gives [1, 5, 3], the data and the primary sit on [7, 1, 3].
+    # One pair (5->7) keeps the OSDs but gives [1, 7, 3]: a new primary, a new interval.
+    raw, want = [1, 5, 3], [7, 1, 3]
+    assert apply_items(raw, [(5, 7)], ALL_IN) == [1, 7, 3]
+    pairs = build_items(raw, want, True, ALL_IN)
+    assert pairs == [(1, 7), (5, 1)] and apply_items(raw, pairs, ALL_IN) == want
+    # padding is left out, the order of the rest kept
+    assert apply_items([1, 5], build_items([1, 5, -1], [7, 1, -1], True, ALL_IN), ALL_IN) == [7, 1]
+
+
+def test_property_a_replicated_pg_gets_its_order_whenever_items_can_write_it() -> None:
+    rng = random.Random(29)
+    ordered = 0
+    for _ in range(20000):
+        raw, want, replicated, w = _case(rng)
+        r, t = [o for o in raw if o >= 0], [o for o in want if o >= 0]
+        if not replicated or len(r) != len(t) or not _expressible(r, t, False, w):
+            continue
+        got = apply_items(r, build_items(raw, want, True, w), w)
+        assert got == t, (raw, want, got)
+        gone, new = [o for o in r if o not in t], [o for o in t if o not in r]
+        ordered += apply_items(r, list(zip(gone, new)), w) != t
+    # many of them a set-wise list would have reordered
+    assert ordered > 250, ordered
+
+
 def test_out_targets_and_size_changes_are_not_expressible() -> None:
     w = ALL_IN.copy()
     w[7] = 0
