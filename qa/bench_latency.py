@@ -47,7 +47,10 @@ an OSD's up_thru: what a primary's peering waits for) or "other"; per
 kind the epochs, the median and largest of the slowest op in flight when each was made
 (and, as a baseline, the same at each whole second of the change), and how many ops over
 250 ms had an epoch of each kind made while they waited; and the mon's, mgr's and OSDs'
-CPU seconds during the change.
+CPU seconds during the change. A third lays each slow op at its own PG (the object's PG,
+qa/object_hash.py): at the PG's newest new interval made while the op waited or just before
+it started, by kind ("move": its OSDs changed; "acting": its pg_temp set or dropped;
+"order": the same OSDs in another order), or "none" when the PG did not peer then.
 """
 import argparse
 import datetime
@@ -65,7 +68,8 @@ import numpy as np
 
 from .bench_split import summarize
 from .cluster import Cluster, wait_until
-from .latency_client import OBJECT, fill
+from .latency_client import OBJECT, fill, name as object_name
+from .object_hash import object_ps
 
 POOL = "latbench"
 OPT = "mgr/pg_advisor/"
@@ -84,6 +88,8 @@ MAPPING = re.compile(r"^(\d+\.[0-9a-f]+) raw .* up \(\[([^]]*)\], p(-?\d+)\) "
 Mapping = Tuple[Tuple[int, ...], int, Tuple[int, ...], int]     # up, up primary, acting, primary
 Epoch = Tuple[float, int, int, int]   # when (wall clock), PGs whose up set changed, only their
 #                                       acting set, OSDs whose up_thru changed
+Change = Tuple[float, str, str]       # when (wall clock), a PG, change_kind() of its new interval
+PEER_S = 3.0                          # a PG peers this long at most after its new interval
 
 
 class Clients:
@@ -145,13 +151,15 @@ def split_parents(n_old: int, n_new: int) -> Set[int]:
     return out
 
 
-def intervals(c: Cluster, pool_id: int, first: int, last: int) -> Tuple[Dict[str, int], List[Epoch]]:
+def intervals(c: Cluster, pool_id: int, first: int,
+              last: int) -> Tuple[Dict[str, int], List[Epoch], List[Change]]:
     """Over the map epochs first+1..last: new intervals (peerings) of the pool's PGs,
-    acting primary changes, and the PGs at the end; and each epoch's time, its PGs whose up
+    acting primary changes, and the PGs at the end; each epoch's time, its PGs whose up
     set changed (a remap, a split) or only their acting set (pg_temp), and its OSDs whose
-    up_thru moved (a primary's peering waits for that epoch)."""
+    up_thru moved (a primary's peering waits for that epoch); and each PG's new intervals."""
     peerings = primaries = 0
     epochs: List[Epoch] = []
+    changes: List[Change] = []
     prev, _, thru0 = mappings(c, first, pool_id)
     for e in range(first + 1, last + 1):
         cur, when, thru = mappings(c, e, pool_id)
@@ -165,11 +173,52 @@ def intervals(c: Cluster, pool_id: int, first: int, last: int) -> Tuple[Dict[str
                     up += 1
                 else:
                     acting += 1
+                changes.append((when, pg, change_kind(old, m, int(pg.split(".")[1], 16) in split)))
             if old is not None and old[3] != m[3]:
                 primaries += 1
         epochs.append((when, up, acting, sum(1 for o, v in thru.items() if thru0.get(o) != v)))
         prev, thru0 = cur, thru
-    return {"peerings": peerings, "primary_changes": primaries, "pgs": len(prev)}, epochs
+    return {"peerings": peerings, "primary_changes": primaries, "pgs": len(prev)}, epochs, changes
+
+
+def change_kind(old: Optional[Mapping], new: Mapping, split: bool) -> str:
+    """What a PG's new interval is: "move" (its up set's OSDs changed, or it split or was
+    born), "acting" (only its acting set's OSDs: a pg_temp set or dropped, as at the end of
+    a backfill) or "order" (the same OSDs, in another order or with another primary)."""
+    if old is None or split or set(old[0]) != set(new[0]):
+        return "move"
+    return "acting" if set(old[2]) != set(new[2]) else "order"
+
+
+def slow_by_pg(ops: np.ndarray, changes: Sequence[Change], wall_minus_mono: float, t_change: float,
+               t_clean: float, pool_id: int, pg_nums: Tuple[int, int]) -> Dict[str, int]:
+    """The slow ops of the change laid at their own PG's peering: per kind of the PG's
+    newest new interval made while the op waited or up to PEER_S before it started (a PG
+    peers for that long), how many; "none": its PG did not peer then (the op waited on
+    something else: the disk, another PG's op ahead of it). An object's PG is taken at
+    both pg_nums (a split's parent and child). Also: the PG intervals of the change, and
+    how many of them held a slow op."""
+    start, end = ops[:, 0], ops[:, 1]
+    slow = np.flatnonzero((start >= t_change) & (start < t_clean) & ((end - start) * 1000.0 > SLOW_MS))
+    by_pg: Dict[str, List[Tuple[float, str]]] = {}
+    for when, pg, kind in changes:
+        by_pg.setdefault(pg, []).append((when - wall_minus_mono, kind))
+    out = {"move": 0, "acting": 0, "order": 0, "none": 0}
+    held: Set[Tuple[str, float]] = set()
+    for k in slow.tolist():
+        s, e = float(start[k]), float(end[k])
+        name = object_name(int(ops[k, 4]))
+        pgs = {f"{pool_id}.{object_ps(name, n):x}" for n in pg_nums}
+        near = [(t, kind, pg) for pg in pgs for t, kind in by_pg.get(pg, ()) if s - PEER_S <= t <= e]
+        if not near:
+            out["none"] += 1
+            continue
+        t, kind, pg = max(near)
+        out[kind] += 1
+        held.add((pg, t))
+    out["intervals"] = sum(1 for t, _, _ in changes if t_change <= t - wall_minus_mono < t_clean)
+    out["intervals_with_slow"] = len(held)
+    return out
 
 
 def bursts(ops: np.ndarray, epochs: Sequence[Epoch], wall_minus_mono: float, t_change: float,
@@ -375,7 +424,8 @@ def measure(c: Cluster, scenario: str, method: str, objects: int, pg_num: int, l
     ops, results = running.finish()
     moved = recovery_bytes(c) - moved0
     last = int(c.json("osd", "dump")["epoch"])
-    iv, epochs = intervals(c, c.pool_id(POOL), first, last)
+    pool_id = c.pool_id(POOL)
+    iv, epochs, changes = intervals(c, pool_id, first, last)
     allops = np.concatenate(ops)
     order = np.argsort(allops[:, 0])
     s = summarize([(float(r[0]), float(r[1]), bool(r[2])) for r in allops[order]], t_change, t_clean)
@@ -395,7 +445,9 @@ def measure(c: Cluster, scenario: str, method: str, objects: int, pg_num: int, l
             "epochs": last - first, **iv,
             "peerings_per_pg": round(iv["peerings"] / max(iv["pgs"], 1), 2),
             "cpu_s": {k: round(cpu1[k] - cpu0.get(k, 0.0), 1) for k in sorted(cpu1)},
-            "bursts": bursts(allops, epochs, wall_minus_mono, t_change, t_clean)}
+            "bursts": bursts(allops, epochs, wall_minus_mono, t_change, t_clean),
+            "slow_by_pg": slow_by_pg(allops, changes, wall_minus_mono, t_change, t_clean, pool_id,
+                                     (pg_num, iv["pgs"]))}
 
 
 def table(rows: List[Dict[str, Any]]) -> List[str]:
@@ -428,6 +480,21 @@ def burst_table(rows: List[Dict[str, Any]]) -> List[str]:
         out.append(f"{r['method']:<17} " + " ".join(f"{c:>27}" for c in cells)
                    + f" {'-' if not w else f'{w[0]:g}/{w[1]:g}':>22} {b['slow_at_none']:>5} "
                    f"{cpu.get('mon', 0):>8g}/{cpu.get('mgr', 0):g}/{cpu.get('osd', 0):g}")
+    return out
+
+
+def pg_table(rows: List[Dict[str, Any]]) -> List[str]:
+    """Per run: the slow ops laid at their own PG's new interval (slow_by_pg), and how many
+    of the change's PG intervals held one."""
+    kinds = ("move", "acting", "order", "none")
+    out = [f"{'method':<17} {'slow ops':>8} " + " ".join(f"{k:>6}" for k in kinds)
+           + f" {'intervals':>9} {'with slow':>9}"]
+    for r in rows:
+        p = r.get("slow_by_pg")
+        if p is None:
+            continue
+        out.append(f"{r['method']:<17} {sum(p[k] for k in kinds):>8} " + " ".join(f"{p[k]:>6}" for k in kinds)
+                   + f" {p['intervals']:>9} {p['intervals_with_slow']:>9}")
     return out
 
 
@@ -506,6 +573,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("\n".join(table(rows)))
         print(f"\nWhere the slow ops (over {SLOW_MS:g} ms) waited, and the daemons' CPU during the change:")
         print("\n".join(burst_table(rows)))
+        print("\nThe slow ops by their own PG's new interval while they waited (move: its OSDs changed; "
+              "acting: its pg_temp set or dropped; order: the same OSDs reordered; none: it did not peer):")
+        print("\n".join(pg_table(rows)))
         print("\n".join(goals(rows, methods)))
     return 0
 

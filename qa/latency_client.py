@@ -11,7 +11,7 @@ content is a function of (object, block, version) and the client knows each bloc
 version, so every read is checked. It runs until stdin says "stop" (or closes), then
 waits for its ops, reads back every object it owns, and saves one row per op: monotonic
 start and end (CLOCK_MONOTONIC, shared by the processes of this machine), 1 if it
-succeeded, its kind (KINDS). It prints one JSON line: ops, failed, mismatches (reads
+succeeded, its kind (KINDS), its object's number i. It prints one JSON line: ops, failed, mismatches (reads
 that returned other data than the last write, the read-back included), unknown (objects
 whose last write failed, left out of the check).
 """
@@ -99,7 +99,7 @@ class Client:
 
         def finish(ok: bool) -> None:
             with self.lock:
-                self.rows.append([t0, time.monotonic(), 1.0 if ok else 0.0, float(kind)])
+                self.rows.append([t0, time.monotonic(), 1.0 if ok else 0.0, float(kind), float(i)])
                 self.busy.discard(k)
             self.slots.release()
 
@@ -174,7 +174,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         for _ in range(a.depth):        # every op in flight answered (or failed)
             c.slots.acquire(timeout=330)
         c.read_back()
-    rows = np.array(c.rows, dtype=np.float64).reshape(-1, 4)
+    rows = np.array(c.rows, dtype=np.float64).reshape(-1, 5)
     np.save(a.out, rows)
     print(json.dumps({"ops": len(rows), "failed": int((rows[:, 2] == 0).sum()),
                       "mismatches": c.mismatches[:20], "mismatch_count": len(c.mismatches),

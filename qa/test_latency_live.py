@@ -35,13 +35,17 @@ def bench(cluster: Cluster) -> Iterator[Cluster]:
 def check(r: Dict[str, Any]) -> None:
     print({k: r[k] for k in ("scenario", "method", "ops", "ops_during", "failed", "mismatches", "unknown",
                              "stall_s", "to_clean_s", "during", "bytes_moved", "primary_changes",
-                             "peerings_per_pg", "bursts", "cpu_s")})
+                             "peerings_per_pg", "bursts", "slow_by_pg", "cpu_s")})
     assert r["failed"] == 0 and r["mismatches"] == 0 and r["unknown"] == 0, r["mismatch_examples"]
     # the burst breakdown read the epochs' times (none parsed: no epoch inside the change)
     b = r["bursts"]
     assert 0 < b["up_epochs"] + b["acting_epochs"] + b["up_thru_epochs"] + b["other_epochs"] <= r["epochs"], b
     assert b["up_epochs"] > 0 and r["cpu_s"].get("osd", 0) > 0, (b, r["cpu_s"])
     assert r["ops_during"] > 0 and r["ops"] > r["ops_during"]
+    # every slow op laid somewhere, at most one PG interval each, and the change's intervals read
+    p = r["slow_by_pg"]
+    assert sum(p[k] for k in ("move", "acting", "order", "none")) == b["slow_ops"], (p, b)
+    assert p["intervals"] > 0 and p["intervals_with_slow"] <= min(p["intervals"], b["slow_ops"]), p
     assert r["peerings"] > 0 and r["epochs"] > 0
 
 

@@ -1,14 +1,19 @@
 """The latency bench's own parts (qa/bench_latency.py, qa/latency_client.py) on made-up
 input: the client's check finds a wrong or lost object, the split parents are Ceph's,
-the slow ops are laid at the epochs made while they waited."""
+the slow ops are laid at the epochs made while they waited and at their own PG's new
+interval, an object's PG is the one osdmaptool gives."""
+import re
+import subprocess
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
-from .bench_latency import burst_table, bursts, split_parents
+from .bench_latency import burst_table, bursts, change_kind, pg_table, slow_by_pg, split_parents
 from .latency_client import BLOCKS, OBJECT, Client, name, whole
+from .object_hash import object_ps, stable_mod
 
 
 class _Completion:
@@ -127,3 +132,53 @@ def test_slow_ops_are_laid_at_the_epochs_made_while_they_waited() -> None:
     # each second 10.5 .. 89.5: mostly no op in flight (one starts at each, one ended
     # before); the 800 ms ops (19.9-20.7) are at 20.5
     assert b["any_second_epochs"] == 80 and b["any_second_worst_ms"] == [0.0, 800.0]
+
+
+def test_an_objects_pg_is_the_one_osdmaptool_gives(tmp_path: Path) -> None:
+    # names of every length around lookup2's 12-byte blocks, the bench's own among them
+    om = tmp_path / "om"
+    subprocess.run(["osdmaptool", "--createsimple", "4", "--with-default-pool", str(om), "--clobber"],
+                   check=True, capture_output=True)
+    printed = subprocess.run(["osdmaptool", str(om), "--print"], capture_output=True, text=True, check=True)
+    m = re.search(r"^pool 1 .* pg_num (\d+) ", printed.stdout, re.M)
+    assert m, printed.stdout
+    pg_num = int(m.group(1))
+    names = [name(i) for i in (0, 7, 1637, 123456789)] + ["x" * n for n in range(1, 26)] + ["obj-17"]
+    for n in names:
+        out = subprocess.run(["osdmaptool", str(om), "--test-map-object", n, "--pool", "1"],
+                             capture_output=True, text=True, check=True).stdout
+        assert f"'{n}' -> 1.{object_ps(n, pg_num):x} ->" in out, (n, out)
+    # the stable mod keeps a seed as pg_num grows past it (a split's parent and child)
+    assert [stable_mod(13, n) for n in (8, 12, 14, 16)] == [5, 5, 13, 13]
+
+
+def test_slow_ops_are_laid_at_their_own_pgs_new_interval() -> None:
+    """One slow op each on four objects in four PGs (of 8), one change of each kind on
+    their PGs while it waits; the fourth's PG changed 10 s before its op: none."""
+    objs: Dict[str, int] = {}
+    for i in range(100):
+        objs.setdefault(f"5.{object_ps(name(i), 8):x}", i)
+    pgs = list(objs)[:4]
+    start = np.arange(0.0, 100.0, 0.01)
+    end = start + 0.005
+    obj = np.full_like(start, 7.0)
+    offset = 1000.0
+    changes = []
+    for i, (t, kind) in enumerate(((20.0, "move"), (40.0, "acting"), (60.0, "order"), (70.0, "move"))):
+        k = int(round((t - 0.5) * 100)) if i < 3 else int(round(80.0 * 100))
+        end[k] = start[k] + 1.2                            # waited over the change
+        obj[k] = float(objs[pgs[i]])
+        changes.append((t + offset, pgs[i], kind))
+    changes.append((20.1 + offset, pgs[1], "move"))         # another PG's, while op 0 waited
+    changes.append((5.0 + offset, pgs[0], "move"))          # before the change: not counted
+    ops = np.stack([start, end, np.ones_like(start), np.zeros_like(start), obj], axis=1)
+    p = slow_by_pg(ops, changes, offset, 10.0, 90.0, 5, (8, 8))
+    assert (p["move"], p["acting"], p["order"], p["none"]) == (1, 1, 1, 1), p
+    assert p["intervals"] == 5 and p["intervals_with_slow"] == 3
+    assert len(pg_table([{"method": "ceph", "slow_by_pg": p}])) == 2
+    assert [change_kind(None, ((1, 2), 1, (1, 2), 1), False),
+            change_kind(((1, 2), 1, (1, 2), 1), ((1, 3), 1, (1, 2), 1), False),
+            change_kind(((1, 3), 1, (1, 2), 1), ((1, 3), 1, (1, 3), 1), False),
+            change_kind(((1, 2), 1, (1, 2), 1), ((2, 1), 2, (2, 1), 2), False),
+            change_kind(((1, 2), 1, (1, 2), 1), ((1, 2), 1, (1, 2), 1), True)] == \
+        ["move", "move", "acting", "order", "move"]

@@ -1,0 +1,48 @@
+"""Which PG an object is in, as librados computes it: Ceph's string hash
+(ceph_str_hash_rjenkins, Bob Jenkins' lookup2 over the name's bytes, for pools with
+object_hash rjenkins and no namespace), then the stable mod over pg_num. The latency
+bench lays each slow op at its own PG's peering with it."""
+from typing import Tuple
+
+M32 = 0xFFFFFFFF
+GOLDEN = 0x9E3779B9
+
+
+def _mix(a: int, b: int, c: int) -> Tuple[int, int, int]:
+    # lookup2's mix: the shifts of ceph_hash.cc, on 32-bit words
+    for sa, sb, sc in ((13, 8, 13), (12, 16, 5), (3, 10, 15)):
+        a = ((a - b - c) & M32) ^ (c >> sa)
+        b = ((b - c - a) & M32) ^ ((a << sb) & M32)
+        c = ((c - a - b) & M32) ^ (b >> sc)
+    return a, b, c
+
+
+def str_hash(name: str) -> int:
+    """ceph_str_hash_rjenkins(name)."""
+    k = name.encode()
+    a = b = GOLDEN
+    c = 0
+    i = 0
+    while len(k) - i >= 12:
+        a = (a + int.from_bytes(k[i:i + 4], "little")) & M32
+        b = (b + int.from_bytes(k[i + 4:i + 8], "little")) & M32
+        c = (c + int.from_bytes(k[i + 8:i + 12], "little")) & M32
+        a, b, c = _mix(a, b, c)
+        i += 12
+    tail = k[i:]
+    # the last 11 bytes; c's low byte holds the length
+    a = (a + int.from_bytes(tail[0:4], "little")) & M32
+    b = (b + int.from_bytes(tail[4:8], "little")) & M32
+    c = (c + len(k) + (int.from_bytes(tail[8:11], "little") << 8)) & M32
+    return _mix(a, b, c)[2]
+
+
+def stable_mod(x: int, b: int) -> int:
+    """ceph_stable_mod: x mod b, stable as b grows one at a time."""
+    mask = (1 << (b - 1).bit_length()) - 1
+    return x & mask if (x & mask) < b else x & (mask >> 1)
+
+
+def object_ps(name: str, pg_num: int) -> int:
+    """The placement seed (the PG's number in its pool) of object `name` at pg_num."""
+    return stable_mod(str_hash(name), pg_num)
