@@ -49,8 +49,9 @@ kind the epochs, the median and largest of the slowest op in flight when each wa
 250 ms had an epoch of each kind made while they waited; and the mon's, mgr's and OSDs'
 CPU seconds during the change. A third lays each slow op at its own PG (the object's PG,
 qa/object_hash.py): at the PG's newest new interval made while the op waited or just before
-it started, by kind ("move": its OSDs changed; "acting": its pg_temp set or dropped;
-"order": the same OSDs in another order), or "none" when the PG did not peer then.
+it started, by kind ("move": its OSDs changed; "temp": a pg_temp set; "drop": its
+pg_temp dropped, as when its backfill ends; "order": the same OSDs in another order), or
+"none" when the PG did not peer then.
 """
 import argparse
 import datetime
@@ -181,13 +182,19 @@ def intervals(c: Cluster, pool_id: int, first: int,
     return {"peerings": peerings, "primary_changes": primaries, "pgs": len(prev)}, epochs, changes
 
 
+PG_KINDS = ("move", "temp", "drop", "order")
+
+
 def change_kind(old: Optional[Mapping], new: Mapping, split: bool) -> str:
     """What a PG's new interval is: "move" (its up set's OSDs changed, or it split or was
-    born), "acting" (only its acting set's OSDs: a pg_temp set or dropped, as at the end of
-    a backfill) or "order" (the same OSDs, in another order or with another primary)."""
+    born), "temp" (only its acting set's OSDs, to other than its up set: a pg_temp set),
+    "drop" (only its acting set's OSDs, to its up set: the pg_temp dropped, as at the end
+    of a backfill) or "order" (the same OSDs, in another order or with another primary)."""
     if old is None or split or set(old[0]) != set(new[0]):
         return "move"
-    return "acting" if set(old[2]) != set(new[2]) else "order"
+    if set(old[2]) == set(new[2]):
+        return "order"
+    return "drop" if set(new[2]) == set(new[0]) else "temp"
 
 
 def slow_by_pg(ops: np.ndarray, changes: Sequence[Change], wall_minus_mono: float, t_change: float,
@@ -196,18 +203,22 @@ def slow_by_pg(ops: np.ndarray, changes: Sequence[Change], wall_minus_mono: floa
     newest new interval made while the op waited or up to PEER_S before it started (a PG
     peers for that long), how many; "none": its PG did not peer then (the op waited on
     something else: the disk, another PG's op ahead of it). An object's PG is taken at
-    both pg_nums (a split's parent and child). Also: the PG intervals of the change, and
-    how many of them held a slow op."""
+    both pg_nums (a split's parent and child). Also per kind: the PG intervals of the
+    change, and how many of them held a slow op."""
     start, end = ops[:, 0], ops[:, 1]
     slow = np.flatnonzero((start >= t_change) & (start < t_clean) & ((end - start) * 1000.0 > SLOW_MS))
     by_pg: Dict[str, List[Tuple[float, str]]] = {}
+    out = {"none": 0}
+    for k in PG_KINDS:
+        out.update({k: 0, f"{k}_intervals": 0, f"{k}_with_slow": 0})
     for when, pg, kind in changes:
         by_pg.setdefault(pg, []).append((when - wall_minus_mono, kind))
-    out = {"move": 0, "acting": 0, "order": 0, "none": 0}
-    held: Set[Tuple[str, float]] = set()
-    for k in slow.tolist():
-        s, e = float(start[k]), float(end[k])
-        name = object_name(int(ops[k, 4]))
+        if t_change <= when - wall_minus_mono < t_clean:
+            out[f"{kind}_intervals"] += 1
+    held: Set[Tuple[str, float, str]] = set()
+    for row in slow.tolist():
+        s, e = float(start[row]), float(end[row])
+        name = object_name(int(ops[row, 4]))
         pgs = {f"{pool_id}.{object_ps(name, n):x}" for n in pg_nums}
         near = [(t, kind, pg) for pg in pgs for t, kind in by_pg.get(pg, ()) if s - PEER_S <= t <= e]
         if not near:
@@ -215,9 +226,9 @@ def slow_by_pg(ops: np.ndarray, changes: Sequence[Change], wall_minus_mono: floa
             continue
         t, kind, pg = max(near)
         out[kind] += 1
-        held.add((pg, t))
-    out["intervals"] = sum(1 for t, _, _ in changes if t_change <= t - wall_minus_mono < t_clean)
-    out["intervals_with_slow"] = len(held)
+        held.add((pg, t, kind))
+    for _, _, kind in held:
+        out[f"{kind}_with_slow"] += 1
     return out
 
 
@@ -484,17 +495,17 @@ def burst_table(rows: List[Dict[str, Any]]) -> List[str]:
 
 
 def pg_table(rows: List[Dict[str, Any]]) -> List[str]:
-    """Per run: the slow ops laid at their own PG's new interval (slow_by_pg), and how many
-    of the change's PG intervals held one."""
-    kinds = ("move", "acting", "order", "none")
-    out = [f"{'method':<17} {'slow ops':>8} " + " ".join(f"{k:>6}" for k in kinds)
-           + f" {'intervals':>9} {'with slow':>9}"]
+    """Per run and kind of a PG's new interval (slow_by_pg): the slow ops laid at one, and
+    how many of the change's intervals of that kind held a slow op, of how many."""
+    out = [f"{'method':<17} {'slow ops':>8} " + " ".join(f"{k + ': slow, held/n':>20}" for k in PG_KINDS)
+           + f" {'none':>5}"]
     for r in rows:
         p = r.get("slow_by_pg")
         if p is None:
             continue
-        out.append(f"{r['method']:<17} {sum(p[k] for k in kinds):>8} " + " ".join(f"{p[k]:>6}" for k in kinds)
-                   + f" {p['intervals']:>9} {p['intervals_with_slow']:>9}")
+        cells = [f"{p[k]}, {p[k + '_with_slow']}/{p[k + '_intervals']}" for k in PG_KINDS]
+        out.append(f"{r['method']:<17} {sum(p[k] for k in PG_KINDS) + p['none']:>8} "
+                   + " ".join(f"{c:>20}" for c in cells) + f" {p['none']:>5}")
     return out
 
 
@@ -574,7 +585,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"\nWhere the slow ops (over {SLOW_MS:g} ms) waited, and the daemons' CPU during the change:")
         print("\n".join(burst_table(rows)))
         print("\nThe slow ops by their own PG's new interval while they waited (move: its OSDs changed; "
-              "acting: its pg_temp set or dropped; order: the same OSDs reordered; none: it did not peer):")
+              "temp: a pg_temp set; drop: its pg_temp dropped; order: the same OSDs reordered; "
+              "none: it did not peer):")
         print("\n".join(pg_table(rows)))
         print("\n".join(goals(rows, methods)))
     return 0
