@@ -49,9 +49,10 @@ kind the epochs, the median and largest of the slowest op in flight when each wa
 250 ms had an epoch of each kind made while they waited; and the mon's, mgr's and OSDs'
 CPU seconds during the change. A third lays each slow op at its own PG (the object's PG,
 qa/object_hash.py): at the PG's newest new interval made while the op waited or just before
-it started, by kind ("move": its OSDs changed; "temp": a pg_temp set; "drop": its
-pg_temp dropped, as when its backfill ends; "order": the same OSDs in another order), or
-"none" when the PG did not peer then.
+it started, by kind ("move": its up set's OSDs changed, its acting set held by a pg_temp;
+"remap": both changed, unprimed; "temp": a pg_temp set; "drop": its pg_temp dropped, as
+when its backfill ends; "order": the same OSDs in another order), or "none" when the PG
+did not peer then.
 """
 import argparse
 import datetime
@@ -182,16 +183,20 @@ def intervals(c: Cluster, pool_id: int, first: int,
     return {"peerings": peerings, "primary_changes": primaries, "pgs": len(prev)}, epochs, changes
 
 
-PG_KINDS = ("move", "temp", "drop", "order")
+PG_KINDS = ("move", "remap", "temp", "drop", "order")
 
 
 def change_kind(old: Optional[Mapping], new: Mapping, split: bool) -> str:
-    """What a PG's new interval is: "move" (its up set's OSDs changed, or it split or was
-    born), "temp" (only its acting set's OSDs, to other than its up set: a pg_temp set),
-    "drop" (only its acting set's OSDs, to its up set: the pg_temp dropped, as at the end
-    of a backfill) or "order" (the same OSDs, in another order or with another primary)."""
-    if old is None or split or set(old[0]) != set(new[0]):
+    """What a PG's new interval is: "move" (its up set's OSDs changed, its acting set's
+    did not: a pg_temp in the same epoch, primed, holds it on its data; or it split or was
+    born), "remap" (both changed: unprimed, the PG went to OSDs without its data), "temp"
+    (only its acting set's OSDs, to other than its up set: a pg_temp set), "drop" (only
+    its acting set's OSDs, to its up set: the pg_temp dropped, as at the end of a
+    backfill) or "order" (the same OSDs, in another order or with another primary)."""
+    if old is None or split:
         return "move"
+    if set(old[0]) != set(new[0]):
+        return "move" if set(old[2]) == set(new[2]) else "remap"
     if set(old[2]) == set(new[2]):
         return "order"
     return "drop" if set(new[2]) == set(new[0]) else "temp"
@@ -497,7 +502,7 @@ def burst_table(rows: List[Dict[str, Any]]) -> List[str]:
 def pg_table(rows: List[Dict[str, Any]]) -> List[str]:
     """Per run and kind of a PG's new interval (slow_by_pg): the slow ops laid at one, and
     how many of the change's intervals of that kind held a slow op, of how many."""
-    out = [f"{'method':<17} {'slow ops':>8} " + " ".join(f"{k + ': slow, held/n':>20}" for k in PG_KINDS)
+    out = [f"{'method':<17} {'slow ops':>8} " + " ".join(f"{k + ': slow, held/n':>19}" for k in PG_KINDS)
            + f" {'none':>5}"]
     for r in rows:
         p = r.get("slow_by_pg")
@@ -505,7 +510,7 @@ def pg_table(rows: List[Dict[str, Any]]) -> List[str]:
             continue
         cells = [f"{p[k]}, {p[k + '_with_slow']}/{p[k + '_intervals']}" for k in PG_KINDS]
         out.append(f"{r['method']:<17} {sum(p[k] for k in PG_KINDS) + p['none']:>8} "
-                   + " ".join(f"{c:>20}" for c in cells) + f" {p['none']:>5}")
+                   + " ".join(f"{c:>19}" for c in cells) + f" {p['none']:>5}")
     return out
 
 
@@ -584,9 +589,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("\n".join(table(rows)))
         print(f"\nWhere the slow ops (over {SLOW_MS:g} ms) waited, and the daemons' CPU during the change:")
         print("\n".join(burst_table(rows)))
-        print("\nThe slow ops by their own PG's new interval while they waited (move: its OSDs changed; "
-              "temp: a pg_temp set; drop: its pg_temp dropped; order: the same OSDs reordered; "
-              "none: it did not peer):")
+        print("\nThe slow ops by their own PG's new interval while they waited (move: its up set changed, "
+              "its acting set held; remap: both changed; temp: a pg_temp set; drop: its pg_temp dropped; "
+              "order: the same OSDs reordered; none: it did not peer):")
         print("\n".join(pg_table(rows)))
         print("\n".join(goals(rows, methods)))
     return 0

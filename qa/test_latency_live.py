@@ -44,9 +44,10 @@ def check(r: Dict[str, Any]) -> None:
     assert r["ops_during"] > 0 and r["ops"] > r["ops_during"]
     # every slow op laid somewhere, at most one PG interval each, and the change's intervals read
     p = r["slow_by_pg"]
-    kinds = ("move", "temp", "drop", "order")
+    kinds = ("move", "remap", "temp", "drop", "order")
     assert sum(p[k] for k in kinds) + p["none"] == b["slow_ops"], (p, b)
-    assert p["move_intervals"] > 0 and sum(p[k + "_intervals"] for k in kinds) <= r["peerings"], p
+    assert p["move_intervals"] + p["remap_intervals"] > 0, p
+    assert sum(p[k + "_intervals"] for k in kinds) <= r["peerings"], p
     assert all(p[k + "_with_slow"] <= min(p[k + "_intervals"], p[k]) for k in kinds), p
     assert r["peerings"] > 0 and r["epochs"] > 0
 

@@ -153,20 +153,20 @@ def test_an_objects_pg_is_the_one_osdmaptool_gives(tmp_path: Path) -> None:
 
 
 def test_slow_ops_are_laid_at_their_own_pgs_new_interval() -> None:
-    """One slow op each on five objects in five PGs (of 8), a change of each kind on
-    their PGs while it waits; the fifth's PG changed 10 s before its op: none."""
+    """One slow op each on six objects in six PGs (of 8), a change of each kind on their
+    PGs while it waits; the sixth's PG changed 10 s before its op: none."""
     objs: Dict[str, int] = {}
     for i in range(100):
         objs.setdefault(f"5.{object_ps(name(i), 8):x}", i)
-    pgs = list(objs)[:5]
+    pgs = list(objs)[:6]
     start = np.arange(0.0, 100.0, 0.01)
     end = start + 0.005
     obj = np.full_like(start, 99.0)
     offset = 1000.0
     changes = []
-    kinds = ((20.0, "move"), (40.0, "temp"), (50.0, "drop"), (60.0, "order"), (70.0, "move"))
+    kinds = ((20.0, "move"), (30.0, "remap"), (40.0, "temp"), (50.0, "drop"), (60.0, "order"), (70.0, "move"))
     for i, (t, kind) in enumerate(kinds):
-        k = int(round((t - 0.5) * 100)) if i < 4 else int(round(80.0 * 100))
+        k = int(round((t - 0.5) * 100)) if i < 5 else int(round(80.0 * 100))
         end[k] = start[k] + 1.2                            # waited over the change
         obj[k] = float(objs[pgs[i]])
         changes.append((t + offset, pgs[i], kind))
@@ -174,15 +174,17 @@ def test_slow_ops_are_laid_at_their_own_pgs_new_interval() -> None:
     changes.append((5.0 + offset, pgs[0], "move"))          # before the change: not counted
     ops = np.stack([start, end, np.ones_like(start), np.zeros_like(start), obj], axis=1)
     p = slow_by_pg(ops, changes, offset, 10.0, 90.0, 5, (8, 8))
-    assert [p[k] for k in ("move", "temp", "drop", "order", "none")] == [1, 1, 1, 1, 1], p
-    assert [p[k + "_intervals"] for k in ("move", "temp", "drop", "order")] == [3, 1, 1, 1], p
-    assert [p[k + "_with_slow"] for k in ("move", "temp", "drop", "order")] == [1, 1, 1, 1], p
+    kinds5 = ("move", "remap", "temp", "drop", "order")
+    assert [p[k] for k in kinds5 + ("none",)] == [1, 1, 1, 1, 1, 1], p
+    assert [p[k + "_intervals"] for k in kinds5] == [3, 1, 1, 1, 1], p
+    assert [p[k + "_with_slow"] for k in kinds5] == [1, 1, 1, 1, 1], p
     assert len(pg_table([{"method": "ceph", "slow_by_pg": p}])) == 2
     a, b, c = (1, 2), (1, 3), (3, 1)
     assert [change_kind(None, (a, 1, a, 1), False),
             change_kind((a, 1, a, 1), (b, 1, a, 1), False),        # remapped, pg_temp primed
+            change_kind((a, 1, a, 1), (b, 1, b, 1), False),        # remapped, unprimed
             change_kind((a, 1, a, 1), (a, 1, b, 1), False),        # a pg_temp set
             change_kind((b, 1, a, 1), (b, 1, b, 1), False),        # backfill done: dropped
             change_kind((b, 1, b, 1), (c, 3, c, 3), False),
             change_kind((a, 1, a, 1), (a, 1, a, 1), True)] == \
-        ["move", "move", "temp", "drop", "order", "move"]
+        ["move", "move", "remap", "temp", "drop", "order", "move"]
