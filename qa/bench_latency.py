@@ -508,8 +508,10 @@ def pg_table(rows: List[Dict[str, Any]]) -> List[str]:
         p = r.get("slow_by_pg")
         if p is None:
             continue
-        cells = [f"{p[k]}, {p[k + '_with_slow']}/{p[k + '_intervals']}" for k in PG_KINDS]
-        out.append(f"{r['method']:<17} {sum(p[k] for k in PG_KINDS) + p['none']:>8} "
+        # rows of runs before a kind was told apart have no entry for it: "-"
+        cells = [f"{p[k]}, {p[k + '_with_slow']}/{p[k + '_intervals']}" if k + "_with_slow" in p
+                 else str(p.get(k, "-")) for k in PG_KINDS]
+        out.append(f"{r['method']:<17} {sum(p.get(k, 0) for k in PG_KINDS) + p['none']:>8} "
                    + " ".join(f"{c:>19}" for c in cells) + f" {p['none']:>5}")
     return out
 
