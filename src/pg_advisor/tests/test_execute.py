@@ -11,6 +11,7 @@ from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.execute.executor import Executor
+from pg_advisor.execute.priming import ASYNC_MIN_COST, asked_acting
 from pg_advisor.execute.pacing import check_pacing, in_window
 from pg_advisor.execute.steps import StepPlanner
 from pg_advisor.analysis.whatif import Change, simulate
@@ -274,14 +275,50 @@ def test_a_primed_round_sends_each_pgs_acting_set_just_before_its_items(dumps: D
     cmds = bursts[0]
     items = [c for c in cmds if c["prefix"].endswith("pg-upmap-items")]     # set or removed: moves
     assert items
+    up_after = Placer(ceph.snap()).up_sets([c["pgid"] for c in items])
+    entries = {f"{int(p)}.{int(x):x}": int(n) for p, x, n in zip(pgs.pool, pgs.ps, pgs.log_size)}
+    asked = 0
     for i, c in enumerate(cmds):
         if c["prefix"] == "osd pg-temp":
             nxt = cmds[i + 1]
             assert nxt["prefix"].endswith("pg-upmap-items") and nxt["pgid"] == c["pgid"]
-            assert c["id"] == acting[c["pgid"]]
-    # the fixture's PGs are all active+clean: every moved PG is primed
-    assert sum(c["prefix"] == "osd pg-temp" for c in cmds) == len(items)
+            # the fixture's logs reach back to the PGs' creation and are longer than
+            # osd_async_recovery_min_cost: the primary will want the OSDs that hold the data
+            # in the new up set's order, its first first, the new one left out to recover
+            old, up = acting[c["pgid"]], up_after[c["pgid"]]
+            assert entries[c["pgid"]] > ASYNC_MIN_COST
+            if any(snap.osds.primary_affinity[o] < 1 for o in old + up):
+                # primary affinity may reorder the new up set: primed as it is
+                assert c["id"] == old
+                continue
+            primary = up[0] if up[0] in old else old[0]
+            assert c["id"] == [primary] + [o for o in up if o in old and o != primary], (old, up)
+            asked += 1
+    assert asked > 0
+    # the fixture's PGs are all active+clean: every moved PG is primed but those whose log
+    # is short enough for the new OSD to join at once
+    assert sum(c["prefix"] == "osd pg-temp" for c in cmds) == \
+        sum(entries[c["pgid"]] > ASYNC_MIN_COST for c in items) > 0
     assert any("primed" in h["detail"] for h in store.history if h["event"] == "round")
+
+
+def test_the_pg_temp_primed_is_the_acting_set_the_primary_asks_for() -> None:
+    # seen with debug_osd 10 (PeeringState::choose_acting): a backfill (the log trimmed)
+    # wants the primary, the up set's OSDs with the data in its order, then the leaving one
+    assert asked_acting([3, 1, 2], [3, 4, 2], False, 15, 2) == [3, 2, 1]
+    # the new OSD first in the up set holds nothing: the primary stays
+    assert asked_acting([3, 2, 1], [4, 2, 1], False, 15, 2) == [3, 2, 1]
+    assert asked_acting([5, 2, 1], [2, 4, 1], False, 15, 2) == [2, 1, 5]
+    # the log reaching back to the PG's creation: the new OSD recovers from it, left out
+    # of the acting set past osd_async_recovery_min_cost entries, in it at once below
+    assert asked_acting([2, 4, 1], [2, 0, 1], True, 200, 2) == [2, 1]
+    assert asked_acting([2, 4, 1], [0, 2, 1], True, 200, 2) == [2, 1]
+    assert asked_acting([2, 4, 1], [2, 0, 1], True, ASYNC_MIN_COST, 2) is None
+    assert asked_acting([2, 4], [2, 0], True, 200, 2) is None        # not below min_size
+    # the same OSDs: the up set; what it cannot tell: the acting set as it is
+    assert asked_acting([2, 4, 1], [4, 2, 1], False, 15, 2) is None
+    assert asked_acting([2, 4, 1], [2, 0, 3], True, 200, 2) == [2, 4, 1]
+    assert asked_acting([2, 4, 1], [2, 0, 3], False, 15, 2) == [2, 4, 1]
 
 
 def test_a_pg_not_clean_is_not_primed_and_a_refused_pg_temp_fails_nothing(
