@@ -110,12 +110,18 @@ class Placer:
         PGs' placement costs, not a map of the whole pool (at 320,000 PGs, 2.7 s a map and
         some 700 maps for one split plan)."""
         ps = np.asarray(ps, dtype=np.int64)
+        return self._up(pool, self._apply_upmaps(pool, ps, self.raw_rows(pool, pgp_num, ps)))
+
+    def raw_rows(self, pool: Pool, pgp_num: int, ps: np.ndarray) -> np.ndarray:
+        """CRUSH's own sets (crush_sets: no upmaps, nonexistent OSDs dropped) of the PGs
+        with seeds `ps` alone."""
+        ps = np.asarray(ps, dtype=np.int64)
         pps = placement_seeds(pool, ps, pgp_num)
         rule, args = self._rule_args(pool)
         raw = np.full((ps.size, pool.size), CRUSH_ITEM_NONE, dtype=np.int64)
         if rule is not None and ps.size:
             raw, _ = do_rule(self.crush, rule, pps, pool.size, self.weight, args, self.work)
-        return self._up(pool, self._apply_upmaps(pool, ps, self._drop(pool, raw, self._exists(raw))))
+        return self._drop(pool, raw, self._exists(raw))
 
     def with_upmaps(self, pg_upmap: Mapping[str, Tuple[int, ...]],
                     pg_upmap_items: Mapping[str, Tuple[Tuple[int, int], ...]]) -> "Placer":

@@ -124,7 +124,9 @@ def _asked(snap: Snapshot, cmd: Command, acting: List[int]) -> Optional[List[int
     if pgs is None or not pgs.logs or pool is None or pool.type != "replicated" or ps >= pool.pg_num:
         return acting
     placer = Placer.of(snap)
-    raw = [int(o) for o in placer.crush_sets(pool)[1][ps].tolist() if o >= 0]
+    # this PG's CRUSH run alone: a round's cost follows its PGs, not the pool's size
+    raw = [int(o) for o in placer.raw_rows(pool, pool.pgp_num, np.array([ps]))[0].tolist()
+           if o >= 0 and o != CRUSH_ITEM_NONE]
     ids = [int(x) for x in cmd.get("id", [])]
     new_up = apply_items(raw, list(zip(ids[0::2], ids[1::2])), placer.weight)
     o = snap.osds

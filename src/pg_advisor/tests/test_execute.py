@@ -11,7 +11,7 @@ from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.execute.executor import Executor
-from pg_advisor.execute.priming import ASYNC_MIN_COST, asked_acting
+from pg_advisor.execute.priming import ASYNC_MIN_COST, asked_acting, primed_commands
 from pg_advisor.execute.pacing import check_pacing, in_window
 from pg_advisor.execute.steps import StepPlanner
 from pg_advisor.analysis.whatif import Change, simulate
@@ -300,6 +300,23 @@ def test_a_primed_round_sends_each_pgs_acting_set_just_before_its_items(dumps: D
     assert sum(c["prefix"] == "osd pg-temp" for c in cmds) == \
         sum(entries[c["pgid"]] > ASYNC_MIN_COST for c in items) > 0
     assert any("primed" in h["detail"] for h in store.history if h["event"] == "round")
+
+
+def test_priming_maps_the_rounds_pgs_alone(dumps: Dict[str, Any]) -> None:
+    # the new up set each pg_temp is computed for comes from a CRUSH run over the round's
+    # PGs, not the pool's (a round of 16 PGs in a pool of 300,000 maps 16)
+    snap = FakeCeph(dumps).snap()
+    pool = max((p for p in snap.pools if p.type == "replicated"), key=lambda p: p.pg_num)
+    acting = acting_sets(snap)
+    cmds = []
+    for ps in range(3):
+        pgid = f"{pool.id}.{ps:x}"
+        spare = next(o for o in range(snap.osds.count) if o not in acting[pgid])
+        cmds.append({"prefix": "osd pg-upmap-items", "pgid": pgid, "id": [acting[pgid][-1], spare]})
+    out, primed = primed_commands(snap, cmds)
+    assert [c for c in out if c["prefix"] == "osd pg-upmap-items"] == cmds and primed > 0
+    work = Placer.of(snap).work
+    assert pool.pg_num > 3 and work.replicas == 3 * pool.size, (work, pool.pg_num)
 
 
 def test_the_pg_temp_primed_is_the_acting_set_the_primary_asks_for() -> None:
