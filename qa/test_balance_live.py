@@ -60,9 +60,10 @@ def test_eval_dry_run_and_a_bounded_round(logged_rbd: Cluster) -> None:
     dry = json.loads(c.ceph("pg-advisor", "balance", "--dry-run", "-f", "json"))
     assert dry["commands"] and "applied" not in dry
     assert c.fingerprint() == fp
-    epoch = c.json("osd", "dump")["epoch"]
+    osd_dump = c.json("osd", "dump")
+    epoch = osd_dump["epoch"]
+    min_size = {p["pool"]: p["min_size"] for p in osd_dump["pools"]}
     stats = {s["pgid"]: s for s in c.json("pg", "ls")["pg_stats"]}
-    min_size = {p["pool"]: p["min_size"] for p in c.json("osd", "dump")["pools"]}
     done = json.loads(c.ceph("pg-advisor", "balance", "--max-items", "3", "-f", "json"))
     assert done["applied"] == len(done["items"]) and done["failed"] == [] and done["moves"] <= 3
     # prime_pg_temp (on by default): in the epoch that brings a PG's items, its pg_temp is

@@ -37,6 +37,7 @@ import numpy as np
 
 from ..crush.placement import MAX_AFFINITY, Placer
 from ..crush.upmap import apply_items
+from ..model.checks import parse_pgid
 from ..model.constants import CRUSH_ITEM_NONE
 from ..model.snapshot import Snapshot
 
@@ -119,7 +120,7 @@ def _asked(snap: Snapshot, cmd: Command, acting: List[int]) -> Optional[List[int
     the acting set as it is where the stats lack the logs, the pool is EC, or primary
     affinity or a down OSD would change the new up set."""
     pgs = snap.pgs
-    pool_id, ps = (int(x, 16) if k else int(x) for k, x in enumerate(cmd["pgid"].split(".")))
+    pool_id, ps = parse_pgid(cmd["pgid"], "pg-upmap-items")
     pool = next((p for p in snap.pools if p.id == pool_id), None)
     if pgs is None or not pgs.logs or pool is None or pool.type != "replicated" or ps >= pool.pg_num:
         return acting
