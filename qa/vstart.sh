@@ -2,7 +2,7 @@
 # Start, stop or inspect a loopback Ceph cluster (1 mon, 1 mgr, N OSDs on H
 # CRUSH hosts) with the pg_advisor module loaded from this checkout.
 #
-#   qa/vstart.sh start [--osds N] [--hosts H] [--store memstore|bluestore]
+#   qa/vstart.sh start [--ceph tentacle|pacific] [--osds N] [--hosts H] [--store memstore|bluestore]
 #                      [--dir DIR] [--no-pool] [--block-gib G] [--recovery-defaults]
 #                      (bluestore: block files of G GiB, default 2, sparse;
 #                       --recovery-defaults: Ceph's own recovery and deletion sleeps,
@@ -11,6 +11,12 @@
 #                      (N more OSDs on CRUSH host NAME of root default, started)
 #   qa/vstart.sh stop   [--dir DIR]
 #   qa/vstart.sh status [--dir DIR]
+#
+# --ceph (default $PG_ADVISOR_CEPH, else tentacle): which Ceph runs the cluster.
+# tentacle: Ceph 20.2 from Debian forky, in the chroot and network namespace of
+# qa/tentacle.sh (built on first use): this script runs itself in there, and DIR is a
+# directory of the chroot (run `ceph` for it with `qa/tentacle.sh exec ceph ...`).
+# pacific: Ceph 16.2 from this Debian 12 host's packages.
 #
 # Everything lives below DIR (default $PG_ADVISOR_CLUSTER_DIR or
 # /tmp/pg-advisor-cluster); the daemons are tracked by their pid files there,
@@ -22,6 +28,8 @@ repo=$(cd "$here/.." && pwd)
 
 action=${1:-}
 [ $# -gt 0 ] && shift
+all_args=("$@")
+ceph_release=${PG_ADVISOR_CEPH:-tentacle}
 osds=6
 hosts=3
 store=memstore
@@ -38,15 +46,17 @@ while [ $# -gt 0 ]; do
         --hosts) hosts=$2; shift 2 ;;
         --store) store=$2; shift 2 ;;
         --dir) dir=$2; shift 2 ;;
+        --ceph) ceph_release=$2; shift 2 ;;
         --no-pool) make_pool=0; shift ;;
         --block-gib) block_gib=$2; shift 2 ;;
         --recovery-defaults) recovery_defaults=1; shift ;;
         --count) count=$2; shift 2 ;;
         --host) new_host=$2; shift 2 ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
         *) echo "vstart.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
+case "$ceph_release" in tentacle|pacific) ;; *) echo "vstart.sh: --ceph must be tentacle or pacific" >&2; exit 2 ;; esac
 case "$store" in memstore|bluestore) ;; *) echo "vstart.sh: --store must be memstore or bluestore" >&2; exit 2 ;; esac
 [[ "$osds" =~ ^[1-9][0-9]*$ ]] || { echo "vstart.sh: --osds must be a positive integer" >&2; exit 2; }
 [[ "$hosts" =~ ^[1-9][0-9]*$ ]] || { echo "vstart.sh: --hosts must be a positive integer" >&2; exit 2; }
@@ -55,13 +65,20 @@ case "$store" in memstore|bluestore) ;; *) echo "vstart.sh: --store must be mems
 
 # absolute, so the CEPH_CONF the daemons carry (how `alive` knows them) is one string
 case "$dir" in /*) ;; *) dir=$PWD/$dir ;; esac
+
+# Tentacle runs in its chroot: the same script, there, with the same arguments
+if [ "$ceph_release" = tentacle ] && ! bash "$here/tentacle.sh" inside; then
+    [ "$action" = start ] && bash "$here/install-deps.sh"
+    exec bash "$here/tentacle.sh" exec env PG_ADVISOR_CLUSTER_DIR="$dir" \
+        bash /pg_advisor/qa/vstart.sh "$action" "${all_args[@]}"
+fi
 conf=$dir/ceph.conf
 export CEPH_CONF=$conf
 
 log() { echo "vstart: $*" >&2; }
 
-install_packages() {
-    bash "$here/install-deps.sh"
+install_packages() {    # the chroot has its own (qa/tentacle.sh)
+    bash "$here/tentacle.sh" inside || bash "$here/install-deps.sh"
 }
 
 # pid files are written by the daemons themselves (`pid file` below).
@@ -166,6 +183,9 @@ admin socket = $dir/run/\$name.asok
 pid file = $dir/run/\$name.pid
 log file = $dir/log/\$name.log
 osd data = $dir/osd.\$id
+# Debian forky's Ceph 20.2 defaults this to a relative path (lib/x86_64-linux-gnu/...), so
+# no object class loads (cls_lock: EOPNOTSUPP, and the mgr's sqlite database fails)
+osd class dir = $(dirname "$(ls /usr/lib/*/rados-classes/libcls_lock.so /usr/lib/rados-classes/libcls_lock.so 2>/dev/null | head -1)")
 osd objectstore = $store
 memstore device bytes = 1073741824
 bluestore block create = true

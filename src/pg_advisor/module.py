@@ -2,21 +2,20 @@
 
 Every decision lives in the layers it calls; this file only knows the mgr's API.
 """
-import contextlib
 import ctypes
 import errno
 import functools
-import gc
 import inspect
 import json
 import threading
 import time
 import traceback
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from mgr_module import CLIReadCommand, CLIWriteCommand, MgrModule, Option
+from mgr_module import MgrModule, Option
 from mgr_module import CommandResult as MonResult
 
+from . import mgr_compat
 from .analysis.status import status_of
 from .execute.context import BalanceRequest, Context
 from .execute.driver import Driver, misplaced_max
@@ -44,20 +43,6 @@ PG_SUMMARY_KEYS = ("pgs_by_state", "num_pgs", "num_pools", "num_objects", "data_
                    "degraded_objects", "misplaced_objects", "unfound_objects")
 
 
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off while a read builds millions of objects: its
-    full collections over them held the GIL 0.8 s at a time (320,000 PGs), and every other
-    module waited. The documents a read makes hold no cycles; reference counting frees them."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def give_back_memory() -> None:
     """Hand the heap's free pages back to the system (glibc's malloc_trim: the mgr uses
     glibc's allocator, one arena per thread): a read of 320,000 PGs passes through some
@@ -78,8 +63,8 @@ def _malloc_trim() -> Optional[Callable[[int], int]]:
 
 def declare(cmd: table.Command) -> None:
     """Declare `ceph pg-advisor NAME` from its entry in the command table, the upstream way
-    (CLIReadCommand/CLIWriteCommand read the arguments from the typed signature, the help
-    from the docstring), with `-f` as an argument as pg_autoscaler declares it. The reply is
+    (the registry reads the arguments from the typed signature, the help from the
+    docstring), with `-f` as an argument as pg_autoscaler declares it. The reply is
     the report in the format asked (`views.show`), or an AdvisorError's code and message.
     The format and the arguments are checked (table.check, as offline) before anything
     runs, so a bad one changes nothing."""
@@ -106,12 +91,13 @@ def declare(cmd: table.Command) -> None:
     setattr(reply, "__signature__", inspect.Signature(params, return_annotation=CommandResult))
     reply.__doc__ = cmd.help
     reply.__name__ = reply.__qualname__ = "_cmd_" + cmd.name.replace("-", "_")
-    (CLIWriteCommand if cmd.write else CLIReadCommand)("pg-advisor " + cmd.name)(reply)
+    mgr_compat.register("pg-advisor " + cmd.name, reply, cmd.write)
 
 
 class Module(MgrModule):
     # filled by MgrModule._register_commands from the declarations (the command table) below
     COMMANDS: List[Dict[str, Any]] = []
+    CLICommand = mgr_compat.REGISTRY     # where Tentacle's mgr finds them (Pacific: unused)
     MODULE_OPTIONS = [Option(**o) for o in options.mgr_options()]
     # the cluster settings the sizing model reads, as the mgr sees them
     NATIVE_OPTIONS = list(snapshot.CONFIG_DEFAULTS)
@@ -174,8 +160,7 @@ class Module(MgrModule):
         change key."""
         self.log.debug("pg_advisor: reading the cluster (snapshot %d)", self._snaps.loads + 1)
         try:
-            with gc_paused():
-                return self._read_documents(pg_status, config)
+            return self._read_documents(pg_status, config)
         finally:
             give_back_memory()      # what the read's documents took, once they are gone
 

@@ -522,7 +522,7 @@ class Balancer:
         src_dev = np.where(inx, dev[at], np.inf)
         lose = np.where(inx, 1 - 2 * src_dev, 0.0).sum(axis=1)
         uses = (real & into[at]).any(axis=1)
-        cand = np.flatnonzero(into & st.allowed & (~strict | (dev < -EPS)))
+        cand = np.flatnonzero(into & st.allowed & ((not strict) | (dev < -EPS)))
         cand = cand[np.argsort(dev[cand], kind="stable")]
         cand = cand[np.unique(low[cand], return_index=True)[1]]
         cand = cand[np.argsort(dev[cand], kind="stable")]
@@ -534,7 +534,7 @@ class Balancer:
         have = rank[:, -1] if cand.size else np.zeros(rows.size, np.int64)
         gain = lose + np.where(pick, 1 + 2 * dev[cand][None, :], 0.0).sum(axis=1)
         ok = (~uses & (have >= m) & (m > 0) & (m <= st.shape.limits[0].cap) & (gain < -EPS)
-              & (~strict | (src_dev.min(axis=1) > EPS)))
+              & ((not strict) | (src_dev.min(axis=1) > EPS)))
         # per replica moved: a group of two that gains as much as one of three is better
         return np.where(ok, gain / np.maximum(m, 1), np.inf), inx, cand, pick
 

@@ -14,8 +14,10 @@ def _check(summary: str, detail: List[str], severity: str = "warning") -> Dict[s
 
 def health_checks(report: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     checks: Dict[str, Dict[str, Any]] = {}
+    # a pg_num change only where it presses (sizer.PoolSizing.pressing): a fresh cluster's
+    # near-empty pools, which pg_autoscaler would leave, raise nothing
     pools = [p for p in report["pools"] if p.get("recommended_pg_num") is not None
-             and p.get("pg_autoscale_mode") != "on"]
+             and p.get("pressing") and p.get("pg_autoscale_mode") != "on"]
     few = [p for p in pools if p["recommended_pg_num"] > p["pg_num_target"]]
     many = [p for p in pools if p["recommended_pg_num"] < p["pg_num_target"]]
     if few:

@@ -22,6 +22,18 @@ from ..model.snapshot import Pool, Snapshot
 from .memory import MemoryModel
 
 MIB = 1 << 20
+MGR_POOL = ".mgr"            # the mgr's own pool (1 PG, pg_num_max 32): pg_autoscaler leaves it be
+AUTOSCALER_THRESHOLD = 3.0   # pg_autoscaler's `threshold` option, its default
+
+
+def autoscaler_would_act(current: int, target: int, threshold: float = AUTOSCALER_THRESHOLD) -> bool:
+    """Whether pg_autoscaler would itself take a pool from `current` to `target` PGs (its
+    _get_pool_pg_targets): growth beyond `threshold` times (Tentacle: 1 toward 512 or 1,024
+    PGs, 2 toward 2,048), shrinking below 1/`threshold`."""
+    if target > current:
+        step = {512: 1.0, 1024: 1.0, 2048: 2.0}.get(target, threshold)
+        return target > current * step
+    return target < current / threshold
 
 
 @dataclass
@@ -49,6 +61,17 @@ class PoolSizing:
     def change(self) -> int:
         """+1 to grow, -1 to shrink, 0 to keep."""
         return (self.recommended > self.pool.pg_num_target) - (self.recommended < self.pool.pg_num_target)
+
+    @property
+    def pressing(self) -> bool:
+        """Worth a health warning: the PGs-per-OSD limit or the OSDs' memory made this
+        change, or pg_autoscaler would make it by itself (past its threshold, never in the
+        mgr's own pool). Anything milder is shown in status and plan, not raised."""
+        if self.change == 0:
+            return False
+        if any(r.code in ("cap_pgs", "cap_memory") for r in self.reasons):
+            return True
+        return self.pool.name != MGR_POOL and autoscaler_would_act(self.pool.pg_num_target, self.recommended)
 
     def sentence(self) -> str:
         p = self.pool

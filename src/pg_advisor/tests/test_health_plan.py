@@ -5,7 +5,7 @@ from typing import Any, Dict
 from pg_advisor.model import options, snapshot
 from pg_advisor.render.health import health_checks
 from pg_advisor.analysis.plan import plan_report
-from pg_advisor.sizing.sizer import recommend
+from pg_advisor.sizing.sizer import autoscaler_would_act, recommend
 from pg_advisor.analysis.status import status_report
 
 
@@ -14,6 +14,7 @@ def test_checks_follow_the_recommendations(snap: snapshot.Snapshot) -> None:
     checks = health_checks(r)
     few = checks["PG_ADVISOR_TOO_FEW_PGS"]
     grow = [p["name"] for p in r["pools"] if p["recommended_pg_num"] > p["pg_num_target"]]
+    assert all(p["pressing"] for p in r["pools"] if p["name"] in grow)     # each 3x or more
     assert grow and few["count"] == len(grow) == len(few["detail"])
     assert all(any(d.startswith(n + ":") for d in few["detail"]) for n in grow)
     assert "PG_ADVISOR_TOO_MANY_PGS" not in checks
@@ -28,6 +29,57 @@ def test_checks_clear_when_pools_match(snap: snapshot.Snapshot, dumps: Dict[str,
     s = snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
     checks = health_checks(status_report(s))
     assert "PG_ADVISOR_TOO_FEW_PGS" not in checks and "PG_ADVISOR_TOO_MANY_PGS" not in checks
+
+
+def with_pg_nums(dumps: Dict[str, Any], pg_num: Dict[str, int],
+                 names: Dict[str, str] = {}) -> snapshot.Snapshot:
+    d = copy.deepcopy(dumps)
+    for p in d["osd_dump"]["pools"]:
+        n = pg_num[p["pool_name"]]
+        p["pg_num"] = p["pg_num_target"] = p["pg_placement_num"] = p["pg_placement_num_target"] = n
+        p["pool_name"] = names.get(p["pool_name"], p["pool_name"])
+    return snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
+
+
+def test_a_change_pg_autoscaler_would_not_make_raises_nothing(snap: snapshot.Snapshot,
+                                                              dumps: Dict[str, Any]) -> None:
+    # a fresh cluster's near-empty pools (16 -> 32, .mgr 1 -> 32) raised TOO_FEW where
+    # pg_autoscaler acts only past its threshold (3x) and leaves the mgr's own pool be
+    rec = {p["name"]: p["recommended_pg_num"] for p in status_report(snap)["pools"]}
+    assert all(n >= 4 for n in rec.values())
+    for factor, raised in ((2, False), (4, True)):
+        s = with_pg_nums(dumps, {n: v // factor for n, v in rec.items()})
+        r = status_report(s)
+        assert all(p["recommended_pg_num"] == rec[p["name"]] for p in r["pools"])
+        assert all(p["pressing"] is raised for p in r["pools"]), factor
+        assert ("PG_ADVISOR_TOO_FEW_PGS" in health_checks(r)) is raised
+    first = min(rec)
+    s = with_pg_nums(dumps, {n: v // 4 for n, v in rec.items()}, {first: ".mgr"})
+    few = health_checks(status_report(s))["PG_ADVISOR_TOO_FEW_PGS"]["detail"]
+    assert len(few) == len(rec) - 1 and not any(d.startswith(".mgr:") for d in few)
+    s = with_pg_nums(dumps, {n: v * 2 for n, v in rec.items()})       # shrinking: 3x too
+    assert "PG_ADVISOR_TOO_MANY_PGS" not in health_checks(status_report(s))
+    s = with_pg_nums(dumps, {n: v * 4 for n, v in rec.items()})
+    assert "PG_ADVISOR_TOO_MANY_PGS" in health_checks(status_report(s))
+
+
+def test_the_autoscalers_threshold_as_tentacle_has_it() -> None:
+    assert not autoscaler_would_act(32, 64) and not autoscaler_would_act(32, 96)
+    assert autoscaler_would_act(32, 128) and autoscaler_would_act(256, 512)     # toward 512: 1x
+    assert not autoscaler_would_act(1024, 2048) and autoscaler_would_act(512, 2048)
+    assert not autoscaler_would_act(64, 32) and autoscaler_would_act(128, 32)
+    assert not autoscaler_would_act(32, 32)
+
+
+def test_a_cap_on_pgs_per_osd_presses_whatever_the_threshold(snap: snapshot.Snapshot,
+                                                             dumps: Dict[str, Any]) -> None:
+    rec = {p["name"]: p["recommended_pg_num"] for p in status_report(snap)["pools"]}
+    s = with_pg_nums(dumps, {n: v * 2 for n, v in rec.items()})
+    opts = options.make({"pg_per_osd_headroom": 0.9})
+    r = status_report(s, opts=opts)
+    capped = [p for p in r["pools"] if any(x["code"] == "cap_pgs" for x in p["reasons"])]
+    assert capped and all(p["pressing"] for p in capped)
+    assert "PG_ADVISOR_TOO_MANY_PGS" in health_checks(r)
 
 
 def test_too_many_and_limits(snap: snapshot.Snapshot) -> None:

@@ -22,7 +22,7 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     ("render", ("render",)),
     ("panel", ("panel",)),
     ("commands", ("commands",)),
-    ("adapters", ("module", "cli", "__main__", "__init__")),
+    ("adapters", ("module", "mgr_compat", "cli", "__main__", "__init__")),
 ]
 ADAPTERS = LAYERS[-1][1]
 LAYER_OF: Dict[str, int] = {m: i for i, (_, mods) in enumerate(LAYERS) for m in mods}
