@@ -5,20 +5,25 @@ GET /metrics         Prometheus text. Anything else is 404; a method other than 
 HEAD is 405. The data comes from callables the module hands in; one that raises
 AdvisorError with EAGAIN (nothing computed yet) makes the answer 503 with Retry-After.
 
-Bounds (cheroot 9.0, Debian 12). cheroot hands every accepted connection straight to a
-worker thread, which then blocks reading the request line and headers, each read waiting
-up to `timeout`; a client that connects and stalls holds a worker that long. Its pool
-never grows, its queue of accepted connections and its header and body sizes are
-unbounded unless set. So: enough workers that a dozen stalled clients leave some free, a
-short timeout that frees the others, a bounded queue (a connection beyond it is closed at
-once, so file descriptors and memory stay bounded), and small request limits: nothing
-served here takes a body. What remains: more stalled clients than workers delay the next
-request by up to SOCKET_TIMEOUT a round, and past the queue a new connection is closed
+Bounds (the same on cheroot 9, Pacific's Debian 12, and 11.1, Tentacle's forky). cheroot's
+accepting thread hands every new connection straight to a worker thread, which then blocks
+reading the request line and headers, each read waiting up to `timeout`; a client that
+connects and stalls holds a worker that long. An idle keep-alive connection waits in that
+accepting thread's selector instead, closed after `timeout`. The pool never grows; the
+queue of accepted connections and the header and body sizes are unbounded unless set. So:
+enough workers that a dozen stalled clients leave some free, a short timeout that frees
+the others, a bounded queue, a connection beyond it closed at once (_BoundedServer: so file
+descriptors and memory stay bounded), and small request limits: nothing served here takes
+a body. Sockets held: the listener, one a worker, ACCEPTED_QUEUE, KEEP_ALIVE_CONNECTIONS
+idle (checked as each answer starts: workers answering at once may each keep one more);
+stop() closes them all. What remains: more stalled clients than workers delay the
+next request by up to SOCKET_TIMEOUT a round, and past the queue a new connection is closed
 unanswered; a client trickling a byte each second keeps its worker (the timeout is per
 read); stop() waits for the stalled, at most about (1 + ACCEPTED_QUEUE / WORKERS) rounds.
 """
 import errno
 import json
+import queue
 import threading
 from typing import Any, Callable, Dict, Optional
 
@@ -102,9 +107,24 @@ def _error_page(status: str, message: str, traceback: str, version: str) -> str:
     return f"{status}\n"
 
 
+class _BoundedServer(wsgi.Server):
+    """cheroot's WSGI server that closes a connection its full queue cannot take at once.
+
+    cheroot 11 would hand it to a thread of its own, on an unbounded queue, that answers 503
+    and then leaves the socket open (`linger`) until the garbage collector frees the
+    connection: a crowd could hold any number of sockets, and still hold them after stop().
+    """
+
+    def process_conn(self, conn: Any) -> None:
+        try:
+            self.requests.put(conn)     # accepted_queue_timeout=0: Full at once
+        except queue.Full:
+            conn.close()                # FIN now, and the descriptor freed
+
+
 def bounded_server(addr: str, port: int, app: Any) -> wsgi.Server:
     """cheroot's WSGI server with every resource it may take bounded (see the module doc)."""
-    httpd = wsgi.Server(
+    httpd = _BoundedServer(
         (addr, port), app, numthreads=WORKERS, server_name="pg_advisor",
         request_queue_size=LISTEN_BACKLOG, timeout=SOCKET_TIMEOUT,
         shutdown_timeout=SHUTDOWN_TIMEOUT, accepted_queue_size=ACCEPTED_QUEUE,
@@ -139,8 +159,9 @@ class Server:
             "tools.response_headers.on": True,
             "tools.response_headers.headers": [("Server", "pg_advisor")],
         }})
-        app.log.screen = False     # no access log on the mgr's stdout
-        cherrypy.log.screen = False
+        # no access log on the mgr's stdout; cherrypy's global log is left as it is (other
+        # modules in the mgr's interpreter share it)
+        app.log.screen = False
         httpd = bounded_server(addr, port, app)
         httpd.prepare()       # binds now: a port in use raises here, and nothing runs
         self._httpd = httpd
