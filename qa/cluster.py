@@ -138,10 +138,16 @@ class Cluster:
                                          "crush_rule", "options", "pg_autoscale_mode")}
                       for p in d["pools"]],
             "pg_upmap": d["pg_upmap"], "pg_upmap_items": d["pg_upmap_items"],
+            "pg_upmap_primaries": d.get("pg_upmap_primaries"),     # Reef on
             "osds": [(o["osd"], o["weight"], o["in"]) for o in d["osds"]],
             "flags": d["flags"],
             "config": self.json("config", "dump"),
         }
+
+    def release(self) -> str:
+        """The Ceph release the cluster's mon runs ('tentacle', 'pacific')."""
+        mon = self.json("versions")["mon"]     # {"ceph version 20.2.4 (...) tentacle (stable)": 1}
+        return str(next(iter(mon)).split()[-2])
 
     def wait_clean(self, timeout: float = 180, pool: Optional[str] = None) -> None:
         """All PGs active+clean, no pg_num/pgp_num change pending, stats caught up. With

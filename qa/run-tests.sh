@@ -1,19 +1,54 @@
 #!/usr/bin/env bash
-# Every test pg_advisor has: installs what it needs (apt), runs the unit tests, flake8 and
-# mypy through tox, then the integration tests against a real Ceph cluster that
-# qa/vstart.sh starts on loopback with the module loaded in the real ceph-mgr.
-# Extra arguments go to the integration pytest run (e.g. -k status).
+# Every test pg_advisor has, on both Ceph releases it supports. Installs what it needs (apt,
+# and the Debian forky chroot with Ceph Tentacle 20.2 that qa/tentacle.sh builds), then:
+#   1. unit tests, flake8, mypy, promtool (tox) on the host's Python 3.11 (Pacific's mgr);
+#   2. the unit tests again on the chroot's Python 3.14 (Tentacle's mgr), deprecations fatal;
+#   3. every integration test on a real Tentacle cluster (qa/vstart.sh in the chroot, the
+#      module loaded in its ceph-mgr);
+#   4. a compatibility subset on a real Pacific 16.2 cluster from the host's packages: the
+#      module loads, status, balance, and a plan applied across a mgr failover;
+#   5. a 3-minute thrash of mode auto on Tentacle.
+# Extra arguments go to the Tentacle integration run (e.g. -k status).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
-bash qa/install-deps.sh
-echo "== unit tests, flake8, mypy (tox)"
-/usr/bin/tox
-echo "== integration tests on a real cluster"
 export PYTHONDONTWRITEBYTECODE=1
-/usr/bin/python3 -m pytest -p no:cacheprovider -v --durations=15 qa "$@"
+t0=$SECONDS
+took() { echo "== ($1 took $((SECONDS - t1)) s; $((SECONDS - t0)) s in all)"; }
+
+t1=$SECONDS
+bash qa/install-deps.sh --tentacle
+took "installing"
+
+echo "== unit tests, flake8, mypy, promtool (tox, Python $(/usr/bin/python3 -c 'import sys; print(sys.version.split()[0])'))"
+t1=$SECONDS
+/usr/bin/tox
+took "tox"
+
+echo "== unit tests on Tentacle's Python (the chroot)"
+t1=$SECONDS
+bash qa/tentacle.sh exec env PYTHONPATH=src PYTHONDONTWRITEBYTECODE=1 \
+    python3 -m pytest -q src/pg_advisor/tests
+took "unit tests on Tentacle's Python"
+
+echo "== integration tests on Ceph Tentacle 20.2 (the chroot)"
+t1=$SECONDS
+bash qa/tentacle.sh exec env PYTHONDONTWRITEBYTECODE=1 \
+    python3 -m pytest -v --durations=15 qa "$@"
+took "Tentacle integration tests"
+
+# the rest of the suite ran on Tentacle; here what must hold on the older release too
+echo "== compatibility subset on Ceph Pacific 16.2 (the host)"
+t1=$SECONDS
+PG_ADVISOR_CEPH=pacific /usr/bin/python3 -m pytest -v --durations=10 \
+    qa/test_status_live.py qa/test_balance_live.py \
+    "qa/test_execute_live.py::test_doubling_with_a_client_writing_survives_a_mgr_failover"
+took "Pacific subset"
+
 # after the session's cluster is gone (the thrasher starts its own, on the same ports): a
 # 3-minute thrash of mode auto, every invariant checked (the full runs: doc/testing.rst)
-echo "== 3-minute thrash of mode auto (qa/thrash.py)"
-/usr/bin/python3 -m qa.thrash --minutes 3 --seed 1 --pg-nums 32,128,32 --set step_interval=2 \
-    --dir "${TMPDIR:-/tmp}/pg-advisor-thrash-smoke"
+echo "== 3-minute thrash of mode auto on Tentacle (qa/thrash.py)"
+t1=$SECONDS
+bash qa/tentacle.sh exec python3 -m qa.thrash --minutes 3 --seed 1 --pg-nums 32,128,32 \
+    --set step_interval=2 --dir /tmp/pg-advisor-thrash-smoke
+took "thrash"

@@ -272,3 +272,47 @@ def test_live_map_every_pool(live_map: GeneratedMap) -> None:
     assert not bad, f"{len(bad)} of {len(ref)} PGs differ, first: {bad[:5]}"
     # the weight sets matter here: ignoring them must change some PGs
     assert mismatches(dataclasses.replace(snap, choose_args={}), ref)
+
+
+@pytest.fixture(scope="module")
+def primaries_map(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedMap]:
+    """The live mon's map with pg_upmap_primaries (Reef on): three set by hand, an OSD
+    marked out, then a round of Ceph's own read balancer over rbd."""
+    c = cluster
+    if c.release() == "pacific":
+        pytest.skip("pg-upmap-primary came with Reef; this cluster runs Pacific")
+    was = c.json("osd", "dump")["require_min_compat_client"]
+    c.ceph("osd", "set-require-min-compat-client", "reef")
+    rbd = c.pool_id("rbd")
+    picked: List[str] = []
+    for ps in range(3):
+        pgid = f"{rbd}.{ps:x}"
+        up = c.json("pg", "map", pgid)["up"]
+        c.ceph("osd", "pg-upmap-primary", pgid, str(up[-1]))
+        picked.append(pgid)
+    c.ceph("osd", "out", "5")
+    path = tmp_path_factory.mktemp("primaries") / "osdmap.bin"
+    try:
+        c.ceph("balancer", "mode", "read")
+        c.ceph("balancer", "optimize", "reads", "rbd")
+        c.ceph("balancer", "execute", "reads")
+        c.ceph("osd", "getmap", "-o", str(path))
+        yield GeneratedMap(path=path, num_osds=6, as_is=True)
+    finally:
+        c.ceph("balancer", "mode", "upmap")
+        for e in c.json("osd", "dump")["pg_upmap_primaries"]:
+            c.ceph("osd", "rm-pg-upmap-primary", e["pgid"])
+        c.ceph("osd", "in", "5")
+        c.ceph("osd", "set-require-min-compat-client", was, "--yes-i-really-mean-it")
+        c.wait_clean()
+
+
+def test_live_map_with_pg_upmap_primaries(primaries_map: GeneratedMap) -> None:
+    osd_dump, crush = primaries_map.dumps()
+    ref = primaries_map.reference()
+    snap = snapshot.load(osd_dump, crush)
+    assert len(snap.pg_upmap_primaries) > 3          # the read balancer set some of its own
+    bad = mismatches(snap, ref)
+    assert not bad, f"{len(bad)} of {len(ref)} PGs differ, first: {bad[:5]}"
+    # the primaries matter here: ignoring them must change some PGs' order
+    assert mismatches(dataclasses.replace(snap, pg_upmap_primaries={}), ref)

@@ -68,7 +68,7 @@ case "$dir" in /*) ;; *) dir=$PWD/$dir ;; esac
 
 # Tentacle runs in its chroot: the same script, there, with the same arguments
 if [ "$ceph_release" = tentacle ] && ! bash "$here/tentacle.sh" inside; then
-    [ "$action" = start ] && bash "$here/install-deps.sh"
+    [ "$action" = start ] && bash "$here/install-deps.sh" --tentacle
     exec bash "$here/tentacle.sh" exec env PG_ADVISOR_CLUSTER_DIR="$dir" \
         bash /pg_advisor/qa/vstart.sh "$action" "${all_args[@]}"
 fi

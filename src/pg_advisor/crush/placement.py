@@ -2,7 +2,7 @@
 
 Placement seed (stable_mod over pgp_num, hashed with the pool id under hashpspool),
 crush_do_rule with the pool's choose_args, then: drop OSDs that do not exist,
-apply pg_upmap and pg_upmap_items, drop down OSDs, pick the primary and apply
+apply pg_upmap, pg_upmap_items and pg_upmap_primaries, drop down OSDs, pick the primary and apply
 primary affinity. Replicated pools shift left; erasure-coded pools keep positions
 and mark holes with CRUSH_ITEM_NONE.
 """
@@ -309,7 +309,8 @@ class Placer:
     def _apply_upmaps(self, pool: Pool, ps: np.ndarray, raw: np.ndarray) -> np.ndarray:
         snap = self.snap
         prefix = f"{pool.id}."
-        keys = [k for k in set(snap.pg_upmap) | set(snap.pg_upmap_items) if k.startswith(prefix)]
+        keys = [k for k in set(snap.pg_upmap) | set(snap.pg_upmap_items) | set(snap.pg_upmap_primaries)
+                if k.startswith(prefix)]
         if not keys:
             return raw
         raw = raw.copy()
@@ -323,7 +324,8 @@ class Placer:
                 continue
             row = [o for o in raw[i].tolist() if o != -1] if pool.type == "replicated" \
                 else raw[i].tolist()
-            row = apply_upmap(row, snap.pg_upmap.get(key), snap.pg_upmap_items.get(key, ()), self.weight)
+            row = apply_upmap(row, snap.pg_upmap.get(key), snap.pg_upmap_items.get(key, ()), self.weight,
+                              snap.pg_upmap_primaries.get(key))
             width = raw.shape[1]
             if len(row) > width:   # a pg_upmap longer than size: keep the map's length
                 raw = np.pad(raw, ((0, 0), (0, len(row) - width)), constant_values=-1)

@@ -1,9 +1,10 @@
 """Upmaps as Ceph applies them, and the one builder of a PG's pg-upmap-items.
 
 The model is OSDMap::_apply_upmap: a pg_upmap replaces the whole set unless it names an
-OSD that is marked out (then it and the items are ignored); the items then apply in
-order, each replacing the first slot that holds its source, and a pair is skipped when
-its target is already anywhere in the set or is marked out. The mon also drops a pair
+OSD that is marked out (then it, the items and the primary are ignored); the items then
+apply in order, each replacing the first slot that holds its source, and a pair is
+skipped when its target is already anywhere in the set or is marked out; last, a
+pg_upmap_primary swaps its OSD into the first slot. The mon also drops a pair
 whose source CRUSH does not give the PG (OSDMap::check_pg_upmaps), so items can only
 rewrite CRUSH's own set slot by slot: an OSD cannot pass through a free one.
 
@@ -49,14 +50,29 @@ def apply_items(row: Sequence[int], pairs: Sequence[Pair], osd_weight: np.ndarra
 
 
 def apply_upmap(row: Sequence[int], explicit: Optional[Sequence[int]], pairs: Sequence[Pair],
-                osd_weight: np.ndarray) -> List[int]:
-    """A pg_upmap (if any) and then the items: a pg_upmap naming an out OSD makes Ceph
-    return before the items too."""
+                osd_weight: np.ndarray, primary: Optional[int] = None) -> List[int]:
+    """A pg_upmap (if any), then the items, then the pg_upmap_primary (if any): a pg_upmap
+    naming an out OSD makes Ceph return before the items and the primary too."""
     if explicit is not None:
         if any(marked_out(o, osd_weight) for o in explicit):
             return list(row)
         row = explicit
-    return apply_items(row, pairs, osd_weight)
+    out = apply_items(row, pairs, osd_weight)
+    if primary is not None:
+        apply_primary(out, primary, osd_weight)
+    return out
+
+
+def apply_primary(row: List[int], primary: int, osd_weight: np.ndarray) -> None:
+    """A pg_upmap_primary on the raw set, in place, as Ceph applies it: the OSD, when it is
+    in the set past its first slot, trades places with the first; nothing when it is out,
+    not an OSD below max_osd, or not in the set."""
+    if not (0 <= primary < osd_weight.size and osd_weight[primary] != 0):
+        return
+    for i in range(1, len(row)):
+        if row[i] == primary:
+            row[i], row[0] = row[0], primary
+            return
 
 
 def _same(got: Sequence[int], want: Sequence[int], replicated: bool) -> bool:

@@ -156,6 +156,7 @@ class Snapshot:
     pg_upmap: Mapping[str, Tuple[int, ...]]
     pg_upmap_items: Mapping[str, Tuple[Tuple[int, int], ...]]
     crush_types: Mapping[str, int] = field(default_factory=dict)
+    pg_upmap_primaries: Mapping[str, int] = field(default_factory=dict)
     # choose_args key (pool id, or -1 for the default) -> bucket id -> (weight_set, ids)
     choose_args: Mapping[int, Mapping[int, Tuple[Tuple[Tuple[int, ...], ...],
                                                  Optional[Tuple[int, ...]]]]] = \

@@ -183,7 +183,7 @@ def bound_upmaps(osd_dump: Json, pools: Sequence[Pool]) -> None:
     """The mon keeps at most one pg_upmap and one pg_upmap_items entry per PG (it drops those
     of PGs that are gone): refuse more before reading any of them."""
     total = sum(max(p.pg_num, p.pg_num_target) for p in pools)
-    for key in ("pg_upmap", "pg_upmap_items"):
+    for key in ("pg_upmap", "pg_upmap_items", "pg_upmap_primaries"):
         entries = osd_dump.get(key)
         if isinstance(entries, list) and len(entries) > total:
             raise AdvisorError.invalid(f"osd dump: {len(entries):,} {key} entries for {total:,} PGs; "
@@ -209,3 +209,15 @@ def load_upmaps(osd_dump: Json) -> Tuple[Dict[str, Tuple[int, ...]],
                              int_field(m, "to", what, NO_OSD, CRUSH_ITEM_NONE))
                             for m in list_field(u, "mappings", what))
     return upmap, items
+
+
+def load_upmap_primaries(osd_dump: Json) -> Dict[str, int]:
+    """An OSD map's pg_upmap_primaries (Reef on: `ceph osd pg-upmap-primary`), PG -> the
+    OSD to be its primary; none in a map from before Reef."""
+    out: Dict[str, int] = {}
+    for u in list_field(osd_dump, "pg_upmap_primaries", "osd dump", []):
+        pgid = str_field(u, "pgid", "osd dump: pg_upmap_primaries")
+        parse_pgid(pgid, "osd dump: pg_upmap_primaries")
+        out[pgid] = int_field(u, "primary_osd", f"osd dump: pg_upmap_primaries {pgid}",
+                              NO_OSD, CRUSH_ITEM_NONE)
+    return out

@@ -18,7 +18,8 @@ from .errors import AdvisorError
 from .load_crush import (STEP_ARGS, TUNABLES, add_weight_above, bucket_parents, load_buckets,
                          load_choose_args, load_rules, load_tunables, load_types, walk_up)
 from .load_df import pool_usage
-from .load_osdmap import bound_upmaps, highest_named, load_osds, load_pools, load_upmaps
+from .load_osdmap import (bound_upmaps, highest_named, load_osds, load_pools, load_upmap_primaries,
+                          load_upmaps)
 from .load_pgs import check_pg_osds, load_pgs, pg_map_of
 
 # the types and the loaders' names the layers above read here: one place to import from
@@ -114,6 +115,7 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
             pools=pools,
             pgs=pgs,
             pg_upmap=upmap, pg_upmap_items=upmap_items,
+            pg_upmap_primaries=load_upmap_primaries(osd_dump),
             crush_types=types,
             choose_args=load_choose_args(crush, buckets),
             config=cfg,

@@ -424,3 +424,30 @@ def test_swapped_shards_are_pinned_with_a_full_pg_upmap_the_drain_takes_out_firs
     assert not ceph.snap().pg_upmap and drv.executor.state is not None
     assert drv.executor.state.full_pins == {}
     assert any(h["event"] == "unpin" for h in drv.executor.history)
+
+
+def test_a_pg_upmap_primary_swaps_its_osd_to_the_front_as_ceph_does() -> None:
+    w = np.array([0x10000] * 6 + [0], dtype=np.int64)     # osd.6 is out
+    assert apply_upmap([1, 2, 3], None, (), w, primary=3) == [3, 2, 1]      # a swap, not a shift
+    assert apply_upmap([1, 2, 3], None, (), w, primary=1) == [1, 2, 3]      # already first
+    assert apply_upmap([1, 2, 3], None, (), w, primary=4) == [1, 2, 3]      # not in the set
+    assert apply_upmap([1, 2, 6], None, (), w, primary=6) == [1, 2, 6]      # out: ignored
+    assert apply_upmap([1, 2, 3], None, (), w, primary=9) == [1, 2, 3]      # past max_osd
+    # after the items: an item's target can be the primary
+    assert apply_upmap([1, 2, 3], None, ((3, 4),), w, primary=4) == [4, 2, 1]
+    # a pg_upmap naming an out OSD makes Ceph return before the items and the primary
+    assert apply_upmap([1, 2, 3], (6, 2, 3), ((2, 5),), w, primary=3) == [1, 2, 3]
+
+
+def test_the_placer_applies_pg_upmap_primaries(snap: snapshot.Snapshot) -> None:
+    import dataclasses
+    pool = snap.pools[0]
+    up = Placer(snap).map_pool(pool)
+    pgid = up.pgid(0)
+    last = up.up_list(0)[-1]
+    moved = dataclasses.replace(snap, pg_upmap_primaries={pgid: last})
+    m = Placer(moved).map_pool(pool)
+    want = up.up_list(0)
+    want[0], want[-1] = want[-1], want[0]
+    assert m.up_list(0) == want and int(m.up_primary[0]) == last
+    assert all(m.up_list(i) == up.up_list(i) for i in range(1, m.ps.size))
