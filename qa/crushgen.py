@@ -135,10 +135,28 @@ class GeneratedMap:
             args += ["--adjust-crush-weight", ",".join(f"{o}:{w}" for o, w in self.crush_weights.items())]
         return args
 
+    def _marked(self, osd_dump: Dict) -> Dict:
+        """What --mark-up-in and --mark-out do to an `osd dump` of a new map (every OSD up
+        to max_osd made, up and in; the CRUSH weights are in the exported CRUSH map)."""
+        osd_dump["osds"] = [
+            {"osd": i, "up": 1, "in": 0 if i in self.mark_out else 1,
+             "weight": 0.0 if i in self.mark_out else 1.0, "primary_affinity": 1.0,
+             "state": ["exists", "up"]}
+            for i in range(osd_dump["max_osd"])]
+        return osd_dump
+
     def dumps(self, pg_num: Optional[int] = None) -> Tuple[Dict, Dict]:
         """(osd dump, crush dump) JSON as Ceph prints them, in the marked state."""
-        text = run("osdmaptool", str(self.path), *self.state_args(), "--dump", "json")
-        osd_dump = json.loads(text[text.index("{"):])   # past "marking all OSDs up and in"
+        try:
+            text = run("osdmaptool", str(self.path), *self.state_args(), "--dump", "json")
+            osd_dump = json.loads(text[text.index("{"):])   # past "marking all OSDs up and in"
+        except RuntimeError as e:
+            # Tentacle 20.2.4's osdmaptool dies (SIGSEGV) dumping as JSON (not as text) a
+            # marked map whose rule cannot reach some up OSDs: its map unmarked, marked here
+            if "failed (-11)" not in str(e) or self.as_is:
+                raise
+            text = run("osdmaptool", str(self.path), "--dump", "json")
+            osd_dump = self._marked(json.loads(text[text.index("{"):]))
         if pg_num is not None:   # what osdmaptool's --pg_num does to the pools
             for p in osd_dump["pools"]:
                 p["pg_num"] = p["pg_num_target"] = pg_num
