@@ -12,12 +12,12 @@
 #   qa/tentacle.sh inside         exit 0 when this shell already runs inside the chroot
 #
 # The chroot lives in $PG_ADVISOR_CHROOT (default /var/lib/pg-advisor/forky), the namespace
-# is `ip netns` pg-advisor-tentacle. Must run as root.
+# is `ip netns` pg-advisor-tentacle (or $PG_ADVISOR_NETNS: two clusters at once). Must run as root.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
 root=${PG_ADVISOR_CHROOT:-/var/lib/pg-advisor/forky}
-netns=pg-advisor-tentacle
+netns=${PG_ADVISOR_NETNS:-pg-advisor-tentacle}
 marker=/etc/pg-advisor-tentacle
 mirror=${PG_ADVISOR_MIRROR:-http://deb.debian.org/debian}
 # what a cluster, the module and its tests need there (the host's lint tools stay on the

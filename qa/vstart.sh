@@ -257,6 +257,8 @@ do_start() {
     local m
     for m in /usr/share/ceph/mgr/*; do ln -s "$m" "$dir/mgr-modules/"; done
     ln -s "$repo/src/pg_advisor" "$dir/mgr-modules/pg_advisor"
+    # the integration tests' own modules (qa/mgr), off until a test enables one
+    for m in "$repo"/qa/mgr/*/; do ln -s "${m%/}" "$dir/mgr-modules/"; done
 
     monmaptool --create --fsid "$fsid" --addv a '[v2:127.0.0.1:3300,v1:127.0.0.1:6789]' \
         "$dir/monmap" >/dev/null
