@@ -38,6 +38,9 @@ MAP_WAIT = 10.0     # seconds a write command waits for the mgr's map to show wh
 BURST_WAIT = 120.0  # seconds a command of a burst may take to answer
 # the fields of `pg_status` (PGMapDigest::print_summary) whose change means the PG stats did:
 # not the I/O rates, which change every report and decide nothing here
+# the modes of Ceph's balancer that even PG counts with pg-upmap-items (Reef's upmap-read
+# also evens primaries; read moves only primaries, crush-compat only weights)
+BALANCER_EVENS_PGS = ("upmap", "upmap-read")
 PARSE_PAUSE = 0.002     # seconds without the GIL between chunks of a big JSON text
 PG_SUMMARY_KEYS = ("pgs_by_state", "num_pgs", "num_pools", "num_objects", "data_bytes",
                    "degraded_objects", "misplaced_objects", "unfound_objects")
@@ -249,7 +252,8 @@ class Module(MgrModule):
         """Size against the balanced ideal when told to, or when the upmap balancer runs."""
         if opts.assume_balanced != "auto":
             return opts.assume_balanced == "yes"
-        return self.balancer_active() and self.get_module_option_ex("balancer", "mode", "upmap") == "upmap"
+        return (self.balancer_active()
+                and self.get_module_option_ex("balancer", "mode", "upmap") in BALANCER_EVENS_PGS)
 
     def status(self, pool: Optional[str] = None,
                snap: Optional[snapshot.Snapshot] = None) -> Dict[str, Any]:

@@ -139,6 +139,10 @@ def test_balanced_when_the_upmap_balancer_is_active(module: Module) -> None:
     fake.module_options[("balancer", "active")] = True
     fake.module_options[("balancer", "mode")] = "upmap"
     assert module.balanced(module.current_options())
+    # Reef's upmap-read evens the PGs as upmap does, then the primaries; read only these
+    for mode, evens in (("upmap-read", True), ("read", False), ("crush-compat", False)):
+        fake.module_options[("balancer", "mode")] = mode
+        assert module.balanced(module.current_options()) is evens, mode
     fake.module_options[("pg_advisor", "assume_balanced")] = "no"
     assert not module.balanced(module.current_options())
 
