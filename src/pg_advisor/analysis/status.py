@@ -78,6 +78,7 @@ def _pool_entry(snap: Snapshot, pool: Pool, reported: int,
         "pg_autoscale_mode": pool.autoscale_mode,
         "stored": pool.stored, "objects": pool.objects,
         "pgs_reported": reported,
+        "not_mapped": None,
     }
 
 
@@ -147,9 +148,21 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
     else:
         notes.append("no PG stats given: PG counts need --pg-dump")
 
+    # the PGs of pools the model cannot map count on their OSDs (they hold them), in no
+    # pool's distribution and no sizing
+    unmapped_counts = None
+    if snap.unmapped and pool_name is None:
+        for p, why in snap.unmapped:
+            notes.append(f"pool {p.name} is not mapped: {why}; its PGs count in the OSDs' PG totals, "
+                         f"not in the distribution, the sizing or the balance")
+        if counts is not None and snap.pgs is not None:
+            unmapped_counts = pg_counts(snap, snap.pgs, [p.id for p, _ in snap.unmapped])[1].sum(axis=0)
+
     wanted = {p.id for p in selected}
     sel = np.array([i for i, p in enumerate(snap.pools) if p.id in wanted], dtype=np.int64)
     total_counts = counts.sum(axis=0) if counts is not None else None
+    if total_counts is not None and unmapped_counts is not None:
+        total_counts = total_counts + unmapped_counts
     # OSDs shown: all of them, or for one pool those it should or does use
     sel_share = share[sel].sum(axis=0)
     sel_target = target[sel].sum(axis=0)
@@ -237,7 +250,9 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
         "pool_filter": pool_name,
         "pg_source": None if snap.pgs is None else "pg_stats" if snap.pgs.logs else "pg_stats_brief",
         "pools": [dict(_pool_entry(snap, p, reported[p.id], sizing), read_balance=reads["pools"][str(p.id)])
-                  for p in selected],
+                  for p in selected]
+        + [dict(_pool_entry(snap, p, int(snap.pg_rows(p.id).size), None), read_balance=None, not_mapped=why)
+           for p, why in (snap.unmapped if pool_name is None else ())],
         "osds": osd_rows,
         "distribution": distribution,
         "cluster": cluster,

@@ -83,6 +83,11 @@ class Balancer:
                 self.notes.append(e.message)
                 self.left_out[pool.name] = e.message
             self._notes_of[pool.name] = self.notes[start:]
+        for pool, why in snap.unmapped:       # the loader set these aside: CRUSH cannot place them
+            if pools is None or pool.name in pools:
+                self.left_out[pool.name] = why
+                self._notes_of[pool.name] = [f"pool {pool.name} is not mapped: {why}"]
+                self.notes += self._notes_of[pool.name]
         self._built = [0]
         for st in self.states:
             st.built = self._built

@@ -165,6 +165,9 @@ class Snapshot:
     # `ceph osd pool autoscale-status -f json`, by pool name, when known
     autoscale: Optional[Mapping[str, Mapping[str, Any]]] = None
     misplaced_objects: int = 0    # object copies misplaced now (PG stats)
+    # pools whose rule the CRUSH model cannot follow (model/mappable.py), with the reason:
+    # not in `pools`, so nothing built on CRUSH sees them; status and health name them
+    unmapped: Tuple[Tuple[Pool, str], ...] = ()
     # what is computed from this snapshot alone and may be shared by whoever reads it (the
     # mgr reuses a snapshot while the cluster is unchanged: its CRUSH results, its status);
     # not an argument, so dataclasses.replace gives a changed copy a memo of its own
@@ -196,6 +199,9 @@ class Snapshot:
         for p in self.pools:
             if p.name == name:
                 return p
+        for p, why in self.unmapped:
+            if p.name == name:
+                raise AdvisorError.invalid(f"pool '{name}' is not mapped: {why}")
         raise AdvisorError.not_found(f"pool '{name}' does not exist")
 
     def rule(self, rule_id: int) -> Rule:

@@ -116,9 +116,11 @@ def unreachable(snap: Snapshot, rule: Rule) -> np.ndarray:
     return under & ~reach & snap.osds.exists
 
 
-def pg_counts(snap: Snapshot, pgs: Pgs) -> Tuple[List[int], np.ndarray]:
-    """(pool ids, matrix[pool index, osd id]) of PG replicas/shards in the up sets."""
-    pool_ids = [p.id for p in snap.pools]
+def pg_counts(snap: Snapshot, pgs: Pgs, pool_ids: Optional[List[int]] = None) -> Tuple[List[int], np.ndarray]:
+    """(pool ids, matrix[pool index, osd id]) of PG replicas/shards in the up sets: of the
+    pools the model maps, or of those given."""
+    if pool_ids is None:
+        pool_ids = [p.id for p in snap.pools]
     n_osd = snap.osds.count
     index = {pid: i for i, pid in enumerate(pool_ids)}
     # rows for the distinct pool ids, then broadcast to every PG (pools gone from the map: -1)

@@ -21,6 +21,7 @@ from .load_df import pool_usage
 from .load_osdmap import (bound_upmaps, highest_named, load_osds, load_pools, load_upmap_primaries,
                           load_upmaps)
 from .load_pgs import check_pg_osds, load_pgs, pg_map_of
+from .mappable import split_pools
 
 # the types and the loaders' names the layers above read here: one place to import from
 __all__ = ["Bucket", "Rule", "Pool", "Osds", "Pgs", "Snapshot", "CONFIG_DEFAULTS", "CONFIG_BOUNDS",
@@ -105,14 +106,17 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
         osds = load_osds(osd_dump, crush, buckets, pg_map, highest_named(upmap, upmap_items, pgs))
         if pgs is not None:
             check_pg_osds(pgs, osds.count)
+        rules, tunables = load_rules(crush, types), load_tunables(crush)
+        mapped, unmapped = split_pools(pools, rules, tuple(STEP_ARGS), buckets, tunables)
         return Snapshot(
             epoch=int_field(osd_dump, "epoch", "osd dump", 0, (1 << 32) - 1),
             flags=tuple(f for f in str_field(osd_dump, "flags", "osd dump", "").split(",") if f),
             osds=osds,
             buckets=buckets,
-            rules=load_rules(crush, types),
-            tunables=load_tunables(crush),
-            pools=pools,
+            rules=rules,
+            tunables=tunables,
+            pools=mapped,
+            unmapped=unmapped,
             pgs=pgs,
             pg_upmap=upmap, pg_upmap_items=upmap_items,
             pg_upmap_primaries=load_upmap_primaries(osd_dump),

@@ -28,6 +28,11 @@ def health_checks(report: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
         checks["PG_ADVISOR_TOO_MANY_PGS"] = _check(
             f"{len(many)} pool(s) have more PGs than pg_advisor recommends",
             [p["recommendation"] for p in many])
+    lost = [p for p in report["pools"] if p.get("not_mapped")]
+    if lost:
+        checks["PG_ADVISOR_POOL_NOT_MAPPED"] = _check(
+            f"{len(lost)} pool(s) pg_advisor cannot map: no sizing, balance or what-if for them",
+            [f"{p['name']}: {p['not_mapped']}" for p in lost])
     sizing = report["cluster"].get("sizing")
     if sizing is None:
         return checks

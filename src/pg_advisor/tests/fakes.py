@@ -162,7 +162,7 @@ def context(ceph: FakeCeph, opts: Optional[Options] = None, now: float = 0.0, ra
 # status fields added since live_status.json was captured (read balance; the rule-limited
 # target, and the distribution's target_max_deviation): not in it
 ADDED_SINCE_CAPTURE = {"osds": {"primaries", "primary_share", "pg_target", "pg_target_by_pool"},
-                       "pools": {"read_balance", "pressing"}}
+                       "pools": {"read_balance", "pressing", "not_mapped"}}
 
 
 def as_captured(doc: Dict[str, Any]) -> Dict[str, Any]:

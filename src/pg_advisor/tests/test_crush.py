@@ -114,9 +114,12 @@ def _crush_with(dumps: Dict[str, Any], **bucket_fields: Any) -> snapshot.Snapsho
 
 
 def test_unsupported_bucket_algorithm_is_refused(dumps: Dict[str, Any]) -> None:
+    # the loader sets such pools aside (model/mappable.py); mapped anyway, CRUSH refuses
     s = _crush_with(dumps, alg="straw")
+    assert s.pools == () and len(s.unmapped) == 3
+    assert all("'straw'" in why and "straw2" in why for _, why in s.unmapped)
     with pytest.raises(AdvisorError) as e:
-        Placer(s).map_pool(s.pools[0])
+        Placer(s).map_pool(s.unmapped[0][0])
     assert e.value.code == -22 and "'straw'" in e.value.message and "straw2" in e.value.message
 
 

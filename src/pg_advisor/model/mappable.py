@@ -1,0 +1,69 @@
+"""Which pools pg_advisor can place exactly, and why not the others.
+
+CRUSH is modelled step by step (crush/): a pool whose rule takes a step, reaches a bucket
+or needs a tunable the model does not follow cannot be mapped, and a guess would mislead
+every figure built on it. Such a pool is set aside with the reason ("not mapped: ..."),
+shown in status and in a health check; every other pool is answered as usual.
+"""
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .cluster import Bucket, Pool, Rule
+
+# what crush/ maps: bucket algorithms and their hash (crush/compiled.py reads these)
+MAPPED_ALGS = ("straw2",)
+MAPPED_HASH = "rjenkins1"
+# rule steps whose positive argument the model does not follow (pre-firefly maps)
+LOCAL_TRIES = ("set_choose_local_tries", "set_choose_local_fallback_tries")
+
+
+def rule_problem(rule: Optional[Rule], rule_id: int, mapped_ops: Sequence[str],
+                 buckets: Mapping[int, Bucket], tunables: Mapping[str, Any]) -> Optional[str]:
+    """Why a pool under rule `rule_id` cannot be mapped exactly, or None."""
+    if rule is None:
+        return f"crush rule {rule_id} is not in the CRUSH map"
+    for t in ("choose_local_tries", "choose_local_fallback_tries"):
+        if int(tunables.get(t, 0)) > 0:
+            return (f"the CRUSH tunable {t} is {tunables[t]}; pg_advisor maps the tunables of "
+                    f"firefly and later, where it is 0")
+    for s in rule.steps:
+        op = s.get("op")
+        if op not in mapped_ops:
+            return f"crush rule '{rule.name}' has a step '{op}', which pg_advisor does not map"
+        if op in LOCAL_TRIES and int(s.get("num", 0)) > 0:
+            return f"crush rule '{rule.name}' sets {op} {s['num']}; pg_advisor maps it at 0 only"
+    return _bucket_problem(rule, buckets)
+
+
+def _bucket_problem(rule: Rule, buckets: Mapping[int, Bucket]) -> Optional[str]:
+    stack = [i for i in rule.take_items() if i < 0]
+    seen = set()
+    while stack:
+        b = buckets.get(stack.pop())
+        if b is None or b.id in seen:
+            continue
+        seen.add(b.id)
+        if b.alg not in MAPPED_ALGS or b.hash != MAPPED_HASH:
+            return (f"crush rule '{rule.name}' reaches bucket '{b.name}' of algorithm '{b.alg}' "
+                    f"(hash {b.hash}); pg_advisor maps {', '.join(MAPPED_ALGS)} buckets with the "
+                    f"{MAPPED_HASH} hash only")
+        stack.extend(int(c) for c in b.items.tolist() if c < 0)
+    return None
+
+
+def split_pools(pools: Sequence[Pool], rules: Mapping[int, Rule], mapped_ops: Sequence[str],
+                buckets: Mapping[int, Bucket], tunables: Mapping[str, Any]
+                ) -> Tuple[Tuple[Pool, ...], Tuple[Tuple[Pool, str], ...]]:
+    """(the pools the model maps, (pool, reason) for the others), once per rule."""
+    problem: Dict[int, Optional[str]] = {}
+    mapped: List[Pool] = []
+    unmapped: List[Tuple[Pool, str]] = []
+    for p in pools:
+        if p.crush_rule not in problem:
+            problem[p.crush_rule] = rule_problem(rules.get(p.crush_rule), p.crush_rule, mapped_ops,
+                                                 buckets, tunables)
+        why = problem[p.crush_rule]
+        if why is None:
+            mapped.append(p)
+        else:
+            unmapped.append((p, why))
+    return tuple(mapped), tuple(unmapped)

@@ -1,0 +1,72 @@
+"""A pool whose rule the CRUSH model cannot follow is set aside with the reason; every
+other pool is answered as before (one such rule once made every command fail)."""
+import copy
+from typing import Any, Dict
+
+import pytest
+
+from pg_advisor.analysis.plan import plan_report
+from pg_advisor.analysis.status import status_report
+from pg_advisor.balance.balancer import Balancer
+from pg_advisor.model import options, snapshot
+from pg_advisor.model.errors import AdvisorError
+from pg_advisor.render.health import health_checks
+
+
+def with_list_bucket(dumps: Dict[str, Any]) -> snapshot.Snapshot:
+    """The 6-OSD cluster with host1~ssd (only the rule `fast` reaches it) of algorithm list."""
+    d = copy.deepcopy(dumps)
+    next(b for b in d["crush"]["buckets"] if b["name"] == "host1~ssd")["alg"] = "list"
+    return snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
+
+
+def test_the_pool_is_set_aside_with_the_reason(dumps: Dict[str, Any]) -> None:
+    snap = with_list_bucket(dumps)
+    assert [p.name for p in snap.pools] == ["rbd", "ecpool"]
+    assert [(p.name, why) for p, why in snap.unmapped] == [
+        ("fast", "crush rule 'fast' reaches bucket 'host1~ssd' of algorithm 'list' (hash rjenkins1); "
+                 "pg_advisor maps straw2 buckets with the rjenkins1 hash only")]
+    with pytest.raises(AdvisorError) as e:
+        snap.pool_by_name("fast")
+    assert e.value.message.startswith("pool 'fast' is not mapped: crush rule 'fast' reaches")
+
+
+def test_status_names_it_and_the_rest_goes_on(dumps: Dict[str, Any], snap: snapshot.Snapshot) -> None:
+    aside = with_list_bucket(dumps)
+    r, whole = status_report(aside), status_report(snap)
+    rows = {p["name"]: p for p in r["pools"]}
+    assert rows["fast"]["not_mapped"].startswith("crush rule 'fast' reaches bucket 'host1~ssd'")
+    assert rows["fast"]["recommended_pg_num"] is None and rows["fast"]["pgs_reported"] == 8
+    for name in ("rbd", "ecpool"):        # the others as before
+        was = next(p for p in whole["pools"] if p["name"] == name)
+        assert rows[name]["not_mapped"] is None
+        assert rows[name]["recommended_pg_num"] == was["recommended_pg_num"]
+    # the OSDs hold the set-aside pool's PGs: their totals count them
+    assert [o["pgs"] for o in r["osds"]] == [o["pgs"] for o in whole["osds"]]
+    assert any(n.startswith("pool fast is not mapped") for n in r["notes"])
+    check = health_checks(r)["PG_ADVISOR_POOL_NOT_MAPPED"]
+    assert check["count"] == 1 and check["detail"][0].startswith("fast: crush rule 'fast'")
+    assert "PG_ADVISOR_POOL_NOT_MAPPED" not in health_checks(whole)
+
+
+def test_plan_and_balance_answer_for_the_others(dumps: Dict[str, Any]) -> None:
+    snap = with_list_bucket(dumps)
+    plan = plan_report(snap, options.make())
+    assert {s["pool"] for s in plan["steps"]} <= {"rbd", "ecpool"}
+    res = Balancer(snap).run()
+    assert not [pg for pg in res.items if pg.startswith("3.")]      # nothing for fast (pool 3)
+
+
+@pytest.mark.parametrize("change, reason", [
+    (lambda c: c["tunables"].update(choose_local_tries=2), "the CRUSH tunable choose_local_tries is 2"),
+    (lambda c: c["rules"][2]["steps"].insert(0, {"op": "set_choose_local_tries", "num": 1}),
+     "crush rule 'fast' sets set_choose_local_tries 1"),
+])
+def test_other_things_the_model_does_not_follow(dumps: Dict[str, Any], change: Any, reason: str) -> None:
+    d = copy.deepcopy(dumps)
+    change(d["crush"])
+    snap = snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
+    assert snap.unmapped and all(why.startswith(reason) for _, why in snap.unmapped)
+    r = status_report(snap)         # still answered, each pool with its reason
+    assert all(p["not_mapped"] for p in r["pools"] if p["name"] not in {q.name for q in snap.pools})
+    assert "PG_ADVISOR_POOL_NOT_MAPPED" in health_checks(r)
