@@ -112,6 +112,7 @@ class Module(MgrModule):
         self._driver: Optional[Driver] = None
         self._sizing_checks: Dict[str, Any] = {}
         self._option_errors: List[str] = []
+        self._status_error: Optional[str] = None     # why the last status could not be computed
         # what the panel serves: computed in the serve loop, once per refresh, never per
         # request (a scrape or a page must not cost a CRUSH and sizing run each)
         self._served: Dict[str, Any] = {"status": None, "at": 0.0, "progress": {"plan": None},
@@ -496,7 +497,9 @@ class Module(MgrModule):
                        "misplaced_ratio": misplaced_ratio(snap) if snap.pgs is not None else None}
         except AdvisorError as e:
             self.log.warning("pg_advisor: status not computed: %s", e.message)
+            self._status_error = e.message
             return
+        self._status_error = None
         self._served.update(status=doc, at=time.time(), figures=figures)
 
     def refresh_health(self) -> None:
@@ -515,6 +518,10 @@ class Module(MgrModule):
             self.set_health_checks({})
             return
         checks = {**self._sizing_checks, **self.driver.health()}
+        if self._status_error is not None:     # an operator must see it, not only the mgr log
+            checks["PG_ADVISOR_STATUS_FAILED"] = {
+                "severity": "warning", "count": 1, "detail": [self._status_error],
+                "summary": f"pg_advisor cannot compute its status: {self._status_error}"}
         if self._option_errors:
             checks["PG_ADVISOR_OPTION_INVALID"] = {
                 "severity": "warning", "count": len(self._option_errors), "detail": self._option_errors,

@@ -125,6 +125,22 @@ def test_health_refresh_sets_the_checks(module: Module) -> None:
     checks = mgr_stub.BaseMgrModule.fake.health
     assert "PG_ADVISOR_TOO_FEW_PGS" in checks
     assert checks["PG_ADVISOR_TOO_FEW_PGS"]["count"] == 3
+    assert "PG_ADVISOR_STATUS_FAILED" not in checks
+
+
+def test_a_status_that_cannot_be_computed_raises_a_health_check(module: Module) -> None:
+    # the mgr log alone went unseen: a check says it, and clears once a status is computed
+    fake = mgr_stub.BaseMgrModule.fake
+    good = fake.docs["osd_map"]
+    fake.docs["osd_map"] = dict(good, epoch=good["epoch"] + 1, max_osd=-3)
+    module.refresh_status()
+    module.publish_health()
+    failed = fake.health["PG_ADVISOR_STATUS_FAILED"]
+    assert "max_osd" in failed["summary"] and failed["count"] == 1
+    fake.docs["osd_map"] = dict(good, epoch=good["epoch"] + 2)
+    module.refresh_status()
+    module.publish_health()
+    assert "PG_ADVISOR_STATUS_FAILED" not in fake.health
 
 
 def test_options_reach_the_model(module: Module) -> None:
