@@ -5,8 +5,9 @@
 #   qa/vstart.sh start [--ceph tentacle|pacific] [--osds N] [--hosts H] [--store memstore|bluestore]
 #                      [--dir DIR] [--no-pool] [--block-gib G] [--recovery-defaults]
 #                      (bluestore: block files of G GiB, default 2, sparse;
-#                       --recovery-defaults: Ceph's own recovery and deletion sleeps,
-#                       which the tests set to 0 for speed)
+#                       --recovery-defaults: Ceph's own recovery scheduler (Tentacle:
+#                       mclock) and recovery and deletion sleeps, which the tests replace
+#                       with wpq and no sleep, for speed)
 #   qa/vstart.sh add-osds --count N --host NAME [--dir DIR]
 #                      (N more OSDs on CRUSH host NAME of root default, started)
 #   qa/vstart.sh stop   [--dir DIR]
@@ -197,6 +198,9 @@ osd recovery sleep hdd = 0
 # memstore says rotational, so a removed pool's PGs would be deleted at hdd pace (5 s a
 # batch): they hold their logs until then, which the PG memory check would count as missed
 osd delete sleep hdd = 0
+# Tentacle schedules recovery with mclock (Pacific: wpq), which on memstore's made-up
+# "rotational" capacity backfilled 2 objects in 20 s; wpq with no sleep, as on Pacific
+osd op queue = wpq
 EOF
     fi
     cat >>"$conf" <<EOF
