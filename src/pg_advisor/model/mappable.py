@@ -18,9 +18,10 @@ LOCAL_TRIES = ("set_choose_local_tries", "set_choose_local_fallback_tries")
 
 def rule_problem(rule: Optional[Rule], rule_id: int, mapped_ops: Sequence[str],
                  buckets: Mapping[int, Bucket], tunables: Mapping[str, Any]) -> Optional[str]:
-    """Why a pool under rule `rule_id` cannot be mapped exactly, or None."""
+    """Why a pool under rule `rule_id` cannot be mapped exactly, or None. A rule that is
+    not in the map is no reason: Ceph maps such a pool's PGs nowhere, and so does ours."""
     if rule is None:
-        return f"crush rule {rule_id} is not in the CRUSH map"
+        return None
     for t in ("choose_local_tries", "choose_local_fallback_tries"):
         if int(tunables.get(t, 0)) > 0:
             return (f"the CRUSH tunable {t} is {tunables[t]}; pg_advisor maps the tunables of "
