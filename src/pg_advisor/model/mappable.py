@@ -16,10 +16,10 @@ MAPPED_HASH = "rjenkins1"
 LOCAL_TRIES = ("set_choose_local_tries", "set_choose_local_fallback_tries")
 
 
-def rule_problem(rule: Optional[Rule], rule_id: int, mapped_ops: Sequence[str],
+def rule_problem(rule: Optional[Rule], mapped_ops: Sequence[str],
                  buckets: Mapping[int, Bucket], tunables: Mapping[str, Any]) -> Optional[str]:
-    """Why a pool under rule `rule_id` cannot be mapped exactly, or None. A rule that is
-    not in the map is no reason: Ceph maps such a pool's PGs nowhere, and so does ours."""
+    """Why a pool under `rule` cannot be mapped exactly, or None. A rule that is not in
+    the map is no reason: Ceph maps such a pool's PGs nowhere, and so does ours."""
     if rule is None:
         return None
     for t in ("choose_local_tries", "choose_local_fallback_tries"):
@@ -60,8 +60,7 @@ def split_pools(pools: Sequence[Pool], rules: Mapping[int, Rule], mapped_ops: Se
     unmapped: List[Tuple[Pool, str]] = []
     for p in pools:
         if p.crush_rule not in problem:
-            problem[p.crush_rule] = rule_problem(rules.get(p.crush_rule), p.crush_rule, mapped_ops,
-                                                 buckets, tunables)
+            problem[p.crush_rule] = rule_problem(rules.get(p.crush_rule), mapped_ops, buckets, tunables)
         why = problem[p.crush_rule]
         if why is None:
             mapped.append(p)
