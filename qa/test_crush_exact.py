@@ -276,30 +276,36 @@ def test_live_map_every_pool(live_map: GeneratedMap) -> None:
 
 @pytest.fixture(scope="module")
 def primaries_map(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedMap]:
-    """The live mon's map with pg_upmap_primaries (Reef on): three set by hand, an OSD
-    marked out, then a round of Ceph's own read balancer over rbd."""
+    """The live mon's map with pg_upmap_primaries (Reef on): a pool of 128 PGs with every
+    PG that has osd.0 past its first slot given osd.0 as its primary by hand, osd.5
+    marked out, then a round of Ceph's own read balancer (mode read), which undoes some."""
     c = cluster
     if c.release() == "pacific":
         pytest.skip("pg-upmap-primary came with Reef; this cluster runs Pacific")
     was = c.json("osd", "dump")["require_min_compat_client"]
     c.ceph("osd", "set-require-min-compat-client", "reef")
-    rbd = c.pool_id("rbd")
-    picked: List[str] = []
-    for ps in range(3):
-        pgid = f"{rbd}.{ps:x}"
-        up = c.json("pg", "map", pgid)["up"]
-        c.ceph("osd", "pg-upmap-primary", pgid, str(up[-1]))
-        picked.append(pgid)
-    c.ceph("osd", "out", "5")
+    c.ceph("osd", "pool", "create", "reads", "128", "128", "replicated")
+    c.ceph("osd", "pool", "set", "reads", "pg_autoscale_mode", "off")
     path = tmp_path_factory.mktemp("primaries") / "osdmap.bin"
     try:
+        c.wait_clean()
+        pool = c.pool_id("reads")
+        for pgid, up in c.up_sets("reads").items():
+            if 0 in up[1:]:
+                c.ceph("osd", "pg-upmap-primary", pgid, "0")
+        c.ceph("osd", "out", "5")
+        c.wait_clean()        # the balancer acts on active PGs only
         c.ceph("balancer", "mode", "read")
-        c.ceph("balancer", "optimize", "reads", "rbd")
-        c.ceph("balancer", "execute", "reads")
+        code, _, err = c.run("balancer", "optimize", "rb", "reads")
+        assert code == 0, err
+        c.ceph("balancer", "execute", "rb")
         c.ceph("osd", "getmap", "-o", str(path))
+        assert any(e["pgid"].startswith(f"{pool}.") and e["primary_osd"] != 0
+                   for e in c.json("osd", "dump")["pg_upmap_primaries"]), "Ceph's read balancer set none"
         yield GeneratedMap(path=path, num_osds=6, as_is=True)
     finally:
         c.ceph("balancer", "mode", "upmap")
+        c.ceph("osd", "pool", "rm", "reads", "reads", "--yes-i-really-really-mean-it")
         for e in c.json("osd", "dump")["pg_upmap_primaries"]:
             c.ceph("osd", "rm-pg-upmap-primary", e["pgid"])
         c.ceph("osd", "in", "5")
@@ -311,8 +317,9 @@ def test_live_map_with_pg_upmap_primaries(primaries_map: GeneratedMap) -> None:
     osd_dump, crush = primaries_map.dumps()
     ref = primaries_map.reference()
     snap = snapshot.load(osd_dump, crush)
-    assert len(snap.pg_upmap_primaries) > 3          # the read balancer set some of its own
+    assert len(snap.pg_upmap_primaries) > 3
     bad = mismatches(snap, ref)
     assert not bad, f"{len(bad)} of {len(ref)} PGs differ, first: {bad[:5]}"
+    print(f"{len(ref)} PGs with {len(snap.pg_upmap_primaries)} pg_upmap_primaries: all as osdmaptool")
     # the primaries matter here: ignoring them must change some PGs' order
     assert mismatches(dataclasses.replace(snap, pg_upmap_primaries={}), ref)
