@@ -2,13 +2,21 @@
 
 A layout (racks x hosts x OSDs, weights, device classes) becomes CRUSH text, `crushtool -c`
 compiles it, `osdmaptool --createsimple` makes an OSDMap around it, and
-`osdmaptool --test-map-pgs-dump-all` says where Ceph puts every PG.
+`osdmaptool --test-map-pgs-dump-all` says where Ceph puts every PG (`crushtool --test`
+says what crush_do_rule itself returns, for inputs and reweights of one's choosing).
+
+The tools are this system's (the host's Pacific, or Tentacle's inside its chroot) unless
+a `Tools` says otherwise: `tentacle_tools()` runs Tentacle's from the host through
+qa/tentacle.sh, for maps Pacific cannot read (msr rules).
 """
 import json
+import os
+import re
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -112,6 +120,76 @@ def run(*args: str) -> str:
     return p.stdout
 
 
+REPO = Path(__file__).resolve().parents[1]
+CHROOT_MARKER = Path("/etc/pg-advisor-tentacle")     # qa/tentacle.sh's, inside its chroot
+
+
+@dataclass(frozen=True)
+class Tools:
+    """Where crushtool and osdmaptool run: here (`root` None), or in the Tentacle chroot
+    at `root` through qa/tentacle.sh exec, where the chroot's /tmp is `root`/tmp here:
+    files the tools read or write must lie there (`workdir`), and paths are passed as
+    the chroot sees them."""
+    root: Optional[Path] = None
+
+    def run(self, *args: Union[str, Path]) -> str:
+        if self.root is None:
+            return run(*(str(a) for a in args))
+        return run("bash", str(REPO / "qa" / "tentacle.sh"), "exec", *(self.inside(a) for a in args))
+
+    def inside(self, arg: Union[str, Path]) -> str:
+        text = str(arg)
+        if self.root is not None and text.startswith(str(self.root) + "/"):
+            return text[len(str(self.root)):]
+        return text
+
+    def workdir(self) -> Path:
+        """A new directory both sides see (the caller removes it)."""
+        base = None if self.root is None else self.root / "tmp"
+        return Path(tempfile.mkdtemp(prefix="pg-advisor-crush-", dir=base))
+
+
+HOST = Tools()
+
+
+def tentacle_tools() -> Tuple[Optional[Tools], str]:
+    """(Tentacle's tools, or None and why not): this system's inside the chroot, else the
+    chroot's (qa/tentacle.sh build makes it) run from the host, which takes root."""
+    if CHROOT_MARKER.exists():
+        return HOST, ""
+    root = Path(os.environ.get("PG_ADVISOR_CHROOT", "/var/lib/pg-advisor/forky"))
+    marker = root / str(CHROOT_MARKER).lstrip("/")
+    if not (root / "usr/bin/osdmaptool").exists() or not marker.exists():
+        return None, f"no Tentacle chroot at {root} (qa/tentacle.sh build makes one)"
+    m = re.search(r"ceph version (\d+)\.", marker.read_text())
+    if not m or int(m.group(1)) < 19:
+        return None, f"the chroot at {root} has no Ceph of Squid (19) or later: no msr rules"
+    if os.geteuid() != 0:
+        return None, "qa/tentacle.sh exec (the chroot's tools from the host) needs root"
+    return Tools(root=root), ""
+
+
+MAPPING_RE = re.compile(r"^CRUSH rule (\d+) x (\d+) \[([^\]]*)\]")
+
+
+def crush_test(tools: Tools, crush_bin: Path, rule_id: int, num_rep: int, max_x: int,
+               reweight: Optional[Dict[int, float]] = None) -> Dict[int, List[int]]:
+    """x -> crush_do_rule's result for inputs 0..max_x, as `crushtool --test` prints it
+    (holes as 2147483647; firstn rules cut to what they placed), OSDs reweighted as
+    given (0: out). crushtool uses the weight set of key 0, else the default one (-1)."""
+    args: List[Union[str, Path]] = ["crushtool", "-i", crush_bin, "--test", "--show-mappings",
+                                    "--rule", str(rule_id), "--num-rep", str(num_rep),
+                                    "--min-x", "0", "--max-x", str(max_x)]
+    for osd, w in (reweight or {}).items():
+        args += ["--weight", str(osd), repr(w)]
+    out: Dict[int, List[int]] = {}
+    for line in tools.run(*args).splitlines():
+        m = MAPPING_RE.match(line)
+        if m and int(m.group(1)) == rule_id:
+            out[int(m.group(2))] = [int(v) for v in m.group(3).split(",") if v]
+    return out
+
+
 @dataclass
 class GeneratedMap:
     path: Path
@@ -120,6 +198,7 @@ class GeneratedMap:
     as_is: bool = False     # a real cluster's map: keep its up/in states
     # CRUSH weights set after --mark-up-in (which lifts a zero weight to 1): zero-weight OSDs
     crush_weights: Dict[int, float] = field(default_factory=dict)
+    tools: Tools = HOST
 
     def state_args(self) -> List[str]:
         """osdmaptool's options that put the map in its state (every tool call gets them)."""
@@ -148,22 +227,22 @@ class GeneratedMap:
     def dumps(self, pg_num: Optional[int] = None) -> Tuple[Dict, Dict]:
         """(osd dump, crush dump) JSON as Ceph prints them, in the marked state."""
         try:
-            text = run("osdmaptool", str(self.path), *self.state_args(), "--dump", "json")
+            text = self.tools.run("osdmaptool", self.path, *self.state_args(), "--dump", "json")
             osd_dump = json.loads(text[text.index("{"):])   # past "marking all OSDs up and in"
         except RuntimeError as e:
             # Tentacle 20.2.4's osdmaptool dies (SIGSEGV) dumping as JSON (not as text) a
             # marked map whose rule cannot reach some up OSDs: its map unmarked, marked here
             if "failed (-11)" not in str(e) or self.as_is:
                 raise
-            text = run("osdmaptool", str(self.path), "--dump", "json")
+            text = self.tools.run("osdmaptool", self.path, "--dump", "json")
             osd_dump = self._marked(json.loads(text[text.index("{"):]))
         if pg_num is not None:   # what osdmaptool's --pg_num does to the pools
             for p in osd_dump["pools"]:
                 p["pg_num"] = p["pg_num_target"] = pg_num
         # export in the same marked state: --mark-up-in also lifts zero CRUSH weights to 1.0
         crush_bin = self.path.with_suffix(".crush")
-        run("osdmaptool", str(self.path), *self.state_args(), "--export-crush", str(crush_bin))
-        crush = json.loads(run("crushtool", "-i", str(crush_bin), "--dump"))
+        self.tools.run("osdmaptool", self.path, *self.state_args(), "--export-crush", crush_bin)
+        crush = json.loads(self.tools.run("crushtool", "-i", crush_bin, "--dump"))
         return osd_dump, crush
 
     def reference(self, pg_num: Optional[int] = None) -> Dict[str, Tuple[List[int], int]]:
@@ -171,25 +250,27 @@ class GeneratedMap:
         args = ["osdmaptool", str(self.path), *self.state_args(), "--test-map-pgs-dump-all"]
         if pg_num is not None:
             args += ["--pg_num", str(pg_num)]
-        return parse_dump_all(run(*args))
+        return parse_dump_all(self.tools.run(*args))
 
 
 def generate(tmp: Path, layout: Layout, rules: Sequence[str], pg_bits: int = 6,
              pgp_bits: Optional[int] = None, size: int = 3,
-             mark_out: Sequence[int] = (), crush_weights: Optional[Dict[int, float]] = None) -> GeneratedMap:
-    """Write the maps under tmp and return a handle on them."""
+             mark_out: Sequence[int] = (), crush_weights: Optional[Dict[int, float]] = None,
+             tools: Tools = HOST, text: Optional[str] = None) -> GeneratedMap:
+    """Write the maps under tmp (one `tools` can reach) and return a handle on them; the
+    CRUSH map is the layout's with `rules`, or `text` as given."""
     tmp.mkdir(parents=True, exist_ok=True)
     txt = tmp / "crush.txt"
-    txt.write_text(crush_text(layout, rules))
+    txt.write_text(text if text is not None else crush_text(layout, rules))
     crush_bin = tmp / "crush.bin"
-    run("crushtool", "-c", str(txt), "-o", str(crush_bin))
+    tools.run("crushtool", "-c", txt, "-o", crush_bin)
     om = tmp / "osdmap.bin"
-    run("osdmaptool", "--createsimple", str(layout.num_osds), "--with-default-pool", "--clobber",
-        "--pg-bits", str(pg_bits), "--pgp-bits", str(pgp_bits if pgp_bits is not None else pg_bits),
-        f"--osd_pool_default_size={size}", str(om))
-    run("osdmaptool", str(om), "--import-crush", str(crush_bin))
+    tools.run("osdmaptool", "--createsimple", str(layout.num_osds), "--with-default-pool", "--clobber",
+              "--pg-bits", str(pg_bits), "--pgp-bits", str(pgp_bits if pgp_bits is not None else pg_bits),
+              f"--osd_pool_default_size={size}", om)
+    tools.run("osdmaptool", om, "--import-crush", crush_bin)
     return GeneratedMap(path=om, num_osds=layout.num_osds, mark_out=list(mark_out),
-                        crush_weights=dict(crush_weights or {}))
+                        crush_weights=dict(crush_weights or {}), tools=tools)
 
 
 def synthetic_pg_dump(snap: snapshot.Snapshot, sigma: float, seed: int = 1) -> Dict[str, Any]:

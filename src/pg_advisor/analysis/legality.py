@@ -14,6 +14,13 @@ the whole PG, not within each bucket of the step before.
 The replacement also stays under the rule's root and class, is up, in and of non-zero
 weight (`allowed`), and is not already in the PG. An OSD with no ancestor of a type the
 rule chooses is never one: CRUSH cannot reach it.
+
+An msr rule (Squid's `choosemsr 3 type host; choosemsr 2 type osd`, the EC profiles'
+crush-osds-per-failure-domain) promises only its caps: a host lies in one stride of 2
+positions, so it holds at most 2 shards; but after an OSD is out a stride may take an OSD
+of another host, so a PG may use more than 3 hosts. Its steps have a cap and no span nor
+total. Ceph's verify_upmap skips choosemsr steps altogether: the mon keeps an item that
+puts a third shard on a host, so keeping the caps is the balancer's own job.
 """
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
@@ -29,6 +36,8 @@ from ..model.snapshot import Pool, Snapshot, bucket_parents, walk_up
 NO_ANCESTOR = -(1 << 40)
 # stands for a hole or the replica being replaced: equal to no bucket
 NOBODY = np.iinfo(np.int64).max
+# the span of an msr step: any number of buckets (only its cap holds)
+ANY = 1 << 62
 
 
 def ancestors(snap: Snapshot) -> Dict[int, np.ndarray]:
@@ -89,6 +98,7 @@ class Choose:
     type: int
     count: int
     leaf: bool         # chooseleaf: then one OSD under each
+    msr: bool = False  # choosemsr: at least `count` buckets, each holding at most its cap
 
 
 def choose_steps(snap: Snapshot, pool: Pool) -> Optional[List[Choose]]:
@@ -112,7 +122,7 @@ def choose_steps(snap: Snapshot, pool: Pool) -> Optional[List[Choose]]:
         n = num if num > 0 else pool.size + num
         if n <= 0:
             return None
-        out.append(Choose(type=t, count=n, leaf=op.startswith("chooseleaf")))
+        out.append(Choose(type=t, count=n, leaf=op.startswith("chooseleaf"), msr=op == "choosemsr"))
     return out
 
 
@@ -139,8 +149,8 @@ def shape_of(steps: List[Choose]) -> RuleShape:
     limits = []
     for k, st in enumerate(steps):
         cap = int(np.prod([s.count for s in steps[k + 1:]], dtype=np.int64))
-        total = st.count if k > 0 and not st.leaf and st.type != 0 else None
-        limits.append(Limit(type=st.type, cap=cap, span=st.count,
+        total = st.count if k > 0 and not st.leaf and st.type != 0 and not st.msr else None
+        limits.append(Limit(type=st.type, cap=cap, span=ANY if st.msr else st.count,
                             above=steps[k - 1].type if k else None, total=total))
     return RuleShape(limits=tuple(limits))
 

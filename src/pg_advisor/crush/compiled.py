@@ -14,6 +14,14 @@ from ..model.snapshot import STEP_ARGS, TUNABLES, Snapshot
 
 SUPPORTED_ALGS = ("straw2",)
 
+# crush.h rule types. Squid's msr ("multi-step retry") rules run crush_msr_do_rule
+# (crush/msr.py); a pool takes one of its twin type (CrushWrapper::rule_valid_for_pool_type)
+RULE_REPLICATED, RULE_ERASURE, RULE_MSR_FIRSTN, RULE_MSR_INDEP = 1, 3, 4, 5
+MSR_RULE_TYPES = (RULE_MSR_FIRSTN, RULE_MSR_INDEP)
+MSR_TWIN = {RULE_REPLICATED: RULE_MSR_FIRSTN, RULE_ERASURE: RULE_MSR_INDEP}
+MSR_CONFIG_OPS = ("set_msr_descents", "set_msr_collision_tries")
+MSR_STEP_OPS = MSR_CONFIG_OPS + ("choosemsr",)
+
 # The dense arrays hold a row per bucket id down to the lowest and a column per item of the
 # widest bucket, once for the map and once per weight-set position: refuse a map whose rows
 # x columns would not fit (2^25 cells: 256 MiB of int64) before allocating any of it.
@@ -46,6 +54,8 @@ class Tunables:
     chooseleaf_stable: int
     choose_local_tries: int
     choose_local_fallback_tries: int
+    msr_descents: int
+    msr_collision_tries: int
 
 
 @dataclass(frozen=True)
@@ -80,14 +90,17 @@ class CompiledCrush:
         return int(self.size.shape[0])
 
     def find_rule(self, ruleset: int, rule_type: int, size: int) -> Optional[CompiledRule]:
-        """The rule a pool uses, as CrushWrapper::find_rule picks it."""
+        """The rule a pool uses, as CrushWrapper::find_rule picks it (an msr rule for a
+        pool of its twin type: Squid and later map by the pool's rule id alone, and the
+        mon gives a pool only a rule valid for its type)."""
+        types = (rule_type, MSR_TWIN.get(rule_type, rule_type))
         uniform = all(r.id == r.ruleset for r in self.rules.values())
         if uniform:
             r = self.rules.get(ruleset)
-            return r if r is not None and r.type == rule_type else None
+            return r if r is not None and r.type in types else None
         for rid in sorted(self.rules):
             r = self.rules[rid]
-            if r.ruleset == ruleset and r.type == rule_type and r.min_size <= size <= r.max_size:
+            if r.ruleset == ruleset and r.type in types and r.min_size <= size <= r.max_size:
                 return r
         return None
 

@@ -14,7 +14,7 @@ from ..model.constants import CRUSH_ITEM_NONE, CRUSH_ITEM_UNDEF, WEIGHT_ONE
 from ..model.errors import AdvisorError
 from ..model.work import count
 from . import straw2
-from .compiled import ChooseArgs, CompiledCrush, CompiledRule
+from .compiled import MSR_RULE_TYPES, MSR_STEP_OPS, ChooseArgs, CompiledCrush, CompiledRule
 from .hashing import hash32_2
 
 OK, EMPTY, BAD = 0, 1, 2
@@ -279,6 +279,11 @@ def do_rule(cm: CompiledCrush, rule: CompiledRule, x: np.ndarray, result_max: in
     ctx.work.replicas += x.shape[0] * result_max
     count("crush_replicas", x.shape[0] * result_max)
     x = x.astype(np.int64) & 0xFFFFFFFF
+    if rule.type in MSR_RULE_TYPES:
+        from .msr import do_msr_rule     # (msr builds on this module: imported when used)
+        mapped = do_msr_rule(ctx, rule, x, result_max)
+        count("crush_draws", ctx.work.draws - draws0)
+        return mapped
     n = x.shape[0]
     t = cm.tunables
     choose_tries = t.choose_total_tries + 1   # the tunable counts retries, not tries
@@ -309,6 +314,8 @@ def do_rule(cm: CompiledCrush, rule: CompiledRule, x: np.ndarray, result_max: in
         elif step.op == "set_chooseleaf_stable":
             if step.arg1 >= 0:
                 stable = step.arg1
+        elif step.op in MSR_STEP_OPS:
+            continue        # unknown to crush_do_rule outside an msr rule: skipped
         elif step.op.startswith("choose"):
             active = wsize > 0
             if not active.any():

@@ -10,7 +10,7 @@ import numpy as np
 from .snapshot import Pgs, Pool, Rule, Snapshot
 
 
-CHOOSE_OPS = ("choose_firstn", "choose_indep", "chooseleaf_firstn", "chooseleaf_indep")
+CHOOSE_OPS = ("choose_firstn", "choose_indep", "chooseleaf_firstn", "chooseleaf_indep", "choosemsr")
 
 
 def rule_segments(snap: Snapshot, rule: Rule) -> List[Tuple[int, Tuple[Optional[int], ...]]]:

@@ -22,6 +22,9 @@ STEP_ARGS: Mapping[str, Tuple[Optional[str], Optional[str]]] = {
     "set_choose_tries": ("num", None), "set_chooseleaf_tries": ("num", None),
     "set_choose_local_tries": ("num", None), "set_choose_local_fallback_tries": ("num", None),
     "set_chooseleaf_vary_r": ("num", None), "set_chooseleaf_stable": ("num", None),
+    # msr rules (Squid and later; rule types msr_firstn 4 and msr_indep 5)
+    "choosemsr": ("num", "type"),
+    "set_msr_descents": ("num", None), "set_msr_collision_tries": ("num", None),
 }
 
 # CRUSH tunables the mapper uses: (value when the dump lacks it (firefly and later), lo, hi).
@@ -33,6 +36,9 @@ TUNABLES: Mapping[str, Tuple[int, int, int]] = {
     "chooseleaf_stable": (1, 0, 1),
     "choose_local_tries": (0, 0, MAX_TRIES),
     "choose_local_fallback_tries": (0, 0, MAX_TRIES),
+    # msr rules' retries (Squid's dump has them; CrushWrapper::set_default_msr_tunables)
+    "msr_descents": (100, 0, MAX_TRIES),
+    "msr_collision_tries": (100, 0, MAX_TRIES),
 }
 
 
