@@ -9,10 +9,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 import numpy as np
 
 from ..model.errors import AdvisorError
+from ..model.mappable import MAPPED_ALGS, MAPPED_HASH
 from ..model.snapshot import STEP_ARGS, TUNABLES, Snapshot
-
-
-SUPPORTED_ALGS = ("straw2",)
 
 # crush.h rule types. Squid's msr ("multi-step retry") rules run crush_msr_do_rule
 # (crush/msr.py); a pool takes one of its twin type (CrushWrapper::rule_valid_for_pool_type)
@@ -118,8 +116,8 @@ class CompiledCrush:
             if not self.supported[b]:
                 raise AdvisorError.invalid(
                     f"crush rule '{rule.name}' reaches bucket '{self.names[b]}' of algorithm "
-                    f"'{self.alg[b]}'; pg_advisor maps {', '.join(SUPPORTED_ALGS)} buckets "
-                    f"with the rjenkins1 hash only")
+                    f"'{self.alg[b]}'; pg_advisor maps {', '.join(MAPPED_ALGS)} buckets "
+                    f"with the {MAPPED_HASH} hash only")
             kids = self.items[b, :self.size[b]]
             stack.extend(kids[kids < 0].tolist())
         self.memo[("reachable", rule.id)] = True
@@ -191,7 +189,7 @@ def compile_crush(snap: Snapshot) -> CompiledCrush:
         size[i] = n
         type_id[i] = b.type_id
         exists[i] = True
-        supported[i] = b.alg in SUPPORTED_ALGS and b.hash == "rjenkins1"
+        supported[i] = b.alg in MAPPED_ALGS and b.hash == MAPPED_HASH
         alg[i], names[i] = b.alg, b.name
         if n:
             max_dev = max(max_dev, int(b.items.max()) + 1)
@@ -204,6 +202,8 @@ def compile_crush(snap: Snapshot) -> CompiledCrush:
     return CompiledCrush(
         items=items, weights=weights, size=size, type_id=type_id, exists=exists,
         supported=supported, alg=tuple(alg), names=tuple(names), max_devices=max_dev,
-        rules={rid: _compile_rule(rid, snap) for rid in snap.rules},
+        # (a rule with a step the model does not know maps no pool: model/mappable.py)
+        rules={rid: _compile_rule(rid, snap) for rid, r in snap.rules.items()
+               if all(s["op"] in STEP_ARGS for s in r.steps)},
         tunables=tunables,
         choose_args=_compile_choose_args(snap, items, weights, size))

@@ -104,11 +104,13 @@ def load_types(crush: Json) -> Dict[str, int]:
 
 
 def _load_step(s: Json, rule: str, types: Mapping[str, int]) -> Dict[str, Any]:
-    """One rule step, its arguments checked and made ints (type: a known type name)."""
+    """One rule step, its arguments checked and made ints (type: a known type name). A step
+    of an op the model does not know is kept as its name alone: the pools of its rule are
+    set aside as not mapped (model/mappable.py), the map and its other pools are read."""
     what = f"crush rule '{rule}': step"
     op = str_field(s, "op", what)
     if op not in STEP_ARGS:
-        raise AdvisorError.invalid(f"crush rule '{rule}': step '{op}' is not supported")
+        return {"op": op}
     what = f"crush rule '{rule}': step {op}"
     a1, a2 = STEP_ARGS[op]
     step = dict(s)

@@ -70,3 +70,15 @@ def test_other_things_the_model_does_not_follow(dumps: Dict[str, Any], change: A
     r = status_report(snap)         # still answered, each pool with its reason
     assert all(p["not_mapped"] for p in r["pools"] if p["name"] not in {q.name for q in snap.pools})
     assert "PG_ADVISOR_POOL_NOT_MAPPED" in health_checks(r)
+
+
+def test_a_step_the_model_does_not_know_sets_its_pools_aside(dumps: Dict[str, Any]) -> None:
+    # a rule step of a Ceph to come once refused the whole map: now only its rule's pools
+    d = copy.deepcopy(dumps)
+    d["crush"]["rules"][2]["steps"].insert(1, {"op": "choose_future", "num": 2, "type": "host"})
+    snap = snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
+    assert [(p.name, why) for p, why in snap.unmapped] == [
+        ("fast", "crush rule 'fast' has a step 'choose_future', which pg_advisor does not map")]
+    r = status_report(snap)
+    assert [p["name"] for p in r["pools"] if p["recommended_pg_num"] is not None] == ["rbd", "ecpool"]
+    assert Balancer(snap).run().items is not None
