@@ -134,6 +134,7 @@ class Limit:
     span: int                # buckets of this type the PG may use within one bucket of `above`
     above: Optional[int]     # the type the step before chose (None: the first step)
     total: Optional[int]     # buckets of this type in all (Ceph's count for a later choose step)
+    checked: bool = True     # the mon's verify_upmap checks it (not an msr step's: it skips them)
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,7 @@ def shape_of(steps: List[Choose]) -> RuleShape:
         cap = int(np.prod([s.count for s in steps[k + 1:]], dtype=np.int64))
         total = st.count if k > 0 and not st.leaf and st.type != 0 and not st.msr else None
         limits.append(Limit(type=st.type, cap=cap, span=ANY if st.msr else st.count,
-                            above=steps[k - 1].type if k else None, total=total))
+                            above=steps[k - 1].type if k else None, total=total, checked=not st.msr))
     return RuleShape(limits=tuple(limits))
 
 
@@ -226,14 +227,18 @@ def replaceable(anc: Dict[int, np.ndarray], shape: RuleShape, allowed: np.ndarra
     return ok
 
 
-def breaks(shape: RuleShape, anc: Dict[int, np.ndarray], up: np.ndarray) -> np.ndarray:
+def breaks(shape: RuleShape, anc: Dict[int, np.ndarray], up: np.ndarray,
+           as_the_mon: bool = False) -> np.ndarray:
     """Per row of `up`: does the set itself break a limit of the rule (as CRUSH's own set
-    of a rule with a later choose step may break Ceph's count, so no item on it is kept)?"""
+    of a rule with a later choose step may break Ceph's count, so no item on it is kept)?
+    `as_the_mon`: only the limits the mon's verify_upmap checks."""
     n = anc[0].shape[0]
     valid = (up >= 0) & (up < n)
     at = np.clip(up, 0, n - 1)
     bad = np.zeros(up.shape[0], bool)
     for lim in shape.limits:
+        if as_the_mon and not lim.checked:
+            continue
         b = np.where(valid, anc[lim.type][at], NOBODY)
         first = first_seen(b, valid)
         per = (b[:, :, None] == b[:, None, :]).sum(axis=2)

@@ -133,7 +133,7 @@ def mon_cleaned(snap: Snapshot, placer: Placer, reweight: np.ndarray, target: Op
             shape = None     # a rule we cannot read the limits of: its items are kept
         if shape is not None:
             anc = anc if anc is not None else ancestors(snap)
-            bad |= breaks(shape, anc, np.where(valid, up, -1))
+            bad |= breaks(shape, anc, np.where(valid, up, -1), as_the_mon=True)
         cancel |= {f"{pool.id}.{int(s):x}" for s in ps[bad].tolist()}
     cancel &= set(snap.pg_upmap) | set(snap.pg_upmap_items)
     if not cancel:

@@ -1,10 +1,12 @@
 """Replacements under msr rules (`choosemsr 3 type host; choosemsr 2 type osd`): at most 2
 shards per host, any number of hosts (MSR itself may use a fourth after an OSD is out)."""
+import dataclasses
 from typing import Dict, List
 
 import numpy as np
 
 from pg_advisor.analysis.legality import ANY, Choose, RuleShape, breaks, choose_steps, replaceable, shape_of
+from pg_advisor.analysis.whatif import Change, mon_cleaned
 from pg_advisor.balance.balancer import Balancer
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot
@@ -51,6 +53,28 @@ def test_breaks_sees_the_cap_not_the_span() -> None:
     sets = np.array([[0, 1, 3, 4, 6, 7], [0, 1, 3, 4, 6, 9], [0, 1, 2, 3, 4, 6]])
     assert breaks(MSR_EC42, anc, sets).tolist() == [False, False, True]
     assert breaks(PLAIN_EC42, anc, sets).tolist() == [False, True, True]
+    # the mon's verify_upmap skips choosemsr steps: it keeps even three shards on a host
+    assert breaks(MSR_EC42, anc, sets, as_the_mon=True).tolist() == [False, False, False]
+    assert breaks(PLAIN_EC42, anc, sets, as_the_mon=True).tolist() == [False, True, True]
+
+
+def test_a_what_if_keeps_the_items_the_mon_keeps_on_an_msr_pool() -> None:
+    # items that put three shards on host 0: the mon keeps them (qa/test_crush_msr.py
+    # shows it with osdmaptool --upmap-cleanup), so the what-if must keep them too
+    snap = fixture()
+    pool = snap.pools[0]
+    placer = Placer(snap)
+    m = placer.map_pool(pool)
+    host = m.up // 3
+    i = next(i for i in range(m.ps.size) if (host[i] == 0).sum() == 2 and (host[i] != 0).any())
+    frm = int(next(o for o in m.up[i] if o // 3 != 0 and o >= 0))
+    to = int(next(o for o in (0, 1, 2) if o not in m.up[i] and o != 4))
+    pgid = m.pgid(i)
+    snap = dataclasses.replace(snap, pg_upmap_items={pgid: ((frm, to),)})
+    placer = Placer(snap)
+    assert (placer.map_pool(pool).up[i] // 3 == 0).sum() == 3
+    kept = mon_cleaned(snap, placer, snap.osds.reweight, None, Change())
+    assert kept is placer      # nothing cancelled
 
 
 def fixture() -> snapshot.Snapshot:
