@@ -22,8 +22,9 @@ marker=/etc/pg-advisor-tentacle
 mirror=${PG_ADVISOR_MIRROR:-http://deb.debian.org/debian}
 # what a cluster, the module and its tests need there (the host's lint tools stay on the
 # host): Ceph, the mgr's Python libraries, pytest, scipy (the balance tests' bound), Chromium
-# (the panel's browser tests), Prometheus and jsonnet (the monitoring tests), cmake (the install test)
-packages=ceph-mon,ceph-osd,ceph-mgr,ceph-common,ceph-base,python3-numpy,python3-cherrypy3,python3-pytest,python3-scipy,python3-yaml,jq,iproute2,procps,chromium,fonts-liberation,prometheus,jsonnet,cmake
+# (the panel's browser tests), Prometheus and jsonnet (the monitoring tests), cmake and make
+# (the install test)
+packages=ceph-mon,ceph-osd,ceph-mgr,ceph-common,ceph-base,python3-numpy,python3-cherrypy3,python3-pytest,python3-scipy,python3-yaml,jq,iproute2,procps,chromium,fonts-liberation,prometheus,jsonnet,cmake,make
 
 log() { echo "tentacle: $*" >&2; }
 

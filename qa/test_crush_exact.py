@@ -238,10 +238,11 @@ def live_map(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
     c.ceph("osd", "crush", "weight-set", "reweight", "ec42", "osd.2",
            "0.0004", "0.0005", "0.0006", "0.0007", "0.0008", "0.0009")
     # an upmap item on a replicated PG: one replica to the other OSD of its host
-    up = c.json("pg", "map", "1.3")["up"]
+    pg = f"{c.pool_id('rbd')}.3"       # (Tentacle's mgr pool .mgr may hold pool id 1)
+    up = c.json("pg", "map", pg)["up"]
     mates = c.host_mates()
     src, dst = next((o, m) for o in up for m in mates[o] if m not in up and m not in (3, 4))
-    c.ceph("osd", "pg-upmap-items", "1.3", str(src), str(dst))
+    c.ceph("osd", "pg-upmap-items", pg, str(src), str(dst))
     path = tmp_path_factory.mktemp("live") / "osdmap.bin"
     c.ceph("osd", "getmap", "-o", str(path))
     try:
@@ -250,7 +251,7 @@ def live_map(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
         c.ceph("osd", "crush", "weight-set", "rm", "ec42")
         c.ceph("osd", "crush", "weight-set", "rm-compat")
         c.ceph("osd", "pool", "rm", "ec42", "ec42", "--yes-i-really-really-mean-it")
-        c.ceph("osd", "rm-pg-upmap-items", "1.3")
+        c.ceph("osd", "rm-pg-upmap-items", pg)
         c.ceph("osd", "in", "4")
         c.ceph("osd", "reweight", "1", "1")
         c.ceph("osd", "primary-affinity", "2", "1")
@@ -272,52 +273,3 @@ def test_live_map_every_pool(live_map: GeneratedMap) -> None:
     assert not bad, f"{len(bad)} of {len(ref)} PGs differ, first: {bad[:5]}"
     # the weight sets matter here: ignoring them must change some PGs
     assert mismatches(dataclasses.replace(snap, choose_args={}), ref)
-
-
-@pytest.fixture(scope="module")
-def primaries_map(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GeneratedMap]:
-    """The live mon's map with pg_upmap_primaries (Reef on): a pool of 128 PGs with every
-    PG that has osd.0 past its first slot given osd.0 as its primary by hand, then a
-    round of Ceph's own read balancer (mode read), which undoes some; osd.5 marked out in
-    the saved map alone (osdmaptool --mark-out): CRUSH moves its PGs, and an entry that
-    named it no longer applies."""
-    c = cluster
-    if c.release() == "pacific":
-        pytest.skip("pg-upmap-primary came with Reef; this cluster runs Pacific")
-    was = c.json("osd", "dump")["require_min_compat_client"]
-    c.ceph("osd", "set-require-min-compat-client", "reef")
-    c.ceph("osd", "pool", "create", "reads", "128", "128", "replicated")
-    c.ceph("osd", "pool", "set", "reads", "pg_autoscale_mode", "off")
-    path = tmp_path_factory.mktemp("primaries") / "osdmap.bin"
-    try:
-        c.wait_clean()
-        c.mon_commands([{"prefix": "osd pg-upmap-primary", "pgid": pgid, "id": 0}
-                        for pgid, up in c.up_sets("reads").items() if 0 in up[1:]])
-        c.wait_clean()        # a new primary peers the PG; the balancer waits for active PGs
-        c.ceph("balancer", "mode", "read")
-        code, _, err = c.run("balancer", "optimize", "rb", "reads")
-        assert code == 0, err
-        c.ceph("balancer", "execute", "rb")
-        c.ceph("osd", "getmap", "-o", str(path))
-        entries = c.json("osd", "dump")["pg_upmap_primaries"]
-        assert any(e["primary_osd"] != 0 for e in entries), "Ceph's read balancer set none"
-        yield GeneratedMap(path=path, num_osds=6, mark_out=[5])
-    finally:
-        c.ceph("balancer", "mode", "upmap")
-        c.ceph("osd", "pool", "rm", "reads", "reads", "--yes-i-really-really-mean-it")
-        for e in c.json("osd", "dump")["pg_upmap_primaries"]:
-            c.ceph("osd", "rm-pg-upmap-primary", e["pgid"])
-        c.ceph("osd", "set-require-min-compat-client", was, "--yes-i-really-mean-it")
-        c.wait_clean()
-
-
-def test_live_map_with_pg_upmap_primaries(primaries_map: GeneratedMap) -> None:
-    osd_dump, crush = primaries_map.dumps()
-    ref = primaries_map.reference()
-    snap = snapshot.load(osd_dump, crush)
-    assert len(snap.pg_upmap_primaries) > 3
-    bad = mismatches(snap, ref)
-    assert not bad, f"{len(bad)} of {len(ref)} PGs differ, first: {bad[:5]}"
-    print(f"{len(ref)} PGs with {len(snap.pg_upmap_primaries)} pg_upmap_primaries: all as osdmaptool")
-    # the primaries matter here: ignoring them must change some PGs' order
-    assert mismatches(dataclasses.replace(snap, pg_upmap_primaries={}), ref)
