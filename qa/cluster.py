@@ -161,8 +161,12 @@ class Cluster:
 
     def release(self) -> str:
         """The Ceph release the cluster's mon runs ('tentacle', 'pacific')."""
-        mon = self.json("versions")["mon"]     # {"ceph version 20.2.4 (...) tentacle (stable)": 1}
-        return str(next(iter(mon)).split()[-2])
+        # {"ceph version 20.2.4 (7f79...) tentacle (stable - RelWithDebInfo)": 1}
+        version = next(iter(self.json("versions")["mon"]))
+        m = re.search(r"\)\s+(\w+)\s+\(", version)
+        if m is None:
+            raise RuntimeError(f"no release name in {version!r}")
+        return m.group(1)
 
     def wait_clean(self, timeout: float = 180, pool: Optional[str] = None) -> None:
         """All PGs active+clean, no pg_num/pgp_num change pending, stats caught up. With
