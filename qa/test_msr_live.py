@@ -2,7 +2,7 @@
 and crush-num-failure-domains: Squid's choosemsr rule): once it made every pg_advisor
 command fail for every pool. Now it is mapped as the mon maps it, sized and balanced."""
 import json
-from typing import Iterator
+from typing import Dict, Iterator
 
 import numpy as np
 import pytest
@@ -32,6 +32,11 @@ def msr_pool(cluster: Cluster) -> Iterator[Cluster]:
         c.wait_clean()
 
 
+def hosts(c: Cluster) -> Dict[int, int]:
+    """Each OSD -> its host, named by the host's lowest OSD."""
+    return {o: min([o] + others) for o, others in c.host_mates().items()}
+
+
 def test_the_msr_pool_is_mapped_as_the_mon_maps_it(msr_pool: Cluster) -> None:
     c = msr_pool
     rule = next(r for r in c.json("osd", "crush", "dump")["rules"]
@@ -52,7 +57,7 @@ def test_the_msr_pool_is_mapped_as_the_mon_maps_it(msr_pool: Cluster) -> None:
 
 def test_its_balance_keeps_at_most_two_shards_a_host(msr_pool: Cluster) -> None:
     c = msr_pool
-    host = {o: min([o] + others) for o, others in c.host_mates().items()}   # by its lowest OSD
+    host = hosts(c)
     got = json.loads(c.ceph("pg-advisor", "balance", "--pool", "ecmsr", "--dry-run", "-f", "json"))
     up = c.up_sets("ecmsr")          # no items yet: CRUSH's own sets, which the items rewrite
     assert got["items"], "nothing to even on 32 PGs of 4 shards on 2 of 3 hosts"
@@ -66,7 +71,7 @@ def test_its_balance_keeps_at_most_two_shards_a_host(msr_pool: Cluster) -> None:
 
 def test_a_balance_round_lands_as_predicted(msr_pool: Cluster) -> None:
     c = msr_pool
-    host = {o: min([o] + others) for o, others in c.host_mates().items()}
+    host = hosts(c)
     done = json.loads(c.ceph("pg-advisor", "balance", "--pool", "ecmsr", "-f", "json"))
     assert done["applied"] and done["failed"] == []
     c.wait_clean(pool="ecmsr")
