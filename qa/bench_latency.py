@@ -92,18 +92,24 @@ Epoch = Tuple[float, int, int, int]   # when (wall clock), PGs whose up set chan
 #                                       acting set, OSDs whose up_thru changed
 Change = Tuple[float, str, str]       # when (wall clock), a PG, change_kind() of its new interval
 PEER_S = 3.0                          # a PG peers this long at most after its new interval
+# ops a second per client in the live tests' short variants (test_latency_live,
+# test_expand_live): enough to see every peering, not so many that the clients take the
+# OSDs' CPU from the backfill (flat out, 2 clients kept 2 cores busy and a 16-PG drain
+# took 126 s to clean; the bench itself runs them flat out)
+LIVE_RATE = 150.0
 
 
 class Clients:
     """The measuring clients, a process each."""
 
-    def __init__(self, c: Cluster, objects: int, n: int, depth: int, run_dir: Path, seed: int) -> None:
+    def __init__(self, c: Cluster, objects: int, n: int, depth: int, run_dir: Path, seed: int,
+                 rate: float = 0.0) -> None:
         self.outs = [run_dir / f"client{k}.npy" for k in range(n)]
         self.done: Optional[Tuple[List[np.ndarray], List[Dict[str, Any]]]] = None
         self.procs = [subprocess.Popen(
             ["/usr/bin/python3", "-m", "qa.latency_client", "--conf", c.env["CEPH_CONF"], "--pool", POOL,
              "--objects", str(objects), "--client", str(k), "--clients", str(n), "--depth", str(depth),
-             "--seed", str(seed), "--out", str(self.outs[k])],
+             "--seed", str(seed), "--rate", str(rate), "--out", str(self.outs[k])],
             cwd=Path(__file__).resolve().parent.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             text=True) for k in range(n)]
         for p in self.procs:
@@ -395,7 +401,7 @@ def run_one(base: Path, scenario: str, method: str, a: argparse.Namespace, seed:
 
 def measure(c: Cluster, scenario: str, method: str, objects: int, pg_num: int, last_osd: int,
             clients: int, depth: int, window: float, timeout: float, seed: int,
-            advisor_set: Sequence[str] = ()) -> Dict[str, Any]:
+            advisor_set: Sequence[str] = (), rate: float = 0.0) -> Dict[str, Any]:
     """On a running cluster: the pool, filled; the method's settings; the clients; the change
     (the drain's of `last_osd`); its end; the figures. The pool and the settings stay
     (the live test removes them)."""
@@ -424,7 +430,7 @@ def measure(c: Cluster, scenario: str, method: str, objects: int, pg_num: int, l
     wait_until(lambda: done(c), 3600, "the method's own balancing before the change", step=5)
     cls = device_class(c)
     run_dir = Path(tempfile.mkdtemp(prefix="clients-", dir=c.dir))
-    running = Clients(c, objects, clients, depth, run_dir, seed)
+    running = Clients(c, objects, clients, depth, run_dir, seed, rate)
     time.sleep(window)
     first = int(c.json("osd", "dump")["epoch"])
     moved0 = recovery_bytes(c)

@@ -6,8 +6,9 @@ import socket
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 QA = Path(__file__).resolve().parent
 REPO = QA.parent
@@ -167,6 +168,15 @@ class Cluster:
         if m is None:
             raise RuntimeError(f"no release name in {version!r}")
         return m.group(1)
+
+    @contextmanager
+    def config(self, who: str, key: str, value: str) -> Iterator[None]:
+        """`ceph config set who key value` for the span of a with-block, then removed."""
+        self.ceph("config", "set", who, key, value)
+        try:
+            yield
+        finally:
+            self.run("config", "rm", who, key)
 
     def wait_clean(self, timeout: float = 180, pool: Optional[str] = None) -> None:
         """All PGs active+clean, no pg_num/pgp_num change pending, stats caught up. With

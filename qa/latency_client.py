@@ -66,8 +66,9 @@ def fill(conffile: str, pool: str, objects: int, in_flight: int = 64) -> None:
 
 
 class Client:
-    def __init__(self, io: Any, owned: List[int], depth: int, seed: int) -> None:
+    def __init__(self, io: Any, owned: List[int], depth: int, seed: int, rate: float = 0.0) -> None:
         self.io = io
+        self.gap = 1.0 / rate if rate > 0 else 0.0     # s between issues; 0: as fast as the depth allows
         self.owned = owned
         self.rng = random.Random(seed)
         self.versions = np.zeros((len(owned), BLOCKS), np.int64)
@@ -80,7 +81,11 @@ class Client:
         self.stop = threading.Event()
 
     def run(self) -> None:
+        next_at = time.monotonic()
         while not self.stop.is_set():
+            if self.gap:
+                next_at = max(next_at + self.gap, time.monotonic() - 1.0)   # no catch-up burst
+                self.stop.wait(max(0.0, next_at - time.monotonic()))
             if not self.slots.acquire(timeout=0.5):
                 continue
             with self.lock:
@@ -155,6 +160,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--clients", type=int, required=True)
     ap.add_argument("--depth", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rate", type=float, default=0.0, help="ops a second at most (0: no limit)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     import rados
@@ -162,7 +168,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     # an op that waits 300 s fails (and is counted) rather than hanging the bench
     with rados.Rados(conffile=a.conf, conf={"rados_osd_op_timeout": "300"}) as r, \
             r.open_ioctx(a.pool) as io:
-        c = Client(io, owned, a.depth, a.seed * 1000 + a.client)
+        c = Client(io, owned, a.depth, a.seed * 1000 + a.client, a.rate)
         t = threading.Thread(target=c.run, daemon=True)
         t.start()
         print("ready", flush=True)

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Every test pg_advisor has, on both Ceph releases it supports. Installs what it needs (apt,
 # and the Debian forky chroot with Ceph Tentacle 20.2 that qa/tentacle.sh builds), then:
-#   1. unit tests, flake8, mypy, promtool (tox) on the host's Python 3.11 (Pacific's mgr),
-#      and beside them a compatibility subset on a real Pacific 16.2 cluster from the
-#      host's packages: the module loads, status, balance, a plan applied across a mgr
-#      failover;
-#   2. the unit tests again on the chroot's Python 3.14 (Tentacle's mgr);
-#   3. every integration test on a real Tentacle cluster (qa/vstart.sh in the chroot, the
-#      module loaded in its ceph-mgr);
-#   4. a 3-minute thrash of mode auto on Tentacle.
+#   1. at once: unit tests, flake8, mypy, promtool (tox) on the host's Python 3.11
+#      (Pacific's mgr); the unit tests on the chroot's Python 3.14 (Tentacle's mgr); a
+#      compatibility subset on a real Pacific 16.2 cluster from the host's packages: the
+#      module loads, status, balance, a plan applied across a mgr failover;
+#   2. at once: every integration test on a real Tentacle cluster (qa/vstart.sh in the
+#      chroot, the module loaded in its ceph-mgr), and a 3-minute thrash of mode auto on
+#      another Tentacle cluster in a network namespace of its own.
+# The parts run side by side because they mostly wait on their clusters (2 cores: some
+# 20 minutes shorter in all); each one's log is printed whole when it ends.
 # A deprecation warning fails a test on either Python (tox.ini's [pytest]).
 # Extra arguments go to the Tentacle integration run (e.g. -k status).
 set -euo pipefail
@@ -18,13 +19,15 @@ export PYTHONDONTWRITEBYTECODE=1
 t0=$SECONDS
 took() { echo "== ($1 took $((SECONDS - t1)) s; $((SECONDS - t0)) s in all)"; }
 pacific_log=${TMPDIR:-/tmp}/pg-advisor-pacific-subset.log
+unit_log=${TMPDIR:-/tmp}/pg-advisor-unit-tentacle.log
+thrash_log=${TMPDIR:-/tmp}/pg-advisor-thrash-smoke.log
 
 t1=$SECONDS
 bash qa/install-deps.sh --tentacle
 took "installing"
 
-# the host's tox (CPU) beside the Pacific subset (mostly waiting on its cluster): the two
-# share nothing, and the run is some 5 minutes shorter for it
+# the host's tox and the chroot's unit tests (CPU, one core each) beside the Pacific subset
+# (mostly waiting on its cluster): the three share nothing
 echo "== compatibility subset on Ceph Pacific 16.2 (the host), in the background; its log: $pacific_log"
 t1=$SECONDS
 PG_ADVISOR_CEPH=pacific /usr/bin/python3 -m pytest -v --durations=10 \
@@ -32,33 +35,42 @@ PG_ADVISOR_CEPH=pacific /usr/bin/python3 -m pytest -v --durations=10 \
     "qa/test_execute_live.py::test_doubling_with_a_client_writing_survives_a_mgr_failover" \
     >"$pacific_log" 2>&1 &
 pacific=$!
+echo "== unit tests on Tentacle's Python (the chroot), in the background; its log: $unit_log"
+bash qa/tentacle.sh exec env PYTHONPATH=src PYTHONDONTWRITEBYTECODE=1 \
+    python3 -m pytest -q src/pg_advisor/tests >"$unit_log" 2>&1 &
+unit=$!
 echo "== unit tests, flake8, mypy, promtool (tox, Python $(/usr/bin/python3 -c 'import sys; print(sys.version.split()[0])'))"
 tox_rc=0
 /usr/bin/tox || tox_rc=$?
 took "tox"
+unit_rc=0
+wait "$unit" || unit_rc=$?
+echo "== the unit tests on Tentacle's Python: their log"
+cat "$unit_log"
 pacific_rc=0
 wait "$pacific" || pacific_rc=$?
 echo "== the Pacific subset's log"
 cat "$pacific_log"
-took "tox and the Pacific subset"
-[ "$tox_rc" = 0 ] && [ "$pacific_rc" = 0 ] || { echo "tox: $tox_rc, Pacific subset: $pacific_rc"; exit 1; }
+took "tox, the chroot's unit tests and the Pacific subset"
+[ "$tox_rc" = 0 ] && [ "$unit_rc" = 0 ] && [ "$pacific_rc" = 0 ] ||
+    { echo "tox: $tox_rc, unit tests on Tentacle's Python: $unit_rc, Pacific subset: $pacific_rc"; exit 1; }
 
-echo "== unit tests on Tentacle's Python (the chroot)"
+# the thrasher starts a cluster of its own: in a network namespace of its own, beside the
+# integration tests' (the same ports, another loopback); a 3-minute thrash of mode auto,
+# every invariant checked (the full runs: doc/testing.rst)
+echo "== 3-minute thrash of mode auto on Tentacle (qa/thrash.py), in the background; its log: $thrash_log"
 t1=$SECONDS
-bash qa/tentacle.sh exec env PYTHONPATH=src PYTHONDONTWRITEBYTECODE=1 \
-    python3 -m pytest -q src/pg_advisor/tests
-took "unit tests on Tentacle's Python"
-
+PG_ADVISOR_NETNS=pg-advisor-thrash bash qa/tentacle.sh exec python3 -m qa.thrash --minutes 3 --seed 1 \
+    --pg-nums 32,128,32 --set step_interval=2 --dir /tmp/pg-advisor-thrash-smoke >"$thrash_log" 2>&1 &
+thrash=$!
 echo "== integration tests on Ceph Tentacle 20.2 (the chroot)"
-t1=$SECONDS
+live_rc=0
 bash qa/tentacle.sh exec env PYTHONDONTWRITEBYTECODE=1 \
-    python3 -m pytest -v --durations=15 qa "$@"
+    python3 -m pytest -v --durations=15 qa "$@" || live_rc=$?
 took "Tentacle integration tests"
-
-# after the session's cluster is gone (the thrasher starts its own, on the same ports): a
-# 3-minute thrash of mode auto, every invariant checked (the full runs: doc/testing.rst)
-echo "== 3-minute thrash of mode auto on Tentacle (qa/thrash.py)"
-t1=$SECONDS
-bash qa/tentacle.sh exec python3 -m qa.thrash --minutes 3 --seed 1 --pg-nums 32,128,32 \
-    --set step_interval=2 --dir /tmp/pg-advisor-thrash-smoke
-took "thrash"
+thrash_rc=0
+wait "$thrash" || thrash_rc=$?
+echo "== the thrash's log"
+cat "$thrash_log"
+took "Tentacle integration tests and the thrash"
+[ "$live_rc" = 0 ] && [ "$thrash_rc" = 0 ] || { echo "integration tests: $live_rc, thrash: $thrash_rc"; exit 1; }

@@ -13,7 +13,7 @@ from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
 from pg_advisor.analysis.growth import placer_after, with_host
 
-from .bench_latency import POOL as LAT_POOL, Clients
+from .bench_latency import LIVE_RATE, POOL as LAT_POOL, Clients
 from .cluster import Cluster, Writer, wait_until
 from .latency_client import fill
 
@@ -120,7 +120,7 @@ def latency_clients(filled: Cluster) -> Iterator[Clients]:
     c.ceph("osd", "pool", "set", LAT_POOL, "pg_autoscale_mode", "off")
     fill(c.env["CEPH_CONF"], LAT_POOL, 400)
     c.wait_clean()
-    clients = Clients(c, 400, 2, 4, c.dir, seed=3)
+    clients = Clients(c, 400, 2, 4, c.dir, seed=3, rate=LIVE_RATE)
     try:
         yield clients
     finally:

@@ -71,24 +71,26 @@ def test_memory_estimate_against_the_osds_before_and_after_a_split(pools: Cluste
     c = pools
     c.ceph("osd", "pool", "create", "sz_split", "32", "32", "replicated")
     c.ceph("osd", "pool", "set", "sz_split", "pg_autoscale_mode", "off")
-    try:
-        subprocess.run(["rados", "-p", "sz_split", "bench", "4", "write", "-t", "8", "-b", "4096",
-                        "--no-cleanup"], env=c.env, check=True, capture_output=True, timeout=120)
-        before = memory_errors(c)
-        assert before and all(abs(e) < 0.15 for e in before.values()), before
-        c.ceph("osd", "pool", "set", "sz_split", "pg_num", "64")
-        c.ceph("osd", "pool", "set", "sz_split", "pgp_num", "64")
-        c.wait_clean()
-        pool_id = c.pool_id("sz_split")
-        stats = [s for s in c.json("pg", "dump")["pg_map"]["pg_stats"]
-                 if s["pgid"].startswith(f"{pool_id}.")]
-        # what makes it a split: half the PGs born in it, with their parent's span
-        assert len(stats) == 64 and sum(s["parent_split_bits"] > 0 for s in stats) == 32
-        after = memory_errors(c)
-        assert after and all(abs(e) < 0.15 for e in after.values()), after
-    finally:
-        c.ceph("osd", "pool", "rm", "sz_split", "sz_split", "--yes-i-really-really-mean-it")
-        c.wait_clean()
+    # the mgr's pgp_num in one step, not one per 5 % misplaced (the split is the point)
+    with c.config("mgr", "target_max_misplaced_ratio", "1"):
+        try:
+            subprocess.run(["rados", "-p", "sz_split", "bench", "4", "write", "-t", "8", "-b", "4096",
+                            "--no-cleanup"], env=c.env, check=True, capture_output=True, timeout=120)
+            before = memory_errors(c)
+            assert before and all(abs(e) < 0.15 for e in before.values()), before
+            c.ceph("osd", "pool", "set", "sz_split", "pg_num", "64")
+            c.ceph("osd", "pool", "set", "sz_split", "pgp_num", "64")
+            c.wait_clean()
+            pool_id = c.pool_id("sz_split")
+            stats = [s for s in c.json("pg", "dump")["pg_map"]["pg_stats"]
+                     if s["pgid"].startswith(f"{pool_id}.")]
+            # what makes it a split: half the PGs born in it, with their parent's span
+            assert len(stats) == 64 and sum(s["parent_split_bits"] > 0 for s in stats) == 32
+            after = memory_errors(c)
+            assert after and all(abs(e) < 0.15 for e in after.values()), after
+        finally:
+            c.ceph("osd", "pool", "rm", "sz_split", "sz_split", "--yes-i-really-really-mean-it")
+            c.wait_clean()
 
 
 def test_autoscaler_pick_is_shown_beside_ours(pools: Cluster) -> None:
@@ -116,10 +118,12 @@ def test_too_few_pgs_appears_with_data_and_clears_when_acted_on(pools: Cluster) 
     assert rec > 32
     plan = json.loads(c.ceph("pg-advisor", "plan", "-f", "json"))
     assert {s["pool"]: s["pg_num"] for s in plan["steps"]}["sz_b"] == [32, rec]
-    c.ceph("osd", "pool", "set", "sz_b", "pg_num", str(rec))
-    wait_until(lambda: not too_few_names(c), 60, "the check to stop naming sz_b")
-    assert {p["name"]: p for p in status(c)["pools"]}["sz_b"]["recommended_pg_num"] == rec
-    c.wait_clean()   # let the split finish before later tests compare cluster states
+    # the mgr's pgp_num in one step, not one per 5 % misplaced (acting on it is the point)
+    with c.config("mgr", "target_max_misplaced_ratio", "1"):
+        c.ceph("osd", "pool", "set", "sz_b", "pg_num", str(rec))
+        wait_until(lambda: not too_few_names(c), 60, "the check to stop naming sz_b")
+        assert {p["name"]: p for p in status(c)["pools"]}["sz_b"]["recommended_pg_num"] == rec
+        c.wait_clean()   # let the split finish before later tests compare cluster states
 
 
 def test_limit_and_memory_checks_follow_the_options(pools: Cluster) -> None:

@@ -202,6 +202,11 @@ osd delete sleep hdd = 0
 # "rotational" capacity backfilled 2 objects in 20 s; wpq with no sleep, as on Pacific
 osd op queue = wpq
 EOF
+        # Tentacle also sleeps 0.1 s between degraded objects' recovery ops on "hdd" (a
+        # degraded PG of a drain under client writes recovered 4 objects a second)
+        if [ "$ceph_release" = tentacle ]; then
+            printf 'osd recovery sleep degraded hdd = 0\n' >>"$conf"
+        fi
     fi
     cat >>"$conf" <<EOF
 osd op num shards = 2
