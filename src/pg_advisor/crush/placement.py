@@ -124,12 +124,15 @@ class Placer:
         return self._drop(pool, raw, self._exists(raw))
 
     def with_upmaps(self, pg_upmap: Mapping[str, Tuple[int, ...]],
-                    pg_upmap_items: Mapping[str, Tuple[Tuple[int, int], ...]]) -> "Placer":
+                    pg_upmap_items: Mapping[str, Tuple[Tuple[int, int], ...]],
+                    pg_upmap_primaries: Optional[Mapping[str, int]] = None) -> "Placer":
         """A placer for the same map and weights with other upmaps (CRUSH's results, which
-        do not depend on them, are shared)."""
+        do not depend on them, are shared); the pg_upmap_primaries stay unless given."""
         p = Placer.__new__(Placer)
         p.__dict__.update(self.__dict__)
-        p.snap = dataclasses.replace(self.snap, pg_upmap=pg_upmap, pg_upmap_items=pg_upmap_items)
+        primaries = self.snap.pg_upmap_primaries if pg_upmap_primaries is None else pg_upmap_primaries
+        p.snap = dataclasses.replace(self.snap, pg_upmap=pg_upmap, pg_upmap_items=pg_upmap_items,
+                                     pg_upmap_primaries=primaries)
         return p
 
     def upmapped(self, pool: Pool, pg_num: Optional[int] = None,

@@ -168,6 +168,9 @@ class Snapshot:
     # pools whose rule the CRUSH model cannot follow (model/mappable.py), with the reason:
     # not in `pools`, so nothing built on CRUSH sees them; status and health name them
     unmapped: Tuple[Tuple[Pool, str], ...] = ()
+    # the osd dump's require_min_compat_client ("luminous", "reef"; "" when the dump has
+    # none): the oldest client release the mon lets in, which gates pg-upmap-primary (Reef)
+    require_min_compat_client: str = ""
     # what is computed from this snapshot alone and may be shared by whoever reads it (the
     # mgr reuses a snapshot while the cluster is unchanged: its CRUSH results, its status);
     # not an argument, so dataclasses.replace gives a changed copy a memo of its own

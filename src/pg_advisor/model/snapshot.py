@@ -125,7 +125,8 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
             config=cfg,
             autoscale=_load_autoscale(autoscale),
             misplaced_objects=int_field(stat_sum, "num_objects_misplaced", "pg dump: pg_stats_sum",
-                                        0, MAX_INT64, 0))
+                                        0, MAX_INT64, 0),
+            require_min_compat_client=str_field(osd_dump, "require_min_compat_client", "osd dump", ""))
     except AdvisorError:
         raise
     except (LookupError, TypeError, ValueError, AttributeError, ArithmeticError) as e:
