@@ -296,6 +296,25 @@ class Module(MgrModule):
                              bool(v["dry_run"]))
         return self.driver.balance(ctx, req, self._items_after)
 
+    def _act_read_balance(self, v: table.Values) -> Report:
+        """One bounded batch of pg-upmap-primary changes (or only its dry run)."""
+        ctx = self.context(self._snapshot_to_act(v))
+        most = v["max_changes"] if v["max_changes"] is not None else ctx.opts.read_max_changes
+        return self.driver.read_balance(ctx, [v["pool"]] if v["pool"] else None, most, bool(v["dry_run"]),
+                                        self._primaries_after)
+
+    def _primaries_after(self, epoch: int, pgids: Sequence[str]) -> Tuple[Dict[str, int], Dict[str, int]]:
+        """The pg_upmap_primaries of the mgr's first OSDMap newer than `epoch` (or its newest,
+        after MAP_WAIT), and the up primary Ceph computes there for each of `pgids`."""
+        self._wait_for_map(epoch)
+        osdmap = self.get_osdmap()
+        entries = dict(snapshot.load_upmap_primaries(self.get("osd_map")))
+        primary: Dict[str, int] = {}
+        for pgid in pgids:
+            head, tail = pgid.split(".")
+            primary[pgid] = int(osdmap.pg_to_up_acting_osds(int(head), int(tail, 16))["up_primary"])
+        return entries, primary
+
     def context(self, snap: snapshot.Snapshot) -> Context:
         """What a command or a tick acts on: `snap` and all else read from the mgr now."""
         opts = self.current_options()

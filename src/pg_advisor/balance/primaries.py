@@ -244,6 +244,8 @@ def plan_primaries(snap: Snapshot, pools: Optional[Sequence[str]] = None,
     OSD, then the PGs changed. `placer`: the map to plan on (a proposal's items may be in
     its snapshot; by default the snapshot's own); `frozen`: PGs left as they are (the round
     moves them with items); `max_changes`: primary changes at most, over all pools."""
+    for name in pools or ():
+        snap.pool_by_name(name)         # a name that is no pool is refused, not skipped
     placer = placer or Placer.of(snap)
     base = placer.snap
     plan = ReadPlan()

@@ -8,13 +8,15 @@ from ..analysis.plan import plan_report
 from ..analysis.status import status_of
 from ..analysis.whatif import Change, pg_map, simulate
 from ..balance.drain import drain_report
+from ..balance.primaries import plan_primaries
+from ..balance.read_report import read_report
 from ..balance.remapped import pin_remapped, pins_report
 from ..balance.report import balance_report, eval_report
 from ..balance.reweighted import reweight_pins, reweight_report
 from ..execute.driver import misplaced_max
 from ..model.options import Options
 from ..model.snapshot import Snapshot
-from .table import MAX_BALANCE_ITEMS, Values
+from .table import MAX_BALANCE_ITEMS, MAX_READ_CHANGES, Values
 
 Report = Dict[str, Any]
 MIB = 1 << 20
@@ -64,6 +66,12 @@ def _balance(i: Inputs, v: Values) -> Report:
     return dict(report, dry_run=True)
 
 
+def _read_balance(i: Inputs, v: Values) -> Report:
+    plan = plan_primaries(i.snap, [v["pool"]] if v["pool"] else None,
+                          max_changes=v["max_changes"] or MAX_READ_CHANGES)
+    return dict(read_report(i.snap, plan), dry_run=True)
+
+
 def _pin_remapped(i: Inputs, v: Values) -> Report:
     return dict(pins_report(i.snap, pin_remapped(i.snap)), dry_run=True)
 
@@ -79,7 +87,7 @@ def _drain(i: Inputs, v: Values) -> Report:
 
 ANSWERS: Dict[str, Callable[[Inputs, Values], Report]] = {
     "status": _status, "eval": _eval, "plan": _plan, "map": _map, "simulate": _simulate,
-    "balance": _balance, "pin-remapped": _pin_remapped, "drain": _drain,
+    "balance": _balance, "read-balance": _read_balance, "pin-remapped": _pin_remapped, "drain": _drain,
     "crush-reweight": _crush_reweight,
 }
 

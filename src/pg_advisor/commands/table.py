@@ -21,6 +21,7 @@ FLOAT_TEXT = re.compile(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\Z|-?(na
 
 INT_MAX = (1 << 63) - 1          # the mon carries a CephInt as int64; the core bounds each further
 MAX_BALANCE_ITEMS = 1 << 20      # replica moves one balance may propose
+MAX_READ_CHANGES = 1 << 20       # primary changes one read-balance may propose
 MAX_OUT_OSDS = 4096              # OSDs one simulate may mark out
 MAX_OSD_ID = (1 << 31) - 1       # an OSD id is an int32 at the mon
 
@@ -104,6 +105,16 @@ COMMANDS: Tuple[Command, ...] = (
              DRY_RUN,
              Arg("mode", BalanceMode, "pgs (counts) or bytes (counts, then fullness); "
                  "default: the option balance_mode")),
+            write=True),
+    Command("read-balance", "read-balance",
+            "Even each replicated pool's primaries with pg-upmap-primary entries (no data "
+            "moves; Reef on, require_min_compat_client reef) and set a bounded batch of them "
+            "(--dry-run: only show them; offline: always)",
+            (_pool("only this pool"),
+             Arg("max_changes", int, "at most this many primary changes (default: the option "
+                 "read_max_changes live, every change offline)", low=1, high=MAX_READ_CHANGES,
+                 live_high=BY_OPTION["read_max_changes"].max, metavar="N"),
+             DRY_RUN),
             write=True),
     Command("map", "map", "Show every PG's up set as CRUSH computes it", (_pool("only this pool"),)),
     Command("simulate", "simulate",

@@ -4,11 +4,14 @@ or an operator's target, the executor's ticks, its health checks and progress ev
 No mgr calls here: the module hands in a snapshot, the options, and functions to send a
 mon command and to read and write the mgr store.
 """
+import errno
 import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..analysis.plan import pg_num_plan
 from ..balance.drain import describe, drain_json, drain_plan
+from ..balance.primaries import allows_primaries, plan_primaries
+from ..balance.read_report import read_report
 from ..balance.remapped import SKIP_SHOWN, Pins, pin_remapped, pins_report
 from ..balance.reweighted import reweight_commands, reweight_pins, reweight_report
 from ..balance.report import items_json, misplaced_copies, proposal_json, propose, unkept
@@ -25,9 +28,11 @@ from .pacing import BYTES_SPREAD, Pacing, check_pacing
 from .gates import balancer_conflict, cluster_blockers, misplaced_ratio
 from .plan_state import ACTIVE, Source, Status
 from .plan_store import PlanStore
-from .rounds import Burst, balance_round, set_full, set_items, set_with, unset_full
+from .rounds import Burst, balance_round, set_full, set_items, set_primaries, set_with, unset_full
 from .steps import PlanStep, StepPlanner, Throttles, balance_step
 
+# the map's pg_upmap_primaries and those PGs' up primaries, after an epoch (the module's)
+PrimariesAfter = Callable[[int, Sequence[str]], Tuple[Mapping[str, int], Mapping[str, int]]]
 AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a new plan
 
 
@@ -170,6 +175,44 @@ class Driver:
             bad = map_mismatches(snap, want, self.executor.up_sets(snap, sorted(want)))
             failed += [f"{pgid}: {why}" for pgid, why in sorted(bad.items())]
             report.update(applied=len(rnd.items) - len(failed), failed=failed, mismatched=len(bad))
+            return report
+
+    def read_balance(self, ctx: Context, pools: Optional[List[str]], max_changes: int, dry_run: bool,
+                     primaries_after: PrimariesAfter) -> Dict[str, Any]:
+        """One bounded batch of pg-upmap-primary changes (or its dry run): each replicated
+        pool's primaries toward the lowest maximum (balance/primaries.py); then what the mon
+        kept (`primaries_after(epoch, pgids)`: the map's entries, and those PGs' up primaries,
+        pgid -> OSD, in the first map after the snapshot's)."""
+        snap = ctx.snap
+        plan = plan_primaries(snap, pools, max_changes=max_changes)
+        report = dict(read_report(snap, plan), dry_run=dry_run)
+        if dry_run:
+            return report
+        if not report["allowed"]:
+            raise AdvisorError(-errno.EOPNOTSUPP, "not read balancing: " + plan.notes[0])
+        with self.lock:
+            self.check_idle("read balancing")
+            why = [balancer_conflict(ctx.balancer_active, "no primaries")] + cluster_blockers(snap)
+            refused = next((w for w in why if w), None)
+            if refused:
+                raise AdvisorError.busy(f"not read balancing: {refused}")
+            cmds = plan.commands()
+            sent = set_primaries(cmds, ctx.sender())
+            failed = sent.messages()
+            if cmds:
+                want = {pgid: osd for pgid, osd in plan.changes if pgid not in sent.failed}
+                entries, primary = primaries_after(snap.epoch, sorted(want))
+                for pgid, osd in sorted(want.items()):
+                    if osd is None:
+                        if pgid in entries:
+                            failed.append(f"{pgid}: the mon kept the entry")
+                    elif entries.get(pgid) != osd:
+                        failed.append(f"{pgid}: the mon did not keep the entry")
+                    elif primary.get(pgid) != osd:
+                        failed.append(f"{pgid}: primary osd.{primary.get(pgid)}, not osd.{osd}")
+                failed += [f"{pgid}: the mon kept the entry" for pgid in plan.cleanup
+                           if pgid not in sent.failed and pgid in entries]
+            report.update(applied=len(cmds) - len(failed), failed=failed)
             return report
 
     def pin_remapped(self, ctx: Context, dry_run: bool) -> Dict[str, Any]:
@@ -335,7 +378,8 @@ class Driver:
                     ex.start(steps, [snap.pool_by_name(n) for n in targets], Source.AUTO, now)
                 elif not balancer_active and now >= self._next_balance_check:
                     self._next_balance_check = now + opts.sleep_interval
-                    self._start_balancing(snap, opts, now)
+                    if not self._start_balancing(snap, opts, now) and opts.read_balance:
+                        self._read_round(snap, opts, ctx.sender(), now)
             if ex.active:
                 ex.tick(snap, pacing(opts, cluster_ratio, balancer_active), ctx.send, now, ctx.burst)
             self._count_pins(snap)
@@ -372,9 +416,23 @@ class Driver:
             state.pins_left = left
             self.executor.save()
 
-    def _start_balancing(self, snap: Snapshot, opts: Options, now: float) -> None:
+    def _read_round(self, snap: Snapshot, opts: Options, burst: Burst, now: float) -> None:
+        """Auto mode, the counts even: one bounded round of primary changes where the
+        cluster allows them and is clean (each changed PG peers), kept in the history."""
+        if not allows_primaries(snap.require_min_compat_client) or cluster_blockers(snap):
+            return
+        plan = plan_primaries(snap, max_changes=opts.read_max_changes)
+        cmds = plan.commands()
+        if not cmds:
+            return
+        sent = set_primaries(cmds, burst)
+        self.executor.log(now, "read-balance", f"{len(cmds) - len(sent.failed)} of {len(cmds)} primary "
+                          f"changes set" + (f"; refused: {sent.messages()[0]}" if sent.failed else ""))
+        self.executor.save()
+
+    def _start_balancing(self, snap: Snapshot, opts: Options, now: float) -> bool:
         """Auto mode with no pg_num change due: a plan of balance rounds for the pools the
-        balancer would change (none: no plan)."""
+        balancer would change (none: no plan, and False)."""
         r = propose(snap, None, 1 << 20, opts.balance_mode, min_gain=opts.balance_min_gain,
                     min_spread=BYTES_SPREAD)
         shards: Dict[int, int] = {}
@@ -390,6 +448,8 @@ class Driver:
             # found nothing when rerun over that pool alone, with no total to even: a thrash
             # run saw plans start and end empty every minute, the total 1.1 PGs off)
             self.executor.start(steps, list(snap.pools), Source.AUTO, now)
+            return True
+        return False
 
     def _auto_may_start(self, now: float) -> bool:
         """Not within AUTO_COOLDOWN of an abort, unless the operator set mode auto since:

@@ -70,6 +70,12 @@ def set_with(snap: Snapshot, lead: Sequence[Command], items: Items, full: Mappin
     return lead_failed, outs[0], outs[1]
 
 
+def set_primaries(cmds: List[Command], burst: Burst) -> ItemsSet:
+    """Send a read balance's pg-upmap-primary and rm-pg-upmap-primary commands,
+    PRIME_BATCH to a burst, keeping each PG's refusal."""
+    return _send(cmds, burst)
+
+
 def unset_full(pgids: Sequence[str], burst: Burst) -> ItemsSet:
     return _send([{"prefix": "osd rm-pg-upmap", "pgid": k} for k in pgids], burst)
 

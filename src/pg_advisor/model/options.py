@@ -121,6 +121,13 @@ class Options:
     balance_min_gain: float = _opt(
         0.005, "bytes mode: a move must bring the fullest OSD down (or the emptiest up) by this "
         "fraction of the mean fullness", 0.0001, 1.0)
+    read_balance: bool = _opt(
+        False, "mode auto: once the balance rounds leave nothing to move, even each replicated "
+        "pool's primaries with pg-upmap-primary entries, read_max_changes a round (Reef on, "
+        "require_min_compat_client reef; no data moves)")
+    read_max_changes: int = _opt(
+        128, "primary changes (pg-upmap-primary entries set or removed) one `read-balance` may "
+        "make; each re-peers its PG", 1, 10000)
 
 
 def _spec(f: Any) -> Spec:

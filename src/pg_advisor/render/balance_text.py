@@ -54,3 +54,25 @@ def fullness_line(label: str, f: Dict[str, Any]) -> str:
     if f["max_used"] is not None:
         line += f"; {100 * f['max_used']:.2f}% .. {100 * f['min_used']:.2f}% of their size in PG data"
     return line
+
+
+READ_KEYS = ("pg_num", "fixed", "max_before", "max_after", "floor", "score_before", "score_after",
+             "changes", "cleanup")
+
+
+def read_balance_text(r: Dict[str, Any]) -> str:
+    out: List[str] = [printable(c) for c in r["commands"]]
+    rows = [[p["pool"]] + ["-" if p.get(k) is None else p[k] for k in READ_KEYS] for p in r["pools"]]
+    out.append("")
+    out.append(f"{r['changes']} primaries changed, {r['cleanup']} entries that did nothing removed "
+               f"(max: the most primaries on one OSD; floor: the least it can be; score: Reef's "
+               f"read_balance_score, 1 is even)")
+    out.append(table(["pool", "pg_num", "fixed", "max", "max_after", "floor", "score", "score_after",
+                      "changes", "cleanup"], rows))
+    if "applied" in r:
+        out.append(f"set {r['applied']} of {len(r['commands'])} commands")
+        out.extend(f"failed: {printable(f)}" for f in r["failed"])
+    elif r.get("dry_run"):
+        out.append("dry run: nothing was set")
+    out.extend(f"note: {printable(n)}" for n in r["notes"])
+    return "\n".join(out)

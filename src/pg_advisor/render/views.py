@@ -3,7 +3,7 @@ and the offline CLI (cli.py) both answer through show(), so a report reads the s
 either, and -f json / json-pretty is the report itself."""
 from typing import Any, Callable, Dict, Optional
 
-from .balance_text import balance_text, eval_text
+from .balance_text import balance_text, eval_text, read_balance_text
 from .execute_text import apply_text, history_text, progress_text
 from .expand_text import drain_text, pins_text, reweight_text
 from .format import render
@@ -24,6 +24,7 @@ VIEWS: Dict[str, Callable[[Report], str]] = {
     "plan": plan_text,
     "eval": eval_text,
     "balance": balance_text,
+    "read-balance": read_balance_text,
     "map": map_text,
     "simulate": _simulate,
     "mode": lambda r: f"mode {r['mode']}",

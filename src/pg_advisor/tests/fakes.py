@@ -40,6 +40,8 @@ class FakeCeph:
         items = self.dumps["osd_dump"]["pg_upmap_items"]
         if cmd["prefix"] == "osd pg-temp":
             return 0, ""
+        if cmd["prefix"] in ("osd pg-upmap-primary", "osd rm-pg-upmap-primary"):
+            return self._primary(cmd)
         if cmd["prefix"] in ("osd pg-upmap-items", "osd rm-pg-upmap-items"):
             items[:] = [u for u in items if u["pgid"] != cmd["pgid"]]
             ids = cmd.get("id", [])
@@ -57,6 +59,18 @@ class FakeCeph:
             p["pg_num_target"] = val
         else:
             p["pg_placement_num_target"] = val
+        return 0, ""
+
+    def _primary(self, cmd: Dict[str, Any]) -> Tuple[int, str]:
+        """A pg_upmap_primary set or removed, with the mon's gate on the clients (its other
+        checks, on the acting set, are left to the live tests)."""
+        osd_dump = self.dumps["osd_dump"]
+        if osd_dump.get("require_min_compat_client") not in ("reef", "squid", "tentacle"):
+            return -1, "min_compat_client luminous < reef, which is required for pg-upmap-primary"
+        entries = osd_dump.setdefault("pg_upmap_primaries", [])
+        entries[:] = [u for u in entries if u["pgid"] != cmd["pgid"]]
+        if cmd["prefix"] == "osd pg-upmap-primary":
+            entries.append({"pgid": cmd["pgid"], "primary_osd": int(cmd["id"])})
         return 0, ""
 
     def settle(self, report: bool = True) -> None:

@@ -49,7 +49,8 @@ def as_pacific(cmd: str) -> str:
 def test_commands_are_declared_with_their_typed_arguments() -> None:
     cmds = {c["cmd"].split(" name=")[0]: {**c, "cmd": as_pacific(c["cmd"])} for c in Module.COMMANDS}
     assert set(cmds) == {f"pg-advisor {n}" for n in (
-        "status", "plan", "eval", "balance", "map", "simulate", "mode", "apply", "pin-remapped", "drain",
+        "status", "plan", "eval", "balance", "read-balance", "map", "simulate", "mode", "apply",
+        "pin-remapped", "drain",
         "crush-reweight", "pause", "resume", "abort", "progress", "history")}
     assert cmds["pg-advisor drain"]["cmd"].startswith("pg-advisor drain name=osd_or_bucket,type=CephString "
                                                       "name=dry_run,req=false,type=CephBool")

@@ -1,0 +1,107 @@
+"""`ceph pg-advisor read-balance` through the module, the mon simulated (unit level): the
+gate on require_min_compat_client, bad input refused with nothing sent, a round that sets
+the entries the plan made and leaves nothing to do after it."""
+from typing import Any, Dict
+
+import pytest
+
+from . import mgr_stub
+from .conftest import cmd
+
+
+def reef(ceph: Any, refresh: Any) -> None:
+    ceph.dumps["osd_dump"]["require_min_compat_client"] = "reef"
+    ceph.dumps["osd_dump"]["epoch"] += 1
+    refresh()
+
+
+def test_before_reef_a_dry_run_shows_the_scores_and_a_round_is_refused(wired: Any) -> None:
+    m, ceph, _ = wired
+    code, r, _ = cmd(m, "read-balance", dry_run=True)
+    assert code == 0 and r["allowed"] is False and r["commands"] == []
+    assert {p["pool"] for p in r["pools"]} == {"rbd", "fast"}
+    assert all(p["score_before"] is not None for p in r["pools"])
+    assert any("require_min_compat_client reef" in n for n in r["notes"])
+    code, _, err = cmd(m, "read-balance")
+    assert code == -95 and "require_min_compat_client reef" in err and ceph.sent == []
+
+
+@pytest.mark.parametrize("kw, code, message", [
+    ({"max_changes": 0}, -22, "must be within 1..10000"),
+    ({"max_changes": -1}, -22, "must be within 1..10000"),
+    ({"max_changes": 2 ** 31}, -22, "must be within 1..10000"),
+    ({"max_changes": 10 ** 8}, -22, "must be within 1..10000"),
+    ({"pool": "nope"}, -2, "does not exist"),
+])
+def test_bad_input_is_refused_and_sends_nothing(wired: Any, kw: Dict[str, Any], code: int,
+                                                message: str) -> None:
+    m, ceph, refresh = wired
+    reef(ceph, refresh)
+    got, _, err = cmd(m, "read-balance", **kw)
+    assert got == code and message in err, (got, err)
+    assert ceph.sent == []
+
+
+def test_a_round_sets_the_planned_entries_and_leaves_nothing_to_do(wired: Any) -> None:
+    m, ceph, refresh = wired
+    reef(ceph, refresh)
+    code, plan, _ = cmd(m, "read-balance", dry_run=True)
+    assert code == 0 and plan["allowed"] and plan["changes"] > 0 and ceph.sent == []
+    rbd = next(p for p in plan["pools"] if p["pool"] == "rbd")
+    assert rbd["max_after"] < rbd["max_before"] and rbd["score_after"] < rbd["score_before"]
+    code, r, err = cmd(m, "read-balance", max_changes=1000)
+    assert code == 0, err
+    assert r["failed"] == [] and r["applied"] == len(r["commands"]) == len(ceph.sent)
+    assert r["commands"] == plan["commands"]
+    set_ = {c["pgid"]: c["id"] for c in ceph.sent if c["prefix"] == "osd pg-upmap-primary"}
+    kept = {u["pgid"]: u["primary_osd"] for u in ceph.dumps["osd_dump"]["pg_upmap_primaries"]}
+    assert set_ and kept == set_
+    code, again, _ = cmd(m, "read-balance", dry_run=True)
+    assert again["commands"] == [] and again["changes"] == 0
+    assert next(p for p in again["pools"] if p["pool"] == "rbd")["max_before"] == rbd["max_after"]
+
+
+def test_a_round_is_bounded_by_the_option(wired: Any) -> None:
+    m, ceph, refresh = wired
+    reef(ceph, refresh)
+    mgr_stub.BaseMgrModule.fake.module_options[("pg_advisor", "read_max_changes")] = 2
+    code, r, _ = cmd(m, "read-balance")
+    assert code == 0 and r["changes"] <= 2 and len(ceph.sent) == len(r["commands"]) <= 2 + r["cleanup"]
+
+
+def test_refused_while_a_plan_is_open_or_cephs_balancer_is_active(wired: Any) -> None:
+    m, ceph, refresh = wired
+    reef(ceph, refresh)
+    fake = mgr_stub.BaseMgrModule.fake
+    fake.module_options[("balancer", "active")] = True
+    code, _, err = cmd(m, "read-balance")
+    assert code == -16 and "built-in balancer is active" in err and ceph.sent == []
+    fake.module_options[("balancer", "active")] = False
+    assert cmd(m, "apply", pool="rbd", pg_num=64)[0] == 0
+    code, _, err = cmd(m, "read-balance")
+    assert code == -16 and "owns the" in err and ceph.sent == []
+
+
+@pytest.mark.parametrize("read_balance, compat, rounds", [
+    (True, "reef", 1), (False, "reef", 0), (True, "luminous", 0)])
+def test_auto_mode_evens_primaries_once_the_counts_are_even(wired: Any, read_balance: bool, compat: str,
+                                                            rounds: int) -> None:
+    """Mode auto with nothing to split and nothing for the counts to move (the sizing's and
+    the count balancer's answers stubbed to "nothing": their own tests are elsewhere): with read_balance
+    on and Reef's clients required, one round of at most read_max_changes primary changes
+    per sleep_interval, kept in the history; else nothing is sent."""
+    m, ceph, refresh = wired
+    ceph.dumps["osd_dump"]["require_min_compat_client"] = compat
+    ceph.dumps["osd_dump"]["epoch"] += 1
+    refresh()
+    opts = mgr_stub.BaseMgrModule.fake.module_options
+    opts.update({("pg_advisor", "mode"): "auto", ("pg_advisor", "read_balance"): read_balance,
+                 ("pg_advisor", "read_max_changes"): 3})
+    setattr(m.driver, "targets", lambda *a: {})
+    setattr(m.driver, "_start_balancing", lambda *a: False)
+    m.run_plan()
+    m.run_plan()            # within sleep_interval: no second round
+    sent = [c for c in ceph.sent if "upmap-primary" in c["prefix"]]
+    assert len(sent) == (3 if rounds else 0) and len(ceph.sent) == len(sent)
+    events = [h for h in cmd(m, "history")[1]["history"] if h["event"] == "read-balance"]
+    assert len(events) == rounds and (not rounds or events[0]["detail"].startswith("3 of 3"))
