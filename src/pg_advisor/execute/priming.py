@@ -101,11 +101,12 @@ def primed_commands(snap: Snapshot, item_cmds: Sequence[Command]) -> Tuple[List[
     """The round's item commands, each PG's preceded by its pg-temp where primes() gives
     one, set to what its primary will ask for (to be sent together, in order, for one
     epoch); and how many were primed."""
-    temps = primes(snap, [c["pgid"] for c in item_cmds])
+    items = [c for c in item_cmds if c["prefix"] != "osd rm-pg-upmap-primary"]
+    temps = primes(snap, [c["pgid"] for c in items])
     out: List[Command] = []
     n = 0
     for c in item_cmds:
-        t = temps.get(c["pgid"])
+        t = temps.get(c["pgid"]) if c["prefix"] != "osd rm-pg-upmap-primary" else None
         if t is not None:
             t = _asked(snap, c, t)
         if t is not None:
@@ -139,7 +140,11 @@ def _asked(snap: Snapshot, cmd: Command, acting: List[int]) -> Optional[List[int
     return asked_acting(acting, new_up, from_creation, int(pgs.log_size[row]), pool.min_size)
 
 
+NOT_ITEMS = ("osd pg-temp", "osd rm-pg-upmap-primary")
+
+
 def item_results(cmds: Sequence[Command],
                  results: Sequence[Tuple[int, str]]) -> List[Tuple[Command, Tuple[int, str]]]:
-    """The answers to the item commands alone (a refused pg-temp only loses the priming)."""
-    return [(c, r) for c, r in zip(cmds, results) if c["prefix"] != "osd pg-temp"]
+    """The answers to the item commands alone (a refused pg-temp only loses the priming, a
+    refused rm-pg-upmap-primary only leaves an entry that does nothing)."""
+    return [(c, r) for c, r in zip(cmds, results) if c["prefix"] not in NOT_ITEMS]

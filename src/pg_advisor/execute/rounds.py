@@ -27,7 +27,8 @@ class ItemsSet:
 def set_items(snap: Snapshot, items: Items, burst: Burst, prime: bool) -> ItemsSet:
     """Set each PG's items (an empty list removes them), PRIME_BATCH PGs to a burst: burst
     sends a thread a command, so a big round never opens hundreds at once."""
-    cmds = mon_commands({k: [(int(p[0]), int(p[1])) for p in v] for k, v in items.items()})
+    cmds = drop_stale_primaries(snap, items, mon_commands({k: [(int(p[0]), int(p[1])) for p in v]
+                                                           for k, v in items.items()}))
     out = ItemsSet()
 
     def primed(batch: List[Command]) -> List[Command]:
@@ -36,6 +37,21 @@ def set_items(snap: Snapshot, items: Items, burst: Burst, prime: bool) -> ItemsS
         out.primed += n
         return batch
     return _send(cmds, burst, primed if prime else None, out)
+
+
+def drop_stale_primaries(snap: Snapshot, items: Items, cmds: List[Command]) -> List[Command]:
+    """After each PG's item command, the removal of its pg_upmap_primary when the items take
+    that OSD out of its set: the entry would do nothing but wait (the mon keeps it while the
+    OSD is in CRUSH's own set) to take the primary back should the item ever go. Kept
+    consistent this way, the primaries read-balance set stay where they act."""
+    out: List[Command] = []
+    for c in cmds:
+        out.append(c)
+        pgid = c.get("pgid")
+        entry = snap.pg_upmap_primaries.get(pgid) if isinstance(pgid, str) else None
+        if entry is not None and any(int(p[0]) == entry for p in items.get(pgid, ())):
+            out.append({"prefix": "osd rm-pg-upmap-primary", "pgid": pgid})
+    return out
 
 
 def set_full(snap: Snapshot, full: Mapping[str, Sequence[int]], burst: Burst) -> ItemsSet:

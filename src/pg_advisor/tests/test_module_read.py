@@ -105,3 +105,32 @@ def test_auto_mode_evens_primaries_once_the_counts_are_even(wired: Any, read_bal
     assert len(sent) == (3 if rounds else 0) and len(ceph.sent) == len(sent)
     events = [h for h in cmd(m, "history")[1]["history"] if h["event"] == "read-balance"]
     assert len(events) == rounds and (not rounds or events[0]["detail"].startswith("3 of 3"))
+
+
+@pytest.mark.parametrize("prime", [False, True])
+def test_items_that_take_an_entrys_osd_out_of_its_set_remove_the_entry(snap: Any, prime: bool) -> None:
+    """A round's items and its pg_upmap_primaries stay consistent: the item that moves the
+    entry's OSD out of the PG's set is followed by rm-pg-upmap-primary; an item that moves
+    another OSD, or a PG with no entry, sends none; a refused removal is not an item's
+    refusal."""
+    import dataclasses
+    from pg_advisor.crush.placement import Placer
+    from pg_advisor.execute.rounds import set_items
+    pool = snap.pool_by_name("rbd")
+    m = Placer.of(snap).map_pool(pool, upmaps=False)
+    rows = [r for r in range(pool.pg_num) if m.pgid(r) not in snap.pg_upmap_items][:3]
+    a, b, c = (m.pgid(r) for r in rows)
+    up = {p: m.up_list(r) for p, r in zip((a, b, c), rows)}
+    spare = {p: next(o for o in range(snap.osds.count) if o not in up[p]) for p in up}
+    snap = dataclasses.replace(snap, pg_upmap_primaries={a: up[a][1], b: up[b][1]})
+    items = {a: [[up[a][1], spare[a]]], b: [[up[b][2], spare[b]]], c: [[up[c][1], spare[c]]]}
+    sent: list = []
+
+    def burst(cmds: list) -> list:
+        sent.extend(cmds)
+        return [(-2, "no entry") if x["prefix"] == "osd rm-pg-upmap-primary" else (0, "") for x in cmds]
+    out = set_items(snap, items, burst, prime)
+    removed = [x["pgid"] for x in sent if x["prefix"] == "osd rm-pg-upmap-primary"]
+    assert removed == [a] and out.failed == {}
+    order = [(x["prefix"], x["pgid"]) for x in sent if x["pgid"] == a and x["prefix"] != "osd pg-temp"]
+    assert order == [("osd pg-upmap-items", a), ("osd rm-pg-upmap-primary", a)]
