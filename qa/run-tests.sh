@@ -31,7 +31,7 @@ took "installing"
 echo "== compatibility subset on Ceph Pacific 16.2 (the host), in the background; its log: $pacific_log"
 t1=$SECONDS
 PG_ADVISOR_CEPH=pacific /usr/bin/python3 -m pytest -v --durations=10 \
-    qa/test_status_live.py qa/test_balance_live.py \
+    qa/test_status_live.py qa/test_balance_live.py qa/test_read_balance_live.py \
     "qa/test_execute_live.py::test_doubling_with_a_client_writing_survives_a_mgr_failover" \
     >"$pacific_log" 2>&1 &
 pacific=$!

@@ -144,6 +144,7 @@ def test_pacific_shows_the_scores_and_refuses_a_round(cluster: Cluster) -> None:
         pytest.skip("the refusal is Pacific's (no pg-upmap-primary)")
     c.ceph("osd", "pool", "create", POOL, "16", "16", "replicated")
     try:
+        c.wait_clean()
         r = json.loads(c.ceph("pg-advisor", "read-balance", "--dry-run", "-f", "json"))
         assert r["allowed"] is False and r["commands"] == [] and r["pools"]
         epoch = c.json("osd", "dump")["epoch"]
