@@ -47,8 +47,8 @@ def drop_stale_primaries(snap: Snapshot, items: Items, cmds: List[Command]) -> L
     out: List[Command] = []
     for c in cmds:
         out.append(c)
-        pgid = c.get("pgid")
-        entry = snap.pg_upmap_primaries.get(pgid) if isinstance(pgid, str) else None
+        pgid = str(c.get("pgid"))
+        entry = snap.pg_upmap_primaries.get(pgid)
         if entry is not None and any(int(p[0]) == entry for p in items.get(pgid, ())):
             out.append({"prefix": "osd rm-pg-upmap-primary", "pgid": pgid})
     return out
