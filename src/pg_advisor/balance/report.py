@@ -56,14 +56,26 @@ def uneven_osd(st: PoolState) -> str:
             f"its share is {st.share[o]:.2f}")
 
 
-def commands(items: Dict[str, List[Tuple[int, int]]]) -> List[str]:
-    """The `ceph` commands that set the items, as `osdmaptool --upmap` writes them."""
+def unseats_primary(primaries: Mapping[str, int], pgid: str, pairs: Sequence[Sequence[int]]) -> bool:
+    """Do a PG's new items take its pg_upmap_primary's OSD out of its set? The entry would
+    then do nothing but wait (the mon keeps it while the OSD is in CRUSH's own set) to take
+    the primary back should the item ever go: the items' burst removes it, so the
+    primaries read-balance set stay where they act."""
+    entry = primaries.get(pgid)
+    return entry is not None and any(int(p[0]) == entry for p in pairs)
+
+
+def commands(items: Dict[str, List[Tuple[int, int]]], primaries: Mapping[str, int]) -> List[str]:
+    """The `ceph` commands that set the items, as `osdmaptool --upmap` writes them, each PG's
+    entry that they unseat removed after them (unseats_primary)."""
     out = []
     for pgid, pairs in sorted(items.items(), key=lambda kv: tuple(int(x, 16) for x in kv[0].split("."))):
         if pairs:
             out.append(f"ceph osd pg-upmap-items {pgid} " + " ".join(f"{a} {b}" for a, b in pairs))
         else:
             out.append(f"ceph osd rm-pg-upmap-items {pgid}")
+        if unseats_primary(primaries, pgid, pairs):
+            out.append(f"ceph osd rm-pg-upmap-primary {pgid}")
     return out
 
 
@@ -210,7 +222,7 @@ def proposal_json(p: Proposal) -> Dict[str, Any]:
     res, b, snap = p.result, p.balancer, p.snap
     return {
         "epoch": snap.epoch, "mode": p.mode,
-        "commands": commands(res.items),
+        "commands": commands(res.items, snap.pg_upmap_primaries),
         "items": items_json(res.items),
         "before": _spreads(res.pools, True), "after": _spreads(res.pools, False),
         "fullness": ({"before": fullness(b, start=True), "after": fullness(b)}

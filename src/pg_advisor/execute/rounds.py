@@ -7,7 +7,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..balance.report import Proposal, items_json, mon_commands, propose
+from ..balance.report import Proposal, items_json, mon_commands, propose, unseats_primary
 from ..model.snapshot import Snapshot
 from .priming import PRIME_BATCH, Command, item_results, primed_commands
 
@@ -40,16 +40,13 @@ def set_items(snap: Snapshot, items: Items, burst: Burst, prime: bool) -> ItemsS
 
 
 def drop_stale_primaries(snap: Snapshot, items: Items, cmds: List[Command]) -> List[Command]:
-    """After each PG's item command, the removal of its pg_upmap_primary when the items take
-    that OSD out of its set: the entry would do nothing but wait (the mon keeps it while the
-    OSD is in CRUSH's own set) to take the primary back should the item ever go. Kept
-    consistent this way, the primaries read-balance set stay where they act."""
+    """After each PG's item command, the removal of its pg_upmap_primary where the items
+    unseat it (balance/report.unseats_primary)."""
     out: List[Command] = []
     for c in cmds:
         out.append(c)
         pgid = str(c.get("pgid"))
-        entry = snap.pg_upmap_primaries.get(pgid)
-        if entry is not None and any(int(p[0]) == entry for p in items.get(pgid, ())):
+        if unseats_primary(snap.pg_upmap_primaries, pgid, items.get(pgid, ())):
             out.append({"prefix": "osd rm-pg-upmap-primary", "pgid": pgid})
     return out
 

@@ -134,3 +134,26 @@ def test_items_that_take_an_entrys_osd_out_of_its_set_remove_the_entry(snap: Any
     assert removed == [a] and out.failed == {}
     order = [(x["prefix"], x["pgid"]) for x in sent if x["pgid"] == a and x["prefix"] != "osd pg-temp"]
     assert order == [("osd pg-upmap-items", a), ("osd rm-pg-upmap-primary", a)]
+
+
+def test_a_balance_dry_run_shows_the_entries_its_items_unseat(snap: Any) -> None:
+    """The dry run lists every command the round would send: an entry on a PG whose new
+    items move the entry's OSD is removed right after them, and no other. (An entry changes
+    the PG's primary, so the proposal may differ from the one without it: each is checked
+    against its own items.)"""
+    import dataclasses
+    from pg_advisor.balance.report import balance_report
+    first = balance_report(snap, ["rbd"], 50, "pgs")
+    moved = [(pgid, pairs) for pgid, pairs in first["items"].items() if pairs][:6]
+    assert moved
+    hits = 0
+    for pgid, pairs in moved:
+        entry = pairs[0][0]
+        r = balance_report(dataclasses.replace(snap, pg_upmap_primaries={pgid: entry}), ["rbd"], 50, "pgs")
+        unseated = [k for k, v in r["items"].items() if k == pgid and any(a == entry for a, _ in v)]
+        rms = [i for i, c in enumerate(r["commands"]) if c.startswith("ceph osd rm-pg-upmap-primary")]
+        assert [r["commands"][i].split()[-1] for i in rms] == unseated
+        for i in rms:
+            assert r["commands"][i - 1].startswith(f"ceph osd pg-upmap-items {pgid} ")
+        hits += len(rms)
+    assert hits > 0
