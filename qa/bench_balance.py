@@ -40,6 +40,7 @@ from pg_advisor.model.distribution import up_counts
 from pg_advisor.analysis.legality import breaks
 from pg_advisor.tests.proposals import applied, changed_primaries
 
+from .ceph_release import print_ceph_version
 from .crushgen import GeneratedMap, synthetic_pg_dump
 from .monbuilt import build_case
 
@@ -169,6 +170,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--bytes-sigma", type=float, default=0.5,
                     help="spread of the PG sizes on the bytes map (lognormal sigma)")
     args = ap.parse_args(argv)
+    print_ceph_version()      # osdmaptool's and the throw-away mons' (no cluster runs)
     rows: List[List[Any]] = []
     byte_rows: List[List[Any]] = []
     for name in args.only.split(","):

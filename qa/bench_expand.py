@@ -34,9 +34,11 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from .bench_split import Client, fill, summarize
+from .ceph_release import print_ceph_version
 from .cluster import Cluster, wait_until
 
 POOL = "expandbench"
+_VERSION_SAID: List[str] = []
 SHORT_LOG = {"osd_min_pg_log_entries": "10", "osd_max_pg_log_entries": "10", "osd_pg_log_trim_min": "10"}
 
 
@@ -61,6 +63,8 @@ def run_one(base: Path, method: str, objects: int, pg_num: int, concurrency: int
     c = Cluster(Path(tempfile.mkdtemp(prefix=f"expand-{method}-", dir=base)))
     c.vstart("start", "--osds", "6", "--hosts", "3", "--no-pool")
     try:
+        if not _VERSION_SAID:      # the first cluster's mon, before any row
+            _VERSION_SAID.append(print_ceph_version(c.env))
         for k, v in {**SHORT_LOG, **osd_conf}.items():
             c.ceph("config", "set", "osd", k, v)
         c.ceph("osd", "pool", "create", POOL, str(pg_num), str(pg_num))

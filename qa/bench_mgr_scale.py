@@ -46,6 +46,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import rados
 
+from .ceph_release import print_ceph_version
 from .cluster import free_port
 from .crushgen import REPLICATED_HOST, Layout, crush_text, run
 from .monbuilt import PoolSpec, _create_pool, _Mon
@@ -285,6 +286,7 @@ def bench(osds: int, seconds: float, settle_s: float, raw: Optional[Path]) -> Li
         print(f"# {osds} OSDs, {32 * osds} PGs: mon, OSDs, pool and mgr up in "
               f"{time.monotonic() - t0:.0f} s", flush=True)
         try:
+            print_ceph_version(rig.mon.env, str(rig.mon.conf))
             rig.mon.command("mgr module disable", module="pg_advisor")
             settle(rig, settle_s, ours=False)
             rows.append(phase(rig, "disabled", seconds))
@@ -319,6 +321,7 @@ def main() -> int:
     rows: List[Dict[str, Any]] = []
     head = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"],
                           capture_output=True, text=True).stdout.strip()
+    print_ceph_version()      # the installed Ceph's; each size's mon's below
     print(f"# pg_advisor at {head or 'unknown'}, {args.phase_seconds:.0f} s phases", flush=True)
     for n in (int(x) for x in args.osds.split(",")):
         rows += bench(n, args.phase_seconds, args.settle_seconds, args.raw)

@@ -52,6 +52,7 @@ import numpy as np
 from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
 
+from .ceph_release import print_ceph_version
 from .cluster import Cluster, wait_until
 
 POOL = "splitbench"
@@ -284,6 +285,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     c.vstart("start", "--no-pool", "--osds", str(args.osds), "--hosts", str(args.hosts))
     rows = []
     try:
+        print_ceph_version(c.env)
         c.ceph("config", "set", "mgr", OPT + "step_interval", "0")
         if args.size == 1:
             c.ceph("config", "set", "mon", "mon_allow_pool_size_one", "true")

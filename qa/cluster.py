@@ -171,11 +171,16 @@ class Cluster:
 
     @contextmanager
     def config(self, who: str, key: str, value: str) -> Iterator[None]:
-        """`ceph config set who key value` for the span of a with-block, then removed."""
+        """`ceph config set who key value` for the span of a with-block, then removed: set
+        back to what it was first (a running mgr module may not hear of a bare `config rm`:
+        it kept a latency test's misplaced_budget, which the panel test then read), then
+        removed."""
+        before = self.ceph("config", "get", who, key).strip()
         self.ceph("config", "set", who, key, value)
         try:
             yield
         finally:
+            self.run("config", "set", who, key, before)
             self.run("config", "rm", who, key)
 
     def wait_clean(self, timeout: float = 180, pool: Optional[str] = None) -> None:

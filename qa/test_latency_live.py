@@ -3,6 +3,7 @@ cluster: the bench's own measure() with its two checking clients (4 KiB and 64 K
 and writes, every read checked, every object read back), a small pool, pg_advisor's
 path. No op may fail and every object must read back as last written. (The expansion's
 short variant is in test_expand_live.py, which adds the OSDs for good.)"""
+import contextlib
 from typing import Any, Dict, Iterator
 
 import pytest
@@ -19,24 +20,23 @@ FAST = [("mgr", OPT + "max_backfills_per_osd", "4"), ("mgr", OPT + "misplaced_bu
 def bench(cluster: Cluster) -> Iterator[Cluster]:
     c = cluster
     c.ceph("config", "set", "mgr", OPT + "step_interval", "2")
-    # rounds wider than the defaults (2 PGs an OSD, 5 % misplaced: the expansion test holds
-    # those): the no-op-lost check is the same, the 16-PG drain is not 30 rounds long
-    for who, key, value in FAST:
-        c.ceph("config", "set", who, key, value)
-    out = {o["osd"] for o in c.json("osd", "dump")["osds"] if not o["in"]}
-    yield c
-    plan = c.json("pg-advisor", "progress").get("plan") or {}
-    if plan.get("status") in ("running", "paused", "stopped"):
-        c.ceph("pg-advisor", "abort")
-    c.run("osd", "unset", "norebalance")
-    for o in c.json("osd", "dump")["osds"]:
-        if not o["in"] and o["osd"] not in out:
-            c.ceph("osd", "in", str(o["osd"]))         # the drain's OSD back for the others
-    c.run("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
-    for k in ("step_interval", "split_pinning"):
-        c.run("config", "rm", "mgr", OPT + k)
-    for who, key, _ in FAST:
-        c.run("config", "rm", who, key)
+    with contextlib.ExitStack() as wide:
+        # rounds wider than the defaults (2 PGs an OSD, 5 % misplaced: the expansion test
+        # holds those): the no-op-lost check is the same, the 16-PG drain not 30 rounds long
+        for who, key, value in FAST:
+            wide.enter_context(c.config(who, key, value))
+        out = {o["osd"] for o in c.json("osd", "dump")["osds"] if not o["in"]}
+        yield c
+        plan = c.json("pg-advisor", "progress").get("plan") or {}
+        if plan.get("status") in ("running", "paused", "stopped"):
+            c.ceph("pg-advisor", "abort")
+        c.run("osd", "unset", "norebalance")
+        for o in c.json("osd", "dump")["osds"]:
+            if not o["in"] and o["osd"] not in out:
+                c.ceph("osd", "in", str(o["osd"]))         # the drain's OSD back for the others
+        c.run("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
+        for k in ("step_interval", "split_pinning"):
+            c.run("config", "rm", "mgr", OPT + k)
     c.wait_clean(600)
 
 
