@@ -2,6 +2,7 @@
 
     PYTHONPATH=src /usr/bin/python3 -m qa.bench_balance [--only 60,1000,multi,10000,bytes]
                                                        [--tool-timeout 300] [--bytes-sigma 0.5]
+    bash qa/tentacle.sh exec env PYTHONPATH=src:. python3 -m qa.bench_balance ...   (Tentacle's tools)
 
 Maps, all made by a throw-away mon (qa/monbuilt.py): 60 OSDs (5 hosts x 12) with a
 2048-PG pool; 1,000 OSDs of mixed weights in racks and hosts with a replicated pool per

@@ -4,6 +4,7 @@
     PYTHONPATH=src /usr/bin/python3 -m qa.bench_expand [--objects 20000] [--pg-num 64]
         [--methods ceph,advisor] [--concurrency 4] [--new-osds 2] [--repeat 1]
         [--timeout 900] [--osd-set OPTION=VALUE] [--dir DIR]
+    bash qa/tentacle.sh exec env PYTHONPATH=src:. python3 -m qa.bench_expand ...   (on Tentacle)
 
 Each run starts its own loopback cluster (qa/vstart.sh: 6 memstore OSDs on 3 hosts; the
 test cluster's ports, so not beside it), with PG logs of 10 entries (so that a new OSD's

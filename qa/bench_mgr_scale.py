@@ -3,6 +3,7 @@
     PYTHONPATH=src:. /usr/bin/python3 -m qa.bench_mgr_scale [--osds 1000,4000,10000]
                                                             [--phase-seconds 600]
                                                             [--settle-seconds 60] [--raw DIR]
+    bash qa/tentacle.sh exec env PYTHONPATH=src:. python3 -m qa.bench_mgr_scale ...   (on Tentacle)
 
 For each size, a real ceph-mon (from Debian's packages, on loopback) holds a map of that
 many OSDs (racks of 20 hosts of 10 OSDs, weights 4/8/16 TB) and one replicated pool of 32
@@ -310,6 +311,23 @@ def bench(osds: int, seconds: float, settle_s: float, raw: Optional[Path]) -> Li
     return rows
 
 
+def _head_commit() -> str:
+    """The checkout's commit from .git itself (short), "" when it cannot be read."""
+    try:
+        head = (REPO / ".git" / "HEAD").read_text().strip()
+        if head.startswith("ref: "):
+            ref = head[5:]
+            f = REPO / ".git" / ref
+            if f.exists():
+                head = f.read_text().strip()
+            else:
+                packed = (REPO / ".git" / "packed-refs").read_text().splitlines()
+                head = next(ln.split()[0] for ln in packed if ln.endswith(" " + ref))
+        return head[:7]
+    except (OSError, StopIteration):
+        return ""
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--osds", default="1000,4000,10000")
@@ -319,8 +337,11 @@ def main() -> int:
     ap.add_argument("--raw", type=Path, help="keep each size's mgr log and timed samples here")
     args = ap.parse_args()
     rows: List[Dict[str, Any]] = []
-    head = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"],
-                          capture_output=True, text=True).stdout.strip()
+    try:
+        head = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"],
+                              capture_output=True, text=True).stdout.strip()
+    except OSError:       # no git (the Tentacle chroot has none): the checked-out commit
+        head = _head_commit()
     print_ceph_version()      # the installed Ceph's; each size's mon's below
     print(f"# pg_advisor at {head or 'unknown'}, {args.phase_seconds:.0f} s phases", flush=True)
     for n in (int(x) for x in args.osds.split(",")):

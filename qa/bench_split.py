@@ -5,6 +5,7 @@ through `ceph pg-advisor apply`. Prints one table.
         [--methods ceph,advisor,advisor-pinned] [--concurrency 8] [--set OPTION=VALUE]
         [--osds 6] [--hosts 3] [--size N] [--zero] [--repeat K] [--crush spread|together]
         [--client-set OPTION=VALUE] [--dir DIR] [--keep]
+    bash qa/tentacle.sh exec env PYTHONPATH=src:. python3 -m qa.bench_split ...   (on Tentacle)
 
 The experiment of "The latency of Ceph placement group splitting" (one PG of size 1 on 2
 OSDs, zero-length objects, split in two):
