@@ -158,20 +158,18 @@ def test_pinned_split_keeps_children_where_their_data_is(pool: Cluster) -> None:
                    env=c.env, check=True, capture_output=True, timeout=120)
     c.ceph("config", "set", "mgr", OPT + "split_pinning", "true")
     pool_id = c.pool_id("grow")
+    first = int(c.json("osd", "dump")["epoch"])
     with Writer(c, "grow") as w:
         r = json.loads(c.ceph("pg-advisor", "apply", "--pool", "grow", "--pg-num", "32", "-f", "json"))
         pinned = [s for s in r["steps"] if s["pin"]]
         assert pinned and r["steps"][-1]["kind"] == "balance"
-        most = 0
-
-        def finished() -> bool:   # meanwhile: how many of the pool's PGs the mon keeps pinned
-            nonlocal most
-            items = [u for u in c.json("osd", "dump")["pg_upmap_items"]
-                     if u["pgid"].startswith(f"{pool_id}.")]
-            most = max(most, len(items))
-            return plan_state(c) == "done"
-        wait_until(finished, 600, "the pinned plan to finish", step=1)
+        wait_until(lambda: plan_state(c) == "done", 600, "the pinned plan to finish", step=1)
     assert w.failed == [] and w.ok > 100
+    # how many of the pool's PGs the mon kept pinned at once: every map epoch of the plan
+    # read back (polling once a second missed one: the rounds release pins that fast)
+    last = int(c.json("osd", "dump")["epoch"])
+    maps = c.mon_commands([{"prefix": "osd dump", "epoch": e} for e in range(first, last + 1)])
+    most = max(sum(1 for u in m["pg_upmap_items"] if u["pgid"].startswith(f"{pool_id}.")) for m in maps)
     # the mon kept the pins of (at least) the first pinned step: it checked them against
     # the map with the new pgp_num, not the old one. The pins are computed when the step
     # goes out, from where the PGs are then: compare with what it sent, not with the plan's
