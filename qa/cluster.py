@@ -183,6 +183,31 @@ class Cluster:
             self.run("config", "set", who, key, before)
             self.run("config", "rm", who, key)
 
+    @contextmanager
+    def min_compat_client(self, release: str) -> Iterator[None]:
+        """require_min_compat_client `release` (what pg-upmap-primary or an msr rule needs)
+        for the span of a with-block, then what it was; whatever only newer clients read
+        (pg_upmap_primaries: rm_primaries) must be gone by then."""
+        was = self.json("osd", "dump")["require_min_compat_client"]
+        self.ceph("osd", "set-require-min-compat-client", release)
+        try:
+            yield
+        finally:
+            self.ceph("osd", "set-require-min-compat-client", was, "--yes-i-really-mean-it")
+
+    def hand_primaries(self, pool: str, osd: int) -> int:
+        """Every PG of `pool` with `osd` past its first slot gets it as its primary (a
+        pg-upmap-primary each, over one connection): how many."""
+        cmds = [{"prefix": "osd pg-upmap-primary", "pgid": pgid, "id": osd}
+                for pgid, up in self.up_sets(pool).items() if osd in up[1:]]
+        self.mon_commands(cmds)
+        return len(cmds)
+
+    def rm_primaries(self) -> None:
+        """Every pg_upmap_primary the map has, removed."""
+        self.mon_commands([{"prefix": "osd rm-pg-upmap-primary", "pgid": e["pgid"]}
+                           for e in self.json("osd", "dump")["pg_upmap_primaries"]])
+
     def wait_clean(self, timeout: float = 180, pool: Optional[str] = None) -> None:
         """All PGs active+clean, no pg_num/pgp_num change pending, stats caught up. With
         `pool`, also each of its PGs' stats show the up and acting sets the OSDMap has now:

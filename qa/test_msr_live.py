@@ -15,21 +15,19 @@ def msr_pool(cluster: Cluster) -> Iterator[Cluster]:
     c = cluster
     if c.release() == "pacific":
         pytest.skip("msr rules came with Squid; this cluster runs Pacific")
-    was = c.json("osd", "dump")["require_min_compat_client"]
-    c.ceph("osd", "set-require-min-compat-client", "squid")
-    # 2 hosts of the 3, 2 shards each: CRUSH leaves the hosts uneven, so a balance has work
-    c.ceph("osd", "erasure-code-profile", "set", "msr22", "k=2", "m=2", "crush-failure-domain=host",
-           "crush-osds-per-failure-domain=2", "crush-num-failure-domains=2")
-    c.ceph("osd", "pool", "create", "ecmsr", "32", "32", "erasure", "msr22")
-    c.ceph("osd", "pool", "set", "ecmsr", "pg_autoscale_mode", "off")
-    try:
-        c.wait_clean()
-        yield c
-    finally:
-        c.ceph("osd", "pool", "rm", "ecmsr", "ecmsr", "--yes-i-really-really-mean-it")
-        c.ceph("osd", "erasure-code-profile", "rm", "msr22")
-        c.ceph("osd", "set-require-min-compat-client", was, "--yes-i-really-mean-it")
-        c.wait_clean()
+    with c.min_compat_client("squid"):
+        # 2 hosts of the 3, 2 shards each: CRUSH leaves the hosts uneven, so a balance has work
+        c.ceph("osd", "erasure-code-profile", "set", "msr22", "k=2", "m=2", "crush-failure-domain=host",
+               "crush-osds-per-failure-domain=2", "crush-num-failure-domains=2")
+        c.ceph("osd", "pool", "create", "ecmsr", "32", "32", "erasure", "msr22")
+        c.ceph("osd", "pool", "set", "ecmsr", "pg_autoscale_mode", "off")
+        try:
+            c.wait_clean()
+            yield c
+        finally:
+            c.ceph("osd", "pool", "rm", "ecmsr", "ecmsr", "--yes-i-really-really-mean-it")
+            c.ceph("osd", "erasure-code-profile", "rm", "msr22")
+    c.wait_clean()
 
 
 def hosts(c: Cluster) -> Dict[int, int]:

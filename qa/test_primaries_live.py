@@ -24,31 +24,27 @@ def primaries_map(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) ->
     c = cluster
     if c.release() == "pacific":
         pytest.skip("pg-upmap-primary came with Reef; this cluster runs Pacific")
-    was = c.json("osd", "dump")["require_min_compat_client"]
-    c.ceph("osd", "set-require-min-compat-client", "reef")
-    c.ceph("osd", "pool", "create", "reads", "128", "128", "replicated")
-    c.ceph("osd", "pool", "set", "reads", "pg_autoscale_mode", "off")
-    path = tmp_path_factory.mktemp("primaries") / "osdmap.bin"
-    try:
-        c.wait_clean()
-        c.mon_commands([{"prefix": "osd pg-upmap-primary", "pgid": pgid, "id": 0}
-                        for pgid, up in c.up_sets("reads").items() if 0 in up[1:]])
-        c.wait_clean()        # a new primary peers the PG; the balancer waits for active PGs
-        c.ceph("balancer", "mode", "read")
-        code, _, err = c.run("balancer", "optimize", "rb", "reads")
-        assert code == 0, err
-        c.ceph("balancer", "execute", "rb")
-        c.ceph("osd", "getmap", "-o", str(path))
-        entries = c.json("osd", "dump")["pg_upmap_primaries"]
-        assert any(e["primary_osd"] != 0 for e in entries), "Ceph's read balancer set none"
-        yield GeneratedMap(path=path, num_osds=6, mark_out=[5])
-    finally:
-        c.ceph("balancer", "mode", "upmap")
-        c.ceph("osd", "pool", "rm", "reads", "reads", "--yes-i-really-really-mean-it")
-        for e in c.json("osd", "dump")["pg_upmap_primaries"]:
-            c.ceph("osd", "rm-pg-upmap-primary", e["pgid"])
-        c.ceph("osd", "set-require-min-compat-client", was, "--yes-i-really-mean-it")
-        c.wait_clean()
+    with c.min_compat_client("reef"):
+        c.ceph("osd", "pool", "create", "reads", "128", "128", "replicated")
+        c.ceph("osd", "pool", "set", "reads", "pg_autoscale_mode", "off")
+        path = tmp_path_factory.mktemp("primaries") / "osdmap.bin"
+        try:
+            c.wait_clean()
+            c.hand_primaries("reads", 0)
+            c.wait_clean()        # a new primary peers the PG; the balancer waits for active PGs
+            c.ceph("balancer", "mode", "read")
+            code, _, err = c.run("balancer", "optimize", "rb", "reads")
+            assert code == 0, err
+            c.ceph("balancer", "execute", "rb")
+            c.ceph("osd", "getmap", "-o", str(path))
+            entries = c.json("osd", "dump")["pg_upmap_primaries"]
+            assert any(e["primary_osd"] != 0 for e in entries), "Ceph's read balancer set none"
+            yield GeneratedMap(path=path, num_osds=6, mark_out=[5])
+        finally:
+            c.ceph("balancer", "mode", "upmap")
+            c.ceph("osd", "pool", "rm", "reads", "reads", "--yes-i-really-really-mean-it")
+            c.rm_primaries()
+    c.wait_clean()
 
 
 def test_live_map_with_pg_upmap_primaries(primaries_map: GeneratedMap) -> None:

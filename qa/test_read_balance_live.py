@@ -34,11 +34,9 @@ def pool_row(c: Cluster) -> Dict[str, Any]:
 
 def uneven(c: Cluster) -> int:
     """Every PG of the pool with osd.0 past its first slot gets osd.0 as its primary."""
-    cmds = [{"prefix": "osd pg-upmap-primary", "pgid": pgid, "id": 0}
-            for pgid, up in c.up_sets(POOL).items() if 0 in up[1:]]
-    c.mon_commands(cmds)
+    n = c.hand_primaries(POOL, 0)
     c.wait_clean()            # a new primary peers its PG
-    return len(cmds)
+    return n
 
 
 def osdmaptool_read(c: Cluster, name: str) -> Tuple[List[str], float, float]:
@@ -64,8 +62,7 @@ def ours(c: Cluster, *args: str) -> Dict[str, Any]:
 
 
 def reset(c: Cluster) -> None:
-    for e in c.json("osd", "dump")["pg_upmap_primaries"]:
-        c.ceph("osd", "rm-pg-upmap-primary", e["pgid"])
+    c.rm_primaries()
     c.wait_clean()
 
 
@@ -74,20 +71,18 @@ def reads(cluster: Cluster) -> Iterator[Cluster]:
     c = cluster
     if c.release() == "pacific":
         pytest.skip("pg-upmap-primary came with Reef; this cluster runs Pacific")
-    was = c.json("osd", "dump")["require_min_compat_client"]
-    c.ceph("osd", "set-require-min-compat-client", "reef")
-    c.ceph("osd", "pool", "create", POOL, str(PG_NUM), str(PG_NUM), "replicated")
-    c.ceph("osd", "pool", "set", POOL, "pg_autoscale_mode", "off")
-    c.ceph("osd", "pool", "application", "enable", POOL, "rados")
-    try:
-        c.wait_clean()
-        yield c
-    finally:
-        c.ceph("balancer", "mode", "upmap")
-        c.ceph("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
-        reset(c)
-        c.ceph("osd", "set-require-min-compat-client", was, "--yes-i-really-mean-it")
-        c.wait_clean()
+    with c.min_compat_client("reef"):
+        c.ceph("osd", "pool", "create", POOL, str(PG_NUM), str(PG_NUM), "replicated")
+        c.ceph("osd", "pool", "set", POOL, "pg_autoscale_mode", "off")
+        c.ceph("osd", "pool", "application", "enable", POOL, "rados")
+        try:
+            c.wait_clean()
+            yield c
+        finally:
+            c.ceph("balancer", "mode", "upmap")
+            c.ceph("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
+            c.rm_primaries()
+    c.wait_clean()
 
 
 def test_read_balance_beside_osdmaptool_and_cephs_balancer(reads: Cluster) -> None:

@@ -97,6 +97,13 @@ def declare(cmd: table.Command) -> None:
     mgr_compat.register("pg-advisor " + cmd.name, reply, cmd.write)
 
 
+def mon_mapping(osdmap: Any, pgid: str) -> Dict[str, Any]:
+    """A PG's mapping ("up", "up_primary", "acting", ...) computed by Ceph itself, in the
+    mgr's OSDMap."""
+    head, tail = pgid.split(".")
+    return dict(osdmap.pg_to_up_acting_osds(int(head), int(tail, 16)))
+
+
 class Module(MgrModule):
     # filled by MgrModule._register_commands from the declarations (the command table) below
     COMMANDS: List[Dict[str, Any]] = []
@@ -311,8 +318,7 @@ class Module(MgrModule):
         entries = dict(snapshot.load_upmap_primaries(self.get("osd_map")))
         primary: Dict[str, int] = {}
         for pgid in pgids:
-            head, tail = pgid.split(".")
-            primary[pgid] = int(osdmap.pg_to_up_acting_osds(int(head), int(tail, 16))["up_primary"])
+            primary[pgid] = int(mon_mapping(osdmap, pgid)["up_primary"])
         return entries, primary
 
     def context(self, snap: snapshot.Snapshot) -> Context:
@@ -344,9 +350,8 @@ class Module(MgrModule):
         pools = {p.id for p in snap.pools}
         out: Dict[str, List[int]] = {}
         for pgid in pgids:
-            head, tail = pgid.split(".")
-            if int(head) in pools:
-                out[pgid] = list(osdmap.pg_to_up_acting_osds(int(head), int(tail, 16))["up"])
+            if int(pgid.split(".")[0]) in pools:
+                out[pgid] = list(mon_mapping(osdmap, pgid)["up"])
         return out
 
     def _wait_for_map(self, epoch: int, timeout: float = MAP_WAIT) -> None:

@@ -148,6 +148,15 @@ class Driver:
                 out["plan"] = self.executor.start(steps, pools, Source.APPLY, ctx.now).id
             return out
 
+    def _check_round(self, ctx: Context, what: str, doing: str = "no balancing") -> None:
+        """Refuse an operator's round (EBUSY) while a plan is open, Ceph's balancer is
+        active, or the cluster is not fit to change (cluster_blockers)."""
+        self.check_idle(what)
+        why = [balancer_conflict(ctx.balancer_active, doing)] + cluster_blockers(ctx.snap)
+        refused = next((w for w in why if w), None)
+        if refused:
+            raise AdvisorError.busy(f"not {what}: {refused}")
+
     def balance(self, ctx: Context, req: BalanceRequest,
                 items_after: Callable[[int], Mapping[str, Sequence[Tuple[int, int]]]]) -> Dict[str, Any]:
         """One bounded round of pg-upmap-items toward each OSD's share (or its dry run), as
@@ -161,11 +170,7 @@ class Driver:
         if req.dry_run:
             return report
         with self.lock:
-            self.check_idle("balancing")
-            why = [balancer_conflict(ctx.balancer_active, "no balancing")] + cluster_blockers(snap)
-            refused = next((w for w in why if w), None)
-            if refused:
-                raise AdvisorError.busy(f"not balancing: {refused}")
+            self._check_round(ctx, "balancing")
             failed = rnd.apply(ctx.sender(), ctx.opts.prime_pg_temp).messages()
             # the mon acknowledges an item that breaks the rule and drops it: check the map,
             # and that it puts each PG where its items were meant to
@@ -191,11 +196,7 @@ class Driver:
         if not report["allowed"]:
             raise AdvisorError(-errno.EOPNOTSUPP, "not read balancing: " + plan.notes[0])
         with self.lock:
-            self.check_idle("read balancing")
-            why = [balancer_conflict(ctx.balancer_active, "no primaries")] + cluster_blockers(snap)
-            refused = next((w for w in why if w), None)
-            if refused:
-                raise AdvisorError.busy(f"not read balancing: {refused}")
+            self._check_round(ctx, "read balancing", "no primaries")
             cmds = plan.commands()
             sent = set_primaries(cmds, ctx.sender())
             failed = sent.messages()

@@ -22,13 +22,21 @@ def balance_text(r: Dict[str, Any]) -> str:
     out.append(table(["pool", "when", "osds", "min", "max", "mean", "stdev", "max_dev"], rows))
     if r.get("fullness"):
         out.extend(fullness_line(f"fullness {when}:", r["fullness"][when]) for when in ("before", "after"))
+    out += outcome(r, f"{len(r['items'])} PGs' items")
+    return "\n".join(out)
+
+
+def outcome(r: Dict[str, Any], of: str) -> List[str]:
+    """A round's last lines: what was set of `of` and what failed (or that it was a dry
+    run), then its notes."""
+    out: List[str] = []
     if "applied" in r:
-        out.append(f"set {r['applied']} of {len(r['items'])} PGs' items")
+        out.append(f"set {r['applied']} of {of}")
         out.extend(f"failed: {printable(f)}" for f in r["failed"])
     elif r.get("dry_run"):
         out.append("dry run: nothing was set")
     out.extend(f"note: {printable(n)}" for n in r["notes"])
-    return "\n".join(out)
+    return out
 
 
 def eval_text(r: Dict[str, Any]) -> str:
@@ -69,10 +77,5 @@ def read_balance_text(r: Dict[str, Any]) -> str:
                f"read_balance_score, 1 is even)")
     out.append(table(["pool", "pg_num", "fixed", "max", "max_after", "floor", "score", "score_after",
                       "changes", "cleanup"], rows))
-    if "applied" in r:
-        out.append(f"set {r['applied']} of {len(r['commands'])} commands")
-        out.extend(f"failed: {printable(f)}" for f in r["failed"])
-    elif r.get("dry_run"):
-        out.append("dry run: nothing was set")
-    out.extend(f"note: {printable(n)}" for n in r["notes"])
+    out += outcome(r, f"{len(r['commands'])} commands")
     return "\n".join(out)
