@@ -39,7 +39,7 @@ from pg_advisor.balance.report import balance_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.distribution import up_counts
 from pg_advisor.analysis.legality import breaks
-from pg_advisor.tests.proposals import applied, changed_primaries
+from pg_advisor_testkit.proposals import applied, changed_primaries
 
 from .ceph_release import print_ceph_version
 from .crushgen import GeneratedMap, synthetic_pg_dump

@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot
-from pg_advisor.tests.conftest import DUMP_FILES, read
+from pg_advisor_testkit.dumps import DUMP_FILES, read
 
 from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, generate, synthetic_pg_dump
 

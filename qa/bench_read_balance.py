@@ -24,7 +24,7 @@ import numpy as np
 from pg_advisor.analysis.read_balance import primaries, primary_share, read_balance_score
 from pg_advisor.balance.balancer import Balancer
 from pg_advisor.model import snapshot
-from pg_advisor.tests.proposals import applied
+from pg_advisor_testkit.proposals import applied
 
 from .bench_balance import Items, make_map, measure
 

@@ -4,7 +4,7 @@
 # JSON dumps the snapshot layer reads. Usage: qa/capture_fixtures.sh [OUTDIR]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-out=${1:-$here/../src/pg_advisor/tests/fixtures/cluster6}
+out=${1:-$here/../src/pg_advisor_testkit/fixtures/cluster6}
 export PG_ADVISOR_CLUSTER_DIR=${PG_ADVISOR_CLUSTER_DIR:-/tmp/pg-advisor-fixtures}
 env_line=$("$here/vstart.sh" start)
 eval "$env_line"

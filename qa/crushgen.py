@@ -22,7 +22,7 @@ import numpy as np
 
 from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
-from pg_advisor.tests.osdmaptool_output import parse_dump_all
+from pg_advisor_testkit.osdmaptool_output import parse_dump_all
 
 TUNABLES = """tunable choose_local_tries 0
 tunable choose_local_fallback_tries 0

@@ -10,7 +10,7 @@ Each `MsrCase` is a layout and one rule. osdmaptool can make only a replicated p
   several OSDs out and some reweighted (is_out's per-input coin), holes at their positions.
 
 `python3 -m qa.msr_maps [DIR]` (from the repository root, as root on the host or inside
-the chroot) writes the unit tests' fixture (src/pg_advisor/tests/fixtures/msr): the dumps
+the chroot) writes the tests' fixture (src/pg_advisor_testkit/fixtures/msr): the dumps
 of one such map and Tentacle's answers for it.
 """
 import json
@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from pg_advisor_testkit.dumps import FIXTURES
+
 from .crushgen import GeneratedMap, Layout, Tools, crush_test, crush_text, generate, tentacle_tools
 
-FIXTURE = Path(__file__).resolve().parents[1] / "src" / "pg_advisor" / "tests" / "fixtures" / "msr"
+FIXTURE = FIXTURES / "msr"
 
 
 def msr_rule(steps: Sequence[str], rule_type: str = "msr_indep", name: str = "msr",

@@ -5,7 +5,7 @@ from typing import Any, Dict, Iterator
 import pytest
 
 from pg_advisor.execute.priming import asked_acting
-from pg_advisor.tests.upmap_checker import check_up_set
+from pg_advisor_testkit.upmap_checker import check_up_set
 
 from .cluster import Cluster, wait_until
 from .object_hash import object_ps

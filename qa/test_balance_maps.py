@@ -14,7 +14,7 @@ from pg_advisor.balance.balancer import Balancer
 from pg_advisor.balance.report import balance_report, eval_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.distribution import up_counts
-from pg_advisor.tests.upmap_checker import check_up_set
+from pg_advisor_testkit.upmap_checker import check_up_set
 
 from .cluster import Cluster
 from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, generate, rule, synthetic_pg_dump

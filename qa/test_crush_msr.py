@@ -155,7 +155,7 @@ def test_upmap_items_on_an_msr_pool_and_what_the_mon_keeps(tools: Tools, work: P
 
 
 def test_unit_fixture_is_what_tentacle_says(tools: Tools, work: Path) -> None:
-    # the unit tests' fixture (tests/fixtures/msr) made again must give the same answers
+    # the unit tests' fixture (pg_advisor_testkit/fixtures/msr) made again must give the same answers
     write_fixture(tools, work / "fresh")
     for name in ("osdmaptool_dump_all.txt", "crushtool_test.json"):
         assert (work / "fresh" / name).read_text() == (FIXTURE / name).read_text(), name

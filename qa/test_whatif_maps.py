@@ -14,7 +14,7 @@ from pg_advisor.analysis.growth import growth_report, placer_after, with_host
 from pg_advisor.analysis.whatif import Change, mon_cleaned, simulate
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot
-from pg_advisor.tests.osdmaptool_output import parse_dump_all
+from pg_advisor_testkit.osdmaptool_output import parse_dump_all
 
 from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, generate, run
 

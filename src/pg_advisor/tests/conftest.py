@@ -1,12 +1,11 @@
-import gzip
 import json
 import socket
-from pathlib import Path
 from typing import Any, Dict
 
 import pytest
 
 from pg_advisor.model import snapshot
+from pg_advisor_testkit.dumps import DUMP_FILES, read
 
 from . import mgr_stub
 from .fakes import FakeCeph
@@ -18,11 +17,6 @@ from pg_advisor.module import Module  # noqa: E402
 Module._register_options("pg_advisor")  # as the mgr does when it loads the module
 Module._register_commands("pg_advisor")
 
-FIXTURES = Path(__file__).parent / "fixtures"
-CLUSTER6 = FIXTURES / "cluster6"
-DUMP_FILES = {"osd_dump": "osd_dump.json", "crush": "crush_dump.json",
-              "pg_dump": "pg_dump.json", "df": "df.json"}
-
 
 def free_port() -> int:
     """A loopback port nothing listens on (the kernel's pick, released at once)."""
@@ -31,20 +25,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def read(name: str, where: Path = CLUSTER6) -> Any:
-    return json.loads((where / name).read_text())
-
-
-def read_case(name: str) -> Dict[str, Any]:
-    """The four dumps of a cluster a run found a bug on, kept in fixtures/NAME as gzipped
-    JSON (PG stats cut to the fields the snapshot reads)."""
-    return {k: json.loads(gzip.decompress((FIXTURES / name / f"{f}.gz").read_bytes()))
-            for k, f in DUMP_FILES.items()}
-
-
 @pytest.fixture
 def dumps() -> Dict[str, Any]:
-    """The four dumps captured from a real 6-OSD cluster (see qa/capture_fixtures.sh)."""
+    """The four dumps captured from a real 6-OSD cluster (see qa/cluster/capture_fixtures.sh)."""
     return {k: read(v) for k, v in DUMP_FILES.items()}
 
 

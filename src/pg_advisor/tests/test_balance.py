@@ -13,11 +13,11 @@ from pg_advisor.model.distribution import up_counts
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.analysis.legality import ancestors, replaceable, rule_shape
 
-from .conftest import DUMP_FILES, read
+from pg_advisor_testkit.dumps import DUMP_FILES, read
 from .layouts import (HOST_WITHOUT_RACK, IN_HOSTLESS_RACK, OSDS_ANYWHERE, RACK_THEN_HOST,
                       RACK_WITHOUT_HOST, UNDER_ROOT, Layout, load, regrow, use_rule)
-from .proposals import applied, changed_primaries
-from .upmap_checker import check_up_set
+from pg_advisor_testkit.proposals import applied, changed_primaries
+from pg_advisor_testkit.upmap_checker import check_up_set
 
 
 ALL_POOLS = ("rbd", "ecpool", "fast")

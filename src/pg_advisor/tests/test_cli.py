@@ -11,7 +11,7 @@ from pg_advisor import cli
 from pg_advisor.model import snapshot
 from pg_advisor.analysis.status import status_report
 
-from .conftest import CLUSTER6, DUMP_FILES, read
+from pg_advisor_testkit.dumps import CLUSTER6, DUMP_FILES, read
 from .fakes import as_captured
 
 SRC = Path(__file__).resolve().parents[2]

@@ -21,7 +21,7 @@ import pytest
 
 from pg_advisor.balance.balancer import WORK_MAX
 
-from .conftest import CLUSTER6, DUMP_FILES, read
+from pg_advisor_testkit.dumps import CLUSTER6, DUMP_FILES, read
 
 SRC = Path(__file__).resolve().parents[2]
 # What one command may do on these dumps, counted (model/work.py), not timed: a loaded

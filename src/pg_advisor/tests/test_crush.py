@@ -16,9 +16,9 @@ from pg_advisor.crush.placement import Placer, stable_mod
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.sizing.sizer import recommend
 
-from .conftest import CLUSTER6
+from pg_advisor_testkit.dumps import CLUSTER6
 from .fakes import crush_runs
-from .osdmaptool_output import parse_dump_all
+from pg_advisor_testkit.osdmaptool_output import parse_dump_all
 
 LIBCEPH = Path("/usr/lib/x86_64-linux-gnu/ceph/libceph-common.so.2")
 needs_lib = pytest.mark.skipif(not LIBCEPH.exists(), reason="libceph-common (ceph-common) not installed")

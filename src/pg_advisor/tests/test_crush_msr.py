@@ -18,8 +18,8 @@ from pg_advisor.model import snapshot
 from pg_advisor.model.constants import CRUSH_ITEM_NONE, WEIGHT_ONE
 from pg_advisor.model.errors import AdvisorError
 
-from .conftest import FIXTURES, read
-from .osdmaptool_output import parse_dump_all
+from pg_advisor_testkit.dumps import FIXTURES, read
+from pg_advisor_testkit.osdmaptool_output import parse_dump_all
 from .test_crush import assert_maps_as_osdmaptool
 
 MSR = FIXTURES / "msr"

@@ -541,7 +541,7 @@ def test_an_auto_balance_plan_rounds_over_every_pool_as_the_check_that_started_i
     from pg_advisor.balance.balancer import Balancer
     from pg_advisor.execute.driver import Driver
     from pg_advisor.model.options import make
-    from .conftest import read_case
+    from pg_advisor_testkit.dumps import read_case
     from .fakes import context
 
     def total_off(snap: snapshot.Snapshot) -> float:

@@ -12,7 +12,7 @@ from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot
 from pg_advisor.model.distribution import osds_under, rule_weights
 
-from .conftest import read
+from pg_advisor_testkit.dumps import read
 from .test_crush_msr import MSR
 
 HOST = 1

@@ -7,8 +7,10 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 import pytest
 
+from pg_advisor_testkit.dumps import read
+
 from . import mgr_stub
-from .conftest import free_port, read
+from .conftest import free_port
 from .fakes import as_captured, calls
 
 from pg_advisor.module import Module

@@ -21,7 +21,9 @@ from pg_advisor.panel.server import (ACCEPTED_QUEUE, KEEP_ALIVE_CONNECTIONS, RET
 from pg_advisor.panel.metrics import FAMILIES, family, metrics
 from pg_advisor.panel.page import PAGE
 
-from .conftest import DUMP_FILES, free_port, read
+from pg_advisor_testkit.dumps import DUMP_FILES, read
+
+from .conftest import free_port
 
 EVIL = '<img src=x onerror=alert(1)>"\\'
 

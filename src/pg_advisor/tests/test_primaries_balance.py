@@ -19,7 +19,7 @@ from pg_advisor.balance.primaries import ReadPlan, allows_primaries, assign, pla
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot
 
-from .conftest import CLUSTER6, DUMP_FILES, FIXTURES, read, read_case
+from pg_advisor_testkit.dumps import CLUSTER6, DUMP_FILES, FIXTURES, read, read_case
 
 Docs = Dict[str, Any]
 

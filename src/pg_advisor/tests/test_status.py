@@ -7,7 +7,7 @@ from pg_advisor.model.errors import AdvisorError
 from pg_advisor.analysis.status import status_report
 
 from . import independent
-from .conftest import read
+from pg_advisor_testkit.dumps import read
 
 
 def test_status_numbers_match_independent_computation(snap: snapshot.Snapshot,
