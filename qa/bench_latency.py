@@ -7,7 +7,7 @@ scenario.
         [--osds N] [--pg-num N] [--depth 8] [--clients 2] [--window 30] [--timeout 3600]
         [--advisor-set KEY=VALUE ...] [--dir DIR] [--json FILE]
 
-Every run starts its own loopback cluster (qa/vstart.sh --recovery-defaults: Ceph's own
+Every run starts its own loopback cluster (qa/cluster/vstart.sh --recovery-defaults: Ceph's own
 recovery, backfill and deletion settings for the device class the OSDs report, which
 the table's head names; bluestore OSDs on sparse files of --block-gib, osd_memory_target
 1.5 GiB so that the OSDs, the clients and the mgr fit this machine), one pool (size 3,
@@ -48,7 +48,7 @@ kind the epochs, the median and largest of the slowest op in flight when each wa
 (and, as a baseline, the same at each whole second of the change), and how many ops over
 250 ms had an epoch of each kind made while they waited; and the mon's, mgr's and OSDs'
 CPU seconds during the change. A third lays each slow op at its own PG (the object's PG,
-qa/object_hash.py): at the PG's newest new interval made while the op waited or just before
+qa/maps/object_hash.py): at the PG's newest new interval made while the op waited or just before
 it started, by kind ("move": its up set's OSDs changed, its acting set held by a pg_temp;
 "remap": both changed, unprimed; "temp": a pg_temp set; "drop": its pg_temp dropped, as
 when its backfill ends; "order": the same OSDs in another order), or "none" when the PG
@@ -68,10 +68,10 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from .bench_split import summarize
+from .bench.split import summarize
 from .cluster import Cluster, wait_until
 from .latency_client import OBJECT, fill, name as object_name
-from .object_hash import object_ps
+from .maps.object_hash import object_ps
 
 POOL = "latbench"
 OPT = "mgr/pg_advisor/"

@@ -1,4 +1,4 @@
-"""One real cluster per test session, started by qa/vstart.sh and stopped at the end."""
+"""One real cluster per test session, started by qa/cluster/vstart.sh and stopped at the end."""
 import os
 import sys
 import tempfile

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Every test pg_advisor has, on both Ceph releases it supports. Installs what it needs (apt,
-# and the Debian forky chroot with Ceph Tentacle 20.2 that qa/tentacle.sh builds), then:
+# and the Debian forky chroot with Ceph Tentacle 20.2 that qa/cluster/tentacle.sh builds), then:
 #   1. at once: unit tests, flake8, mypy, promtool (tox) on the host's Python 3.11
 #      (Pacific's mgr); the unit tests on the chroot's Python 3.14 (Tentacle's mgr); a
 #      compatibility subset on a real Pacific 16.2 cluster from the host's packages: the
 #      module loads, status, balance, a plan applied across a mgr failover;
-#   2. at once: every integration test on a real Tentacle cluster (qa/vstart.sh in the
+#   2. at once: every integration test on a real Tentacle cluster (qa/cluster/vstart.sh in the
 #      chroot, the module loaded in its ceph-mgr), and a 3-minute thrash of mode auto on
 #      another Tentacle cluster in a network namespace of its own.
 # The parts run side by side because they mostly wait on their clusters (2 cores: some
@@ -23,7 +23,7 @@ unit_log=${TMPDIR:-/tmp}/pg-advisor-unit-tentacle.log
 thrash_log=${TMPDIR:-/tmp}/pg-advisor-thrash-smoke.log
 
 t1=$SECONDS
-bash qa/install-deps.sh --tentacle
+bash qa/cluster/install-deps.sh --tentacle
 took "installing"
 
 # the host's tox and the chroot's unit tests (CPU, one core each) beside the Pacific subset
@@ -31,12 +31,12 @@ took "installing"
 echo "== compatibility subset on Ceph Pacific 16.2 (the host), in the background; its log: $pacific_log"
 t1=$SECONDS
 PG_ADVISOR_CEPH=pacific /usr/bin/python3 -m pytest -v --durations=10 \
-    qa/test_status_live.py qa/test_balance_live.py qa/test_read_balance_live.py \
-    "qa/test_execute_live.py::test_doubling_with_a_client_writing_survives_a_mgr_failover" \
+    qa/live/test_status_live.py qa/live/test_balance_live.py qa/live/test_read_balance_live.py \
+    "qa/live/test_execute_live.py::test_doubling_with_a_client_writing_survives_a_mgr_failover" \
     >"$pacific_log" 2>&1 &
 pacific=$!
 echo "== unit tests on Tentacle's Python (the chroot), in the background; its log: $unit_log"
-bash qa/tentacle.sh exec env PYTHONPATH=src PYTHONDONTWRITEBYTECODE=1 \
+bash qa/cluster/tentacle.sh exec env PYTHONPATH=src PYTHONDONTWRITEBYTECODE=1 \
     python3 -m pytest -q src/pg_advisor/tests >"$unit_log" 2>&1 &
 unit=$!
 echo "== unit tests, flake8, mypy, promtool (tox, Python $(/usr/bin/python3 -c 'import sys; print(sys.version.split()[0])'))"
@@ -60,12 +60,12 @@ took "tox, the chroot's unit tests and the Pacific subset"
 # every invariant checked (the full runs: doc/testing.rst)
 echo "== 3-minute thrash of mode auto on Tentacle (qa/thrash.py), in the background; its log: $thrash_log"
 t1=$SECONDS
-PG_ADVISOR_NETNS=pg-advisor-thrash bash qa/tentacle.sh exec python3 -m qa.thrash --minutes 3 --seed 1 \
+PG_ADVISOR_NETNS=pg-advisor-thrash bash qa/cluster/tentacle.sh exec python3 -m qa.thrash --minutes 3 --seed 1 \
     --pg-nums 32,128,32 --set step_interval=2 --dir /tmp/pg-advisor-thrash-smoke >"$thrash_log" 2>&1 &
 thrash=$!
 echo "== integration tests on Ceph Tentacle 20.2 (the chroot)"
 live_rc=0
-bash qa/tentacle.sh exec env PYTHONDONTWRITEBYTECODE=1 \
+bash qa/cluster/tentacle.sh exec env PYTHONDONTWRITEBYTECODE=1 \
     python3 -m pytest -v --durations=15 qa "$@" || live_rc=$?
 took "Tentacle integration tests"
 thrash_rc=0

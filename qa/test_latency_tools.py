@@ -13,7 +13,7 @@ import numpy as np
 
 from .bench_latency import burst_table, bursts, change_kind, pg_table, slow_by_pg, split_parents
 from .latency_client import BLOCKS, OBJECT, Client, name, whole
-from .object_hash import object_ps, stable_mod
+from .maps.object_hash import object_ps, stable_mod
 
 
 class _Completion:

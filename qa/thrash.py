@@ -3,7 +3,7 @@ balancer and autoscaler (teuthology's qa/tasks/thrashosds.py): issue 28.
 
     /usr/bin/python3 -m qa.thrash --minutes 30 --seed N [--dir DIR] [--report FILE]
 
-It starts its own cluster (qa/vstart.sh: 8 memstore OSDs on 4 hosts) with three pools
+It starts its own cluster (qa/cluster/vstart.sh: 8 memstore OSDs on 4 hosts) with three pools
 (replicated; replicated with target_size_ratio; EC 2+1), a client that writes and reads
 them throughout and checks every read (qa/thrash_client.py), and pg_advisor in mode auto
 with pin_on_change on (Ceph's balancer off). Every 20-40 s the thrasher takes one action,

@@ -1,0 +1,360 @@
+"""Benchmark: a real ceph-mgr over a big map, with pg_advisor disabled and then enabled.
+
+    PYTHONPATH=src:. /usr/bin/python3 -m qa.bench.mgr_scale [--osds 1000,4000,10000]
+                                                            [--phase-seconds 600]
+                                                            [--settle-seconds 60] [--raw DIR]
+    bash qa/cluster/tentacle.sh exec env PYTHONPATH=src:. python3 -m qa.bench.mgr_scale ...   (on Tentacle)
+
+For each size, a real ceph-mon (from Debian's packages, on loopback) holds a map of that
+many OSDs (racks of 20 hosts of 10 OSDs, weights 4/8/16 TB) and one replicated pool of 32
+PGs per OSD (320,000 at 10,000 OSDs). The OSDs exist and are in, but no OSD daemon runs:
+every PG is "unknown", as in issue 26. A real ceph-mgr runs Ceph's default modules and
+pg_advisor from this checkout. The disabled and idle phases start `--settle-seconds` after
+the mgr (re)started (enabling a module respawns it). Each phase runs `--phase-seconds`:
+
+  - disabled: pg_advisor off (the baseline);
+  - idle: pg_advisor on at its defaults, nothing asked;
+  - panel: its panel polled (GET /api/status) every 10 s;
+  - commands: `ceph pg-advisor status` and `balance --dry-run` every 30 s;
+  - plan: `ceph pg-advisor apply` of a pg_num change, then its ticks.
+
+Throughout, every 2 s, `ceph balancer status` (another module's command) is timed; the
+mgr's CPU (utime + stime from /proc: the whole mgr, and by thread: the mgr names each
+module's threads) and RSS are sampled, and its failovers counted (the mgr map's active gid
+changing). One table row per phase: failovers, CPU % of one core (the mgr's; "ours": the
+threads named pg_advisor, its serve loop and panel, and the finisher that runs its
+commands), peak RSS, the other module's latency (median, p99, max) and pg_advisor's status
+latency.
+Goals at 10,000 OSDs (issue 26): no failover; p99 within 1.5 x and +200 ms of the
+baseline; CPU at most 5 % idle with the panel on, 25 % with a plan; RSS +1 GiB at most;
+status within 5 s.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import rados
+
+from ..cluster.ceph_release import print_ceph_version
+from ..cluster import free_port
+from ..maps.crushgen import REPLICATED_HOST, Layout, crush_text, run
+from ..maps.monbuilt import PoolSpec, _create_pool, _Mon
+
+REPO = Path(__file__).resolve().parents[2]
+MGR_CONF = """
+[mgr]
+mgr data = {d}/mgr.$id
+mgr module path = {d}/mgr-modules
+log file = {d}/$name.log
+"""
+TICK = 2.0          # seconds between samples of the other module's command
+OUR_THREADS = ("pg_advisor", "m-fin-pg_adviso")
+
+
+def layout(osds: int) -> Layout:
+    # 4, 8 and 16 TB drives, scaled: crushtool sums bucket weights in 16.16 fixed point
+    return Layout(max(osds // 200, 1), 20, 10, weight=lambda o: (0.4, 0.8, 1.6)[o % 3])
+
+
+@dataclass
+class Samples:
+    other_ms: List[float] = field(default_factory=list)       # `ceph balancer status`
+    other_at: List[float] = field(default_factory=list)       # ... its start (time.time())
+    ours_ms: List[float] = field(default_factory=list)        # `ceph pg-advisor status` / panel
+    cpu: List[Tuple[float, float, Dict[str, float]]] = field(default_factory=list)
+    #      (monotonic, the mgr's cpu seconds, its threads' cpu seconds by name)
+    rss: List[int] = field(default_factory=list)
+    gids: List[int] = field(default_factory=list)
+    errors: List[str] = field(default_factory=list)
+
+
+class Rig:
+    """One mon seeded with the map, one mgr, a client; stop() ends them all."""
+
+    def __init__(self, osds: int, pgs: int, tmp: Path) -> None:
+        self.tmp = tmp
+        tmp.mkdir(parents=True, exist_ok=True)
+        lay = layout(osds)
+        (tmp / "crush.txt").write_text(crush_text(lay, [REPLICATED_HOST]))
+        run("crushtool", "-c", str(tmp / "crush.txt"), "-o", str(tmp / "crush.bin"))
+        seed = tmp / "osdmap0.bin"
+        run("osdmaptool", "--createsimple", str(lay.num_osds), "--clobber", str(seed))
+        run("osdmaptool", str(seed), "--import-crush", str(tmp / "crush.bin"))
+        # the mon's directory: short, for the admin socket's path
+        self.d = Path(tempfile.mkdtemp(prefix="pga-mgrscale-"))
+        self.mon = _Mon(self.d, seed)
+        self.mon.connect(timeout=120)
+        self.mgr: Optional[Any] = None
+        self.last_error = ""
+        self._make_osds(lay.num_osds)
+        crush = json.loads(run("crushtool", "-i", str(tmp / "crush.bin"), "--dump"))
+        _create_pool(self.mon, PoolSpec("rbd", pgs), crush["rules"][0]["rule_name"])
+        self.panel_port = free_port()
+        self._start_mgr()
+
+    def _make_osds(self, n: int) -> None:
+        # existing and in, never booted (down): CRUSH maps every PG onto them, none is up
+        def one(i: int) -> None:
+            self.mon.command("osd new", uuid=str(uuid.uuid4()), id=i)
+        with ThreadPoolExecutor(32) as pool:
+            list(pool.map(one, range(n)))
+        self.mon.command("osd in", ids=["all"])
+
+    def _start_mgr(self) -> None:
+        mods = self.d / "mgr-modules"
+        mods.mkdir()
+        for m in Path("/usr/share/ceph/mgr").iterdir():
+            (mods / m.name).symlink_to(m)
+        # a copy, not a link: the mgr reads the module again whenever it respawns, and the
+        # checkout may change during an hour of phases
+        shutil.copytree(REPO / "src" / "pg_advisor", mods / "pg_advisor",
+                        ignore=shutil.ignore_patterns("tests", "__pycache__"))
+        (self.d / "mgr.x").mkdir()
+        with open(self.mon.conf, "a") as f:
+            f.write(MGR_CONF.format(d=self.d))
+        with open(self.d / "mgr.stderr", "wb") as err:
+            self.mgr = subprocess.Popen(["ceph-mgr", "-c", str(self.mon.conf), "-i", "x", "-f"],
+                                        env=self.mon.env, stdin=subprocess.DEVNULL, stdout=err,
+                                        stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 300
+        while not json.loads(self.mon.command("mgr stat", format="json"))["available"]:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"ceph-mgr not available in 300 s (in {self.d})")
+            time.sleep(1)
+        # (the mon knows a module's options once the mgr has reported its modules)
+        self.mon.command("config set", who="mgr", name="mgr/pg_advisor/server_port",
+                         value=str(self.panel_port), force=True)
+
+    def mgr_command(self, prefix: str, timeout: float = 120, **args: Any) -> Tuple[int, float]:
+        """(return code, seconds) of one mgr command; the last error's text in last_error."""
+        assert self.mon.cluster is not None
+        t0 = time.monotonic()
+        ret, _, outs = self.mon.cluster.mgr_command(json.dumps({"prefix": prefix, **args}), b"",
+                                                    timeout=int(timeout))
+        if ret:
+            self.last_error = f"{prefix}: {ret} {outs}"
+        return ret, time.monotonic() - t0
+
+    def active_gid(self) -> int:
+        return int(json.loads(self.mon.command("mgr dump", format="json"))["active_gid"])
+
+    def stop(self) -> None:
+        if self.mgr is not None:
+            self.mgr.kill()
+            self.mgr.wait()
+        self.mon.stop()
+        shutil.rmtree(self.d, ignore_errors=True)
+
+
+def _cpu_seconds(stat_path: str) -> float:
+    with open(stat_path) as f:
+        parts = f.read().rsplit(")", 1)[1].split()
+    return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _threads_cpu(pid: int) -> Dict[str, float]:
+    """CPU seconds of the mgr's threads by name: the mgr names each module's threads after
+    it (serve loops, servers); the command handlers run in its own threads ("fn_anonymous")."""
+    by: Dict[str, float] = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
+            by[name] = by.get(name, 0.0) + _cpu_seconds(f"/proc/{pid}/task/{tid}/stat")
+        except OSError:      # a thread that ended meanwhile
+            continue
+    return by
+
+
+def _cpu_rss(pid: int) -> Tuple[float, Dict[str, float], int]:
+    """(the mgr's CPU seconds, its threads' by name, RSS bytes)."""
+    by = _threads_cpu(pid)
+    with open(f"/proc/{pid}/status") as f:
+        rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+    return _cpu_seconds(f"/proc/{pid}/stat"), by, rss * 1024
+
+
+def phase(rig: Rig, name: str, seconds: float) -> Dict[str, Any]:
+    s = Samples()
+    stop = threading.Event()
+    assert rig.mgr is not None
+    pid = rig.mgr.pid
+
+    def sample() -> None:
+        while not stop.is_set():
+            try:
+                at = time.time()
+                code, dt = rig.mgr_command("balancer status", timeout=120)
+                s.other_ms.append(dt * 1000)
+                s.other_at.append(at)
+                cpu, by, rss = _cpu_rss(pid)
+                s.cpu.append((time.monotonic(), cpu, by))
+                s.rss.append(rss)
+                s.gids.append(rig.active_gid())
+            except (rados.Error, OSError, ValueError) as e:
+                s.errors.append(f"{type(e).__name__}: {e}")
+            stop.wait(TICK)
+
+    def ours() -> None:
+        every = {"panel": 10.0, "commands": 30.0}.get(name)
+        while every is not None and not stop.is_set():
+            try:
+                if name == "panel":
+                    t0 = time.monotonic()
+                    url = f"http://127.0.0.1:{rig.panel_port}/api/status"
+                    urllib.request.urlopen(url, timeout=120).read()
+                    s.ours_ms.append((time.monotonic() - t0) * 1000)
+                else:
+                    code, dt = rig.mgr_command("pg-advisor status", format="json")
+                    if code == 0:
+                        s.ours_ms.append(dt * 1000)
+                    else:
+                        s.errors.append(rig.last_error)
+                    rig.mgr_command("pg-advisor balance", dry_run=True, format="json")
+            except Exception as e:   # a refused connection (panel not up yet) is a figure too
+                s.errors.append(f"{type(e).__name__}: {e}")
+            stop.wait(every)
+
+    threads = [threading.Thread(target=sample), threading.Thread(target=ours)]
+    for t in threads:
+        t.start()
+    time.sleep(seconds)
+    stop.set()
+    for t in threads:
+        t.join(300)
+    if name != "disabled" and not s.ours_ms:      # the status latency of every phase
+        try:
+            code, dt = rig.mgr_command("pg-advisor status", format="json")
+            if code == 0:
+                s.ours_ms.append(dt * 1000)
+        except rados.Error:
+            pass
+    cpu = ours_cpu = float("nan")
+    by_thread: Dict[str, float] = {}
+    if len(s.cpu) > 1:
+        span = s.cpu[-1][0] - s.cpu[0][0]
+        cpu = (s.cpu[-1][1] - s.cpu[0][1]) / span * 100
+        first, last = s.cpu[0][2], s.cpu[-1][2]
+        by_thread = {k: round(max(v - first.get(k, 0.0), 0.0) / span * 100, 2)
+                     for k, v in last.items()}
+        # ours: the threads named pg_advisor (serve loop, panel) and the mgr's finisher
+        # thread for our commands ("m-fin-" and the name, cut to 15 characters)
+        ours_cpu = sum(v for k, v in by_thread.items() if k in OUR_THREADS)
+    lat = sorted(s.other_ms) or [float("nan")]
+    return {"phase": name, "failovers": len(set(s.gids)) - 1 if s.gids else -1, "cpu_pct": cpu,
+            "ours_pct": ours_cpu,
+            "rss_mib": max(s.rss, default=0) / 2**20, "other_p50": statistics.median(lat),
+            "other_p99": lat[min(len(lat) - 1, int(len(lat) * 0.99))], "other_max": lat[-1],
+            "ours_max": max(s.ours_ms, default=float("nan")), "errors": len(s.errors),
+            "first_error": s.errors[0] if s.errors else "",
+            "raw": {"threads_cpu_pct": by_thread, "other_at": s.other_at, "other_ms": s.other_ms,
+                    "ours_ms": s.ours_ms}}
+
+
+def settle(rig: Rig, seconds: float, ours: bool) -> None:
+    """Let the mgr finish (re)starting before a phase: enabling or disabling a module
+    respawns the mgr, and its modules' first passes over a big map (progress's "Processing
+    OSDMap change", pg_advisor's first read) are its start, not its steady state. With
+    `ours`, first until `pg-advisor status` answers."""
+    deadline = time.monotonic() + 600
+    while ours and time.monotonic() < deadline:
+        try:
+            if rig.mgr_command("pg-advisor status", format="json")[0] == 0:
+                break
+        except rados.Error:
+            pass
+        time.sleep(5)
+    time.sleep(seconds)
+
+
+def bench(osds: int, seconds: float, settle_s: float, raw: Optional[Path]) -> List[Dict[str, Any]]:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="pga-mgrscale-map-") as tmp:
+        t0 = time.monotonic()
+        rig = Rig(osds, 32 * osds, Path(tmp))
+        print(f"# {osds} OSDs, {32 * osds} PGs: mon, OSDs, pool and mgr up in "
+              f"{time.monotonic() - t0:.0f} s", flush=True)
+        try:
+            print_ceph_version(rig.mon.env, str(rig.mon.conf))
+            rig.mon.command("mgr module disable", module="pg_advisor")
+            settle(rig, settle_s, ours=False)
+            rows.append(phase(rig, "disabled", seconds))
+            rig.mon.command("mgr module enable", module="pg_advisor")
+            time.sleep(5)
+            settle(rig, settle_s, ours=True)
+            for name in ("idle", "panel", "commands"):
+                rows.append(phase(rig, name, seconds))
+            code, _ = rig.mgr_command("pg-advisor apply", pool="rbd", pg_num=32 * osds + 64 * 32)
+            rows.append(dict(phase(rig, "plan", seconds), note=f"apply: {rig.last_error if code else 0}"))
+        finally:
+            if raw is not None:     # what each phase's figures came from, to explain a spike
+                raw.mkdir(parents=True, exist_ok=True)
+                shutil.copy(rig.d / "mgr.x.log", raw / f"mgr-{osds}.log")
+                (raw / f"samples-{osds}.json").write_text(json.dumps(
+                    {r["phase"]: r["raw"] for r in rows}))
+            rig.stop()
+    for r in rows:
+        r["osds"] = osds
+        del r["raw"]
+    return rows
+
+
+def _head_commit() -> str:
+    """The checkout's commit from .git itself (short), "" when it cannot be read."""
+    try:
+        head = (REPO / ".git" / "HEAD").read_text().strip()
+        if head.startswith("ref: "):
+            ref = head[5:]
+            f = REPO / ".git" / ref
+            if f.exists():
+                head = f.read_text().strip()
+            else:
+                packed = (REPO / ".git" / "packed-refs").read_text().splitlines()
+                head = next(ln.split()[0] for ln in packed if ln.endswith(" " + ref))
+        return head[:7]
+    except (OSError, StopIteration):
+        return ""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--osds", default="1000,4000,10000")
+    ap.add_argument("--phase-seconds", type=float, default=600.0)
+    ap.add_argument("--settle-seconds", type=float, default=60.0,
+                    help="wait after the mgr (re)starts before the disabled and idle phases")
+    ap.add_argument("--raw", type=Path, help="keep each size's mgr log and timed samples here")
+    args = ap.parse_args()
+    rows: List[Dict[str, Any]] = []
+    try:
+        head = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"],
+                              capture_output=True, text=True).stdout.strip()
+    except OSError:       # no git (the Tentacle chroot has none): the checked-out commit
+        head = _head_commit()
+    print_ceph_version()      # the installed Ceph's; each size's mon's below
+    print(f"# pg_advisor at {head or 'unknown'}, {args.phase_seconds:.0f} s phases", flush=True)
+    for n in (int(x) for x in args.osds.split(",")):
+        rows += bench(n, args.phase_seconds, args.settle_seconds, args.raw)
+        print(f"{'OSDs':>6} {'phase':<9} {'failover':>8} {'CPU %':>6} {'ours %':>6} {'RSS MiB':>8} "
+              f"{'other p50':>9} {'p99':>7} {'max':>7} {'status ms':>9} {'errors':>6}")
+        for r in rows:
+            print(f"{r['osds']:>6} {r['phase']:<9} {r['failovers']:>8} {r['cpu_pct']:>6.1f} "
+                  f"{r['ours_pct']:>6.1f} {r['rss_mib']:>8.0f} {r['other_p50']:>9.0f} {r['other_p99']:>7.0f} "
+                  f"{r['other_max']:>7.0f} {r['ours_max']:>9.0f} {r['errors']:>6}  "
+                  f"{r.get('note', '')} {r['first_error'][:80]}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

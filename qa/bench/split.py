@@ -1,0 +1,333 @@
+"""Benchmark: client latency while a pool's pg_num doubles, straight through Ceph or
+through `ceph pg-advisor apply`. Prints one table.
+
+    PYTHONPATH=src /usr/bin/python3 -m qa.bench.split [--objects 2000,20000] [--pg-num 16]
+        [--methods ceph,advisor,advisor-pinned] [--concurrency 8] [--set OPTION=VALUE]
+        [--osds 6] [--hosts 3] [--size N] [--zero] [--repeat K] [--crush spread|together]
+        [--client-set OPTION=VALUE] [--dir DIR] [--keep]
+    bash qa/cluster/tentacle.sh exec env PYTHONPATH=src:. python3 -m qa.bench.split ...   (on Tentacle)
+
+The experiment of "The latency of Ceph placement group splitting" (one PG of size 1 on 2
+OSDs, zero-length objects, split in two):
+
+    PYTHONPATH=src /usr/bin/python3 -m qa.bench.split --pg-num 1 --size 1 --osds 2 \
+        --hosts 2 --zero --concurrency 1 --objects 95000,250000
+
+It starts its own loopback cluster (qa/cluster/vstart.sh, 6 OSDs on 3 hosts; the ports of the test
+cluster, so not beside it). Per object count and method: a fresh pool of --pg-num PGs
+filled with that many 4 KiB objects; a client (the rados binding) keeps --concurrency
+writes of 4 KiB objects in flight (creating 4096, then rewriting them) and timestamps
+every op (with --zero: creates new zero-length objects instead); after 10 s the pool's
+pg_num is doubled, (ceph) by `ceph osd pool set POOL pg_num N` at default settings, or
+(advisor) by `ceph pg-advisor apply --pool POOL --pg-num N` with split_pinning off or on;
+the client runs until 10 s after the pool is active+clean at the new pg_num, with the PG
+stats showing the OSDMap's up and acting sets (they lag a remap by a second or two, long
+enough to look clean before a backfill starts), and, for pg_advisor, its plan is done
+(pinned PGs are released by later balance rounds). Reported: the longest stall (a gap with
+no op completing, from 5 s before the change to the client's end) and when it began,
+p50/p99/p99.9 latency of the ops started before, during and after the change, failed ops,
+the time to active+clean, and where the pool's PGs ended (PGs per OSD, over the OSDs that
+hold any) beside where CRUSH alone puts them: a new pool's id decides whether CRUSH moves
+the child at all, so --repeat K runs each method on K pools and summarizes, and --crush
+spread (or together) recreates the pool until CRUSH alone spreads its PGs after the split
+(or does not), so that every method starts from the same placement. "prim": how often a PG
+of the pool changed its acting primary between the map epochs of the run (from the mon's
+maps, by osdmaptool); "laggy": the ops the client itself counted as laggy (no answer within
+its objecter_timeout, after which it asks the mon for a newer map and resends), read from
+its log. An OSD that stops being a PG's primary drops the client ops in flight
+there without an answer or a newer map, so a client with nothing else in flight to that
+OSD waits for objecter_timeout (10 s, checked every 5 s) to find out.
+"""
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from pg_advisor.model import snapshot
+from pg_advisor.crush.placement import Placer
+
+from ..cluster.ceph_release import print_ceph_version
+from ..cluster import Cluster, wait_until
+
+POOL = "splitbench"
+OPT = "mgr/pg_advisor/"
+
+
+CLIENT_OBJECTS = 4096   # the client creates these, then keeps rewriting them (memstore OSDs
+#                        hold everything in RAM: an ever-growing set would fill them)
+
+
+class Client:
+    """Writes small objects with a fixed number in flight; keeps (start, end, ok) per op."""
+
+    def __init__(self, conffile: str, pool: str, concurrency: int, zero: bool = False,
+                 conf: Optional[Dict[str, str]] = None, run_dir: Optional[Path] = None) -> None:
+        import rados
+        self.zero = zero
+        self.run_dir = run_dir
+        self.counters: Dict[str, int] = {}
+        conf = dict(conf or {})
+        if run_dir is not None:
+            # its resends from its admin socket; the ops it found laggy from its own log
+            # (the Objecter logs each at level 2; its op_laggy counter is only the last tick's)
+            conf.setdefault("admin_socket", str(run_dir / "bench-client.asok"))
+            conf.setdefault("log_file", str(run_dir / "bench-client.log"))
+            conf.setdefault("debug_objecter", "2/2")
+        self.rados = rados.Rados(conffile=conffile, conf=conf)
+        self.rados.connect()
+        self.io = self.rados.open_ioctx(pool)
+        self.slots = threading.Semaphore(concurrency)
+        self.ops: List[Tuple[float, float, bool]] = []
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        i = 0
+        while not self.stop.is_set():
+            if not self.slots.acquire(timeout=1.0):
+                continue
+            t0 = time.monotonic()
+
+            def done(completion: Any, t0: float = t0) -> None:
+                ok = completion.get_return_value() >= 0
+                with self.lock:
+                    self.ops.append((t0, time.monotonic(), ok))
+                self.slots.release()
+            if self.zero:     # a new empty object each time, as in the paper's client
+                self.io.aio_write_full(f"z{i}", b"", oncomplete=done)
+            else:
+                self.io.aio_write_full(f"c{i % CLIENT_OBJECTS}", b"y" * 4096, oncomplete=done)
+            i += 1
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def finish(self) -> List[Tuple[float, float, bool]]:
+        self.stop.set()
+        self.thread.join(30)
+        self.io.aio_flush()
+        if self.run_dir is not None:
+            self.counters = objecter_counters(self.run_dir)
+        self.io.close()
+        self.rados.shutdown()
+        return sorted(self.ops)
+
+
+def objecter_counters(run_dir: Path) -> Dict[str, int]:
+    """The ops the client itself found laggy (no answer within objecter_timeout, after
+    which it asks the mon for a newer map and resends) and the ops it resent."""
+    p = subprocess.run(["ceph", "--admin-daemon", str(run_dir / "bench-client.asok"), "perf", "dump"],
+                       capture_output=True, text=True, timeout=30)
+    resent = int(json.loads(p.stdout).get("objecter", {}).get("op_resend", 0)) if p.returncode == 0 else -1
+    log = run_dir / "bench-client.log"
+    laggy = {ln.split(" tid ")[1].split()[0] for ln in log.read_text(errors="replace").splitlines()
+             if ln.endswith(" is laggy")} if log.exists() else set()
+    return {"op_laggy": len(laggy), "op_resend": resent}
+
+
+def fill(conffile: str, pool: str, n: int, zero: bool = False) -> None:
+    """n objects of 4 KiB (zero: empty), 64 writes in flight."""
+    import rados
+    data = b"" if zero else b"x" * 4096
+    with rados.Rados(conffile=conffile) as r, r.open_ioctx(pool) as io:
+        slots = threading.Semaphore(64)
+        for i in range(n):
+            slots.acquire()
+            io.aio_write_full(f"f{i}", data, oncomplete=lambda c: slots.release())
+        io.aio_flush()
+
+
+def placement(c: Cluster) -> List[int]:
+    """PGs of the pool per OSD, over the OSDs that hold any (largest first)."""
+    per: Dict[int, int] = {}
+    for up in c.up_sets(POOL).values():
+        for o in up:
+            per[o] = per.get(o, 0) + 1
+    return sorted(per.values(), reverse=True)
+
+
+def pool_at(c: Cluster, pg_num: int) -> bool:
+    p = next(x for x in c.json("osd", "pool", "ls", "detail") if x["pool_name"] == POOL)
+    return bool(p["pg_num"] == p["pg_placement_num"] == p["pg_num_target"]
+                == p["pg_placement_num_target"] == pg_num)
+
+
+def spread(counts: List[int], osds: int, copies: int) -> bool:
+    """PGs per OSD as even as the OSDs allow (counts over the OSDs that hold any)."""
+    return max(counts) - min(counts) <= 1 and len(counts) == min(osds, copies)
+
+
+def new_pool(c: Cluster, pg_num: int, size: Optional[int], crush: str, osds: int) -> None:
+    """The bench's pool; with crush "spread" or "together", recreated (each time a new pool
+    id, so a new CRUSH placement) until CRUSH alone puts the PGs after the split spread
+    over the OSDs, or not: every method then starts from the same placement."""
+    for _ in range(40):
+        c.ceph("osd", "pool", "create", POOL, str(pg_num), str(pg_num))
+        c.ceph("osd", "pool", "set", POOL, "pg_autoscale_mode", "off")
+        if size is not None:
+            c.ceph("osd", "pool", "set", POOL, "size", str(size), "--yes-i-really-mean-it")
+        if crush == "any":
+            return
+        after = crush_alone(c, c.pool_id(POOL), 2 * pg_num)
+        if spread(after, osds, 2 * pg_num * (size or 3)) == (crush == "spread"):
+            return
+        c.ceph("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
+    raise RuntimeError(f"no pool id in 40 gave a CRUSH placement '{crush}'")
+
+
+def run_one(c: Cluster, method: str, objects: int, pg_num: int, concurrency: int,
+            size: Optional[int] = None, zero: bool = False, crush: str = "any",
+            osds: int = 6, client_conf: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    new_pool(c, pg_num, size, crush, osds)
+    fill(c.env["CEPH_CONF"], POOL, objects, zero)
+    c.wait_clean(1800)
+    c.ceph("config", "set", "mgr", OPT + "split_pinning", "true" if method == "advisor-pinned" else "false")
+    run_dir = c.dir / f"bench-{method}-{time.time():.0f}"
+    run_dir.mkdir()
+    client = Client(c.env["CEPH_CONF"], POOL, concurrency, zero, client_conf, run_dir)
+    client.start()
+    time.sleep(10)
+    first_epoch = int(c.json("osd", "dump")["epoch"])
+    t_change = time.monotonic()
+    wall_change = time.time()      # to find the stall in the daemons' and client's logs
+    if method == "ceph":
+        c.ceph("osd", "pool", "set", POOL, "pg_num", str(2 * pg_num))
+    else:
+        c.ceph("pg-advisor", "apply", "--pool", POOL, "--pg-num", str(2 * pg_num))
+    wait_until(lambda: pool_at(c, 2 * pg_num), 1800, "the new pg_num", step=1)
+    if method != "ceph":    # pinned: the release rounds still move PGs after the split
+        wait_until(lambda: json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))["plan"]["status"]
+                   == "done", 1800, "the plan to finish", step=1)
+    c.wait_clean(1800, pool=POOL)     # the stats lag a remap: clean as the OSDMap has it
+    t_clean = time.monotonic()
+    ended = placement(c)
+    pool_id = c.pool_id(POOL)
+    alone = crush_alone(c, pool_id)
+    time.sleep(10)
+    ops = client.finish()
+    # when each happened, beside the stall's time: the epoch's own timestamp
+    last_epoch = int(c.json("osd", "dump")["epoch"])
+    changes = [(e, c.json("osd", "dump", str(e))["modified"][11:19], pg, a, b)
+               for e, pg, a, b in c.primary_changes(pool_id, range(first_epoch + 1, last_epoch + 1))]
+    c.ceph("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
+    c.wait_clean(600)
+    out = summarize(ops, t_change, t_clean)
+    if out["stall_at_s"] is not None:
+        out["stall_wall"] = time.strftime("%H:%M:%S", time.localtime(wall_change + out["stall_at_s"]))
+    return out | {"method": method, "objects": objects, "ended": ended, "pool": pool_id, "crush": alone,
+                  "primary_changes": changes} | client.counters
+
+
+def crush_alone(c: Cluster, pool_id: int, pg_num: Optional[int] = None) -> List[int]:
+    """Where CRUSH itself, without items, puts the pool's PGs (at pg_num = pgp_num, default
+    the pool's own; PGs per OSD, as placement()): the new pool id decides whether plain Ceph
+    moves the child at all."""
+    snap = snapshot.load(c.json("osd", "dump"), c.json("osd", "crush", "dump"))
+    up = Placer(snap).map_pool(next(p for p in snap.pools if p.id == pool_id), pg_num, pg_num,
+                               upmaps=False).up
+    counts = np.bincount(up[up >= 0].ravel(), minlength=snap.osds.count)
+    return sorted((int(x) for x in counts if x), reverse=True)
+
+
+def summarize(ops: List[Tuple[float, float, bool]], t_change: float, t_clean: float) -> Dict[str, Any]:
+    start = np.array([o[0] for o in ops])
+    end = np.array([o[1] for o in ops])
+    ok = np.array([o[2] for o in ops])
+    lat = (end - start) * 1000.0
+    out: Dict[str, Any] = {"ops": len(ops), "failed": int((~ok).sum()),
+                           "to_clean_s": round(t_clean - t_change, 1)}
+    # to the client's end, 10 s after clean: what the move leaves behind (the old copy's
+    # removal) counts too
+    ends = np.sort(end[end >= t_change - 5])
+    gaps = np.diff(ends)
+    out["stall_s"] = round(float(gaps.max(initial=0.0)), 2)
+    # when it began, s after the change: at the split, or at a later move
+    out["stall_at_s"] = round(float(ends[int(gaps.argmax())] - t_change), 1) if gaps.size else None
+    for name, mask in (("before", start < t_change), ("during", (start >= t_change) & (start < t_clean)),
+                       ("after", start >= t_clean)):
+        v = lat[mask]
+        out[name] = [round(float(np.percentile(v, q)), 1) if v.size else None for q in (50, 99, 99.9)]
+    return out
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--objects", default="2000,20000")
+    ap.add_argument("--pg-num", type=int, default=16)
+    ap.add_argument("--methods", default="ceph,advisor,advisor-pinned")
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--osds", type=int, default=6)
+    ap.add_argument("--hosts", type=int, default=3)
+    ap.add_argument("--size", type=int, help="the pool's size (default: Ceph's)")
+    ap.add_argument("--zero", action="store_true", help="zero-length objects, the client creating them")
+    ap.add_argument("--dir", type=Path)
+    ap.add_argument("--keep", action="store_true", help="leave the cluster running")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs per object count and method, each with a new pool (and pool id)")
+    ap.add_argument("--crush", choices=("any", "spread", "together"), default="any",
+                    help="only pools whose PGs CRUSH alone spreads after the split (or leaves "
+                    "on fewer OSDs): the same starting point for every method")
+    ap.add_argument("--set", action="append", default=[], metavar="OPTION=VALUE",
+                    help="a pg_advisor option for the advisor runs (repeatable)")
+    ap.add_argument("--client-set", action="append", default=[], metavar="OPTION=VALUE",
+                    help="a Ceph option for the measuring client only, e.g. objecter_timeout=2 "
+                    "or debug_objecter=10 with log_file=PATH (repeatable)")
+    args = ap.parse_args(argv)
+    client_conf = dict(kv.split("=", 1) for kv in args.client_set)
+    c = Cluster(args.dir or Path(tempfile.mkdtemp(prefix="pga-split-")))
+    c.vstart("start", "--no-pool", "--osds", str(args.osds), "--hosts", str(args.hosts))
+    rows = []
+    try:
+        print_ceph_version(c.env)
+        c.ceph("config", "set", "mgr", OPT + "step_interval", "0")
+        if args.size == 1:
+            c.ceph("config", "set", "mon", "mon_allow_pool_size_one", "true")
+        for kv in args.set:
+            k, v = kv.split("=", 1)
+            c.ceph("config", "set", "mgr", OPT + k, v)
+        for n in [int(x) for x in args.objects.split(",")]:
+            for _ in range(args.repeat):
+                for m in args.methods.split(","):
+                    r = run_one(c, m, n, args.pg_num, args.concurrency, args.size, args.zero,
+                                args.crush, args.osds, client_conf)
+                    print(json.dumps(r), file=sys.stderr)
+                    rows.append(r)
+    finally:
+        if not args.keep:
+            c.vstart("stop")
+    what = "empty objects created" if args.zero else "writes of 4 KiB"
+    print(f"pg_num {args.pg_num} -> {2 * args.pg_num}, {args.concurrency} {what} in flight, "
+          f"{args.osds} OSDs on {args.hosts} hosts; latency ms p50/p99/p99.9; ended: PGs per OSD")
+    print(f"{'objects':>8} {'method':<15} {'pool':>4} {'stall s':>7} {'at s':>5} {'before':>17} "
+          f"{'during':>19} {'after':>17} {'failed':>6} {'ops':>7} {'to clean s':>10} {'prim':>4} "
+          f"{'laggy':>5}  ended (CRUSH alone)")
+    for r in rows:
+        fmt = (lambda v: "/".join("-" if x is None else f"{x:g}" for x in v))
+        print(f"{r['objects']:>8} {r['method']:<15} {r['pool']:>4} {r['stall_s']:>7} "
+              f"{r['stall_at_s']!s:>5} {fmt(r['before']):>17} {fmt(r['during']):>19} "
+              f"{fmt(r['after']):>17} {r['failed']:>6} {r['ops']:>7} "
+              f"{r['to_clean_s']:>10} {len(r['primary_changes']):>4} {r.get('op_laggy', '-')!s:>5}  "
+              f"{'/'.join(map(str, r['ended']))} ({'/'.join(map(str, r['crush']))})")
+    if args.repeat > 1:
+        print(f"\nper object count and method, over {args.repeat} pools: longest stall s (median, "
+              f"worst), runs that ended with the PGs spread as evenly as the OSDs allow")
+        for n in [int(x) for x in args.objects.split(",")]:
+            for m in args.methods.split(","):
+                rs = [r for r in rows if r["objects"] == n and r["method"] == m]
+                st = [r["stall_s"] for r in rs]
+                even = sum(spread(r["ended"], args.osds, 2 * args.pg_num * (args.size or 3))
+                           for r in rs)
+                print(f"{n:>8} {m:<15} {float(np.median(st)):>7.2f} {max(st):>7.2f}  {even}/{len(rs)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

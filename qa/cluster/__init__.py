@@ -1,0 +1,297 @@
+"""Driving the real test cluster from pytest: start/stop through qa/cluster/vstart.sh, `ceph` calls."""
+import json
+import os
+import re
+import socket
+import subprocess
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+
+HERE = Path(__file__).resolve().parent      # vstart.sh beside it
+REPO = HERE.parents[1]
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on: the kernel's pick, never 3300/6789 (below the
+    ephemeral range), which the test cluster uses."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Cluster:
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory.resolve()     # the CEPH_CONF vstart.sh gives the daemons
+        self.env = dict(os.environ, CEPH_CONF=str(self.dir / "ceph.conf"),
+                        PG_ADVISOR_CLUSTER_DIR=str(self.dir))
+
+    def vstart(self, action: str, *args: str) -> str:
+        p = subprocess.run(["bash", str(HERE / "vstart.sh"), action, "--dir", str(self.dir), *args],
+                           env=self.env, capture_output=True, text=True, timeout=600)
+        if p.returncode != 0:
+            raise RuntimeError(f"vstart.sh {action} failed ({p.returncode}):\n{p.stderr[-4000:]}")
+        return p.stdout
+
+    def run(self, *args: str, timeout: float = 60) -> Tuple[int, str, str]:
+        """`ceph ARGS`: (exit code, stdout, stderr)."""
+        p = subprocess.run(["ceph", *args], env=self.env, capture_output=True, text=True,
+                           timeout=timeout)
+        return p.returncode, p.stdout, p.stderr
+
+    def ceph(self, *args: str) -> str:
+        code, out, err = self.run(*args)
+        if code != 0:
+            raise RuntimeError(f"ceph {' '.join(args)} failed ({code}): {err.strip()}")
+        return out
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.ceph(*args, "-f", "json"))
+
+    def pool_id(self, pool: str) -> int:
+        return int(next(p["pool"] for p in self.json("osd", "dump")["pools"] if p["pool_name"] == pool))
+
+    def osd_ids(self, in_up: bool = False) -> List[int]:
+        """The map's OSDs (with in_up, those in and up): tests must not assume six, as one
+        that adds or drains OSDs may have run before them."""
+        return sorted(o["osd"] for o in self.json("osd", "dump")["osds"]
+                      if not in_up or (o["in"] and o["up"]))
+
+    def host_mates(self) -> Dict[int, List[int]]:
+        """Each OSD -> the other OSDs of its host in the CRUSH tree (an upmap item from one
+        to another keeps a host-rule PG on distinct hosts)."""
+        out: Dict[int, List[int]] = {}
+        for n in self.json("osd", "tree")["nodes"]:
+            if n["type"] == "host":
+                kids = sorted(k for k in n.get("children", []) if k >= 0)
+                out.update({k: [m for m in kids if m != k] for k in kids})
+        return out
+
+    def crush_weights(self) -> Dict[int, float]:
+        """Each OSD's CRUSH weight, as `osd tree` shows it."""
+        return {n["id"]: float(n["crush_weight"]) for n in self.json("osd", "tree")["nodes"] if n["id"] >= 0}
+
+    def mon_commands(self, cmds: List[Dict[str, Any]]) -> List[Any]:
+        """Mon commands over one rados connection (a `ceph` call costs ~0.3 s each): their
+        JSON answers (None where a command prints nothing); RuntimeError on a failure."""
+        import rados   # the system Python's binding
+        out: List[Any] = []
+        with rados.Rados(conffile=self.env["CEPH_CONF"]) as r:
+            for cmd in cmds:
+                code, buf, err = r.mon_command(json.dumps({**cmd, "format": "json"}), b"", timeout=60)
+                if code != 0:
+                    raise RuntimeError(f"{cmd} failed ({code}): {err}")
+                out.append(json.loads(buf) if buf.strip() else None)
+        return out
+
+    def up_sets(self, pool: str) -> Dict[str, List[int]]:
+        """Each PG's up set as the OSDMap has it now (`pg map`, not the PG stats that lag)."""
+        pool_id = self.pool_id(pool)
+        n = int(self.json("osd", "pool", "get", pool, "pg_num")["pg_num"])
+        pgids = [f"{pool_id}.{i:x}" for i in range(n)]
+        maps = self.mon_commands([{"prefix": "pg map", "pgid": p} for p in pgids])
+        return {p: m["up"] for p, m in zip(pgids, maps)}
+
+    def mappings(self, epoch: int, pool_id: int) -> Dict[str, Tuple[Tuple[int, ...], int]]:
+        """Each PG of the pool -> (its up set, its acting primary) in map `epoch` (pg_temp
+        and primary_temp applied), as osdmaptool maps the mon's own map."""
+        f = self.dir / f"map.{epoch}"
+        self.ceph("osd", "getmap", str(epoch), "-o", str(f))
+        p = subprocess.run(["osdmaptool", str(f), "--test-map-pgs-dump-all", "--pool", str(pool_id)],
+                           capture_output=True, text=True, timeout=60)
+        f.unlink()
+        return {m.group(1): (tuple(int(o) for o in m.group(2).split(",") if o), int(m.group(3)))
+                for m in re.finditer(r"^(\d+\.[0-9a-f]+) raw .* up \(\[([^]]*)\], p-?\d+\) "
+                                     r"acting \(\[[^]]*\], p(-?\d+)\)$", p.stdout, re.M)}
+
+    def pg_temp(self, epoch: int, pgid: str) -> Optional[List[int]]:
+        """The PG's pg_temp in map `epoch` (None: it has none)."""
+        for t in self.json("osd", "dump", str(epoch))["pg_temp"]:
+            if t["pgid"] == pgid:
+                return [int(o) for o in t["osds"]]
+        return None
+
+    def primary_changes(self, pool_id: int, epochs: Iterable[int],
+                        remapped_only: bool = False) -> List[Tuple[int, str, int, int]]:
+        """Each change of a PG's acting primary in the given epochs (from the epoch before
+        each): (epoch, pgid, old, new). The OSD that stops being a PG's primary drops the
+        client ops in flight there without an answer or a newer map: such a client waits
+        for its objecter_timeout (10 s) before it asks the mon and resends.
+
+        `remapped_only`: only PGs whose up set changed in that epoch (what the epoch's own
+        change remapped), not a PG whose backfill ended then (its pg_temp gone, its up set
+        the same): that one change at the end is the one priming leaves each moved PG."""
+        seen: Dict[int, Dict[str, Tuple[Tuple[int, ...], int]]] = {}
+
+        def at(e: int) -> Dict[str, Tuple[Tuple[int, ...], int]]:
+            if e not in seen:
+                seen[e] = self.mappings(e, pool_id)
+            return seen[e]
+        out: List[Tuple[int, str, int, int]] = []
+        for e in epochs:
+            prev, cur = at(e - 1), at(e)
+            out += [(e, pg, prev[pg][1], p) for pg, (up, p) in sorted(cur.items())
+                    if pg in prev and prev[pg][1] != p and (not remapped_only or prev[pg][0] != up)]
+            seen.pop(e - 1, None)
+        return out
+
+    def dumps(self) -> Dict[str, Any]:
+        """The dumps the offline CLI reads."""
+        return {"osd_dump": self.json("osd", "dump"), "crush": self.json("osd", "crush", "dump"),
+                "pg_dump": self.json("pg", "dump"), "df": self.json("df"),
+                "autoscale": self.json("osd", "pool", "autoscale-status")}
+
+    def fingerprint(self) -> Dict[str, Any]:
+        """What a pg_advisor command could change: pools, upmaps, OSD weights, flags, config.
+
+        (Not the osdmap epoch: Ceph bumps that by itself, e.g. as pg_temp entries go.)"""
+        d = self.json("osd", "dump")
+        return {
+            "pools": [{k: p[k] for k in ("pool_name", "pg_num", "pg_num_target", "pg_placement_num",
+                                         "pg_placement_num_target", "size", "min_size",
+                                         "crush_rule", "options", "pg_autoscale_mode")}
+                      for p in d["pools"]],
+            "pg_upmap": d["pg_upmap"], "pg_upmap_items": d["pg_upmap_items"],
+            "pg_upmap_primaries": d.get("pg_upmap_primaries"),     # Reef on
+            "osds": [(o["osd"], o["weight"], o["in"]) for o in d["osds"]],
+            "flags": d["flags"],
+            "config": self.json("config", "dump"),
+        }
+
+    def release(self) -> str:
+        """The Ceph release the cluster's mon runs ('tentacle', 'pacific')."""
+        # {"ceph version 20.2.4 (7f79...) tentacle (stable - RelWithDebInfo)": 1}
+        version = next(iter(self.json("versions")["mon"]))
+        m = re.search(r"\)\s+(\w+)\s+\(", version)
+        if m is None:
+            raise RuntimeError(f"no release name in {version!r}")
+        return m.group(1)
+
+    @contextmanager
+    def config(self, who: str, key: str, value: str) -> Iterator[None]:
+        """`ceph config set who key value` for the span of a with-block, then removed: set
+        back to what it was first (a running mgr module may not hear of a bare `config rm`:
+        it kept a latency test's misplaced_budget, which the panel test then read), then
+        removed."""
+        before = self.ceph("config", "get", who, key).strip()
+        self.ceph("config", "set", who, key, value)
+        try:
+            yield
+        finally:
+            self.run("config", "set", who, key, before)
+            self.run("config", "rm", who, key)
+
+    @contextmanager
+    def min_compat_client(self, release: str) -> Iterator[None]:
+        """require_min_compat_client `release` (what pg-upmap-primary or an msr rule needs)
+        for the span of a with-block, then what it was; whatever only newer clients read
+        (pg_upmap_primaries: rm_primaries) must be gone by then."""
+        was = self.json("osd", "dump")["require_min_compat_client"]
+        self.ceph("osd", "set-require-min-compat-client", release)
+        try:
+            yield
+        finally:
+            self.ceph("osd", "set-require-min-compat-client", was, "--yes-i-really-mean-it")
+
+    def hand_primaries(self, pool: str, osd: int) -> int:
+        """Every PG of `pool` with `osd` past its first slot gets it as its primary (a
+        pg-upmap-primary each, over one connection): how many."""
+        cmds = [{"prefix": "osd pg-upmap-primary", "pgid": pgid, "id": osd}
+                for pgid, up in self.up_sets(pool).items() if osd in up[1:]]
+        self.mon_commands(cmds)
+        return len(cmds)
+
+    def rm_primaries(self) -> None:
+        """Every pg_upmap_primary the map has, removed."""
+        self.mon_commands([{"prefix": "osd rm-pg-upmap-primary", "pgid": e["pgid"]}
+                           for e in self.json("osd", "dump")["pg_upmap_primaries"]])
+
+    def wait_clean(self, timeout: float = 180, pool: Optional[str] = None) -> None:
+        """All PGs active+clean, no pg_num/pgp_num change pending, stats caught up. With
+        `pool`, also each of its PGs' stats show the up and acting sets the OSDMap has now:
+        for a second or two after a remap the stats still say active+clean on the old
+        OSDs (a PG per `ceph pg map` call: for pools of few PGs)."""
+        def settled() -> bool:
+            pools = self.json("osd", "pool", "ls", "detail")
+            if any(p["pg_num"] != p["pg_num_target"]
+                   or p["pg_placement_num"] != p["pg_placement_num_target"] for p in pools):
+                return False
+            stats = self.json("pg", "dump")["pg_map"]["pg_stats"]
+            want = sum(p["pg_num"] for p in pools)
+            if len(stats) != want or not all(
+                    s["state"].startswith("active+clean") and "remapped" not in s["state"]
+                    for s in stats):
+                return False
+            if pool is None:
+                return True
+            seen = {s["pgid"]: (s["up"], s["acting"]) for s in stats}
+            pool_id = self.pool_id(pool)
+            n = next(p["pg_num"] for p in pools if p["pool_name"] == pool)
+            for i in range(n):
+                m = self.json("pg", "map", f"{pool_id}.{i:x}")
+                if seen.get(m["pgid"]) != (m["up"], m["acting"]) or m["up"] != m["acting"]:
+                    return False
+            return True
+        wait_until(settled, timeout, "all PGs active+clean" + (f", {pool}'s as the OSDMap has them"
+                                                               if pool else ""))
+
+
+class Writer:
+    """A client writing small objects throughout, through the rados binding; every op's
+    outcome is kept."""
+
+    def __init__(self, c: Cluster, pool: str) -> None:
+        import rados   # the system Python's binding
+        self.cluster = rados.Rados(conffile=c.env["CEPH_CONF"])
+        self.cluster.connect()
+        self.io = self.cluster.open_ioctx(pool)
+        self.ok = 0
+        self.failed: List[str] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        i = 0
+        while not self.stop.is_set():
+            try:
+                self.io.write_full(f"w{i}", b"x" * 4096)
+                self.ok += 1
+            except Exception as e:   # any failure is what the test counts
+                self.failed.append(repr(e))
+            i += 1
+
+    def __enter__(self) -> "Writer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        self.thread.join(60)
+        self.io.close()
+        self.cluster.shutdown()
+
+
+def wait_until(cond: Callable[[], bool], timeout: float, what: str, step: float = 1.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(step)
+
+
+def offline(dumps: Dict[str, Any], tmp: Path, args: List[str],
+            mon_max_pg_per_osd: Optional[int] = None) -> subprocess.CompletedProcess:
+    """Run `python3 -m pg_advisor` on dumps written to files, as an operator would."""
+    files = []
+    for flag, key in (("--osdmap", "osd_dump"), ("--crush", "crush"),
+                      ("--pg-dump", "pg_dump"), ("--df", "df"),
+                      ("--autoscale-status", "autoscale")):
+        f = tmp / f"{key}.json"
+        f.write_text(json.dumps(dumps[key]))
+        files += [flag, str(f)]
+    if mon_max_pg_per_osd is not None:
+        files += ["--mon-max-pg-per-osd", str(mon_max_pg_per_osd)]
+    return subprocess.run(["/usr/bin/python3", "-m", "pg_advisor", *files, *args],
+                          cwd=REPO / "src", capture_output=True, text=True, timeout=120)

@@ -1,0 +1,348 @@
+#!/usr/bin/env bash
+# Start, stop or inspect a loopback Ceph cluster (1 mon, 1 mgr, N OSDs on H
+# CRUSH hosts) with the pg_advisor module loaded from this checkout.
+#
+#   qa/cluster/vstart.sh start [--ceph tentacle|pacific] [--osds N] [--hosts H] [--store memstore|bluestore]
+#                      [--dir DIR] [--no-pool] [--block-gib G] [--recovery-defaults]
+#                      (bluestore: block files of G GiB, default 2, sparse;
+#                       --recovery-defaults: Ceph's own recovery scheduler (Tentacle:
+#                       mclock) and recovery and deletion sleeps, which the tests replace
+#                       with wpq and no sleep, for speed)
+#   qa/cluster/vstart.sh add-osds --count N --host NAME [--dir DIR]
+#                      (N more OSDs on CRUSH host NAME of root default, started)
+#   qa/cluster/vstart.sh stop   [--dir DIR]
+#   qa/cluster/vstart.sh status [--dir DIR]
+#
+# --ceph (default $PG_ADVISOR_CEPH, else tentacle): which Ceph runs the cluster.
+# tentacle: Ceph 20.2 from Debian forky, in the chroot and network namespace of
+# qa/cluster/tentacle.sh (built on first use): this script runs itself in there, and DIR is a
+# directory of the chroot (run `ceph` for it with `qa/cluster/tentacle.sh exec ceph ...`).
+# pacific: Ceph 16.2 from this Debian 12 host's packages.
+#
+# Everything lives below DIR (default $PG_ADVISOR_CLUSTER_DIR or
+# /tmp/pg-advisor-cluster); the daemons are tracked by their pid files there,
+# so `stop` ends exactly what `start` started.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+
+action=${1:-}
+[ $# -gt 0 ] && shift
+all_args=("$@")
+ceph_release=${PG_ADVISOR_CEPH:-tentacle}
+osds=6
+hosts=3
+store=memstore
+dir=${PG_ADVISOR_CLUSTER_DIR:-/tmp/pg-advisor-cluster}
+make_pool=1
+pool=rbd
+count=0
+new_host=
+block_gib=2
+recovery_defaults=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --osds) osds=$2; shift 2 ;;
+        --hosts) hosts=$2; shift 2 ;;
+        --store) store=$2; shift 2 ;;
+        --dir) dir=$2; shift 2 ;;
+        --ceph) ceph_release=$2; shift 2 ;;
+        --no-pool) make_pool=0; shift ;;
+        --block-gib) block_gib=$2; shift 2 ;;
+        --recovery-defaults) recovery_defaults=1; shift ;;
+        --count) count=$2; shift 2 ;;
+        --host) new_host=$2; shift 2 ;;
+        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+        *) echo "vstart.sh: unknown argument '$1'" >&2; exit 2 ;;
+    esac
+done
+case "$ceph_release" in tentacle|pacific) ;; *) echo "vstart.sh: --ceph must be tentacle or pacific" >&2; exit 2 ;; esac
+case "$store" in memstore|bluestore) ;; *) echo "vstart.sh: --store must be memstore or bluestore" >&2; exit 2 ;; esac
+[[ "$osds" =~ ^[1-9][0-9]*$ ]] || { echo "vstart.sh: --osds must be a positive integer" >&2; exit 2; }
+[[ "$hosts" =~ ^[1-9][0-9]*$ ]] || { echo "vstart.sh: --hosts must be a positive integer" >&2; exit 2; }
+[[ "$block_gib" =~ ^[1-9][0-9]{0,3}$ ]] || { echo "vstart.sh: --block-gib must be 1..9999" >&2; exit 2; }
+[ "$hosts" -le "$osds" ] || { echo "vstart.sh: --hosts ($hosts) exceeds --osds ($osds)" >&2; exit 2; }
+
+# absolute, so the CEPH_CONF the daemons carry (how `alive` knows them) is one string
+case "$dir" in /*) ;; *) dir=$PWD/$dir ;; esac
+
+# Tentacle runs in its chroot: the same script, there, with the same arguments
+if [ "$ceph_release" = tentacle ] && ! bash "$here/tentacle.sh" inside; then
+    [ "$action" = start ] && bash "$here/install-deps.sh" --tentacle
+    exec bash "$here/tentacle.sh" exec env PG_ADVISOR_CLUSTER_DIR="$dir" \
+        bash /pg_advisor/qa/cluster/vstart.sh "$action" "${all_args[@]}"
+fi
+conf=$dir/ceph.conf
+export CEPH_CONF=$conf
+
+log() { echo "vstart: $*" >&2; }
+
+install_packages() {    # the chroot has its own (qa/cluster/tentacle.sh)
+    bash "$here/tentacle.sh" inside || bash "$here/install-deps.sh"
+}
+
+# pid files are written by the daemons themselves (`pid file` below).
+pidfiles() { ls "$dir"/run/*.pid 2>/dev/null || true; }
+
+# A pid file's pid is this cluster's daemon only while it names a process (not a thread)
+# whose environment has this cluster's CEPH_CONF: pids wrap at pid_max (32768 here) and
+# threads take ids from the same space, so over a long test run an old daemon's pid can
+# come back as another process or thread, which `kill -0` would call alive (and stop
+# would kill). A zombie has an empty environment.
+alive() {
+    [[ "${1:-}" =~ ^[0-9]+$ ]] || return 1
+    [ "$(awk '$1 == "Tgid:" {print $2}' "/proc/$1/status" 2>/dev/null)" = "$1" ] || return 1
+    grep -qzxF "CEPH_CONF=$conf" "/proc/$1/environ" 2>/dev/null
+}
+
+do_stop() {
+    local f pid any=0
+    for f in $(pidfiles); do
+        pid=$(cat "$f" 2>/dev/null || true)
+        if alive "$pid"; then kill "$pid" 2>/dev/null || true; any=1; fi
+    done
+    # give them 10 s to exit cleanly, then force
+    for _ in $(seq 100); do
+        any=0
+        for f in $(pidfiles); do
+            pid=$(cat "$f" 2>/dev/null || true)
+            alive "$pid" && any=1
+        done
+        [ $any = 0 ] && break
+        sleep 0.1
+    done
+    for f in $(pidfiles); do
+        pid=$(cat "$f" 2>/dev/null || true)
+        alive "$pid" && kill -9 "$pid" 2>/dev/null || true
+        rm -f "$f"
+    done
+}
+
+do_status() {
+    local f pid n=0 up=0
+    for f in $(pidfiles); do
+        n=$((n + 1))
+        pid=$(cat "$f" 2>/dev/null || true)
+        if alive "$pid"; then
+            up=$((up + 1)); echo "$(basename "$f" .pid) running pid $pid"
+        else
+            echo "$(basename "$f" .pid) not running"
+        fi
+    done
+    if [ $n = 0 ]; then echo "no cluster in $dir"; return 1; fi
+    echo "CEPH_CONF=$conf"
+    [ $up -gt 0 ] && timeout 10 ceph -s 2>/dev/null || true
+    [ $up = $n ]
+}
+
+write_conf() {
+    local h i
+    # replicas one per host, at most 3 (with fewer hosts the default pools stay whole)
+    local pool_size=$((hosts < 3 ? hosts : 3))
+    local pool_min_size=$((pool_size > 2 ? 2 : 1))
+    cat >"$conf" <<EOF
+[global]
+fsid = $fsid
+mon host = [v2:127.0.0.1:3300,v1:127.0.0.1:6789]
+public addr = 127.0.0.1
+ms bind ipv4 = true
+ms bind ipv6 = false
+auth cluster required = none
+auth service required = none
+auth client required = none
+run dir = $dir/run
+crash dir = $dir/crash
+osd pool default size = $pool_size
+osd pool default min size = $pool_min_size
+osd pool default pg autoscale mode = off
+mon allow pool delete = true
+mon data avail warn = 1
+mon data avail crit = 0
+mon warn on insecure global id reclaim = false
+mon warn on insecure global id reclaim allowed = false
+mon warn on pool no redundancy = false
+mgr initial modules = iostat
+mgr module path = $dir/mgr-modules
+
+[mon]
+admin socket = $dir/run/\$name.asok
+# the cluster log and the audit log (every command, whose entity sent it) beside the others
+mon cluster log file = default=$dir/log/ceph.\$channel.log cluster=$dir/log/ceph.log
+pid file = $dir/run/\$name.pid
+log file = $dir/log/\$name.log
+mon data = $dir/mon.\$id
+
+[mgr]
+admin socket = $dir/run/\$name.asok
+pid file = $dir/run/\$name.pid
+log file = $dir/log/\$name.log
+mgr data = $dir/mgr.\$id
+
+[osd]
+admin socket = $dir/run/\$name.asok
+pid file = $dir/run/\$name.pid
+log file = $dir/log/\$name.log
+osd data = $dir/osd.\$id
+# Debian forky's Ceph 20.2 defaults this to a relative path (lib/x86_64-linux-gnu/...), so
+# no object class loads (cls_lock: EOPNOTSUPP, and the mgr's sqlite database fails)
+osd class dir = $(dirname "$(ls /usr/lib/*/rados-classes/libcls_lock.so /usr/lib/rados-classes/libcls_lock.so 2>/dev/null | head -1)")
+osd objectstore = $store
+memstore device bytes = 1073741824
+bluestore block create = true
+bluestore block size = $((block_gib << 30))
+EOF
+    if [ "$recovery_defaults" = 0 ]; then
+        cat >>"$conf" <<EOF
+osd recovery sleep hdd = 0
+# memstore says rotational, so a removed pool's PGs would be deleted at hdd pace (5 s a
+# batch): they hold their logs until then, which the PG memory check would count as missed
+osd delete sleep hdd = 0
+# Tentacle schedules recovery with mclock (Pacific: wpq), which on memstore's made-up
+# "rotational" capacity backfilled 2 objects in 20 s; wpq with no sleep, as on Pacific
+osd op queue = wpq
+EOF
+        # Tentacle also sleeps 0.1 s between degraded objects' recovery ops on "hdd" (a
+        # degraded PG of a drain under client writes recovered 4 objects a second)
+        if [ "$ceph_release" = tentacle ]; then
+            printf 'osd recovery sleep degraded hdd = 0\n' >>"$conf"
+        fi
+    fi
+    cat >>"$conf" <<EOF
+osd op num shards = 2
+osd op num threads per shard = 1
+EOF
+    for ((i = 0; i < osds; i++)); do
+        h=$((i % hosts))
+        printf '\n[osd.%d]\ncrush location = root=default host=host%d\n' "$i" "$h" >>"$conf"
+    done
+}
+
+wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
+    local limit=$1 what=$2; shift 2
+    local deadline=$((SECONDS + limit))
+    until "$@" >/dev/null 2>&1; do
+        if [ $SECONDS -ge $deadline ]; then log "timed out waiting for $what"; return 1; fi
+        sleep 0.5
+    done
+}
+
+healthy() {
+    local s
+    s=$(ceph status -f json 2>/dev/null) || return 1
+    [ "$(jq -r .health.status <<<"$s")" = HEALTH_OK ] || return 1
+    jq -e '.pgmap.num_pgs > 0 and ([.pgmap.pgs_by_state[] | select(.state_name == "active+clean") | .count] | add) == .pgmap.num_pgs' <<<"$s" >/dev/null || [ "$make_pool" = 0 ]
+}
+
+module_ready() {
+    ceph mgr services >/dev/null && ceph pg-advisor status >/dev/null
+}
+
+mkfs_and_start() {  # mkfs_and_start ID UUID: a new OSD's store, then the daemon
+    mkdir -p "$dir/osd.$1"
+    ceph-osd -i "$1" --mkfs --osd-uuid "$2" >"$dir/log/osd.$1.mkfs" 2>&1 &&
+        ceph-osd -i "$1" 2>>"$dir/log/osd.$1.start"
+}
+
+wait_all() {  # wait_all PID...: every OSD start, or fail with where to look
+    local p
+    for p in "$@"; do wait "$p" || { log "an OSD failed to start (see $dir/log)"; exit 1; }; done
+}
+
+do_start() {
+    install_packages
+    do_stop
+    if ss -ltnH 2>/dev/null | awk '{print $4}' | grep -qE '^127\.0\.0\.1:(3300|6789)$'; then
+        log "the mon ports 3300/6789 are taken: another cluster runs (stop it with its own --dir)"
+        exit 1
+    fi
+    rm -rf "$dir"
+    mkdir -p "$dir"/{run,log,crash,mgr-modules,mon.a,mgr.x}
+    local t0=$SECONDS
+    fsid=$(cat /proc/sys/kernel/random/uuid)
+    write_conf
+
+    # mgr module path takes one directory: Ceph's modules plus ours
+    local m
+    for m in /usr/share/ceph/mgr/*; do ln -s "$m" "$dir/mgr-modules/"; done
+    ln -s "$repo/src/pg_advisor" "$dir/mgr-modules/pg_advisor"
+    # the integration tests' own modules (qa/cluster/mgr), off until a test enables one
+    for m in "$repo"/qa/cluster/mgr/*/; do ln -s "${m%/}" "$dir/mgr-modules/"; done
+
+    monmaptool --create --fsid "$fsid" --addv a '[v2:127.0.0.1:3300,v1:127.0.0.1:6789]' \
+        "$dir/monmap" >/dev/null
+    ceph-mon --mkfs -i a --monmap "$dir/monmap" >/dev/null
+    ceph-mon -i a
+    wait_for 30 "the mon" ceph mon stat
+
+    # settings the mgr must see on its first start
+    ceph config set mgr mgr/balancer/active false --force >/dev/null
+    ceph config set mgr mgr/devicehealth/enable_monitoring false --force >/dev/null
+    ceph mgr module enable pg_advisor --force >/dev/null
+    ceph-mgr -i x
+
+    local i h
+    for ((h = 0; h < hosts; h++)); do
+        ceph osd crush add-bucket "host$h" host root=default >/dev/null 2>&1
+    done
+    local uuids=()
+    for ((i = 0; i < osds; i++)); do
+        uuids[i]=$(cat /proc/sys/kernel/random/uuid)
+        id=$(ceph osd new "${uuids[i]}")
+        [ "$id" = "$i" ] || { log "expected osd id $i, got $id"; exit 1; }
+    done
+    local pids=()
+    for ((i = 0; i < osds; i++)); do
+        mkfs_and_start "$i" "${uuids[i]}" &
+        pids+=($!)
+    done
+    wait_all "${pids[@]}"
+
+    wait_for 60 "all OSDs up" bash -c "ceph osd stat -f json | jq -e '.num_up_osds == $osds and .num_in_osds == $osds'"
+    if [ "$make_pool" = 1 ]; then
+        ceph osd pool create "$pool" 32 32 replicated >/dev/null 2>&1
+        # size 3 with failure domain host needs 3 hosts; fewer hosts get a smaller pool
+        if [ "$hosts" -lt 3 ]; then
+            log "only $hosts hosts: pool $pool gets size $hosts"
+            ceph osd pool set "$pool" size "$hosts" --yes-i-really-mean-it >/dev/null 2>&1
+            ceph osd pool set "$pool" min_size 1 >/dev/null 2>&1
+        fi
+        ceph osd pool set "$pool" pg_autoscale_mode off >/dev/null 2>&1
+        ceph osd pool application enable "$pool" rbd >/dev/null 2>&1
+    fi
+    wait_for 60 "the pg_advisor module" module_ready
+    wait_for 90 "HEALTH_OK with all PGs active+clean" healthy
+    log "cluster healthy in $((SECONDS - t0)) s ($osds OSDs on $hosts hosts, $store)"
+    echo "export CEPH_CONF=$conf"
+}
+
+do_add_osds() {
+    [[ "$count" =~ ^[1-9][0-9]*$ ]] || { echo "vstart.sh: --count must be a positive integer" >&2; exit 2; }
+    [[ "$new_host" =~ ^[A-Za-z0-9_-]+$ ]] || { echo "vstart.sh: --host NAME (letters, digits, - and _)" >&2; exit 2; }
+    [ -f "$conf" ] || { log "no cluster in $dir"; exit 1; }
+    ceph osd crush add-bucket "$new_host" host root=default >/dev/null 2>&1 || true
+    local i id uuid ids=() pids=()
+    for ((i = 0; i < count; i++)); do
+        uuid=$(cat /proc/sys/kernel/random/uuid)
+        id=$(ceph osd new "$uuid")
+        ids+=("$id")
+        # the OSD places itself at its crush location when it starts (osd crush update on start)
+        printf '\n[osd.%d]\ncrush location = root=default host=%s\n' "$id" "$new_host" >>"$conf"
+        mkfs_and_start "$id" "$uuid" &
+        pids+=($!)
+    done
+    wait_all "${pids[@]}"
+    for id in "${ids[@]}"; do
+        wait_for 60 "osd.$id up" bash -c "ceph osd dump -f json | jq -e '.osds[] | select(.osd == $id) | .up == 1 and .in == 1'"
+    done
+    log "added ${ids[*]} on host $new_host"
+    echo "${ids[*]}"
+}
+
+case "$action" in
+    start) do_start ;;
+    add-osds) do_add_osds ;;
+    stop) do_stop; log "stopped" ;;
+    status) do_status ;;
+    *) echo "usage: $0 start|add-osds|stop|status [options] (see --help)" >&2; exit 2 ;;
+esac

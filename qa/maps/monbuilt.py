@@ -1,0 +1,329 @@
+"""Benchmark OSDMaps that `osdmaptool --createsimple` cannot make: erasure-coded pools, a pool per
+rule, any pg_num. A throw-away ceph-mon without OSDs, seeded with our CRUSH map, creates the pools
+exactly as a cluster would, and we keep its binary OSDMap (about 2 s for 10,000 OSDs).
+
+    PYTHONPATH=src /usr/bin/python3 -m qa.maps.monbuilt --demo [--big] [--out DIR]
+"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import rados
+
+from ..cluster import free_port
+from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, crush_text, rule, run
+
+
+@dataclass
+class PoolSpec:
+    name: str
+    pg_num: int
+    rule: Optional[str] = None             # a rule of the CRUSH text; replicated default: the first,
+    #                                        EC default: one the mon writes from the profile
+    size: int = 3                          # replicated only; an EC pool has k + m
+    ec: Optional[Tuple[int, int]] = None   # (k, m) for an erasure pool
+    failure_domain: str = "host"           # EC, for the mon's rule
+
+
+# What a pool-creating mon without OSDs needs, on its own port (never the test cluster's 3300/6789)
+CONF = """[global]
+fsid = {fsid}
+mon host = v2:127.0.0.1:{port}
+public addr = 127.0.0.1
+ms bind ipv4 = true
+ms bind ipv6 = false
+ms bind msgr1 = false
+auth cluster required = none
+auth service required = none
+auth client required = none
+run dir = {d}/run
+crash dir = {d}/crash
+# pool creation checks pg_num * size against max(in OSDs, 3) x this; here no OSD is in
+mon max pg per osd = 100000000
+mon max pool pg num = 16777216
+# without this the mon creates at most 1024 PGs and leaves pg_num_target for a mgr to step to
+mon osd max initial pgs = 16777216
+mon allow pool size one = true
+osd pool default pg autoscale mode = off
+# the OSDs do not exist (so are out): the mon's PG mapping, restarted after each command,
+# exhausts CRUSH's retries on every PG, and the next proposal waits for its running chunk
+mon osd mapping pgs per chunk = 64
+# each pool command waits for a Paxos proposal, 1 s apart by default
+paxos propose interval = 0.01
+paxos min wait = 0.001
+
+[mon]
+mon data = {d}/mon.$id
+log file = {d}/$name.log
+admin socket = {d}/run/$name.asok
+
+[client]
+log to file = false
+"""
+
+
+class _Mon:
+    """One ceph-mon in the foreground, owned by this process: stop() always ends it."""
+
+    def __init__(self, d: Path, osdmap: Path) -> None:
+        self.d, self.port = d, free_port()
+        self.conf = d / "ceph.conf"
+        fsid = str(uuid.uuid4())
+        (d / "run").mkdir(parents=True)
+        self.conf.write_text(CONF.format(fsid=fsid, port=self.port, d=d))
+        # the mon and its client must not pick up the test cluster's CEPH_CONF / CEPH_ARGS
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("CEPH_")}
+        self._run("monmaptool", "--create", "--fsid", fsid, "--addv", "a",
+                  f"[v2:127.0.0.1:{self.port}]", str(d / "monmap"))
+        # --osdmap seeds the mon's first OSDMap (OSDs, CRUSH map and rules) at mkfs
+        self._run("ceph-mon", "-c", str(self.conf), "--mkfs", "-i", "a",
+                  "--monmap", str(d / "monmap"), "--osdmap", str(osdmap))
+        # foreground (-f) so that this process owns it; output to a file, as a pipe could fill up
+        with open(d / "stderr", "wb") as err:
+            self.proc: Optional[subprocess.Popen] = subprocess.Popen(
+                ["ceph-mon", "-c", str(self.conf), "-i", "a", "-f"], env=self.env,
+                stdin=subprocess.DEVNULL, stdout=err, stderr=subprocess.STDOUT)
+        self.cluster: Optional[rados.Rados] = None
+
+    def _run(self, *args: str) -> None:
+        p = subprocess.run(args, capture_output=True, text=True, timeout=300, env=self.env)
+        if p.returncode:
+            raise RuntimeError(f"{' '.join(args)} failed ({p.returncode}): {p.stderr[-2000:]}")
+
+    def _state(self) -> Optional[str]:
+        """The mon's state from its admin socket (a length-prefixed reply to a NUL-ended command)."""
+        try:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(5)
+                s.connect(str(self.d / "run" / "mon.a.asok"))
+                s.sendall(b'{"prefix": "mon_status"}\0')
+                data = b""
+                while chunk := s.recv(65536):
+                    data += chunk
+            return str(json.loads(data[4:])["state"])
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def connect(self, timeout: float = 30) -> None:
+        # wait for the mon to lead before librados connects: a mon that lost its port to someone
+        # else exits only after its bind retries, and librados would hang on the stranger's port
+        deadline = time.monotonic() + timeout
+        while self._state() != "leader":
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                err = (self.d / "stderr").read_text(errors="replace")
+                raise RuntimeError(f"ceph-mon exited ({self.proc.returncode}): {err[-2000:]}"
+                                   f" (mon in {self.d})")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"ceph-mon did not lead in {timeout} s (mon in {self.d})")
+            time.sleep(0.05)
+        self.cluster = rados.Rados(conffile=str(self.conf))
+        self.cluster.connect(timeout=int(timeout))
+
+    def command(self, prefix: str, **args: Any) -> bytes:
+        assert self.cluster is not None
+        ret, out, err = self.cluster.mon_command(json.dumps({"prefix": prefix, **args}), b"")
+        if ret:
+            raise RuntimeError(f"mon command {prefix} {args} failed ({ret}): {err} (mon in {self.d})")
+        return out
+
+    def stop(self) -> None:
+        if self.cluster is not None:
+            self.cluster.shutdown()
+            self.cluster = None
+        if self.proc is not None:
+            # SIGKILL: the store is thrown away, and a clean shutdown first waits out the mon's
+            # background PG mapping job (2.5 s at 10,000 OSDs)
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
+def _create_pool(mon: _Mon, p: PoolSpec, default_rule: str) -> None:
+    if p.ec is None:
+        mon.command("osd pool create", pool=p.name, pg_num=p.pg_num, pgp_num=p.pg_num,
+                    pool_type="replicated", rule=p.rule or default_rule, size=p.size)
+        return
+    k, m = p.ec
+    profile = f"{p.name}_profile"
+    mon.command("osd erasure-code-profile set", name=profile,
+                profile=[f"k={k}", f"m={m}", f"crush-failure-domain={p.failure_domain}"])
+    # without a rule the mon writes an indep one, named after the pool, from the profile
+    rule_arg = {"rule": p.rule} if p.rule else {}
+    mon.command("osd pool create", pool=p.name, pg_num=p.pg_num, pgp_num=p.pg_num,
+                pool_type="erasure", erasure_code_profile=profile, **rule_arg)
+
+
+def build(tmp: Path, layout: Layout, rules: Sequence[str], pools: Sequence[PoolSpec],
+          mark_out: Sequence[int] = (), crush_weights: Optional[Dict[int, float]] = None) -> GeneratedMap:
+    """Write tmp/osdmap.bin holding the layout, the rules and the pools; return a handle on it.
+    The OSDs do not exist in it (as with --createsimple): the handle marks them up and in."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "crush.txt").write_text(crush_text(layout, rules))
+    run("crushtool", "-c", str(tmp / "crush.txt"), "-o", str(tmp / "crush.bin"))
+    seed = tmp / "osdmap0.bin"
+    # no --with-default-pool: every pool comes from the mon. The OSDs stay nonexistent, as in
+    # crushgen's maps: up OSDs that never booted (--mark-up-in persists when the same osdmaptool
+    # call writes the map) kill the mon, "FAILED ceph_assert(osdmap.get_up_osd_features() &
+    # CEPH_FEATURE_MON_STATEFUL_SUB)" in check_pg_creates_subs
+    run("osdmaptool", "--createsimple", str(layout.num_osds), "--clobber", str(seed))
+    run("osdmaptool", str(seed), "--import-crush", str(tmp / "crush.bin"))
+    crush = json.loads(run("crushtool", "-i", str(tmp / "crush.bin"), "--dump"))
+    default_rule = crush["rules"][0]["rule_name"]
+
+    # not under tmp: the admin socket's path must stay within AF_UNIX's 107 bytes
+    mon_dir = Path(tempfile.mkdtemp(prefix="monbuilt-mon-"))
+    mon: Optional[_Mon] = None
+    ok = False
+    try:
+        mon = _Mon(mon_dir, seed)
+        mon.connect()
+        for p in pools:
+            _create_pool(mon, p, default_rule)
+        made = {d["pool_name"]: d for d in json.loads(mon.command(
+            "osd pool ls", detail="detail", format="json"))}
+        for p in pools:
+            d = made[p.name]
+            got = (d["pg_num"], d["pg_num_target"], d["pg_placement_num"], d["pg_placement_num_target"])
+            if got != (p.pg_num,) * 4:
+                raise RuntimeError(f"pool {p.name}: asked pg_num {p.pg_num}, mon made (pg_num, "
+                                   f"target, pgp_num, target) = {got}")
+        om = tmp / "osdmap.bin"
+        om.write_bytes(mon.command("osd getmap"))
+        ok = True
+    finally:
+        if mon is not None:
+            mon.stop()
+        if ok:   # after a failure its log stays for the post-mortem (errors name the dir)
+            shutil.rmtree(mon_dir, ignore_errors=True)
+    return GeneratedMap(path=om, num_osds=layout.num_osds, mark_out=list(mark_out),
+                        crush_weights=dict(crush_weights or {}))
+
+
+def pools_of(gm: GeneratedMap) -> List[Dict[str, Any]]:
+    osd_dump, crush = gm.dumps()
+    rules = {r["rule_id"]: r["rule_name"] for r in crush["rules"]}
+    return [{"id": p["pool"], "name": p["pool_name"], "type": {1: "replicated", 3: "erasure"}[p["type"]],
+             "size": p["size"], "pg_num": p["pg_num"], "pgp_num": p["pg_placement_num"],
+             "rule": rules[p["crush_rule"]]} for p in osd_dump["pools"]]
+
+
+def _multi_weight(o: int) -> float:
+    # rooms of unequal weight (1 : 2 : 3), OSDs of two sizes within each
+    return (1.0, 2.0, 3.0)[o // 24] * (1.0, 1.5)[o % 2]
+
+
+HDD = "take default class hdd"
+# Rules of more than one choose step: EC 8+3 in 4 racks of 3 hosts, 4 replicas in 2 racks of
+# 2 hosts, 6 in 3 rooms of 2 hosts; one OSD per host is an ssd, with a rule of its own
+MULTI_RULES = [
+    rule(["set_chooseleaf_tries 5", "set_choose_tries 100", HDD, "choose indep 4 type rack",
+          "chooseleaf indep 3 type host", "emit"], "ec83_racks", 0, "erasure"),
+    rule([HDD, "choose firstn 2 type rack", "chooseleaf firstn 2 type host", "emit"], "two_racks", 1),
+    rule([HDD, "choose firstn 3 type room", "chooseleaf firstn 2 type host", "emit"], "three_rooms", 2),
+    rule(["take default class ssd", "chooseleaf firstn 0 type host", "emit"], "ssd_host", 3),
+]
+
+# The benchmark's maps (qa/bench/balance.py): 60 OSDs with a 2048-PG pool; 1,000 OSDs of mixed
+# weights in racks and hosts with a replicated pool per rule plus an EC 4+2 pool; 10,000 OSDs;
+# "multi": 72 OSDs in 3 rooms x 2 racks x 3 hosts with a pool per multi-step rule, one OSD
+# out and two of CRUSH weight 0.
+CASES: Dict[str, Tuple[Layout, List[str], List[PoolSpec]]] = {
+    "60": (Layout(0, 5, 12), [REPLICATED_HOST], [PoolSpec("rbd", 2048)]),
+    "1000": (Layout(10, 10, 10, weight=lambda o: (4.0, 8.0, 16.0)[o % 3]),
+             [rule(["take default", "chooseleaf firstn 0 type host", "emit"], "by_host", 0),
+              rule(["take default", "chooseleaf firstn 0 type rack", "emit"], "by_rack", 1),
+              rule(["take default", "choose firstn 3 type rack", "chooseleaf firstn 1 type host", "emit"],
+                   "rack_then_host", 2)],
+             [PoolSpec("p_host", 2048, "by_host"), PoolSpec("p_rack", 1024, "by_rack"),
+              PoolSpec("p_rack_host", 1024, "rack_then_host"), PoolSpec("ec42", 1024, ec=(4, 2))]),
+    "10000": (Layout(20, 25, 20, weight=lambda o: (1.0, 2.0, 4.0)[o % 3]), [REPLICATED_HOST],
+              [PoolSpec("rbd", 81920)]),
+    "multi": (Layout(2, 3, 4, weight=_multi_weight, rooms=3,
+                     device_class=lambda o: "ssd" if o % 4 == 3 else "hdd"),
+              MULTI_RULES,
+              [PoolSpec("ec83", 512, "ec83_racks", ec=(8, 3)), PoolSpec("rep4", 512, "two_racks", size=4),
+               PoolSpec("rep6", 256, "three_rooms", size=6), PoolSpec("ssd", 128, "ssd_host")]),
+    # "multi" at 384 OSDs (3 rooms of 4 racks of 4 hosts of 8), one ssd per host: where the
+    # pools' totals once ended at 1.57 from their shares (issue 26)
+    "multi384": (Layout(4, 4, 8, weight=lambda o: (1.0, 2.0, 3.0)[o // 128] * (1.0, 1.5)[o % 2],
+                        rooms=3, device_class=lambda o: "ssd" if o % 8 == 7 else "hdd"),
+                 MULTI_RULES,
+                 [PoolSpec("ec83", 2048, "ec83_racks", ec=(8, 3)),
+                  PoolSpec("rep4", 2048, "two_racks", size=4),
+                  PoolSpec("rep6", 1024, "three_rooms", size=6), PoolSpec("ssd", 512, "ssd_host")]),
+}
+# OSD states of a case, set as osdmaptool sets them for every tool: out, CRUSH weight
+STATES: Dict[str, Tuple[List[int], Dict[int, float]]] = {
+    "multi": ([30], {10: 0.0, 50: 0.0}),
+    "multi384": ([141], {10: 0.0, 150: 0.0, 77: 0.5, 260: 1.2}),
+}
+
+
+def build_case(tmp: Path, name: str) -> GeneratedMap:
+    layout, rules, pools = CASES[name]
+    out, weights = STATES.get(name, ([], {}))
+    return build(tmp, layout, rules, pools, out, weights)
+
+
+# Items Ceph's own balancer (`osdmaptool --upmap`: it chooses at random, so recorded)
+# proposed for the "multi" map, and OSDs reweighted as `ceph osd reweight` would (which
+# osdmaptool cannot set, so in the dump as the mon shows it)
+MULTI_CEPH_ITEMS = Path(__file__).parent / "fixtures" / "multi_ceph_upmap.txt"
+MULTI_REWEIGHTS = ((1, 0.7), (26, 0.85), (61, 0.6))
+
+
+def reweighted_multi(tmp: Path) -> Tuple[GeneratedMap, Dict[str, Any], Dict[str, Any]]:
+    """The "multi" map with the reweights and Ceph's recorded items set: (map, osd dump, crush)."""
+    gm = build_case(tmp, "multi")
+    osd_dump, crush = gm.dumps()
+    pools = {p["pool"]: p["pg_num"] for p in osd_dump["pools"]}
+    items: List[Dict[str, Any]] = []
+    for line in MULTI_CEPH_ITEMS.read_text().splitlines():
+        w = line.split()
+        if w[:3] != ["ceph", "osd", "pg-upmap-items"]:
+            continue
+        pool, ps = w[3].split(".")
+        v = [int(x) for x in w[4:]]
+        # the recording is of this map
+        if int(ps, 16) >= pools[int(pool)] or not all(0 <= x < gm.num_osds for x in v):
+            raise ValueError(f"{MULTI_CEPH_ITEMS}: not of this map: {line}")
+        items.append({"pgid": w[3], "mappings": [{"from": a, "to": b} for a, b in zip(v[0::2], v[1::2])]})
+    osd_dump["pg_upmap_items"] = items
+    for o, rw in MULTI_REWEIGHTS:
+        osd_dump["osds"][o]["weight"] = rw
+    return gm, osd_dump, crush
+
+
+def demo(big: bool, out: Optional[Path]) -> None:
+    cases = [(k, *v) for k, v in CASES.items() if big or k != "10000"]
+    with tempfile.TemporaryDirectory(prefix="monbuilt-") as d:
+        for label, layout, rules, pools in cases:
+            t0 = time.monotonic()
+            gm = build((out or Path(d)) / label, layout, rules, pools)
+            dt = time.monotonic() - t0
+            print(f"{label} OSDs: built in {dt:.1f} s" + (f" -> {gm.path}" if out else ""))
+            for p in pools_of(gm):
+                print("  " + "  ".join(f"{k}={v}" for k, v in p.items()))
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--demo", action="store_true", help="build the 60 and 1000 OSD maps")
+    ap.add_argument("--big", action="store_true", help="with --demo: also 10,000 OSDs, 81920 PGs")
+    ap.add_argument("--out", type=Path, help="keep the maps in OUT/<OSDs>/osdmap.bin")
+    a = ap.parse_args()
+    if not a.demo:
+        ap.print_help()
+        sys.exit(2)
+    demo(a.big, a.out)
