@@ -13,9 +13,9 @@ from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
 from pg_advisor.analysis.growth import placer_after, with_host
 
-from ..bench_latency import LIVE_RATE, POOL as LAT_POOL, Clients
+from ..bench.latency.client import fill
+from ..bench.latency.run import LIVE_RATE, POOL as LAT_POOL, Clients
 from ..cluster import Cluster, Writer, wait_until
-from ..latency_client import fill
 
 OPT = "mgr/pg_advisor/"
 POOLS = {"exp_a": 32, "exp_b": 16, "exp_ec": 16}
@@ -114,7 +114,7 @@ def filled(cluster: Cluster) -> Iterator[Cluster]:
 def latency_clients(filled: Cluster) -> Iterator[Clients]:
     """The latency bench's two checking clients (4 KiB and 64 KiB reads and writes, every
     read checked, every object read back) on a pool of their own: the short variant of the
-    bench's expansion (qa/bench_latency.py --scenario expand)."""
+    bench's expansion (python3 -m qa.bench.latency --scenario expand)."""
     c = filled
     c.ceph("osd", "pool", "create", LAT_POOL, "16", "16")
     c.ceph("osd", "pool", "set", LAT_POOL, "pg_autoscale_mode", "off")

@@ -1,4 +1,4 @@
-"""Short variants of the latency bench's scenarios (qa/bench_latency.py) on the test
+"""Short variants of the latency bench's scenarios (qa/bench/latency/) on the test
 cluster: the bench's own measure() with its two checking clients (4 KiB and 64 KiB reads
 and writes, every read checked, every object read back), a small pool, pg_advisor's
 path. No op may fail and every object must read back as last written. (The expansion's
@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterator
 
 import pytest
 
-from ..bench_latency import LIVE_RATE, POOL, measure
+from ..bench.latency.run import LIVE_RATE, POOL, measure
 from ..cluster import Cluster
 
 OPT = "mgr/pg_advisor/"

@@ -1,4 +1,4 @@
-"""The latency bench's own parts (qa/bench_latency.py, qa/latency_client.py) on made-up
+"""The latency bench's own parts (qa/bench/latency/, qa/bench/latency/client.py) on made-up
 input: the client's check finds a wrong or lost object, the split parents are Ceph's,
 the slow ops are laid at the epochs made while they waited and at their own PG's new
 interval, an object's PG is the one osdmaptool gives."""
@@ -11,9 +11,10 @@ from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
-from .bench_latency import burst_table, bursts, change_kind, pg_table, slow_by_pg, split_parents
-from .latency_client import BLOCKS, OBJECT, Client, name, whole
-from .maps.object_hash import object_ps, stable_mod
+from ...maps.object_hash import object_ps, stable_mod
+from .client import BLOCKS, OBJECT, Client, name, whole
+from .intervals import bursts, change_kind, slow_by_pg, split_parents
+from .tables import burst_table, pg_table
 
 
 class _Completion:

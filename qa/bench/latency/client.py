@@ -1,7 +1,7 @@
-"""One measuring client of qa/bench_latency.py, in a process of its own (so that the bench's
+"""One measuring client of qa/bench/latency/, in a process of its own (so that the bench's
 own work and the other client do not share its GIL):
 
-    /usr/bin/python3 -m qa.latency_client --conf CONF --pool POOL --objects N --client K
+    /usr/bin/python3 -m qa.bench.latency.client --conf CONF --pool POOL --objects N --client K
         --clients C [--depth 8] [--seed S] --out FILE.npy
 
 It works on the objects lat{i} (64 KiB, 16 blocks of 4 KiB) with i % C == K, which the
