@@ -58,7 +58,7 @@ took "tox, the chroot's unit tests and the Pacific subset"
 # the thrasher starts a cluster of its own: in a network namespace of its own, beside the
 # integration tests' (the same ports, another loopback); a 3-minute thrash of mode auto,
 # every invariant checked (the full runs: doc/testing.rst)
-echo "== 3-minute thrash of mode auto on Tentacle (qa/thrash.py), in the background; its log: $thrash_log"
+echo "== 3-minute thrash of mode auto on Tentacle (python3 -m qa.thrash), in the background; its log: $thrash_log"
 t1=$SECONDS
 PG_ADVISOR_NETNS=pg-advisor-thrash bash qa/cluster/tentacle.sh exec python3 -m qa.thrash --minutes 3 --seed 1 \
     --pg-nums 32,128,32 --set step_interval=2 --dir /tmp/pg-advisor-thrash-smoke >"$thrash_log" 2>&1 &

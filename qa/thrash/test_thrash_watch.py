@@ -1,11 +1,11 @@
-"""The thrasher's own checks (qa/thrash_watch.py), on made-up input: each one fails when
+"""The thrasher's own checks (qa/thrash/watch.py), on made-up input: each one fails when
 what it guards goes wrong, so a passing thrash run means something."""
 import json
 from pathlib import Path
 from typing import Any, Dict, List
 
-from .thrash_client import check, payload
-from .thrash_watch import CleanWait, Share, Watcher, commands_to_missing_pools, moved_positions, parent_pg
+from .client import check, payload
+from .watch import CleanWait, Share, Watcher, commands_to_missing_pools, moved_positions, parent_pg
 
 
 def test_moved_positions_count_copies_that_must_move() -> None:
@@ -113,7 +113,7 @@ def test_the_client_check_knows_each_version() -> None:
 
 def test_the_thrasher_deals_every_action_in_each_round(monkeypatch: Any) -> None:
     import random
-    from .thrash import Thrasher
+    from .thrasher import Thrasher
     th = Thrasher(None, None, None, None, random.Random(5))   # type: ignore[arg-type]
     monkeypatch.setattr(th, "say", lambda text: None)
     refuse = {"kill"}                  # can never be taken here: the others still come round

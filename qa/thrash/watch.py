@@ -1,4 +1,4 @@
-"""The thrasher's invariants, sampled while it runs (qa/thrash.py): the mgr's pid and active
+"""The thrasher's invariants, sampled while it runs (python3 -m qa.thrash): the mgr's pid and active
 gid, pg_advisor's health checks, and misplaced objects against the budget plus what the
 thrasher's own actions remapped. The audit-log check (no command to a pool that is gone)
 runs at the end, on the mon's log file.

@@ -1,8 +1,8 @@
 """The thrasher's client: writes and reads objects in each pool throughout, checking every
-read against what it last wrote, and times every op (qa/thrash.py).
+read against what it last wrote, and times every op (python3 -m qa.thrash).
 
 One thread per pool, each with a fixed set of objects it overwrites with new versions, so
-the object count stays put (the misplaced allowance scales with objects, qa/thrash_watch.py).
+the object count stays put (the misplaced allowance scales with objects, qa/thrash/watch.py).
 `fill` writes a burst of larger objects into a pool, kept and read back at the end too.
 """
 import hashlib
