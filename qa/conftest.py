@@ -3,7 +3,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Iterator, List
+from typing import Iterator, List, Tuple
 
 import pytest
 
@@ -39,24 +39,18 @@ def evil_pool(cluster: Cluster) -> Iterator[Cluster]:
     cluster.wait_clean()
 
 
-# The files run in name order but for test_expand_live.py, which adds two OSDs for good
-# and so runs last, only for speed: the tests pass in any order (run them in reverse with
-# PG_ADVISOR_QA_ORDER=reverse). Three order dependences were found that way and fixed:
-# the PG memory check read low after other files' splits (the model now shares a split
-# family's log, doc/sizing.rst); the start-twice check took a recycled pid for an old
-# daemon (pids wrap at 32768 here and threads share them: test_vstart.py and vstart.sh
-# now know a daemon by its start time or CEPH_CONF); the pinned split compared the pins
-# the mon kept with the plan's guess at apply time instead of the pins sent.
+# The files run in file-name order, whichever room holds them, but for test_expand_live.py,
+# which adds two OSDs for good and so runs last, only for speed: the tests pass in any order
+# (PG_ADVISOR_QA_ORDER=reverse runs them backwards; doc/testing.rst lists what that found).
 LAST = ("test_expand_live.py",)
 
 
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
-    # stable: the rest keep their order
-    def rank(item: pytest.Item) -> int:
+    # stable: a file's tests keep their order
+    def rank(item: pytest.Item) -> Tuple[int, str]:
         name = item.path.name
-        return LAST.index(name) + 1 if name in LAST else 0
+        return (LAST.index(name) + 1 if name in LAST else 0), name
     items.sort(key=rank)
-    # PG_ADVISOR_QA_ORDER=reverse runs every test in the opposite order (the expansion test
-    # first): how the order dependences above were found, and how to check none is back
+    # the expansion test first, and how to check that no order dependence is back
     if os.environ.get("PG_ADVISOR_QA_ORDER") == "reverse":
         items.reverse()

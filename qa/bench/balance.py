@@ -15,7 +15,7 @@ limit; its commands are applied to the map and every result is measured the same
 with pg_advisor's exact CRUSH: the largest deviation from an OSD's share (what the rule
 allows, share.py) in any pool and in the OSDs' totals, stdev of the totals' deviations,
 PGs with items, replica moves against the lower bound, items that break the rule's counts
-(tests/upmap_checker.py), PGs whose primary the items change ("prim": when such a PG's
+(src/pg_advisor_testkit/upmap_checker.py), PGs whose primary the items change ("prim": when such a PG's
 backfill ends, the old primary drops the client ops in flight there), wall time, peak
 memory (of the process so far: pg_advisor's own, osdmaptool's largest).
 "bytes": the 60-OSD map with lognormally spread PG sizes, fullest/emptiest OSD against

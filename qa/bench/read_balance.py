@@ -9,7 +9,7 @@ nor a primary, for reads alone. Per map, over its replicated pools (Reef scores 
 only): the primaries' spread, max and stdev of (primaries - fair share) per OSD, and the
 worst pool's read_balance_score (analysis/read_balance.py), before balancing and after
 each run; beside the count figures of qa/bench/balance.py, which must be the same or better
-with the tie-break on. Maps from qa/maps/monbuilt.py (a throw-away mon), as bench_balance makes
+with the tie-break on. Maps from qa/maps/monbuilt.py (a throw-away mon), as qa/bench/balance.py makes
 them.
 """
 import argparse
