@@ -34,9 +34,9 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from .split import Client, fill, summarize
-from ..cluster.ceph_release import print_ceph_version
 from ..cluster import Cluster, wait_until
+from ..cluster.ceph_release import print_ceph_version
+from .split import Client, fill, summarize
 
 POOL = "expandbench"
 _VERSION_SAID: List[str] = []

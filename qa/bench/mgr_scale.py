@@ -8,7 +8,7 @@
 For each size, a real ceph-mon (from Debian's packages, on loopback) holds a map of that
 many OSDs (racks of 20 hosts of 10 OSDs, weights 4/8/16 TB) and one replicated pool of 32
 PGs per OSD (320,000 at 10,000 OSDs). The OSDs exist and are in, but no OSD daemon runs:
-every PG is "unknown", as in issue 26. A real ceph-mgr runs Ceph's default modules and
+every PG is "unknown". A real ceph-mgr runs Ceph's default modules and
 pg_advisor from this checkout. The disabled and idle phases start `--settle-seconds` after
 the mgr (re)started (enabling a module respawns it). Each phase runs `--phase-seconds`:
 
@@ -25,7 +25,7 @@ changing). One table row per phase: failovers, CPU % of one core (the mgr's; "ou
 threads named pg_advisor, its serve loop and panel, and the finisher that runs its
 commands), peak RSS, the other module's latency (median, p99, max) and pg_advisor's status
 latency.
-Goals at 10,000 OSDs (issue 26): no failover; p99 within 1.5 x and +200 ms of the
+Goals at 10,000 OSDs: no failover; p99 within 1.5 x and +200 ms of the
 baseline; CPU at most 5 % idle with the panel on, 25 % with a plan; RSS +1 GiB at most;
 status within 5 s.
 """
@@ -47,8 +47,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import rados
 
-from ..cluster.ceph_release import print_ceph_version
 from ..cluster import free_port
+from ..cluster.ceph_release import print_ceph_version
 from ..maps.crushgen import REPLICATED_HOST, Layout, crush_text, run
 from ..maps.monbuilt import PoolSpec, _create_pool, _Mon
 

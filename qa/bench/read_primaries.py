@@ -55,8 +55,8 @@ from pg_advisor.balance.primaries import ReadPlan, plan_primaries
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot
 
-from .balance import make_map
 from ..maps.crushgen import GeneratedMap
+from .balance import make_map
 
 # osdmaptool --read's output: the score is printed before and after (only when it changes
 # something), then the count; the file holds the mon commands

@@ -53,8 +53,8 @@ import numpy as np
 from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
 
-from ..cluster.ceph_release import print_ceph_version
 from ..cluster import Cluster, wait_until
+from ..cluster.ceph_release import print_ceph_version
 
 POOL = "splitbench"
 OPT = "mgr/pg_advisor/"

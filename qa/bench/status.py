@@ -12,7 +12,7 @@ Each measurement runs in its own process, so its peak memory (ru_maxrss) is its 
     snapshot, CRUSH for every PG, the report), and the same split into its phases;
   - osdmaptool --test-map-pgs: Ceph's own tool mapping every PG of the map and counting
     them per OSD (its mapping alone: no shares, no stats, no report).
-Goal (issue 15): status under 5 s and 1 GiB.
+Goal: status under 5 s and 1 GiB.
 """
 import argparse
 import json

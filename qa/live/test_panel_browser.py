@@ -11,9 +11,9 @@ from typing import Any, Dict, Iterator
 
 import pytest
 
-from .browser import Tables, chromium, dom, fixed, num, pct, size, text
 from ..cluster import Cluster, wait_until
 from ..conftest import EVIL, PANEL_URL as URL
+from .browser import Tables, chromium, dom, fixed, num, pct, size, text
 
 
 def rendered(budget_ms: int = 8000) -> Tables:

@@ -21,10 +21,10 @@ from pg_advisor.panel.server import Server
 from pg_advisor.model.options import make
 from pg_advisor.analysis.status import status_report
 
-from .browser import Tables, chromium, dom, histogram_counts, num, pct, size, text
 from ..cluster import free_port
 from ..maps.crushgen import synthetic_pg_dump
 from ..maps.monbuilt import build_case
+from .browser import Tables, chromium, dom, histogram_counts, num, pct, size, text
 
 MANY = 200      # the page's threshold (panel.html)
 

@@ -193,8 +193,8 @@ def test_bad_input_is_refused_and_changes_nothing(populated: Cluster, args: list
 
 def test_the_brief_pg_stats_of_a_big_cluster_give_the_same_counts(populated: Cluster) -> None:
     """Past pg_stats_full_max PGs the module reads `pg dump pgs_brief`, pg_progress and
-    osd_stats instead of the whole PG map (issue 26: at 320,000 PGs get('pg_dump') held
-    the mgr 17-32 s); set to 0 here, every count must stay what the full stats give."""
+    osd_stats instead of the whole PG map (at 320,000 PGs get('pg_dump') holds the mgr
+    17-32 s); set to 0 here, every count must stay what the full stats give."""
     full, _ = stable_status(populated)
     assert full["pg_source"] == "pg_stats"
     populated.ceph("config", "set", "mgr", "mgr/pg_advisor/pg_stats_full_max", "0")

@@ -254,8 +254,8 @@ CASES: Dict[str, Tuple[Layout, List[str], List[PoolSpec]]] = {
               MULTI_RULES,
               [PoolSpec("ec83", 512, "ec83_racks", ec=(8, 3)), PoolSpec("rep4", 512, "two_racks", size=4),
                PoolSpec("rep6", 256, "three_rooms", size=6), PoolSpec("ssd", 128, "ssd_host")]),
-    # "multi" at 384 OSDs (3 rooms of 4 racks of 4 hosts of 8), one ssd per host: where the
-    # pools' totals once ended at 1.57 from their shares (issue 26)
+    # "multi" at 384 OSDs (3 rooms of 4 racks of 4 hosts of 8), one ssd per host: a map
+    # on which a balancer can leave the pools' totals over 1 PG from their shares
     "multi384": (Layout(4, 4, 8, weight=lambda o: (1.0, 2.0, 3.0)[o // 128] * (1.0, 1.5)[o % 2],
                         rooms=3, device_class=lambda o: "ssd" if o % 8 == 7 else "hdd"),
                  MULTI_RULES,

@@ -329,8 +329,7 @@ def test_384_osds_of_four_rules_every_pool_and_the_total_within_one(tmp_path: Pa
     4 replicas in 2 racks of 2 hosts, 6 in 3 rooms of 2 hosts and an ssd pool share the
     OSDs, one OSD out, two of CRUSH weight 0, two of other CRUSH weights and three
     reweighted as `ceph osd reweight` does (in the dump). Every pool and the OSDs' totals
-    end within one PG of their shares (issue 26 found 1.57 for the totals on such a map),
-    with moves within 1.1 x the bound."""
+    end within one PG of their shares, with moves within 1.1 x the bound."""
     gm = build_case(tmp_path, "multi384")
     osd_dump, crush = gm.dumps()
     reweights = {1: 0.7, 100: 0.85, 250: 0.6}

@@ -109,7 +109,7 @@ def without_host(osd_dump: Dict[str, Any], crush: Dict[str, Any], host: str,
 ADD_HOST_WEIGHT = 2.0
 # a map of the uneven layout on which Ceph's balancer (osdmaptool --upmap, random) set items
 # that the mon cleans once host4 is in: adding it shifts PG 1.59b's third replica onto
-# host0, where an item already puts one (recorded by a CI run of the test below)
+# host0, where an item already puts one (kept: the balancer's draw is random)
 CLEANED_MAP = Path(__file__).parent / "fixtures" / "add_host_cleaned.osdmap"
 
 

@@ -1,5 +1,5 @@
 """pg_advisor in mode auto while the cluster is thrashed, as Ceph's own QA thrashes its
-balancer and autoscaler (teuthology's qa/tasks/thrashosds.py): issue 28.
+balancer and autoscaler (teuthology's qa/tasks/thrashosds.py).
 
     /usr/bin/python3 -m qa.thrash --minutes 30 --seed N [--dir DIR] [--report FILE]
 

@@ -12,8 +12,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..split import summarize
 from ...cluster import Cluster, wait_until
+from ..split import summarize
 from .client import OBJECT, fill
 from .intervals import bursts, intervals, slow_by_pg
 
