@@ -67,6 +67,7 @@ def layers() -> Tuple[List[str], List[str]]:
     tree = ast.parse((Path(__file__).parent / "test_layers.py").read_text())
     value = next(n.value for n in tree.body if isinstance(n, ast.AnnAssign)
                  and isinstance(n.target, ast.Name) and n.target.id == "LAYERS")
+    assert value is not None
     table_ = ast.literal_eval(value)
     return [name for name, _ in table_[:-1]], [m for m in table_[-1][1] if not m.startswith("__")]
 
