@@ -3,10 +3,13 @@
     python3 -m pg_advisor --osdmap OSD_DUMP.json --crush CRUSH_DUMP.json \
         [--pg-dump PG_DUMP.json] [--df DF.json] [--autoscale-status AUTOSCALE.json] COMMAND ...
 
-    COMMAND: status [POOL] | eval [POOL] | plan | balance [POOL] | pin-remapped | drain TARGET
-             | map [POOL] | simulate [POOL --pg-num N [--pgp-num M]] [--out-osd OSD]...
+    COMMAND: status [POOL] | eval [POOL] | plan | balance [POOL] [--max-items N]
+             [--mode pgs|bytes] | read-balance [POOL] [--max-changes N] | map [POOL]
+             | simulate [POOL --pg-num N [--pgp-num M]] [--out-osd OSD]...
              [--reweight OSD --weight W] | simulate --add-host NAME --osds N --weight W
-             (each with -f plain|json|json-pretty; commands/table.py declares them all)
+             | pin-remapped | crush-reweight --osd OSD... --weight W | drain TARGET
+             (each with -f plain|json|json-pretty; commands/table.py declares them all;
+             offline, a command that writes only shows what it would do)
 """
 import argparse
 import enum

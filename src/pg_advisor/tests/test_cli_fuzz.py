@@ -1,39 +1,22 @@
 """The offline CLI's contract on malformed dumps: exit 2, one line on stderr, no traceback,
-bounded time and memory.
+bounded work and memory.
 
 Each case is the captured 6-OSD cluster with one thing broken, the way a truncated copy, a
-hand edit or a buggy exporter breaks a dump. Every command runs on it in a child process,
-as a user would run it, and the child's peak RSS is read from the kernel (wait4).
+hand edit or a buggy exporter breaks a dump. Every command runs on it through the CLI's
+`main` in this process (cli_harness.py: the work counted from zero, the peak of memory
+allocated traced); a few run as a user runs them, `python3 -m pg_advisor` in a child
+process whose peak RSS is read from the kernel (wait4).
 """
 import copy
 import json
-import os
-import signal
-import subprocess
-import sys
-import tempfile
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
 
-from pg_advisor.balance.balancer import WORK_MAX
-
 from pg_advisor_testkit.dumps import CLUSTER6, DUMP_FILES, read
 
-SRC = Path(__file__).resolve().parents[2]
-# What one command may do on these dumps, counted (model/work.py), not timed: a loaded
-# machine stretches seconds. CRUSH maps the fixture's few hundred replicas a handful of
-# times; the balancer's bound is its own (WORK_MAX).
-WORK_LIMIT = {"crush_draws": 10 ** 7, "crush_replicas": 10 ** 6, "balance_work": WORK_MAX}
-HANG = 600.0                # seconds after which a command is killed as hung (a failure)
-RSS_LIMIT = 1 << 30         # bytes of peak RSS per command
-COMMANDS = [["status"], ["plan"], ["balance"], ["map"],
-            ["simulate", "rbd", "--pg-num", "64", "--out", "0"]]
-
-Docs = Dict[str, Any]
+from .cli_harness import COMMANDS, Docs, check_all, run_child, run_here, write
 
 
 def _bucket(d: Docs, name: str) -> Dict[str, Any]:
@@ -211,68 +194,6 @@ ACCEPTED: List[Tuple[str, Callable[[Docs], None]]] = [
 ]
 
 
-def _write(tmp: Path, docs: Docs, raw: Optional[Dict[str, str]] = None) -> List[str]:
-    argv = []
-    for key, flag in (("osd_dump", "--osdmap"), ("crush", "--crush"), ("pg_dump", "--pg-dump"),
-                      ("df", "--df")):
-        path = tmp / DUMP_FILES[key]
-        text = (raw or {}).get(key)
-        path.write_text(text if text is not None else json.dumps(docs[key]))
-        argv += [flag, str(path)]
-    return argv
-
-
-def _run(argv: List[str]) -> Tuple[int, str, str, Dict[str, int], int]:
-    """(exit code, stdout, stderr, work counted, peak RSS bytes) of one offline command."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
-            tempfile.NamedTemporaryFile("r") as work:
-        t0 = time.monotonic()
-        p = subprocess.Popen([sys.executable, "-m", "pg_advisor", *argv], cwd=SRC,
-                             stdout=out, stderr=err, env=dict(os.environ, PG_ADVISOR_WORK_FILE=work.name))
-        # reaped here, not by Popen: wait4 gives the child's own peak RSS
-        while True:
-            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() - t0 > HANG:
-                os.kill(p.pid, signal.SIGKILL)
-            time.sleep(0.01)
-        p.returncode = os.waitstatus_to_exitcode(status)     # so Popen does not wait again
-        out.seek(0)
-        err.seek(0)
-        counted = json.loads(work.read() or "{}")
-        return p.returncode, out.read(), err.read(), counted, int(usage.ru_maxrss) * 1024
-
-
-def _check_all(argv_base: List[str], expect_error: Optional[str], workers: int = 3,
-               commands: Optional[List[List[str]]] = None,
-               work_limit: Optional[Dict[str, int]] = None) -> List[str]:
-    """Run every command; check the contract; return their stdouts."""
-    def one(cmd: List[str]) -> Tuple[List[str], Tuple[int, str, str, Dict[str, int], int]]:
-        return cmd, _run(argv_base + cmd + ["-f", "json"])
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = list(pool.map(one, commands or COMMANDS))
-    for cmd, (code, out, err, counted, rss) in results:
-        what = f"{' '.join(cmd)}: exit {code}, stderr {err[-2000:]!r}"
-        assert "Traceback" not in err, what
-        assert code != -signal.SIGKILL, f"{what}: killed after {HANG:.0f} s (a hang)"
-        over = {k: v for k, v in counted.items() if v > (work_limit or WORK_LIMIT).get(k, 0)}
-        assert not over, f"{what}: work past its bound: {over}"
-        assert rss < RSS_LIMIT, f"{what}: peak RSS {rss >> 20} MiB"
-        if expect_error is None:
-            assert code == 0 and err == "", what
-            # strict JSON: NaN or Infinity would be refused by every other JSON reader
-            json.loads(out, parse_constant=lambda c: pytest.fail(f"{cmd}: {c} in the JSON"))
-        else:
-            assert code == 2, what
-            assert out == "", what
-            lines = err.splitlines()
-            assert len(lines) == 1, what
-            assert lines[0].startswith(f"pg_advisor: error: {expect_error}"), what
-            assert len(lines[0]) < 400, what
-    return [r[1][1] for r in results]
-
-
 @pytest.fixture
 def docs() -> Docs:
     return copy.deepcopy({k: read(v) for k, v in DUMP_FILES.items()})
@@ -282,57 +203,57 @@ def docs() -> Docs:
 def test_malformed_dump(tmp_path: Path, docs: Docs, case: str, mutate: Callable[[Docs], None],
                         error: str) -> None:
     mutate(docs)
-    _check_all(_write(tmp_path, docs), error)
+    check_all(write(tmp_path, docs), error)
 
 
 @pytest.mark.parametrize("case, args, error", BAD_ARGS, ids=[c[0] for c in BAD_ARGS])
 def test_malformed_argument(tmp_path: Path, docs: Docs, case: str, args: List[str],
                             error: str) -> None:
-    _check_all(_write(tmp_path, docs) + args, error)
+    check_all(write(tmp_path, docs) + args, error)
 
 
 @pytest.mark.parametrize("depth", [100, 100000])
 def test_deeply_nested_json(tmp_path: Path, docs: Docs, depth: int) -> None:
     # 100 levels parse (and are refused as the wrong shape); 100000 exceed the parser's stack
     nested = "[" * depth + "]" * depth
-    argv = _write(tmp_path, docs, {"crush": json.dumps({"buckets": json.loads(nested) if
-                                                        depth < 500 else [], "rules": [],
-                                                        "devices": []})
-                                   if depth < 500 else nested})
-    _check_all(argv, "crush dump" if depth < 500 else "--crush")
+    argv = write(tmp_path, docs, {"crush": json.dumps({"buckets": json.loads(nested) if
+                                                       depth < 500 else [], "rules": [],
+                                                       "devices": []})
+                                  if depth < 500 else nested})
+    check_all(argv, "crush dump" if depth < 500 else "--crush")
 
 
 def test_integer_of_5000_digits(tmp_path: Path, docs: Docs) -> None:
     # Python's json refuses ints past 4300 digits (a CPU bound on int parsing)
     text = json.dumps(docs["osd_dump"]).replace('"pg_num": 32', '"pg_num": ' + "9" * 5000, 1)
-    _check_all(_write(tmp_path, docs, {"osd_dump": text}), "--osdmap")
+    check_all(write(tmp_path, docs, {"osd_dump": text}), "--osdmap")
 
 
 def test_truncated_and_binary_files(tmp_path: Path, docs: Docs) -> None:
     text = json.dumps(docs["osd_dump"])
-    _check_all(_write(tmp_path, docs, {"osd_dump": text[:len(text) // 2]}), "--osdmap")
+    check_all(write(tmp_path, docs, {"osd_dump": text[:len(text) // 2]}), "--osdmap")
     (tmp_path / "bin.json").write_bytes((CLUSTER6 / "osdmap.bin").read_bytes())
-    argv = _write(tmp_path, docs)
+    argv = write(tmp_path, docs)
     argv[1] = str(tmp_path / "bin.json")
-    _check_all(argv, "--osdmap")
+    check_all(argv, "--osdmap")
 
 
 @pytest.mark.parametrize("case, mutate", ACCEPTED, ids=[c[0] for c in ACCEPTED])
 def test_odd_but_legal_dump(tmp_path: Path, docs: Docs, case: str,
                             mutate: Callable[[Docs], None]) -> None:
     mutate(docs)
-    _check_all(_write(tmp_path, docs), None)
+    check_all(write(tmp_path, docs), None)
 
 
 def test_a_dump_that_never_ends_or_is_huge_is_refused_unread(tmp_path: Path, docs: Docs) -> None:
-    argv = _write(tmp_path, docs)
+    argv = write(tmp_path, docs)
     argv[1] = "/dev/zero"
-    _check_all(argv, "--osdmap /dev/zero: more than")
+    check_all(argv, "--osdmap /dev/zero: more than")
     big = tmp_path / "big.json"
     with open(big, "wb") as f:        # sparse: 600 MiB that take no disk
         f.truncate(600 << 20)
     argv[1] = str(big)
-    _check_all(argv, f"--osdmap {big}: 600 MiB")
+    check_all(argv, f"--osdmap {big}: 600 MiB")
 
 
 def _no_osds_yet(d: Docs) -> None:
@@ -349,20 +270,20 @@ def _no_osds_yet(d: Docs) -> None:
 
 def test_pools_before_any_osd_are_answered(tmp_path: Path, docs: Docs) -> None:
     _no_osds_yet(docs)
-    argv = _write(tmp_path, docs)
+    argv = write(tmp_path, docs)
     for cmd in (["status"], ["plan"], ["balance"], ["eval"]):
-        code, out, err, _, _ = _run(argv + cmd + ["-f", "json"])
+        code, out, err, *_ = run_here(argv + cmd + ["-f", "json"])
         assert code == 0 and err == "", (cmd, err[-500:])
         json.loads(out)
-    code, out, err, _, _ = _run(argv + ["status"])
+    code, out, err, *_ = run_here(argv + ["status"])
     assert code == 0 and "no OSD is up and in" in out, out
-    code, out, err, _, _ = _run(argv + ["map"])
+    code, out, err, *_ = run_here(argv + ["map"])
     assert code == 0 and "56 of 56 PGs have nowhere to go" in out, out
-    code, out, err, _, _ = _run(argv + ["simulate", "--add-host", "h0", "--osds", "3", "--weight", "1",
-                                        "-f", "json"])
+    code, out, err, *_ = run_here(argv + ["simulate", "--add-host", "h0", "--osds", "3", "--weight", "1",
+                                          "-f", "json"])
     # `ceph osd new` numbers a new cluster's OSDs from 0
     assert code == 0 and json.loads(out)["add_host"]["osds"] == [0, 1, 2], err
-    code, out, err, _, _ = _run(argv + ["simulate", "--out", "0"])
+    code, out, err, *_ = run_here(argv + ["simulate", "--out", "0"])
     assert code == 2 and err.startswith("pg_advisor: error: osd.0 does not exist"), err
 
 
@@ -378,9 +299,9 @@ def test_thousands_of_pgs_per_osd(tmp_path: Path, docs: Docs) -> None:
     # balance's work grows with the moves it needs, not with all of an OSD's PGs a move
     # (measured: 1.4e7 units; a look over all 32,000 cost the whole WORK_MAX)
     replicas = 3 << 16
-    outs = _check_all(_write(tmp_path, docs), None, workers=1,
-                      work_limit={"crush_replicas": 2 * replicas, "crush_draws": 20 * replicas,
-                                  "balance_work": 30_000_000})
+    outs = check_all(write(tmp_path, docs), None,
+                     work_limit={"crush_replicas": 2 * replicas, "crush_draws": 20 * replicas,
+                                 "balance_work": 30_000_000})
     balance = json.loads(outs[COMMANDS.index(["balance"])])
     assert not any("units of work" in n for n in balance["notes"]), balance["notes"]
     assert balance["moves"] <= 1.1 * balance["lower_bound"] and not balance["uneven"]
@@ -466,13 +387,31 @@ def test_legal_but_large(tmp_path: Path, docs: Docs, case: str, mutate: Callable
                          error: Optional[str]) -> None:
     mutate(docs)
     every = COMMANDS[:4] + [["simulate", "--out", "0"], ["drain", "osd.1"], ["eval"], ["pin-remapped"]]
-    _check_all(_write(tmp_path, docs), error, workers=2, commands=every)
+    check_all(write(tmp_path, docs), error, commands=every)
 
 
 def test_the_harness_sees_a_failure(tmp_path: Path, docs: Docs) -> None:
     # the checks above must be able to fail: a valid dump is not an error, a bad one not valid
     with pytest.raises(AssertionError):
-        _check_all(_write(tmp_path, docs), "osd dump")
+        check_all(write(tmp_path, docs), "osd dump")
     _pool(docs, "rbd")["size"] = 0
     with pytest.raises(AssertionError):
-        _check_all(_write(tmp_path, docs), None)
+        check_all(write(tmp_path, docs), None)
+
+
+def test_the_entry_point_keeps_the_contract_and_answers_as_main_does(tmp_path: Path, docs: Docs) -> None:
+    # `python3 -m pg_advisor` in child processes, as a user runs it: an answer, a dump and
+    # an argument refused, a file that is not JSON; each the same as cli.main gives here
+    argv = write(tmp_path, docs)
+    outs = check_all(argv, None, run=run_child)
+    assert outs == check_all(argv, None)
+    ran = [run_child(argv + ["balance", "-f", "json"]), run_here(argv + ["balance", "-f", "json"])]
+    assert ran[0].counted == ran[1].counted and ran[0].counted["crush_replicas"] > 0
+    check_all(argv + ["--hysteresis", "nan"], "option hysteresis", commands=[["status"]], run=run_child)
+    text = json.dumps(docs["osd_dump"])
+    check_all(write(tmp_path, docs, {"osd_dump": text[:len(text) // 2]}), "--osdmap",
+              commands=[["plan"]], run=run_child)
+    _pool(docs, "rbd")["size"] = 0
+    check_all(write(tmp_path, docs), "osd dump: pool 1", run=run_child)
+    with pytest.raises(AssertionError):
+        check_all(write(tmp_path, docs), None, commands=[["status"]], run=run_child)

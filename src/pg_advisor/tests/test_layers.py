@@ -1,4 +1,4 @@
-"""The layers of DESIGN.md, checked on the imports: data flows one way. Each layer is a
+"""The layers of doc/design.rst, checked on the imports: data flows one way. Each layer is a
 subpackage (the adapters, which talk to the mgr and the shell, are the package's top-level
 modules); a module may import from its own layer and the ones before it, never from a
 later one (the core never reaches the mgr adapter or the views). This table, not prose in

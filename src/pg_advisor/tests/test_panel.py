@@ -1,4 +1,5 @@
 """The panel's metrics and HTTP server (a real server on loopback; no mgr needed)."""
+import collections
 import copy
 import errno
 import json
@@ -9,15 +10,17 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Tuple
 
+import cheroot.server
 import pytest
 
 from pg_advisor.analysis.status import status_of
 from pg_advisor.model import snapshot
 from pg_advisor.model.errors import AdvisorError
-from pg_advisor.panel.server import (ACCEPTED_QUEUE, KEEP_ALIVE_CONNECTIONS, RETRY_AFTER, WORKERS,
-                                     Server)
+from pg_advisor.panel import server as server_module
+from pg_advisor.panel.server import (ACCEPTED_QUEUE, KEEP_ALIVE_CONNECTIONS, RETRY_AFTER, SHUTDOWN_TIMEOUT,
+                                     SOCKET_TIMEOUT, WORKERS, Server)
 from pg_advisor.panel.metrics import FAMILIES, family, metrics
 from pg_advisor.panel.page import PAGE
 
@@ -226,12 +229,6 @@ def _stall(port: int, part: bytes) -> socket.socket:
     return s
 
 
-def timed_get(url: str) -> Tuple[int, float]:
-    t0 = time.monotonic()
-    code = get(url)[0]
-    return code, time.monotonic() - t0
-
-
 def raw_request(port: int, request: bytes) -> bytes:
     """Send a whole request, then read the answer until the server closes."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
@@ -267,16 +264,54 @@ def rss_bytes() -> int:
     raise AssertionError("no VmRSS")
 
 
-def test_stalled_clients_do_not_starve_a_get(tiny: Tuple[Server, int]) -> None:
-    _, port = tiny
+def until(done: Callable[[], bool], what: str, polls: int = 200) -> None:
+    """Poll `done` every 50 ms until it holds; fail after `polls` of them (a hang)."""
+    for _ in range(polls):
+        if done():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"not reached in {polls} polls: {what}")
+
+
+def workers_held(srv: Server) -> int:
+    """The server's workers busy with a connection (cheroot's pool counts the idle)."""
+    assert srv._httpd is not None
+    return WORKERS - int(srv._httpd.requests.idle)
+
+
+def srv_queue(srv: Server) -> int:
+    """Accepted connections waiting for a worker."""
+    assert srv._httpd is not None
+    return int(srv._httpd.requests.qsize)
+
+
+def unanswered(client: socket.socket) -> bool:
+    """Nothing came back on the connection and the server has not closed it."""
+    client.setblocking(False)
+    try:
+        return not client.recv(1)         # b"": closed by the server
+    except BlockingIOError:
+        return True
+    finally:
+        client.setblocking(True)
+
+
+def test_stalled_clients_do_not_starve_a_get(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the stalled clients' reads would wait an hour: the GET is answered while every one
+    # of them still holds its worker, not after the server timed them out
+    monkeypatch.setattr(server_module, "SOCKET_TIMEOUT", 3600)
+    srv, port = tiny_server(), free_port()
+    srv.start("127.0.0.1", port)
     clients = stalled_clients(port, 12)
     try:
-        time.sleep(0.3)    # the server has accepted them and its workers wait on them
-        code, took = timed_get(f"http://127.0.0.1:{port}/api/history")
-        assert code == 200 and took < 3, took
+        until(lambda: workers_held(srv) == 12, "each stalled client held by a worker")
+        assert get(f"http://127.0.0.1:{port}/api/history")[0] == 200
+        # (the GET's own worker may still be closing its connection)
+        assert workers_held(srv) >= 12 and all(unanswered(c) for c in clients)
     finally:
         for c in clients:
             c.close()
+        srv.stop()
 
 
 def test_oversized_headers_are_refused_and_the_server_serves_on(tiny: Tuple[Server, int]) -> None:
@@ -293,7 +328,7 @@ def test_oversized_headers_are_refused_and_the_server_serves_on(tiny: Tuple[Serv
 
 
 def test_a_crowd_of_connections_takes_bounded_threads_and_memory(tiny: Tuple[Server, int]) -> None:
-    _, port = tiny
+    srv, port = tiny
     get(f"http://127.0.0.1:{port}/")                    # warm: the first request's allocations
     threads, rss = threading.active_count(), rss_bytes()
     crowd = []
@@ -316,25 +351,47 @@ def test_a_crowd_of_connections_takes_bounded_threads_and_memory(tiny: Tuple[Ser
     finally:
         for s in crowd:
             s.close()
-    time.sleep(0.5)        # the server accepts and drops what its backlog still holds
+    # the server accepts and drops what its backlog still holds: no worker, no queued
+    # connection and no socket but the listener's is left of the crowd, so a GET waits on
+    # none of them
+    until(lambda: (workers_held(srv), srv_queue(srv), held_sockets(port)) == (0, 0, 1),
+          "the crowd's connections all released")
     for _ in range(5):
-        code, took = timed_get(f"http://127.0.0.1:{port}/api/history")
-        assert code == 200 and took < 3, took
+        assert get(f"http://127.0.0.1:{port}/api/history")[0] == 200
     assert threading.active_count() <= threads
 
 
-def test_stop_releases_the_port_with_stalled_clients_connected() -> None:
+def test_stop_releases_the_port_with_stalled_clients_connected(monkeypatch: pytest.MonkeyPatch) -> None:
+    # stop() waits SHUTDOWN_TIMEOUT for the workers, cuts the connections they hold, and
+    # each worker then waits out at most its share of the queue (a read of SOCKET_TIMEOUT
+    # each) before it ends: counted here as the connections each worker starts on
+    # during stop(); the seconds that bound comes to are the constants' (below 8)
+    rounds = -(-ACCEPTED_QUEUE // WORKERS)
+    assert SHUTDOWN_TIMEOUT + rounds * SOCKET_TIMEOUT < 8
+    started: "collections.Counter[str]" = collections.Counter()
+    communicate = cheroot.server.HTTPConnection.communicate
+
+    def counted(conn: Any) -> Any:
+        started[threading.current_thread().name] += 1
+        return communicate(conn)
     srv, port = tiny_server(), free_port()
     srv.start("127.0.0.1", port)
     clients = stalled_clients(port, 12 + WORKERS + ACCEPTED_QUEUE)    # workers busy, queue full
     try:
-        time.sleep(0.3)
+        until(lambda: workers_held(srv) == WORKERS and srv_queue(srv) > 0,
+              "every worker busy, connections queued")
         # those past the queue are closed already, not left for stop() (or the garbage
         # collector, which could free them by chance before the count below) to release
         assert held_sockets(port) <= 1 + WORKERS + ACCEPTED_QUEUE
-        t0 = time.monotonic()
-        srv.stop()
-        assert time.monotonic() - t0 < 8
+        serving = srv._thread
+        monkeypatch.setattr(cheroot.server.HTTPConnection, "communicate", counted)
+        stopper = threading.Thread(target=srv.stop)
+        stopper.start()
+        stopper.join(120)                     # a hang, not a pace: stop() must return
+        assert not stopper.is_alive() and serving is not None and not serving.is_alive()
+        monkeypatch.undo()
+        assert sum(started.values()) <= ACCEPTED_QUEUE and max(started.values(), default=0) <= rounds, \
+            started
         with pytest.raises(ConnectionRefusedError):               # nothing listens any more
             socket.create_connection(("127.0.0.1", port), timeout=2).close()
         assert held_sockets(port) == 0                            # nor holds a connection
