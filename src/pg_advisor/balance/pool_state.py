@@ -12,6 +12,7 @@ from ..crush.placement import Placer
 from ..model.constants import CRUSH_ITEM_NONE
 from ..model.distribution import up_counts
 from ..model.snapshot import Pool, Rule, Snapshot
+from .budget import Budget
 
 
 EPS = 1e-9      # shares are floats: a count within EPS of one is at it
@@ -72,9 +73,8 @@ class PoolState:
     _stale: Set[int] = field(init=False)           # OSDs whose array may name rows gone
     _by_osd: np.ndarray = field(init=False)        # the first up sets' (OSD, row) pairs,
     _by_row: np.ndarray = field(init=False)        # sorted by OSD
-    # rows turned into arrays so far (a counter the balancer shares and counts as work: an
-    # OSD of half a million PGs costs that much each time its array is built again)
-    built: List[int] = field(default_factory=lambda: [0])
+    # the run's budget, where rebuilding an OSD's array counts as work (Budget.rows_built)
+    budget: Optional[Budget] = None
     # OSD -> (its rows when last taken, the window a move looks at first): see look.windows
     cursor: Dict[int, Tuple[np.ndarray, int]] = field(default_factory=dict)
     moves: int = 0                      # replica moves made on this state so far
@@ -108,15 +108,16 @@ class PoolState:
 
     def rows(self, osd: int) -> np.ndarray:
         """The healthy rows (PGs) with a replica on `osd`, ascending."""
-        # asked for again and again (every pull looks at up to 128 sources) while a move
-        # changes only two OSDs: each array is kept until its OSD's rows change
+        # asked for again and again (a pull looks at up to search.CANDIDATES_MAX sources)
+        # while a move changes only two OSDs: each array is kept until its OSD's rows change
         got = self._rows.get(osd)
         if got is None:
             lo, hi = np.searchsorted(self._by_osd, [osd, osd + 1])
             got = self._rows[osd] = self._by_row[lo:hi]
         a: np.ndarray = got
         if osd in self._stale:
-            self.built[0] += a.size
+            if self.budget is not None:
+                self.budget.rows_built += a.size
             added = self._added.pop(osd, [])
             if added:
                 a = np.unique(np.concatenate([a, np.array(added, dtype=np.int64)]))

@@ -286,16 +286,16 @@ def test_moves_leave_each_pg_its_primary_where_another_replica_will_do(snap: sna
 def _choice(b: Balancer, st: Any, src: int, rows: np.ndarray) -> Tuple[int, int]:
     """What a push from `src` picks among `rows` when every destination costs the same."""
     from pg_advisor.balance.look import Look
-    b._look = Look(st, src, rows, b._col)
+    b.search._look = Look(st, src, rows, b.search._col)
     try:
         take = st.allowed.copy()
         take[src] = False
-        mv = b._choose(b._look, take, np.zeros(take.size))
+        mv = b.search._choose(b.search._look, take, np.zeros(take.size))
         assert mv is not None
         return mv
     finally:
-        b._look.release()
-        b._look = None
+        b.search._look.release()
+        b.search._look = None
 
 
 def test_a_primary_that_must_move_goes_to_the_osd_most_short_of_primaries(dumps: Dict[str, Any]) -> None:
@@ -311,11 +311,11 @@ def test_a_primary_that_must_move_goes_to_the_osd_most_short_of_primaries(dumps:
     prim_rows = rows[st.primary[rows] == src]
     assert prim_rows.size and prim_rows.size < rows.size
     n = snap.osds.count
-    b.prim_share = np.full(n, 10.0)
+    b.primaries.share = np.full(n, 10.0)
     picked = set()
     for short in range(1, n):
-        b.prim = np.full(n, 10, np.int64)
-        b.prim[short] = 0
+        b.primaries.held = np.full(n, 10, np.int64)
+        b.primaries.held[short] = 0
         row, dst = _choice(b, st, src, prim_rows)
         legal = replaceable(b.anc, st.shape, st.allowed, st.up[prim_rows], st.forbidden(prim_rows),
                             np.full(prim_rows.size, src), np.array([short]))[:, 0]
@@ -326,11 +326,11 @@ def test_a_primary_that_must_move_goes_to_the_osd_most_short_of_primaries(dumps:
         row, dst = _choice(b, st, src, rows)
         assert st.primary[row] != src
     assert len(picked) > 1
-    b.read_ties = False                 # off: the same destination whoever is short
+    b.primaries.read_ties = False                 # off: the same destination whoever is short
     off = set()
     for short in range(1, n):
-        b.prim = np.full(n, 10, np.int64)
-        b.prim[short] = 0
+        b.primaries.held = np.full(n, 10, np.int64)
+        b.primaries.held[short] = 0
         off.add(_choice(b, st, src, prim_rows)[1])
     assert len(off) == 1
 
@@ -353,12 +353,12 @@ def test_a_primary_a_pull_must_take_comes_off_the_osd_most_over_its_primaries(
     dst = 0
     give = st.allowed.copy()
     give[dst] = False
-    b.prim_share = np.full(n, 10.0)
+    b.primaries.share = np.full(n, 10.0)
     picked = set()
     for over in range(1, n):
-        b.prim = np.full(n, 10, np.int64)
-        b.prim[over] = 30
-        mv = b._pull(st, dst, give, np.zeros(n))
+        b.primaries.held = np.full(n, 10, np.int64)
+        b.primaries.held[over] = 30
+        mv = b.search.pull(st, dst, give, np.zeros(n))
         assert mv is not None and st.primary[mv[0]] == mv[1]       # a primary, as only those
         if primaries_only(over).size:
             assert mv[1] == over, (over, mv)
@@ -376,7 +376,7 @@ def test_the_read_tie_break_changes_no_count_figure(dumps: Dict[str, Any]) -> No
         for on in (True, False):
             snap = load(copy.deepcopy(d))
             b = Balancer(snap)
-            b.read_ties = on
+            b.primaries.read_ties = on
             res = b.run()
             worst = max(float(np.abs(st.counts - st.share)[st.share > 0].max()) for st in res.pools)
             total = float(np.abs(b.total.counts - b.total.share)[b.total.share > 0].max())
@@ -400,7 +400,7 @@ def test_the_read_tie_break_changes_no_count_figure(dumps: Dict[str, Any]) -> No
                     if p.type == "replicated":
                         up_primary = pl.map_pool(p).up_primary
                         want += np.bincount(up_primary[up_primary >= 0], minlength=want.size)
-                assert fb.prim.tolist() == want.tolist()
+                assert fb.primaries.held.tolist() == want.tolist()
         (m1, w1, t1, p1), (m0, w0, t0, p0) = runs
         assert m1 == m0 and w1 <= w0 + 1e-9 and t1 <= t0 + 1e-9 and p1 <= p0, runs
 
@@ -507,15 +507,16 @@ def test_pushes_from_one_osd_check_only_new_destinations(monkeypatch: pytest.Mon
     # 4,096 PGs on 6 OSDs: an OSD's pushes reuse the window and the destinations the last
     # look checked (each move changes its own row alone), so a move checks a few (PG, OSD)
     # pairs, not a window's (550 a move when every push looked again)
-    import pg_advisor.balance.balancer as balancer
+    from pg_advisor.balance import search, strategies
     pairs = [0]
-    real = balancer.replaceable
+    real = search.replaceable
 
     def counted(anc: Any, shape: Any, allowed: Any, up: Any, held: Any, srcs: np.ndarray,
                 cols: np.ndarray) -> np.ndarray:
         pairs[0] += srcs.size * cols.size
         return real(anc, shape, allowed, up, held, srcs, cols)
-    monkeypatch.setattr(balancer, "replaceable", counted)
+    monkeypatch.setattr(search, "replaceable", counted)
+    monkeypatch.setattr(strategies, "replaceable", counted)
     res = Balancer(_rbd_of(4096)).run()
     assert res.moves == res.lower_bound > 100
     assert pairs[0] <= 32 * res.moves, (pairs[0], res.moves)
@@ -544,23 +545,22 @@ def test_pool_state_rows_follow_moves() -> None:
 
 
 def test_candidates_are_the_k_cheapest_as_costs_change(monkeypatch: pytest.MonkeyPatch) -> None:
-    # _cand keeps the POOL cheapest destinations of a look; while the moves' destinations
-    # grow dearer or leave `take`, it must still give exactly the k cheapest of all
+    # a look keeps its CANDIDATES_KEPT cheapest destinations; while the moves' destinations
+    # grow dearer or leave `take`, cheapest() must still give exactly the k cheapest of all
     from types import SimpleNamespace
-    import pg_advisor.balance.balancer as balancer
-    monkeypatch.setattr(balancer, "POOL", 8)
+    from pg_advisor.balance import look as looks
+    monkeypatch.setattr(looks, "CANDIDATES_KEPT", 8)
     rng = np.random.default_rng(11)
-    b = Balancer.__new__(Balancer)
     for trial in range(200):
         n = int(rng.integers(1, 60))
         allowed = rng.random(n) < 0.8
         take = rng.random(n) < 0.7
         cost = rng.integers(0, 20, n).astype(float)      # ties on purpose
         look: Any = SimpleNamespace(st=SimpleNamespace(allowed=allowed), cost=None,
-                                    pool=np.zeros(0, np.int64), floor=np.inf)
+                                    candidates=np.zeros(0, np.int64), floor=np.inf)
         for _ in range(30):
             k = int(rng.integers(1, 6))
-            cand, every = b._cand(look, take, cost, k)
+            cand, every = looks.cheapest(look, take, cost, k)
             legal = np.flatnonzero(take & allowed)
             want = np.sort(cost[legal])[:k]
             assert np.array_equal(np.sort(cost[cand]), want), (trial, cand, legal)
