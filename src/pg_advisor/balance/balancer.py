@@ -21,7 +21,7 @@ from ..model.errors import AdvisorError
 from ..model.snapshot import Pool, Rule, Snapshot
 from ..model.work import count
 from .budget import Budget
-from .pool_state import EPS, BalanceResult, build_state, Level, moves_between, PoolState
+from .pool_state import EPS, BalanceResult, build_state, Level, moves_between, PoolState, StateSource
 from .search import MOVE_COST, MoveSearch, Primaries
 from .strategies import CountEvener
 
@@ -61,6 +61,7 @@ class Balancer:
         self.states: List[PoolState] = []
         self._notes_of: Dict[str, List[str]] = {}     # pool name -> the notes its state gave
         self._by_rule: Dict[int, Tuple[np.ndarray, List[int]]] = {}   # rule -> weights, OSDs lost
+        self._source = StateSource(snap, self.placer, self.anc, self.usable, self._rule_weights)
         crush = copy.copy(self.placer.work)
         self._build_states(pools)
         self._sum_total()
@@ -77,7 +78,7 @@ class Balancer:
         self.lb = 0
         self.primaries = Primaries(snap, self.states)
         self.search = MoveSearch(self.anc, self.budget, self.primaries, snap.osds.count)
-        self.counts = CountEvener(self)
+        self.count_evener = CountEvener(self)
 
     def _build_states(self, pools: Optional[List[str]]) -> None:
         """Each pool's state (of `pools`, None: all), and why a pool has none."""
@@ -114,8 +115,7 @@ class Balancer:
         return self
 
     def _state(self, pool: Pool) -> PoolState:
-        return build_state(self.snap, pool, self.placer, self.anc, self.usable, self._rule_weights,
-                           self.notes)
+        return build_state(self._source, pool, self.notes)
 
     def _rule_weights(self, rule: Rule) -> Tuple[np.ndarray, List[int]]:
         """The OSDs' weights under `rule` (0 where its steps cannot reach, and on the OSDs
@@ -230,7 +230,7 @@ class Balancer:
         """Balance PG counts with at most `max_moves` replica moves (item lists), then run
         `then` (bytes mode's evener) within what is left of the budget."""
         self._begin(max_moves)
-        self.counts.balance()
+        self.count_evener.balance()
         if then is not None:
             then()
         count("balance_work", self.budget.work)

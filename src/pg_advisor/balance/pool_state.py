@@ -186,16 +186,27 @@ def moves_primary(st: PoolState, rows: np.ndarray, srcs: np.ndarray,
     return st.primary[rows] == srcs
 
 
-def build_state(snap: Snapshot, pool: Pool, placer: Placer, anc: Any, usable: np.ndarray,
-                weights: Callable[[Rule], Tuple[np.ndarray, List[int]]], notes: List[str]) -> PoolState:
+@dataclass
+class StateSource:
+    """What each pool's state of a run is built from."""
+    snap: Snapshot
+    placer: Placer
+    anc: Any                # the OSDs' ancestors (analysis/legality.ancestors)
+    usable: np.ndarray      # per OSD: may a move use it (up, in, weighted, not drained)
+    # a rule's weights per OSD (0 where the run gives no share) and the OSDs it cannot reach
+    weights: Callable[[Rule], Tuple[np.ndarray, List[int]]]
+
+
+def build_state(src: StateSource, pool: Pool, notes: List[str]) -> PoolState:
     """The pool's state as a run starts: CRUSH's sets and the up sets, which PGs may move
     (not those CRUSH itself breaks the rule on, nor a full pg-upmap's), the share at each
-    OSD, and the OSDs the rule allows (`usable` ones its `weights` give a weight); what
+    OSD, and the OSDs the rule allows (usable ones its weights give a weight); what
     cannot be balanced, said in `notes`."""
+    snap, placer, anc, usable = src.snap, src.placer, src.anc, src.usable
     shape = rule_shape(snap, pool)
     rule = snap.rules[pool.crush_rule]
     # 0 where the rule's steps cannot reach: no share, never a destination
-    w, lost = weights(rule)
+    w, lost = src.weights(rule)
     if lost:
         notes.append(
             f"pool {pool.name}: rule '{rule.name}' cannot reach "

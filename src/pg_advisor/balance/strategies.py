@@ -42,6 +42,9 @@ class Run(Protocol):
 
 
 class CountEvener:
+    """Count mode's moves in one run, chosen by the strategies above and made through the
+    run (its apply_move and apply_all charge the budget)."""
+
     def __init__(self, run: Run) -> None:
         self.run = run
 

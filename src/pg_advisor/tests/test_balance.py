@@ -326,7 +326,7 @@ def test_a_primary_that_must_move_goes_to_the_osd_most_short_of_primaries(dumps:
         row, dst = _choice(b, st, src, rows)
         assert st.primary[row] != src
     assert len(picked) > 1
-    b.primaries.read_ties = False                 # off: the same destination whoever is short
+    b.primaries.read_ties = False       # off: the same destination whoever is short
     off = set()
     for short in range(1, n):
         b.primaries.held = np.full(n, 10, np.int64)
