@@ -59,7 +59,7 @@ def rows_for(name: str, tmp: Path) -> List[List[Any]]:
     out: List[List[Any]] = [[label, "CRUSH alone", measure(snap, {}), spread(snap), 0.0]]
     for on in (False, True):
         b = Balancer(snap)
-        b.read_ties = on
+        b.primaries.read_ties = on
         t0 = time.perf_counter()
         res = b.run()
         dt = time.perf_counter() - t0

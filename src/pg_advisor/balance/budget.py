@@ -6,7 +6,7 @@ work it may do (legality checks, see balancer.WORK_MAX). The first bound reached
 the run; the work bound stops it even after another did, since its answer is partial.
 """
 import enum
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -20,7 +20,8 @@ class Stop(enum.Enum):
 
 class Budget:
     def __init__(self, copies_max: Optional[float], first_free: bool,
-                 osd_room: Optional[np.ndarray], work: int) -> None:
+                 osd_room: Optional[np.ndarray], work: int, work_max: Optional[int] = None,
+                 on_work_stop: Optional[Callable[[], None]] = None) -> None:
         # object copies the moves may misplace (None: no limit); each move misplaces the
         # PG's objects once
         self.copies_max = copies_max
@@ -33,6 +34,11 @@ class Budget:
         self.misplaced = 0.0
         self.moves_left = 0    # item lists the run may still make (a group moved at once: one)
         self.work = work       # units of work done so far
+        self.work_max = work_max   # past it the run stops (None: no bound)
+        # rows the pool states turned into arrays since the last spend (PoolState.rows): an
+        # OSD of half a million PGs costs that much each time its array is built again
+        self.rows_built = 0
+        self.on_work_stop = on_work_stop   # says, once, what the run did before the bound
         self.stop: Optional[Stop] = None
 
     @property
@@ -44,6 +50,21 @@ class Budget:
         """The misplaced budget or an OSD's backfill room, not the lack of a useful move nor
         a bound on the run, ended it: more moves follow once the cluster has caught up."""
         return self.stop in (Stop.MISPLACED, Stop.ROOM)
+
+    @property
+    def out_of_work(self) -> bool:
+        return self.stop is Stop.WORK
+
+    def spend(self, pairs: int) -> bool:
+        """Count `pairs` legality checks, and the rows built since the last call; False (and
+        the run stops) past the work bound."""
+        self.work += pairs + self.rows_built
+        self.rows_built = 0
+        if self.work_max is not None and self.work > self.work_max and not self.out_of_work:
+            self.halt(Stop.WORK)
+            if self.on_work_stop is not None:
+                self.on_work_stop()
+        return not self.out_of_work
 
     def start(self, max_moves: int) -> None:
         self.moves_left = max_moves
@@ -60,10 +81,10 @@ class Budget:
                 or (self.first_free and self.misplaced == 0))
 
     def refund(self, objects: float, ends: Sequence[int]) -> None:
-        """Give back what a PG's moves took: the run moved it back to where it found it (a
-        bytes step undoing a count move of the same round spent both OSDs' backfill room
-        for nothing, and with all of it spent the round set no item and waited for a
-        backfill that never came)."""
+        """Give back what a PG's moves took: the run moved it back to where it found it.
+        Kept, the OSDs' backfill room would be spent on a PG that does not move, and once
+        all of it is spent a round sets no item and waits for a backfill that never comes
+        (a bytes step undoing a count move of the same round does this)."""
         self.misplaced = max(0.0, self.misplaced - objects)
         self.moves_left += 1
         if self.osd_room is not None and len(ends):

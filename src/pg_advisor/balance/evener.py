@@ -15,8 +15,9 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ..analysis.legality import replaceable
-from .balancer import Balancer, PoolState, moves_primary
+from .balancer import Balancer
 from .budget import Stop
+from .pool_state import moves_primary, PoolState
 
 CANDIDATES = 32     # partner OSDs examined per step, the most promising first
 SWAP_CANDIDATES = 8
@@ -24,7 +25,7 @@ KEEP_RATIO = 0.5    # see the docstring
 # A step's own cost in the balancer's units of work (~40 ns each) per OSD: it sorts every
 # OSD by fullness and builds arrays over them (some 3.5 ms a step at 10,000 OSDs). With the
 # legality checks it makes, it counts against the one bound of a run (balancer.WORK_MAX):
-# uncounted, 9,697 steps took 35 s on a 10,000-OSD map (qa/bench_large_inputs.py).
+# uncounted, 9,697 steps took 35 s on a 10,000-OSD map (qa/bench/large_inputs.py).
 STEP_UNITS_PER_OSD = 8
 
 
@@ -118,7 +119,7 @@ class ByteEvener:
         rows = st.rows(s)
         if not ds.size or not rows.size:
             return []
-        if not self.balancer.spend(rows.size * ds.size):
+        if not self.balancer.budget.spend(rows.size * ds.size):
             return []
         srcs = np.full(rows.size, s)
         ok = replaceable(self.balancer.anc, st.shape, st.allowed, st.up[rows], st.forbidden(rows, srcs),
@@ -142,7 +143,7 @@ class ByteEvener:
             rows_d = st.rows(d)
             if not rows_d.size:
                 continue
-            if not self.balancer.spend(rows_s.size + rows_d.size):
+            if not self.balancer.budget.spend(rows_s.size + rows_d.size):
                 break
             from_s, from_d = np.full(rows_s.size, s), np.full(rows_d.size, d)
             anc = self.balancer.anc
@@ -207,7 +208,7 @@ class ByteEvener:
         for row, frm, to in halves:
             if not b.apply_move(st, row, frm, to):
                 # a swap is both halves or neither: the first goes back (given back to the
-                # budget, balancer._apply_all) and the run stops where the budget did
+                # budget, Balancer.apply_all) and the run stops where the budget did
                 for r, f, t in reversed(done):
                     b.apply_move(st, r, t, f)
                     self.used[t] -= st.bytes[r]
@@ -222,7 +223,7 @@ class ByteEvener:
         """One step off the fullest OSD, or onto the emptiest: True if made."""
         u = self.util()
         live = np.flatnonzero(self.considered)
-        if live.size < 2 or not self.balancer.spend(STEP_UNITS_PER_OSD * int(u.size)):
+        if live.size < 2 or not self.balancer.budget.spend(STEP_UNITS_PER_OSD * int(u.size)):
             return False
         order = live[np.argsort(u[live], kind="stable")]
         full, empty = int(order[-1]), int(order[0])

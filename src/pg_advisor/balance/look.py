@@ -1,6 +1,6 @@
 """Where a push looks for its move: a window of an OSD's PGs at a time, and what was found
 in it, kept for the next push from the same OSD while nothing it saw has changed."""
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -8,7 +8,7 @@ from .pool_state import moves_primary, PoolState
 
 
 ROWS_MAX = 256
-POOL = 64           # destinations a look keeps in cost order (see balancer.Balancer._cand)
+CANDIDATES_KEPT = 64    # candidate destination OSDs a look keeps in cost order (see cheapest)
 
 
 def windows(st: PoolState, osd: int) -> Iterator[np.ndarray]:
@@ -57,15 +57,15 @@ class Look:
         # cost more than the look where ids reach 2^20)
         self.col = col
         self.added: List[np.ndarray] = []
-        # ties: undoing an item first, then not moving the primary (see Balancer._push)
+        # ties: undoing an item first, then not moving the primary (see search.MoveSearch.push)
         self.undo = ~(st.raw[rows] == src).any(axis=1)
         self.primary = moves_primary(st, rows, self.srcs)
         self.moves = st.moves
         self.pending = -1           # the row index the last answer gave
-        # the POOL cheapest destinations under the caller's `cost` (that very array), and
-        # the cost of the cheapest outside them (see Balancer._cand)
+        # the CANDIDATES_KEPT cheapest destinations under the caller's `cost` (that very
+        # array), and the cost of the cheapest outside them (see cheapest)
         self.cost: Optional[np.ndarray] = None
-        self.pool = np.zeros(0, np.int64)
+        self.candidates = np.zeros(0, np.int64)
         self.floor = np.inf
 
     def still(self, st: PoolState, src: int) -> bool:
@@ -91,3 +91,43 @@ class Look:
         self.col[dsts] = np.arange(self.ok.shape[1], self.ok.shape[1] + dsts.size)
         self.added.append(dsts)
         self.ok = np.concatenate([self.ok, ok], axis=1)
+
+
+def _among_kept(look: Look, take: np.ndarray, cost: np.ndarray, k: int) -> Optional[Tuple[np.ndarray, bool]]:
+    """cheapest()'s answer from the look's kept candidates, or None if they may not hold it."""
+    live = look.candidates[take[look.candidates]]
+    if live.size <= k and look.floor == np.inf:
+        return live, True
+    if live.size >= k:
+        part = live[np.argpartition(cost[live], k - 1)[:k]]
+        if cost[part].max() <= look.floor:
+            return part, False
+    return None
+
+
+def cheapest(look: Look, take: np.ndarray, cost: np.ndarray, k: int) -> Tuple[np.ndarray, bool]:
+    """The k cheapest OSDs of `take` the rule allows, and whether they are all of them.
+    The first k come from the look's few cheapest (its candidates) while that is sure to
+    hold them: only the OSDs the look's moves went to change cost or leave `take` (the
+    caller's `cost` is the same array, changed in place), so while the k-th cheapest of
+    the few costs no more than the cheapest outside them did, a pass over every OSD
+    (10,000 of them) is not needed again."""
+    if k <= CANDIDATES_KEPT and look.cost is cost:
+        got = _among_kept(look, take, cost, k)
+        if got is not None:
+            return got
+    cols = np.flatnonzero(take & look.st.allowed)
+    if k <= CANDIDATES_KEPT:
+        if cols.size <= CANDIDATES_KEPT:
+            look.candidates, look.floor = cols, np.inf
+        else:
+            idx = np.argpartition(cost[cols], CANDIDATES_KEPT)
+            look.candidates = cols[idx[:CANDIDATES_KEPT]]
+            look.floor = float(cost[cols[idx[CANDIDATES_KEPT]]])
+        look.cost = cost
+        got = _among_kept(look, take, cost, k)
+        assert got is not None      # the kept are the cheapest of all now
+        return got
+    if cols.size <= k:
+        return cols, True
+    return cols[np.argpartition(cost[cols], k - 1)[:k]], False

@@ -12,6 +12,7 @@ from ..crush.placement import Placer
 from ..model.constants import CRUSH_ITEM_NONE
 from ..model.distribution import up_counts
 from ..model.snapshot import Pool, Rule, Snapshot
+from .budget import Budget
 
 
 EPS = 1e-9      # shares are floats: a count within EPS of one is at it
@@ -72,9 +73,8 @@ class PoolState:
     _stale: Set[int] = field(init=False)           # OSDs whose array may name rows gone
     _by_osd: np.ndarray = field(init=False)        # the first up sets' (OSD, row) pairs,
     _by_row: np.ndarray = field(init=False)        # sorted by OSD
-    # rows turned into arrays so far (a counter the balancer shares and counts as work: an
-    # OSD of half a million PGs costs that much each time its array is built again)
-    built: List[int] = field(default_factory=lambda: [0])
+    # the run's budget, where rebuilding an OSD's array counts as work (Budget.rows_built)
+    budget: Optional[Budget] = None
     # OSD -> (its rows when last taken, the window a move looks at first): see look.windows
     cursor: Dict[int, Tuple[np.ndarray, int]] = field(default_factory=dict)
     moves: int = 0                      # replica moves made on this state so far
@@ -108,15 +108,16 @@ class PoolState:
 
     def rows(self, osd: int) -> np.ndarray:
         """The healthy rows (PGs) with a replica on `osd`, ascending."""
-        # asked for again and again (every pull looks at up to 128 sources) while a move
-        # changes only two OSDs: each array is kept until its OSD's rows change
+        # asked for again and again (a pull looks at up to search.CANDIDATES_MAX sources)
+        # while a move changes only two OSDs: each array is kept until its OSD's rows change
         got = self._rows.get(osd)
         if got is None:
             lo, hi = np.searchsorted(self._by_osd, [osd, osd + 1])
             got = self._rows[osd] = self._by_row[lo:hi]
         a: np.ndarray = got
         if osd in self._stale:
-            self.built[0] += a.size
+            if self.budget is not None:
+                self.budget.rows_built += a.size
             added = self._added.pop(osd, [])
             if added:
                 a = np.unique(np.concatenate([a, np.array(added, dtype=np.int64)]))
@@ -185,16 +186,27 @@ def moves_primary(st: PoolState, rows: np.ndarray, srcs: np.ndarray,
     return st.primary[rows] == srcs
 
 
-def build_state(snap: Snapshot, pool: Pool, placer: Placer, anc: Any, usable: np.ndarray,
-                weights: Callable[[Rule], Tuple[np.ndarray, List[int]]], notes: List[str]) -> PoolState:
+@dataclass
+class StateSource:
+    """What each pool's state of a run is built from."""
+    snap: Snapshot
+    placer: Placer
+    anc: Any                # the OSDs' ancestors (analysis/legality.ancestors)
+    usable: np.ndarray      # per OSD: may a move use it (up, in, weighted, not drained)
+    # a rule's weights per OSD (0 where the run gives no share) and the OSDs it cannot reach
+    weights: Callable[[Rule], Tuple[np.ndarray, List[int]]]
+
+
+def build_state(src: StateSource, pool: Pool, notes: List[str]) -> PoolState:
     """The pool's state as a run starts: CRUSH's sets and the up sets, which PGs may move
     (not those CRUSH itself breaks the rule on, nor a full pg-upmap's), the share at each
-    OSD, and the OSDs the rule allows (`usable` ones its `weights` give a weight); what
+    OSD, and the OSDs the rule allows (usable ones its weights give a weight); what
     cannot be balanced, said in `notes`."""
+    snap, placer, anc, usable = src.snap, src.placer, src.anc, src.usable
     shape = rule_shape(snap, pool)
     rule = snap.rules[pool.crush_rule]
     # 0 where the rule's steps cannot reach: no share, never a destination
-    w, lost = weights(rule)
+    w, lost = src.weights(rule)
     if lost:
         notes.append(
             f"pool {pool.name}: rule '{rule.name}' cannot reach "

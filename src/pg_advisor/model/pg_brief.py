@@ -3,7 +3,7 @@
 Inside ceph-mgr, `get('pg_dump')` turns every PG's full stats (some hundred fields) into
 Python objects, holding the GIL and the PG map's lock all along: at 320,000 PGs that takes
 17-32 s and leaves the mgr 6-8 GiB larger, and the mgr's reports to the mon stop meanwhile
-(as qa/bench_mgr_scale.py measures). What pg_advisor needs per PG is narrower:
+(as qa/bench/mgr_scale.py measures). What pg_advisor needs per PG is narrower:
 
 - state, up, up_primary and acting: `pg dump pgs_brief`, which the mgr writes as JSON
   without our GIL (0.6 s there), parsed here a chunk of rows at a time (0.9 s in all);

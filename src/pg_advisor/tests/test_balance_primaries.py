@@ -42,16 +42,16 @@ def test_moves_leave_each_pg_its_primary_where_another_replica_will_do(snap: sna
 def _choice(b: Balancer, st: Any, src: int, rows: np.ndarray) -> Tuple[int, int]:
     """What a push from `src` picks among `rows` when every destination costs the same."""
     from pg_advisor.balance.look import Look
-    b._look = Look(st, src, rows, b._col)
+    b.search._look = Look(st, src, rows, b.search._col)
     try:
         take = st.allowed.copy()
         take[src] = False
-        mv = b._choose(b._look, take, np.zeros(take.size))
+        mv = b.search._choose(b.search._look, take, np.zeros(take.size))
         assert mv is not None
         return mv
     finally:
-        b._look.release()
-        b._look = None
+        b.search._look.release()
+        b.search._look = None
 
 
 def test_a_primary_that_must_move_goes_to_the_osd_most_short_of_primaries(dumps: Dict[str, Any]) -> None:
@@ -67,11 +67,11 @@ def test_a_primary_that_must_move_goes_to_the_osd_most_short_of_primaries(dumps:
     prim_rows = rows[st.primary[rows] == src]
     assert prim_rows.size and prim_rows.size < rows.size
     n = snap.osds.count
-    b.prim_share = np.full(n, 10.0)
+    b.primaries.share = np.full(n, 10.0)
     picked = set()
     for short in range(1, n):
-        b.prim = np.full(n, 10, np.int64)
-        b.prim[short] = 0
+        b.primaries.held = np.full(n, 10, np.int64)
+        b.primaries.held[short] = 0
         row, dst = _choice(b, st, src, prim_rows)
         legal = replaceable(b.anc, st.shape, st.allowed, st.up[prim_rows], st.forbidden(prim_rows),
                             np.full(prim_rows.size, src), np.array([short]))[:, 0]
@@ -82,11 +82,11 @@ def test_a_primary_that_must_move_goes_to_the_osd_most_short_of_primaries(dumps:
         row, dst = _choice(b, st, src, rows)
         assert st.primary[row] != src
     assert len(picked) > 1
-    b.read_ties = False                 # off: the same destination whoever is short
+    b.primaries.read_ties = False       # off: the same destination whoever is short
     off = set()
     for short in range(1, n):
-        b.prim = np.full(n, 10, np.int64)
-        b.prim[short] = 0
+        b.primaries.held = np.full(n, 10, np.int64)
+        b.primaries.held[short] = 0
         off.add(_choice(b, st, src, prim_rows)[1])
     assert len(off) == 1
 
@@ -109,12 +109,12 @@ def test_a_primary_a_pull_must_take_comes_off_the_osd_most_over_its_primaries(
     dst = 0
     give = st.allowed.copy()
     give[dst] = False
-    b.prim_share = np.full(n, 10.0)
+    b.primaries.share = np.full(n, 10.0)
     picked = set()
     for over in range(1, n):
-        b.prim = np.full(n, 10, np.int64)
-        b.prim[over] = 30
-        mv = b._pull(st, dst, give, np.zeros(n))
+        b.primaries.held = np.full(n, 10, np.int64)
+        b.primaries.held[over] = 30
+        mv = b.search.pull(st, dst, give, np.zeros(n))
         assert mv is not None and st.primary[mv[0]] == mv[1]       # a primary, as only those
         if primaries_only(over).size:
             assert mv[1] == over, (over, mv)
@@ -124,7 +124,7 @@ def test_a_primary_a_pull_must_take_comes_off_the_osd_most_over_its_primaries(
 
 def test_the_read_tie_break_changes_no_count_figure(dumps: Dict[str, Any]) -> None:
     # on and off: as many moves, as even per pool and in total, no more primaries changed
-    # (qa/bench_read_balance.py measures the primaries' spread on the benchmark's maps)
+    # (qa/bench/read_balance.py measures the primaries' spread on the benchmark's maps)
     racked = copy.deepcopy(dumps)
     use_rule(racked, "rbd", OSDS_ANYWHERE)
     for d in (dumps, racked):
@@ -132,7 +132,7 @@ def test_the_read_tie_break_changes_no_count_figure(dumps: Dict[str, Any]) -> No
         for on in (True, False):
             snap = load(copy.deepcopy(d))
             b = Balancer(snap)
-            b.read_ties = on
+            b.primaries.read_ties = on
             res = b.run()
             worst = max(float(np.abs(st.counts - st.share)[st.share > 0].max()) for st in res.pools)
             total = float(np.abs(b.total.counts - b.total.share)[b.total.share > 0].max())
@@ -156,7 +156,7 @@ def test_the_read_tie_break_changes_no_count_figure(dumps: Dict[str, Any]) -> No
                     if p.type == "replicated":
                         up_primary = pl.map_pool(p).up_primary
                         want += np.bincount(up_primary[up_primary >= 0], minlength=want.size)
-                assert fb.prim.tolist() == want.tolist()
+                assert fb.primaries.held.tolist() == want.tolist()
         (m1, w1, t1, p1), (m0, w0, t0, p0) = runs
         assert m1 == m0 and w1 <= w0 + 1e-9 and t1 <= t0 + 1e-9 and p1 <= p0, runs
 

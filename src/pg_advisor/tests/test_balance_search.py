@@ -71,15 +71,16 @@ def test_pushes_from_one_osd_check_only_new_destinations(monkeypatch: pytest.Mon
     # 4,096 PGs on 6 OSDs: an OSD's pushes reuse the window and the destinations the last
     # look checked (each move changes its own row alone), so a move checks a few (PG, OSD)
     # pairs, not a window's (550 a move when every push looked again)
-    import pg_advisor.balance.balancer as balancer
+    from pg_advisor.balance import search, strategies
     pairs = [0]
-    real = balancer.replaceable
+    real = search.replaceable
 
     def counted(anc: Any, shape: Any, allowed: Any, up: Any, held: Any, srcs: np.ndarray,
                 cols: np.ndarray) -> np.ndarray:
         pairs[0] += srcs.size * cols.size
         return real(anc, shape, allowed, up, held, srcs, cols)
-    monkeypatch.setattr(balancer, "replaceable", counted)
+    monkeypatch.setattr(search, "replaceable", counted)
+    monkeypatch.setattr(strategies, "replaceable", counted)
     res = Balancer(_rbd_of(4096)).run()
     assert res.moves == res.lower_bound > 100
     assert pairs[0] <= 32 * res.moves, (pairs[0], res.moves)
@@ -108,23 +109,22 @@ def test_pool_state_rows_follow_moves() -> None:
 
 
 def test_candidates_are_the_k_cheapest_as_costs_change(monkeypatch: pytest.MonkeyPatch) -> None:
-    # _cand keeps the POOL cheapest destinations of a look; while the moves' destinations
-    # grow dearer or leave `take`, it must still give exactly the k cheapest of all
+    # a look keeps its CANDIDATES_KEPT cheapest destinations; while the moves' destinations
+    # grow dearer or leave `take`, cheapest() must still give exactly the k cheapest of all
     from types import SimpleNamespace
-    import pg_advisor.balance.balancer as balancer
-    monkeypatch.setattr(balancer, "POOL", 8)
+    from pg_advisor.balance import look as looks
+    monkeypatch.setattr(looks, "CANDIDATES_KEPT", 8)
     rng = np.random.default_rng(11)
-    b = Balancer.__new__(Balancer)
     for trial in range(200):
         n = int(rng.integers(1, 60))
         allowed = rng.random(n) < 0.8
         take = rng.random(n) < 0.7
         cost = rng.integers(0, 20, n).astype(float)      # ties on purpose
         look: Any = SimpleNamespace(st=SimpleNamespace(allowed=allowed), cost=None,
-                                    pool=np.zeros(0, np.int64), floor=np.inf)
+                                    candidates=np.zeros(0, np.int64), floor=np.inf)
         for _ in range(30):
             k = int(rng.integers(1, 6))
-            cand, every = b._cand(look, take, cost, k)
+            cand, every = looks.cheapest(look, take, cost, k)
             legal = np.flatnonzero(take & allowed)
             want = np.sort(cost[legal])[:k]
             assert np.array_equal(np.sort(cost[cand]), want), (trial, cand, legal)

@@ -37,7 +37,7 @@ def test_json_is_the_status_report() -> None:
 
 def test_offline_json_equals_what_the_live_module_printed() -> None:
     # live_status.json was printed by `ceph pg-advisor status -f json` on the cluster the
-    # other dumps were taken from, at the same moment (qa/capture_fixtures.sh)
+    # other dumps were taken from, at the same moment (qa/cluster/capture_fixtures.sh)
     out = io.StringIO()
     cli.run(BASE + ["status", "-f", "json"], out)
     got, live = as_captured(json.loads(out.getvalue())), read("live_status.json")
@@ -62,7 +62,7 @@ def test_mon_max_pg_per_osd_option() -> None:
     out = io.StringIO()
     cli.run(BASE + ["--mon-max-pg-per-osd", "100", "status", "-f", "json"], out)
     assert json.loads(out.getvalue())["cluster"]["mon_max_pg_per_osd"] == 100
-    # set huge to silence Ceph's check (as qa/bench_mgr_scale's mon has it): still answered;
+    # set huge to silence Ceph's check (as qa/bench/mgr_scale's mon has it): still answered;
     # a mon_max_pool_pg_num past what the model sizes is read as its bound, 2^20
     d = {k: read(v) for k, v in DUMP_FILES.items()}
     snap = snapshot.load(d["osd_dump"], d["crush"], config={"mon_max_pool_pg_num": 1 << 24})

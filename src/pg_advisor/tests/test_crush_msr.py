@@ -1,5 +1,5 @@
 """msr rules (Squid and later: types msr_firstn 4 / msr_indep 5, steps choosemsr) against
-Tentacle's own tools, from a fixture they made (qa/msr_maps.py writes it; qa/test_crush_msr.py
+Tentacle's own tools, from a fixture they made (qa/maps/msr_maps.py writes it; qa/maps/test_crush_msr.py
 checks it is still what they say, and compares many more maps): a 12-OSD map of mixed
 weights with osd.4 out and osd.9 of CRUSH weight 0, whose pool uses an msr_firstn rule
 (`choosemsr 2 type host; choosemsr 2 type osd`), and the EC 4+2 rule the EC plugin makes

@@ -59,7 +59,7 @@ def test_breaks_sees_the_cap_not_the_span() -> None:
 
 
 def test_a_what_if_keeps_the_items_the_mon_keeps_on_an_msr_pool() -> None:
-    # items that put three shards on host 0: the mon keeps them (qa/test_crush_msr.py
+    # items that put three shards on host 0: the mon keeps them (qa/maps/test_crush_msr.py
     # shows it with osdmaptool --upmap-cleanup), so the what-if must keep them too
     snap = fixture()
     pool = snap.pools[0]

@@ -1,0 +1,330 @@
+"""Count mode's strategies: how a run brings every OSD's PG count within floor/ceil of its
+share, first off the OSDs being drained, then per pool, then for the totals over all
+pools. Direct moves first (a push from the most overfull OSD, a pull into the most
+underfull), each fixing a bound the lower bound counts; where the rule leaves none, in
+order: a regroup (a PG's replicas in one bucket moved together into another), a relaxed
+move (one that only lowers the squared deviation) and a chain (two moves through an OSD
+whose count ends as it began)."""
+from typing import Any, Dict, Iterator, List, Optional, Protocol, Tuple
+
+import numpy as np
+
+from ..analysis.legality import replaceable
+from .budget import Budget, Stop
+from .pool_state import EPS, Level, PoolState
+from .search import CANDIDATES_MAX, MoveSearch
+
+
+FIRST = 1e3     # ranks the OSDs that fix a bound unit before all others
+TIE = 1e-2      # weight of the pool's own deviation next to the total's
+REGROUP_WIDTH = 8   # buckets a regroup takes from, and as many it gives to, at most
+REGROUP_BATCH = 16  # PGs moved between the best pair of buckets before the next search, at most
+
+
+def _order(key: np.ndarray, mask: np.ndarray) -> List[int]:
+    """Indices where `mask`, largest `key` first."""
+    idx = np.flatnonzero(mask)
+    return idx[np.argsort(-key[idx], kind="stable")].tolist()
+
+
+class Run(Protocol):
+    """What the strategies move replicas in: the balancer's run (balancer.Balancer)."""
+    anc: Dict[int, np.ndarray]
+    drain: np.ndarray
+    states: List[PoolState]
+    total: Level
+    budget: Budget
+    search: MoveSearch
+
+    def apply_move(self, st: PoolState, row: int, src: int, dst: int) -> bool: ...
+
+    def apply_all(self, st: PoolState, row: int, moves: List[Tuple[int, int]]) -> bool: ...
+
+
+class CountEvener:
+    """Count mode's moves in one run, chosen by the strategies above and made through the
+    run (its apply_move and apply_all charge the budget)."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    @property
+    def stopped(self) -> bool:
+        return self.run.budget.stopped
+
+    def balance(self) -> None:
+        """Every pool's replicas off the drained OSDs, then each pool's counts, then the totals."""
+        r = self.run
+        if r.drain.size:
+            for st in r.states:
+                self.empty_drained(st)
+        for st in r.states:
+            self.fix_pool(st)
+        if len(r.states) > 1:
+            self.fix_total()
+
+    # -- per pool -------------------------------------------------------------------------------
+
+    def _cost(self, st: PoolState, ix: Any) -> Any:
+        """Where a push from the pool prefers to go: into the pool's deficits first; among
+        the rest of the OSDs with room, the one whose total over all pools is lowest, so the
+        across-pools phase has less to do."""
+        L, T = st.level, self.run.total
+        return (T.counts[ix] - T.share[ix] - FIRST * (L.counts[ix] < L.lo[ix])
+                + TIE * (L.counts[ix] - L.share[ix]))
+
+    def empty_drained(self, st: PoolState) -> None:
+        """The pool's replicas off the OSDs being drained, before any other move: a run the
+        work bound stops part-way has drained every pool it could, not evened the first few.
+        A replica no single move takes off is left to fix_pool's regroups and chains."""
+        L = st.level
+        cost = self._cost(st, slice(None))
+        for src in self.run.drain.tolist():
+            while L.counts[src] > L.hi[src] and not self.stopped:
+                mv = self.run.search.push(st, src, L.counts < L.hi, cost)
+                if mv is None or not self.run.apply_move(st, mv[0], src, mv[1]):
+                    break
+                cost[[src, mv[1]]] = self._cost(st, [src, mv[1]])
+
+    def fix_pool(self, st: PoolState) -> None:
+        # first the buckets of the rule's first choose type, whole PGs' groups at a time:
+        # cheaper than finding, OSD by OSD, that no single move crosses them
+        while self._regroup(st, strict=True):
+            pass
+        while not self.stopped:
+            if self._direct(st) == 0 and (st.level.clear() or not (
+                    self._regroup(st) or self._relaxed(st) or self._chain(st))):
+                return
+
+    def _direct(self, st: PoolState) -> int:
+        """Pushes off the OSDs above their ceiling, then pulls onto those below their
+        floor, most off first: the moves made."""
+        L, T, search = st.level, self.run.total, self.run.search
+        made = 0
+        cost = self._cost(st, slice(None))
+        for src in _order(L.dev(), L.excess()):
+            while L.counts[src] > L.hi[src]:
+                mv = search.push(st, src, L.counts < L.hi, cost)
+                if mv is None or not self.run.apply_move(st, mv[0], src, mv[1]):
+                    break
+                cost[[src, mv[1]]] = self._cost(st, [src, mv[1]])
+                made += 1
+        for dst in _order(-L.dev(), L.deficit()):
+            while L.counts[dst] < L.lo[dst]:
+                pref = T.dev() + FIRST * L.excess() + TIE * L.dev()
+                mv = search.pull(st, dst, L.counts > L.lo, pref)
+                if mv is None or not self.run.apply_move(st, mv[0], mv[1], dst):
+                    break
+                made += 1
+        return made
+
+    def _relaxed(self, st: PoolState) -> bool:
+        """One move that lowers the pool's squared deviation without fixing a bound (a
+        chain's first link, when the rule allows no direct move): True if made."""
+        L, search = st.level, self.run.search
+        dev = L.dev()
+        for src in _order(dev, L.excess()):
+            mv = search.push(st, src, dev < dev[src] - 1 - EPS, dev)
+            if mv is not None:
+                return self.run.apply_move(st, mv[0], src, mv[1])
+        for dst in _order(-dev, L.deficit()):
+            mv = search.pull(st, dst, dev > dev[dst] + 1 + EPS, dev)
+            if mv is not None:
+                return self.run.apply_move(st, mv[0], mv[1], dst)
+        return False
+
+    def _chain(self, st: PoolState) -> bool:
+        """Two moves through an OSD y whose count ends as it began: one PG's replica from
+        an OSD x above its ceiling onto y, another PG's from y onto an OSD z further below
+        its share. For when the PGs on x may go nowhere below their share directly (EC 8+3
+        with 3 shards per rack: every PG on x already uses the hosts of the OSDs below
+        their share in x's rack), while y's PGs may. Made when it lowers the pool's squared
+        deviation, the best z over all y for the first such x: True if made."""
+        budget = self.run.budget
+        if self.stopped or budget.moves_left < 2:
+            return False
+        L = st.level
+        dev = L.dev()
+        mids = np.flatnonzero(st.allowed)
+        if mids.size > CANDIDATES_MAX:     # the OSDs least above their share: y's count returns
+            mids = mids[np.argpartition(dev[mids], CANDIDATES_MAX - 1)[:CANDIDATES_MAX]]
+        for x in _order(dev, L.excess()):
+            into = np.flatnonzero((dev < dev[x] - 1 - EPS) & st.allowed)
+            rows = st.rows(x)
+            if not into.size or not rows.size:
+                continue
+            if not budget.spend(rows.size * mids.size):
+                return False
+            best = self._best_link(st, x, rows, mids, into)
+            if best is None:
+                continue
+            r1, y, r2, z = best
+            if not budget.affordable(float(st.objects[r1] + st.objects[r2])):
+                budget.halt(Stop.MISPLACED)
+                return False
+            return self.run.apply_move(st, r1, x, y) and self.run.apply_move(st, r2, y, z)
+        return False
+
+    def _best_link(self, st: PoolState, x: int, rows: np.ndarray, mids: np.ndarray,
+                   into: np.ndarray) -> Optional[Tuple[int, int, int, int]]:
+        """A chain's two moves off `x` (its `rows`), through one of `mids`, onto the OSD of
+        `into` furthest below its share: (r1, y, r2, z), or None."""
+        anc, dev = self.run.anc, st.level.dev()
+        xs = np.full(rows.size, x)
+        first = replaceable(anc, st.shape, st.allowed, st.up[rows], st.forbidden(rows, xs), xs, mids)
+        best: Optional[Tuple[float, int, int, int, int]] = None   # (dev z, r1, y, r2, z)
+        for j in np.flatnonzero(first.any(axis=0)).tolist():
+            y = int(mids[j])
+            r1 = int(rows[int(np.argmax(first[:, j]))])
+            # y's own PGs: their moves do not depend on r1's (r1 is not on y yet)
+            ys = st.rows(y)
+            if not ys.size or not self.run.budget.spend(ys.size * into.size):
+                continue
+            ysrc = np.full(ys.size, y)
+            ok = replaceable(anc, st.shape, st.allowed, st.up[ys], st.forbidden(ys, ysrc), ysrc, into)
+            if not ok.any():
+                continue
+            score = np.where(ok, dev[into][None, :], np.inf)
+            i, k = np.unravel_index(int(np.argmin(score)), score.shape)
+            if best is None or score[i, k] < best[0]:
+                best = (float(score[i, k]), r1, y, int(ys[i]), int(into[k]))
+        return None if best is None else best[1:]
+
+    def _regroup(self, st: PoolState, strict: bool = False) -> bool:
+        """Move all of one PG's replicas in a bucket of the rule's first choose type into
+        one such bucket the PG does not use, onto distinct buckets of the next type, as one
+        item list: the only way a PG's set of racks changes when none of its racks has
+        room for a fifth shard (11 shards in 4 racks of 3, or 4 replicas in 2 racks of 2).
+        Each replica alone would break the rule on the way; all together keep it. Made
+        when it lowers the pool's squared deviation; the best pair of buckets found, up to
+        REGROUP_BATCH of its PGs are moved, each checked again as the counts change. True
+        if any was made. Rules of two choose steps only (Ceph drops items on the PGs of
+        longer ones). `strict`: only from OSDs above their share into OSDs below it, so
+        that no move is wasted."""
+        lims = st.shape.limits
+        if len(lims) != 2 or lims[0].type == 0 or self.stopped:
+            return False
+        top = self.run.anc[lims[0].type]
+        ids, unit = np.unique(top, return_inverse=True)
+        bdev = np.bincount(unit, weights=st.level.dev(), minlength=ids.size)
+        best: Optional[Tuple[float, int, int, np.ndarray, np.ndarray]] = None
+        for x, y, rows in self._bucket_pairs(st, unit, bdev, strict):
+            score = self._group_plan(st, rows, ids[x], unit == y, strict)[0]
+            i = int(np.argmin(score))
+            if score[i] < np.inf and (best is None or score[i] < best[0]):
+                best = (float(score[i]), x, y, rows, score)
+        if best is None:
+            return False
+        _, x, y, rows, score = best
+        made = 0
+        # while both buckets are far off, several PGs at once: the search costs more than a move
+        batch = int(max(1, min(bdev[x], -bdev[y], REGROUP_BATCH * 4) // 4))
+        for r in rows[np.argsort(score, kind="stable")][:batch].tolist():
+            # again for this PG alone: the moves before it changed the counts
+            one, inx, cand, pick = self._group_plan(st, np.array([r]), ids[x], unit == y, strict)
+            if one[0] == np.inf:
+                continue
+            src, dst = st.up[r][inx[0]], cand[pick[0]]
+            if not self.run.apply_all(st, r, list(zip(src.tolist(), dst.tolist()))):
+                break
+            made += 1
+        return made > 0
+
+    def _bucket_pairs(self, st: PoolState, unit: np.ndarray, bdev: np.ndarray,
+                      strict: bool) -> Iterator[Tuple[int, int, np.ndarray]]:
+        """The (from, into) bucket pairs a regroup weighs, most promising first, each with
+        the rows of the PGs in its `from` bucket (none: left out), taken as the pairs are
+        weighed (an OSD's rows built again count as work when the next check is paid)."""
+        if strict:      # buckets a PG or more off their share, most off first
+            xs = _order(bdev, bdev > 1 - EPS)[:REGROUP_WIDTH]
+            ys = _order(-bdev, bdev < -1 + EPS)[:REGROUP_WIDTH]
+        else:           # also those holding an OSD off its share
+            n = bdev.size
+            over = np.bincount(unit, weights=st.level.excess(), minlength=n) > 0
+            under = np.bincount(unit, weights=st.level.deficit(), minlength=n) > 0
+            xs = _order(bdev + FIRST * over, (bdev > EPS) | over)[:REGROUP_WIDTH]
+            ys = _order(FIRST * under - bdev, np.ones(n, bool))[:REGROUP_WIDTH]
+        for x in xs:
+            rows = np.unique(np.concatenate(
+                [st.rows(o) for o in np.flatnonzero(unit == x).tolist()] + [np.zeros(0, np.int64)]))
+            if rows.size:
+                for y in ys:
+                    yield x, y, rows
+
+    def _group_plan(self, st: PoolState, rows: np.ndarray, x_id: int, into: np.ndarray,
+                    strict: bool) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Moving each row's group in bucket `x_id` into the bucket `into`, onto the OSD
+        furthest below its share under each bucket of the rule's second choose type:
+        (per row the squared-deviation change per replica, inf where not allowed or no
+        gain; (R, K) the group's positions in the up set; the candidate OSDs; (R, C) the
+        ones each row takes)."""
+        n = st.level.counts.size
+        dev = st.level.dev()
+        top, low = (self.run.anc[lim.type] for lim in st.shape.limits)
+        up = st.up[rows]
+        at = np.clip(up, 0, n - 1)
+        real = (up >= 0) & (up < n)
+        inx = real & (top[at] == x_id)
+        m = inx.sum(axis=1)
+        src_dev = np.where(inx, dev[at], np.inf)
+        lose = np.where(inx, 1 - 2 * src_dev, 0.0).sum(axis=1)
+        uses = (real & into[at]).any(axis=1)
+        cand = np.flatnonzero(into & st.allowed & ((not strict) | (dev < -EPS)))
+        cand = cand[np.argsort(dev[cand], kind="stable")]
+        cand = cand[np.unique(low[cand], return_index=True)[1]]
+        cand = cand[np.argsort(dev[cand], kind="stable")]
+        if not self.run.budget.spend(rows.size * max(cand.size, 1)):
+            return np.full(rows.size, np.inf), inx, cand, np.zeros((rows.size, cand.size), bool)
+        free = ~(cand[None, :, None] == st.forbidden(rows)[:, None, :]).any(axis=2)    # (R, C)
+        rank = np.cumsum(free, axis=1)
+        pick = free & (rank <= m[:, None])
+        have = rank[:, -1] if cand.size else np.zeros(rows.size, np.int64)
+        gain = lose + np.where(pick, 1 + 2 * dev[cand][None, :], 0.0).sum(axis=1)
+        ok = (~uses & (have >= m) & (m > 0) & (m <= st.shape.limits[0].cap) & (gain < -EPS)
+              & ((not strict) | (src_dev.min(axis=1) > EPS)))
+        # per replica moved: a group of two that gains as much as one of three is better
+        return np.where(ok, gain / np.maximum(m, 1), np.inf), inx, cand, pick
+
+    # -- across pools ---------------------------------------------------------------------------
+
+    def fix_total(self) -> None:
+        T = self.run.total
+        while not self.stopped:
+            made = 0
+            for src in _order(T.dev(), T.excess()):
+                while T.counts[src] > T.hi[src] and self._total_push(src):
+                    made += 1
+            for dst in _order(-T.dev(), T.deficit()):
+                while T.counts[dst] < T.lo[dst] and self._total_pull(dst):
+                    made += 1
+            if made == 0:
+                return
+
+    def _by_pool_dev(self, osd: int) -> List[PoolState]:
+        return sorted(self.run.states, key=lambda s: -(s.level.counts[osd] - s.level.share[osd]))
+
+    def _total_push(self, src: int) -> bool:
+        """Move one replica off `src`, from the pool most over its share there; every pool
+        stays within floor/ceil of its own share at both ends."""
+        T = self.run.total
+        for st in self._by_pool_dev(src):
+            L = st.level
+            if L.counts[src] <= L.lo[src]:
+                continue
+            cost = T.dev() - FIRST * T.deficit() + TIE * L.dev()
+            mv = self.run.search.push(st, src, (T.counts < T.hi) & (L.counts < L.hi), cost)
+            if mv is not None:
+                return self.run.apply_move(st, mv[0], src, mv[1])
+        return False
+
+    def _total_pull(self, dst: int) -> bool:
+        T = self.run.total
+        for st in reversed(self._by_pool_dev(dst)):
+            L = st.level
+            if L.counts[dst] >= L.hi[dst]:
+                continue
+            pref = T.dev() + FIRST * T.excess() + TIE * L.dev()
+            mv = self.run.search.pull(st, dst, (T.counts > T.lo) & (L.counts > L.lo), pref)
+            if mv is not None:
+                return self.run.apply_move(st, mv[0], mv[1], dst)
+        return False

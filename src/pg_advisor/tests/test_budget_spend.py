@@ -1,0 +1,46 @@
+"""The work a run may do, counted in its budget (balance/budget.py): legality checks and
+the rows its pool states built again, one bound, one note."""
+from typing import List
+
+import numpy as np
+
+from pg_advisor.balance.balancer import Balancer
+from pg_advisor.balance.budget import Budget, Stop
+from pg_advisor.model import snapshot
+
+
+def test_spend_counts_the_rows_built_and_stops_once_past_the_bound() -> None:
+    said: List[int] = []
+    b = Budget(None, False, None, work=10, work_max=100, on_work_stop=lambda: said.append(b.work))
+    b.start(5)
+    b.rows_built = 30
+    assert b.spend(20) and b.work == 60 and b.rows_built == 0
+    assert b.spend(40) and b.work == 100 and not b.stopped      # at the bound: not past it
+    assert not b.spend(1) and b.stop is Stop.WORK and b.out_of_work and said == [101]
+    assert not b.spend(1) and said == [101]                     # the note once
+    b.halt(Stop.MISPLACED)
+    assert b.stop is Stop.WORK                                  # the partial answer's reason stands
+
+
+def test_without_a_bound_work_is_counted_and_never_stops() -> None:
+    b = Budget(None, False, None, work=0)
+    b.start(1)
+    b.rows_built = 7
+    assert b.spend(1 << 40) and b.work == (1 << 40) + 7 and not b.stopped
+
+
+def test_a_run_charges_its_states_rebuilt_rows_to_its_own_budget(snap: snapshot.Snapshot) -> None:
+    b = Balancer(snap, pools=["rbd"])
+    st = b.states[0]
+    assert st.budget is b.budget and b.budget.work_max is not None
+    row = 0
+    src = int(st.up[row][0])
+    dst = next(o for o in range(snap.osds.count) if o not in st.up[row].tolist() and st.allowed[o])
+    b.budget.start(10)
+    assert b.apply_move(st, row, src, dst)
+    before = b.budget.work
+    # built again, the move made dst's array stale: the rows it held count, the one come since joins
+    got = st.rows(dst)
+    assert row in got.tolist() and b.budget.rows_built == got.size - 1
+    assert b.budget.spend(0) and b.budget.work == before + got.size - 1 and b.budget.rows_built == 0
+    assert np.array_equal(st.rows(dst), got) and b.budget.rows_built == 0     # kept until it changes
