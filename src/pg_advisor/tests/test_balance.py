@@ -229,8 +229,8 @@ def test_work_bound_stops_the_run_with_a_note(snap: snapshot.Snapshot,
 
 def test_bytes_mode_steps_count_against_the_work_bound(snap: snapshot.Snapshot,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    # each step sorts every OSD and checks its candidates: uncounted, 9,697 steps took 35 s
-    # on a 10,000-OSD map with PG stats, past any bound of the run
+    # each step sorts every OSD and checks its candidates: uncounted, the 9,697 steps of a
+    # 10,000-OSD map with PG stats take 35 s, past any bound of the run
     from pg_advisor.balance import evener
     from pg_advisor.balance.report import propose
     steps: List[int] = []           # the run's work as each step began

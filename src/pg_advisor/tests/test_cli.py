@@ -12,6 +12,8 @@ from pg_advisor.model import snapshot
 from pg_advisor.analysis.status import status_report
 
 from pg_advisor_testkit.dumps import CLUSTER6, DUMP_FILES, read
+
+from .cli_harness import run_here
 from .fakes import as_captured
 
 SRC = Path(__file__).resolve().parents[2]
@@ -21,6 +23,13 @@ BASE = ["--osdmap", str(CLUSTER6 / "osd_dump.json"), "--crush", str(CLUSTER6 / "
 
 
 def run_cli(argv: List[str]) -> subprocess.CompletedProcess:
+    """The offline CLI's main on argv in this process, its exit code and output as
+    `python3 -m pg_advisor` gives them (cli_harness.run_here)."""
+    ran = run_here(argv)
+    return subprocess.CompletedProcess(argv, ran.code, ran.out, ran.err)
+
+
+def run_entry_point(argv: List[str]) -> subprocess.CompletedProcess:
     """Run `python3 -m pg_advisor` as a user would, in a child process."""
     return subprocess.run([sys.executable, "-m", "pg_advisor", *argv], cwd=SRC,
                           capture_output=True, text=True, timeout=60)
@@ -45,7 +54,7 @@ def test_offline_json_equals_what_the_live_module_printed() -> None:
 
 
 def test_plain_table() -> None:
-    p = run_cli(BASE + ["status"])
+    p = run_entry_point(BASE + ["status"])
     assert p.returncode == 0, p.stderr
     for header in ("POOLS", "OSDS", "PGS PER OSD", "rbd", "ecpool", "(all pools)",
                    "mon_max_pg_per_osd 250"):
@@ -53,7 +62,7 @@ def test_plain_table() -> None:
 
 
 def test_one_pool_json() -> None:
-    p = run_cli(BASE + ["status", "rbd", "-f", "json-pretty"])
+    p = run_entry_point(BASE + ["status", "rbd", "-f", "json-pretty"])
     assert p.returncode == 0
     assert [x["name"] for x in json.loads(p.stdout)["pools"]] == ["rbd"]
 
@@ -93,7 +102,7 @@ def test_bad_input_is_one_line_and_exit_2(argv: List[str], message: str) -> None
 def test_invalid_json_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    p = run_cli(["--osdmap", str(bad), "--crush", str(CLUSTER6 / "crush_dump.json"), "status"])
+    p = run_entry_point(["--osdmap", str(bad), "--crush", str(CLUSTER6 / "crush_dump.json"), "status"])
     assert p.returncode == 2 and "not valid JSON" in p.stderr
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
 

@@ -278,9 +278,9 @@ def test_a_report_shares_nothing_with_the_running_plan(dumps: Dict[str, Any]) ->
 
 def test_a_split_plan_maps_the_pgs_each_step_moves_not_the_pool(
         dumps: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    # at 320,000 PGs a plan of 128 splits mapped the whole pool some 700 times (2.7 s each)
-    # and held the mgr's command thread for over 10 minutes: a step's movement comes from
-    # the PGs whose placement seed it changes
+    # at 320,000 PGs a plan of 128 splits that mapped the whole pool for each (2.7 s a map,
+    # some 700 of them) would hold the mgr's command thread for over 10 minutes: a step's
+    # movement comes from the PGs whose placement seed it changes
     for p in dumps["osd_dump"]["pools"]:
         if p["pool_name"] == "rbd":
             for k in ("pg_num", "pg_placement_num", "pg_num_target", "pg_placement_num_target"):
@@ -302,10 +302,10 @@ def test_a_split_plan_maps_the_pgs_each_step_moves_not_the_pool(
 
 
 def test_an_auto_balance_plan_rounds_over_every_pool_as_the_check_that_started_it() -> None:
-    # the end of a 30-minute thrash run (seed 1): every pool within 1 PG of its share, the
-    # OSDs' totals 1.1 PGs off. Auto mode's check over all pools found moves, all of pool
-    # ratio's; a plan of ratio alone then balanced ratio alone (a run of one pool has no
-    # total to even) and ended empty, and another began a minute later, for ever
+    # every pool within 1 PG of its share, the OSDs' totals 1.1 PGs off (fixtures/
+    # thrash_total): auto mode's check over all pools finds moves, all of pool ratio's; a
+    # plan of ratio alone would balance ratio alone (a run of one pool has no total to
+    # even) and end empty, and another begin a minute later, for ever
     from pg_advisor.balance.balancer import Balancer
     from pg_advisor.execute.driver import Driver
     from pg_advisor.model.options import make
