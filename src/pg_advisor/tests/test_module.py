@@ -122,7 +122,7 @@ def test_plan_command(module: Module) -> None:
 
 
 def test_health_refresh_sets_the_checks(module: Module) -> None:
-    module.refresh_health()
+    module.background.refresh_health()
     checks = mgr_stub.BaseMgrModule.fake.health
     assert "PG_ADVISOR_TOO_FEW_PGS" in checks
     assert checks["PG_ADVISOR_TOO_FEW_PGS"]["count"] == 3
@@ -134,13 +134,13 @@ def test_a_status_that_cannot_be_computed_raises_a_health_check(module: Module) 
     fake = mgr_stub.BaseMgrModule.fake
     good = fake.docs["osd_map"]
     fake.docs["osd_map"] = dict(good, epoch=good["epoch"] + 1, max_osd=-3)
-    module.refresh_status()
-    module.publish_health()
+    module.background.refresh_status()
+    module.background.publish_health()
     failed = fake.health["PG_ADVISOR_STATUS_FAILED"]
     assert "max_osd" in failed["summary"] and failed["count"] == 1
     fake.docs["osd_map"] = dict(good, epoch=good["epoch"] + 2)
-    module.refresh_status()
-    module.publish_health()
+    module.background.refresh_status()
+    module.background.publish_health()
     assert "PG_ADVISOR_STATUS_FAILED" not in fake.health
 
 
@@ -172,12 +172,12 @@ def test_the_panel_follows_its_options_and_survives_a_busy_port(module: Module,
         ports = list(dict.fromkeys(ports + [free_port()]))
     try:
         fake.module_options[("pg_advisor", "server_port")] = ports[0]
-        module.keep_panel()
+        module.background.keep_panel()
         assert fake.uri == f"http://127.0.0.1:{ports[0]}/"
         assert urllib.request.urlopen(fake.uri + "api/history", timeout=10).status == 200
         # a new port: served there, the old one released
         fake.module_options[("pg_advisor", "server_port")] = ports[1]
-        module.keep_panel()
+        module.background.keep_panel()
         assert fake.uri == f"http://127.0.0.1:{ports[1]}/"
         with socket.socket() as s:
             assert s.connect_ex(("127.0.0.1", ports[0])) != 0
@@ -186,16 +186,16 @@ def test_the_panel_follows_its_options_and_survives_a_busy_port(module: Module,
             s.listen()
             # a port in use: said in the log, no URL published, and this process lives on
             fake.module_options[("pg_advisor", "server_port")] = ports[2]
-            module.keep_panel()
+            module.background.keep_panel()
             assert fake.uri == ""
             assert "panel not started" in caplog.text
-        module.keep_panel()          # same options: not retried until they change
+        module.background.keep_panel()          # same options: not retried until they change
         assert fake.uri == ""
         fake.module_options[("pg_advisor", "server_port")] = ports[0]
-        module.keep_panel()
+        module.background.keep_panel()
         assert fake.uri == f"http://127.0.0.1:{ports[0]}/"
     finally:
-        module._server.stop()
+        module.panel.stop()
 
 
 def test_an_unchanged_cluster_is_read_once_and_mapped_once(
@@ -222,9 +222,9 @@ def test_an_unchanged_cluster_is_read_once_and_mapped_once(
     monkeypatch.setattr(module, "remote", autoscaler)
 
     def everything() -> None:
-        module.run_plan()
-        module.refresh_status()
-        module.refresh_health()
+        module.background.run_plan()
+        module.background.refresh_status()
+        module.background.refresh_health()
         assert module._handle_command(None, {"prefix": "pg-advisor status", "format": "json"})[0] == 0
     everything()
     reads, crush, scaler = fake.reads["pg_dump"], runs[0], asked[0]
@@ -250,10 +250,10 @@ def test_an_unchanged_cluster_is_read_once_and_mapped_once(
 def test_the_status_refresh_takes_one_snapshot(module: Module, monkeypatch: pytest.MonkeyPatch) -> None:
     # the status and the figures /metrics adds to it read the same snapshot: each take asks
     # the mgr for the PG summary and the map's epoch, even when it then reuses the last
-    taken = calls(monkeypatch, module, "take_snapshot")
-    module.refresh_status()
-    assert len(taken) == 1 and module._served["status"] is not None
-    assert module._served["figures"]["misplaced_ratio"] is not None
+    taken = calls(monkeypatch, module.reader, "take_snapshot")
+    module.background.refresh_status()
+    assert len(taken) == 1 and module.panel.status is not None
+    assert module.panel.served["figures"]["misplaced_ratio"] is not None
 
 
 def test_a_snapshot_asks_for_the_pg_summary_and_the_settings_once(module: Module) -> None:
@@ -264,7 +264,7 @@ def test_a_snapshot_asks_for_the_pg_summary_and_the_settings_once(module: Module
     for fresh in (True, False):
         before, dumps = fake.reads.get("pg_status", 0), fake.reads.get("pg_dump", 0)
         asked = fake.reads.get(setting, 0)
-        module.take_snapshot()
+        module.reader.take_snapshot()
         assert fake.reads.get("pg_dump", 0) == dumps + fresh
         assert fake.reads["pg_status"] == before + 1
         assert fake.reads[setting] == asked + 1
@@ -289,7 +289,7 @@ def test_a_read_changes_nothing_the_interpreter_shares(
     # not the cyclic collector, not for the span of a read: on Tentacle every other module
     # runs in the same interpreter; as it was before, during and after, failed read or not
     import gc
-    from pg_advisor import module as adapter
+    from pg_advisor import mgr_read as adapter
     load = adapter.snapshot.load
     was = gc.isenabled()
     (gc.enable if collector_on else gc.disable)()
@@ -303,11 +303,11 @@ def test_a_read_changes_nothing_the_interpreter_shares(
                 raise adapter.AdvisorError.invalid("a bad dump")
             return load(*args, **kw)
         monkeypatch.setattr(adapter.snapshot, "load", watched)
-        module.take_snapshot()
+        module.reader.take_snapshot()
         fake = mgr_stub.BaseMgrModule.fake
         fake.docs["osd_map"]["epoch"] += 1
         with pytest.raises(adapter.AdvisorError):
-            module.take_snapshot()
+            module.reader.take_snapshot()
         assert seen == [before, before] and interpreter_state() == before
     finally:
         (gc.enable if was else gc.disable)()
@@ -317,8 +317,8 @@ def costly_and_changed(module: Module) -> Tuple[Any, int]:
     """A snapshot whose read took 10 s (a big cluster), then a new map: (the fake mgr, its
     pg_dump reads so far)."""
     fake = mgr_stub.BaseMgrModule.fake
-    module.take_snapshot()
-    module._snaps._took = 10.0
+    module.reader.take_snapshot()
+    module.reader.snaps._took = 10.0
     fake.docs["osd_map"]["epoch"] += 1
     return fake, fake.reads["pg_dump"]
 
@@ -328,7 +328,7 @@ def test_a_costly_read_waits_for_views_but_not_for_a_command_that_acts(module: M
     # once, for what only looks; a command about to change the cluster reads it at once
     fake, reads = costly_and_changed(module)
     assert module._handle_command(None, {"prefix": "pg-advisor status", "format": "json"})[0] == 0
-    module.refresh_status()
+    module.background.refresh_status()
     assert fake.reads["pg_dump"] == reads
     module._handle_command(None, {"prefix": "pg-advisor abort"})
     assert fake.reads["pg_dump"] == reads + 1
@@ -338,13 +338,13 @@ def test_a_command_that_looks_leaves_a_costly_read_to_the_background(module: Mod
     # `status` of a big cluster answers from the last snapshot at once; the background,
     # woken, reads the new one
     fake, reads = costly_and_changed(module)
-    module._snaps._at -= 60.0       # past the 15 s a new map may wait
+    module.reader.snaps._at -= 60.0       # past the 15 s a new map may wait
     module._wake.clear()
     before = module._handle_command(None, {"prefix": "pg-advisor status", "format": "json"})
     assert before[0] == 0 and fake.reads["pg_dump"] == reads
-    assert module._snaps.due and module._wake.is_set()
-    module.read_due()
-    assert fake.reads["pg_dump"] == reads + 1 and not module._snaps.due
+    assert module.reader.snaps.due and module._wake.is_set()
+    module.background.read_due()
+    assert fake.reads["pg_dump"] == reads + 1 and not module.reader.snaps.due
 
 
 def test_a_big_cluster_is_read_through_the_brief_pg_stats(
@@ -353,7 +353,7 @@ def test_a_big_cluster_is_read_through_the_brief_pg_stats(
     # get('pg_dump') held the mgr 17-32 s and left it 6-8 GiB larger): `pg dump pgs_brief`,
     # pg_progress and osd_stats give what it needs, and what they lack is said
     fake = mgr_stub.BaseMgrModule.fake
-    full = module.take_snapshot()
+    full = module.reader.take_snapshot()
     assert full.pgs is not None and full.pgs.logs and fake.reads.get("pg_dump", 0) >= 1
     asked: List[Dict[str, Any]] = []
 
@@ -363,7 +363,7 @@ def test_a_big_cluster_is_read_through_the_brief_pg_stats(
     monkeypatch.setattr(module, "mon_command", mon_command)
     fake.module_options[("pg_advisor", "pg_stats_full_max")] = full.pgs.count - 1   # read again
     before = fake.reads.get("pg_dump", 0)
-    snap = module.take_snapshot()
+    snap = module.reader.take_snapshot()
     assert fake.reads.get("pg_dump", 0) == before, "the whole PG map was read"
     assert [c["dumpcontents"] for c in asked] == [["pgs_brief"]]
     a, b = full.pgs, snap.pgs
@@ -380,5 +380,5 @@ def test_a_big_cluster_is_read_through_the_brief_pg_stats(
     assert all(o["pg_memory_now"] is None for o in out["osds"]), "memory from logs it did not read"
     # at the bound or under it, the full stats again
     fake.module_options[("pg_advisor", "pg_stats_full_max")] = full.pgs.count
-    again = module.take_snapshot().pgs
+    again = module.reader.take_snapshot().pgs
     assert again is not None and again.logs and fake.reads["pg_dump"] == before + 1
