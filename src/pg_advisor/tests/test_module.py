@@ -382,3 +382,71 @@ def test_a_big_cluster_is_read_through_the_brief_pg_stats(
     fake.module_options[("pg_advisor", "pg_stats_full_max")] = full.pgs.count
     again = module.reader.take_snapshot().pgs
     assert again is not None and again.logs and fake.reads["pg_dump"] == before + 1
+
+
+def own_option_reads() -> Dict[str, int]:
+    """How often each of the module's own options was read from the mgr so far."""
+    return {k: v for k, v in mgr_stub.BaseMgrModule.fake.reads.items()
+            if k.startswith("module_option ") and "/" not in k}
+
+
+def test_the_options_are_read_once_at_start_and_once_per_change(module: Module) -> None:
+    # the serve loop, the panel, the health checks and the commands take the options read
+    # last; only config_notify (which the mgr calls after `ceph config set`) reads them again
+    from pg_advisor.model.options import SPECS
+    fake = mgr_stub.BaseMgrModule.fake
+    start = own_option_reads()
+    assert {s.name: start.get("module_option " + s.name) for s in SPECS} == {s.name: 1 for s in SPECS}
+
+    def work() -> None:
+        for _ in range(5):
+            module.background.tick()
+        for name in ("status", "mode", "progress", "plan"):
+            assert module._handle_command(None, {"prefix": "pg-advisor " + name, "format": "json"})[0] == 0
+    try:
+        fake.module_options[("pg_advisor", "server_port")] = free_port()    # not 9285: tests run beside
+        once = own_option_reads()
+        assert all(once[k] == start.get(k, 0) + 1 for k in once) and set(start) <= set(once)
+        work()
+        assert own_option_reads() == once
+        fake.module_options[("pg_advisor", "sleep_interval")] = 30
+        assert module.current_options().sleep_interval == 30
+        again = own_option_reads()
+        assert all(again[k] == once[k] + 1 for k in once)
+        work()
+        assert own_option_reads() == again
+    finally:
+        module.panel.stop()
+
+
+def test_the_loop_runs_until_shutdown_and_a_change_wakes_it(module: Module,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # serve() blocks in the loop (here in a thread, as the mgr runs it); with nothing due for
+    # an hour, config_notify makes it tick at once; shutdown ends it and frees the port
+    import threading
+    fake = mgr_stub.BaseMgrModule.fake
+    fake.module_options[("pg_advisor", "server_port")] = port = free_port()
+    fake.module_options[("pg_advisor", "sleep_interval")] = 3600
+    fake.module_options[("pg_advisor", "refresh_interval")] = 3600
+    module._wake.clear()        # (each change above woke it)
+    ticked: List[threading.Event] = [threading.Event() for _ in range(2)]
+    tick = module.background.tick
+
+    def counted() -> float:
+        wait = tick()
+        next(e for e in ticked + [threading.Event()] if not e.is_set()).set()
+        return wait
+    monkeypatch.setattr(module.background, "tick", counted)
+    loop = threading.Thread(target=module.serve, daemon=True)
+    loop.start()
+    try:
+        assert ticked[0].wait(60) and not ticked[1].is_set()
+        assert fake.uri == f"http://127.0.0.1:{port}/"
+        module.config_notify()
+        assert ticked[1].wait(60)
+    finally:
+        module.shutdown()
+        loop.join(60)
+    assert not loop.is_alive()
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0

@@ -1,6 +1,6 @@
 """The module's plan commands and background tick, with the mon simulated (unit level)."""
 import json
-from typing import Any, Dict
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
@@ -170,3 +170,25 @@ def test_expansion_commands_through_the_module(wired: Any) -> None:
     assert code == 0 and r["plan"], err
     code, _, err = cmd(m, "pin-remapped")
     assert code == -16 and "plan" in err
+
+
+def test_the_plan_is_an_event_in_ceph_s_closed_once(wired: Any) -> None:
+    # updated by the background while the plan runs; an abort fails it at once; then
+    # nothing more is sent for it
+    m, ceph, _ = wired
+    autoscaler = m.remote
+    sent: List[Tuple[str, Tuple[Any, ...], Dict[str, Any]]] = []
+
+    def remote(module: str, method: str, *args: Any, **kw: Any) -> Any:
+        if module != "progress":
+            return autoscaler(module, method, **kw)
+        sent.append((method, args, kw))
+    setattr(m, "remote", remote)
+    plan = cmd(m, "apply", pool="rbd", pg_num=64)[1]["plan"]
+    m.background.run_plan()
+    assert [(meth, args[0]) for meth, args, _ in sent] == [("update", f"pg_advisor-{plan}")]
+    assert sent[0][2]["add_to_ceph_s"] and 0.0 <= sent[0][2]["ev_progress"] < 1.0
+    cmd(m, "abort")
+    assert sent[1] == ("fail", (f"pg_advisor-{plan}", "plan aborted"), {})
+    m.background.run_plan()
+    assert len(sent) == 2
