@@ -419,8 +419,8 @@ def test_the_options_are_read_once_at_start_and_once_per_change(module: Module) 
         module.panel.stop()
 
 
-def test_the_loop_runs_until_shutdown_and_a_change_wakes_it(module: Module,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_loop_runs_until_shutdown_and_a_change_wakes_it(
+        module: Module, monkeypatch: pytest.MonkeyPatch) -> None:
     # serve() blocks in the loop (here in a thread, as the mgr runs it); with nothing due for
     # an hour, config_notify makes it tick at once; shutdown ends it and frees the port
     import threading
