@@ -23,8 +23,8 @@ def test_package_exposes_module_inside_the_mgr() -> None:
 
 def test_no_command_argument_takes_a_name_the_ceph_cli_keeps_for_itself() -> None:
     # the `ceph` CLI reads `target` (which daemon to ask) and `prefix` itself: an argument so
-    # named arrives as ['mon-mgr', ''] (seen with `drain` on the real cluster). `format` is
-    # declared as pg_autoscaler declares it (`osd pool autoscale-status`): optional, a string
+    # named arrives as ['mon-mgr', '']. `format` is declared as pg_autoscaler declares it
+    # (`osd pool autoscale-status`): optional, a string
     import re
     names = {n for c in Module.COMMANDS for n in re.findall(r"name=(\w+)", c["cmd"])}
     assert names and not names & {"target", "prefix"}, names & {"target", "prefix"}
