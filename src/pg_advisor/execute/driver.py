@@ -523,3 +523,34 @@ class Driver:
             return None
         frac, msg = self.executor.progress()
         return f"pg_advisor-{state.id}", msg, frac, state.status
+
+    # -- what the mgr adapter asks of the plan: the executor stays behind the lock ---------------
+
+    def map_with(self, up_sets: Callable[[Snapshot, Sequence[str]], Dict[str, List[int]]]) -> None:
+        """Check the items a plan sets against `up_sets` (pgid -> up set: in the mgr, Ceph's
+        own mapping) instead of the model's."""
+        with self.lock:
+            self.executor.up_sets = up_sets
+
+    def pause(self, now: float) -> None:
+        with self.lock:
+            self.executor.pause(now)
+
+    def resume(self, now: float) -> None:
+        with self.lock:
+            self.executor.resume(now)
+
+    def plan_report(self) -> Dict[str, Any]:
+        """The plan, its steps and where it is (`ceph pg-advisor progress`): a copy."""
+        with self.lock:
+            return self.executor.report()
+
+    def history(self) -> List[Dict[str, Any]]:
+        """The plans' events, oldest first: a copy."""
+        with self.lock:
+            return list(self.executor.history)
+
+    @property
+    def plan_active(self) -> bool:
+        """A plan is running or paused: the background polls it."""
+        return self.executor.active

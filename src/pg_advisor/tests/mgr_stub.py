@@ -7,9 +7,27 @@ stands in for the integration tests, which use the real mgr.
 """
 import sys
 import types
-from typing import Any, Dict, List, Optional
+from collections import UserDict
+from typing import Any, Callable, Dict, List, Optional
 
 MGR_PATH = "/usr/share/ceph/mgr"
+
+
+class ModuleOptions(UserDict):
+    """(module, option) -> value, as `ceph config set mgr mgr/MODULE/OPTION` leaves them: each
+    change is followed by `notify`, as ceph-mgr follows one with each module's config_notify."""
+
+    def __init__(self, notify: Callable[[], None]) -> None:
+        self.notify = notify
+        super().__init__()
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        self.notify()
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        self.notify()
 
 
 class FakeMgr:
@@ -21,11 +39,18 @@ class FakeMgr:
                         "target_max_misplaced_ratio": 0.05,
                         **(options or {})}
         self.store: Dict[str, str] = {}
-        self.module_options: Dict[Any, Any] = {}
+        self.modules: List[Any] = []         # the modules made over it, told of option changes
+        self.module_options = ModuleOptions(self._notify)
         self.health: Dict[str, Any] = {}
         self.log: list = []
         self.uri = ""
-        self.reads: Dict[str, int] = {}      # get(name), get_ceph_option("option " + name) calls
+        # get(name), get_ceph_option("option " + name), get_module_option("module_option " + name)
+        # calls ("module_option balancer/mode": another module's)
+        self.reads: Dict[str, int] = {}
+
+    def _notify(self) -> None:
+        for m in self.modules:
+            m._config_notify()
 
 
 def pg_status(pg_dump: Any) -> Dict[str, Any]:
@@ -59,7 +84,7 @@ class BaseMgrModule:
     fake: FakeMgr = FakeMgr({})
 
     def __init__(self, py_modules_ptr: Any, this_ptr: Any) -> None:
-        pass
+        self.fake.modules.append(self)
 
     def _ceph_get(self, name: str) -> Any:
         self.fake.reads[name] = self.fake.reads.get(name, 0) + 1
@@ -77,6 +102,8 @@ class BaseMgrModule:
         return self.fake.options.get(key)
 
     def _ceph_get_module_option(self, module: str, key: str, prefix: Optional[str] = None) -> Any:
+        name = "module_option " + (key if module == "pg_advisor" else f"{module}/{key}")
+        self.fake.reads[name] = self.fake.reads.get(name, 0) + 1
         return self.fake.module_options.get((module, key))
 
     def _ceph_get_version(self) -> str:

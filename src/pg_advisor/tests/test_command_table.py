@@ -138,10 +138,11 @@ def test_check_types_bounds_and_pairs() -> None:
 
 
 def test_every_command_has_one_answer() -> None:
-    # the mgr acts on a command itself (Module._act_NAME) or answers it as offline does
+    # the mgr answers a command itself (mgr_commands.HANDLERS) or answers it as offline does
     from pg_advisor.commands.answers import ANSWERS
+    from pg_advisor.mgr_commands import HANDLERS
     for c in table.COMMANDS:
-        acts = hasattr(Module, "_act_" + c.name.replace("-", "_"))
+        acts = c.name in HANDLERS
         assert acts or c.name in ANSWERS, c.name
         assert c.offline <= (c.name in ANSWERS), c.name      # offline needs an answer
         assert not (c.write and not acts), c.name            # a write acts in the mgr

@@ -25,8 +25,8 @@ def test_package_exposes_module_inside_the_mgr() -> None:
 
 def test_no_command_argument_takes_a_name_the_ceph_cli_keeps_for_itself() -> None:
     # the `ceph` CLI reads `target` (which daemon to ask) and `prefix` itself: an argument so
-    # named arrives as ['mon-mgr', ''] (seen with `drain` on the real cluster). `format` is
-    # declared as pg_autoscaler declares it (`osd pool autoscale-status`): optional, a string
+    # named arrives as ['mon-mgr', '']. `format` is declared as pg_autoscaler declares it
+    # (`osd pool autoscale-status`): optional, a string
     import re
     names = {n for c in Module.COMMANDS for n in re.findall(r"name=(\w+)", c["cmd"])}
     assert names and not names & {"target", "prefix"}, names & {"target", "prefix"}
@@ -124,7 +124,7 @@ def test_plan_command(module: Module) -> None:
 
 
 def test_health_refresh_sets_the_checks(module: Module) -> None:
-    module.refresh_health()
+    module.background.refresh_health()
     checks = mgr_stub.BaseMgrModule.fake.health
     assert "PG_ADVISOR_TOO_FEW_PGS" in checks
     assert checks["PG_ADVISOR_TOO_FEW_PGS"]["count"] == 3
@@ -136,13 +136,13 @@ def test_a_status_that_cannot_be_computed_raises_a_health_check(module: Module) 
     fake = mgr_stub.BaseMgrModule.fake
     good = fake.docs["osd_map"]
     fake.docs["osd_map"] = dict(good, epoch=good["epoch"] + 1, max_osd=-3)
-    module.refresh_status()
-    module.publish_health()
+    module.background.refresh_status()
+    module.background.publish_health()
     failed = fake.health["PG_ADVISOR_STATUS_FAILED"]
     assert "max_osd" in failed["summary"] and failed["count"] == 1
     fake.docs["osd_map"] = dict(good, epoch=good["epoch"] + 2)
-    module.refresh_status()
-    module.publish_health()
+    module.background.refresh_status()
+    module.background.publish_health()
     assert "PG_ADVISOR_STATUS_FAILED" not in fake.health
 
 
@@ -174,12 +174,12 @@ def test_the_panel_follows_its_options_and_survives_a_busy_port(module: Module,
         ports = list(dict.fromkeys(ports + [free_port()]))
     try:
         fake.module_options[("pg_advisor", "server_port")] = ports[0]
-        module.keep_panel()
+        module.background.keep_panel()
         assert fake.uri == f"http://127.0.0.1:{ports[0]}/"
         assert urllib.request.urlopen(fake.uri + "api/history", timeout=10).status == 200
         # a new port: served there, the old one released
         fake.module_options[("pg_advisor", "server_port")] = ports[1]
-        module.keep_panel()
+        module.background.keep_panel()
         assert fake.uri == f"http://127.0.0.1:{ports[1]}/"
         with socket.socket() as s:
             assert s.connect_ex(("127.0.0.1", ports[0])) != 0
@@ -188,16 +188,16 @@ def test_the_panel_follows_its_options_and_survives_a_busy_port(module: Module,
             s.listen()
             # a port in use: said in the log, no URL published, and this process lives on
             fake.module_options[("pg_advisor", "server_port")] = ports[2]
-            module.keep_panel()
+            module.background.keep_panel()
             assert fake.uri == ""
             assert "panel not started" in caplog.text
-        module.keep_panel()          # same options: not retried until they change
+        module.background.keep_panel()          # same options: not retried until they change
         assert fake.uri == ""
         fake.module_options[("pg_advisor", "server_port")] = ports[0]
-        module.keep_panel()
+        module.background.keep_panel()
         assert fake.uri == f"http://127.0.0.1:{ports[0]}/"
     finally:
-        module._server.stop()
+        module.panel.stop()
 
 
 def test_an_unchanged_cluster_is_read_once_and_mapped_once(
@@ -224,9 +224,9 @@ def test_an_unchanged_cluster_is_read_once_and_mapped_once(
     monkeypatch.setattr(module, "remote", autoscaler)
 
     def everything() -> None:
-        module.run_plan()
-        module.refresh_status()
-        module.refresh_health()
+        module.background.run_plan()
+        module.background.refresh_status()
+        module.background.refresh_health()
         assert module._handle_command(None, {"prefix": "pg-advisor status", "format": "json"})[0] == 0
     everything()
     reads, crush, scaler = fake.reads["pg_dump"], runs[0], asked[0]
@@ -252,10 +252,10 @@ def test_an_unchanged_cluster_is_read_once_and_mapped_once(
 def test_the_status_refresh_takes_one_snapshot(module: Module, monkeypatch: pytest.MonkeyPatch) -> None:
     # the status and the figures /metrics adds to it read the same snapshot: each take asks
     # the mgr for the PG summary and the map's epoch, even when it then reuses the last
-    taken = calls(monkeypatch, module, "take_snapshot")
-    module.refresh_status()
-    assert len(taken) == 1 and module._served["status"] is not None
-    assert module._served["figures"]["misplaced_ratio"] is not None
+    taken = calls(monkeypatch, module.reader, "take_snapshot")
+    module.background.refresh_status()
+    assert len(taken) == 1 and module.panel.status is not None
+    assert module.panel.served["figures"]["misplaced_ratio"] is not None
 
 
 def test_a_snapshot_asks_for_the_pg_summary_and_the_settings_once(module: Module) -> None:
@@ -266,7 +266,7 @@ def test_a_snapshot_asks_for_the_pg_summary_and_the_settings_once(module: Module
     for fresh in (True, False):
         before, dumps = fake.reads.get("pg_status", 0), fake.reads.get("pg_dump", 0)
         asked = fake.reads.get(setting, 0)
-        module.take_snapshot()
+        module.reader.take_snapshot()
         assert fake.reads.get("pg_dump", 0) == dumps + fresh
         assert fake.reads["pg_status"] == before + 1
         assert fake.reads[setting] == asked + 1
@@ -291,7 +291,7 @@ def test_a_read_changes_nothing_the_interpreter_shares(
     # not the cyclic collector, not for the span of a read: on Tentacle every other module
     # runs in the same interpreter; as it was before, during and after, failed read or not
     import gc
-    from pg_advisor import module as adapter
+    from pg_advisor import mgr_read as adapter
     load = adapter.snapshot.load
     was = gc.isenabled()
     (gc.enable if collector_on else gc.disable)()
@@ -305,11 +305,11 @@ def test_a_read_changes_nothing_the_interpreter_shares(
                 raise adapter.AdvisorError.invalid("a bad dump")
             return load(*args, **kw)
         monkeypatch.setattr(adapter.snapshot, "load", watched)
-        module.take_snapshot()
+        module.reader.take_snapshot()
         fake = mgr_stub.BaseMgrModule.fake
         fake.docs["osd_map"]["epoch"] += 1
         with pytest.raises(adapter.AdvisorError):
-            module.take_snapshot()
+            module.reader.take_snapshot()
         assert seen == [before, before] and interpreter_state() == before
     finally:
         (gc.enable if was else gc.disable)()
@@ -319,8 +319,8 @@ def costly_and_changed(module: Module) -> Tuple[Any, int]:
     """A snapshot whose read took 10 s (a big cluster), then a new map: (the fake mgr, its
     pg_dump reads so far)."""
     fake = mgr_stub.BaseMgrModule.fake
-    module.take_snapshot()
-    module._snaps._took = 10.0
+    module.reader.take_snapshot()
+    module.reader.snaps._took = 10.0
     fake.docs["osd_map"]["epoch"] += 1
     return fake, fake.reads["pg_dump"]
 
@@ -330,7 +330,7 @@ def test_a_costly_read_waits_for_views_but_not_for_a_command_that_acts(module: M
     # once, for what only looks; a command about to change the cluster reads it at once
     fake, reads = costly_and_changed(module)
     assert module._handle_command(None, {"prefix": "pg-advisor status", "format": "json"})[0] == 0
-    module.refresh_status()
+    module.background.refresh_status()
     assert fake.reads["pg_dump"] == reads
     module._handle_command(None, {"prefix": "pg-advisor abort"})
     assert fake.reads["pg_dump"] == reads + 1
@@ -340,13 +340,13 @@ def test_a_command_that_looks_leaves_a_costly_read_to_the_background(module: Mod
     # `status` of a big cluster answers from the last snapshot at once; the background,
     # woken, reads the new one
     fake, reads = costly_and_changed(module)
-    module._snaps._at -= 60.0       # past the 15 s a new map may wait
+    module.reader.snaps._at -= 60.0       # past the 15 s a new map may wait
     module._wake.clear()
     before = module._handle_command(None, {"prefix": "pg-advisor status", "format": "json"})
     assert before[0] == 0 and fake.reads["pg_dump"] == reads
-    assert module._snaps.due and module._wake.is_set()
-    module.read_due()
-    assert fake.reads["pg_dump"] == reads + 1 and not module._snaps.due
+    assert module.reader.snaps.due and module._wake.is_set()
+    module.background.read_due()
+    assert fake.reads["pg_dump"] == reads + 1 and not module.reader.snaps.due
 
 
 def test_a_big_cluster_is_read_through_the_brief_pg_stats(
@@ -355,7 +355,7 @@ def test_a_big_cluster_is_read_through_the_brief_pg_stats(
     # get('pg_dump') held the mgr 17-32 s and left it 6-8 GiB larger): `pg dump pgs_brief`,
     # pg_progress and osd_stats give what it needs, and what they lack is said
     fake = mgr_stub.BaseMgrModule.fake
-    full = module.take_snapshot()
+    full = module.reader.take_snapshot()
     assert full.pgs is not None and full.pgs.logs and fake.reads.get("pg_dump", 0) >= 1
     asked: List[Dict[str, Any]] = []
 
@@ -365,7 +365,7 @@ def test_a_big_cluster_is_read_through_the_brief_pg_stats(
     monkeypatch.setattr(module, "mon_command", mon_command)
     fake.module_options[("pg_advisor", "pg_stats_full_max")] = full.pgs.count - 1   # read again
     before = fake.reads.get("pg_dump", 0)
-    snap = module.take_snapshot()
+    snap = module.reader.take_snapshot()
     assert fake.reads.get("pg_dump", 0) == before, "the whole PG map was read"
     assert [c["dumpcontents"] for c in asked] == [["pgs_brief"]]
     a, b = full.pgs, snap.pgs
@@ -382,5 +382,73 @@ def test_a_big_cluster_is_read_through_the_brief_pg_stats(
     assert all(o["pg_memory_now"] is None for o in out["osds"]), "memory from logs it did not read"
     # at the bound or under it, the full stats again
     fake.module_options[("pg_advisor", "pg_stats_full_max")] = full.pgs.count
-    again = module.take_snapshot().pgs
+    again = module.reader.take_snapshot().pgs
     assert again is not None and again.logs and fake.reads["pg_dump"] == before + 1
+
+
+def own_option_reads() -> Dict[str, int]:
+    """How often each of the module's own options was read from the mgr so far."""
+    return {k: v for k, v in mgr_stub.BaseMgrModule.fake.reads.items()
+            if k.startswith("module_option ") and "/" not in k}
+
+
+def test_the_options_are_read_once_at_start_and_once_per_change(module: Module) -> None:
+    # the serve loop, the panel, the health checks and the commands take the options read
+    # last; only config_notify (which the mgr calls after `ceph config set`) reads them again
+    from pg_advisor.model.options import SPECS
+    fake = mgr_stub.BaseMgrModule.fake
+    start = own_option_reads()
+    assert {s.name: start.get("module_option " + s.name) for s in SPECS} == {s.name: 1 for s in SPECS}
+
+    def work() -> None:
+        for _ in range(5):
+            module.background.tick()
+        for name in ("status", "mode", "progress", "plan"):
+            assert module._handle_command(None, {"prefix": "pg-advisor " + name, "format": "json"})[0] == 0
+    try:
+        fake.module_options[("pg_advisor", "server_port")] = free_port()    # not 9285: tests run beside
+        once = own_option_reads()
+        assert all(once[k] == start.get(k, 0) + 1 for k in once) and set(start) <= set(once)
+        work()
+        assert own_option_reads() == once
+        fake.module_options[("pg_advisor", "sleep_interval")] = 30
+        assert module.current_options().sleep_interval == 30
+        again = own_option_reads()
+        assert all(again[k] == once[k] + 1 for k in once)
+        work()
+        assert own_option_reads() == again
+    finally:
+        module.panel.stop()
+
+
+def test_the_loop_runs_until_shutdown_and_a_change_wakes_it(
+        module: Module, monkeypatch: pytest.MonkeyPatch) -> None:
+    # serve() blocks in the loop (here in a thread, as the mgr runs it); with nothing due for
+    # an hour, config_notify makes it tick at once; shutdown ends it and frees the port
+    import threading
+    fake = mgr_stub.BaseMgrModule.fake
+    fake.module_options[("pg_advisor", "server_port")] = port = free_port()
+    fake.module_options[("pg_advisor", "sleep_interval")] = 3600
+    fake.module_options[("pg_advisor", "refresh_interval")] = 3600
+    module._wake.clear()        # (each change above woke it)
+    ticked: List[threading.Event] = [threading.Event() for _ in range(2)]
+    tick = module.background.tick
+
+    def counted() -> float:
+        wait = tick()
+        next(e for e in ticked + [threading.Event()] if not e.is_set()).set()
+        return wait
+    monkeypatch.setattr(module.background, "tick", counted)
+    loop = threading.Thread(target=module.serve, daemon=True)
+    loop.start()
+    try:
+        assert ticked[0].wait(60) and not ticked[1].is_set()
+        assert fake.uri == f"http://127.0.0.1:{port}/"
+        module.config_notify()
+        assert ticked[1].wait(60)
+    finally:
+        module.shutdown()
+        loop.join(60)
+    assert not loop.is_alive()
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0

@@ -1,6 +1,6 @@
 """The module's plan commands and background tick, with the mon simulated (unit level)."""
 import json
-from typing import Any, Dict
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
@@ -41,12 +41,12 @@ def test_apply_then_tick_pause_resume_abort(wired: Any) -> None:
     code, r, _ = cmd(m, "apply", pool="rbd", pg_num=64)
     assert code == 0 and r["plan"]
     assert cmd(m, "apply", pool="rbd", pg_num=128)[0] == -16       # one plan at a time
-    m.run_plan()
+    m.background.run_plan()
     assert [c["var"] for c in ceph.sent] == ["pg_num", "pgp_num"]
     ceph.settle()
     refresh()
     assert cmd(m, "pause")[1]["plan"]["status"] == "paused"
-    m.run_plan()
+    m.background.run_plan()
     assert len(ceph.sent) == 2                                      # paused: nothing new
     assert cmd(m, "pause")[0] == -22
     cmd(m, "resume")
@@ -66,8 +66,8 @@ def test_blocked_plan_raises_a_health_check(wired: Any) -> None:
     ceph.dumps["osd_dump"]["flags"] += ",norebalance"
     ceph.dumps["osd_dump"]["epoch"] += 1        # a flag set is a new map, as the mon makes it
     refresh()
-    m.run_plan()
-    m.publish_health()
+    m.background.run_plan()
+    m.background.publish_health()
     health = mgr_stub.BaseMgrModule.fake.health
     checks: Dict[str, Any] = dict(health)
     assert "PG_ADVISOR_BLOCKED" in checks and "norebalance" in json.dumps(checks)
@@ -84,17 +84,17 @@ def test_after_an_abort_auto_mode_waits_until_the_operator_sets_it_again(wired: 
     m, ceph, _ = wired
     fake = mgr_stub.BaseMgrModule.fake
     fake.module_options[("pg_advisor", "mode")] = "auto"
-    m.run_plan()
+    m.background.run_plan()
     assert cmd(m, "progress")[1]["plan"]["source"] == "auto"
     cmd(m, "abort")
-    m.run_plan()                      # within the hour after an abort: nothing starts
+    m.background.run_plan()                      # within the hour after an abort: nothing starts
     assert cmd(m, "progress")[1]["plan"]["status"] == "aborted"
     assert cmd(m, "mode", mode="advise")[0] == 0
     fake.module_options[("pg_advisor", "mode")] = "auto"
-    m.run_plan()                      # a mode other than auto does not re-arm it
+    m.background.run_plan()                      # a mode other than auto does not re-arm it
     assert cmd(m, "progress")[1]["plan"]["status"] == "aborted"
     assert cmd(m, "mode", mode="auto")[0] == 0
-    m.run_plan()                      # `mode auto` after the abort: auto goes on
+    m.background.run_plan()                      # `mode auto` after the abort: auto goes on
     r = cmd(m, "progress")[1]
     assert r["plan"]["source"] == "auto" and r["plan"]["status"] == "running"
     events = [(h["event"], h["detail"]) for h in cmd(m, "history")[1]["history"]]
@@ -106,7 +106,7 @@ def test_auto_mode_starts_plans_itself(wired: Any, monkeypatch: Any) -> None:
     m, ceph, refresh = wired
     fake = mgr_stub.BaseMgrModule.fake
     fake.module_options[("pg_advisor", "mode")] = "auto"
-    m.run_plan()                      # pg_num changes are recommended: a pg_num plan
+    m.background.run_plan()                      # pg_num changes are recommended: a pg_num plan
     r = cmd(m, "progress")[1]
     assert r["plan"]["source"] == "auto" and r["steps"][0]["kind"] == "pg_num"
     cmd(m, "abort")
@@ -115,7 +115,7 @@ def test_auto_mode_starts_plans_itself(wired: Any, monkeypatch: Any) -> None:
     for h in m.driver.executor.history:
         h["time"] -= 7200
     ceph.sent.clear()
-    m.run_plan()
+    m.background.run_plan()
     r = cmd(m, "progress")[1]
     assert r["plan"]["source"] == "auto" and {s["kind"] for s in r["steps"]} == {"balance"}
     assert any("pgid" in c for c in ceph.sent)
@@ -126,7 +126,7 @@ def test_auto_mode_starts_plans_itself(wired: Any, monkeypatch: Any) -> None:
     m.driver._next_balance_check = 0.0
     fake.module_options[("balancer", "active")] = True
     ceph.sent.clear()
-    m.run_plan()
+    m.background.run_plan()
     assert cmd(m, "progress")[1]["plan"]["status"] == "aborted" and ceph.sent == []
 
 
@@ -139,13 +139,13 @@ def test_a_malformed_window_is_refused_and_reported(wired: Any) -> None:
     fake.module_options[("pg_advisor", "window_begin")] = "00:00"
     assert cmd(m, "apply", pool="rbd", pg_num=64)[0] == 0
     fake.module_options[("pg_advisor", "window_days")] = "someday"
-    m.run_plan()
-    m.publish_health()
+    m.background.run_plan()
+    m.background.publish_health()
     assert "PG_ADVISOR_PLAN_ERROR" in fake.health and ceph.sent == []
     assert "window_days" in str(fake.health["PG_ADVISOR_PLAN_ERROR"])
     fake.module_options[("pg_advisor", "window_days")] = ""
-    m.run_plan()
-    m.publish_health()
+    m.background.run_plan()
+    m.background.publish_health()
     assert "PG_ADVISOR_PLAN_ERROR" not in fake.health and ceph.sent
 
 
@@ -170,3 +170,25 @@ def test_expansion_commands_through_the_module(wired: Any) -> None:
     assert code == 0 and r["plan"], err
     code, _, err = cmd(m, "pin-remapped")
     assert code == -16 and "plan" in err
+
+
+def test_the_plan_is_an_event_in_ceph_s_closed_once(wired: Any) -> None:
+    # updated by the background while the plan runs; an abort fails it at once; then
+    # nothing more is sent for it
+    m, ceph, _ = wired
+    autoscaler = m.remote
+    sent: List[Tuple[str, Tuple[Any, ...], Dict[str, Any]]] = []
+
+    def remote(module: str, method: str, *args: Any, **kw: Any) -> Any:
+        if module != "progress":
+            return autoscaler(module, method, **kw)
+        sent.append((method, args, kw))
+    setattr(m, "remote", remote)
+    plan = cmd(m, "apply", pool="rbd", pg_num=64)[1]["plan"]
+    m.background.run_plan()
+    assert [(meth, args[0]) for meth, args, _ in sent] == [("update", f"pg_advisor-{plan}")]
+    assert sent[0][2]["add_to_ceph_s"] and 0.0 <= sent[0][2]["ev_progress"] < 1.0
+    cmd(m, "abort")
+    assert sent[1] == ("fail", (f"pg_advisor-{plan}", "plan aborted"), {})
+    m.background.run_plan()
+    assert len(sent) == 2

@@ -99,8 +99,8 @@ def test_auto_mode_evens_primaries_once_the_counts_are_even(wired: Any, read_bal
                  ("pg_advisor", "read_max_changes"): 3})
     setattr(m.driver, "targets", lambda *a: {})
     setattr(m.driver, "_start_balancing", lambda *a: False)
-    m.run_plan()
-    m.run_plan()            # within sleep_interval: no second round
+    m.background.run_plan()
+    m.background.run_plan()            # within sleep_interval: no second round
     sent = [c for c in ceph.sent if "upmap-primary" in c["prefix"]]
     assert len(sent) == (3 if rounds else 0) and len(ceph.sent) == len(sent)
     events = [h for h in cmd(m, "history")[1]["history"] if h["event"] == "read-balance"]

@@ -15,13 +15,13 @@ def test_an_option_the_mon_let_through_falls_back_and_is_reported(module: Module
     fake = mgr_stub.BaseMgrModule.fake
     fake.module_options[("pg_advisor", "misplaced_budget")] = float("nan")   # `config set` takes nan
     assert module.current_options().misplaced_budget == 0.0
-    module.publish_health()
+    module.background.publish_health()
     check = fake.health.get("PG_ADVISOR_OPTION_INVALID")
     assert check and "misplaced_budget" in check["summary"] and "default 0.0" in check["summary"]
     assert module._handle_command(None, {"prefix": "pg-advisor status", "format": "json"})[0] == 0
     fake.module_options[("pg_advisor", "misplaced_budget")] = 0.02
     module.current_options()
-    module.publish_health()
+    module.background.publish_health()
     assert "PG_ADVISOR_OPTION_INVALID" not in fake.health
 
 
@@ -34,15 +34,15 @@ def test_every_option_the_module_reads_goes_through_the_checks(module: Module) -
     try:
         assert module._handle_command(None, {"prefix": "pg-advisor mode", "format": "json"})[1] == \
             '{"mode": "advise"}'
-        module.publish_health()
+        module.background.publish_health()
         summary = fake.health["PG_ADVISOR_OPTION_INVALID"]["summary"]
         assert "3 option value(s)" in summary
-        module.keep_panel()
-        assert module._panel_at == ("127.0.0.1", 9285)
+        module.background.keep_panel()
+        assert module.panel.at == ("127.0.0.1", 9285)
     finally:
         for name in ("mode", "server_port", "poll_interval"):
             del fake.module_options[("pg_advisor", name)]
-        module._server.stop()
+        module.panel.stop()
 
 
 # -- the panel serves what the serve loop computed, once per refresh --------------------------
@@ -53,23 +53,23 @@ def test_the_panel_serves_the_status_computed_once_per_refresh(module: Module) -
     from .conftest import free_port
     fake = mgr_stub.BaseMgrModule.fake
     calls: List[int] = []
-    real = module.status
+    real = module.background.status
 
     def counted(pool: Optional[str] = None, snap: Any = None) -> Dict[str, Any]:
         calls.append(1)
         return real(pool, snap)
-    setattr(module, "status", counted)
+    setattr(module.background, "status", counted)
     fake.module_options[("pg_advisor", "server_port")] = free_port()
     try:
-        module.keep_panel()
+        module.background.keep_panel()
         with pytest.raises(urllib.error.HTTPError) as early:    # not computed yet: no work here
             urllib.request.urlopen(fake.uri + "api/status", timeout=10)
         assert early.value.code == 503 and calls == []
-        module.refresh_status()
+        module.background.refresh_status()
         for _ in range(10):
             for path in ("api/status", "metrics", "api/progress", "api/history"):
                 assert urllib.request.urlopen(fake.uri + path, timeout=10).status == 200
         served = json.loads(urllib.request.urlopen(fake.uri + "api/status", timeout=10).read())
         assert len(calls) == 1 and served == real()
     finally:
-        module._server.stop()
+        module.panel.stop()

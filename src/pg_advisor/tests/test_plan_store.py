@@ -92,8 +92,8 @@ def test_unreadable_state_is_reported_and_abort_clears_it(wired: Any, raw: str) 
     m2 = Module("pg_advisor", None, None)            # a new mgr finds it
     for attr in ("send", "set_module_option"):
         setattr(m2, attr, getattr(m, attr))
-    m2.run_plan()
-    m2.refresh_health()
+    m2.background.run_plan()
+    m2.background.refresh_health()
     if raw == "null":            # an empty plan is just no plan
         assert "PG_ADVISOR_PLAN_ERROR" not in fake.health
         return
@@ -105,7 +105,7 @@ def test_unreadable_state_is_reported_and_abort_clears_it(wired: Any, raw: str) 
     code, r, _ = cmd(m2, "abort")
     assert code == 0 and "cleared" in r["summary"]
     assert fake.store.get(STATE_KEY) is None and "exec_corrupt" in fake.store
-    m2.refresh_health()
+    m2.background.refresh_health()
     assert "PG_ADVISOR_PLAN_ERROR" not in fake.health
     assert cmd(m2, "apply", pool="rbd", pg_num=64)[0] == 0
     assert [h["event"] for h in cmd(m2, "history")[1]["history"]][:2] == ["reset", "abort"]

@@ -342,14 +342,14 @@ def test_the_balance_command_lists_a_pg_the_map_puts_elsewhere(wired: Any) -> No
         rc, err = m.send(c)
         return rc, "", err
     setattr(m, "mon_command", mon_command)
-    real = m.mon_up_sets
+    real = m.reader.mon_up_sets
 
     def one_elsewhere(snap: snapshot.Snapshot, pgids: Sequence[str]) -> Dict[str, List[int]]:
         got = real(snap, pgids)
         first = sorted(got)[0]
         got[first] = got[first][:-1] + [63]
         return got
-    setattr(m, "mon_up_sets", one_elsewhere)
+    setattr(m.reader, "mon_up_sets", one_elsewhere)
     code, r, _ = cmd(m, "balance")
     assert code == 0 and r["items"] and r["mismatched"] == 1
     first = sorted(r["items"])[0]

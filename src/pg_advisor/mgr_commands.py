@@ -1,0 +1,120 @@
+"""The commands the mgr answers itself, not as the offline CLI does: the ones that act on the
+cluster or on the plan (`act_*`, most of them one Driver method) and the views of the plan
+only the running module has (`show_*`). HANDLERS names each by its command; every other
+command is answered by commands/answers.py, the same function offline runs.
+
+A command that acts reads a fresh snapshot (its --dry-run a lazy one), then wakes the
+background so that what follows (health, the plan's next tick) does not wait for it.
+"""
+import time
+from typing import TYPE_CHECKING, Any, Callable, Dict
+
+from .commands.table import Values
+from .execute.context import BalanceRequest
+from .model.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from .module import Module
+
+Report = Dict[str, Any]
+
+
+class LiveCommands:
+    def __init__(self, mgr: "Module") -> None:
+        self.mgr = mgr
+
+    def _snapshot_to_act(self, v: Values) -> Snapshot:
+        """A command that acts reads every change at once; its --dry-run only looks."""
+        return self.mgr.reader.take_snapshot(fresh=not v["dry_run"], lazy=bool(v["dry_run"]))
+
+    def act_mode(self, v: Values) -> Report:
+        if v["mode"] is not None:
+            self.mgr.set_module_option("mode", v["mode"].value)
+            self.mgr.driver.mode_set(v["mode"].value, time.time())
+            self.mgr.config_notify()     # the new mode, for this answer and the next tick
+        return {"mode": self.mgr.current_options().mode}
+
+    def act_apply(self, v: Values) -> Report:
+        ctx = self.mgr.context(self._snapshot_to_act(v))
+        report = self.mgr.driver.apply(ctx, v["pool"], v["pg_num"], v["dry_run"])
+        self.mgr.wake()
+        return report
+
+    def act_balance(self, v: Values) -> Report:
+        """One bounded batch of pg-upmap-items toward each OSD's share (or only its dry run):
+        one round, as the background's, within the misplaced budget."""
+        ctx = self.mgr.context(self._snapshot_to_act(v))
+        opts = ctx.opts
+        # (table.check held --max-items to the option's bound: one round stays small)
+        items = v["max_items"] if v["max_items"] is not None else opts.balance_max_items
+        req = BalanceRequest([v["pool"]] if v["pool"] else None, items, v["mode"] or opts.balance_mode,
+                             bool(v["dry_run"]))
+        return self.mgr.driver.balance(ctx, req, self.mgr.reader.items_after)
+
+    def act_read_balance(self, v: Values) -> Report:
+        """One bounded batch of pg-upmap-primary changes (or only its dry run)."""
+        ctx = self.mgr.context(self._snapshot_to_act(v))
+        most = v["max_changes"] if v["max_changes"] is not None else ctx.opts.read_max_changes
+        return self.mgr.driver.read_balance(ctx, [v["pool"]] if v["pool"] else None, most, bool(v["dry_run"]),
+                                            self.mgr.reader.primaries_after)
+
+    def act_pin_remapped(self, v: Values) -> Report:
+        snap, dry_run = self._snapshot_to_act(v), v["dry_run"]
+        report = self.mgr.driver.pin_remapped(self.mgr.context(snap), dry_run)
+        if not dry_run and report.get("plan"):
+            self.mgr.reader.wait_for_map(snap.epoch)
+            report["verified"] = self.mgr.driver.verify_pins(snap, time.time())
+        self.mgr.wake()
+        return report
+
+    def act_crush_reweight(self, v: Values) -> Report:
+        snap, dry_run = self._snapshot_to_act(v), v["dry_run"]
+        weights = {int(o): float(v["weight"]) for o in v["osd"]}
+        report = self.mgr.driver.crush_reweight(self.mgr.context(snap), weights, dry_run)
+        if not dry_run and report.get("plan"):
+            # every answer is in: the mon's epoch now has all that landed
+            self.mgr.reader.wait_for_mon_map(snap.epoch)
+            report["verified"] = self.mgr.driver.verify_pins(snap, time.time())
+        self.mgr.wake()
+        return report
+
+    def act_drain(self, v: Values) -> Report:
+        ctx = self.mgr.context(self._snapshot_to_act(v))
+        report = self.mgr.driver.drain(ctx, v["osd_or_bucket"], v["dry_run"])
+        self.mgr.wake()
+        return report
+
+    def act_pause(self, v: Values) -> Report:
+        self.mgr.driver.pause(time.time())
+        self.mgr.wake()
+        return self.mgr.driver.plan_report()
+
+    def act_resume(self, v: Values) -> Report:
+        self.mgr.driver.resume(time.time())
+        self.mgr.wake()
+        return self.mgr.driver.plan_report()
+
+    def act_abort(self, v: Values) -> Report:
+        driver = self.mgr.driver
+        summary = driver.abort(self.mgr.context(self.mgr.reader.take_snapshot(fresh=True)))
+        # the event closed and the panel's copy new at once; health follows with the wake
+        self.mgr.progress.update(self.mgr, driver.progress())
+        self.mgr.panel.show_plan(driver.plan_report(), driver.history())
+        self.mgr.wake()
+        return {"aborted": True, "summary": summary}
+
+    def show_progress(self, v: Values) -> Report:
+        return self.mgr.driver.plan_report()
+
+    def show_history(self, v: Values) -> Report:
+        return {"history": self.mgr.driver.history()}
+
+
+# command -> its handler here; a command not named is answered as offline
+HANDLERS: Dict[str, Callable[[LiveCommands, Values], Report]] = {
+    "mode": LiveCommands.act_mode, "apply": LiveCommands.act_apply, "balance": LiveCommands.act_balance,
+    "read-balance": LiveCommands.act_read_balance, "pin-remapped": LiveCommands.act_pin_remapped,
+    "crush-reweight": LiveCommands.act_crush_reweight, "drain": LiveCommands.act_drain,
+    "pause": LiveCommands.act_pause, "resume": LiveCommands.act_resume, "abort": LiveCommands.act_abort,
+    "progress": LiveCommands.show_progress, "history": LiveCommands.show_history,
+}

@@ -1,0 +1,253 @@
+"""The cluster and the mon, through the mgr: snapshots read from the mgr's maps (kept while
+nothing they depend on changes: model/reuse.py), the maps the mon made after a command,
+Ceph's own mapping of a PG, and the mon commands themselves, one or a burst.
+
+The same documents the offline CLI reads from files; model/snapshot.py turns either into
+a Snapshot. Nothing a read does changes what the mgr's interpreter shares with the other
+modules (the collector, logging, signals: doc/contributing.rst); what it does to the
+process's heap is handed back (give_back_memory).
+"""
+import ctypes
+import errno
+import functools
+import json
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from mgr_module import MgrModule
+from mgr_module import CommandResult as MonResult
+
+from .model import snapshot
+from .model.errors import AdvisorError
+from .model.options import Options
+from .model.pg_brief import brief_pg_map, parse_brief
+from .model.reuse import ChangeKey, SnapshotReuse
+
+MAP_WAIT = 10.0     # seconds a write command waits for the mgr's map to show what it set
+BURST_WAIT = 120.0  # seconds a command of a burst may take to answer
+PARSE_PAUSE = 0.002     # seconds without the GIL between chunks of a big JSON text
+# the fields of `pg_status` (PGMapDigest::print_summary) whose change means the PG stats did:
+# not the I/O rates, which change every report and decide nothing here
+PG_SUMMARY_KEYS = ("pgs_by_state", "num_pgs", "num_pools", "num_objects", "data_bytes",
+                   "degraded_objects", "misplaced_objects", "unfound_objects")
+# the cluster settings the sizing model reads, as the mgr sees them
+NATIVE_OPTIONS = tuple(snapshot.CONFIG_DEFAULTS)
+
+
+def give_back_memory() -> None:
+    """Hand the heap's free pages back to the system (glibc's malloc_trim: the mgr uses
+    glibc's allocator, one arena per thread): a read of 320,000 PGs passes through some
+    300 MiB that would otherwise stay in the mgr's RSS."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.lru_cache(maxsize=1)
+def _malloc_trim() -> Optional[Callable[[int], int]]:
+    """glibc's malloc_trim, looked up once; None where the C library is not glibc."""
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def json_command(cmd: Dict[str, Any]) -> Dict[str, Any]:
+    """A mon command as the module sends it: its answer in JSON."""
+    return dict(cmd, format="json")
+
+
+def send(mgr: MgrModule, cmd: Dict[str, Any]) -> Tuple[int, str]:
+    """One mon command, waited for: (code, error)."""
+    code, _, err = mgr.mon_command(json_command(cmd))
+    return code, err
+
+
+def send_nowait(mgr: MgrModule, cmd: Dict[str, Any]) -> Callable[[], Tuple[int, str]]:
+    """Send a mon command without waiting; the function returned waits for its answer."""
+    result = MonResult("")
+    mgr.send_command(result, "mon", "", json.dumps(json_command(cmd)), "")
+
+    def wait() -> Tuple[int, str]:
+        if not result.ev.wait(BURST_WAIT):
+            return -errno.ETIMEDOUT, f"no answer from the mon within {BURST_WAIT:g} s"
+        code, _, err = result.wait()
+        return code, err
+    return wait
+
+
+def burst(send_one: Callable[[Dict[str, Any]], Callable[[], Tuple[int, str]]],
+          cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
+    """Send commands together, in order, none waiting for the one before (no thread
+    each: a weight change and its hundreds of pins go out as one), so that the mon takes
+    them into one map epoch; answers in the same order. `send_one` is send_nowait's kind."""
+    waits = [send_one(c) for c in cmds]
+    return [w() for w in waits]
+
+
+def mon_mapping(osdmap: Any, pgid: str) -> Dict[str, Any]:
+    """A PG's mapping ("up", "up_primary", "acting", ...) computed by Ceph itself, in the
+    mgr's OSDMap."""
+    head, tail = pgid.split(".")
+    return dict(osdmap.pg_to_up_acting_osds(int(head), int(tail, 16)))
+
+
+class MgrReader:
+    """What the module reads from the mgr. `options` gives the module's options (as last
+    read); `wake` asks the background to run now (to take a read a lazy caller left)."""
+
+    def __init__(self, mgr: MgrModule, options: Callable[[], Options], wake: Callable[[], None]) -> None:
+        self.mgr = mgr
+        self.options = options
+        self.wake = wake
+        self.snaps = SnapshotReuse()
+
+    # -- the snapshot ----------------------------------------------------------------------------
+
+    def take_snapshot(self, fresh: bool = False, lazy: bool = False) -> snapshot.Snapshot:
+        """The cluster as a snapshot: the last one while nothing it depends on has changed,
+        or while a costly read of a change is not due yet (model/reuse.py), else read anew.
+        A command that changes the cluster asks for a `fresh` one: changes read at once. A
+        command that only looks is `lazy`: where a read is costly it takes the last one and
+        leaves the read to the background, which it wakes."""
+        # one read of the PG summary and of the settings serves the key and the snapshot
+        pg_status = self._pg_status()
+        config = {k: self.mgr.get_ceph_option(k) for k in NATIVE_OPTIONS}
+        snap = self.snaps.get(self._change_key(pg_status, config),
+                              functools.partial(self._read_snapshot, pg_status, config),
+                              time.monotonic(), fresh, lazy)
+        if lazy and self.snaps.due:
+            self.wake()
+        return snap
+
+    def _change_key(self, pg: Dict[str, Any], config: Dict[str, Any]) -> Optional[ChangeKey]:
+        """What changes when the answers may: the OSDMap epoch, the PG map's summary `pg`
+        (PG states, objects, bytes, misplaced: `pg_status` is a few hundred bytes however
+        many PGs there are) and the cluster settings the model reads. None if any is
+        unreadable."""
+        if not pg:
+            return None
+        try:
+            summary = json.dumps({k: pg.get(k) for k in PG_SUMMARY_KEYS}, sort_keys=True, default=str)
+            # (the option that says how the PG stats are read changes the snapshot too)
+            settings = (tuple(str(config[k]) for k in NATIVE_OPTIONS), self.options().pg_stats_full_max)
+            return ChangeKey(map=self.mgr.get_osdmap().get_epoch(), stats=summary, settings=settings)
+        except Exception:   # e.g. no PG map yet: read everything, keep nothing
+            return None
+
+    def _read_snapshot(self, pg_status: Dict[str, Any], config: Dict[str, Any]) -> snapshot.Snapshot:
+        """The same documents the offline CLI reads from files, straight from the mgr;
+        `pg_status` (the PG map's summary) and `config` (the settings) were read for the
+        change key."""
+        self.mgr.log.debug("pg_advisor: reading the cluster (snapshot %d)", self.snaps.loads + 1)
+        try:
+            return self._read_documents(pg_status, config)
+        finally:
+            give_back_memory()      # what the read's documents took, once they are gone
+
+    def _read_documents(self, pg_status: Dict[str, Any], config: Dict[str, Any]) -> snapshot.Snapshot:
+        took: Dict[str, float] = {}
+        get = self.mgr.get
+
+        def timed(what: str, read: Callable[[], Any]) -> Any:
+            t0 = time.monotonic()
+            out = read()
+            took[what] = time.monotonic() - t0
+            return out
+        osd_map, crush, df = (timed(k, functools.partial(get, k)) for k in ("osd_map", "osd_map_crush", "df"))
+        # the full PG stats while they are small; the brief ones past pg_stats_full_max
+        num_pgs = pg_status.get("num_pgs", 0)
+        if not isinstance(num_pgs, int) or num_pgs <= self.options().pg_stats_full_max:
+            pg_dump = timed("pg_dump", functools.partial(get, "pg_dump"))
+        else:
+            pg_dump = timed("pg_stats_brief", lambda: self._brief_pg_map(pg_status, df))
+        auto = timed("pg_autoscaler", self._autoscale_status)
+        snap: snapshot.Snapshot = timed("load", lambda: snapshot.load(
+            osd_map, crush, pg_dump, df, mon_max_pg_per_osd=int(config["mon_max_pg_per_osd"]),
+            config=config, autoscale=auto))
+        # what a read costs, by part: on a big cluster this is where the mgr's time goes
+        total = sum(took.values())
+        (self.mgr.log.info if total > 1.0 else self.mgr.log.debug)(
+            "pg_advisor: read the cluster in %.2f s (%s)", total,
+            ", ".join(f"{k} {v:.2f} s" for k, v in took.items()))
+        return snap
+
+    def _pg_status(self) -> Dict[str, Any]:
+        """The PG map's summary, {} if the mgr has none to give (no PG map yet)."""
+        try:
+            got = self.mgr.get("pg_status")
+        except Exception:
+            return {}
+        return got if isinstance(got, dict) else {}
+
+    def _brief_pg_map(self, pg_status: Dict[str, Any], df: Any) -> Dict[str, Any]:
+        """The PG stats a big cluster is read through (model/pg_brief.py): `pg dump
+        pgs_brief`, which the mgr writes without our GIL, and two narrow getters."""
+        brief_cmd = {"prefix": "pg dump", "dumpcontents": ["pgs_brief"]}
+        code, out, err = self.mgr.mon_command(json_command(brief_cmd))
+        if code != 0:
+            raise AdvisorError(code, f"pg dump pgs_brief: {err}")
+        try:     # a chunk of rows at a time, letting the mgr's other threads run between
+            brief = parse_brief(out, functools.partial(time.sleep, PARSE_PAUSE))
+        except ValueError as e:
+            raise AdvisorError.invalid(f"pg dump pgs_brief: not JSON: {e}") from None
+        try:
+            return brief_pg_map(brief, self.mgr.get("pg_progress"), self.mgr.get("osd_stats"), pg_status, df)
+        except ValueError as e:
+            raise AdvisorError.invalid(str(e)) from None
+
+    def _autoscale_status(self) -> Optional[List[Dict[str, Any]]]:
+        """What Ceph's pg_autoscaler would pick: its own `autoscale-status -f json`."""
+        try:
+            code, out, err = self.mgr.remote("pg_autoscaler", "_command_autoscale_status", format="json")
+        except Exception as e:  # the autoscaler is an always-on module, but may be failing
+            self.mgr.log.warning("pg_advisor: pg_autoscaler status unavailable: %s", e)
+            return None
+        if code != 0:
+            return None
+        status: List[Dict[str, Any]] = json.loads(out)
+        return status
+
+    # -- the maps after a command ----------------------------------------------------------------
+
+    def mon_up_sets(self, snap: snapshot.Snapshot, pgids: Sequence[str]) -> Dict[str, List[int]]:
+        """pgid -> its up set in the mgr's OSDMap, computed by Ceph itself (EC holes as
+        CRUSH_ITEM_NONE): what items are checked against once they are set. `snap` is
+        not read: the map is the mgr's newest."""
+        osdmap = self.mgr.get_osdmap()
+        pools = {p.id for p in snap.pools}
+        out: Dict[str, List[int]] = {}
+        for pgid in pgids:
+            if int(pgid.split(".")[0]) in pools:
+                out[pgid] = list(mon_mapping(osdmap, pgid)["up"])
+        return out
+
+    def items_after(self, epoch: int) -> Mapping[str, Sequence[Tuple[int, int]]]:
+        """The upmap items in the mgr's first OSDMap newer than `epoch` (or its newest, after
+        MAP_WAIT): what the mon kept of those just set."""
+        self.wait_for_map(epoch)
+        return snapshot.load_upmaps(self.mgr.get("osd_map"))[1]
+
+    def primaries_after(self, epoch: int, pgids: Sequence[str]) -> Tuple[Dict[str, int], Dict[str, int]]:
+        """The pg_upmap_primaries of the mgr's first OSDMap newer than `epoch` (or its newest,
+        after MAP_WAIT), and the up primary Ceph computes there for each of `pgids`."""
+        self.wait_for_map(epoch)
+        osdmap = self.mgr.get_osdmap()
+        entries = dict(snapshot.load_upmap_primaries(self.mgr.get("osd_map")))
+        primary: Dict[str, int] = {}
+        for pgid in pgids:
+            primary[pgid] = int(mon_mapping(osdmap, pgid)["up_primary"])
+        return entries, primary
+
+    def wait_for_mon_map(self, fallback: int) -> None:
+        """Until the mgr's OSDMap has caught up with the mon's (all that the mon answered is
+        in its epoch: the mgr's map follows); from `fallback` where the mon does not say."""
+        code, out, _ = self.mgr.mon_command(json_command({"prefix": "osd stat"}))
+        self.wait_for_map(int(json.loads(out)["epoch"]) - 1 if code == 0 else fallback)
+
+    def wait_for_map(self, epoch: int, timeout: float = MAP_WAIT) -> None:
+        """Until the mgr's OSDMap is newer than `epoch` (the mon answers a command once its
+        map has the change; the mgr hears of that map a moment later), at most `timeout`."""
+        end = time.monotonic() + timeout
+        while self.mgr.get_osdmap().get_epoch() <= epoch and time.monotonic() < end:
+            time.sleep(0.2)

@@ -1,0 +1,176 @@
+"""The background, as ceph-mgr runs it in the module's serve(): the loop, what wakes it, its
+shutdown, and each tick's jobs (the panel kept, a read a command left, the plan's tick and
+its progress event, the status the panel serves, the health checks).
+
+Only the loop runs these jobs (not called from command handlers, as cephadm's serve.py
+is not): a command that wants one done now wakes the loop (Module.wake).
+"""
+import threading
+import time
+import traceback
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+
+from .analysis.status import status_of
+from .execute.driver import misplaced_max
+from .execute.gates import misplaced_ratio
+from .model import snapshot
+from .model.errors import AdvisorError
+from .render.health import health_checks
+
+if TYPE_CHECKING:
+    from .module import Module
+
+Checks = Dict[str, Dict[str, Any]]
+
+
+def module_checks(status_error: Optional[str], option_errors: List[str]) -> Checks:
+    """The module's own health checks: a status it cannot compute, option values it ignores
+    (an operator must see them, not only the mgr log)."""
+    checks: Checks = {}
+    if status_error is not None:
+        checks["PG_ADVISOR_STATUS_FAILED"] = {
+            "severity": "warning", "count": 1, "detail": [status_error],
+            "summary": f"pg_advisor cannot compute its status: {status_error}"}
+    if option_errors:
+        checks["PG_ADVISOR_OPTION_INVALID"] = {
+            "severity": "warning", "count": len(option_errors), "detail": option_errors,
+            "summary": f"pg_advisor ignores {len(option_errors)} option value(s): {option_errors[0]}"}
+    return checks
+
+
+class MgrServe:
+    """`wake` is set to run the loop's jobs at once (options changed, a command asked, shutdown)."""
+
+    def __init__(self, mgr: "Module", wake: threading.Event) -> None:
+        self.mgr = mgr
+        self._wake = wake
+        self._stopping = False
+        self._sizing_checks: Checks = {}
+        self._status_error: Optional[str] = None     # why the last status could not be computed
+        self._next_sizing = self._next_status = 0.0
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    def serve(self) -> None:
+        self.mgr.log.info("pg_advisor: serving")
+        try:
+            while not self._stopping:
+                if self._wake.wait(self.tick()):
+                    self._wake.clear()
+                    self._next_sizing = self._next_status = 0.0   # options changed or a command asked: now
+        finally:
+            self.mgr.panel.stop()    # module disabled or mgr failing over: release the port
+
+    def shutdown(self) -> None:
+        self._stopping = True
+        self._wake.set()
+
+    def tick(self) -> float:
+        """One pass of the loop, each job under _guard; the seconds until the next is due."""
+        self._guard(self.keep_panel)
+        if self.mgr.reader.snaps.due:
+            self._guard(self.read_due)
+        self._guard(self.run_plan)
+        self._guard(self.publish_plan)
+        opts = self.mgr.current_options()
+        if self.mgr.panel.running and time.time() >= self._next_status:
+            self._guard(self.refresh_status)      # for the panel, while it serves
+            self._next_status = time.time() + opts.refresh_interval
+        if time.time() >= self._next_sizing:
+            self._guard(self.refresh_health)
+            self._next_sizing = time.time() + opts.sleep_interval
+        else:
+            self._guard(self.publish_health)
+        due = min(self._next_sizing, self._next_status) if self.mgr.panel.running else self._next_sizing
+        wait = due - time.time()
+        if self.mgr.driver.plan_active:
+            wait = min(wait, opts.poll_interval)
+        return max(wait, 0.1)
+
+    def _guard(self, job: Callable[[], None]) -> None:
+        try:
+            job()
+        except Exception:   # a bug must not end the loop
+            self.mgr.log.error("pg_advisor: %s failed: %s", job.__name__, traceback.format_exc())
+
+    # -- its jobs --------------------------------------------------------------------------------
+
+    def keep_panel(self) -> None:
+        """The panel's HTTP server on server_addr:server_port, moved when they change; its
+        URL shows in `ceph mgr services` (and leaves it while nothing serves)."""
+        opts = self.mgr.current_options()
+        want = (opts.server_addr, opts.server_port)
+        if want == self.mgr.panel.at:     # serving there, or failed there: wait for new options
+            return
+        try:
+            url = self.mgr.panel.move(*want)
+        except Exception as e:   # a port in use must not stop the rest of the module
+            self.mgr.log.error("pg_advisor: panel not started on %s:%s: %s", *want, e)
+            self.mgr.set_uri("")
+            return
+        self.mgr.set_uri(url)
+        self.mgr.log.info("pg_advisor: panel at %s", url)
+
+    def read_due(self) -> None:
+        """The read a lazy command left to the background (it took an older snapshot of a
+        big cluster rather than wait for the read)."""
+        self.mgr.reader.take_snapshot()
+
+    def run_plan(self) -> None:
+        """One tick of the executor (and, in auto mode, a new plan when one is due)."""
+        if self.mgr.current_options().mode == "off":      # nothing in the background: a plan waits
+            return
+        driver = self.mgr.driver
+        try:
+            driver.tick(self.mgr.context(self.mgr.reader.take_snapshot()))
+        except AdvisorError as e:
+            self.mgr.log.warning("pg_advisor: plan not advanced: %s", e.message)
+        self.mgr.progress.update(self.mgr, driver.progress())
+
+    def publish_plan(self) -> None:
+        """Copies of the plan and its history for the panel's thread (the serve loop and
+        commands change the originals)."""
+        driver = self.mgr.driver
+        self.mgr.panel.show_plan(driver.plan_report(), driver.history())
+
+    def status(self, pool: Optional[str] = None, snap: Optional[snapshot.Snapshot] = None) -> Dict[str, Any]:
+        opts = self.mgr.current_options()
+        return status_of(snap or self.mgr.reader.take_snapshot(), pool, opts, self.mgr.balanced(opts))
+
+    def refresh_status(self) -> None:
+        """The status the panel and /metrics serve (and the sizing checks read): the costly
+        part, computed here once per refresh."""
+        try:
+            snap = self.mgr.reader.take_snapshot()       # one snapshot serves the status and the figures
+            doc = self.status(snap=snap)
+            opts = self.mgr.current_options()
+            # what /metrics adds to the status (panel/metrics.py)
+            figures = {"mode": opts.mode.value,
+                       "misplaced_budget": misplaced_max(opts, self.mgr.cluster_ratio()),
+                       "misplaced_ratio": misplaced_ratio(snap) if snap.pgs is not None else None}
+        except AdvisorError as e:
+            self.mgr.log.warning("pg_advisor: status not computed: %s", e.message)
+            self._status_error = e.message
+            return
+        self._status_error = None
+        self.mgr.panel.show_status(doc, figures)
+
+    def refresh_health(self) -> None:
+        """Evaluate the sizing model (from a fresh status), then publish all health checks."""
+        self._sizing_checks = {}
+        opts = self.mgr.current_options()
+        if opts.mode != "off":
+            if time.time() - self.mgr.panel.status_at > opts.refresh_interval:
+                self.refresh_status()
+            doc = self.mgr.panel.status
+            if doc is not None:
+                self._sizing_checks = health_checks(doc)
+        self.publish_health()
+
+    def publish_health(self) -> None:
+        """The sizing checks as last evaluated, and the plan's and the module's, as they are now."""
+        if self.mgr.current_options().mode == "off":
+            self.mgr.set_health_checks({})
+            return
+        self.mgr.set_health_checks({**self._sizing_checks, **self.mgr.driver.health(),
+                                    **module_checks(self._status_error, self.mgr.option_errors)})
