@@ -17,6 +17,7 @@ from ..model.distribution import pool_share, rule_weights, spread, up_counts
 from ..model.distribution import object_copies
 from ..model.checks import MAX_OSD_CRUSH_WEIGHT
 from ..model.errors import AdvisorError
+from ..model.misplaced import shard_objects
 from ..model.snapshot import Bucket, Osds, Snapshot, add_weight_above, bucket_parents
 from .whatif import Change, _movement, mon_cleaned
 
@@ -123,7 +124,7 @@ def growth_report(snap: Snapshot, name: str, count: int, weight: float, device_c
         s = pool_share(pool, rule_weights(grown, rule)) if rule else np.zeros(n)
         counts += c
         shares += s
-        objects = float(pool.objects or 0) / max(pool.pg_num, 1) * mv["shards_moved"]
+        objects = shard_objects(pool, pool.pg_num, mv["shards_moved"])
         total["objects_moved"] += objects
         for k in ("pgs_remapped", "shards_moved"):
             total[k] += mv[k]

@@ -11,9 +11,9 @@ from ..balance.drain import drain_report
 from ..balance.primaries import plan_primaries
 from ..balance.read_report import read_report
 from ..balance.remapped import pin_remapped, pins_report
-from ..balance.report import balance_report, eval_report
+from ..balance.proposal import balance_report, eval_report
 from ..balance.reweighted import reweight_pins, reweight_report
-from ..execute.driver import misplaced_max
+from ..model.misplaced import MisplacedBudget, misplaced_max
 from ..model.options import Options
 from ..model.snapshot import Snapshot
 from .table import MAX_BALANCE_ITEMS, MAX_READ_CHANGES, Values
@@ -62,6 +62,7 @@ def _simulate(i: Inputs, v: Values) -> Report:
 def _balance(i: Inputs, v: Values) -> Report:
     report = balance_report(i.snap, [v["pool"]] if v["pool"] else None, v["max_items"] or MAX_BALANCE_ITEMS,
                             v["mode"].value if v["mode"] else i.opts.balance_mode,
+                            copies_max=MisplacedBudget.from_options(i.snap, i.opts, i.cluster_ratio).copies,
                             min_gain=i.opts.balance_min_gain)
     return dict(report, dry_run=True)
 

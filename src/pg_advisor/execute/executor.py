@@ -15,10 +15,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..balance.report import misplaced_copies, unkept
+from ..balance.proposal import unkept
 from ..crush.placement import Placer
 from ..crush.upmap import map_mismatches
 from ..model.errors import AdvisorError
+from ..model.misplaced import MisplacedBudget
+from ..model.mon_commands import PG_TEMP, PG_UPMAP_ITEMS, pool_set
 from ..model.snapshot import Pool, Snapshot
 from ..model.units import human_bytes
 from .gates import misplaced_ratio, unreported_pgs
@@ -37,9 +39,6 @@ RETRY_MAX_DELAY = 300.0
 Send = Callable[[Command], Tuple[int, str]]       # (return code, error text)
 BALANCE_ROUNDS_MAX = 1000
 ROUND_CHECK_WAIT = 30.0     # seconds for a round's items to show in the map before they are checked
-# a round plans moves for this share of the budget: its PGs grow while they backfill (client
-# writes) and the stats lag, so what it misplaces exceeds the plan (doc/expand.rst)
-ROUND_FILL = 0.8
 DETAIL_MAX = 300            # characters of one history event's detail (the history is stored)
 REASON_MAX = 1000           # characters of a stored error or stop reason (the state stays small)
 # PGs of a round whose items and wanted up sets the state keeps for the checks after it (the
@@ -150,7 +149,7 @@ class Executor:
             want = pool.pg_num if p.goal >= p.start else pool.pgp_num
             for var, cur in (("pg_num", pool.pg_num_target), ("pgp_num", pool.pgp_num_target)):
                 if cur != want:
-                    rc, err = send({"prefix": "osd pool set", "pool": name, "var": var, "val": str(want)})
+                    rc, err = send(pool_set(name, var, want))
                     if rc != 0:
                         notes.append(f"{name}: setting {var} {want} failed: {err.strip()}")
             notes.append(f"{name}: left at pg_num {want} and pgp_num {want}; {abs(p.goal - want)} "
@@ -197,8 +196,8 @@ class Executor:
         """A pool of the plan was deleted: nothing is left to do for it, and unlike a rename
         or a retarget the operator's intent is not in doubt. Its steps are skipped and the
         plan goes on with its other pools (a plan of auto mode, stopped, would hold auto mode
-        until an operator came by: a thrash run found that). What the plan keeps of the
-        pool's PGs goes with it, so that no command names them."""
+        until an operator came by). What the plan keeps of the pool's PGs goes with it, so
+        that no command names them."""
         del state.pools[name]
         skipped = sum(1 for s in state.steps[state.next:] if s.pool_id == p.id)
         if state.next < len(state.steps) and state.step().pool_id == p.id:
@@ -349,7 +348,7 @@ class Executor:
         load = backfill_load(snap)        # a pass over every PG's state: once a round
         room = np.maximum(pacing.max_backfills - load, 0) if pacing.max_backfills else None
         rnd = balance_round(snap, sorted(state.pools), max(1, step.pgs_moving or 16), pacing.balance_mode,
-                            misplaced_copies(snap, pacing.misplaced_max * ROUND_FILL),
+                            MisplacedBudget.of(snap, pacing.misplaced_max),
                             min_gain=pacing.min_gain, min_spread=pacing.min_spread,
                             drain=state.drain, osd_room=room)
         r = rnd.proposal
@@ -408,7 +407,7 @@ class Executor:
         state.full_pins = {k: state.full_pins[k] for k in present}    # gone: removed or cleaned by the mon
         if not present:
             return False
-        copies = misplaced_copies(snap, pacing.misplaced_max * ROUND_FILL)
+        budget = MisplacedBudget.of(snap, pacing.misplaced_max)
         pgs = snap.pgs
         take: List[str] = []
         used = 0.0
@@ -416,8 +415,7 @@ class Executor:
             # every shard may move (the swap and the rest): the PG's objects times its size
             cost = (float(pgs.objects[pgs.rows_of([k])].sum()) * len(state.full_pins[k])
                     if pgs is not None else 0.0)
-            free = not take and snap.misplaced_objects == 0
-            if copies is not None and used + cost > copies and not free:
+            if not budget.affordable(used, cost):
                 break
             take.append(k)
             used += cost
@@ -487,7 +485,7 @@ class Executor:
             cmds = target_commands(step)
         unpinned, unprimed = [], []
         for cmd, (rc, err) in zip(cmds, burst(cmds)):
-            if rc != 0 and cmd["prefix"] == "osd pg-temp":    # only the priming is lost
+            if rc != 0 and cmd["prefix"] == PG_TEMP:    # only the priming is lost
                 unprimed.append(f"{cmd['pgid']}: {err.strip()}")
             elif rc != 0 and "pgid" in cmd:     # a pin that did not take: that PG just moves
                 unpinned.append(f"{cmd['pgid']}: {err.strip()}")
@@ -501,8 +499,8 @@ class Executor:
             self.log(now, "unprimed", f"{len(unprimed)} pg-temps refused, e.g. {unprimed[0]}")
         state.phase = Phase.ISSUED
         self._issued(state, step, now)
-        primed = sum(1 for c in cmds if c["prefix"] == "osd pg-temp") - len(unprimed)
-        pinned = sum(1 for c in cmds if c["prefix"] == "osd pg-upmap-items") - len(unpinned)
+        primed = sum(1 for c in cmds if c["prefix"] == PG_TEMP) - len(unprimed)
+        pinned = sum(1 for c in cmds if c["prefix"] == PG_UPMAP_ITEMS) - len(unpinned)
         self.log(now, "issue", f"step {state.next + 1}/{len(state.steps)}: {step.describe()}"
                  + (f", {primed} primed" if primed else "")
                  + (f", {pinned} pinned" if step.pin else ""))

@@ -5,9 +5,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..balance.report import mon_commands, unkept
+from ..balance.proposal import unkept
 from ..crush.placement import Placer
 from ..crush.upmap import build_items, NotExpressible
+from ..model.mon_commands import items_commands, pg_temp, pool_set
 from ..model.snapshot import Pool, Snapshot
 from .priming import PRIME_MAX, Command, primes
 from .steps import PlanStep
@@ -24,7 +25,7 @@ def targets_shown(pool: Pool, step: PlanStep) -> bool:
 
 
 def _set(step: PlanStep, var: str, val: int) -> Command:
-    return {"prefix": "osd pool set", "pool": step.pool, "var": var, "val": str(val)}
+    return pool_set(step.pool, var, val)
 
 
 def pgp_at_once(step: PlanStep) -> List[Command]:
@@ -79,7 +80,7 @@ def pin_commands(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[Command]
     """pgp_num at once (target and actual) and the pins. Sent together they land in one
     map epoch: the mon checks the items against the map with the new pgp_num, and no PG
     sees a new up set."""
-    return pgp_at_once(step) + mon_commands(split_pins(snap, step, from_pgp))
+    return pgp_at_once(step) + items_commands(split_pins(snap, step, from_pgp))
 
 
 def remapped(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[str]:
@@ -99,7 +100,7 @@ def primed_pgp_commands(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[C
     being a PG's primary drops the client ops in flight there without telling the client,
     which waits objecter_timeout (10 s) to ask for a newer map."""
     temps = list(primes(snap, remapped(snap, step, from_pgp)).items())[:PRIME_MAX]
-    return [{"prefix": "osd pg-temp", "pgid": k, "id": v} for k, v in temps] + pgp_at_once(step)
+    return [pg_temp(k, v) for k, v in temps] + pgp_at_once(step)
 
 
 def pins_shown(snap: Snapshot, pool: Pool, step: PlanStep, from_pgp: int) -> bool:

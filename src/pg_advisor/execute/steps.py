@@ -27,6 +27,7 @@ from ..crush.placement import Placer, stable_mod
 from ..model.distribution import object_copies, rule_weights, up_counts
 from ..model.errors import AdvisorError
 from ..model.limits import check_pg_num
+from ..model.misplaced import misplaced_fraction
 from ..model.snapshot import Pool, Snapshot
 
 
@@ -70,14 +71,6 @@ class PlanStep:
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "PlanStep":
         return PlanStep(**d)
-
-
-def misplaced_fraction(pool: Pool, pg_num: int, shards: int, copies: float) -> float:
-    """Share of all object copies that moving `shards` PG shards of the pool misplaces
-    (objects spread evenly over its pg_num PGs)."""
-    if copies <= 0:
-        return 0.0
-    return shards * (pool.objects or 0) / max(pg_num, 1) / copies
 
 
 def balance_step(pool: Pool, pg_num: int, pgp_num: int, shards: int, copies: float) -> PlanStep:
@@ -160,7 +153,12 @@ class StepPlanner:
                         self._fraction(pool, pg_num, best_mv[1]), best_mv[2])
 
     def plan(self, pool: Pool, target: int) -> List[PlanStep]:
+        """The steps to `target`, checked against the mon's bounds first."""
         check_pg_num(self.snap, pool, target)
+        return self.steps(pool, target)
+
+    def steps(self, pool: Pool, target: int) -> List[PlanStep]:
+        """The steps to `target`, a pg_num within the mon's bounds (check_pg_num)."""
         if pool.pg_num != pool.pg_num_target or pool.pgp_num != pool.pgp_num_target:
             raise AdvisorError.busy(f"pool {pool.name} is already changing (pg_num {pool.pg_num} -> "
                                     f"{pool.pg_num_target}, pgp_num {pool.pgp_num} -> "
