@@ -390,7 +390,7 @@ class Module(MgrModule):
     def _act_mode(self, v: table.Values) -> Report:
         if v["mode"] is not None:
             self.set_module_option("mode", v["mode"].value)
-            self.driver.mode_set(v["mode"].value, time.time())
+            self.driver.mode_set(v["mode"], time.time())
             self._wake.set()
         return {"mode": self.current_options().mode}
 

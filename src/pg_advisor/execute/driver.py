@@ -21,16 +21,17 @@ from ..model import health_checks as hc
 from ..model.errors import AdvisorError
 from ..model.limits import check_pg_num
 from ..model.misplaced import misplaced_max
-from ..model.options import Options
+from ..model.options import Mode, Options
 from ..model.snapshot import Snapshot
 from ..sizing.sizer import Sizer
 from .context import BalanceRequest, Context
 from .executor import Executor
+from .history import Event
 from .pacing import BYTES_SPREAD, Pacing, check_pacing
 from .gates import balancer_conflict, cluster_blockers, misplaced_ratio
 from .plan_state import ACTIVE, Source, Status
 from .plan_store import PlanStore
-from .rounds import Burst, balance_round, set_full, set_items, set_primaries, set_with, unset_full
+from .rounds import Burst, RoundSpec, balance_round, set_full, set_items, set_primaries, set_with, unset_full
 from .steps import PlanStep, StepPlanner, Throttles, balance_step
 
 # the map's pg_upmap_primaries and those PGs' up primaries, after an epoch (the module's)
@@ -160,8 +161,8 @@ class Driver:
         (`items_after(epoch)`: the items in the first map after the snapshot's) and where
         the map puts the PGs it moved."""
         snap = ctx.snap
-        rnd = balance_round(snap, req.pools, req.max_items, req.mode, ctx.budget(),
-                            min_gain=ctx.opts.balance_min_gain)
+        rnd = balance_round(snap, RoundSpec(req.pools, req.max_items, req.mode, ctx.budget(),
+                                            min_gain=ctx.opts.balance_min_gain))
         report = dict(proposal_json(rnd.proposal), dry_run=req.dry_run)
         if req.dry_run:
             return report
@@ -294,7 +295,7 @@ class Driver:
         self._pins_want = {k: pins.want[k] for k in done}
         self.pins_verified = None
         what = "PGs the weight change remaps" if lead else "remapped PGs"
-        self.executor.log(now, "pin", f"{len(done)} {what} pinned onto their data"
+        self.executor.log(now, Event.PIN, f"{len(done)} {what} pinned onto their data"
                           + (f", {len(failed)} refused" if failed else ""))
         self.executor.save()
         return out
@@ -318,7 +319,7 @@ class Driver:
             steps = [balance_step(t.pool, t.pool.pg_num, t.pool.pgp_num, shards, copies) for t in touched]
             state = self.executor.start(steps, [t.pool for t in touched], Source.DRAIN, now, drain=osds)
             what = f"{describe(osds)}: {plan.replicas} replicas in {len(touched)} pools to move"
-            self.executor.log(now, "drain", what)
+            self.executor.log(now, Event.DRAIN, what)
             self.executor.save()
             out["plan"] = state.id
             return out
@@ -332,7 +333,7 @@ class Driver:
                 self.store.clear()
                 self.error = None
                 self.executor.state = None
-                self.executor.log(now, "abort", f"cleared a stored plan that could not be read: {why}")
+                self.executor.log(now, Event.ABORT, f"cleared a stored plan that could not be read: {why}")
                 self.executor.save()
                 return "cleared the stored plan that could not be read (a copy is kept in exec_corrupt)"
             return self.executor.abort(ctx.snap, ctx.send, now)
@@ -354,7 +355,7 @@ class Driver:
         with self.lock:
             self._check_store()
             ex = self.executor
-            if (not ex.open and opts.mode == "auto" and opts.pin_on_change and not balancer_active
+            if (not ex.open and opts.mode is Mode.AUTO and opts.pin_on_change and not balancer_active
                     and self._auto_may_start(now)
                     and misplaced_ratio(snap) > misplaced_max(opts, cluster_ratio)):
                 # an OSDMap change remapped more than the budget: pin it, then drain it. When
@@ -366,7 +367,7 @@ class Driver:
                         self._pin(snap, pins, ctx.sender(), Source.AUTO, now)
                     else:
                         self._unpinnable = (snap.epoch, now + opts.sleep_interval)
-            if not ex.open and opts.mode == "auto" and self._auto_may_start(now):
+            if not ex.open and opts.mode is Mode.AUTO and self._auto_may_start(now):
                 targets = self.targets(snap, opts, ctx.balanced, None, None)
                 targets = {k: v for k, v in targets.items()
                            if snap.pool_by_name(k).pg_num == snap.pool_by_name(k).pg_num_target}
@@ -423,7 +424,7 @@ class Driver:
         if not cmds:
             return
         sent = set_primaries(cmds, burst)
-        self.executor.log(now, "read-balance", f"{len(cmds) - len(sent.failed)} of {len(cmds)} primary "
+        self.executor.log(now, Event.READ_BALANCE, f"{len(cmds) - len(sent.failed)} of {len(cmds)} primary "
                           f"changes set" + (f"; refused: {sent.messages()[0]}" if sent.failed else ""))
         self.executor.save()
 
@@ -451,17 +452,17 @@ class Driver:
     def _auto_may_start(self, now: float) -> bool:
         """Not within AUTO_COOLDOWN of an abort, unless the operator set mode auto since:
         aborting says "not now", setting the mode again says "go on"."""
-        for h in reversed(self.executor.history):
-            if h["event"] == "mode" and h["detail"] == "auto":
+        for h in self.executor.events():
+            if h.event == Event.MODE and h.detail == Mode.AUTO:
                 return True
-            if h["event"] == "abort":
-                return now - h["time"] > AUTO_COOLDOWN
+            if h.event == Event.ABORT:
+                return now - h.time > AUTO_COOLDOWN
         return True
 
-    def mode_set(self, mode: str, now: float) -> None:
+    def mode_set(self, mode: Mode, now: float) -> None:
         """The operator's `mode` command, kept in the history (auto re-arms after an abort)."""
         with self.lock:
-            self.executor.log(now, "mode", mode)
+            self.executor.log(now, Event.MODE, mode.value)
             self.executor.save()
 
     def health(self) -> hc.Checks:

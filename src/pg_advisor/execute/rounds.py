@@ -9,6 +9,7 @@ import numpy as np
 
 from ..balance.proposal import Proposal, items_json, propose, unseats_primary
 from ..model.misplaced import MisplacedBudget
+from ..model.options import BalanceMode
 from ..model.mon_commands import items_commands, rm_upmap, rm_upmap_primary, upmap, upmap_items
 from ..model.snapshot import Snapshot
 from .priming import PRIME_BATCH, Command, item_results, primed_commands
@@ -139,9 +140,23 @@ class Round:
         return self.proposal.wanted(self.taken())
 
 
-def balance_round(snap: Snapshot, pools: Optional[List[str]], max_items: int, mode: str,
-                  budget: MisplacedBudget, *, min_gain: float = 0.005, min_spread: float = 0.0,
-                  drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None) -> Round:
-    """Propose one round: at most `max_items` moves, within the misplaced `budget`."""
-    return Round(propose(snap, pools, max_items, mode, copies_max=budget.copies, min_gain=min_gain,
-                         min_spread=min_spread, drain=drain, osd_room=osd_room))
+@dataclass(frozen=True)
+class RoundSpec:
+    """What one round is asked for: its pools (None: all), at most `max_items` moves within
+    the misplaced `budget`, what it evens (propose() says what min_gain and min_spread do),
+    the OSDs it empties, and the PGs each OSD may still take in or give off (None: any)."""
+    pools: Optional[List[str]]
+    max_items: int
+    mode: BalanceMode
+    budget: MisplacedBudget
+    min_gain: float = 0.005
+    min_spread: float = 0.0
+    drain: Sequence[int] = ()
+    osd_room: Optional[np.ndarray] = None
+
+
+def balance_round(snap: Snapshot, spec: RoundSpec) -> Round:
+    """Propose one round."""
+    return Round(propose(snap, spec.pools, spec.max_items, spec.mode, copies_max=spec.budget.copies,
+                         min_gain=spec.min_gain, min_spread=spec.min_spread, drain=spec.drain,
+                         osd_room=spec.osd_room))
