@@ -35,7 +35,7 @@ import numpy as np
 
 from pg_advisor.model import snapshot
 from pg_advisor.balance.balancer import Balancer
-from pg_advisor.balance.report import balance_report
+from pg_advisor.balance.proposal import balance_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.distribution import up_counts
 from pg_advisor.analysis.legality import breaks

@@ -11,7 +11,7 @@ import pytest
 
 from pg_advisor.model import snapshot
 from pg_advisor.balance.balancer import Balancer
-from pg_advisor.balance.report import balance_report, eval_report
+from pg_advisor.balance.proposal import balance_report, eval_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.distribution import up_counts
 from pg_advisor_testkit.upmap_checker import check_up_set

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from pg_advisor.analysis.growth import growth_report, placer_after, with_host
+from pg_advisor.analysis.growth import NewHost, growth_report, placer_after, with_host
 from pg_advisor.analysis.whatif import Change, mon_cleaned, simulate
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot
@@ -134,7 +134,7 @@ def check_add_host(gm: GeneratedMap, layout: Layout) -> int:
     assert sum(before[pg][0] != up for pg, (up, _) in after.items()) > 0, "the host moved nothing"
     wrong = mismatches(placer_after(grown), grown, after)
     assert wrong == [], f"add {host}: {len(wrong)} PGs placed otherwise than the mon, e.g. {wrong[:3]}"
-    report = growth_report(was, host, layout.osds_per_host, ADD_HOST_WEIGHT)
+    report = growth_report(was, NewHost(host, layout.osds_per_host, ADD_HOST_WEIGHT))
     got = {o["id"]: o["pgs"] for o in report["new_osds"]}
     assert got == {o: sum(o in up for up, _ in after.values()) for o in new}
     return len(mismatches(Placer(grown), grown, after))

@@ -150,7 +150,8 @@ def run(argv: List[str], out: TextIO) -> int:
         config={"osd_memory_target": args.osd_memory_target},
         autoscale=_read_json(args.autoscale_status, "--autoscale-status"))
     # offline there is no balancer to ask: 'auto' means CRUSH as it falls
-    inputs = Inputs(snap, opts, opts.assume_balanced == "yes", args.target_max_misplaced_ratio)
+    inputs = Inputs(snap, opts, opts.assume_balanced is options.AssumeBalanced.YES,
+                    args.target_max_misplaced_ratio)
     out.write(show(cmd.view, answer(cmd.name, inputs, values), args.format) + "\n")
     return 0
 

@@ -30,7 +30,7 @@ class LiveCommands:
     def act_mode(self, v: Values) -> Report:
         if v["mode"] is not None:
             self.mgr.set_module_option("mode", v["mode"].value)
-            self.mgr.driver.mode_set(v["mode"].value, time.time())
+            self.mgr.driver.mode_set(v["mode"], time.time())
             self.mgr.config_notify()     # the new mode, for this answer and the next tick
         return {"mode": self.mgr.current_options().mode}
 

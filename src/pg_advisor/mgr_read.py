@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from mgr_module import MgrModule
 from mgr_module import CommandResult as MonResult
 
-from .model import snapshot
+from .model import mon_commands, snapshot
 from .model.errors import AdvisorError
 from .model.options import Options
 from .model.pg_brief import brief_pg_map, parse_brief
@@ -183,8 +183,7 @@ class MgrReader:
     def _brief_pg_map(self, pg_status: Dict[str, Any], df: Any) -> Dict[str, Any]:
         """The PG stats a big cluster is read through (model/pg_brief.py): `pg dump
         pgs_brief`, which the mgr writes without our GIL, and two narrow getters."""
-        brief_cmd = {"prefix": "pg dump", "dumpcontents": ["pgs_brief"]}
-        code, out, err = self.mgr.mon_command(json_command(brief_cmd))
+        code, out, err = self.mgr.mon_command(mon_commands.pg_dump_brief())
         if code != 0:
             raise AdvisorError(code, f"pg dump pgs_brief: {err}")
         try:     # a chunk of rows at a time, letting the mgr's other threads run between
@@ -242,7 +241,7 @@ class MgrReader:
     def wait_for_mon_map(self, fallback: int) -> None:
         """Until the mgr's OSDMap has caught up with the mon's (all that the mon answered is
         in its epoch: the mgr's map follows); from `fallback` where the mon does not say."""
-        code, out, _ = self.mgr.mon_command(json_command({"prefix": "osd stat"}))
+        code, out, _ = self.mgr.mon_command(mon_commands.osd_stat())
         self.wait_for_map(int(json.loads(out)["epoch"]) - 1 if code == 0 else fallback)
 
     def wait_for_map(self, epoch: int, timeout: float = MAP_WAIT) -> None:

@@ -11,10 +11,10 @@ import traceback
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from .analysis.status import status_of
-from .execute.driver import misplaced_max
 from .execute.gates import misplaced_ratio
-from .model import snapshot
+from .model import health_checks as checks_of, snapshot
 from .model.errors import AdvisorError
+from .model.misplaced import misplaced_max
 from .render.health import health_checks
 
 if TYPE_CHECKING:
@@ -28,13 +28,9 @@ def module_checks(status_error: Optional[str], option_errors: List[str]) -> Chec
     (an operator must see them, not only the mgr log)."""
     checks: Checks = {}
     if status_error is not None:
-        checks["PG_ADVISOR_STATUS_FAILED"] = {
-            "severity": "warning", "count": 1, "detail": [status_error],
-            "summary": f"pg_advisor cannot compute its status: {status_error}"}
+        checks.update(checks_of.status_failed(status_error))
     if option_errors:
-        checks["PG_ADVISOR_OPTION_INVALID"] = {
-            "severity": "warning", "count": len(option_errors), "detail": option_errors,
-            "summary": f"pg_advisor ignores {len(option_errors)} option value(s): {option_errors[0]}"}
+        checks.update(checks_of.option_invalid(option_errors))
     return checks
 
 

@@ -137,8 +137,8 @@ class Module(MgrModule):
 
     def balanced(self, opts: options.Options) -> bool:
         """Size against the balanced ideal when told to, or when the upmap balancer runs."""
-        if opts.assume_balanced != "auto":
-            return opts.assume_balanced == "yes"
+        if opts.assume_balanced is not options.AssumeBalanced.AUTO:
+            return opts.assume_balanced is options.AssumeBalanced.YES
         return (self.balancer_active()
                 and self.get_module_option_ex("balancer", "mode", "upmap") in BALANCER_EVENS_PGS)
 

@@ -7,6 +7,7 @@ class). CRUSH maps every pool on both maps; the PGs whose sets change are what C
 backfill at once, and what pin-remapped would pin and drain in rounds within the budget.
 """
 import dataclasses
+from dataclasses import dataclass
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -17,12 +18,24 @@ from ..model.distribution import pool_share, rule_weights, spread, up_counts
 from ..model.distribution import object_copies
 from ..model.checks import MAX_OSD_CRUSH_WEIGHT
 from ..model.errors import AdvisorError
+from ..model.misplaced import shard_objects
 from ..model.snapshot import Bucket, Osds, Snapshot, add_weight_above, bucket_parents
 from .whatif import Change, _movement, mon_cleaned
 
 MAX_NEW_OSDS = 1024
 MAX_RATE_MIB_S = 1e7      # backfill throughput a time estimate may assume
 MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class NewHost:
+    """A host to add: `count` new OSDs of CRUSH weight `weight` each, under `root`, of
+    `device_class` (None: the most common one)."""
+    name: str
+    count: int
+    weight: float
+    device_class: Optional[str] = None
+    root: str = "default"
 
 
 def _add_child(buckets: Dict[int, Bucket], parent: int, child: int, weight: float) -> None:
@@ -100,15 +113,15 @@ def placer_after(grown: Snapshot) -> Placer:
     return mon_cleaned(grown, Placer(grown), grown.osds.reweight, None, Change())
 
 
-def growth_report(snap: Snapshot, name: str, count: int, weight: float, device_class: Optional[str] = None,
-                  root: str = "default", budget: float = 0.05,
+def growth_report(snap: Snapshot, host: NewHost, budget: float = 0.05,
                   rate: Optional[float] = None) -> Dict[str, Any]:
     """What adding the host moves: per pool and in all, the new OSDs' PGs, and how many
     drain rounds within `budget` (and, given a backfill `rate` in bytes/s, how long)."""
     if rate is not None and not (math.isfinite(rate) and 0 < rate <= MAX_RATE_MIB_S * MIB):
         raise AdvisorError.invalid(f"--backfill-mib-s must be within (0, {MAX_RATE_MIB_S:g}], "
                                    f"not {rate / MIB:g}")
-    grown, ids, device_class = with_host(snap, name, count, weight, device_class, root)
+    name, weight, root = host.name, host.weight, host.root
+    grown, ids, device_class = with_host(snap, name, host.count, weight, host.device_class, root)
     before, after = Placer.of(snap), placer_after(grown)
     n = grown.osds.count
     pools: List[Dict[str, Any]] = []
@@ -123,7 +136,7 @@ def growth_report(snap: Snapshot, name: str, count: int, weight: float, device_c
         s = pool_share(pool, rule_weights(grown, rule)) if rule else np.zeros(n)
         counts += c
         shares += s
-        objects = float(pool.objects or 0) / max(pool.pg_num, 1) * mv["shards_moved"]
+        objects = shard_objects(pool, pool.pg_num, mv["shards_moved"])
         total["objects_moved"] += objects
         for k in ("pgs_remapped", "shards_moved"):
             total[k] += mv[k]

@@ -10,6 +10,8 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
+from ..model.misplaced import affordable
+
 
 class Stop(enum.Enum):
     MOVES = "moves"            # the item lists asked for are made
@@ -77,8 +79,7 @@ class Budget:
 
     def affordable(self, objects: float) -> bool:
         """May moves that misplace `objects` more object copies still be made?"""
-        return (self.copies_max is None or self.misplaced + objects <= self.copies_max
-                or (self.first_free and self.misplaced == 0))
+        return affordable(self.copies_max, self.first_free, self.misplaced, objects)
 
     def refund(self, objects: float, ends: Sequence[int]) -> None:
         """Give back what a PG's moves took: the run moved it back to where it found it.

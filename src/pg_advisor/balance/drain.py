@@ -19,7 +19,7 @@ from ..crush.placement import Placer
 from ..model.errors import AdvisorError
 from ..model.snapshot import Snapshot
 from .balancer import Balancer, PoolState
-from .report import Proposal, items_json, propose
+from .proposal import Proposal, items_json, propose
 
 OSD_NAME = re.compile(r"(?:osd\.)?([0-9]{1,9})")
 

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..analysis.read_balance import primary_counts, read_balance_score
 from ..crush.placement import MAX_AFFINITY, Placer, PoolMapping
+from ..model.mon_commands import rm_upmap_primary, upmap_primary
 from ..model.snapshot import Pool, Snapshot
 from ..model.work import count
 
@@ -77,10 +78,10 @@ class ReadPlan:
         out: List[Dict[str, Any]] = []
         for pgid, osd in self.changes:
             if osd is None:
-                out.append({"prefix": "osd rm-pg-upmap-primary", "pgid": pgid})
+                out.append(rm_upmap_primary(pgid))
             else:
-                out.append({"prefix": "osd pg-upmap-primary", "pgid": pgid, "id": osd})
-        out += [{"prefix": "osd rm-pg-upmap-primary", "pgid": pgid} for pgid in self.cleanup]
+                out.append(upmap_primary(pgid, osd))
+        out += [rm_upmap_primary(pgid) for pgid in self.cleanup]
         return out
 
 

@@ -2,13 +2,14 @@
 and read_balance score before and after, and the commands, as `read-balance` shows them."""
 from typing import Any, Dict
 
+from ..model.mon_commands import PG_UPMAP_PRIMARY
 from ..model.snapshot import Snapshot
 from .primaries import ReadPlan, allows_primaries
 
 
 def command_text(cmd: Dict[str, Any]) -> str:
     """A mon command of the plan as an operator would type it."""
-    if cmd["prefix"] == "osd pg-upmap-primary":
+    if cmd["prefix"] == PG_UPMAP_PRIMARY:
         return f"ceph osd pg-upmap-primary {cmd['pgid']} {cmd['id']}"
     return f"ceph {cmd['prefix']} {cmd['pgid']}"
 

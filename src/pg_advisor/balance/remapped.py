@@ -28,7 +28,7 @@ from ..crush.upmap import Cycle, NotExpressible, build_items
 from ..model.constants import CRUSH_ITEM_NONE
 from ..model.errors import AdvisorError
 from ..model.snapshot import Pool, Snapshot
-from .report import items_json
+from .proposal import items_json
 
 SKIP_SHOWN = 20       # skipped PGs listed by name in a report (the count is always given)
 FULL_MAX = 256        # PGs one pin-remapped pins with a full pg-upmap (the plan keeps them in its state)

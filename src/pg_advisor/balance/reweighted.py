@@ -30,6 +30,7 @@ from ..crush.placement import Placer
 from ..model.constants import WEIGHT_ONE
 from ..model.errors import AdvisorError
 from ..model.checks import MAX_OSD_CRUSH_WEIGHT
+from ..model.mon_commands import crush_reweight
 from ..model.snapshot import Bucket, Snapshot, add_weight_above, bucket_parents
 from .remapped import Pins, pin_remapped, pins_report
 
@@ -151,8 +152,7 @@ def reweight_pins(snap: Snapshot, weights: Mapping[int, float]) -> Reweight:
 
 def reweight_commands(weights: Mapping[int, float]) -> List[Dict[str, Any]]:
     """The mon commands that set the weights (the items go right behind them)."""
-    return [{"prefix": "osd crush reweight", "name": f"osd.{o}", "weight": float(w)}
-            for o, w in sorted(weights.items())]
+    return [crush_reweight(o, w) for o, w in sorted(weights.items())]
 
 
 def reweight_report(snap: Snapshot, rw: Reweight) -> Dict[str, Any]:

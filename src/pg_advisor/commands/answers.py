@@ -3,7 +3,7 @@ in the mgr and `python3 -m pg_advisor ... X` offline, from a snapshot and the op
 from dataclasses import dataclass
 from typing import Any, Callable, Dict
 
-from ..analysis.growth import growth_report
+from ..analysis.growth import NewHost, growth_report
 from ..analysis.plan import plan_report
 from ..analysis.status import status_of
 from ..analysis.whatif import Change, pg_map, simulate
@@ -11,9 +11,9 @@ from ..balance.drain import drain_report
 from ..balance.primaries import plan_primaries
 from ..balance.read_report import read_report
 from ..balance.remapped import pin_remapped, pins_report
-from ..balance.report import balance_report, eval_report
+from ..balance.proposal import balance_report, eval_report
 from ..balance.reweighted import reweight_pins, reweight_report
-from ..execute.driver import misplaced_max
+from ..model.misplaced import MisplacedBudget, misplaced_max
 from ..model.options import Options
 from ..model.snapshot import Snapshot
 from .table import MAX_BALANCE_ITEMS, MAX_READ_CHANGES, Values
@@ -51,8 +51,8 @@ def _map(i: Inputs, v: Values) -> Report:
 def _simulate(i: Inputs, v: Values) -> Report:
     if v["add_host"] is not None:
         rate = v["backfill_mib_s"] * MIB if v["backfill_mib_s"] is not None else None
-        return growth_report(i.snap, v["add_host"], v["osds"], v["weight"], v["device_class"],
-                             v["root"] or "default", misplaced_max(i.opts, i.cluster_ratio), rate)
+        host = NewHost(v["add_host"], v["osds"], v["weight"], v["device_class"], v["root"] or "default")
+        return growth_report(i.snap, host, misplaced_max(i.opts, i.cluster_ratio), rate)
     reweight = {v["reweight"]: v["weight"]} if v["reweight"] is not None else {}
     return simulate(i.snap, Change(pool=v["pool"], pg_num=v["pg_num"], pgp_num=v["pgp_num"],
                                    out=tuple(v["out_osd"] or ()), reweight=reweight))
@@ -61,7 +61,8 @@ def _simulate(i: Inputs, v: Values) -> Report:
 # offline, the writing commands answer with their dry run
 def _balance(i: Inputs, v: Values) -> Report:
     report = balance_report(i.snap, [v["pool"]] if v["pool"] else None, v["max_items"] or MAX_BALANCE_ITEMS,
-                            v["mode"].value if v["mode"] else i.opts.balance_mode,
+                            v["mode"] or i.opts.balance_mode,
+                            copies_max=MisplacedBudget.from_options(i.snap, i.opts, i.cluster_ratio).copies,
                             min_gain=i.opts.balance_min_gain)
     return dict(report, dry_run=True)
 

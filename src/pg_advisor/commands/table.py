@@ -3,7 +3,7 @@
 The mgr adapter (module.py) turns each live command into a `ceph pg-advisor ...` command,
 the offline CLI (cli.py) each offline one into a subcommand of `python3 -m pg_advisor`,
 and both check what they are given with `check` before any work: the two cannot drift
-apart in a bound, a pairing or a default (issue 25 found three such drifts).
+apart in a bound, a pairing or a default, since each is said here once.
 """
 import enum
 import math

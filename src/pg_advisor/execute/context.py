@@ -4,6 +4,7 @@ eight arguments each."""
 from dataclasses import dataclass
 from typing import List, Optional
 
+from ..model.misplaced import MisplacedBudget
 from ..model.options import BalanceMode, Options
 from ..model.snapshot import Snapshot
 from .executor import Send
@@ -20,6 +21,11 @@ class Context:
     burst: Optional[Burst] = None   # commands sent together, for one map epoch
     balanced: bool = False          # size against the balanced ideal (module.balanced)
     balancer_active: bool = False   # Ceph's own balancer runs
+
+    def budget(self) -> MisplacedBudget:
+        """What one round may misplace: the misplaced budget of the options (or the cluster's
+        ratio), as plan rounds take it."""
+        return MisplacedBudget.from_options(self.snap, self.opts, self.cluster_ratio)
 
     def sender(self) -> Burst:
         """The burst, or the commands one after another where there is none."""

@@ -14,31 +14,29 @@ from ..balance.primaries import allows_primaries, plan_primaries
 from ..balance.read_report import read_report
 from ..balance.remapped import SKIP_SHOWN, Pins, pin_remapped, pins_report
 from ..balance.reweighted import reweight_commands, reweight_pins, reweight_report
-from ..balance.report import items_json, misplaced_copies, proposal_json, propose, unkept
+from ..balance.proposal import items_json, proposal_json, propose, unkept
 from ..crush.upmap import map_mismatches
 from ..model.distribution import object_copies
+from ..model import health_checks as hc
 from ..model.errors import AdvisorError
 from ..model.limits import check_pg_num
-from ..model.options import Options
+from ..model.misplaced import misplaced_max
+from ..model.options import Mode, Options
 from ..model.snapshot import Snapshot
 from ..sizing.sizer import Sizer
 from .context import BalanceRequest, Context
 from .executor import Executor
+from .history import Event
 from .pacing import BYTES_SPREAD, Pacing, check_pacing
 from .gates import balancer_conflict, cluster_blockers, misplaced_ratio
 from .plan_state import ACTIVE, Source, Status
 from .plan_store import PlanStore
-from .rounds import Burst, balance_round, set_full, set_items, set_primaries, set_with, unset_full
+from .rounds import Burst, RoundSpec, balance_round, set_full, set_items, set_primaries, set_with, unset_full
 from .steps import PlanStep, StepPlanner, Throttles, balance_step
 
 # the map's pg_upmap_primaries and those PGs' up primaries, after an epoch (the module's)
 PrimariesAfter = Callable[[int, Sequence[str]], Tuple[Mapping[str, int], Mapping[str, int]]]
 AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a new plan
-
-
-def misplaced_max(opts: Options, cluster_ratio: float) -> float:
-    """Option misplaced_budget, or the cluster's target_max_misplaced_ratio when it is 0."""
-    return opts.misplaced_budget or cluster_ratio
 
 
 def pacing(opts: Options, cluster_ratio: float, balancer_active: bool = False) -> Pacing:
@@ -89,16 +87,15 @@ class Driver:
 
     def targets(self, snap: Snapshot, opts: Options, balanced: bool, pool: Optional[str],
                 pg_num: Optional[int]) -> Dict[str, int]:
-        """pool -> pg_num to reach: the operator's, or the sizing advice (shrinks first)."""
-        if pg_num is not None and pool is None:
-            raise AdvisorError.invalid("--pg-num needs --pool")
+        """pool -> pg_num to reach: the operator's (`pg_num` goes with a `pool`: the command
+        table checks it), or the sizing advice (shrinks first)."""
         if pool is not None:
             p = snap.pool_by_name(pool)
             if p.autoscale_mode == "on":
                 raise AdvisorError.busy(f"pool {pool}: pg_autoscaler manages it (pg_autoscale_mode "
                                         f"on); set it off to hand the pool to pg_advisor")
-        if pg_num is not None:
-            return {str(pool): int(pg_num)}
+        if pool is not None and pg_num is not None:
+            return {pool: int(pg_num)}
         changes = pg_num_plan(snap, opts, balanced).changes
         return {c.pool.name: c.pg_num for c in changes if pool is None or c.pool.name == pool}
 
@@ -112,7 +109,7 @@ class Driver:
             if target == pool.pg_num_target:
                 raise AdvisorError.invalid(f"pool {name} already has pg_num {target}")
             self._check_limit(snap, opts, name, target)
-            steps.extend(planner.plan(pool, target))
+            steps.extend(planner.steps(pool, target))
         return steps
 
     @staticmethod
@@ -164,8 +161,8 @@ class Driver:
         (`items_after(epoch)`: the items in the first map after the snapshot's) and where
         the map puts the PGs it moved."""
         snap = ctx.snap
-        rnd = balance_round(snap, req.pools, req.max_items, req.mode,
-                            misplaced_copies(snap, ctx.cluster_ratio), min_gain=ctx.opts.balance_min_gain)
+        rnd = balance_round(snap, RoundSpec(req.pools, req.max_items, req.mode, ctx.budget(),
+                                            min_gain=ctx.opts.balance_min_gain))
         report = dict(proposal_json(rnd.proposal), dry_run=req.dry_run)
         if req.dry_run:
             return report
@@ -298,7 +295,7 @@ class Driver:
         self._pins_want = {k: pins.want[k] for k in done}
         self.pins_verified = None
         what = "PGs the weight change remaps" if lead else "remapped PGs"
-        self.executor.log(now, "pin", f"{len(done)} {what} pinned onto their data"
+        self.executor.log(now, Event.PIN, f"{len(done)} {what} pinned onto their data"
                           + (f", {len(failed)} refused" if failed else ""))
         self.executor.save()
         return out
@@ -322,7 +319,7 @@ class Driver:
             steps = [balance_step(t.pool, t.pool.pg_num, t.pool.pgp_num, shards, copies) for t in touched]
             state = self.executor.start(steps, [t.pool for t in touched], Source.DRAIN, now, drain=osds)
             what = f"{describe(osds)}: {plan.replicas} replicas in {len(touched)} pools to move"
-            self.executor.log(now, "drain", what)
+            self.executor.log(now, Event.DRAIN, what)
             self.executor.save()
             out["plan"] = state.id
             return out
@@ -336,7 +333,7 @@ class Driver:
                 self.store.clear()
                 self.error = None
                 self.executor.state = None
-                self.executor.log(now, "abort", f"cleared a stored plan that could not be read: {why}")
+                self.executor.log(now, Event.ABORT, f"cleared a stored plan that could not be read: {why}")
                 self.executor.save()
                 return "cleared the stored plan that could not be read (a copy is kept in exec_corrupt)"
             return self.executor.abort(ctx.snap, ctx.send, now)
@@ -358,7 +355,7 @@ class Driver:
         with self.lock:
             self._check_store()
             ex = self.executor
-            if (not ex.open and opts.mode == "auto" and opts.pin_on_change and not balancer_active
+            if (not ex.open and opts.mode is Mode.AUTO and opts.pin_on_change and not balancer_active
                     and self._auto_may_start(now)
                     and misplaced_ratio(snap) > misplaced_max(opts, cluster_ratio)):
                 # an OSDMap change remapped more than the budget: pin it, then drain it. When
@@ -370,7 +367,7 @@ class Driver:
                         self._pin(snap, pins, ctx.sender(), Source.AUTO, now)
                     else:
                         self._unpinnable = (snap.epoch, now + opts.sleep_interval)
-            if not ex.open and opts.mode == "auto" and self._auto_may_start(now):
+            if not ex.open and opts.mode is Mode.AUTO and self._auto_may_start(now):
                 targets = self.targets(snap, opts, ctx.balanced, None, None)
                 targets = {k: v for k, v in targets.items()
                            if snap.pool_by_name(k).pg_num == snap.pool_by_name(k).pg_num_target}
@@ -427,7 +424,7 @@ class Driver:
         if not cmds:
             return
         sent = set_primaries(cmds, burst)
-        self.executor.log(now, "read-balance", f"{len(cmds) - len(sent.failed)} of {len(cmds)} primary "
+        self.executor.log(now, Event.READ_BALANCE, f"{len(cmds) - len(sent.failed)} of {len(cmds)} primary "
                           f"changes set" + (f"; refused: {sent.messages()[0]}" if sent.failed else ""))
         self.executor.save()
 
@@ -445,9 +442,9 @@ class Driver:
             copies = object_copies(snap)
             steps = [balance_step(p, p.pg_num, p.pgp_num, shards[p.id], copies) for p in changed]
             # the plan's rounds balance every pool, as this proposal did: the OSDs' totals
-            # need them all (a proposal over all pools whose items were all one pool's
-            # found nothing when rerun over that pool alone, with no total to even: a thrash
-            # run saw plans start and end empty every minute, the total 1.1 PGs off)
+            # need them all (a proposal over all pools whose items are all one pool's finds
+            # nothing when rerun over that pool alone, with no total to even, and such plans
+            # would start and end empty every sleep_interval)
             self.executor.start(steps, list(snap.pools), Source.AUTO, now)
             return True
         return False
@@ -455,65 +452,42 @@ class Driver:
     def _auto_may_start(self, now: float) -> bool:
         """Not within AUTO_COOLDOWN of an abort, unless the operator set mode auto since:
         aborting says "not now", setting the mode again says "go on"."""
-        for h in reversed(self.executor.history):
-            if h["event"] == "mode" and h["detail"] == "auto":
+        for h in self.executor.events():
+            if h.event == Event.MODE and h.detail == Mode.AUTO:
                 return True
-            if h["event"] == "abort":
-                return now - h["time"] > AUTO_COOLDOWN
+            if h.event == Event.ABORT:
+                return now - h.time > AUTO_COOLDOWN
         return True
 
-    def mode_set(self, mode: str, now: float) -> None:
+    def mode_set(self, mode: Mode, now: float) -> None:
         """The operator's `mode` command, kept in the history (auto re-arms after an abort)."""
         with self.lock:
-            self.executor.log(now, "mode", mode)
+            self.executor.log(now, Event.MODE, mode.value)
             self.executor.save()
 
-    def health(self) -> Dict[str, Dict[str, Any]]:
+    def health(self) -> hc.Checks:
         state = self.executor.state
-        checks: Dict[str, Dict[str, Any]] = {}
+        checks: hc.Checks = {}
         if self.store.error and self.store.error != self.error:
-            checks["PG_ADVISOR_PLAN_ERROR"] = {
-                "severity": "warning", "count": 1, "detail": [self.store.error],
-                "summary": f"pg_advisor cannot advance or start a plan: {self.store.error}"}
+            checks.update(hc.plan_error(self.store.error))
         elif self.error:
-            checks["PG_ADVISOR_PLAN_ERROR"] = {
-                "severity": "warning", "count": 1, "detail": [self.error],
-                "summary": f"pg_advisor cannot advance or start a plan: {self.error}"}
+            checks.update(hc.plan_error(self.error))
         if state is not None and state.mismatched and state.status != Status.ABORTED:
-            checks["PG_ADVISOR_UPMAP_MISMATCH"] = {
-                "severity": "warning", "count": state.mismatched, "detail": list(state.mismatch_detail),
-                "summary": f"pg_advisor plan {state.id}: {state.mismatched} PGs are not where the items it "
-                           f"set should have put them"}
+            checks.update(hc.upmap_mismatch(state.id, state.mismatched, state.mismatch_detail))
         if state is None or state.status not in (*ACTIVE, Status.STOPPED):
             return checks
         if state.pins_left:
-            checks["PG_ADVISOR_PINNED"] = {
-                "severity": "warning", "count": state.pins_left,
-                "detail": [f"plan {state.id} ({state.status}): {state.pins_left} of "
-                           f"{len(state.pins) + len(state.full_pins)} "
-                           f"PGs pinned by pin-remapped still hold their items"],
-                "summary": f"pg_advisor: {state.pins_left} PGs pinned onto their old OSDs wait for the "
-                           f"drain (`ceph pg-advisor progress`)"}
+            checks.update(hc.pinned(state.id, state.status, state.pins_left,
+                                    len(state.pins) + len(state.full_pins)))
         if state.status == Status.STOPPED:
-            checks["PG_ADVISOR_PLAN_STOPPED"] = {
-                "severity": "warning", "count": 1, "detail": [state.stopped_why],
-                "summary": f"pg_advisor plan {state.id} stopped: {state.stopped_why}; "
-                           f"`ceph pg-advisor abort` ends it"}
+            checks.update(hc.plan_stopped(state.id, state.stopped_why))
             return checks
         if state.status == Status.RUNNING and state.blockers:
-            checks["PG_ADVISOR_BLOCKED"] = {
-                "severity": "warning", "count": len(state.blockers), "detail": state.blockers,
-                "summary": f"pg_advisor plan {state.id} is blocked: {state.blockers[0]}"}
-            conflicts = state.conflicts
-            if conflicts:    # the other party is named, so the operator can choose
-                checks["PG_ADVISOR_CONFLICT"] = {
-                    "severity": "warning", "count": len(conflicts), "detail": conflicts,
-                    "summary": f"pg_advisor does not fight Ceph: {conflicts[0]}"}
+            checks.update(hc.blocked(state.id, state.blockers))
+            if state.conflicts:
+                checks.update(hc.conflict(state.conflicts))
         if state.last_error:
-            checks["PG_ADVISOR_STEP_FAILED"] = {
-                "severity": "warning", "count": 1, "detail": [state.last_error],
-                "summary": f"pg_advisor plan {state.id} step {state.next + 1} failed "
-                           f"{state.attempts} time(s); retrying"}
+            checks.update(hc.step_failed(state.id, state.next + 1, state.attempts, state.last_error))
         return checks
 
     def progress(self) -> Optional[Tuple[str, str, float, Status]]:

@@ -11,25 +11,28 @@ delay and reported; nothing is given up without the operator (`abort`).
 import datetime
 import hashlib
 import uuid
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..balance.report import misplaced_copies, unkept
+from ..balance.proposal import unkept
 from ..crush.placement import Placer
 from ..crush.upmap import map_mismatches
 from ..model.errors import AdvisorError
+from ..model.misplaced import MisplacedBudget
+from ..model.mon_commands import pool_set
 from ..model.snapshot import Pool, Snapshot
 from ..model.units import human_bytes
 from .gates import misplaced_ratio, unreported_pgs
-from .pacing import backfill_load, backfills, blockers, Pacing
+from .history import Event, HistoryEvent
+from .pacing import backfill_load, backfills, blockers, BlockerKind, Pacing
 from .plan_state import ACTIVE, Phase, PlanState, PoolTarget, RoundInFlight, Source, Status
 from .plan_store import MISMATCH_SHOWN
 from .priming import Command
-from .rounds import balance_round, Burst, unset_full
-from .step_commands import (pgs_bytes, pin_commands, pins_shown, primed_pgp_commands, step_done,
+from .rounds import balance_round, Burst, RoundSpec, unset_full
+from .step_commands import (Role, pgs_bytes, pin_commands, pins_shown, primed_pgp_commands, step_done,
                             target_commands, targets_shown)
-from .steps import PlanStep
+from .steps import PlanStep, StepKind
 
 
 HISTORY_MAX = 200
@@ -37,9 +40,6 @@ RETRY_MAX_DELAY = 300.0
 Send = Callable[[Command], Tuple[int, str]]       # (return code, error text)
 BALANCE_ROUNDS_MAX = 1000
 ROUND_CHECK_WAIT = 30.0     # seconds for a round's items to show in the map before they are checked
-# a round plans moves for this share of the budget: its PGs grow while they backfill (client
-# writes) and the stats lag, so what it misplaces exceeds the plan (doc/expand.rst)
-ROUND_FILL = 0.8
 DETAIL_MAX = 300            # characters of one history event's detail (the history is stored)
 REASON_MAX = 1000           # characters of a stored error or stop reason (the state stays small)
 # PGs of a round whose items and wanted up sets the state keeps for the checks after it (the
@@ -107,7 +107,7 @@ class Executor:
                                       expect=[p.pg_num_target, p.pgp_num_target])
                    for p in pools},
             last_step_at=now if hold else None, drain=[int(x) for x in drain])
-        self.log(now, "start", f"{len(steps)} steps: " + "; ".join(
+        self.log(now, Event.START, f"{len(steps)} steps: " + "; ".join(
             f"{n} pg_num {p.start} -> {p.goal}" for n, p in sorted(self.state.pools.items())))
         self.save()
         return self.state
@@ -123,7 +123,7 @@ class Executor:
         if state.status == Status.PAUSED:
             raise AdvisorError.invalid(f"plan {state.id} is already paused")
         state.status = Status.PAUSED
-        self.log(now, "pause", "no new step until resume; a step in flight finishes in Ceph")
+        self.log(now, Event.PAUSE, "no new step until resume; a step in flight finishes in Ceph")
         self.save()
 
     def resume(self, now: float) -> None:
@@ -131,7 +131,7 @@ class Executor:
         if state.status != Status.PAUSED:
             raise AdvisorError.invalid(f"plan {state.id} is not paused")
         state.status = Status.RUNNING
-        self.log(now, "resume", "")
+        self.log(now, Event.RESUME, "")
         self.save()
 
     def abort(self, snap: Snapshot, send: Send, now: float) -> str:
@@ -150,7 +150,7 @@ class Executor:
             want = pool.pg_num if p.goal >= p.start else pool.pgp_num
             for var, cur in (("pg_num", pool.pg_num_target), ("pgp_num", pool.pgp_num_target)):
                 if cur != want:
-                    rc, err = send({"prefix": "osd pool set", "pool": name, "var": var, "val": str(want)})
+                    rc, err = send(pool_set(name, var, want))
                     if rc != 0:
                         notes.append(f"{name}: setting {var} {want} failed: {err.strip()}")
             notes.append(f"{name}: left at pg_num {want} and pgp_num {want}; {abs(p.goal - want)} "
@@ -158,7 +158,7 @@ class Executor:
         state.status = Status.ABORTED
         state.blockers, state.conflicts, state.waiting = [], [], None     # nothing waits any more
         summary = "; ".join(notes)
-        self.log(now, "abort", summary)
+        self.log(now, Event.ABORT, summary)
         self.save()
         return summary
 
@@ -188,7 +188,7 @@ class Executor:
         out = [(p.expect[0], p.expect[1])]
         if state.next < len(state.steps):
             step = state.step()
-            if step.pool_id == p.id and step.kind != "balance":
+            if step.pool_id == p.id and step.kind is not StepKind.BALANCE:
                 out += [(step.pg_num, step.pgp_num), (step.pg_num, step.pg_num),
                         (step.pg_num, p.expect[1])]
         return out
@@ -197,8 +197,8 @@ class Executor:
         """A pool of the plan was deleted: nothing is left to do for it, and unlike a rename
         or a retarget the operator's intent is not in doubt. Its steps are skipped and the
         plan goes on with its other pools (a plan of auto mode, stopped, would hold auto mode
-        until an operator came by: a thrash run found that). What the plan keeps of the
-        pool's PGs goes with it, so that no command names them."""
+        until an operator came by). What the plan keeps of the pool's PGs goes with it, so
+        that no command names them."""
         del state.pools[name]
         skipped = sum(1 for s in state.steps[state.next:] if s.pool_id == p.id)
         if state.next < len(state.steps) and state.step().pool_id == p.id:
@@ -213,13 +213,13 @@ class Executor:
         state.pins = {k: v for k, v in state.pins.items() if not mine(k)}
         state.full_pins = {k: v for k, v in state.full_pins.items() if not mine(k)}
         state.pins_left = min(state.pins_left, len(state.pins) + len(state.full_pins))
-        self.log(now, "drop", f"{why}: its {skipped} remaining steps are skipped; the plan goes on"
+        self.log(now, Event.DROP, f"{why}: its {skipped} remaining steps are skipped; the plan goes on"
                  + (f" with {', '.join(sorted(state.pools))}" if state.pools else ""))
 
     def _stop(self, state: PlanState, why: str, now: float) -> None:
         state.status, state.stopped_why = Status.STOPPED, why[:REASON_MAX]
         state.blockers, state.conflicts, state.waiting = [], [], None
-        self.log(now, "stop", f"{why}; no command is sent to it; `abort` ends the plan")
+        self.log(now, Event.STOP, f"{why}; no command is sent to it; `abort` ends the plan")
 
     # -- the tick -------------------------------------------------------------------------------
 
@@ -248,7 +248,7 @@ class Executor:
             if state.phase == Phase.ISSUING and self._shown(state, snap, pool, step):
                 state.phase = Phase.ISSUED       # sent before a failover: do not send it again
                 self._issued(state, step, now)
-                self.log(now, "recovered", f"step {state.next + 1} was already sent")
+                self.log(now, Event.RECOVERED, f"step {state.next + 1} was already sent")
             if state.phase == Phase.ISSUED:
                 if not step_done(pool, step):
                     state.waiting = (f"Ceph is at pg_num {pool.pg_num}, pgp_num {pool.pgp_num} "
@@ -256,11 +256,11 @@ class Executor:
                     break
                 self._advance(state, step, now)
                 continue
-            if step.kind == "balance" and pacing.balancer_active and state.round is None:
+            if step.kind is StepKind.BALANCE and pacing.balancer_active and state.round is None:
                 # Ceph's own balancer evens the pool; pg_advisor sets no items beside it
                 self._advance(state, step, now, " (left to Ceph's balancer, active)")
                 continue
-            if step.kind == "balance" and state.round is not None:
+            if step.kind is StepKind.BALANCE and state.round is not None:
                 if not self._round_checked(state, snap, now):
                     break
             # half sent before a failover (its targets are in the pool, its pins not): the
@@ -269,7 +269,7 @@ class Executor:
             half_sent = state.phase == Phase.ISSUING and targets_shown(pool, step)
             if not self._may_issue(state, snap, pool, step, pacing, now, half_sent):
                 break
-            if step.kind == "balance":
+            if step.kind is StepKind.BALANCE:
                 if self._balance_round(state, snap, step, pacing, burst, now):
                     break
                 continue
@@ -278,12 +278,12 @@ class Executor:
         else:
             state.status = Status.DONE
             state.waiting = None
-            self.log(now, "finish", f"all {len(state.steps)} steps done")
+            self.log(now, Event.FINISH, f"all {len(state.steps)} steps done")
         self.save()
 
     def _advance(self, state: PlanState, step: PlanStep, now: float, how: str = "") -> None:
         """The current step is done: log it and make the next one current."""
-        self.log(now, "done", f"step {state.next + 1}/{len(state.steps)}: {step.describe()}{how}")
+        self.log(now, Event.DONE, f"step {state.next + 1}/{len(state.steps)}: {step.describe()}{how}")
         state.next, state.phase, state.last_step_at, state.rounds = state.next + 1, Phase.IDLE, now, 0
         state.attempts, state.retry_at, state.last_error = 0, None, None
 
@@ -298,11 +298,11 @@ class Executor:
 
     def _may_issue(self, state: PlanState, snap: Snapshot, pool: Pool, step: PlanStep,
                    pacing: Pacing, now: float, half_sent: bool = False) -> bool:
-        found = blockers(snap, pool, pacing, now, upmaps=step.pin or step.kind == "balance",
-                         half_sent=half_sent, pg_num=step.kind != "balance")
+        found = blockers(snap, pool, pacing, now, upmaps=step.pin or step.kind is StepKind.BALANCE,
+                         half_sent=half_sent, pg_num=step.kind is not StepKind.BALANCE)
         state.blockers = [b.text for b in found]
         # by kind, not by what the text says (a pool may be named "balancer-x")
-        state.conflicts = [b.text for b in found if b.kind == "conflict"]
+        state.conflicts = [b.text for b in found if b.kind is BlockerKind.CONFLICT]
         if state.blockers:
             state.waiting = None
             return False
@@ -312,7 +312,8 @@ class Executor:
         if half_sent:
             state.waiting = "; ".join(waits) or None
             return not waits
-        unseen = unreported_pgs(snap, pool) if step.pin or (pacing.prime and step.kind == "pgp_num") else 0
+        primed = pacing.prime and step.kind is StepKind.PGP_NUM
+        unseen = unreported_pgs(snap, pool) if step.pin or primed else 0
         if unseen:       # their pins or pg_temps come from the stats: unprimed they change primary
             waits.append(f"{unseen} PGs of pool {pool.name} not in the PG stats yet")
         if state.last_step_at is not None and now - state.last_step_at < pacing.interval:
@@ -334,7 +335,7 @@ class Executor:
         state.attempts += 1
         state.last_error = error[:REASON_MAX]
         state.retry_at = now + min(RETRY_MAX_DELAY, 5.0 * 2 ** (state.attempts - 1))
-        self.log(now, "retry", f"step {state.next + 1} attempt {state.attempts} failed: {error}")
+        self.log(now, Event.RETRY, f"step {state.next + 1} attempt {state.attempts} failed: {error}")
 
     def _balance_round(self, state: PlanState, snap: Snapshot, step: PlanStep, pacing: Pacing,
                        burst: Burst, now: float) -> bool:
@@ -348,10 +349,10 @@ class Executor:
         # backfilling now included
         load = backfill_load(snap)        # a pass over every PG's state: once a round
         room = np.maximum(pacing.max_backfills - load, 0) if pacing.max_backfills else None
-        rnd = balance_round(snap, sorted(state.pools), max(1, step.pgs_moving or 16), pacing.balance_mode,
-                            misplaced_copies(snap, pacing.misplaced_max * ROUND_FILL),
-                            min_gain=pacing.min_gain, min_spread=pacing.min_spread,
-                            drain=state.drain, osd_room=room)
+        budget = MisplacedBudget.of(snap, pacing.misplaced_max)
+        rnd = balance_round(snap, RoundSpec(sorted(state.pools), max(1, step.pgs_moving or 16),
+                                            pacing.balance_mode, budget, pacing.min_gain, pacing.min_spread,
+                                            state.drain, room))
         r = rnd.proposal
         in_flight = misplaced_ratio(snap) > 0 or bool(load.any())
         if not r.items and r.throttled and in_flight:
@@ -392,7 +393,7 @@ class Executor:
         state.round = RoundInFlight(snap.epoch, taken, rnd.proposal.wanted(taken), topology_key(snap))
         items = rnd.items
         moved = pgs_bytes(snap, list(items))
-        self.log(now, "round", f"step {state.next + 1}: {len(items)} PGs, {r.moves} moves"
+        self.log(now, Event.ROUND, f"step {state.next + 1}: {len(items)} PGs, {r.moves} moves"
                  + (f", {human_bytes(moved)} in those PGs" if moved is not None else "")
                  + (f", {sent.primed} primed" if sent.primed else "")
                  + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
@@ -408,7 +409,7 @@ class Executor:
         state.full_pins = {k: state.full_pins[k] for k in present}    # gone: removed or cleaned by the mon
         if not present:
             return False
-        copies = misplaced_copies(snap, pacing.misplaced_max * ROUND_FILL)
+        budget = MisplacedBudget.of(snap, pacing.misplaced_max)
         pgs = snap.pgs
         take: List[str] = []
         used = 0.0
@@ -416,8 +417,7 @@ class Executor:
             # every shard may move (the swap and the rest): the PG's objects times its size
             cost = (float(pgs.objects[pgs.rows_of([k])].sum()) * len(state.full_pins[k])
                     if pgs is not None else 0.0)
-            free = not take and snap.misplaced_objects == 0
-            if copies is not None and used + cost > copies and not free:
+            if not budget.affordable(used, cost):
                 break
             take.append(k)
             used += cost
@@ -430,8 +430,8 @@ class Executor:
                 del state.full_pins[k]
         state.last_step_at = now
         failed = sent.messages()
-        self.log(now, "unpin", f"step {state.next + 1}: {len(take) - len(failed)} pinned pg-upmaps removed"
-                 + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
+        self.log(now, Event.UNPIN, f"step {state.next + 1}: {len(take) - len(failed)} pinned pg-upmaps "
+                 f"removed" + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
         if failed:
             self._failed(state, f"{len(failed)} of {len(take)} pg-upmap removals refused, e.g. {failed[0]}",
                          now)
@@ -450,7 +450,7 @@ class Executor:
             # OSDs went up, down, in or out or were reweighted since the round: CRUSH's sets
             # changed under its items (the mon drops those no longer valid), so where its PGs
             # are says nothing about the items; the next round plans on the new map
-            self.log(now, "unchecked", f"the OSDs changed since the round of {len(rnd.items)} PGs: "
+            self.log(now, Event.UNCHECKED, f"the OSDs changed since the round of {len(rnd.items)} PGs: "
                      f"not checked; the next round starts from the new map")
             return True
         lost = unkept(rnd.items, snap.pg_upmap_items)
@@ -471,7 +471,7 @@ class Executor:
             state.mismatched += len(bad)
             shown = [f"{k}: {v}" for k, v in sorted(bad.items())]
             state.mismatch_detail = (state.mismatch_detail + shown)[-MISMATCH_SHOWN:]
-            self.log(now, "mismatch", f"{len(bad)} of the {len(want)} PGs of the {what} are not where "
+            self.log(now, Event.MISMATCH, f"{len(bad)} of the {len(want)} PGs of the {what} are not where "
                      f"their items put them, e.g. {shown[0]}")
         return bad
 
@@ -481,29 +481,30 @@ class Executor:
         self.save()                      # a failover from here resends only if not shown
         if step.pin:
             cmds = pin_commands(snap, step, self._from_pgp(state, step))
-        elif step.kind == "pgp_num" and prime:
+        elif step.kind is StepKind.PGP_NUM and prime:
             cmds = primed_pgp_commands(snap, step, self._from_pgp(state, step))
         else:
             cmds = target_commands(step)
         unpinned, unprimed = [], []
-        for cmd, (rc, err) in zip(cmds, burst(cmds)):
-            if rc != 0 and cmd["prefix"] == "osd pg-temp":    # only the priming is lost
+        for sc, (rc, err) in zip(cmds, burst([c.cmd for c in cmds])):
+            cmd = sc.cmd
+            if rc != 0 and sc.role is Role.PRIME:
                 unprimed.append(f"{cmd['pgid']}: {err.strip()}")
-            elif rc != 0 and "pgid" in cmd:     # a pin that did not take: that PG just moves
+            elif rc != 0 and sc.role is Role.PIN:
                 unpinned.append(f"{cmd['pgid']}: {err.strip()}")
             elif rc != 0:
                 state.phase = Phase.IDLE
                 self._failed(state, f"{cmd['var']} {cmd['val']}: {err.strip() or f'error {rc}'}", now)
                 return
         if unpinned:
-            self.log(now, "unpinned", f"{len(unpinned)} pins refused, e.g. {unpinned[0]}")
+            self.log(now, Event.UNPINNED, f"{len(unpinned)} pins refused, e.g. {unpinned[0]}")
         if unprimed:
-            self.log(now, "unprimed", f"{len(unprimed)} pg-temps refused, e.g. {unprimed[0]}")
+            self.log(now, Event.UNPRIMED, f"{len(unprimed)} pg-temps refused, e.g. {unprimed[0]}")
         state.phase = Phase.ISSUED
         self._issued(state, step, now)
-        primed = sum(1 for c in cmds if c["prefix"] == "osd pg-temp") - len(unprimed)
-        pinned = sum(1 for c in cmds if c["prefix"] == "osd pg-upmap-items") - len(unpinned)
-        self.log(now, "issue", f"step {state.next + 1}/{len(state.steps)}: {step.describe()}"
+        primed = sum(1 for c in cmds if c.role is Role.PRIME) - len(unprimed)
+        pinned = sum(1 for c in cmds if c.role is Role.PIN) - len(unpinned)
+        self.log(now, Event.ISSUE, f"step {state.next + 1}/{len(state.steps)}: {step.describe()}"
                  + (f", {primed} primed" if primed else "")
                  + (f", {pinned} pinned" if step.pin else ""))
 
@@ -523,7 +524,7 @@ class Executor:
         steps = state.steps
         last = steps[-1]
         pools = sorted({s.pool for s in steps})
-        what = ("balancing " + ", ".join(pools) if all(s.kind == "balance" for s in steps)
+        what = ("balancing " + ", ".join(pools) if all(s.kind is StepKind.BALANCE for s in steps)
                 else f"{', '.join(pools)} to pg_num {last.pg_num}")
         line = f"pg_advisor: {what} (step {min(state.next + 1, len(steps))}/{len(steps)})"
         if state.status in (Status.PAUSED, Status.STOPPED):
@@ -555,11 +556,15 @@ class Executor:
             raise AdvisorError.not_found(f"no plan is {' or '.join(statuses)}")
         return self.state
 
-    def log(self, now: float, event: str, detail: str) -> None:
+    def log(self, now: float, event: Event, detail: str) -> None:
         """An event in the plan history (`ceph pg-advisor history`), kept with the plan."""
         plan = self.state.id if self.state else None
-        self.history.append({"time": now, "plan": plan, "event": event, "detail": detail[:DETAIL_MAX]})
+        self.history.append(HistoryEvent(now, plan, event.value, detail[:DETAIL_MAX]).to_json())
         del self.history[:-HISTORY_MAX]
+
+    def events(self) -> Iterator[HistoryEvent]:
+        """The history read back, the latest event first."""
+        return (HistoryEvent.from_json(h) for h in reversed(self.history))
 
     def save(self) -> None:
         self._save(self.state.to_json() if self.state is not None else None, self.history)

@@ -2,6 +2,7 @@
 the backfills per OSD, and what blocks a step (the cluster, down OSDs, Ceph's own
 balancer and pg_autoscaler), as sentences."""
 import datetime
+import enum
 from dataclasses import dataclass
 from typing import List, NamedTuple, Tuple
 
@@ -52,8 +53,15 @@ def in_window(p: Pacing, now: float) -> bool:
     return begin <= cur < end if begin < end else (cur >= begin or cur < end)
 
 
+class BlockerKind(enum.Enum):
+    CONFLICT = "conflict"      # Ceph's balancer or pg_autoscaler acts there: named apart in health
+    CLUSTER = "cluster"        # flags or PG states
+    OSD_DOWN = "osd_down"      # an OSD the pool's rule uses is down
+    WINDOW = "window"          # outside the time window
+
+
 class Blocker(NamedTuple):
-    kind: str      # "conflict" (Ceph's balancer or pg_autoscaler), "cluster", "osd_down", "window"
+    kind: BlockerKind
     text: str      # a sentence, health-worthy
 
 
@@ -67,11 +75,11 @@ def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float, *, upmaps: bool 
     conflict = balancer_conflict(upmaps and p.balancer_active,
                                  "no upmap items from this step (or set split_pinning false)")
     if conflict:
-        out.append(Blocker("conflict", conflict))
+        out.append(Blocker(BlockerKind.CONFLICT, conflict))
     if pg_num and pool.autoscale_mode == "on":
-        out.append(Blocker("conflict", f"pool {pool.name}: pg_autoscaler manages it (pg_autoscale_mode "
-                                       f"on); pg_advisor does not fight it"))
-    out.extend(Blocker("cluster", b) for b in
+        out.append(Blocker(BlockerKind.CONFLICT, f"pool {pool.name}: pg_autoscaler manages it "
+                                                 f"(pg_autoscale_mode on); pg_advisor does not fight it"))
+    out.extend(Blocker(BlockerKind.CLUSTER, b) for b in
                cluster_blockers(snap, MOVE_FLAGS + ("noautoscale",), pg_states=not half_sent))
     rule = snap.rules.get(pool.crush_rule)
     if rule is not None:     # the OSDs the pool's rule can use, down but still in
@@ -79,11 +87,11 @@ def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float, *, upmaps: bool 
         down = np.flatnonzero((rule_weights(snap, rule) > 0) & ~o.up).tolist()
         if down:
             more = f" (and {len(down) - 1} more)" if len(down) > 1 else ""
-            out.append(Blocker("osd_down",
+            out.append(Blocker(BlockerKind.OSD_DOWN,
                                f"osd.{down[0]} is down and in{more}: pool {pool.name} maps onto it"))
     if not in_window(p, now):
-        out.append(Blocker("window", f"outside the window {p.window_begin}-{p.window_end}"
-                                     + (f" on {p.window_days}" if p.window_days else "")))
+        out.append(Blocker(BlockerKind.WINDOW, f"outside the window {p.window_begin}-{p.window_end}"
+                           + (f" on {p.window_days}" if p.window_days else "")))
     return out
 
 

@@ -19,6 +19,7 @@ import re
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..balance.remapped import FULL_MAX
+from .history import Event
 from .plan_state import Phase, PlanState, Source, Status
 from .steps import PlanStep
 
@@ -159,9 +160,9 @@ def check_steps(chunks: List[Any], plan: str, count: int) -> List[Dict[str, Any]
     for s in steps:
         try:
             step = PlanStep.from_json(s)
-        except TypeError as e:
+        except (TypeError, ValueError) as e:     # a field missing or unknown, a kind no step has
             raise Unreadable(f"a stored step is malformed: {e}") from None
-        if step.kind not in ("pg_num", "pgp_num", "balance") or not all(
+        if not all(
                 _int(getattr(step, f)) for f in ("pool_id", "pg_num", "pgp_num")):
             raise Unreadable(f"a stored step is malformed: {str(s)[:80]}")
     return steps
@@ -227,7 +228,7 @@ class PlanStore:
             history = check_history(_parse(self._get(HISTORY_KEY), HISTORY_KEY))
         except Unreadable as e:
             problems.append(str(e))
-            history = [{"time": now, "plan": None, "event": "reset",
+            history = [{"time": now, "plan": None, "event": Event.RESET.value,
                         "detail": f"the stored history was unreadable and is kept aside in "
                                   f"{CORRUPT_KEY}: {e}"}]
         try:

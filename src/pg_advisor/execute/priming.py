@@ -22,8 +22,8 @@ primed; a PG already remapped has its pg_temp.
 The pg_temp primed is the acting set the PG's primary will ask for itself once it peers on
 the new up set (PeeringState::choose_acting), not merely the old acting set: a primary
 that wants another one asks the mon for it, and that second interval costs the PG a second
-wait for its up_thru (the latency bench found it behind half the slow ops of a drain's
-rounds, doc/expand.rst). For a replicated PG it wants its primary (the new up set's
+wait for its up_thru (behind half the slow ops of a drain's rounds in the latency bench,
+doc/expand.rst). For a replicated PG it wants its primary (the new up set's
 first OSD if that holds the data, else the primary now), then the up set's OSDs that hold
 the data in the up set's order, then the leaving ones. Where the PG's log still reaches
 back to its creation, a new OSD recovers from the log instead of backfilling: with more
@@ -31,7 +31,7 @@ entries to replay than osd_async_recovery_min_cost it does so left out of the ac
 (the pg_temp is the up set without it), with fewer it joins at once and nothing is
 primed. EC PGs keep their shards' positions: their acting set is primed as it is.
 """
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -39,9 +39,8 @@ from ..crush.placement import MAX_AFFINITY, Placer
 from ..crush.upmap import apply_items
 from ..model.checks import parse_pgid
 from ..model.constants import CRUSH_ITEM_NONE
+from ..model.mon_commands import PG_TEMP, RM_PG_UPMAP_PRIMARY, Command, pg_temp
 from ..model.snapshot import Snapshot
-
-Command = Dict[str, Any]
 
 PRIME_BATCH = 16     # PGs whose pg-temp and items go out in one burst (a thread each)
 PRIME_MAX = 64       # PGs primed with one pgp_num step (a thread each; the rest ask themselves)
@@ -101,16 +100,16 @@ def primed_commands(snap: Snapshot, item_cmds: Sequence[Command]) -> Tuple[List[
     """The round's item commands, each PG's preceded by its pg-temp where primes() gives
     one, set to what its primary will ask for (to be sent together, in order, for one
     epoch); and how many were primed."""
-    items = [c for c in item_cmds if c["prefix"] != "osd rm-pg-upmap-primary"]
+    items = [c for c in item_cmds if c["prefix"] != RM_PG_UPMAP_PRIMARY]
     temps = primes(snap, [c["pgid"] for c in items])
     out: List[Command] = []
     n = 0
     for c in item_cmds:
-        t = temps.get(c["pgid"]) if c["prefix"] != "osd rm-pg-upmap-primary" else None
+        t = temps.get(c["pgid"]) if c["prefix"] != RM_PG_UPMAP_PRIMARY else None
         if t is not None:
             t = _asked(snap, c, t)
         if t is not None:
-            out.append({"prefix": "osd pg-temp", "pgid": c["pgid"], "id": t})
+            out.append(pg_temp(c["pgid"], t))
             n += 1
         out.append(c)
     return out, n
@@ -140,7 +139,7 @@ def _asked(snap: Snapshot, cmd: Command, acting: List[int]) -> Optional[List[int
     return asked_acting(acting, new_up, from_creation, int(pgs.log_size[row]), pool.min_size)
 
 
-NOT_ITEMS = ("osd pg-temp", "osd rm-pg-upmap-primary")
+NOT_ITEMS = (PG_TEMP, RM_PG_UPMAP_PRIMARY)
 
 
 def item_results(cmds: Sequence[Command],

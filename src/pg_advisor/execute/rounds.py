@@ -7,7 +7,10 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..balance.report import Proposal, items_json, mon_commands, propose, unseats_primary
+from ..balance.proposal import Proposal, items_json, propose, unseats_primary
+from ..model.misplaced import MisplacedBudget
+from ..model.options import BalanceMode
+from ..model.mon_commands import items_commands, rm_upmap, rm_upmap_primary, upmap, upmap_items
 from ..model.snapshot import Snapshot
 from .priming import PRIME_BATCH, Command, item_results, primed_commands
 
@@ -27,8 +30,8 @@ class ItemsSet:
 def set_items(snap: Snapshot, items: Items, burst: Burst, prime: bool) -> ItemsSet:
     """Set each PG's items (an empty list removes them), PRIME_BATCH PGs to a burst: burst
     sends a thread a command, so a big round never opens hundreds at once."""
-    cmds = drop_stale_primaries(snap, items, mon_commands({k: [(int(p[0]), int(p[1])) for p in v]
-                                                           for k, v in items.items()}))
+    cmds = drop_stale_primaries(snap, items, items_commands({k: [(int(p[0]), int(p[1])) for p in v]
+                                                             for k, v in items.items()}))
     out = ItemsSet()
 
     def primed(batch: List[Command]) -> List[Command]:
@@ -41,13 +44,13 @@ def set_items(snap: Snapshot, items: Items, burst: Burst, prime: bool) -> ItemsS
 
 def drop_stale_primaries(snap: Snapshot, items: Items, cmds: List[Command]) -> List[Command]:
     """After each PG's item command, the removal of its pg_upmap_primary where the items
-    unseat it (balance/report.unseats_primary)."""
+    unseat it (balance/proposal.unseats_primary)."""
     out: List[Command] = []
     for c in cmds:
         out.append(c)
         pgid = str(c.get("pgid"))
         if unseats_primary(snap.pg_upmap_primaries, pgid, items.get(pgid, ())):
-            out.append({"prefix": "osd rm-pg-upmap-primary", "pgid": pgid})
+            out.append(rm_upmap_primary(pgid))
     return out
 
 
@@ -61,8 +64,8 @@ def _full_commands(snap: Snapshot, full: Mapping[str, Sequence[int]]) -> List[Co
     cmds: List[Command] = []
     for pgid, osds in sorted(full.items()):
         if pgid in snap.pg_upmap_items:
-            cmds.append({"prefix": "osd rm-pg-upmap-items", "pgid": pgid})
-        cmds.append({"prefix": "osd pg-upmap", "pgid": pgid, "id": [int(o) for o in osds]})
+            cmds.append(upmap_items(pgid, []))
+        cmds.append(upmap(pgid, osds))
     return cmds
 
 
@@ -70,7 +73,7 @@ def set_with(snap: Snapshot, lead: Sequence[Command], items: Items, full: Mappin
              burst: Burst) -> Tuple[List[str], ItemsSet, ItemsSet]:
     """`lead` (a weight change), then every PG's items and full pg-upmaps, all in one burst
     for one map epoch: the refusals of the lead, of the items and of the full pg-upmaps."""
-    item_cmds = mon_commands({k: [(int(p[0]), int(p[1])) for p in v] for k, v in items.items()})
+    item_cmds = items_commands({k: [(int(p[0]), int(p[1])) for p in v] for k, v in items.items()})
     full_cmds = _full_commands(snap, full)
     cmds = list(lead) + item_cmds + full_cmds
     results = burst(cmds)
@@ -90,7 +93,7 @@ def set_primaries(cmds: List[Command], burst: Burst) -> ItemsSet:
 
 
 def unset_full(pgids: Sequence[str], burst: Burst) -> ItemsSet:
-    return _send([{"prefix": "osd rm-pg-upmap", "pgid": k} for k in pgids], burst)
+    return _send([rm_upmap(k) for k in pgids], burst)
 
 
 def _send(cmds: List[Command], burst: Burst,
@@ -137,9 +140,23 @@ class Round:
         return self.proposal.wanted(self.taken())
 
 
-def balance_round(snap: Snapshot, pools: Optional[List[str]], max_items: int, mode: str,
-                  copies_max: Optional[float], *, min_gain: float = 0.005, min_spread: float = 0.0,
-                  drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None) -> Round:
-    """Propose one round: at most `max_items` moves, within `copies_max` misplaced copies."""
-    return Round(propose(snap, pools, max_items, mode, copies_max=copies_max, min_gain=min_gain,
-                         min_spread=min_spread, drain=drain, osd_room=osd_room))
+@dataclass(frozen=True)
+class RoundSpec:
+    """What one round is asked for: its pools (None: all), at most `max_items` moves within
+    the misplaced `budget`, what it evens (propose() says what min_gain and min_spread do),
+    the OSDs it empties, and the PGs each OSD may still take in or give off (None: any)."""
+    pools: Optional[List[str]]
+    max_items: int
+    mode: BalanceMode
+    budget: MisplacedBudget
+    min_gain: float = 0.005
+    min_spread: float = 0.0
+    drain: Sequence[int] = ()
+    osd_room: Optional[np.ndarray] = None
+
+
+def balance_round(snap: Snapshot, spec: RoundSpec) -> Round:
+    """Propose one round."""
+    return Round(propose(snap, spec.pools, spec.max_items, spec.mode, copies_max=spec.budget.copies,
+                         min_gain=spec.min_gain, min_spread=spec.min_spread, drain=spec.drain,
+                         osd_room=spec.osd_room))

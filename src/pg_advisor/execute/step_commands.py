@@ -1,16 +1,36 @@
 """The mon commands of a step, and whether the cluster shows them: pg_num and pgp_num
 targets, pgp_num at once with its pins (upmap items that keep split PGs on their data)
-or with pg_temps that prime the PGs it remaps."""
+or with pg_temps that prime the PGs it remaps. Each command goes with its role in the step,
+which is how its answer is read."""
+import enum
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..balance.report import mon_commands, unkept
+from ..balance.proposal import unkept
 from ..crush.placement import Placer
 from ..crush.upmap import build_items, NotExpressible
+from ..model.mon_commands import items_commands, pg_temp, pool_set
 from ..model.snapshot import Pool, Snapshot
 from .priming import PRIME_MAX, Command, primes
-from .steps import PlanStep
+from .steps import PlanStep, StepKind
+
+
+class Role(enum.Enum):
+    TARGET = "target"     # pg_num or pgp_num: refused, the step is not taken
+    PIN = "pin"           # a PG's items: refused, that PG just moves
+    PRIME = "prime"       # a PG's pg_temp: refused, only the priming is lost
+
+
+@dataclass(frozen=True)
+class StepCommand:
+    role: Role
+    cmd: Command
+
+
+def _as(role: Role, cmds: Sequence[Command]) -> List[StepCommand]:
+    return [StepCommand(role, c) for c in cmds]
 
 
 def step_done(pool: Pool, step: PlanStep) -> bool:
@@ -24,7 +44,7 @@ def targets_shown(pool: Pool, step: PlanStep) -> bool:
 
 
 def _set(step: PlanStep, var: str, val: int) -> Command:
-    return {"prefix": "osd pool set", "pool": step.pool, "var": var, "val": str(val)}
+    return pool_set(step.pool, var, val)
 
 
 def pgp_at_once(step: PlanStep) -> List[Command]:
@@ -33,12 +53,12 @@ def pgp_at_once(step: PlanStep) -> List[Command]:
     return [_set(step, "pgp_num", step.pgp_num), _set(step, "pgp_num_actual", step.pgp_num)]
 
 
-def target_commands(step: PlanStep) -> List[Command]:
+def target_commands(step: PlanStep) -> List[StepCommand]:
     """Targets for Ceph's own stepping. Setting pg_num drags pgp_num's target along when
     the two are equal, so pgp_num is set right after it, back to the step's value."""
-    if step.kind == "pg_num":
-        return [_set(step, "pg_num", step.pg_num), _set(step, "pgp_num", step.pgp_num)]
-    return [_set(step, "pgp_num", step.pgp_num)]
+    if step.kind is StepKind.PG_NUM:
+        return _as(Role.TARGET, [_set(step, "pg_num", step.pg_num), _set(step, "pgp_num", step.pgp_num)])
+    return _as(Role.TARGET, [_set(step, "pgp_num", step.pgp_num)])
 
 
 def _acting(snap: Snapshot, pool: Pool) -> Dict[int, List[int]]:
@@ -75,11 +95,12 @@ def split_pins(snap: Snapshot, step: PlanStep, from_pgp: int) -> Dict[str, List[
     return items
 
 
-def pin_commands(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[Command]:
+def pin_commands(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[StepCommand]:
     """pgp_num at once (target and actual) and the pins. Sent together they land in one
     map epoch: the mon checks the items against the map with the new pgp_num, and no PG
     sees a new up set."""
-    return pgp_at_once(step) + mon_commands(split_pins(snap, step, from_pgp))
+    pins = items_commands(split_pins(snap, step, from_pgp))
+    return _as(Role.TARGET, pgp_at_once(step)) + _as(Role.PIN, pins)
 
 
 def remapped(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[str]:
@@ -91,7 +112,7 @@ def remapped(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[str]:
     return [was.pgid(int(r)) for r in np.flatnonzero((was.up != new.up).any(axis=1))]
 
 
-def primed_pgp_commands(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[Command]:
+def primed_pgp_commands(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[StepCommand]:
     """pgp_num at once (target and actual), with a pg_temp for each PG it remaps onto the
     OSDs that hold its data (at most PRIME_MAX), sent together for one map epoch. The mon
     primes pg_temp for OSD and CRUSH changes, not for pgp_num: unprimed, a remapped PG's
@@ -99,7 +120,7 @@ def primed_pgp_commands(snap: Snapshot, step: PlanStep, from_pgp: int) -> List[C
     being a PG's primary drops the client ops in flight there without telling the client,
     which waits objecter_timeout (10 s) to ask for a newer map."""
     temps = list(primes(snap, remapped(snap, step, from_pgp)).items())[:PRIME_MAX]
-    return [{"prefix": "osd pg-temp", "pgid": k, "id": v} for k, v in temps] + pgp_at_once(step)
+    return _as(Role.PRIME, [pg_temp(k, v) for k, v in temps]) + _as(Role.TARGET, pgp_at_once(step))
 
 
 def pins_shown(snap: Snapshot, pool: Pool, step: PlanStep, from_pgp: int) -> bool:

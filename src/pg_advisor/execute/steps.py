@@ -15,6 +15,7 @@ without pinning ends with the same step: CRUSH alone may leave the pool uneven (
 split in two on two OSDs: both halves on one OSD half the time), and a plan is done only
 when the pool is even.
 """
+import enum
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -27,6 +28,7 @@ from ..crush.placement import Placer, stable_mod
 from ..model.distribution import object_copies, rule_weights, up_counts
 from ..model.errors import AdvisorError
 from ..model.limits import check_pg_num
+from ..model.misplaced import misplaced_fraction
 from ..model.snapshot import Pool, Snapshot
 
 
@@ -38,9 +40,16 @@ class Throttles:
     pin: bool = False           # pin split children where their data is (see above)
 
 
+class StepKind(enum.StrEnum):
+    """What a step changes (its value is what a stored plan holds)."""
+    PG_NUM = "pg_num"         # pg_num, pgp_num held
+    PGP_NUM = "pgp_num"       # pgp_num (pinned or not)
+    BALANCE = "balance"       # balance rounds until the pool is even
+
+
 @dataclass(frozen=True)
 class PlanStep:
-    kind: str                 # "pg_num" | "pgp_num" | "balance"
+    kind: StepKind
     pool: str
     pool_id: int
     pg_num: int               # the pool's pg_num and pgp_num once the step is done
@@ -51,10 +60,14 @@ class PlanStep:
     max_osd_backfills: int = 0  # most PGs moving into or out of one OSD
     pin: bool = False         # pgp_num: pin the remapped PGs where they are
 
+    def __post_init__(self) -> None:
+        # a stored plan holds the kind's value; ValueError for one no kind has
+        object.__setattr__(self, "kind", StepKind(self.kind))
+
     def describe(self) -> str:
-        if self.kind == "pg_num":
+        if self.kind is StepKind.PG_NUM:
             return f"{self.pool}: pg_num -> {self.pg_num} (pgp_num stays {self.pgp_num})"
-        if self.kind == "balance":
+        if self.kind is StepKind.BALANCE:
             return (f"{self.pool}: balance rounds within the budget until the pool is even "
                     f"(up to ~{self.shards_moving} shard moves, ~{100 * self.misplaced:.2f}% of "
                     f"object copies)")
@@ -72,17 +85,9 @@ class PlanStep:
         return PlanStep(**d)
 
 
-def misplaced_fraction(pool: Pool, pg_num: int, shards: int, copies: float) -> float:
-    """Share of all object copies that moving `shards` PG shards of the pool misplaces
-    (objects spread evenly over its pg_num PGs)."""
-    if copies <= 0:
-        return 0.0
-    return shards * (pool.objects or 0) / max(pg_num, 1) / copies
-
-
 def balance_step(pool: Pool, pg_num: int, pgp_num: int, shards: int, copies: float) -> PlanStep:
     """Balance rounds on the pool, predicted to move about `shards` shards in all."""
-    return PlanStep("balance", pool.name, pool.id, pg_num, pgp_num, shards_moving=shards,
+    return PlanStep(StepKind.BALANCE, pool.name, pool.id, pg_num, pgp_num, shards_moving=shards,
                     misplaced=misplaced_fraction(pool, pg_num, shards, copies))
 
 
@@ -154,13 +159,18 @@ class StepPlanner:
             else:
                 hi = mid - 1
         if pin:
-            return PlanStep("pgp_num", pool.name, pool.id, pg_num, best, best_mv[0], best_mv[1], 0.0, 0,
-                            pin=True)
-        return PlanStep("pgp_num", pool.name, pool.id, pg_num, best, best_mv[0], best_mv[1],
+            return PlanStep(StepKind.PGP_NUM, pool.name, pool.id, pg_num, best, best_mv[0], best_mv[1],
+                            0.0, 0, pin=True)
+        return PlanStep(StepKind.PGP_NUM, pool.name, pool.id, pg_num, best, best_mv[0], best_mv[1],
                         self._fraction(pool, pg_num, best_mv[1]), best_mv[2])
 
     def plan(self, pool: Pool, target: int) -> List[PlanStep]:
+        """The steps to `target`, checked against the mon's bounds first."""
         check_pg_num(self.snap, pool, target)
+        return self.steps(pool, target)
+
+    def steps(self, pool: Pool, target: int) -> List[PlanStep]:
+        """The steps to `target`, a pg_num within the mon's bounds (check_pg_num)."""
         if pool.pg_num != pool.pg_num_target or pool.pgp_num != pool.pgp_num_target:
             raise AdvisorError.busy(f"pool {pool.name} is already changing (pg_num {pool.pg_num} -> "
                                     f"{pool.pg_num_target}, pgp_num {pool.pgp_num} -> "
@@ -173,7 +183,7 @@ class StepPlanner:
                 pgp = steps[-1].pgp_num
             while pg < target:
                 pg = min(target, pg + self.t.max_splitting)
-                steps.append(PlanStep("pg_num", pool.name, pool.id, pg, pgp))
+                steps.append(PlanStep(StepKind.PG_NUM, pool.name, pool.id, pg, pgp))
                 while pgp < pg:
                     steps.append(self._pgp_step(pool, pg, pgp, pg, self.t.pin))
                     pgp = steps[-1].pgp_num
@@ -189,5 +199,5 @@ class StepPlanner:
                 pgp = steps[-1].pgp_num
             while pg > target:
                 pg = max(target, pg - self.t.max_splitting)
-                steps.append(PlanStep("pg_num", pool.name, pool.id, pg, pgp))
+                steps.append(PlanStep(StepKind.PG_NUM, pool.name, pool.id, pg, pgp))
         return steps

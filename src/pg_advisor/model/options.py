@@ -20,6 +20,13 @@ class Mode(enum.StrEnum):
     AUTO = "auto"          # also apply the recommended pg_num changes
 
 
+class AssumeBalanced(enum.StrEnum):
+    """What sizing assumes of the PGs' spread."""
+    AUTO = "auto"          # balanced when the upmap balancer is active
+    YES = "yes"            # the balanced ideal
+    NO = "no"              # CRUSH as it falls
+
+
 class BalanceMode(enum.StrEnum):
     """What `balance` evens: PG counts only, or counts and then how full the OSDs are."""
     PGS = "pgs"
@@ -75,9 +82,9 @@ class Options:
     bytes_per_log_entry: int = _opt(540, "memory of one PG log entry (calibrated)", 1, 1 << 20)
     bytes_per_log_dup: int = _opt(40, "memory of one PG log dup entry (calibrated)", 0, 1 << 20)
     bytes_per_pg: int = _opt(11300, "fixed memory of one PG on an OSD (calibrated)", 0, 1 << 30)
-    assume_balanced: str = _opt(
-        "auto", "size against the balanced ideal (yes), CRUSH as it falls (no), or yes when the "
-        "upmap balancer is active (auto)", choices=("auto", "yes", "no"))
+    assume_balanced: AssumeBalanced = _opt(
+        AssumeBalanced.AUTO, "size against the balanced ideal (yes), CRUSH as it falls (no), or yes "
+        "when the upmap balancer is active (auto)")
     sleep_interval: int = _opt(60, "seconds between health evaluations", 1, 86400)
     refresh_interval: int = _opt(
         10, "seconds between two computations of the status the panel and /metrics serve", 1, 3600)

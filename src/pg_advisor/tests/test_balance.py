@@ -7,7 +7,7 @@ import pytest
 
 from pg_advisor.model import snapshot
 from pg_advisor.balance.balancer import MOVE_COST, Balancer
-from pg_advisor.balance.report import balance_report
+from pg_advisor.balance.proposal import balance_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.distribution import up_counts
 from pg_advisor.model.errors import AdvisorError
@@ -232,7 +232,7 @@ def test_bytes_mode_steps_count_against_the_work_bound(snap: snapshot.Snapshot,
     # each step sorts every OSD and checks its candidates: uncounted, the 9,697 steps of a
     # 10,000-OSD map with PG stats take 35 s, past any bound of the run
     from pg_advisor.balance import evener
-    from pg_advisor.balance.report import propose
+    from pg_advisor.balance.proposal import propose
     steps: List[int] = []           # the run's work as each step began
     step_once = evener.ByteEvener.step
 

@@ -133,7 +133,7 @@ def test_usage_errors_exit_2_with_one_line(argv: List[str], says: str) -> None:
 
 def test_offline_expansion_views_are_the_core_reports() -> None:
     from pg_advisor.balance.drain import drain_report
-    from pg_advisor.analysis.growth import growth_report
+    from pg_advisor.analysis.growth import NewHost, growth_report
     from pg_advisor.balance.remapped import pin_remapped, pins_report
     d = {k: read(v) for k, v in DUMP_FILES.items()}
     snap = snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
@@ -141,7 +141,7 @@ def test_offline_expansion_views_are_the_core_reports() -> None:
             (["pin-remapped"], dict(pins_report(snap, pin_remapped(snap)), dry_run=True)),
             (["drain", "osd.0"], drain_report(snap, "osd.0")),
             (["simulate", "--add-host", "h9", "--osds", "2", "--weight", "0.001"],
-             growth_report(snap, "h9", 2, 0.001))):
+             growth_report(snap, NewHost("h9", 2, 0.001)))):
         out = io.StringIO()
         assert cli.run(BASE + argv + ["-f", "json"], out) == 0
         assert json.loads(out.getvalue()) == json.loads(json.dumps(want)), argv

@@ -14,7 +14,7 @@ from pg_advisor.crush.placement import Placer
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.execute.executor import Executor
 from pg_advisor.execute.pacing import check_pacing, in_window
-from pg_advisor.execute.steps import StepPlanner
+from pg_advisor.execute.steps import StepKind, StepPlanner
 from pg_advisor.analysis.whatif import Change, simulate
 from pg_advisor.execute.plan_state import Source
 
@@ -289,7 +289,7 @@ def test_a_split_plan_maps_the_pgs_each_step_moves_not_the_pool(
     rbd = snap.pool_by_name("rbd")
     mapped = crush_runs(monkeypatch)
     steps = StepPlanner(snap, T).plan(rbd, 4096 + 4 * T.max_splitting)
-    assert [s.kind for s in steps].count("pg_num") == 4
+    assert [s.kind for s in steps].count(StepKind.PG_NUM) == 4
     # one map of the pool at the target (what stays uneven), the rest a few PGs per step
     assert sum(mapped) < 2 * (4096 + 4 * T.max_splitting), (len(mapped), sum(mapped))
     # up_rows gives what map_pool gives for those rows, items and down OSDs included

@@ -8,7 +8,7 @@ import pytest
 from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.errors import AdvisorError
-from pg_advisor.analysis.growth import growth_report, with_host
+from pg_advisor.analysis.growth import NewHost, growth_report, with_host
 from pg_advisor.render.whatif_text import growth_text
 
 W = 0.00099     # the fixture's OSDs' CRUSH weight (1 GiB memstore)
@@ -36,7 +36,7 @@ def test_the_host_goes_under_the_root_with_its_weight_and_class(snap: snapshot.S
 
 
 def test_what_crush_then_moves(snap: snapshot.Snapshot) -> None:
-    r = growth_report(snap, "host9", 2, W, budget=0.05, rate=10 * (1 << 20))
+    r = growth_report(snap, NewHost("host9", 2, W), budget=0.05, rate=10 * (1 << 20))
     by = {p["pool"]: p for p in r["pools"]}
     # the replicated and EC pools on hdd move a share onto the new host; the ssd pool none
     assert by["rbd"]["shards_moved"] > 0 and by["ecpool"]["shards_moved"] > 0
@@ -54,7 +54,7 @@ def test_what_crush_then_moves(snap: snapshot.Snapshot) -> None:
 
 
 def test_an_ssd_host_moves_the_ssd_pool(snap: snapshot.Snapshot) -> None:
-    r = growth_report(snap, "fasthost", 1, W, device_class="ssd")
+    r = growth_report(snap, NewHost("fasthost", 1, W, device_class="ssd"))
     by = {p["pool"]: p for p in r["pools"]}
     # (rbd's rule takes the whole root, any class: it moves too)
     assert by["fast"]["shards_moved"] > 0 and by["fast"]["new_osd_pgs"][0] > 0
@@ -77,5 +77,6 @@ def test_an_ssd_host_moves_the_ssd_pool(snap: snapshot.Snapshot) -> None:
 def test_bad_growth_is_refused(snap: snapshot.Snapshot, kw: Dict[str, Any], code: int, message: str) -> None:
     args: Dict[str, Any] = {"name": "host9", "count": 2, "weight": W, **kw}
     with pytest.raises(AdvisorError) as e:
-        growth_report(snap, args["name"], args["count"], args["weight"], root=args.get("root", "default"))
+        growth_report(snap, NewHost(args["name"], args["count"], args["weight"],
+                                    root=args.get("root", "default")))
     assert e.value.code == code and message in e.value.message

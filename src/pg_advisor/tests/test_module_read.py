@@ -142,7 +142,7 @@ def test_a_balance_dry_run_shows_the_entries_its_items_unseat(snap: Any) -> None
     the PG's primary, so the proposal may differ from the one without it: each is checked
     against its own items.)"""
     import dataclasses
-    from pg_advisor.balance.report import balance_report
+    from pg_advisor.balance.proposal import balance_report
     first = balance_report(snap, ["rbd"], 50, "pgs")
     moved = [(pgid, pairs) for pgid, pairs in first["items"].items() if pairs][:6]
     assert moved

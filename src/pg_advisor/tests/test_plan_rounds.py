@@ -166,7 +166,7 @@ def test_an_uneven_pool_with_no_legal_move_is_not_done(dumps: Dict[str, Any], mo
             break
     assert (store.state or {})["status"] == "done"
     snap = ceph.snap()
-    from pg_advisor.balance.report import balance_report
+    from pg_advisor.balance.proposal import balance_report
     assert balance_report(snap, ["rbd"], mode="pgs")["uneven"] == {}    # done means even
 
 

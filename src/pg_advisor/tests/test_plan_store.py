@@ -12,6 +12,7 @@ from .fakes import OPEN, T, FakeCeph, Store, run, start
 from .conftest import cmd
 
 from pg_advisor.execute.driver import Driver
+from pg_advisor.execute.history import Event
 from pg_advisor.module import Module
 from pg_advisor.execute.plan_store import ENTRY_MAX, STATE_KEY, PlanStore, Unreadable, check_state
 from pg_advisor.execute.steps import PlanStep, StepPlanner, balance_step
@@ -55,7 +56,7 @@ def test_a_long_plan_is_kept_in_small_entries_and_read_back(dumps: Dict[str, Any
     steps = [balance_step(rbd, rbd.pg_num, rbd.pgp_num, i, 0.5) for i in range(1, 2001)]
     d = Driver(kv.load, kv.save, 0.0)
     for i in range(300):
-        d.executor.log(float(i), "round", "x" * 1000)      # a long history too
+        d.executor.log(float(i), Event.ROUND, "x" * 1000)      # a long history too
     d.executor.start(steps, [rbd], Source.APPLY, 0.0)
     assert len(kv.kv) > 3 and all(len(v) <= ENTRY_MAX for v in kv.kv.values())
     d2 = Driver(kv.load, kv.save, 1.0)                       # a new mgr

@@ -1,11 +1,12 @@
-"""The balancer's reports: the distribution now (eval), a proposal (balance), its commands."""
+"""What the balancer proposes (propose: a Proposal), the `balance` and `eval` reports of it, and
+the checks of its items against the map (unkept)."""
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..crush.placement import Placer
-from ..model.distribution import object_copies, spread, up_counts
+from ..model.distribution import spread, up_counts
 from ..model.errors import AdvisorError
 from ..model.options import BalanceMode
 from ..model.snapshot import Snapshot
@@ -79,13 +80,6 @@ def commands(items: Dict[str, List[Tuple[int, int]]], primaries: Mapping[str, in
     return out
 
 
-def mon_commands(items: Dict[str, List[Tuple[int, int]]]) -> List[Dict[str, Any]]:
-    """The same as mon commands (JSON), one per PG."""
-    return [{"prefix": "osd pg-upmap-items", "pgid": pgid, "id": [x for p in pairs for x in p]}
-            if pairs else {"prefix": "osd rm-pg-upmap-items", "pgid": pgid}
-            for pgid, pairs in items.items()]
-
-
 def items_json(items: Mapping[str, Sequence[Sequence[int]]]) -> Dict[str, List[List[int]]]:
     """Items (pgid -> its (from, to) pairs) as JSON lists, in pgid order: for the reports
     and the plan state."""
@@ -113,13 +107,6 @@ def eval_report(snap: Snapshot, pools: Optional[List[str]] = None,
     return {"epoch": snap.epoch, "score": max(devs, default=0.0), "distribution": now,
             "fullness": fullness(b, start=True) if snap.pgs is not None else None,
             "upmap_items": len(snap.pg_upmap_items), "notes": b.notes + rule_limit_notes(b.states)}
-
-
-def misplaced_copies(snap: Snapshot, ratio: float) -> Optional[float]:
-    """Object copies a round may misplace: ratio x all copies, less what is misplaced now."""
-    if snap.pgs is None:
-        return None
-    return max(ratio * object_copies(snap) - snap.misplaced_objects, 0.0)
 
 
 @dataclass
