@@ -15,6 +15,7 @@ from .execute.gates import misplaced_ratio
 from .model import health_checks as checks_of, snapshot
 from .model.errors import AdvisorError
 from .model.misplaced import misplaced_max
+from .model.options import Mode
 from .render.health import health_checks
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ class MgrServe:
 
     def run_plan(self) -> None:
         """One tick of the executor (and, in auto mode, a new plan when one is due)."""
-        if self.mgr.current_options().mode == "off":      # nothing in the background: a plan waits
+        if self.mgr.current_options().mode is Mode.OFF:      # nothing in the background: a plan waits
             return
         driver = self.mgr.driver
         try:
@@ -165,7 +166,7 @@ class MgrServe:
 
     def publish_health(self) -> None:
         """The sizing checks as last evaluated, and the plan's and the module's, as they are now."""
-        if self.mgr.current_options().mode == "off":
+        if self.mgr.current_options().mode is Mode.OFF:
             self.mgr.set_health_checks({})
             return
         self.mgr.set_health_checks({**self._sizing_checks, **self.mgr.driver.health(),
