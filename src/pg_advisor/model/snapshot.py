@@ -37,7 +37,7 @@ CONFIG_MAX = 1 << 40
 # any other value outside its bounds is refused. Unlisted settings: 0..CONFIG_MAX.
 CONFIG_BOUNDS: Mapping[str, Tuple[int, int, bool]] = {
     # a threshold only, never a size: operators set it to 10^8 to silence Ceph's check, and
-    # a bound at 2^20 left pg_advisor refusing every command on such a cluster
+    # such a cluster must still be answered
     "mon_max_pg_per_osd": (1, 1 << 53, False),
     "mon_max_pool_pg_num": (1, MAX_PG_NUM, True),
     "mon_target_pg_per_osd": (1, 1 << 20, False),
