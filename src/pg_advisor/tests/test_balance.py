@@ -12,7 +12,7 @@ from pg_advisor.crush.placement import Placer
 from pg_advisor.model.distribution import up_counts
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.model.options import BalanceMode
-from pg_advisor.analysis.legality import ancestors, replaceable, rule_shape
+from pg_advisor.analysis.legality import Reach, ancestors, replaceable, rule_shape
 
 from pg_advisor_testkit.dumps import DUMP_FILES, read
 from .layouts import (HOST_WITHOUT_RACK, IN_HOSTLESS_RACK, RACK_THEN_HOST, RACK_WITHOUT_HOST, UNDER_ROOT,
@@ -195,7 +195,7 @@ def test_no_replacement_by_an_osd_without_a_failure_domain_ancestor(dumps: Dict[
     shape = rule_shape(s, s.pool_by_name("rbd"))
     allowed = np.ones(s.osds.count, bool)
     up = np.array([[0, 1, 2]])
-    ok = replaceable(anc, shape, allowed, up, up, np.array([0]), np.array([3, new]))
+    ok = replaceable(Reach(anc, shape, allowed), up, up, np.array([0]), np.array([3, new]))
     assert ok.tolist() == [[True, False]]
     # nor, for a rule that fixes racks first, one without a rack
     dumps2 = read_dumps()
@@ -204,7 +204,7 @@ def test_no_replacement_by_an_osd_without_a_failure_domain_ancestor(dumps: Dict[
     s2 = load(dumps2)
     shape2 = rule_shape(s2, s2.pool_by_name("rbd"))
     assert shape2.types == (s2.crush_types["rack"], s2.crush_types["host"])
-    ok2 = replaceable(ancestors(s2), shape2, np.ones(s2.osds.count, bool), up, up,
+    ok2 = replaceable(Reach(ancestors(s2), shape2, np.ones(s2.osds.count, bool)), up, up,
                       np.array([0]), np.array([new2]))
     assert ok2.tolist() == [[False]]
 

@@ -74,7 +74,7 @@ def test_a_primary_that_must_move_goes_to_the_osd_most_short_of_primaries(dumps:
         b.primaries.held = np.full(n, 10, np.int64)
         b.primaries.held[short] = 0
         row, dst = _choice(b, st, src, prim_rows)
-        legal = replaceable(b.anc, st.shape, st.allowed, st.up[prim_rows], st.forbidden(prim_rows),
+        legal = replaceable(st.reach(b.anc), st.up[prim_rows], st.forbidden(prim_rows),
                             np.full(prim_rows.size, src), np.array([short]))[:, 0]
         if legal.any():
             assert dst == short, (short, dst)       # there, when any of the rows may go there
