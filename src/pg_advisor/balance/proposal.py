@@ -183,6 +183,7 @@ def propose(snap: Snapshot, aim: Aim = Aim(), limits: Limits = Limits(), *,
     """Balance PG counts (per pool, then in total), then in bytes mode how full the OSDs
     are, within `limits` (Aim and Limits say what each field does).
     `balancer`: one built already for these pools and OSDs, not yet run."""
+    # the command table and the options give a BalanceMode; a str from past the types is checked
     if aim.mode not in MODES:
         raise AdvisorError.invalid(f"mode '{aim.mode}' is not one of {', '.join(MODES)}")
     mode = BalanceMode(aim.mode)
