@@ -35,9 +35,10 @@ import numpy as np
 
 from pg_advisor.model import snapshot
 from pg_advisor.balance.balancer import Balancer
-from pg_advisor.balance.proposal import balance_report
+from pg_advisor.balance.proposal import Aim, balance_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.distribution import up_counts
+from pg_advisor.model.options import BalanceMode
 from pg_advisor.analysis.legality import breaks
 from pg_advisor_testkit.proposals import applied, changed_primaries
 
@@ -154,9 +155,9 @@ def bytes_rows(gm: GeneratedMap, timeout: float, sigma: float) -> List[List[Any]
     items, dt, _ = run_tool(gm, 1, timeout, gm.path.parent / "upbytes")
     out.append(["osdmaptool --upmap-deviation 1", fullness(snap, items, sizes), len(items),
                 changed_primaries(snap, items), dt])
-    for mode in ("pgs", "bytes"):
+    for mode in BalanceMode:
         t0 = time.perf_counter()
-        r = balance_report(snap, mode=mode)
+        r = balance_report(snap, Aim(mode=mode))
         dt = time.perf_counter() - t0
         got: Items = {k: tuple((int(p[0]), int(p[1])) for p in v) for k, v in r["items"].items() if v}
         out.append([f"pg_advisor --mode {mode} ({r['moves']} moves)", fullness(snap, got, sizes),

@@ -11,9 +11,10 @@ import pytest
 
 from pg_advisor.model import snapshot
 from pg_advisor.balance.balancer import Balancer
-from pg_advisor.balance.proposal import balance_report, eval_report
+from pg_advisor.balance.proposal import Aim, balance_report, eval_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.distribution import up_counts
+from pg_advisor.model.options import BalanceMode
 from pg_advisor_testkit.upmap_checker import check_up_set
 
 from ..cluster import Cluster
@@ -210,7 +211,8 @@ def test_bytes_mode_evens_fullness_and_keeps_counts(tmp_path: Path) -> None:
     gm = generate(tmp_path, Layout(0, 5, 12), [REPLICATED_HOST], pg_bits=5)
     osd_dump, crush = gm.dumps()
     snap = snapshot.load(osd_dump, crush, synthetic_pg_dump(snapshot.load(osd_dump, crush), 0.5))
-    pgs, byt = balance_report(snap, mode="pgs"), balance_report(snap, mode="bytes")
+    pgs = balance_report(snap, Aim(mode=BalanceMode.PGS))
+    byt = balance_report(snap, Aim(mode=BalanceMode.BYTES))
     # counts: the bytes phase keeps every OSD within one of its share, per pool and in total
     for r in (pgs, byt):
         assert r["after"]["pools"][0]["max_deviation"] < 1.0

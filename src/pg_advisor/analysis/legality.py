@@ -176,13 +176,23 @@ def first_seen(b: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return valid & ~dup
 
 
-def replaceable(anc: Dict[int, np.ndarray], shape: RuleShape, allowed: np.ndarray,
-                up: np.ndarray, held: np.ndarray, srcs: np.ndarray, cols: np.ndarray) -> np.ndarray:
+@dataclass(frozen=True)
+class Reach:
+    """Where a pool's rule may place a replica: the OSDs' ancestors by bucket type
+    (ancestors), the rule's limits, and the OSDs it may use (`allowed`, over all OSDs)."""
+    anc: Dict[int, np.ndarray]
+    shape: RuleShape
+    allowed: np.ndarray
+
+
+def replaceable(reach_of: Reach, up: np.ndarray, held: np.ndarray, srcs: np.ndarray,
+                cols: np.ndarray) -> np.ndarray:
     """(R, C) mask: may OSD cols[j] take the place of srcs[i] in the PG whose up set is up[i]?
 
     `held` (R, K') are the OSDs a destination must not already be (the up set; for EC
-    also CRUSH's own set, or Ceph skips the item); `allowed` is over all OSDs.
+    also CRUSH's own set, or Ceph skips the item).
     """
+    anc, shape, allowed = reach_of.anc, reach_of.shape, reach_of.allowed
     n = allowed.shape[0]
     k = up.shape[1]
     # an OSD with no bucket of a type the rule chooses is out of the rule's reach (CRUSH

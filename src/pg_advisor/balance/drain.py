@@ -17,9 +17,10 @@ import numpy as np
 from ..analysis.legality import ancestors
 from ..crush.placement import Placer
 from ..model.errors import AdvisorError
+from ..model.options import BalanceMode
 from ..model.snapshot import Snapshot
 from .balancer import Balancer, PoolState
-from .proposal import Proposal, items_json, propose
+from .proposal import Aim, Proposal, items_json, propose
 
 OSD_NAME = re.compile(r"(?:osd\.)?([0-9]{1,9})")
 
@@ -91,7 +92,7 @@ def drain_plan(snap: Snapshot, target: str) -> DrainPlan:
     touched = touched_pools(b, osds)
     names = [st.pool.name for st in touched]
     replicas = int(sum(st.level.counts[osds].sum() for st in touched))    # before the moves
-    r = propose(snap, names, 1 << 20, "pgs", drain=osds, balancer=b.only(names))
+    r = propose(snap, Aim(names, BalanceMode.PGS, drain=osds), balancer=b.only(names))
     return DrainPlan(osds, touched, replicas, r)
 
 

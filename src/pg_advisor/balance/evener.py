@@ -122,7 +122,7 @@ class ByteEvener:
         if not self.balancer.budget.spend(rows.size * ds.size):
             return []
         srcs = np.full(rows.size, s)
-        ok = replaceable(self.balancer.anc, st.shape, st.allowed, st.up[rows], st.forbidden(rows, srcs),
+        ok = replaceable(st.reach(self.balancer.anc), st.up[rows], st.forbidden(rows, srcs),
                          srcs, ds)
         delta = st.bytes[rows][:, None]
         g = self._gain(u[s] - delta / self.cap[s], u[ds][None, :] + delta / self.cap[ds][None, :],
@@ -147,9 +147,9 @@ class ByteEvener:
                 break
             from_s, from_d = np.full(rows_s.size, s), np.full(rows_d.size, d)
             anc = self.balancer.anc
-            a = rows_s[replaceable(anc, st.shape, st.allowed, st.up[rows_s], st.forbidden(rows_s, from_s),
+            a = rows_s[replaceable(st.reach(anc), st.up[rows_s], st.forbidden(rows_s, from_s),
                                    from_s, np.array([d]))[:, 0]]
-            z = rows_d[replaceable(anc, st.shape, st.allowed, st.up[rows_d], st.forbidden(rows_d, from_d),
+            z = rows_d[replaceable(st.reach(anc), st.up[rows_d], st.forbidden(rows_d, from_d),
                                    from_d, np.array([s]))[:, 0]]
             if not a.size or not z.size:
                 continue

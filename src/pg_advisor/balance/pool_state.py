@@ -6,7 +6,7 @@ from typing import Any, Callable, DefaultDict, Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
-from ..analysis.legality import breaks, rule_shape, RuleShape
+from ..analysis.legality import Reach, breaks, rule_shape, RuleShape
 from ..analysis.share import rule_share, weight_share
 from ..crush.placement import Placer
 from ..model.constants import CRUSH_ITEM_NONE
@@ -136,6 +136,10 @@ class PoolState:
         self.held_n[dst] += 1
         self._added[dst].append(row)
         self._stale.update((src, dst))
+
+    def reach(self, anc: Dict[int, np.ndarray]) -> Reach:
+        """Where the pool's rule may place a replica, given the OSDs' ancestors."""
+        return Reach(anc, self.shape, self.allowed)
 
     def forbidden(self, rows: np.ndarray, srcs: Optional[np.ndarray] = None) -> np.ndarray:
         """OSDs a replacement must not be: the up set, and for EC also CRUSH's own set, but

@@ -114,7 +114,7 @@ class Proposal:
     """What one run of the balancer proposes, as the executor and the driver read it;
     balance_report turns it into the command's JSON."""
     snap: Snapshot
-    mode: str
+    mode: BalanceMode
     balancer: Balancer
     result: BalanceResult
     copies_max: Optional[float]
@@ -154,36 +154,56 @@ class Proposal:
         return self.result.notes + rule_limit_notes(self.result.pools)
 
 
-def propose(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 1 << 20,
-            mode: str = "bytes", *, placer: Optional[Placer] = None,
-            copies_max: Optional[float] = None, min_gain: float = 0.005, min_spread: float = 0.0,
-            drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None,
-            balancer: Optional[Balancer] = None) -> Proposal:
+@dataclass(frozen=True)
+class Aim:
+    """What a run evens: its pools (None: all), in counts alone or then in bytes (`mode`),
+    each byte move gaining at least `min_gain` of the mean; `min_spread`: bytes mode evens
+    fullness only where, with the counts even, the fullest OSD is at least this fraction of
+    its size fuller than the mean (or the emptiest that much emptier); OSD sizes unknown,
+    not at all (see spread_small). The OSDs in `drain` are emptied."""
+    pools: Optional[List[str]] = None
+    mode: BalanceMode = BalanceMode.BYTES
+    min_gain: float = 0.005
+    min_spread: float = 0.0
+    drain: Sequence[int] = ()
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a run may spend: at most `max_items` replica moves, `copies_max` object copies
+    misplaced (None: no bound), and the PGs each OSD may still take in or give off
+    (`osd_room`; None: any)."""
+    max_items: int = 1 << 20
+    copies_max: Optional[float] = None
+    osd_room: Optional[np.ndarray] = None
+
+
+def propose(snap: Snapshot, aim: Aim = Aim(), limits: Limits = Limits(), *,
+            placer: Optional[Placer] = None, balancer: Optional[Balancer] = None) -> Proposal:
     """Balance PG counts (per pool, then in total), then in bytes mode how full the OSDs
-    are, with at most `max_items` replica moves; the OSDs in `drain` are emptied.
-    `min_spread`: bytes mode evens fullness only where, with the counts even, the fullest
-    OSD is at least this fraction of its size fuller than the mean (or the emptiest that
-    much emptier); OSD sizes unknown, not at all (see spread_small).
+    are, within `limits` (Aim and Limits say what each field does).
     `balancer`: one built already for these pools and OSDs, not yet run."""
-    if mode not in MODES:
-        raise AdvisorError.invalid(f"mode '{mode}' is not one of {', '.join(MODES)}")
-    if max_items < 1:
-        raise AdvisorError.invalid(f"--max-items must be at least 1, not {max_items}")
-    for name in pools or []:
+    # the command table and the options give a BalanceMode; a str from past the types is checked
+    if aim.mode not in MODES:
+        raise AdvisorError.invalid(f"mode '{aim.mode}' is not one of {', '.join(MODES)}")
+    mode = BalanceMode(aim.mode)
+    if limits.max_items < 1:
+        raise AdvisorError.invalid(f"--max-items must be at least 1, not {limits.max_items}")
+    for name in aim.pools or []:
         snap.pool_by_name(name)
-    b = balancer or Balancer(snap, placer, pools, copies_max, drain, osd_room)
+    b = balancer or Balancer(snap, placer, aim.pools, limits.copies_max, aim.drain, limits.osd_room)
 
     def bytes_after_counts() -> None:
-        if mode != "bytes":
+        if mode is not BalanceMode.BYTES:
             return
         if snap.pgs is None:
             b.notes.append("bytes mode needs PG stats (offline: --pg-dump): PG counts balanced only")
-        elif min_spread > 0 and spread_small(fullness(b), min_spread):
-            b.notes.append(f"fullness within {min_spread:.1%} of the OSDs' size of the mean: "
+        elif aim.min_spread > 0 and spread_small(fullness(b), aim.min_spread):
+            b.notes.append(f"fullness within {aim.min_spread:.1%} of the OSDs' size of the mean: "
                            f"bytes left as they are")
         else:
-            ByteEvener(b, min_gain).run()
-    return Proposal(snap, mode, b, b.run(max_items, bytes_after_counts), copies_max)
+            ByteEvener(b, aim.min_gain).run()
+    return Proposal(snap, mode, b, b.run(limits.max_items, bytes_after_counts), limits.copies_max)
 
 
 def spread_small(f: Dict[str, Any], min_spread: float) -> bool:
@@ -195,14 +215,10 @@ def spread_small(f: Dict[str, Any], min_spread: float) -> bool:
     return f["max_used"] - mean < min_spread and mean - f["min_used"] < min_spread
 
 
-def balance_report(snap: Snapshot, pools: Optional[List[str]] = None, max_items: int = 1 << 20,
-                   mode: str = "bytes", *, placer: Optional[Placer] = None,
-                   copies_max: Optional[float] = None, min_gain: float = 0.005, min_spread: float = 0.0,
-                   drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None) -> Dict[str, Any]:
+def balance_report(snap: Snapshot, aim: Aim = Aim(), limits: Limits = Limits(), *,
+                   placer: Optional[Placer] = None) -> Dict[str, Any]:
     """propose()'s proposal as the `balance` command's JSON."""
-    return proposal_json(propose(snap, pools, max_items, mode, placer=placer, copies_max=copies_max,
-                                 min_gain=min_gain, min_spread=min_spread, drain=drain,
-                                 osd_room=osd_room))
+    return proposal_json(propose(snap, aim, limits, placer=placer))
 
 
 def proposal_json(p: Proposal) -> Dict[str, Any]:

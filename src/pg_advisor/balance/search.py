@@ -123,7 +123,7 @@ class MoveSearch:
             if not self.budget.spend(max(int(look.live.sum()) * new.size, MOVE_COST)):
                 return None
             if new.size:
-                look.add(new, replaceable(self.anc, st.shape, st.allowed, st.up[look.rows], look.forbidden,
+                look.add(new, replaceable(st.reach(self.anc), st.up[look.rows], look.forbidden,
                                           look.srcs, new))
                 at = look.col[cand]
             ok = look.ok[:, at] & look.live[:, None]
@@ -160,7 +160,7 @@ class MoveSearch:
         owners = np.repeat(srcs, [p.size for p in parts])
         if not rows.size or not self.budget.spend(rows.size):
             return None
-        ok = replaceable(self.anc, st.shape, st.allowed, st.up[rows], st.forbidden(rows, owners), owners,
+        ok = replaceable(st.reach(self.anc), st.up[rows], st.forbidden(rows, owners), owners,
                          np.array([dst]))[:, 0]
         if not ok.any():
             return None

@@ -171,7 +171,7 @@ class CountEvener:
         `into` furthest below its share: (r1, y, r2, z), or None."""
         anc, dev = self.run.anc, st.level.dev()
         xs = np.full(rows.size, x)
-        first = replaceable(anc, st.shape, st.allowed, st.up[rows], st.forbidden(rows, xs), xs, mids)
+        first = replaceable(st.reach(anc), st.up[rows], st.forbidden(rows, xs), xs, mids)
         best: Optional[Tuple[float, int, int, int, int]] = None   # (dev z, r1, y, r2, z)
         for j in np.flatnonzero(first.any(axis=0)).tolist():
             y = int(mids[j])
@@ -181,7 +181,7 @@ class CountEvener:
             if not ys.size or not self.run.budget.spend(ys.size * into.size):
                 continue
             ysrc = np.full(ys.size, y)
-            ok = replaceable(anc, st.shape, st.allowed, st.up[ys], st.forbidden(ys, ysrc), ysrc, into)
+            ok = replaceable(st.reach(anc), st.up[ys], st.forbidden(ys, ysrc), ysrc, into)
             if not ok.any():
                 continue
             score = np.where(ok, dev[into][None, :], np.inf)

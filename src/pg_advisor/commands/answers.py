@@ -11,7 +11,7 @@ from ..balance.drain import drain_report
 from ..balance.primaries import plan_primaries
 from ..balance.read_report import read_report
 from ..balance.remapped import pin_remapped, pins_report
-from ..balance.proposal import balance_report, eval_report
+from ..balance.proposal import Aim, Limits, balance_report, eval_report
 from ..balance.reweighted import reweight_pins, reweight_report
 from ..model.misplaced import MisplacedBudget, misplaced_max
 from ..model.options import Options
@@ -60,10 +60,10 @@ def _simulate(i: Inputs, v: Values) -> Report:
 
 # offline, the writing commands answer with their dry run
 def _balance(i: Inputs, v: Values) -> Report:
-    report = balance_report(i.snap, [v["pool"]] if v["pool"] else None, v["max_items"] or MAX_BALANCE_ITEMS,
-                            v["mode"] or i.opts.balance_mode,
-                            copies_max=MisplacedBudget.from_options(i.snap, i.opts, i.cluster_ratio).copies,
-                            min_gain=i.opts.balance_min_gain)
+    aim = Aim([v["pool"]] if v["pool"] else None, v["mode"] or i.opts.balance_mode, i.opts.balance_min_gain)
+    limits = Limits(v["max_items"] or MAX_BALANCE_ITEMS,
+                    MisplacedBudget.from_options(i.snap, i.opts, i.cluster_ratio).copies)
+    report = balance_report(i.snap, aim, limits)
     return dict(report, dry_run=True)
 
 

@@ -14,7 +14,7 @@ from ..balance.primaries import allows_primaries, plan_primaries
 from ..balance.read_report import read_report
 from ..balance.remapped import SKIP_SHOWN, Pins, pin_remapped, pins_report
 from ..balance.reweighted import reweight_commands, reweight_pins, reweight_report
-from ..balance.proposal import items_json, proposal_json, propose, unkept
+from ..balance.proposal import Aim, items_json, proposal_json, propose, unkept
 from ..crush.upmap import map_mismatches
 from ..model.distribution import object_copies
 from ..model import health_checks as hc
@@ -431,8 +431,7 @@ class Driver:
     def _start_balancing(self, snap: Snapshot, opts: Options, now: float) -> bool:
         """Auto mode with no pg_num change due: a plan of balance rounds for the pools the
         balancer would change (none: no plan, and False)."""
-        r = propose(snap, None, 1 << 20, opts.balance_mode, min_gain=opts.balance_min_gain,
-                    min_spread=BYTES_SPREAD)
+        r = propose(snap, Aim(None, opts.balance_mode, opts.balance_min_gain, BYTES_SPREAD))
         shards: Dict[int, int] = {}
         for pgid, pairs in r.items.items():   # a PG's items changed: at least one shard moves
             pid = int(pgid.split(".")[0])

@@ -7,7 +7,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..balance.proposal import Proposal, items_json, propose, unseats_primary
+from ..balance.proposal import Aim, Limits, Proposal, items_json, propose, unseats_primary
 from ..model.misplaced import MisplacedBudget
 from ..model.options import BalanceMode
 from ..model.mon_commands import items_commands, rm_upmap, rm_upmap_primary, upmap, upmap_items
@@ -157,6 +157,5 @@ class RoundSpec:
 
 def balance_round(snap: Snapshot, spec: RoundSpec) -> Round:
     """Propose one round."""
-    return Round(propose(snap, spec.pools, spec.max_items, spec.mode, copies_max=spec.budget.copies,
-                         min_gain=spec.min_gain, min_spread=spec.min_spread, drain=spec.drain,
-                         osd_room=spec.osd_room))
+    return Round(propose(snap, Aim(spec.pools, spec.mode, spec.min_gain, spec.min_spread, spec.drain),
+                         Limits(spec.max_items, spec.budget.copies, spec.osd_room)))

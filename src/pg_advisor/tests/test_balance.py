@@ -7,11 +7,12 @@ import pytest
 
 from pg_advisor.model import snapshot
 from pg_advisor.balance.balancer import MOVE_COST, Balancer
-from pg_advisor.balance.proposal import balance_report
+from pg_advisor.balance.proposal import Aim, Limits, balance_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.distribution import up_counts
 from pg_advisor.model.errors import AdvisorError
-from pg_advisor.analysis.legality import ancestors, replaceable, rule_shape
+from pg_advisor.model.options import BalanceMode
+from pg_advisor.analysis.legality import Reach, ancestors, replaceable, rule_shape
 
 from pg_advisor_testkit.dumps import DUMP_FILES, read
 from .layouts import (HOST_WITHOUT_RACK, IN_HOSTLESS_RACK, RACK_THEN_HOST, RACK_WITHOUT_HOST, UNDER_ROOT,
@@ -21,6 +22,7 @@ from pg_advisor_testkit.upmap_checker import check_up_set
 
 
 ALL_POOLS = ("rbd", "ecpool", "fast")
+PGS, BYTES = BalanceMode.PGS, BalanceMode.BYTES
 
 
 def read_dumps() -> Dict[str, Any]:
@@ -69,20 +71,21 @@ def test_report_and_commands(snap: snapshot.Snapshot) -> None:
     for c in r["commands"]:
         assert c.startswith("ceph osd pg-upmap-items ") or c.startswith("ceph osd rm-pg-upmap-items ")
     assert r["after"]["total"]["stdev"] < r["before"]["total"]["stdev"]
-    one = balance_report(snap, pools=["ecpool"])
+    one = balance_report(snap, Aim(pools=["ecpool"]))
     assert all(k.startswith("2.") for k in one["items"])
-    capped = balance_report(snap, max_items=2)
+    capped = balance_report(snap, limits=Limits(max_items=2))
     assert capped["moves"] <= 2
 
 
-@pytest.mark.parametrize("kw, code, message", [
-    ({"mode": "weight"}, -22, "not one of pgs, bytes"),
-    ({"max_items": 0}, -22, "at least 1"),
-    ({"pools": ["nope"]}, -2, "pool 'nope' does not exist"),
+@pytest.mark.parametrize("aim, limits, code, message", [
+    ({"mode": "weight"}, {}, -22, "not one of pgs, bytes"),    # a caller past the types
+    ({}, {"max_items": 0}, -22, "at least 1"),
+    ({"pools": ["nope"]}, {}, -2, "pool 'nope' does not exist"),
 ])
-def test_bad_arguments(snap: snapshot.Snapshot, kw: Dict[str, Any], code: int, message: str) -> None:
+def test_bad_arguments(snap: snapshot.Snapshot, aim: Dict[str, Any], limits: Dict[str, Any], code: int,
+                       message: str) -> None:
     with pytest.raises(AdvisorError) as e:
-        balance_report(snap, **kw)
+        balance_report(snap, Aim(**aim), Limits(**limits))
     assert e.value.code == code and message in e.value.message
 
 
@@ -91,7 +94,7 @@ def test_bytes_mode_is_legal_keeps_counts_and_evens_fullness(snap: snapshot.Snap
     # the fixture's PGs hold ~1 MiB each on 1 GiB OSDs, and its fullest OSD (host2's
     # other OSD is reweighted) can only swap within its host: such a swap gains less than the
     # default threshold (0.5% of the mean per move), so a lower one is asked for
-    pgs, byt = balance_report(snap, mode="pgs"), balance_report(snap, mode="bytes", min_gain=0.002)
+    pgs, byt = balance_report(snap, Aim(mode=PGS)), balance_report(snap, Aim(mode=BYTES, min_gain=0.002))
     pools = {p["pool"]: p for p in dumps["osd_dump"]["pools"]}
     after = Placer(applied(snap, byt["items"]))
     n = snap.osds.count
@@ -117,16 +120,16 @@ def test_background_rounds_leave_bytes_alone_within_the_spread(snap: snapshot.Sn
     # min_spread of its size above the mean (or the emptiest below): within it they even
     # counts only. Without the gate a thrashed cluster's balance plan chased the client's
     # writes for 30 minutes (doc/testing.rst).
-    pgs = balance_report(snap, mode="pgs")
-    on_demand = balance_report(snap, mode="bytes", min_gain=0.002)
+    pgs = balance_report(snap, Aim(mode=PGS))
+    on_demand = balance_report(snap, Aim(mode=BYTES, min_gain=0.002))
     assert len(on_demand["items"]) > len(pgs["items"])
     f = pgs["fullness"]["after"]          # what bytes mode starts from: the counts even
     mean = f["max_used"] / f["max_ratio"]
     spread = max(f["max_used"] - mean, mean - f["min_used"])
-    background = balance_report(snap, mode="bytes", min_gain=0.002, min_spread=spread * 1.01)
+    background = balance_report(snap, Aim(mode=BYTES, min_gain=0.002, min_spread=spread * 1.01))
     assert background["items"] == pgs["items"]
     assert any("bytes left as they are" in n for n in background["notes"])
-    assert balance_report(snap, mode="bytes", min_gain=0.002, min_spread=spread * 0.99)["items"] == \
+    assert balance_report(snap, Aim(mode=BYTES, min_gain=0.002, min_spread=spread * 0.99))["items"] == \
         on_demand["items"]
 
 
@@ -140,9 +143,9 @@ def test_plan_rounds_take_the_gain_option_and_the_spread() -> None:
 
 def test_bytes_mode_without_pg_stats_says_so(dumps: Dict[str, Any]) -> None:
     bare = snapshot.load(dumps["osd_dump"], dumps["crush"])
-    r = balance_report(bare, mode="bytes")
+    r = balance_report(bare, Aim(mode=BYTES))
     assert r["fullness"] is None and any("needs PG stats" in n for n in r["notes"])
-    assert r["items"] == balance_report(bare, mode="pgs")["items"]
+    assert r["items"] == balance_report(bare, Aim(mode=PGS))["items"]
 
 
 # (layout, rbd's rule or None: the fixture's, the pools whose rules cannot reach osd.6)
@@ -152,13 +155,13 @@ CANNOT_REACH = [(UNDER_ROOT, None, ALL_POOLS), (IN_HOSTLESS_RACK, None, ALL_POOL
                 (RACK_WITHOUT_HOST, RACK_THEN_HOST, ALL_POOLS)]
 
 
-@pytest.mark.parametrize("mode", ["pgs", "bytes"])
+@pytest.mark.parametrize("mode", [PGS, BYTES])
 @pytest.mark.parametrize("layout, steps, blind", CANNOT_REACH,
                          ids=["under-root", "hostless-rack", "rack-host-rule:host-without-rack",
                               "rack-host-rule:rack-without-host"])
 def test_balance_moves_nothing_onto_an_osd_the_rule_cannot_reach(
         dumps: Dict[str, Any], layout: Layout, steps: Optional[List[str]],
-        blind: Tuple[str, ...], mode: str) -> None:
+        blind: Tuple[str, ...], mode: BalanceMode) -> None:
     # CRUSH never maps a replica there (a device where a host/rack was due is rejected), so
     # its count is 0: with a share it would be the first place every pull goes
     new = regrow(dumps, layout)
@@ -169,7 +172,7 @@ def test_balance_moves_nothing_onto_an_osd_the_rule_cannot_reach(
     for st in Balancer(s).states:
         assert (st.share[new] == 0) == (st.pool.id in blind_ids), st.pool.name
         assert st.allowed[new] == (st.pool.id not in blind_ids), st.pool.name
-    r = balance_report(s, max_items=1 << 20, mode=mode, min_gain=0.002)
+    r = balance_report(s, Aim(mode=mode, min_gain=0.002), Limits(max_items=1 << 20))
     assert r["items"]                   # the other OSDs are still balanced
     assert any(f"cannot reach osd.{new}" in n for n in r["notes"])   # and it says why
     onto = [(pg, p) for pg, pairs in r["items"].items() for p in pairs
@@ -192,7 +195,7 @@ def test_no_replacement_by_an_osd_without_a_failure_domain_ancestor(dumps: Dict[
     shape = rule_shape(s, s.pool_by_name("rbd"))
     allowed = np.ones(s.osds.count, bool)
     up = np.array([[0, 1, 2]])
-    ok = replaceable(anc, shape, allowed, up, up, np.array([0]), np.array([3, new]))
+    ok = replaceable(Reach(anc, shape, allowed), up, up, np.array([0]), np.array([3, new]))
     assert ok.tolist() == [[True, False]]
     # nor, for a rule that fixes racks first, one without a rack
     dumps2 = read_dumps()
@@ -201,21 +204,21 @@ def test_no_replacement_by_an_osd_without_a_failure_domain_ancestor(dumps: Dict[
     s2 = load(dumps2)
     shape2 = rule_shape(s2, s2.pool_by_name("rbd"))
     assert shape2.types == (s2.crush_types["rack"], s2.crush_types["host"])
-    ok2 = replaceable(ancestors(s2), shape2, np.ones(s2.osds.count, bool), up, up,
+    ok2 = replaceable(Reach(ancestors(s2), shape2, np.ones(s2.osds.count, bool)), up, up,
                       np.array([0]), np.array([new2]))
     assert ok2.tolist() == [[False]]
 
 
 def test_work_bound_stops_the_run_with_a_note(snap: snapshot.Snapshot,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    whole = balance_report(snap, None, 1 << 20, "pgs", copies_max=1e18)
+    whole = balance_report(snap, Aim(mode=PGS), Limits(copies_max=1e18))
     assert whole["moves"] > 2 and not any("units of work" in n for n in whole["notes"])
     # the states' cost counts: a bound just above it leaves room for two looks
     built = Balancer(snap).built_cost
     assert built > 0
     bound = built + 2 * MOVE_COST
     monkeypatch.setattr("pg_advisor.balance.balancer.WORK_MAX", bound)
-    cut = balance_report(snap, None, 1 << 20, "pgs", copies_max=1e18)
+    cut = balance_report(snap, Aim(mode=PGS), Limits(copies_max=1e18))
     note = next(n for n in cut["notes"] if f"stopped at {bound:,} units of work" in n)
     assert f"the pools' states cost {built:,}" in note, note
     # the figures as they are: the moves made, and the fixture's ~27 PGs per OSD (not "thousands")
@@ -244,9 +247,9 @@ def test_bytes_mode_steps_count_against_the_work_bound(snap: snapshot.Snapshot,
 
     def run() -> Any:
         steps.clear()
-        return propose(snap, None, 1 << 20, "bytes", copies_max=1e18, min_gain=0.002)
+        return propose(snap, Aim(mode=BYTES, min_gain=0.002), Limits(copies_max=1e18))
 
-    counts = propose(snap, None, 1 << 20, "pgs", copies_max=1e18)
+    counts = propose(snap, Aim(mode=PGS), Limits(copies_max=1e18))
     whole = run()
     made, began = len(steps), list(steps)
     with monkeypatch.context() as m:

@@ -8,8 +8,9 @@ import pytest
 
 from pg_advisor.model import snapshot
 from pg_advisor.balance.balancer import Balancer
-from pg_advisor.balance.proposal import balance_report
+from pg_advisor.balance.proposal import Aim, balance_report
 from pg_advisor.crush.placement import Placer
+from pg_advisor.model.options import BalanceMode
 from pg_advisor.analysis.legality import replaceable
 
 from pg_advisor_testkit.dumps import DUMP_FILES, read
@@ -73,7 +74,7 @@ def test_a_primary_that_must_move_goes_to_the_osd_most_short_of_primaries(dumps:
         b.primaries.held = np.full(n, 10, np.int64)
         b.primaries.held[short] = 0
         row, dst = _choice(b, st, src, prim_rows)
-        legal = replaceable(b.anc, st.shape, st.allowed, st.up[prim_rows], st.forbidden(prim_rows),
+        legal = replaceable(st.reach(b.anc), st.up[prim_rows], st.forbidden(prim_rows),
                             np.full(prim_rows.size, src), np.array([short]))[:, 0]
         if legal.any():
             assert dst == short, (short, dst)       # there, when any of the rows may go there
@@ -173,11 +174,11 @@ def test_bytes_mode_keeps_primaries_where_a_step_nearly_as_good_does(
         for s in d["pg_dump"]["pg_map"]["pg_stats"]:
             s["stat_sum"]["num_bytes"] = int(2**20 * rng.lognormal(0, 1.0))
         snap = snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
-        with_pref = balance_report(snap, mode="bytes", min_gain=0.002)
+        with_pref = balance_report(snap, Aim(mode=BalanceMode.BYTES, min_gain=0.002))
         with monkeypatch.context() as m:
             m.setattr(evener, "moves_primary",
                       lambda st, rows, srcs, erasure_too=False: np.zeros(rows.size, bool))
-            without = balance_report(snap, mode="bytes", min_gain=0.002)
+            without = balance_report(snap, Aim(mode=BalanceMode.BYTES, min_gain=0.002))
         a, b = changed_primaries(snap, with_pref["items"]), changed_primaries(snap, without["items"])
         assert a <= b, seed
         kept, blind = kept + a, blind + b

@@ -75,10 +75,9 @@ def test_pushes_from_one_osd_check_only_new_destinations(monkeypatch: pytest.Mon
     pairs = [0]
     real = search.replaceable
 
-    def counted(anc: Any, shape: Any, allowed: Any, up: Any, held: Any, srcs: np.ndarray,
-                cols: np.ndarray) -> np.ndarray:
+    def counted(reach: Any, up: Any, held: Any, srcs: np.ndarray, cols: np.ndarray) -> np.ndarray:
         pairs[0] += srcs.size * cols.size
-        return real(anc, shape, allowed, up, held, srcs, cols)
+        return real(reach, up, held, srcs, cols)
     monkeypatch.setattr(search, "replaceable", counted)
     monkeypatch.setattr(strategies, "replaceable", counted)
     res = Balancer(_rbd_of(4096)).run()

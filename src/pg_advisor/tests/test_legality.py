@@ -4,7 +4,7 @@ from typing import Dict, List
 import numpy as np
 import pytest
 
-from pg_advisor.analysis.legality import Choose, RuleShape, breaks, replaceable, shape_of
+from pg_advisor.analysis.legality import Choose, Reach, RuleShape, breaks, replaceable, shape_of
 from pg_advisor.model import snapshot
 
 HOST, RACK, ROOM = 1, 3, 7
@@ -22,7 +22,7 @@ EC83 = shape_of([Choose(RACK, 4, False), Choose(HOST, 3, True)])     # choose in
 
 def can(shape: RuleShape, anc: Dict[int, np.ndarray], up: List[int], src: int, dst: int) -> bool:
     u = np.array([up])
-    return bool(replaceable(anc, shape, np.ones(anc[0].size, bool), u, u, np.array([src]),
+    return bool(replaceable(Reach(anc, shape, np.ones(anc[0].size, bool)), u, u, np.array([src]),
                             np.array([dst]))[0, 0])
 
 

@@ -5,7 +5,8 @@ from typing import Dict, List
 
 import numpy as np
 
-from pg_advisor.analysis.legality import ANY, Choose, RuleShape, breaks, choose_steps, replaceable, shape_of
+from pg_advisor.analysis.legality import ANY, Choose, Reach, RuleShape, breaks, choose_steps, replaceable, \
+    shape_of
 from pg_advisor.analysis.whatif import Change, mon_cleaned
 from pg_advisor.balance.balancer import Balancer
 from pg_advisor.crush.placement import Placer
@@ -28,7 +29,7 @@ def hosts_of_3(hosts: int) -> Dict[int, np.ndarray]:
 def can(shape: RuleShape, up: List[int], src: int, dst: int, hosts: int = 5) -> bool:
     anc = hosts_of_3(hosts)
     u = np.array([up])
-    return bool(replaceable(anc, shape, np.ones(anc[0].size, bool), u, u, np.array([src]),
+    return bool(replaceable(Reach(anc, shape, np.ones(anc[0].size, bool)), u, u, np.array([src]),
                             np.array([dst]))[0, 0])
 
 

@@ -142,14 +142,16 @@ def test_a_balance_dry_run_shows_the_entries_its_items_unseat(snap: Any) -> None
     the PG's primary, so the proposal may differ from the one without it: each is checked
     against its own items.)"""
     import dataclasses
-    from pg_advisor.balance.proposal import balance_report
-    first = balance_report(snap, ["rbd"], 50, "pgs")
+    from pg_advisor.balance.proposal import Aim, Limits, balance_report
+    from pg_advisor.model.options import BalanceMode
+    first = balance_report(snap, Aim(["rbd"], BalanceMode.PGS), Limits(50))
     moved = [(pgid, pairs) for pgid, pairs in first["items"].items() if pairs][:6]
     assert moved
     hits = 0
     for pgid, pairs in moved:
         entry = pairs[0][0]
-        r = balance_report(dataclasses.replace(snap, pg_upmap_primaries={pgid: entry}), ["rbd"], 50, "pgs")
+        r = balance_report(dataclasses.replace(snap, pg_upmap_primaries={pgid: entry}),
+                           Aim(["rbd"], BalanceMode.PGS), Limits(50))
         unseated = [k for k, v in r["items"].items() if k == pgid and any(a == entry for a, _ in v)]
         rms = [i for i, c in enumerate(r["commands"]) if c.startswith("ceph osd rm-pg-upmap-primary")]
         assert [r["commands"][i].split()[-1] for i in rms] == unseated

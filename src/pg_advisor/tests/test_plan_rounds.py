@@ -166,8 +166,9 @@ def test_an_uneven_pool_with_no_legal_move_is_not_done(dumps: Dict[str, Any], mo
             break
     assert (store.state or {})["status"] == "done"
     snap = ceph.snap()
-    from pg_advisor.balance.proposal import balance_report
-    assert balance_report(snap, ["rbd"], mode="pgs")["uneven"] == {}    # done means even
+    from pg_advisor.balance.proposal import Aim, balance_report
+    from pg_advisor.model.options import BalanceMode
+    assert balance_report(snap, Aim(["rbd"], BalanceMode.PGS))["uneven"] == {}    # done means even
 
 
 def test_a_pool_there_for_the_total_alone_does_not_hold_the_plan_open(dumps: Dict[str, Any],
