@@ -27,7 +27,7 @@ from ..sizing.sizer import Sizer
 from .context import BalanceRequest, Context
 from .executor import Executor
 from .history import Event
-from .pacing import BYTES_SPREAD, Pacing, check_pacing
+from .pacing import BYTES_SPREAD, pacing
 from .gates import balancer_conflict, cluster_blockers, misplaced_ratio
 from .plan_state import ACTIVE, Source, Status
 from .plan_store import PlanStore
@@ -37,16 +37,6 @@ from .steps import PlanStep, StepPlanner, Throttles, balance_step
 # the map's pg_upmap_primaries and those PGs' up primaries, after an epoch (the module's)
 PrimariesAfter = Callable[[int, Sequence[str]], Tuple[Mapping[str, int], Mapping[str, int]]]
 AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a new plan
-
-
-def pacing(opts: Options, cluster_ratio: float, balancer_active: bool = False) -> Pacing:
-    p = Pacing(misplaced_max=misplaced_max(opts, cluster_ratio), interval=opts.step_interval,
-               window_begin=opts.window_begin, window_end=opts.window_end,
-               window_days=opts.window_days, balancer_active=balancer_active,
-               balance_mode=opts.balance_mode, max_backfills=opts.max_backfills_per_osd,
-               prime=opts.prime_pg_temp, min_gain=opts.balance_min_gain)
-    check_pacing(p)
-    return p
 
 
 def throttles(opts: Options, cluster_ratio: float) -> Throttles:
@@ -379,7 +369,7 @@ class Driver:
                     if not self._start_balancing(snap, opts, now) and opts.read_balance:
                         self._read_round(snap, opts, ctx.sender(), now)
             if ex.active:
-                ex.tick(snap, pacing(opts, cluster_ratio, balancer_active), ctx.send, now, ctx.burst)
+                ex.tick(ctx.for_tick())
             self._count_pins(snap)
             if self._pins_want and snap.epoch > self._pinned_at:
                 self._verify_pins(snap, now)

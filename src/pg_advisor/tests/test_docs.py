@@ -18,7 +18,6 @@ README, DOC = ROOT / "README.md", ROOT / "doc"
 # this list once it is under the limit (the splits under way empty it).
 OVER_LIMIT: Dict[str, int] = {
     "src/pg_advisor/execute/driver.py": 530,
-    "src/pg_advisor/execute/executor.py": 575,
 }
 
 
