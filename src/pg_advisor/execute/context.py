@@ -1,14 +1,14 @@
 """What one tick or one command acts on, read once: the module builds it from the mgr (a
 test from a fake), and the Driver's commands and ticks take it whole instead of the same
-eight arguments each."""
+eight arguments each; the executor's tick takes the part it uses (Tick)."""
 from dataclasses import dataclass
 from typing import List, Optional
 
 from ..model.misplaced import MisplacedBudget
 from ..model.options import BalanceMode, Options
 from ..model.snapshot import Snapshot
-from .executor import Send
-from .rounds import Burst
+from .pacing import Pacing, pacing
+from .rounds import Burst, Send
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,22 @@ class Context:
         """The burst, or the commands one after another where there is none."""
         send = self.send
         return self.burst or (lambda cmds: [send(c) for c in cmds])
+
+    def for_tick(self) -> "Tick":
+        """What the executor's tick acts on: the snapshot, the options' pacing, the time
+        and the sender."""
+        return Tick(self.snap, pacing(self.opts, self.cluster_ratio, self.balancer_active), self.now,
+                    self.sender())
+
+
+@dataclass(frozen=True)
+class Tick:
+    """One tick of the executor: the snapshot, the pacing (from the options), the time, and
+    how commands go out (together: a burst, or one after another)."""
+    snap: Snapshot
+    pacing: Pacing
+    now: float
+    burst: Burst
 
 
 @dataclass(frozen=True)

@@ -8,44 +8,30 @@ the cluster does not show it yet (the commands set targets, so a resend is harml
 the history records each step once). A command that fails is retried with a growing
 delay and reported; nothing is given up without the operator (`abort`).
 """
-import datetime
-import hashlib
 import uuid
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-import numpy as np
-
-from ..balance.proposal import unkept
 from ..crush.placement import Placer
 from ..crush.upmap import map_mismatches
 from ..model.errors import AdvisorError
-from ..model.misplaced import MisplacedBudget
 from ..model.mon_commands import pool_set
 from ..model.snapshot import Pool, Snapshot
-from ..model.units import human_bytes
-from .gates import misplaced_ratio, unreported_pgs
+from .balance_steps import balance_round_step, round_checked
+from .context import Tick
 from .history import Event, HistoryEvent
-from .pacing import backfill_load, backfills, blockers, BlockerKind, Pacing
-from .plan_state import ACTIVE, Phase, PlanState, PoolTarget, RoundInFlight, Source, Status
+from .plan_state import ACTIVE, Phase, PlanState, PoolTarget, Source, Status
 from .plan_store import MISMATCH_SHOWN
-from .priming import Command
-from .rounds import balance_round, Burst, RoundSpec, unset_full
-from .step_commands import (Role, pgs_bytes, pin_commands, pins_shown, primed_pgp_commands, step_done,
-                            target_commands, targets_shown)
+from .rounds import Send
+from .step_commands import (Role, pin_commands, pins_shown, primed_pgp_commands, step_done, target_commands,
+                            targets_shown)
+from .step_gate import may_issue
 from .steps import PlanStep, StepKind
 
 
 HISTORY_MAX = 200
 RETRY_MAX_DELAY = 300.0
-Send = Callable[[Command], Tuple[int, str]]       # (return code, error text)
-BALANCE_ROUNDS_MAX = 1000
-ROUND_CHECK_WAIT = 30.0     # seconds for a round's items to show in the map before they are checked
 DETAIL_MAX = 300            # characters of one history event's detail (the history is stored)
 REASON_MAX = 1000           # characters of a stored error or stop reason (the state stays small)
-# PGs of a round whose items and wanted up sets the state keeps for the checks after it (the
-# state entry stays far below the mon's 64 KiB: ~25 bytes of items and ~30 of up set a PG);
-# a bigger round is checked on these
-ROUND_CHECK_MAX = 300
 # pgids -> their up sets in the cluster's map: the mgr's own OSDMap live (module.py), the
 # exact model on the snapshot offline and in unit tests
 UpSets = Callable[[Snapshot, Sequence[str]], Dict[str, List[int]]]
@@ -53,16 +39,6 @@ UpSets = Callable[[Snapshot, Sequence[str]], Dict[str, List[int]]]
 
 def model_up_sets(snap: Snapshot, pgids: Sequence[str]) -> Dict[str, List[int]]:
     return Placer.of(snap).up_sets(pgids)
-
-
-def topology_key(snap: Snapshot) -> str:
-    """What CRUSH's sets depend on besides the items, per OSD: exists, up, in, reweight and
-    CRUSH weight (a few bytes an OSD, hashed once a round)."""
-    o = snap.osds
-    h = hashlib.blake2b(digest_size=8)
-    for a in (o.exists, o.up, o.in_, o.reweight, o.crush_weight):
-        h.update(np.ascontiguousarray(a).tobytes())
-    return h.hexdigest()
 
 
 class Executor:
@@ -216,17 +192,17 @@ class Executor:
         self.log(now, Event.DROP, f"{why}: its {skipped} remaining steps are skipped; the plan goes on"
                  + (f" with {', '.join(sorted(state.pools))}" if state.pools else ""))
 
-    def _stop(self, state: PlanState, why: str, now: float) -> None:
+    def stop(self, state: PlanState, why: str, now: float) -> None:
         state.status, state.stopped_why = Status.STOPPED, why[:REASON_MAX]
         state.blockers, state.conflicts, state.waiting = [], [], None
         self.log(now, Event.STOP, f"{why}; no command is sent to it; `abort` ends the plan")
 
     # -- the tick -------------------------------------------------------------------------------
 
-    def tick(self, snap: Snapshot, pacing: Pacing, send: Send, now: float,
-             burst: Optional[Burst] = None) -> None:
-        """`burst` sends commands together (pinned steps); by default one after another."""
-        burst = burst or (lambda cmds: [send(c) for c in cmds])
+    def tick(self, t: Tick) -> None:
+        """The plan's next move on `t`'s snapshot: drop or stop on a changed pool, advance
+        past steps done, then take the next step (or a round of it) if the pacing allows."""
+        snap, pacing, now = t.snap, t.pacing, t.now
         state = self.state
         if state is None or state.status != Status.RUNNING:
             return
@@ -235,7 +211,7 @@ class Executor:
             if why and not any(q.id == p.id for q in snap.pools):
                 self._drop(state, name, p, why, now)
             elif why:
-                self._stop(state, why, now)
+                self.stop(state, why, now)
                 self.save()
                 return
         while state.next < len(state.steps):
@@ -254,26 +230,26 @@ class Executor:
                     state.waiting = (f"Ceph is at pg_num {pool.pg_num}, pgp_num {pool.pgp_num} "
                                      f"(step {state.next + 1} wants {step.pg_num}, {step.pgp_num})")
                     break
-                self._advance(state, step, now)
+                self.advance(state, step, now)
                 continue
             if step.kind is StepKind.BALANCE and pacing.balancer_active and state.round is None:
                 # Ceph's own balancer evens the pool; pg_advisor sets no items beside it
-                self._advance(state, step, now, " (left to Ceph's balancer, active)")
+                self.advance(state, step, now, " (left to Ceph's balancer, active)")
                 continue
             if step.kind is StepKind.BALANCE and state.round is not None:
-                if not self._round_checked(state, snap, now):
+                if not round_checked(self, state, snap, now):
                     break
             # half sent before a failover (its targets are in the pool, its pins not): the
             # PGs already move, and the rest of the step is what stops them, so the pacing
             # that would hold a new step back does not hold this one
             half_sent = state.phase == Phase.ISSUING and targets_shown(pool, step)
-            if not self._may_issue(state, snap, pool, step, pacing, now, half_sent):
+            if not may_issue(state, t, pool, step, half_sent):
                 break
             if step.kind is StepKind.BALANCE:
-                if self._balance_round(state, snap, step, pacing, burst, now):
+                if balance_round_step(self, state, t, step):
                     break
                 continue
-            self._issue(state, snap, step, burst, now, pacing.prime)
+            self._issue(state, t, step)
             break
         else:
             state.status = Status.DONE
@@ -281,7 +257,7 @@ class Executor:
             self.log(now, Event.FINISH, f"all {len(state.steps)} steps done")
         self.save()
 
-    def _advance(self, state: PlanState, step: PlanStep, now: float, how: str = "") -> None:
+    def advance(self, state: PlanState, step: PlanStep, now: float, how: str = "") -> None:
         """The current step is done: log it and make the next one current."""
         self.log(now, Event.DONE, f"step {state.next + 1}/{len(state.steps)}: {step.describe()}{how}")
         state.next, state.phase, state.last_step_at, state.rounds = state.next + 1, Phase.IDLE, now, 0
@@ -296,168 +272,12 @@ class Executor:
             return pins_shown(snap, pool, step, self._from_pgp(state, step))
         return targets_shown(pool, step)
 
-    def _may_issue(self, state: PlanState, snap: Snapshot, pool: Pool, step: PlanStep,
-                   pacing: Pacing, now: float, half_sent: bool = False) -> bool:
-        found = blockers(snap, pool, pacing, now, upmaps=step.pin or step.kind is StepKind.BALANCE,
-                         half_sent=half_sent, pg_num=step.kind is not StepKind.BALANCE)
-        state.blockers = [b.text for b in found]
-        # by kind, not by what the text says (a pool may be named "balancer-x")
-        state.conflicts = [b.text for b in found if b.kind is BlockerKind.CONFLICT]
-        if state.blockers:
-            state.waiting = None
-            return False
-        waits = []
-        if state.retry_at is not None and now < state.retry_at:
-            waits.append(f"retrying after {_clock(state.retry_at)}: {state.last_error}")
-        if half_sent:
-            state.waiting = "; ".join(waits) or None
-            return not waits
-        primed = pacing.prime and step.kind is StepKind.PGP_NUM
-        unseen = unreported_pgs(snap, pool) if step.pin or primed else 0
-        if unseen:       # their pins or pg_temps come from the stats: unprimed they change primary
-            waits.append(f"{unseen} PGs of pool {pool.name} not in the PG stats yet")
-        if state.last_step_at is not None and now - state.last_step_at < pacing.interval:
-            waits.append(f"next step after {_clock(state.last_step_at + pacing.interval)}")
-        ratio = misplaced_ratio(snap)
-        if ratio > 0 and ratio + step.misplaced > pacing.misplaced_max:
-            waits.append(f"misplaced {100 * ratio:.2f}% + this step's {100 * step.misplaced:.2f}% "
-                         f"would pass the budget {100 * pacing.misplaced_max:.2f}%")
-        if pacing.max_backfills and step.max_osd_backfills:
-            osd, busy = backfills(snap)
-            if busy and busy + step.max_osd_backfills > pacing.max_backfills:
-                waits.append(f"osd.{osd} has {busy} PGs backfilling; this step adds up to "
-                             f"{step.max_osd_backfills} (limit {pacing.max_backfills})")
-        state.waiting = "; ".join(waits) or None
-        return not waits
-
-    def _failed(self, state: PlanState, error: str, now: float) -> None:
+    def failed(self, state: PlanState, error: str, now: float) -> None:
         """A command failed: try again later, longer each time, and say so."""
         state.attempts += 1
         state.last_error = error[:REASON_MAX]
         state.retry_at = now + min(RETRY_MAX_DELAY, 5.0 * 2 ** (state.attempts - 1))
         self.log(now, Event.RETRY, f"step {state.next + 1} attempt {state.attempts} failed: {error}")
-
-    def _balance_round(self, state: PlanState, snap: Snapshot, step: PlanStep, pacing: Pacing,
-                       burst: Burst, now: float) -> bool:
-        """One balance round on the pool: True if it set items or waits for the budget
-        (more rounds follow), False when the pool is as even as the balancer can make it
-        (the step is done)."""
-        if state.full_pins and self._unpin_full(state, snap, pacing, burst, now):
-            return True
-        # all the plan's pools at once: the rounds even each of them and their total
-        # and at most max_backfills_per_osd PGs moving into or out of one OSD, those
-        # backfilling now included
-        load = backfill_load(snap)        # a pass over every PG's state: once a round
-        room = np.maximum(pacing.max_backfills - load, 0) if pacing.max_backfills else None
-        budget = MisplacedBudget.of(snap, pacing.misplaced_max)
-        rnd = balance_round(snap, RoundSpec(sorted(state.pools), max(1, step.pgs_moving or 16),
-                                            pacing.balance_mode, budget, pacing.min_gain, pacing.min_spread,
-                                            state.drain, room))
-        r = rnd.proposal
-        in_flight = misplaced_ratio(snap) > 0 or bool(load.any())
-        if not r.items and r.throttled and in_flight:
-            state.waiting = ("the misplaced budget or max_backfills_per_osd holds the next balance "
-                             "round back")
-            return True
-        # a pool in the plan for the total alone (no step of its own) that no move evens does
-        # not hold the plan open: auto mode includes every pool, and one CRUSH itself leaves
-        # uneven would hold auto mode (and its sizing) for good
-        stepped = {s.pool for s in state.steps}
-        uneven = sorted((k, v) for k, v in r.uneven.items() if k in stepped)
-        if not r.items and r.throttled and uneven:
-            # nothing moves now, so no room will come: the next move alone needs more
-            # backfills into or out of one OSD than max_backfills_per_osd allows
-            state.blockers = [f"pool {uneven[0][0]} is not even, and its next move needs more than "
-                              f"max_backfills_per_osd ({pacing.max_backfills}) backfills into or out of "
-                              f"one OSD: raise the option, or `abort`"]
-            state.waiting = None
-            return True
-        if not r.items and uneven:
-            # "done" means even: an uneven pool the rounds cannot improve stays in view
-            state.blockers = [f"pool {uneven[0][0]} is not even and no legal move improves it: "
-                              f"{uneven[0][1]}; the plan stays open (`abort` ends it)"]
-            state.waiting = None
-            return True
-        if not r.items:
-            self._advance(state, step, now, f" ({state.rounds} rounds)")
-            return False
-        if state.rounds >= BALANCE_ROUNDS_MAX:
-            self._stop(state, f"pool {step.pool}: still not even after {BALANCE_ROUNDS_MAX} balance "
-                       f"rounds", now)
-            return True
-        state.rounds += 1
-        sent = rnd.apply(burst, pacing.prime)
-        failed = sent.messages()
-        state.last_step_at = now
-        taken = dict(sorted(rnd.taken().items())[:ROUND_CHECK_MAX])
-        state.round = RoundInFlight(snap.epoch, taken, rnd.proposal.wanted(taken), topology_key(snap))
-        items = rnd.items
-        moved = pgs_bytes(snap, list(items))
-        self.log(now, Event.ROUND, f"step {state.next + 1}: {len(items)} PGs, {r.moves} moves"
-                 + (f", {human_bytes(moved)} in those PGs" if moved is not None else "")
-                 + (f", {sent.primed} primed" if sent.primed else "")
-                 + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
-        if failed:
-            self._failed(state, f"{len(failed)} of {len(items)} items refused, e.g. {failed[0]}", now)
-        return True
-
-    def _unpin_full(self, state: PlanState, snap: Snapshot, pacing: Pacing, burst: Burst, now: float) -> bool:
-        """The full pg-upmaps pin-remapped set (EC shards CRUSH swapped) go before any
-        balance round: as many as the budget takes, one at least when nothing is misplaced.
-        True if it removed some or waits for the budget; False once none is left."""
-        present = [k for k, v in sorted(state.full_pins.items()) if list(snap.pg_upmap.get(k, ())) == v]
-        state.full_pins = {k: state.full_pins[k] for k in present}    # gone: removed or cleaned by the mon
-        if not present:
-            return False
-        budget = MisplacedBudget.of(snap, pacing.misplaced_max)
-        pgs = snap.pgs
-        take: List[str] = []
-        used = 0.0
-        for k in present:
-            # every shard may move (the swap and the rest): the PG's objects times its size
-            cost = (float(pgs.objects[pgs.rows_of([k])].sum()) * len(state.full_pins[k])
-                    if pgs is not None else 0.0)
-            if not budget.affordable(used, cost):
-                break
-            take.append(k)
-            used += cost
-        if not take:
-            state.waiting = "the misplaced budget holds back the removal of the pinned pg-upmaps"
-            return True
-        sent = unset_full(take, burst)
-        for k in take:
-            if k not in sent.failed:
-                del state.full_pins[k]
-        state.last_step_at = now
-        failed = sent.messages()
-        self.log(now, Event.UNPIN, f"step {state.next + 1}: {len(take) - len(failed)} pinned pg-upmaps "
-                 f"removed" + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
-        if failed:
-            self._failed(state, f"{len(failed)} of {len(take)} pg-upmap removals refused, e.g. {failed[0]}",
-                         now)
-        return True
-
-    def _round_checked(self, state: PlanState, snap: Snapshot, now: float) -> bool:
-        """Did the mon keep the last round's items? False while its map may not show them."""
-        rnd = state.round
-        if rnd is None:
-            return True
-        if snap.epoch <= rnd.epoch and now - (state.last_step_at or now) < ROUND_CHECK_WAIT:
-            state.waiting = "waiting for the map with the last round's items"
-            return False
-        state.round = None
-        if rnd.topology and rnd.topology != topology_key(snap):
-            # OSDs went up, down, in or out or were reweighted since the round: CRUSH's sets
-            # changed under its items (the mon drops those no longer valid), so where its PGs
-            # are says nothing about the items; the next round plans on the new map
-            self.log(now, Event.UNCHECKED, f"the OSDs changed since the round of {len(rnd.items)} PGs: "
-                     f"not checked; the next round starts from the new map")
-            return True
-        lost = unkept(rnd.items, snap.pg_upmap_items)
-        if lost:
-            self._failed(state, f"the mon did not keep the items of {len(lost)} PGs, e.g. {lost[0]}", now)
-        self.verify(snap, {k: v for k, v in rnd.want.items() if k not in lost}, "round", now)
-        return True
 
     def verify(self, snap: Snapshot, want: Dict[str, List[int]], what: str, now: float) -> Dict[str, str]:
         """Compare the up sets the cluster's map gives `want`'s PGs with the ones their items
@@ -475,18 +295,18 @@ class Executor:
                      f"their items put them, e.g. {shown[0]}")
         return bad
 
-    def _issue(self, state: PlanState, snap: Snapshot, step: PlanStep, burst: Burst, now: float,
-               prime: bool = False) -> None:
+    def _issue(self, state: PlanState, t: Tick, step: PlanStep) -> None:
+        snap, now = t.snap, t.now
         state.phase = Phase.ISSUING
         self.save()                      # a failover from here resends only if not shown
         if step.pin:
             cmds = pin_commands(snap, step, self._from_pgp(state, step))
-        elif step.kind is StepKind.PGP_NUM and prime:
+        elif step.kind is StepKind.PGP_NUM and t.pacing.prime:
             cmds = primed_pgp_commands(snap, step, self._from_pgp(state, step))
         else:
             cmds = target_commands(step)
         unpinned, unprimed = [], []
-        for sc, (rc, err) in zip(cmds, burst([c.cmd for c in cmds])):
+        for sc, (rc, err) in zip(cmds, t.burst([c.cmd for c in cmds])):
             cmd = sc.cmd
             if rc != 0 and sc.role is Role.PRIME:
                 unprimed.append(f"{cmd['pgid']}: {err.strip()}")
@@ -494,7 +314,7 @@ class Executor:
                 unpinned.append(f"{cmd['pgid']}: {err.strip()}")
             elif rc != 0:
                 state.phase = Phase.IDLE
-                self._failed(state, f"{cmd['var']} {cmd['val']}: {err.strip() or f'error {rc}'}", now)
+                self.failed(state, f"{cmd['var']} {cmd['val']}: {err.strip() or f'error {rc}'}", now)
                 return
         if unpinned:
             self.log(now, Event.UNPINNED, f"{len(unpinned)} pins refused, e.g. {unpinned[0]}")
@@ -568,8 +388,3 @@ class Executor:
 
     def save(self) -> None:
         self._save(self.state.to_json() if self.state is not None else None, self.history)
-
-
-def _clock(t: float) -> str:
-    """A moment as local HH:MM:SS: a waiting line that does not change every poll."""
-    return datetime.datetime.fromtimestamp(t).strftime("%H:%M:%S")

@@ -9,7 +9,8 @@ from typing import List, NamedTuple, Tuple
 import numpy as np
 
 from ..model.distribution import rule_weights
-from ..model.options import WEEKDAYS, BalanceMode, check_window, minutes, weekdays
+from ..model.misplaced import misplaced_max
+from ..model.options import WEEKDAYS, BalanceMode, Options, check_window, minutes, weekdays
 from ..model.snapshot import Pool, Snapshot
 from .gates import MOVE_FLAGS, balancer_conflict, cluster_blockers
 
@@ -39,6 +40,17 @@ class Pacing:
 def check_pacing(p: Pacing) -> None:
     """Refuse a malformed window with a sentence (the mon cannot check these strings)."""
     check_window(p.window_begin, p.window_end, p.window_days)
+
+
+def pacing(opts: Options, cluster_ratio: float, balancer_active: bool = False) -> Pacing:
+    """The options' pacing, checked: a malformed window is refused here."""
+    p = Pacing(misplaced_max=misplaced_max(opts, cluster_ratio), interval=opts.step_interval,
+               window_begin=opts.window_begin, window_end=opts.window_end,
+               window_days=opts.window_days, balancer_active=balancer_active,
+               balance_mode=opts.balance_mode, max_backfills=opts.max_backfills_per_osd,
+               prime=opts.prime_pg_temp, min_gain=opts.balance_min_gain)
+    check_pacing(p)
+    return p
 
 
 def in_window(p: Pacing, now: float) -> bool:

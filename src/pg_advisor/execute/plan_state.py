@@ -66,7 +66,7 @@ class RoundInFlight:
     epoch: int                                     # the map the round was proposed on
     items: Dict[str, List[List[int]]]              # pgid -> the item list set
     want: Dict[str, List[int]] = field(default_factory=dict)   # pgid -> the up set they give
-    # the OSDs' state the round was planned on (executor.topology_key; "": not kept)
+    # the OSDs' state the round was planned on (balance_steps.topology_key; "": not kept)
     topology: str = ""
 
 

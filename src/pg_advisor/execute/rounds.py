@@ -15,6 +15,7 @@ from ..model.snapshot import Snapshot
 from .priming import PRIME_BATCH, Command, item_results, primed_commands
 
 Burst = Callable[[List[Command]], List[Tuple[int, str]]]   # sent together, answered in order
+Send = Callable[[Command], Tuple[int, str]]                # one command: (return code, error text)
 Items = Mapping[str, Sequence[Sequence[int]]]
 
 

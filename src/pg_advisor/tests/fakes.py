@@ -11,11 +11,19 @@ from pg_advisor.execute.executor import Executor
 from pg_advisor.execute.pacing import Pacing
 from pg_advisor.execute.steps import StepPlanner, Throttles, balance_step
 from pg_advisor.execute.plan_state import Source
-from pg_advisor.execute.context import Context
+from pg_advisor.execute.context import Context, Tick
+from pg_advisor.execute.rounds import Burst, Send
 from pg_advisor.model.options import Options, make
 
 OPEN = Pacing(misplaced_max=0.05, interval=0.0, window_begin="00:00", window_end="00:00", window_days="")
 T = Throttles(misplaced_max=0.05, max_splitting=16, max_backfills_per_osd=2)
+
+
+def tick_of(snap: snapshot.Snapshot, pacing: Pacing, send: Send, now: float,
+            burst: Optional[Burst] = None) -> Tick:
+    """The executor's tick on these pieces: `burst` sends commands together (by default they
+    go one after another through `send`)."""
+    return Tick(snap, pacing, now, burst or (lambda cmds: [send(c) for c in cmds]))
 
 
 class FakeCeph:
@@ -126,7 +134,7 @@ def start(ceph: FakeCeph, store: Store, target: int, pool: str = "rbd") -> Execu
 
 def run(ex: Executor, ceph: FakeCeph, pacing: Pacing = OPEN, ticks: int = 200) -> None:
     for i in range(ticks):
-        ex.tick(ceph.snap(), pacing, ceph.send, float(i))
+        ex.tick(tick_of(ceph.snap(), pacing, ceph.send, float(i)))
         ceph.settle()
         if not ex.active:
             return

@@ -134,7 +134,7 @@ def test_background_rounds_leave_bytes_alone_within_the_spread(snap: snapshot.Sn
 
 
 def test_plan_rounds_take_the_gain_option_and_the_spread() -> None:
-    from pg_advisor.execute.driver import pacing
+    from pg_advisor.execute.pacing import pacing
     from pg_advisor.execute.pacing import BYTES_SPREAD
     from pg_advisor.model.options import Options
     p = pacing(Options(balance_min_gain=0.03), 0.05)

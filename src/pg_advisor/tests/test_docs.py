@@ -15,11 +15,8 @@ from pg_advisor.commands import table
 ROOT = Path(__file__).resolve().parents[3]
 README, DOC = ROOT / "README.md", ROOT / "doc"
 # The files over the limit today, each with its size: it may shrink, never grow, and leaves
-# this list once it is under the limit (the splits under way empty it).
-OVER_LIMIT: Dict[str, int] = {
-    "src/pg_advisor/execute/driver.py": 530,
-    "src/pg_advisor/execute/executor.py": 575,
-}
+# this list once it is under the limit.
+OVER_LIMIT: Dict[str, int] = {}
 
 
 def line_limit(contributing: str) -> int:

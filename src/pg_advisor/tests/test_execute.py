@@ -18,7 +18,7 @@ from pg_advisor.execute.steps import StepKind, StepPlanner
 from pg_advisor.analysis.whatif import Change, simulate
 from pg_advisor.execute.plan_state import Source
 
-from .fakes import OPEN, T, FakeCeph, Store, acting_sets, crush_runs, run, start
+from .fakes import OPEN, T, FakeCeph, Store, acting_sets, crush_runs, run, start, tick_of
 
 
 def test_growth_plan_splits_in_chunks_then_places_within_the_throttles(snap: snapshot.Snapshot) -> None:
@@ -76,11 +76,11 @@ def test_runs_to_the_end_each_step_issued_once(dumps: Dict[str, Any]) -> None:
 def test_a_new_mgr_resumes_without_resending(dumps: Dict[str, Any]) -> None:
     ceph, store = FakeCeph(dumps), Store()
     ex = start(ceph, store, 64)
-    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)            # step 1 sent...
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 0.0))            # step 1 sent...
     crashed = next(s for s in store.saves if s.get("phase") == "issuing")   # ...saved before
     sent = len(ceph.sent)
     ex2 = Executor(copy.deepcopy(crashed), list(store.history), store.save)
-    ex2.tick(ceph.snap(), OPEN, ceph.send, 1.0)
+    ex2.tick(tick_of(ceph.snap(), OPEN, ceph.send, 1.0))
     assert len(ceph.sent) == sent                          # not sent again
     assert any(h["event"] == "recovered" for h in store.history)
     run(ex2, ceph)
@@ -91,14 +91,14 @@ def test_a_failing_command_is_retried_later_and_reported(dumps: Dict[str, Any]) 
     ceph, store = FakeCeph(dumps), Store()
     ex = start(ceph, store, 64)
     ceph.fail = "Error EPERM: pool has nopgchange set"
-    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 0.0))
     st = store.state
     assert st is not None and st["attempts"] == 1 and "nopgchange" in st["last_error"]
     n = len(ceph.sent)
-    ex.tick(ceph.snap(), OPEN, ceph.send, 1.0)             # too early: waits for the retry
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 1.0))             # too early: waits for the retry
     assert len(ceph.sent) == n and "retrying" in (store.state or {})["waiting"]
     ceph.fail = None
-    ex.tick(ceph.snap(), OPEN, ceph.send, 10.0)
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 10.0))
     assert (store.state or {})["phase"] == "issued"
     assert any(h["event"] == "retry" for h in store.history)
 
@@ -108,13 +108,13 @@ def test_blockers_stop_it_and_say_why(dumps: Dict[str, Any]) -> None:
     ex = start(ceph, store, 64)
     ceph.dumps["osd_dump"]["flags"] += ",noautoscale"
     ceph.pool("rbd")["pg_autoscale_mode"] = "on"
-    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 0.0))
     assert ceph.sent == []
     why = " | ".join((store.state or {})["blockers"])
     assert "noautoscale" in why and "pg_autoscaler manages it" in why
     ceph.dumps["osd_dump"]["flags"] = ceph.dumps["osd_dump"]["flags"].replace(",noautoscale", "")
     ceph.pool("rbd")["pg_autoscale_mode"] = "off"
-    ex.tick(ceph.snap(), OPEN, ceph.send, 1.0)
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 1.0))
     assert ceph.sent and not (store.state or {})["blockers"]
 
 
@@ -122,7 +122,7 @@ def test_an_osd_down_blocks(dumps: Dict[str, Any]) -> None:
     ceph, store = FakeCeph(dumps), Store()
     ex = start(ceph, store, 64)
     ceph.dumps["osd_dump"]["osds"][2]["up"] = 0
-    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 0.0))
     assert ceph.sent == [] and "osd.2 is down" in " ".join((store.state or {})["blockers"])
 
     # an aborted plan is no longer blocked by anything: the report says so
@@ -135,13 +135,13 @@ def test_interval_and_budget_pace_the_steps(dumps: Dict[str, Any]) -> None:
     ceph, store = FakeCeph(dumps), Store()
     ex = start(ceph, store, 64)
     slow = dataclasses.replace(OPEN, interval=30.0)
-    ex.tick(ceph.snap(), slow, ceph.send, 0.0)
+    ex.tick(tick_of(ceph.snap(), slow, ceph.send, 0.0))
     ceph.settle()
-    ex.tick(ceph.snap(), slow, ceph.send, 1.0)             # step 1 done, step 2 must wait
+    ex.tick(tick_of(ceph.snap(), slow, ceph.send, 1.0))             # step 1 done, step 2 must wait
     assert "next step after" in (store.state or {})["waiting"]
     n = len(ceph.sent)
     ceph.dumps["pg_dump"]["pg_map"]["pg_stats_sum"]["stat_sum"]["num_objects_misplaced"] = 10 ** 9
-    ex.tick(ceph.snap(), slow, ceph.send, 100.0)
+    ex.tick(tick_of(ceph.snap(), slow, ceph.send, 100.0))
     assert len(ceph.sent) == n and "budget" in (store.state or {})["waiting"]
 
 
@@ -149,7 +149,7 @@ def test_backfills_in_flight_hold_the_next_step(dumps: Dict[str, Any]) -> None:
     ceph, store = FakeCeph(dumps), Store()
     ex = start(ceph, store, 64)
     limited = dataclasses.replace(OPEN, max_backfills=2)
-    ex.tick(ceph.snap(), limited, ceph.send, 0.0)            # the split (moves nothing)
+    ex.tick(tick_of(ceph.snap(), limited, ceph.send, 0.0))            # the split (moves nothing)
     ceph.settle()
     stats = ceph.dumps["pg_dump"]["pg_map"]["pg_stats"]
     for s in stats[:3]:                                       # three PGs moving onto osd.5
@@ -158,11 +158,11 @@ def test_backfills_in_flight_hold_the_next_step(dumps: Dict[str, Any]) -> None:
         s["acting"] = [o for o in s["acting"] if o != 5]
         s["acting"] = (s["acting"] + [x for x in range(6) if x not in s["acting"] + [5]])[:3]
     n = len(ceph.sent)
-    ex.tick(ceph.snap(), limited, ceph.send, 1.0)
+    ex.tick(tick_of(ceph.snap(), limited, ceph.send, 1.0))
     assert len(ceph.sent) == n and "backfilling" in (store.state or {})["waiting"]
     for s in stats[:3]:
         s["state"] = "active+clean"
-    ex.tick(ceph.snap(), limited, ceph.send, 2.0)
+    ex.tick(tick_of(ceph.snap(), limited, ceph.send, 2.0))
     assert len(ceph.sent) > n
 
 
@@ -180,7 +180,7 @@ def test_pause_resume_abort(dumps: Dict[str, Any]) -> None:
     with pytest.raises(AdvisorError) as busy:
         ex.start([], [], Source.APPLY, 8.0)
     assert busy.value.code == -16
-    ex.tick(ceph.snap(), OPEN, ceph.send, 8.0)             # a step in flight...
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 8.0))             # a step in flight...
     summary = ex.abort(ceph.snap(), ceph.send, 9.0)        # ...then abort
     rbd = ceph.pool("rbd")
     assert rbd["pg_num_target"] == rbd["pg_placement_num_target"], rbd
@@ -203,7 +203,7 @@ def test_pinned_steps_move_nothing_and_release_rounds_follow(dumps: Dict[str, An
     for i in range(400):
         held = acting_sets(ceph.snap())          # where each PG's data is (a child: its parent's)
         sent = len(ceph.sent)
-        ex.tick(ceph.snap(), OPEN, ceph.send, float(i))
+        ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, float(i)))
         ceph.settle()
         after = Placer(ceph.snap()).map_pool(ceph.snap().pool_by_name("rbd"))
         if any(c.get("var") == "pgp_num_actual" for c in ceph.sent[sent:]):
@@ -262,7 +262,7 @@ def test_a_report_shares_nothing_with_the_running_plan(dumps: Dict[str, Any]) ->
     # the module renders and serves it after letting go of the lock: no copy is made there
     ceph, store = FakeCeph(dumps), Store()
     ex = start(ceph, store, 64)
-    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 0.0))
     assert ex.state is not None
     before = ex.state.to_json()
     r = ex.report()

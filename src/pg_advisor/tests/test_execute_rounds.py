@@ -10,7 +10,7 @@ from pg_advisor.crush.placement import Placer
 from pg_advisor.execute.priming import ASYNC_MIN_COST, asked_acting, primed_commands
 from pg_advisor.model.units import human_bytes
 
-from .fakes import OPEN, FakeCeph, Store, acting_sets, balance_plan, run, start
+from .fakes import OPEN, FakeCeph, Store, acting_sets, balance_plan, run, start, tick_of
 
 
 def test_a_primed_round_sends_each_pgs_acting_set_just_before_its_items(dumps: Dict[str, Any]) -> None:
@@ -25,7 +25,7 @@ def test_a_primed_round_sends_each_pgs_acting_set_just_before_its_items(dumps: D
         bursts.append(list(cmds))
         return [ceph.send(c) for c in cmds]
     ex = balance_plan(ceph, store)
-    ex.tick(snap, dataclasses.replace(OPEN, prime=True), ceph.send, 0.0, burst)
+    ex.tick(tick_of(snap, dataclasses.replace(OPEN, prime=True), ceph.send, 0.0, burst))
     assert len(bursts) == 1, "a round's commands go out together, for one map epoch"
     cmds = bursts[0]
     items = [c for c in cmds if c["prefix"].endswith("pg-upmap-items")]     # set or removed: moves
@@ -100,7 +100,7 @@ def test_a_pg_not_clean_is_not_primed_and_a_refused_pg_temp_fails_nothing(
         s["state"] = "active+remapped+backfilling"
     ceph, store = FakeCeph(d), Store()
     ex = balance_plan(ceph, store)
-    ex.tick(ceph.snap(), dataclasses.replace(OPEN, prime=True), ceph.send, 0.0)
+    ex.tick(tick_of(ceph.snap(), dataclasses.replace(OPEN, prime=True), ceph.send, 0.0))
     assert ceph.sent and not any(c["prefix"] == "osd pg-temp" for c in ceph.sent)
 
     ceph, store = FakeCeph(dumps), Store()
@@ -108,7 +108,7 @@ def test_a_pg_not_clean_is_not_primed_and_a_refused_pg_temp_fails_nothing(
     def refuse_temps(cmd: Dict[str, Any]) -> Tuple[int, str]:
         return (-1, "EPERM") if cmd["prefix"] == "osd pg-temp" else ceph.send(cmd)
     ex = balance_plan(ceph, store)
-    ex.tick(ceph.snap(), dataclasses.replace(OPEN, prime=True), refuse_temps, 0.0)
+    ex.tick(tick_of(ceph.snap(), dataclasses.replace(OPEN, prime=True), refuse_temps, 0.0))
     assert ceph.sent and store.state is not None and store.state["status"] == "running"
     assert not store.state["blockers"] and not store.state.get("error")
 
@@ -116,7 +116,7 @@ def test_a_pg_not_clean_is_not_primed_and_a_refused_pg_temp_fails_nothing(
 def test_unprimed_rounds_send_no_pg_temp(dumps: Dict[str, Any]) -> None:
     ceph, store = FakeCeph(dumps), Store()
     ex = balance_plan(ceph, store)
-    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 0.0))
     assert ceph.sent and not any(c["prefix"] == "osd pg-temp" for c in ceph.sent)
 
 
@@ -136,7 +136,7 @@ def test_a_primed_pgp_step_holds_each_remapped_pg_on_the_osds_with_its_data(
         def burst(cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
             bursts.append(list(cmds))
             return [ceph.send(c) for c in cmds]
-        ex.tick(snap, dataclasses.replace(OPEN, prime=True), ceph.send, float(i), burst)
+        ex.tick(tick_of(snap, dataclasses.replace(OPEN, prime=True), ceph.send, float(i), burst))
         ceph.settle()
         after = Placer(ceph.snap()).map_pool(ceph.snap().pool_by_name("rbd"))
         for b in bursts:
@@ -161,27 +161,27 @@ def test_a_primed_pgp_step_waits_for_the_stats_of_every_new_pg(dumps: Dict[str, 
     ceph, store = FakeCeph(dumps), Store()
     ex = start(ceph, store, 64)
     prime = dataclasses.replace(OPEN, prime=True)
-    ex.tick(ceph.snap(), prime, ceph.send, 0.0)           # the split
+    ex.tick(tick_of(ceph.snap(), prime, ceph.send, 0.0))           # the split
     assert [c["var"] for c in ceph.sent] == ["pg_num", "pgp_num"] and ceph.sent[1]["val"] == "32"
     ceph.settle(report=False)                              # its children not in the stats yet
     n = len(ceph.sent)
     for t in (1.0, 2.0):
-        ex.tick(ceph.snap(), prime, ceph.send, t)
+        ex.tick(tick_of(ceph.snap(), prime, ceph.send, t))
     assert len(ceph.sent) == n, "a pgp_num step went out before its PGs' stats"
     assert ex.state is not None and ex.state.step().kind == "pgp_num"
     assert "not in the PG stats yet" in (ex.state.waiting or "")
     ceph.report_children()
-    ex.tick(ceph.snap(), prime, ceph.send, 3.0)
+    ex.tick(tick_of(ceph.snap(), prime, ceph.send, 3.0))
     temps = [c["pgid"] for c in ceph.sent[n:] if c["prefix"] == "osd pg-temp"]
     children = {c for c in temps if int(c.split(".")[1], 16) >= 32}
     assert temps and children, ceph.sent[n:]
     # unprimed, the same step does not wait (Ceph steps pgp_num itself)
     ceph2, store2 = FakeCeph(dumps), Store()
     ex2 = start(ceph2, store2, 64)
-    ex2.tick(ceph2.snap(), OPEN, ceph2.send, 0.0)
+    ex2.tick(tick_of(ceph2.snap(), OPEN, ceph2.send, 0.0))
     ceph2.settle(report=False)
     n2 = len(ceph2.sent)
-    ex2.tick(ceph2.snap(), OPEN, ceph2.send, 1.0)
+    ex2.tick(tick_of(ceph2.snap(), OPEN, ceph2.send, 1.0))
     assert any(c.get("var") == "pgp_num" for c in ceph2.sent[n2:])
 
 
@@ -195,8 +195,8 @@ def test_a_rounds_history_line_says_how_many_pgs_and_bytes_it_set_moving(dumps: 
     ceph, store = FakeCeph(dumps), Store()
     ex = balance_plan(ceph, store)
     snap = ceph.snap()
-    ex.tick(snap, OPEN, ceph.send, 0.0)
-    ex.tick(snap, OPEN, ceph.send, 1.0)
+    ex.tick(tick_of(snap, OPEN, ceph.send, 0.0))
+    ex.tick(tick_of(snap, OPEN, ceph.send, 1.0))
     items = (store.state or {}).get("round", {}).get("items") or {}
     assert items, store.history
     assert snap.pgs is not None

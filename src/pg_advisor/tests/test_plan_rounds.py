@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from .fakes import OPEN, FakeCeph, Store, balance_plan
+from .fakes import OPEN, FakeCeph, Store, balance_plan, tick_of
 from .conftest import cmd
 
 
@@ -33,17 +33,17 @@ def test_a_round_the_mon_drops_is_retried_later_and_reported(dumps: Dict[str, An
     def drops_items(c: Dict[str, Any]) -> Tuple[int, str]:     # acknowledged, then dropped
         ceph.sent.append(c)
         return 0, ""
-    ex.tick(ceph.snap(), OPEN, drops_items, 0.0)
+    ex.tick(tick_of(ceph.snap(), OPEN, drops_items, 0.0))
     assert (store.state or {})["round"] is not None
     ceph.dumps["osd_dump"]["epoch"] += 1
-    ex.tick(ceph.snap(), OPEN, drops_items, 1.0)
+    ex.tick(tick_of(ceph.snap(), OPEN, drops_items, 1.0))
     st = store.state or {}
     assert st["attempts"] == 1 and "did not keep" in st["last_error"] and st["status"] == "running"
     n = len(ceph.sent)
-    ex.tick(ceph.snap(), OPEN, real_send, 2.0)           # backing off: nothing now
+    ex.tick(tick_of(ceph.snap(), OPEN, real_send, 2.0))           # backing off: nothing now
     assert len(ceph.sent) == n and "retrying after" in (store.state or {})["waiting"]
     for t in range(10, 400, 10):                          # the mon keeps them now
-        ex.tick(ceph.snap(), OPEN, real_send, float(t))
+        ex.tick(tick_of(ceph.snap(), OPEN, real_send, float(t)))
         ceph.dumps["osd_dump"]["epoch"] += 1
         if not ex.active:
             break
@@ -63,13 +63,13 @@ def test_a_round_is_not_checked_when_the_osds_changed_under_it(dumps: Dict[str, 
     def drops_items(c: Dict[str, Any]) -> Tuple[int, str]:
         ceph.sent.append(c)
         return 0, ""
-    ex.tick(ceph.snap(), OPEN, drops_items, 0.0)
+    ex.tick(tick_of(ceph.snap(), OPEN, drops_items, 0.0))
     assert (store.state or {})["round"] is not None
     d = ceph.dumps["osd_dump"]
     osd = next(o for o in d["osds"] if o["osd"] == 5)
     osd["in"], osd["weight"] = 0, 0.0                   # osd.5 out
     d["epoch"] += 1
-    ex.tick(ceph.snap(), OPEN, drops_items, 1.0)
+    ex.tick(tick_of(ceph.snap(), OPEN, drops_items, 1.0))
     st = store.state or {}
     assert st["attempts"] == 0 and st["last_error"] is None and st["mismatched"] == 0, st["last_error"]
     assert [h["event"] for h in store.history if h["event"] == "unchecked"] == ["unchecked"]
@@ -80,20 +80,20 @@ def test_a_round_that_nothing_in_flight_will_free_does_not_wait_forever(
     """A round with no item, "throttled" by the backfill room, waits for backfills to end:
     with none in flight it would wait forever (a thrash run's plan did, every PG clean).
     Then the pool's state is said as a blocker, which names the option."""
-    from pg_advisor.execute import executor as executor_module
+    from pg_advisor.execute import balance_steps
     stuck = SimpleNamespace(items={}, throttled=True, moves=0,
                             uneven={"rbd": "osd.1 holds 17 PGs, its share is 16"})
-    monkeypatch.setattr(executor_module, "balance_round",
+    monkeypatch.setattr(balance_steps, "balance_round",
                         lambda *a, **k: SimpleNamespace(proposal=stuck, items={}))
     ceph, store = FakeCeph(dumps), Store()
     ex = balance_plan(ceph, store)
-    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 0.0))
     st = store.state or {}
     assert st["status"] == "running" and st["waiting"] is None
     assert "max_backfills_per_osd" in st["blockers"][0] and "rbd" in st["blockers"][0]
     # with objects misplaced (a backfill in flight), the same round waits for it
     ceph.dumps["pg_dump"]["pg_map"]["pg_stats_sum"]["stat_sum"]["num_objects_misplaced"] = 5
-    ex.tick(ceph.snap(), OPEN, ceph.send, 1.0)
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 1.0))
     st = store.state or {}
     assert st["waiting"] and not st["blockers"]     # it waits for the cluster, as before
 
@@ -105,7 +105,7 @@ def test_a_round_held_back_by_the_budget_is_not_done(dumps: Dict[str, Any]) -> N
     total = sum(s["stat_sum"]["num_objects"] for s in stats["pg_stats"]) * 3
     stats["pg_stats_sum"]["stat_sum"]["num_objects_misplaced"] = total   # far past any budget
     for t in range(5):
-        ex.tick(ceph.snap(), dataclasses.replace(OPEN, misplaced_max=1.0), ceph.send, float(t))
+        ex.tick(tick_of(ceph.snap(), dataclasses.replace(OPEN, misplaced_max=1.0), ceph.send, float(t)))
     st = store.state or {}
     assert st["status"] == "running" and st["next"] == 0
     assert "budget" in (st["waiting"] or "") and not any("pgid" in c for c in ceph.sent)
@@ -135,11 +135,11 @@ def test_with_nothing_misplaced_a_round_moves_one_pg_past_the_budget(dumps: Dict
     stats = ceph.dumps["pg_dump"]["pg_map"]["pg_stats_sum"]["stat_sum"]
     stats["num_objects_misplaced"] = 1                         # something moves already
     ex = balance_plan(ceph, store)
-    ex.tick(ceph.snap(), tiny, ceph.send, 0.0)
+    ex.tick(tick_of(ceph.snap(), tiny, ceph.send, 0.0))
     assert not [c for c in ceph.sent if "pgid" in c]
     assert "budget" in ((store.state or {})["waiting"] or "")
     stats["num_objects_misplaced"] = 0                         # nothing: one PG goes
-    ex.tick(ceph.snap(), tiny, ceph.send, 1.0)
+    ex.tick(tick_of(ceph.snap(), tiny, ceph.send, 1.0))
     assert len([c for c in ceph.sent if "pgid" in c]) == 1, ceph.sent
 
 
@@ -153,14 +153,14 @@ def test_an_uneven_pool_with_no_legal_move_is_not_done(dumps: Dict[str, Any], mo
                             uneven={"rbd": "osd.0 holds 20 PGs of pool rbd, its share is 16.00"})
     monkeypatch.setattr(rounds, "propose", lambda *a, **k: stuck)
     for t in range(3):
-        ex.tick(ceph.snap(), OPEN, ceph.send, float(t))
+        ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, float(t)))
     st = store.state or {}
     assert st["status"] == "running" and st["next"] == 0, st
     assert ex.state is not None and "rbd is not even" in ex.state.blockers[0]
     assert "osd.0 holds" in ex.state.blockers[0]                # the OSD furthest off
     monkeypatch.setattr(rounds, "propose", real)
     for t in range(3, 400):
-        ex.tick(ceph.snap(), OPEN, ceph.send, float(t))
+        ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, float(t)))
         ceph.dumps["osd_dump"]["epoch"] += 1
         if not ex.active:
             break
@@ -190,7 +190,7 @@ def test_a_pool_there_for_the_total_alone_does_not_hold_the_plan_open(dumps: Dic
                                 uneven={stuck_pool: f"osd.0 holds 20 PGs of pool {stuck_pool}"})
         monkeypatch.setattr(rounds, "propose", lambda *a, **k: stuck)
         for t in range(3):
-            ex.tick(snap, OPEN, ceph.send, float(t))
+            ex.tick(tick_of(snap, OPEN, ceph.send, float(t)))
         st = store.state or {}
         assert (st["status"] == "running") == held, (stuck_pool, st["status"])
         assert bool(ex.state and ex.state.blockers) == held

@@ -7,9 +7,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from .fakes import OPEN, T, FakeCeph, Store, run, start
+from .fakes import OPEN, T, FakeCeph, Store, run, start, tick_of
 
 from pg_advisor.execute.executor import Executor
+from pg_advisor.execute.step_gate import may_issue
 from pg_advisor.execute.steps import StepPlanner, balance_step
 from pg_advisor.execute.plan_state import PlanState, Source, Status
 
@@ -19,12 +20,12 @@ from pg_advisor.execute.plan_state import PlanState, Source, Status
 def _stopped_by(dumps: Dict[str, Any], change: Any) -> Tuple[FakeCeph, Store, Executor]:
     ceph, store = FakeCeph(dumps), Store()
     ex = start(ceph, store, 64)
-    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)     # step 1 sent
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 0.0))     # step 1 sent
     ceph.settle()
     sent = len(ceph.sent)
     change(ceph)
     for t in range(1, 5):
-        ex.tick(ceph.snap(), OPEN, ceph.send, float(t))
+        ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, float(t)))
         ceph.settle()
     assert len(ceph.sent) == sent, ceph.sent[sent:]      # nothing more went out, to any pool
     return ceph, store, ex
@@ -89,7 +90,7 @@ def test_a_deleted_pool_drops_out_of_the_plan_which_goes_on_with_the_others(
     ceph, store = FakeCeph(dumps), Store()
     ex = _two_pool_plan(ceph, store)
     assert ex.state is not None
-    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)      # fast's first step
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 0.0))      # fast's first step
     ceph.settle()
     sent = len(ceph.sent)
     change(ceph)
@@ -118,7 +119,7 @@ def test_a_round_in_flight_forgets_the_pgs_of_a_deleted_pool(dumps: Dict[str, An
     ex = Executor(None, [], store.save)
     ex.start([balance_step(fast, 8, 8, 10, 1.0), balance_step(rbd, 32, 32, 10, 1.0)], [fast, rbd],
              Source.AUTO, 0.0)
-    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 0.0))
     assert ex.state is not None and ex.state.round is not None
     assert any(k.startswith("1.") for k in ex.state.round.items)     # the round moved rbd's PGs
     sent = len(ceph.sent)
@@ -126,7 +127,7 @@ def test_a_round_in_flight_forgets_the_pgs_of_a_deleted_pool(dumps: Dict[str, An
     d = ceph.dumps["osd_dump"]
     d["pg_upmap_items"] = [u for u in d["pg_upmap_items"] if not u["pgid"].startswith("1.")]
     d["epoch"] += 1
-    ex.tick(ceph.snap(), OPEN, ceph.send, 40.0)
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 40.0))
     assert ex.state.status in (Status.RUNNING, Status.DONE) and "rbd" not in ex.state.pools
     assert ex.state.last_error is None and ex.state.attempts == 0, ex.state.last_error
     assert all(not str(c.get("pgid", "")).startswith("1.") and c.get("pool") != "rbd"
@@ -145,7 +146,7 @@ def test_own_targets_between_commands_are_not_a_change(dumps: Dict[str, Any]) ->
     issuing["phase"] = "issuing"
     ex2 = Executor(issuing, [], store.save)
     for t in range(300):
-        ex2.tick(ceph.snap(), OPEN, ceph.send, float(t))
+        ex2.tick(tick_of(ceph.snap(), OPEN, ceph.send, float(t)))
         ceph.settle()
         if not ex2.active:
             break
@@ -161,7 +162,7 @@ def test_a_failover_after_pgp_num_before_the_pins_resends_the_pins(dumps: Dict[s
     steps = StepPlanner(snap, dataclasses.replace(T, pin=True)).plan(rbd, 64)
     ex = Executor(None, [], store.save)
     ex.start(steps, [rbd], Source.APPLY, 0.0)
-    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)       # the split
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 0.0))       # the split
     ceph.settle()
     crashed: List[Optional[Dict[str, Any]]] = []
 
@@ -171,7 +172,7 @@ def test_a_failover_after_pgp_num_before_the_pins_resends_the_pins(dumps: Dict[s
             ceph.send(c)
         raise SystemExit("mgr failed over")
     with pytest.raises(SystemExit):
-        ex.tick(ceph.snap(), OPEN, ceph.send, 1.0, dies_after_pgp)    # split done, pgp_num next
+        ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 1.0, dies_after_pgp))    # split done, pgp_num next
     state = crashed[0]
     assert state is not None and state["phase"] == "issuing"
     pins = [c for c in ceph.sent if "pgid" in c]
@@ -183,16 +184,16 @@ def test_a_failover_after_pgp_num_before_the_pins_resends_the_pins(dumps: Dict[s
     pg_map["pg_stats_sum"]["stat_sum"]["num_objects_misplaced"] = 10 ** 6
     pg_map["pg_stats"][0]["state"] = "active+recovery_wait+undersized+degraded+remapped"
     slow = dataclasses.replace(OPEN, interval=3600.0)
-    assert not Executor(copy.deepcopy(state), [], lambda *a: None)._may_issue(
-        PlanState.from_json(copy.deepcopy(state)), ceph.snap(), ceph.snap().pool_by_name("rbd"),
-        steps[state["next"]], slow, 3.0), "the test shows nothing: a new step would go"
+    assert not may_issue(
+        PlanState.from_json(copy.deepcopy(state)), tick_of(ceph.snap(), slow, ceph.send, 3.0),
+        ceph.snap().pool_by_name("rbd"), steps[state["next"]]), "the test shows nothing: a new step would go"
     ceph.dumps["osd_dump"]["flags"] = "norebalance"
     n = len(ceph.sent)
-    Executor(copy.deepcopy(state), [], lambda *a: None).tick(ceph.snap(), slow, ceph.send, 2.0)
+    Executor(copy.deepcopy(state), [], lambda *a: None).tick(tick_of(ceph.snap(), slow, ceph.send, 2.0))
     assert len(ceph.sent) == n, "sent in spite of norebalance"
     ceph.dumps["osd_dump"]["flags"] = ""
     ex2 = Executor(copy.deepcopy(state), [], store.save)
-    ex2.tick(ceph.snap(), slow, ceph.send, 3.0)
+    ex2.tick(tick_of(ceph.snap(), slow, ceph.send, 3.0))
     resent = [c for c in ceph.sent if "pgid" in c]
     assert resent, f"the pins were not resent: {(store.state or {}).get('waiting')}"
     # with them, every PG maps onto the OSDs that hold its data (a child: its parent's)
@@ -205,6 +206,6 @@ def test_a_failover_after_pgp_num_before_the_pins_resends_the_pins(dumps: Dict[s
     # and once they show, a further failover does not send them again (it goes on)
     n = len(ceph.sent)
     again = copy.deepcopy(state)
-    Executor(again, [], store.save).tick(ceph.snap(), OPEN, ceph.send, 4.0)
+    Executor(again, [], store.save).tick(tick_of(ceph.snap(), OPEN, ceph.send, 4.0))
     assert not [c for c in ceph.sent[n:] if "pgid" in c or c.get("var") == "pgp_num_actual"], ceph.sent[n:]
     assert any(h["event"] == "recovered" for h in store.history)

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 
 from . import mgr_stub
-from .fakes import OPEN, T, FakeCeph, Store, run, start
+from .fakes import OPEN, T, FakeCeph, Store, run, start, tick_of
 from .conftest import cmd
 
 from pg_advisor.execute.driver import Driver
@@ -45,7 +45,7 @@ def test_a_blocked_plan_writes_the_store_once(dumps: Dict[str, Any]) -> None:
                      [snap.pool_by_name("rbd")], Source.APPLY, 0.0)
     n = len(kv.writes)
     for t in range(1, 40):       # 40 polls, each with a waiting line and blockers
-        d.executor.tick(ceph.snap(), dataclasses.replace(OPEN, interval=1000.0), ceph.send, float(t))
+        d.executor.tick(tick_of(ceph.snap(), dataclasses.replace(OPEN, interval=1000.0), ceph.send, float(t)))
     assert len(kv.writes) == n and d.executor.state is not None and d.executor.state.blockers
 
 
@@ -163,7 +163,7 @@ def test_a_state_of_another_version_is_not_run(dumps: Dict[str, Any]) -> None:
 def test_a_plan_whose_every_pool_was_deleted_ends_and_stores_readably(dumps: Dict[str, Any]) -> None:
     ceph, store = FakeCeph(dumps), Store()
     ex = start(ceph, store, 64)
-    ex.tick(ceph.snap(), OPEN, ceph.send, 0.0)
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 0.0))
     ceph.settle()
     sent = len(ceph.sent)
     ceph.dumps["osd_dump"]["pools"] = [p for p in ceph.dumps["osd_dump"]["pools"]   # the plan's one pool

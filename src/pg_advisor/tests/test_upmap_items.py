@@ -13,7 +13,7 @@ from pg_advisor.balance.balancer import Balancer
 from pg_advisor.balance.remapped import pin_remapped
 from pg_advisor.crush.placement import Placer
 from pg_advisor.crush.upmap import NotExpressible, apply_items, apply_upmap, build_items, mismatches
-from pg_advisor.execute import executor
+from pg_advisor.execute import balance_steps
 from pg_advisor.execute.driver import Driver
 from pg_advisor.model import snapshot
 from pg_advisor.model.constants import CRUSH_ITEM_NONE
@@ -21,7 +21,7 @@ from pg_advisor.model.options import make
 from pg_advisor.render.expand_text import pins_text
 
 from .conftest import cmd
-from .fakes import OPEN, FakeCeph, Store, balance_plan, context
+from .fakes import OPEN, FakeCeph, Store, balance_plan, context, tick_of
 
 NONE = CRUSH_ITEM_NONE
 ALL_IN = np.ones(64, dtype=np.int64)
@@ -272,7 +272,7 @@ def test_a_pg_the_map_puts_elsewhere_is_counted_logged_and_raised(dumps: Dict[st
 def test_a_balance_round_is_checked_against_the_map(dumps: Dict[str, Any],
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     # the state keeps at most ROUND_CHECK_MAX PGs of a round for the checks: 2 here
-    monkeypatch.setattr(executor, "ROUND_CHECK_MAX", 2)
+    monkeypatch.setattr(balance_steps, "ROUND_CHECK_MAX", 2)
     ceph, store = FakeCeph(dumps), Store()
     ex = balance_plan(ceph, store)
     seen: List[List[str]] = []
@@ -286,7 +286,7 @@ def test_a_balance_round_is_checked_against_the_map(dumps: Dict[str, Any],
         return got
     ex.up_sets = shifted
     for i in range(3):
-        ex.tick(ceph.snap(), OPEN, ceph.send, 100.0 * i)
+        ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 100.0 * i))
         rnd = (store.state or {}).get("round")
         if rnd:
             assert len(rnd["items"]) <= 2 and set(rnd["want"]) == set(rnd["items"])

@@ -1,0 +1,166 @@
+"""A plan's balance step, round by round: the full pg-upmaps a pinning set go first (within
+the budget), then rounds of pg-upmap-items over the plan's pools until each is even; before
+each round, what the mon kept of the last one and where the map put its PGs."""
+import hashlib
+from typing import TYPE_CHECKING, List
+
+import numpy as np
+
+from ..balance.proposal import unkept
+from ..model.misplaced import MisplacedBudget
+from ..model.snapshot import Snapshot
+from ..model.units import human_bytes
+from .context import Tick
+from .gates import misplaced_ratio
+from .history import Event
+from .pacing import backfill_load
+from .plan_state import PlanState, RoundInFlight
+from .rounds import balance_round, RoundSpec, unset_full
+from .step_commands import pgs_bytes
+from .steps import PlanStep
+
+if TYPE_CHECKING:
+    from .executor import Executor
+
+BALANCE_ROUNDS_MAX = 1000
+ROUND_CHECK_WAIT = 30.0     # seconds for a round's items to show in the map before they are checked
+# PGs of a round whose items and wanted up sets the state keeps for the checks after it (the
+# state entry stays far below the mon's 64 KiB: ~25 bytes of items and ~30 of up set a PG);
+# a bigger round is checked on these
+ROUND_CHECK_MAX = 300
+
+
+def topology_key(snap: Snapshot) -> str:
+    """What CRUSH's sets depend on besides the items, per OSD: exists, up, in, reweight and
+    CRUSH weight (a few bytes an OSD, hashed once a round)."""
+    o = snap.osds
+    h = hashlib.blake2b(digest_size=8)
+    for a in (o.exists, o.up, o.in_, o.reweight, o.crush_weight):
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+def balance_round_step(ex: "Executor", state: PlanState, t: Tick, step: PlanStep) -> bool:
+    """One balance round on the pool: True if it set items or waits for the budget
+    (more rounds follow), False when the pool is as even as the balancer can make it
+    (the step is done)."""
+    snap, pacing, now = t.snap, t.pacing, t.now
+    if state.full_pins and unpin_full(ex, state, t):
+        return True
+    # all the plan's pools at once: the rounds even each of them and their total
+    # and at most max_backfills_per_osd PGs moving into or out of one OSD, those
+    # backfilling now included
+    load = backfill_load(snap)        # a pass over every PG's state: once a round
+    room = np.maximum(pacing.max_backfills - load, 0) if pacing.max_backfills else None
+    budget = MisplacedBudget.of(snap, pacing.misplaced_max)
+    rnd = balance_round(snap, RoundSpec(sorted(state.pools), max(1, step.pgs_moving or 16),
+                                        pacing.balance_mode, budget, pacing.min_gain, pacing.min_spread,
+                                        state.drain, room))
+    r = rnd.proposal
+    in_flight = misplaced_ratio(snap) > 0 or bool(load.any())
+    if not r.items and r.throttled and in_flight:
+        state.waiting = ("the misplaced budget or max_backfills_per_osd holds the next balance "
+                         "round back")
+        return True
+    # a pool in the plan for the total alone (no step of its own) that no move evens does
+    # not hold the plan open: auto mode includes every pool, and one CRUSH itself leaves
+    # uneven would hold auto mode (and its sizing) for good
+    stepped = {s.pool for s in state.steps}
+    uneven = sorted((k, v) for k, v in r.uneven.items() if k in stepped)
+    if not r.items and r.throttled and uneven:
+        # nothing moves now, so no room will come: the next move alone needs more
+        # backfills into or out of one OSD than max_backfills_per_osd allows
+        state.blockers = [f"pool {uneven[0][0]} is not even, and its next move needs more than "
+                          f"max_backfills_per_osd ({pacing.max_backfills}) backfills into or out of "
+                          f"one OSD: raise the option, or `abort`"]
+        state.waiting = None
+        return True
+    if not r.items and uneven:
+        # "done" means even: an uneven pool the rounds cannot improve stays in view
+        state.blockers = [f"pool {uneven[0][0]} is not even and no legal move improves it: "
+                          f"{uneven[0][1]}; the plan stays open (`abort` ends it)"]
+        state.waiting = None
+        return True
+    if not r.items:
+        ex.advance(state, step, now, f" ({state.rounds} rounds)")
+        return False
+    if state.rounds >= BALANCE_ROUNDS_MAX:
+        ex.stop(state, f"pool {step.pool}: still not even after {BALANCE_ROUNDS_MAX} balance "
+                f"rounds", now)
+        return True
+    state.rounds += 1
+    sent = rnd.apply(t.burst, pacing.prime)
+    failed = sent.messages()
+    state.last_step_at = now
+    taken = dict(sorted(rnd.taken().items())[:ROUND_CHECK_MAX])
+    state.round = RoundInFlight(snap.epoch, taken, rnd.proposal.wanted(taken), topology_key(snap))
+    items = rnd.items
+    moved = pgs_bytes(snap, list(items))
+    ex.log(now, Event.ROUND, f"step {state.next + 1}: {len(items)} PGs, {r.moves} moves"
+           + (f", {human_bytes(moved)} in those PGs" if moved is not None else "")
+           + (f", {sent.primed} primed" if sent.primed else "")
+           + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
+    if failed:
+        ex.failed(state, f"{len(failed)} of {len(items)} items refused, e.g. {failed[0]}", now)
+    return True
+
+
+def unpin_full(ex: "Executor", state: PlanState, t: Tick) -> bool:
+    """The full pg-upmaps pin-remapped set (EC shards CRUSH swapped) go before any
+    balance round: as many as the budget takes, one at least when nothing is misplaced.
+    True if it removed some or waits for the budget; False once none is left."""
+    snap, now = t.snap, t.now
+    present = [k for k, v in sorted(state.full_pins.items()) if list(snap.pg_upmap.get(k, ())) == v]
+    state.full_pins = {k: state.full_pins[k] for k in present}    # gone: removed or cleaned by the mon
+    if not present:
+        return False
+    budget = MisplacedBudget.of(snap, t.pacing.misplaced_max)
+    pgs = snap.pgs
+    take: List[str] = []
+    used = 0.0
+    for k in present:
+        # every shard may move (the swap and the rest): the PG's objects times its size
+        cost = (float(pgs.objects[pgs.rows_of([k])].sum()) * len(state.full_pins[k])
+                if pgs is not None else 0.0)
+        if not budget.affordable(used, cost):
+            break
+        take.append(k)
+        used += cost
+    if not take:
+        state.waiting = "the misplaced budget holds back the removal of the pinned pg-upmaps"
+        return True
+    sent = unset_full(take, t.burst)
+    for k in take:
+        if k not in sent.failed:
+            del state.full_pins[k]
+    state.last_step_at = now
+    failed = sent.messages()
+    ex.log(now, Event.UNPIN, f"step {state.next + 1}: {len(take) - len(failed)} pinned pg-upmaps "
+           f"removed" + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
+    if failed:
+        ex.failed(state, f"{len(failed)} of {len(take)} pg-upmap removals refused, e.g. {failed[0]}",
+                  now)
+    return True
+
+
+def round_checked(ex: "Executor", state: PlanState, snap: Snapshot, now: float) -> bool:
+    """Did the mon keep the last round's items? False while its map may not show them."""
+    rnd = state.round
+    if rnd is None:
+        return True
+    if snap.epoch <= rnd.epoch and now - (state.last_step_at or now) < ROUND_CHECK_WAIT:
+        state.waiting = "waiting for the map with the last round's items"
+        return False
+    state.round = None
+    if rnd.topology and rnd.topology != topology_key(snap):
+        # OSDs went up, down, in or out or were reweighted since the round: CRUSH's sets
+        # changed under its items (the mon drops those no longer valid), so where its PGs
+        # are says nothing about the items; the next round plans on the new map
+        ex.log(now, Event.UNCHECKED, f"the OSDs changed since the round of {len(rnd.items)} PGs: "
+               f"not checked; the next round starts from the new map")
+        return True
+    lost = unkept(rnd.items, snap.pg_upmap_items)
+    if lost:
+        ex.failed(state, f"the mon did not keep the items of {len(lost)} PGs, e.g. {lost[0]}", now)
+    ex.verify(snap, {k: v for k, v in rnd.want.items() if k not in lost}, "round", now)
+    return True

@@ -1,0 +1,53 @@
+"""When the plan's next step may go out: what blocks it (the cluster, the window, a conflict)
+and what it waits for (a retry, the interval, the misplaced budget, backfills), as the
+sentences the state shows."""
+import datetime
+
+from ..model.snapshot import Pool
+from .context import Tick
+from .gates import misplaced_ratio, unreported_pgs
+from .pacing import backfills, blockers, BlockerKind
+from .plan_state import PlanState
+from .steps import PlanStep, StepKind
+
+
+def may_issue(state: PlanState, t: Tick, pool: Pool, step: PlanStep, half_sent: bool = False) -> bool:
+    """May the step be sent now? What blocks it goes to the state's blockers (and its
+    conflicts), what it waits for to its waiting line."""
+    snap, pacing, now = t.snap, t.pacing, t.now
+    found = blockers(snap, pool, pacing, now, upmaps=step.pin or step.kind is StepKind.BALANCE,
+                     half_sent=half_sent, pg_num=step.kind is not StepKind.BALANCE)
+    state.blockers = [b.text for b in found]
+    # by kind, not by what the text says (a pool may be named "balancer-x")
+    state.conflicts = [b.text for b in found if b.kind is BlockerKind.CONFLICT]
+    if state.blockers:
+        state.waiting = None
+        return False
+    waits = []
+    if state.retry_at is not None and now < state.retry_at:
+        waits.append(f"retrying after {_clock(state.retry_at)}: {state.last_error}")
+    if half_sent:
+        state.waiting = "; ".join(waits) or None
+        return not waits
+    primed = pacing.prime and step.kind is StepKind.PGP_NUM
+    unseen = unreported_pgs(snap, pool) if step.pin or primed else 0
+    if unseen:       # their pins or pg_temps come from the stats: unprimed they change primary
+        waits.append(f"{unseen} PGs of pool {pool.name} not in the PG stats yet")
+    if state.last_step_at is not None and now - state.last_step_at < pacing.interval:
+        waits.append(f"next step after {_clock(state.last_step_at + pacing.interval)}")
+    ratio = misplaced_ratio(snap)
+    if ratio > 0 and ratio + step.misplaced > pacing.misplaced_max:
+        waits.append(f"misplaced {100 * ratio:.2f}% + this step's {100 * step.misplaced:.2f}% "
+                     f"would pass the budget {100 * pacing.misplaced_max:.2f}%")
+    if pacing.max_backfills and step.max_osd_backfills:
+        osd, busy = backfills(snap)
+        if busy and busy + step.max_osd_backfills > pacing.max_backfills:
+            waits.append(f"osd.{osd} has {busy} PGs backfilling; this step adds up to "
+                         f"{step.max_osd_backfills} (limit {pacing.max_backfills})")
+    state.waiting = "; ".join(waits) or None
+    return not waits
+
+
+def _clock(t: float) -> str:
+    """A moment as local HH:MM:SS: a waiting line that does not change every poll."""
+    return datetime.datetime.fromtimestamp(t).strftime("%H:%M:%S")
