@@ -77,12 +77,19 @@ class Blocker(NamedTuple):
     text: str      # a sentence, health-worthy
 
 
-def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float, *, upmaps: bool = False,
-             half_sent: bool = False, pg_num: bool = True) -> List[Blocker]:
-    """Conditions under which no step is taken; `upmaps`: the step sets pg-upmap-items;
-    `half_sent`: the rest of a step a failover interrupted, which PGs made unwell by its
-    first half must not hold back; `pg_num`: the step changes pg_num or pgp_num (the
-    pg_autoscaler's business; items are not)."""
+@dataclass(frozen=True)
+class StepTraits:
+    """What in a step the blockers look at."""
+    upmaps: bool = False     # it sets pg-upmap-items
+    half_sent: bool = False  # the rest of a step a failover interrupted: PGs made unwell by its
+    #                          first half must not hold it back
+    pg_num: bool = True      # it changes pg_num or pgp_num (pg_autoscaler's business; items are not)
+
+
+def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float,
+             step: StepTraits = StepTraits()) -> List[Blocker]:
+    """Conditions under which no step is taken."""
+    upmaps, half_sent, pg_num = step.upmaps, step.half_sent, step.pg_num
     out: List[Blocker] = []
     conflict = balancer_conflict(upmaps and p.balancer_active,
                                  "no upmap items from this step (or set split_pinning false)")

@@ -6,7 +6,7 @@ import datetime
 from ..model.snapshot import Pool
 from .context import Tick
 from .gates import misplaced_ratio, unreported_pgs
-from .pacing import backfills, blockers, BlockerKind
+from .pacing import BlockerKind, StepTraits, backfills, blockers
 from .plan_state import PlanState
 from .steps import PlanStep, StepKind
 
@@ -15,8 +15,9 @@ def may_issue(state: PlanState, t: Tick, pool: Pool, step: PlanStep, half_sent: 
     """May the step be sent now? What blocks it goes to the state's blockers (and its
     conflicts), what it waits for to its waiting line."""
     snap, pacing, now = t.snap, t.pacing, t.now
-    found = blockers(snap, pool, pacing, now, upmaps=step.pin or step.kind is StepKind.BALANCE,
-                     half_sent=half_sent, pg_num=step.kind is not StepKind.BALANCE)
+    traits = StepTraits(upmaps=step.pin or step.kind is StepKind.BALANCE, half_sent=half_sent,
+                        pg_num=step.kind is not StepKind.BALANCE)
+    found = blockers(snap, pool, pacing, now, traits)
     state.blockers = [b.text for b in found]
     # by kind, not by what the text says (a pool may be named "balancer-x")
     state.conflicts = [b.text for b in found if b.kind is BlockerKind.CONFLICT]

@@ -3,7 +3,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import List
+from typing import Iterator, List
 
 import pytest
 
@@ -13,13 +13,19 @@ from pg_advisor.analysis.status import status_report
 
 from pg_advisor_testkit.dumps import CLUSTER6, DUMP_FILES, read
 
-from .cli_harness import run_here
+from .cli_harness import heap_set_aside, run_here
 from .fakes import as_captured
 
 SRC = Path(__file__).resolve().parents[2]
 BASE = ["--osdmap", str(CLUSTER6 / "osd_dump.json"), "--crush", str(CLUSTER6 / "crush_dump.json"),
         "--pg-dump", str(CLUSTER6 / "pg_dump.json"), "--df", str(CLUSTER6 / "df.json"),
         "--autoscale-status", str(CLUSTER6 / "autoscale_status.json")]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _heap_set_aside() -> Iterator[None]:
+    with heap_set_aside():
+        yield
 
 
 def run_cli(argv: List[str]) -> subprocess.CompletedProcess:

@@ -25,10 +25,6 @@ ALLOWED: Dict[Tuple[str, str], str] = {
     ("crush/placement.py", "Placer._apply_affinity"): "OSDMap::_apply_primary_affinity",
     # model/: the dumps the snapshot is read from, one parameter each
     ("model/snapshot.py", "load"): "one parameter per dump",
-    # execute/: being split into smaller modules; its signatures follow
-    ("execute/driver.py", "Driver._pin"): "execute/ split",
-    ("execute/executor.py", "Executor._may_issue"): "execute/ split",
-    ("execute/pacing.py", "blockers"): "execute/ split",
 }
 
 
