@@ -104,6 +104,7 @@ class Module(MgrModule):
         # (the options, what is wrong with them): replaced whole, read by any thread
         self._options = read_options(self.get_module_option)
         self._driver: Optional[Driver] = None
+        self._driver_made = threading.Lock()    # the serve thread and a command may both ask first
         self.reader = MgrReader(self, self.current_options, self.wake)
         self.panel = Panel()
         self.progress = PlanProgress()
@@ -168,10 +169,14 @@ class Module(MgrModule):
 
     @property
     def driver(self) -> Driver:
-        if self._driver is None:    # the store is readable only once the module runs
-            driver = Driver(self.get_store, self.set_store, time.time())
-            driver.map_with(self.reader.mon_up_sets)
-            self._driver = driver
+        """The one Driver, made at first use (the store is readable only once the module
+        runs): two made at once would each load the plan, and one's changes be lost."""
+        if self._driver is None:
+            with self._driver_made:
+                if self._driver is None:
+                    driver = Driver(self.get_store, self.set_store, time.time())
+                    driver.map_with(self.reader.mon_up_sets)
+                    self._driver = driver
         return self._driver
 
     # -- commands --------------------------------------------------------------------------------

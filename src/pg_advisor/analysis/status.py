@@ -3,8 +3,8 @@
 Pure: a Snapshot in, a JSON-ready dict out. The mgr command and the offline CLI both
 print this dict, so their `-f json` outputs are the same for the same cluster state.
 """
-from dataclasses import astuple
-from typing import Any, Dict, List, Optional
+from dataclasses import astuple, dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -94,17 +94,63 @@ def status_of(snap: Snapshot, pool_name: Optional[str] = None,
     return dict(doc)
 
 
+@dataclass
+class Figures:
+    """What the status view shows, computed: per pool (rows of snap.pools) and OSD."""
+    selected: Sequence[Pool]        # the pools asked for
+    sel: np.ndarray                 # their rows
+    opts: Options
+    sizing: Optional[SizingResult]
+    model: MemoryModel
+    mem_now: Optional[np.ndarray]
+    share: np.ndarray               # weight-proportional share of each pool's replicas
+    target: np.ndarray              # the share the balancer aims at
+    counts: Optional[np.ndarray]    # PGs each pool has on each OSD (PG stats), or None
+    reported: Dict[int, int]        # PGs the stats list, per pool id
+    total_counts: Optional[np.ndarray]   # PGs per OSD, unmapped pools' included
+    shown: np.ndarray               # the OSDs listed
+    util: np.ndarray
+    unlisted: Optional[np.ndarray]
+    reads: Dict[str, Any]
+    notes: List[str]
+    sel_share: np.ndarray = field(init=False)     # the pools asked for, summed per OSD
+    sel_target: np.ndarray = field(init=False)
+    sel_counts: Optional[np.ndarray] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.sel_share = self.share[self.sel].sum(axis=0)
+        self.sel_target = self.target[self.sel].sum(axis=0)
+        self.sel_counts = self.counts[self.sel].sum(axis=0) if self.counts is not None else None
+
+
 def status_report(snap: Snapshot, pool_name: Optional[str] = None,
                   opts: Optional[Options] = None, balanced: bool = False) -> Dict[str, Any]:
     """Build the status dict; `pool_name` narrows it to one pool (ENOENT if unknown)."""
+    f = figures(snap, pool_name, opts or make(), balanced)
+    return {
+        "epoch": snap.epoch,
+        "pool_filter": pool_name,
+        "pg_source": None if snap.pgs is None else "pg_stats" if snap.pgs.logs else "pg_stats_brief",
+        "pools": [dict(_pool_entry(snap, p, f.reported[p.id], f.sizing),
+                       read_balance=f.reads["pools"][str(p.id)]) for p in f.selected]
+        + [dict(_pool_entry(snap, p, int(snap.pg_rows(p.id).size), None), read_balance=None, not_mapped=why)
+           for p, why in (snap.unmapped if pool_name is None else ())],
+        "osds": [_osd_row(snap, f, o) for o in np.flatnonzero(f.shown).tolist()],
+        "distribution": _distribution(snap, f, whole=pool_name is None),
+        "cluster": _cluster(snap, f),
+        "notes": f.notes,
+    }
+
+
+def figures(snap: Snapshot, pool_name: Optional[str], opts: Options, balanced: bool) -> Figures:
+    """The status view's figures for the pools asked for (all when pool_name is None), and
+    the notes on what is missing or odd."""
     selected = snap.pools if pool_name is None else (snap.pool_by_name(pool_name),)
     osds = snap.osds
-    n_osd = osds.count
     notes: List[str] = []
     if not (osds.exists & osds.up & osds.in_).any():
         notes.append(f"no OSD is up and in ({int(osds.exists.sum())} exist): the pools' PGs have "
                      f"nowhere to go until OSDs join")
-    opts = opts or make()
     sizing: Optional[SizingResult] = None
     try:
         sizing = recommend(snap, opts, balanced=balanced)
@@ -114,8 +160,39 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
     model = MemoryModel.from_config(snap.config, opts.bytes_per_log_entry,
                                     opts.bytes_per_log_dup, opts.bytes_per_pg)
     mem_now = _memory_now(snap, model)
+    share, weights_by_rule = _shares(snap, notes)
+    target = _targets(snap, share, weights_by_rule)
+    counts, reported = _counts(snap, selected, notes)
+    unmapped_counts = _unmapped_counts(snap, counts, notes) if pool_name is None else None
 
-    # weight-proportional shares, one weight vector per rule
+    wanted = {p.id for p in selected}
+    sel = np.array([i for i, p in enumerate(snap.pools) if p.id in wanted], dtype=np.int64)
+    total_counts = counts.sum(axis=0) if counts is not None else None
+    if total_counts is not None and unmapped_counts is not None:
+        total_counts = total_counts + unmapped_counts
+    # OSDs shown: all of them, or for one pool those it should or does use
+    shown = osds.exists.copy()
+    if pool_name is not None:
+        sel_counts = counts[sel].sum(axis=0) if counts is not None else None
+        shown &= (share[sel].sum(axis=0) > 0) | (sel_counts > 0 if sel_counts is not None else False)
+    unlisted = _unlisted_pgs(snap)
+    if unlisted is not None:
+        over = np.flatnonzero(shown & (unlisted > 0)).tolist()
+        if over:
+            verb = "holds" if len(over) == 1 else "hold"
+            notes.append(", ".join(f"osd.{o}" for o in over[:10]) + (" ..." if len(over) > 10 else "")
+                         + f" {verb} {int(unlisted[over].sum())} PGs the PG stats do not list (a "
+                         "deleted pool's PGs still being removed, or strays): their PG memory is "
+                         "above pg_memory_now")
+    return Figures(selected, sel, opts, sizing, model, mem_now, share, target, counts, reported,
+                   total_counts, shown, utilization(osds.bytes_used, osds.bytes_total), unlisted,
+                   read_balance(snap, list(selected)), notes)
+
+
+def _shares(snap: Snapshot, notes: List[str]) -> Tuple[np.ndarray, Dict[int, np.ndarray]]:
+    """Weight-proportional shares (pool x OSD), one weight vector per rule; a note for each
+    rule that is missing or cannot reach some OSDs."""
+    n_osd = snap.osds.count
     weights_by_rule: Dict[int, np.ndarray] = {}
     share = np.zeros((len(snap.pools), n_osd), dtype=np.float64)
     for i, pool in enumerate(snap.pools):
@@ -133,96 +210,87 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
                                  + " (no ancestor of a type its steps choose): they get no share "
                                  "and CRUSH maps no replica there")
         share[i] = pool_share(pool, weights_by_rule[pool.crush_rule])
-    target = _targets(snap, share, weights_by_rule)
+    return share, weights_by_rule
 
-    counts: Optional[np.ndarray] = None
+
+def _counts(snap: Snapshot, selected: Sequence[Pool],
+            notes: List[str]) -> Tuple[Optional[np.ndarray], Dict[int, int]]:
+    """(PGs per pool and OSD from the PG stats, or None without them; PGs listed per pool)."""
     reported = {p.id: 0 for p in snap.pools}
-    if snap.pgs is not None:
-        _, counts = pg_counts(snap, snap.pgs)
-        ids, n = np.unique(snap.pgs.pool, return_counts=True)
-        reported.update({int(a): int(b) for a, b in zip(ids, n) if int(a) in reported})
-        for p in selected:
-            if reported[p.id] != p.pg_num:
-                notes.append(f"pool {p.name}: PG stats report {reported[p.id]} PGs of pg_num "
-                             f"{p.pg_num} (stats lag a change until they refresh)")
-    else:
+    if snap.pgs is None:
         notes.append("no PG stats given: PG counts need --pg-dump")
+        return None, reported
+    _, counts = pg_counts(snap, snap.pgs)
+    ids, n = np.unique(snap.pgs.pool, return_counts=True)
+    reported.update({int(a): int(b) for a, b in zip(ids, n) if int(a) in reported})
+    for p in selected:
+        if reported[p.id] != p.pg_num:
+            notes.append(f"pool {p.name}: PG stats report {reported[p.id]} PGs of pg_num "
+                         f"{p.pg_num} (stats lag a change until they refresh)")
+    return counts, reported
 
-    # the PGs of pools the model cannot map count on their OSDs (they hold them), in no
-    # pool's distribution and no sizing
-    unmapped_counts = None
-    if snap.unmapped and pool_name is None:
-        for p, why in snap.unmapped:
-            notes.append(f"pool {p.name} is not mapped: {why}; its PGs count in the OSDs' PG totals, "
-                         f"not in the distribution, the sizing or the balance")
-        if counts is not None and snap.pgs is not None:
-            unmapped_counts = pg_counts(snap, snap.pgs, [p.id for p, _ in snap.unmapped])[1].sum(axis=0)
 
-    wanted = {p.id for p in selected}
-    sel = np.array([i for i, p in enumerate(snap.pools) if p.id in wanted], dtype=np.int64)
-    total_counts = counts.sum(axis=0) if counts is not None else None
-    if total_counts is not None and unmapped_counts is not None:
-        total_counts = total_counts + unmapped_counts
-    # OSDs shown: all of them, or for one pool those it should or does use
-    sel_share = share[sel].sum(axis=0)
-    sel_target = target[sel].sum(axis=0)
-    sel_counts = counts[sel].sum(axis=0) if counts is not None else None
-    shown = osds.exists.copy()
-    if pool_name is not None:
-        shown &= (sel_share > 0) | (sel_counts > 0 if sel_counts is not None else False)
+def _unmapped_counts(snap: Snapshot, counts: Optional[np.ndarray],
+                     notes: List[str]) -> Optional[np.ndarray]:
+    """The PGs per OSD of the pools the model cannot map: they count on their OSDs (which
+    hold them), in no pool's distribution and no sizing."""
+    if not snap.unmapped:
+        return None
+    for p, why in snap.unmapped:
+        notes.append(f"pool {p.name} is not mapped: {why}; its PGs count in the OSDs' PG totals, "
+                     f"not in the distribution, the sizing or the balance")
+    if counts is None or snap.pgs is None:
+        return None
+    return pg_counts(snap, snap.pgs, [p.id for p, _ in snap.unmapped])[1].sum(axis=0)
 
-    util = utilization(osds.bytes_used, osds.bytes_total)
-    unlisted = _unlisted_pgs(snap)
-    if unlisted is not None:
-        over = np.flatnonzero(shown & (unlisted > 0)).tolist()
-        if over:
-            verb = "holds" if len(over) == 1 else "hold"
-            notes.append(", ".join(f"osd.{o}" for o in over[:10]) + (" ..." if len(over) > 10 else "")
-                         + f" {verb} {int(unlisted[over].sum())} PGs the PG stats do not list (a "
-                         "deleted pool's PGs still being removed, or strays): their PG memory is "
-                         "above pg_memory_now")
-    reads = read_balance(snap, list(selected))
-    osd_rows = []
-    for o in np.flatnonzero(shown).tolist():
-        osd_rows.append({
-            "id": o, "host": osds.host[o], "device_class": osds.device_class[o],
-            "crush_weight": round(float(osds.crush_weight[o]), 6),
-            "reweight": round(float(osds.reweight[o]), 6),
-            "up": bool(osds.up[o]), "in": bool(osds.in_[o]),
-            "pgs": int(total_counts[o]) if total_counts is not None else None,
-            "pgs_by_pool": ({str(snap.pools[i].id): int(counts[i, o]) for i in sel.tolist()}
-                            if counts is not None else None),
-            "pg_share": round(float(sel_share[o]), 6),
-            "pg_share_by_pool": {str(snap.pools[i].id): round(float(share[i, o]), 6)
-                                 for i in sel.tolist()},
-            "pg_target": round(float(sel_target[o]), 6),
-            "pg_target_by_pool": {str(snap.pools[i].id): round(float(target[i, o]), 6)
-                                  for i in sel.tolist()},
-            "utilization": _opt_round(util[o], 4),
-            "bytes_used": _opt(int(osds.bytes_used[o])),
-            "bytes_total": _opt(int(osds.bytes_total[o])),
-            "pg_memory_now": int(mem_now[o]) if mem_now is not None else None,
-            "pgs_unlisted": int(unlisted[o]) if unlisted is not None and unlisted[o] >= 0 else None,
-            "pg_memory_steady": (int(model.steady_state(np.array([total_counts[o]]))[0])
-                                 if total_counts is not None else None),
-            "pgs_recommended": int(sizing.pgs_per_osd_after[o]) if sizing is not None else None,
-            "primaries": int(reads["primaries"][o]),
-            "primary_share": round(float(reads["primary_share"][o]), 6),
-        })
 
-    distribution: Dict[str, Any] = {"pools": [], "total": None}
+def _osd_row(snap: Snapshot, f: Figures, o: int) -> Dict[str, Any]:
+    osds, counts, total, sizing = snap.osds, f.counts, f.total_counts, f.sizing
+    rows = f.sel.tolist()
+    return {
+        "id": o, "host": osds.host[o], "device_class": osds.device_class[o],
+        "crush_weight": round(float(osds.crush_weight[o]), 6),
+        "reweight": round(float(osds.reweight[o]), 6),
+        "up": bool(osds.up[o]), "in": bool(osds.in_[o]),
+        "pgs": int(total[o]) if total is not None else None,
+        "pgs_by_pool": ({str(snap.pools[i].id): int(counts[i, o]) for i in rows}
+                        if counts is not None else None),
+        "pg_share": round(float(f.sel_share[o]), 6),
+        "pg_share_by_pool": {str(snap.pools[i].id): round(float(f.share[i, o]), 6) for i in rows},
+        "pg_target": round(float(f.sel_target[o]), 6),
+        "pg_target_by_pool": {str(snap.pools[i].id): round(float(f.target[i, o]), 6) for i in rows},
+        "utilization": _opt_round(f.util[o], 4),
+        "bytes_used": _opt(int(osds.bytes_used[o])),
+        "bytes_total": _opt(int(osds.bytes_total[o])),
+        "pg_memory_now": int(f.mem_now[o]) if f.mem_now is not None else None,
+        "pgs_unlisted": int(f.unlisted[o]) if f.unlisted is not None and f.unlisted[o] >= 0 else None,
+        "pg_memory_steady": (int(f.model.steady_state(np.array([total[o]]))[0])
+                             if total is not None else None),
+        "pgs_recommended": int(sizing.pgs_per_osd_after[o]) if sizing is not None else None,
+        "primaries": int(f.reads["primaries"][o]),
+        "primary_share": round(float(f.reads["primary_share"][o]), 6),
+    }
+
+
+def _distribution(snap: Snapshot, f: Figures, whole: bool) -> Dict[str, Any]:
+    """How evenly each pool (and, for the whole cluster, all) spreads against its share."""
+    out: Dict[str, Any] = {"pools": [], "total": None}
+    counts, share, target = f.counts, f.share, f.target
     if counts is not None:
-        for i in sel.tolist():
+        for i in f.sel.tolist():
             d = spread(counts[i], share[i]).as_dict()
-            distribution["pools"].append({"pool_id": snap.pools[i].id,
-                                          "pool": snap.pools[i].name, **d,
-                                          "target_max_deviation": spread(counts[i], target[i]).max_deviation})
-        if pool_name is None:
-            distribution["total"] = dict(spread(counts.sum(axis=0), share.sum(axis=0)).as_dict(),
-                                         target_max_deviation=spread(counts.sum(axis=0),
-                                                                     target.sum(axis=0)).max_deviation)
-    distribution["extremes"] = extremes(shown & osds.in_, sel_counts, sel_share, util)
+            out["pools"].append({"pool_id": snap.pools[i].id, "pool": snap.pools[i].name, **d,
+                                 "target_max_deviation": spread(counts[i], target[i]).max_deviation})
+        if whole:
+            out["total"] = dict(spread(counts.sum(axis=0), share.sum(axis=0)).as_dict(),
+                                target_max_deviation=spread(counts.sum(axis=0),
+                                                            target.sum(axis=0)).max_deviation)
+    out["extremes"] = extremes(f.shown & snap.osds.in_, f.sel_counts, f.sel_share, f.util)
+    return out
 
+
+def _cluster(snap: Snapshot, f: Figures) -> Dict[str, Any]:
+    osds, total, sizing = snap.osds, f.total_counts, f.sizing
     n_in = int((osds.exists & osds.in_).sum())
     cluster: Dict[str, Any] = {
         "osds": int(osds.exists.sum()), "osds_up": int((osds.exists & osds.up).sum()),
@@ -230,34 +298,22 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
         "pgs": int(sum(p.pg_num for p in snap.pools)),
         "pg_replicas": int(sum(p.pg_num * p.size for p in snap.pools)),
         "mon_max_pg_per_osd": snap.mon_max_pg_per_osd,
-        "pgs_per_osd_max": int(total_counts.max()) if total_counts is not None and n_osd else None,
-        "pgs_per_osd_mean": (round(float(total_counts.sum()) / n_in, 6)
-                             if total_counts is not None and n_in else None),
+        "pgs_per_osd_max": int(total.max()) if total is not None and osds.count else None,
+        "pgs_per_osd_mean": (round(float(total.sum()) / n_in, 6)
+                             if total is not None and n_in else None),
     }
     mx = cluster["pgs_per_osd_max"]
     cluster["max_pgs_ratio_of_limit"] = (round(mx / snap.mon_max_pg_per_osd, 6)
                                          if mx is not None else None)
     cluster["sizing"] = ({
-        "target_pgs_per_osd": opts.target_pgs_per_osd,
+        "target_pgs_per_osd": f.opts.target_pgs_per_osd,
         "pgs_per_osd_limit": sizing.limit_pgs,
         "pg_memory_budget": int(sizing.memory_budget),
         "balanced": sizing.balanced,
         "pgs_per_osd_max_recommended": int(sizing.pgs_per_osd_after.max(initial=0)),
         "pg_memory_max_recommended": int(sizing.memory_after.max(initial=0)),
     } if sizing is not None else None)
-    return {
-        "epoch": snap.epoch,
-        "pool_filter": pool_name,
-        "pg_source": None if snap.pgs is None else "pg_stats" if snap.pgs.logs else "pg_stats_brief",
-        "pools": [dict(_pool_entry(snap, p, reported[p.id], sizing), read_balance=reads["pools"][str(p.id)])
-                  for p in selected]
-        + [dict(_pool_entry(snap, p, int(snap.pg_rows(p.id).size), None), read_balance=None, not_mapped=why)
-           for p, why in (snap.unmapped if pool_name is None else ())],
-        "osds": osd_rows,
-        "distribution": distribution,
-        "cluster": cluster,
-        "notes": notes,
-    }
+    return cluster
 
 
 def _targets(snap: Snapshot, share: np.ndarray, weights_by_rule: Dict[int, np.ndarray]) -> np.ndarray:

@@ -7,6 +7,7 @@ primary affinity. Replicated pools shift left; erasure-coded pools keep position
 and mark holes with CRUSH_ITEM_NONE.
 """
 import dataclasses
+import threading
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
@@ -25,6 +26,7 @@ MAX_AFFINITY = WEIGHT_ONE
 # same pool at the same pg_num several times, and a map whose draws keep failing (an item
 # CRUSH must reject at every try) costs a second per run
 CACHE_MAX = 1 << 23
+Seeds = Tuple[np.ndarray, np.ndarray]      # (sets by folded seed, which seeds are mapped)
 
 
 def stable_mod(x: np.ndarray, b: int) -> np.ndarray:
@@ -33,12 +35,21 @@ def stable_mod(x: np.ndarray, b: int) -> np.ndarray:
     return np.where((x & mask) < b, x & mask, x & (mask >> 1))
 
 
-def placement_seeds(pool: Pool, ps: np.ndarray, pgp_num: Optional[int] = None) -> np.ndarray:
-    """pg_pool_t::raw_pg_to_pps for each placement seed ps."""
-    m = stable_mod(ps, pgp_num if pgp_num is not None else pool.pgp_num)
+def folded(pool: Pool, ps: np.ndarray, pgp_num: Optional[int] = None) -> np.ndarray:
+    """The seed each PG ps is placed by at pgp_num (the pool's own when None)."""
+    return stable_mod(ps, pgp_num if pgp_num is not None else pool.pgp_num)
+
+
+def seed_inputs(pool: Pool, m: np.ndarray) -> np.ndarray:
+    """CRUSH's input x for each folded seed m (hashed with the pool id under hashpspool)."""
     if pool.hashpspool:
         return hash32_2(m, np.int64(pool.id)).astype(np.int64)
     return (m + pool.id) & 0xFFFFFFFF
+
+
+def placement_seeds(pool: Pool, ps: np.ndarray, pgp_num: Optional[int] = None) -> np.ndarray:
+    """pg_pool_t::raw_pg_to_pps for each placement seed ps."""
+    return seed_inputs(pool, folded(pool, ps, pgp_num))
 
 
 @dataclass(frozen=True)
@@ -63,6 +74,12 @@ class Placer:
         self.snap = snap
         self.crush: CompiledCrush = compile_crush(snap)
         self._cache: Dict[Tuple[object, ...], Tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        # each pool's CRUSH sets by folded seed: a seed is mapped once whatever pg_num and
+        # pgp_num ask for it (a split plan's search over pgp_num, the sizer's pg_nums)
+        self._seeds: Dict[Tuple[object, ...], Seeds] = {}
+        # the snapshot's placer serves the background and commands at once: a table grows
+        # by a copy, and a seed stored meanwhile would be lost from it
+        self._tables = threading.RLock()
         self._cached = 0
         self.work = CrushWork()      # shared with with_osds' placers: one count for the map
         osds = snap.osds
@@ -91,7 +108,8 @@ class Placer:
         for osd, v in (reweight or {}).items():
             w[osd] = int(round(v * WEIGHT_ONE))
         p.weight = w
-        p._cache, p._cached = {}, 0     # results under other weights are not these
+        # results under other weights are not these
+        p._cache, p._seeds, p._tables, p._cached = {}, {}, threading.RLock(), 0
         # an OSD's weight only decides whether CRUSH keeps it once drawn (a draw that fails
         # is retried as a collision is): lowered weights change only the PGs that hold one
         # of those OSDs now, so those alone are mapped again (raised ones may change any)
@@ -115,13 +133,7 @@ class Placer:
     def raw_rows(self, pool: Pool, pgp_num: int, ps: np.ndarray) -> np.ndarray:
         """CRUSH's own sets (crush_sets: no upmaps, nonexistent OSDs dropped) of the PGs
         with seeds `ps` alone."""
-        ps = np.asarray(ps, dtype=np.int64)
-        pps = placement_seeds(pool, ps, pgp_num)
-        rule, args = self._rule_args(pool)
-        raw = np.full((ps.size, pool.size), CRUSH_ITEM_NONE, dtype=np.int64)
-        if rule is not None and ps.size:
-            raw, _ = do_rule(self.crush, rule, pps, pool.size, self.weight, args, self.work)
-        return self._drop(pool, raw, self._exists(raw))
+        return self._raw_of(pool, folded(pool, np.asarray(ps, dtype=np.int64), pgp_num))
 
     def with_upmaps(self, pg_upmap: Mapping[str, Tuple[int, ...]],
                     pg_upmap_items: Mapping[str, Tuple[Tuple[int, int], ...]],
@@ -196,9 +208,9 @@ class Placer:
         """Map each (pool, pg_num, pgp_num) not mapped yet (None: the pool's own), in one
         CRUSH run per rule, size, type and weight set, and keep the results for map_pool
         and the rest: CRUSH's fixed cost per run (some 5 ms) is paid once per group, not per
-        pool (the sizer asks for a thousand pools at their recommended pg_num). With a base
-        (with_osds), only the PGs on a lowered OSD are mapped again. A group the cache
-        cannot hold is left to be mapped pool by pool."""
+        pool (the sizer asks for a thousand pools at their recommended pg_num). Only seeds
+        not mapped yet are run; with a base (with_osds), only those on a lowered OSD. A
+        group the cache cannot hold is left to be mapped pool by pool."""
         groups: Dict[Tuple[object, ...], List[Tuple[Pool, Optional[int], Optional[int]]]] = {}
         seen: Set[Tuple[object, ...]] = set()
         for pool, pg_num, pgp_num in wanted:
@@ -212,68 +224,124 @@ class Placer:
                 (pool, pg_num, pgp_num))
         for group in groups.values():
             first = group[0][0]
-            rule, args = self._rule_args(first)
+            rule, _ = self._rule_args(first)
             total = sum((n if n is not None else p.pg_num) for p, n, _ in group) * first.size
-            if rule is None or len(group) < 2 or self._cached + total > CACHE_MAX:
+            if rule is None or len(group) < 2 or self._cached + 2 * total > CACHE_MAX:
                 continue
-            parts: List[Tuple[Tuple[object, ...], np.ndarray, np.ndarray, Optional[np.ndarray],
-                              np.ndarray]] = []
+            needs: Dict[int, Tuple[Pool, np.ndarray]] = {}
             for p, n, m in group:
-                if self._base is None:
-                    ps = np.arange(n if n is not None else p.pg_num, dtype=np.int64)
-                    pps = placement_seeds(p, ps, m)
-                    parts.append((self._key(p, n, m), ps, pps, None, ps))
-                else:
-                    parent, lowered = self._base
-                    ps, pps, before = parent._crush(p, n, m)
-                    rows = np.flatnonzero(np.isin(before, lowered).any(axis=1)) if lowered.size else lowered
-                    parts.append((self._key(p, n, m), ps, pps, before, rows))
-            todo = np.concatenate([pps[rows] for _, _, pps, _, rows in parts])
-            raw = np.zeros((0, first.size), dtype=np.int64)
-            if todo.size:
-                raw, _ = do_rule(self.crush, rule, todo, first.size, self.weight, args, self.work)
-                raw = self._drop(first, raw, self._exists(raw))
-            start = 0
-            for key, ps, pps, old, rows in parts:
-                mine = raw[start:start + rows.size]
-                start += rows.size
-                if old is None:
-                    got = mine.copy()
-                else:
-                    got = old.copy()
-                    got[rows] = mine
-                self._keep(key, (ps, pps, got))
+                seeds = folded(p, np.arange(n if n is not None else p.pg_num, dtype=np.int64), m)
+                have = needs.get(p.id, (p, seeds[:0]))[1]
+                needs[p.id] = (p, np.union1d(have, self._unknown(p, seeds)))
+            asked = [(p, need) for p, need in needs.values() if need.size]
+            with self._tables:
+                for (p, need), got in zip(asked, self._map_seeds(asked)):
+                    self._store(p, need, got)
+            for p, n, m in group:
+                self._fill(p, n, m)
 
     def _crush(self, pool: Pool, pg_num: Optional[int],
                pgp_num: Optional[int]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-        n = pg_num if pg_num is not None else pool.pg_num
         key = self._key(pool, pg_num, pgp_num)
         hit = self._cache.get(key)
         if hit is None and key == self._key(pool, None, None):
             self._batch(pool)
             hit = self._cache.get(key)
-        if hit is not None:
-            return hit
-        size = pool.size
-        rule, args = self._rule_args(pool)
-        if self._base is not None and rule is not None and n:
-            parent, lowered = self._base
-            ps, pps, before = parent._crush(pool, pg_num, pgp_num)
-            rows = np.flatnonzero(np.isin(before, lowered).any(axis=1)) if lowered.size else lowered
-            raw = before.copy()
-            if rows.size:
-                sub, _ = do_rule(self.crush, rule, pps[rows], size, self.weight, args, self.work)
-                raw[rows] = self._drop(pool, sub, self._exists(sub))
-            out = ps, pps, raw
-        else:
-            ps = np.arange(n, dtype=np.int64)
-            pps = placement_seeds(pool, ps, pgp_num)
-            raw = np.full((n, size), CRUSH_ITEM_NONE, dtype=np.int64)
-            if rule is not None and n:
-                raw, _ = do_rule(self.crush, rule, pps, size, self.weight, args, self.work)
-            out = ps, pps, self._drop(pool, raw, self._exists(raw))
-        self._keep(key, out)
+        return hit if hit is not None else self._fill(pool, pg_num, pgp_num)
+
+    def _fill(self, pool: Pool, pg_num: Optional[int],
+              pgp_num: Optional[int]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The pool's (seeds, CRUSH inputs, sets) at pg_num and pgp_num from its seed table
+        (the seeds not in it mapped), kept for the next caller."""
+        ps = np.arange(pg_num if pg_num is not None else pool.pg_num, dtype=np.int64)
+        m = folded(pool, ps, pgp_num)
+        out = ps, seed_inputs(pool, m), self._raw_of(pool, m)
+        self._keep(self._key(pool, pg_num, pgp_num), out)
         return out
+
+    # -- CRUSH's sets by folded seed ---------------------------------------------------------------
+
+    @staticmethod
+    def _seed_key(pool: Pool) -> Tuple[object, ...]:
+        """What a seed's set depends on besides the map and the weights."""
+        return (pool.id, pool.type, pool.size, pool.crush_rule, pool.hashpspool)
+
+    def _unknown(self, pool: Pool, m: np.ndarray) -> np.ndarray:
+        """The distinct seeds of m this placer has not mapped yet, sorted."""
+        known = self._seeds.get(self._seed_key(pool), (None, np.zeros(0, bool)))[1]
+        inside = m < known.size
+        have = np.zeros(m.size, bool)
+        have[inside] = known[m[inside]]
+        return np.unique(m[~have])
+
+    def _raw_of(self, pool: Pool, m: np.ndarray) -> np.ndarray:
+        """CRUSH's sets (nonexistent OSDs dropped) of folded seeds m, a new array; the
+        seeds not mapped yet mapped in one run and kept."""
+        with self._tables:      # (one thread maps a seed; the other then finds it)
+            need = self._unknown(pool, m)
+            got = self._map_seeds([(pool, need)])[0] if need.size else None
+            if got is not None and not self._store(pool, need, got):
+                # no room to keep them: the known ones from the table, the rest from this run
+                out = np.empty((m.size, pool.size), dtype=np.int64)
+                fresh = np.isin(m, need)
+                out[fresh] = got[np.searchsorted(need, m[fresh])]
+                if (~fresh).any():
+                    out[~fresh] = self._seeds[self._seed_key(pool)][0][m[~fresh]]
+                return out
+            if not m.size:
+                return np.zeros((0, pool.size), dtype=np.int64)
+            return self._seeds[self._seed_key(pool)][0][m]
+
+    def _store(self, pool: Pool, need: np.ndarray, got: np.ndarray) -> bool:
+        """Keep the sets `got` of seeds `need` in the pool's table, grown to hold them if
+        the cache has room (False: it has not)."""
+        key = self._seed_key(pool)
+        sets, known = self._seeds.get(key, (np.zeros((0, pool.size), np.int64), np.zeros(0, bool)))
+        top = int(need[-1]) + 1
+        if top > known.size:
+            grow = (top - known.size) * pool.size
+            if self._cached + grow > CACHE_MAX:
+                return False
+            sets = np.concatenate([sets, np.zeros((top - known.size, pool.size), np.int64)])
+            known = np.concatenate([known, np.zeros(top - known.size, bool)])
+            self._cached += grow
+            self._seeds[key] = sets, known
+        sets[need] = got
+        known[need] = True
+        return True
+
+    def _map_seeds(self, wanted: Sequence[Tuple[Pool, np.ndarray]]) -> List[np.ndarray]:
+        """CRUSH's sets (nonexistent OSDs dropped) of each (pool, folded seeds), the pools of
+        one rule, size, type and weight set: one CRUSH run for all. With a base (with_osds),
+        the base's sets, and only those holding a lowered OSD mapped again."""
+        if not wanted:
+            return []
+        first = wanted[0][0]
+        rule, args = self._rule_args(first)
+        if rule is None:
+            none = [np.full((m.size, p.size), CRUSH_ITEM_NONE, dtype=np.int64) for p, m in wanted]
+            return [self._drop(p, raw, self._exists(raw)) for (p, _), raw in zip(wanted, none)]
+        outs: List[np.ndarray] = []
+        redo: List[np.ndarray] = []
+        for pool, m in wanted:
+            if self._base is None:
+                outs.append(np.zeros((m.size, pool.size), dtype=np.int64))
+                redo.append(np.arange(m.size))
+            else:
+                parent, lowered = self._base
+                before = parent._raw_of(pool, m)
+                outs.append(before)
+                redo.append(np.flatnonzero(np.isin(before, lowered).any(axis=1)) if lowered.size
+                            else lowered[:0])
+        todo = np.concatenate([seed_inputs(p, m[r]) for (p, m), r in zip(wanted, redo)])
+        if todo.size:
+            raw, _ = do_rule(self.crush, rule, todo, first.size, self.weight, args, self.work)
+            raw = self._drop(first, raw, self._exists(raw))
+            start = 0
+            for out, r in zip(outs, redo):
+                out[r] = raw[start:start + r.size]
+                start += r.size
+        return outs
 
     def _finish(self, pool: Pool, ps: np.ndarray, pps: np.ndarray, raw: np.ndarray,
                 upmaps: bool) -> PoolMapping:

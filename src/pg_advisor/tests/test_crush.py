@@ -11,7 +11,7 @@ import pytest
 
 from pg_advisor.model import options, snapshot
 from pg_advisor.crush import ln_table
-from pg_advisor.crush.hashing import hash32_2, hash32_3
+from pg_advisor.crush.hashing import SCALAR_MAX, hash32_2, hash32_3
 from pg_advisor.crush.placement import Placer, stable_mod
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.sizing.sizer import recommend
@@ -38,6 +38,18 @@ def test_hash_matches_libceph_common() -> None:
     for i in range(a.size):
         assert int(h2[i]) == lib.crush_hash32_2(0, int(a[i]), int(b[i]))
         assert int(h3[i]) == lib.crush_hash32_3(0, int(a[i]), int(b[i]), int(c[i]))
+    # few values take the scalar path, more the array one; both as straw2 calls them:
+    # inputs down a column, signed bucket ids (negative: wrapped as C's cast) across
+    for n in range(1, SCALAR_MAX + 3):
+        x = rng.integers(0, 2**32, (n, 1), dtype=np.uint64).astype(np.int64)
+        ids = rng.integers(-200, 200, (1, 2), dtype=np.int64)
+        r = rng.integers(0, 100, (n, 1), dtype=np.int64)
+        h3, h2 = hash32_3(x, ids, r), hash32_2(x, ids)
+        assert h3.shape == h2.shape == (n, 2) and h3.dtype == h2.dtype == np.uint32
+        for i, j in np.ndindex(n, 2):
+            xi, idj, ri = int(x[i, 0]), int(ids[0, j]) & 0xFFFFFFFF, int(r[i, 0])
+            assert int(h3[i, j]) == lib.crush_hash32_3(0, xi, idj, ri)
+            assert int(h2[i, j]) == lib.crush_hash32_2(0, xi, idj)
 
 
 @needs_lib
@@ -172,6 +184,34 @@ def test_prefetch_maps_a_group_of_pools_in_one_crush_run_as_each_alone(
     assert len(runs) == 2
     # CRUSH's work is counted: every input's replicas, and at least one draw each
     assert placer.work.replicas == 3 * (runs[0] + runs[1]) and placer.work.draws >= placer.work.replicas
+
+
+def test_a_seed_is_mapped_once_whatever_pg_num_and_pgp_num_ask_for_it(
+        dumps: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    # a PG is placed by its seed folded over pgp_num, and the seed alone decides CRUSH's
+    # set: the placer maps each seed once (a split plan's search over pgp_num and the
+    # sizer's pg_nums ask for the same seeds again and again)
+    snap = snapshot.load(dumps["osd_dump"], dumps["crush"], dumps["pg_dump"])
+    rbd = snap.pool_by_name("rbd")
+    want = {(n, m): Placer(snap).crush_sets(rbd, n, m)[1] for n, m in
+            ((32, 32), (64, 32), (64, 64), (128, 48), (16, 16))}
+    rows = np.array([0, 5, 31, 47, 63, 100, 127])
+    want_rows = Placer(snap).raw_rows(rbd, 100, rows)
+    runs = crush_runs(monkeypatch)
+    placer = Placer(snap)
+    # new seeds: 0-31; none (folded onto 0-31); 32-63; none (over 48: 0-47); none
+    for ((n, m), sets), new in zip(want.items(), [32, 0, 32, 0, 0]):
+        before = sum(runs)
+        assert np.array_equal(placer.crush_sets(rbd, n, m)[1], sets), (n, m)
+        assert sum(runs) - before == new, (n, m, runs)
+    # seeds folded over 100: 100 and 127 fold onto 36 and 63 (known); none is new
+    before = sum(runs)
+    assert np.array_equal(placer.raw_rows(rbd, 100, rows), want_rows)
+    assert sum(runs) == before
+    # a seed past every table so far is mapped, alone
+    assert np.array_equal(placer.raw_rows(rbd, 256, np.array([200])), Placer(snap).raw_rows(
+        rbd, 256, np.array([200])))
+    assert runs[-1] == 1
 
 
 def test_sizing_a_thousand_like_pools_costs_a_few_crush_runs(

@@ -452,3 +452,36 @@ def test_the_loop_runs_until_shutdown_and_a_change_wakes_it(
     assert not loop.is_alive()
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_the_serve_thread_and_a_command_asking_first_get_one_driver(
+        module: Module, monkeypatch: pytest.MonkeyPatch) -> None:
+    # both threads find no Driver yet, and the first one's is slow to make (it reads the
+    # store): it waits for a second Driver to be made, which only a race makes (under the
+    # lock it waits out its second, and the other thread waits on the lock)
+    import threading
+    from pg_advisor import module as module_py
+    made: List[object] = []
+    second = threading.Event()
+    real = module_py.Driver
+
+    def slow(*args: Any) -> Any:
+        made.append(args)
+        if len(made) == 1:
+            second.wait(timeout=1)
+        else:
+            second.set()
+        return real(*args)
+    monkeypatch.setattr(module_py, "Driver", slow)
+    together = threading.Barrier(2)
+    got: List[object] = []
+
+    def ask() -> None:
+        together.wait(timeout=10)
+        got.append(module.driver)
+    threads = [threading.Thread(target=ask) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 1 and len(got) == 2 and got[0] is got[1] is module.driver
