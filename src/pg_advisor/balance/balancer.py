@@ -122,7 +122,7 @@ class Balancer:
         being drained), and the OSDs it cannot reach; once per rule (a thousand pools may
         share one)."""
         if rule.id not in self._by_rule:
-            w = rule_weights(self.snap, rule)
+            w = rule_weights(self.snap, rule).copy()     # (shared, read-only)
             w[self.drain] = 0.0
             self._by_rule[rule.id] = (w, np.flatnonzero(unreachable(self.snap, rule)).tolist())
         w, lost = self._by_rule[rule.id]

@@ -98,11 +98,24 @@ def rule_weights(snap: Snapshot, rule: Rule, reweight: Optional[np.ndarray] = No
     Out OSDs have reweight 0, so they get no share; the weight of an OSD reached by
     several take steps counts once. `reweight` replaces the map's, for what-ifs.
     """
+    if reweight is not None:
+        return _reach_weights(snap, rule) * reweight * snap.osds.exists
+    # sizing, status and plans each ask, per pool: once per rule of the snapshot (the
+    # rule object itself: a what-if may pass a changed rule of the same id)
+    key = ("rule_weights", rule.id)
+    known: Optional[Tuple[Rule, np.ndarray]] = snap.memo.get(key)
+    if known is None or known[0] is not rule:
+        w = _reach_weights(snap, rule) * snap.osds.reweight * snap.osds.exists
+        w.setflags(write=False)     # shared by every later caller
+        known = snap.memo[key] = (rule, w)
+    return known[1]
+
+
+def _reach_weights(snap: Snapshot, rule: Rule) -> np.ndarray:
     w = np.zeros(snap.osds.count, dtype=np.float64)
     for item, types in rule_segments(snap, rule):
         w = np.maximum(w, osds_under(snap, item, types))
-    rw = snap.osds.reweight if reweight is None else reweight
-    return w * rw * snap.osds.exists
+    return w
 
 
 def unreachable(snap: Snapshot, rule: Rule) -> np.ndarray:
