@@ -3,13 +3,14 @@
 Buckets are rows indexed by -1-id (CRUSH's own indexing); their items and 16.16 weights
 are padded to the widest bucket. Rules keep their steps with type names resolved.
 """
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
 from ..model.errors import AdvisorError
-from ..model.mappable import MAPPED_ALGS, MAPPED_HASH
+from ..model.mappable import bucket_problem, step_problem, tunables_problem
 from ..model.snapshot import STEP_ARGS, TUNABLES, Snapshot
 
 # crush.h rule types. Squid's msr ("multi-step retry") rules run crush_msr_do_rule
@@ -73,6 +74,7 @@ class CompiledCrush:
     exists: np.ndarray      # (buckets,)
     supported: np.ndarray   # (buckets,) straw2 with rjenkins1
     alg: Tuple[str, ...]
+    hashes: Tuple[str, ...]
     names: Tuple[str, ...]
     max_devices: int
     rules: Mapping[int, CompiledRule]
@@ -102,10 +104,16 @@ class CompiledCrush:
                 return r
         return None
 
-    def check_reachable(self, rule: CompiledRule) -> None:
-        """Refuse, with a sentence, rules that reach buckets we cannot map exactly."""
+    def check_mappable(self, rule: CompiledRule) -> None:
+        """Refuse, with model/mappable.py's sentence, a rule it would set aside: legacy
+        tunables, a step's argument or a bucket reached that we cannot map exactly."""
         if ("reachable", rule.id) in self.memo:
             return
+        why = tunables_problem(dataclasses.asdict(self.tunables))
+        for s in rule.steps:
+            why = why or step_problem(rule.name, s.op, s.arg1)
+        if why is not None:
+            raise AdvisorError.invalid(why)
         stack = [s.arg1 for s in rule.steps if s.op == "take" and s.arg1 < 0]
         seen = set()
         while stack:
@@ -114,10 +122,8 @@ class CompiledCrush:
                 continue
             seen.add(b)
             if not self.supported[b]:
-                raise AdvisorError.invalid(
-                    f"crush rule '{rule.name}' reaches bucket '{self.names[b]}' of algorithm "
-                    f"'{self.alg[b]}'; pg_advisor maps {', '.join(MAPPED_ALGS)} buckets "
-                    f"with the {MAPPED_HASH} hash only")
+                raise AdvisorError.invalid(bucket_problem(rule.name, self.names[b], self.alg[b],
+                                                          self.hashes[b]) or "")
             kids = self.items[b, :self.size[b]]
             stack.extend(kids[kids < 0].tolist())
         self.memo[("reachable", rule.id)] = True
@@ -179,6 +185,7 @@ def compile_crush(snap: Snapshot) -> CompiledCrush:
     exists = np.zeros(nb, dtype=bool)
     supported = np.zeros(nb, dtype=bool)
     alg = [""] * nb
+    hashes = [""] * nb
     names = [""] * nb
     max_dev = snap.osds.count
     for bid, b in buckets.items():
@@ -189,19 +196,15 @@ def compile_crush(snap: Snapshot) -> CompiledCrush:
         size[i] = n
         type_id[i] = b.type_id
         exists[i] = True
-        supported[i] = b.alg in MAPPED_ALGS and b.hash == MAPPED_HASH
-        alg[i], names[i] = b.alg, b.name
+        supported[i] = bucket_problem("", b.name, b.alg, b.hash) is None
+        alg[i], hashes[i], names[i] = b.alg, b.hash, b.name
         if n:
             max_dev = max(max_dev, int(b.items.max()) + 1)
     tunables = Tunables(**{k: int(snap.tunables.get(k, default))
                            for k, (default, _, _) in TUNABLES.items()})
-    if tunables.choose_local_tries or tunables.choose_local_fallback_tries:
-        raise AdvisorError.invalid(
-            "legacy CRUSH tunables (choose_local_tries / choose_local_fallback_tries > 0) "
-            "are not supported; maps since firefly set both to 0")
     return CompiledCrush(
         items=items, weights=weights, size=size, type_id=type_id, exists=exists,
-        supported=supported, alg=tuple(alg), names=tuple(names), max_devices=max_dev,
+        supported=supported, alg=tuple(alg), hashes=tuple(hashes), names=tuple(names), max_devices=max_dev,
         # (a rule with a step the model does not know maps no pool: model/mappable.py)
         rules={rid: _compile_rule(rid, snap) for rid, r in snap.rules.items()
                if all(s["op"] in STEP_ARGS for s in r.steps)},

@@ -11,7 +11,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from ..model.constants import CRUSH_ITEM_NONE, CRUSH_ITEM_UNDEF, WEIGHT_ONE
-from ..model.errors import AdvisorError
+from ..model.mappable import LOCAL_TRIES
 from ..model.work import count
 from . import straw2
 from .compiled import MSR_RULE_TYPES, MSR_STEP_OPS, ChooseArgs, CompiledCrush, CompiledRule
@@ -273,7 +273,7 @@ def do_rule(cm: CompiledCrush, rule: CompiledRule, x: np.ndarray, result_max: in
             work: Optional[CrushWork] = None) -> Tuple[np.ndarray, np.ndarray]:
     """Map every input x through the rule: (result (n, result_max), result length (n,)).
     What it costs is added to `work`."""
-    cm.check_reachable(rule)
+    cm.check_mappable(rule)
     ctx = _Ctx(cm, args, dev_weight.astype(np.int64), work if work is not None else CrushWork())
     draws0 = ctx.work.draws
     ctx.work.replicas += x.shape[0] * result_max
@@ -305,9 +305,8 @@ def do_rule(cm: CompiledCrush, rule: CompiledRule, x: np.ndarray, result_max: in
         elif step.op == "set_chooseleaf_tries":
             if step.arg1 > 0:
                 leaf_tries = step.arg1
-        elif step.op in ("set_choose_local_tries", "set_choose_local_fallback_tries"):
-            if step.arg1 > 0:
-                raise AdvisorError.invalid(f"crush rule '{rule.name}': {step.op} > 0 is not supported")
+        elif step.op in LOCAL_TRIES:
+            continue        # 0 or less: the default (check_mappable refused the rest)
         elif step.op == "set_chooseleaf_vary_r":
             if step.arg1 >= 0:
                 vary_r = step.arg1

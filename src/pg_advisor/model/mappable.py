@@ -16,22 +16,48 @@ MAPPED_HASH = "rjenkins1"
 LOCAL_TRIES = ("set_choose_local_tries", "set_choose_local_fallback_tries")
 
 
-def rule_problem(rule: Optional[Rule], mapped_ops: Sequence[str],
-                 buckets: Mapping[int, Bucket], tunables: Mapping[str, Any]) -> Optional[str]:
-    """Why a pool under `rule` cannot be mapped exactly, or None. A rule that is not in
-    the map is no reason: Ceph maps such a pool's PGs nowhere, and so does ours."""
-    if rule is None:
-        return None
+def tunables_problem(tunables: Mapping[str, Any]) -> Optional[str]:
+    """Why no rule of a map with these tunables can be mapped exactly, or None."""
     for t in ("choose_local_tries", "choose_local_fallback_tries"):
         if int(tunables.get(t, 0)) > 0:
             return (f"the CRUSH tunable {t} is {tunables[t]}; pg_advisor maps the tunables of "
                     f"firefly and later, where it is 0")
+    return None
+
+
+def step_problem(rule_name: str, op: str, num: int) -> Optional[str]:
+    """Why a rule's step (known to the model) cannot be mapped exactly, or None."""
+    if op in LOCAL_TRIES and num > 0:
+        return f"crush rule '{rule_name}' sets {op} {num}; pg_advisor maps it at 0 only"
+    return None
+
+
+def bucket_problem(rule_name: str, bucket_name: str, alg: str, hash_name: str) -> Optional[str]:
+    """Why a bucket a rule reaches cannot be mapped exactly, or None."""
+    if alg in MAPPED_ALGS and hash_name == MAPPED_HASH:
+        return None
+    return (f"crush rule '{rule_name}' reaches bucket '{bucket_name}' of algorithm '{alg}' "
+            f"(hash {hash_name}); pg_advisor maps {', '.join(MAPPED_ALGS)} buckets with the "
+            f"{MAPPED_HASH} hash only")
+
+
+def rule_problem(rule: Optional[Rule], mapped_ops: Sequence[str],
+                 buckets: Mapping[int, Bucket], tunables: Mapping[str, Any]) -> Optional[str]:
+    """Why a pool under `rule` cannot be mapped exactly, or None. A rule that is not in
+    the map is no reason: Ceph maps such a pool's PGs nowhere, and so does ours. (crush/
+    refuses to map the same things, in the same words, to a caller that did not ask.)"""
+    if rule is None:
+        return None
+    why = tunables_problem(tunables)
+    if why is not None:
+        return why
     for s in rule.steps:
         op = s.get("op")
         if op not in mapped_ops:
             return f"crush rule '{rule.name}' has a step '{op}', which pg_advisor does not map"
-        if op in LOCAL_TRIES and int(s.get("num", 0)) > 0:
-            return f"crush rule '{rule.name}' sets {op} {s['num']}; pg_advisor maps it at 0 only"
+        why = step_problem(rule.name, str(op), int(s.get("num", 0)))
+        if why is not None:
+            return why
     return _bucket_problem(rule, buckets)
 
 
@@ -43,10 +69,9 @@ def _bucket_problem(rule: Rule, buckets: Mapping[int, Bucket]) -> Optional[str]:
         if b is None or b.id in seen:
             continue
         seen.add(b.id)
-        if b.alg not in MAPPED_ALGS or b.hash != MAPPED_HASH:
-            return (f"crush rule '{rule.name}' reaches bucket '{b.name}' of algorithm '{b.alg}' "
-                    f"(hash {b.hash}); pg_advisor maps {', '.join(MAPPED_ALGS)} buckets with the "
-                    f"{MAPPED_HASH} hash only")
+        why = bucket_problem(rule.name, b.name, b.alg, b.hash)
+        if why is not None:
+            return why
         stack.extend(int(c) for c in b.items.tolist() if c < 0)
     return None
 

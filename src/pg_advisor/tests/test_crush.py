@@ -143,11 +143,24 @@ def test_unsupported_bucket_algorithm_is_refused(dumps: Dict[str, Any]) -> None:
 
 
 def test_legacy_tunables_are_refused(dumps: Dict[str, Any]) -> None:
+    # every pool is set aside (model/mappable.py), and CRUSH refuses to map one in the
+    # same words; the map itself is no error (commands answer: test_not_mapped.py)
     dumps["crush"]["tunables"]["choose_local_tries"] = 2
     s = snapshot.load(dumps["osd_dump"], dumps["crush"])
+    assert s.pools == () and len(s.unmapped) == 3
     with pytest.raises(AdvisorError) as e:
-        Placer(s)
-    assert "legacy CRUSH tunables" in e.value.message
+        Placer(s).map_pool(s.unmapped[0][0])
+    assert e.value.code == -22 and e.value.message == s.unmapped[0][1]
+    assert e.value.message.startswith("the CRUSH tunable choose_local_tries is 2")
+
+
+def test_a_local_tries_step_is_refused_in_the_models_words(dumps: Dict[str, Any]) -> None:
+    dumps["crush"]["rules"][2]["steps"].insert(0, {"op": "set_choose_local_tries", "num": 1})
+    s = snapshot.load(dumps["osd_dump"], dumps["crush"])
+    [(pool, why)] = s.unmapped
+    with pytest.raises(AdvisorError) as e:
+        Placer(s).map_pool(pool)
+    assert e.value.message == why == "crush rule 'fast' sets set_choose_local_tries 1; pg_advisor maps it at 0 only"
 
 
 def _rbd_copies(dumps: Dict[str, Any], n: int) -> snapshot.Snapshot:

@@ -70,6 +70,10 @@ def test_other_things_the_model_does_not_follow(dumps: Dict[str, Any], change: A
     r = status_report(snap)         # still answered, each pool with its reason
     assert all(p["not_mapped"] for p in r["pools"] if p["name"] not in {q.name for q in snap.pools})
     assert "PG_ADVISOR_POOL_NOT_MAPPED" in health_checks(r)
+    # and so are a plan and a balance, for the pools left (none, under legacy tunables)
+    plan = plan_report(snap, options.make())
+    assert {s["pool"] for s in plan["steps"]} <= {p.name for p in snap.pools}
+    assert Balancer(snap).run().items is not None
 
 
 def test_a_step_the_model_does_not_know_sets_its_pools_aside(dumps: Dict[str, Any]) -> None:
