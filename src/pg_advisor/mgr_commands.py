@@ -99,7 +99,7 @@ class LiveCommands:
         summary = driver.abort(self.mgr.context(self.mgr.reader.take_snapshot(fresh=True)))
         # the event closed and the panel's copy new at once; health follows with the wake
         self.mgr.progress.update(self.mgr, driver.progress())
-        self.mgr.panel.show_plan(driver.plan_report(), driver.history())
+        self.mgr.panel.show_plan(*driver.plan_view())
         self.mgr.wake()
         return {"aborted": True, "summary": summary}
 

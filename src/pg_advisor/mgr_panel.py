@@ -44,8 +44,8 @@ class Panel:
         self.served.update(status=doc, at=time.time(), figures=figures)
 
     def show_plan(self, progress: Dict[str, Any], history: List[Dict[str, Any]]) -> None:
-        self.served["progress"] = progress
-        self.served["history"] = {"history": history}
+        # one update (a reader sees both of one moment)
+        self.served.update(progress=progress, history={"history": history})
 
     @property
     def status(self) -> Optional[Dict[str, Any]]:

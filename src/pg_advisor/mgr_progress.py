@@ -1,6 +1,7 @@
 """The plan as an event in `ceph -s`, through the mgr's progress module: updated while the
 plan runs, closed once when it ends (done: completed; aborted or stopped: failed), as
 pg_autoscaler's PgAdjustmentProgress updates the event of a pool's pg_num change."""
+import threading
 from typing import Optional, Set, Tuple
 
 from mgr_module import MgrModule
@@ -14,19 +15,25 @@ Event = Tuple[str, str, float, Status]
 class PlanProgress:
     def __init__(self) -> None:
         self._closed: Set[str] = set()     # the events of plans that ended: not sent again
+        # the serve loop and an abort's command thread may both close an event: once
+        self._lock = threading.Lock()
 
     def update(self, module: MgrModule, event: Optional[Event]) -> None:
         """Send `event` (the current or last plan's) to the progress module. The event is
         optional to the plan: a failure is logged, never raised."""
-        if event is None or event[0] in self._closed:
+        if event is None:
             return
         ev_id, msg, frac, status = event
+        with self._lock:
+            if ev_id in self._closed:
+                return
+            if status not in ACTIVE:
+                self._closed.add(ev_id)
         try:
             if status in ACTIVE:
                 module.remote("progress", "update", ev_id, ev_msg=msg, ev_progress=frac,
                               add_to_ceph_s=True)
             else:
-                self._closed.add(ev_id)
                 if status == Status.DONE:
                     module.remote("progress", "complete", ev_id)
                 else:

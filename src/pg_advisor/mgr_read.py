@@ -24,7 +24,7 @@ from .model.pg_brief import brief_pg_map, parse_brief
 from .model.reuse import ChangeKey, SnapshotReuse
 
 MAP_WAIT = 10.0     # seconds a write command waits for the mgr's map to show what it set
-BURST_WAIT = 120.0  # seconds a command of a burst may take to answer
+BURST_WAIT = 120.0  # seconds a burst's commands may take to answer, all together
 PARSE_PAUSE = 0.002     # seconds without the GIL between chunks of a big JSON text
 # the fields of `pg_status` (PGMapDigest::print_summary) whose change means the PG stats did:
 # not the I/O rates, which change every report and decide nothing here
@@ -63,26 +63,32 @@ def send(mgr: MgrModule, cmd: Dict[str, Any]) -> Tuple[int, str]:
     return code, err
 
 
-def send_nowait(mgr: MgrModule, cmd: Dict[str, Any]) -> Callable[[], Tuple[int, str]]:
+Wait = Callable[[float], Tuple[int, str]]     # waits up to so many seconds for an answer
+
+
+def send_nowait(mgr: MgrModule, cmd: Dict[str, Any]) -> Wait:
     """Send a mon command without waiting; the function returned waits for its answer."""
     result = MonResult("")
     mgr.send_command(result, "mon", "", json.dumps(json_command(cmd)), "")
 
-    def wait() -> Tuple[int, str]:
-        if not result.ev.wait(BURST_WAIT):
+    def wait(seconds: float) -> Tuple[int, str]:
+        if not result.ev.wait(seconds):
             return -errno.ETIMEDOUT, f"no answer from the mon within {BURST_WAIT:g} s"
         code, _, err = result.wait()
         return code, err
     return wait
 
 
-def burst(send_one: Callable[[Dict[str, Any]], Callable[[], Tuple[int, str]]],
+def burst(send_one: Callable[[Dict[str, Any]], Wait],
           cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
     """Send commands together, in order, none waiting for the one before (no thread
     each: a weight change and its hundreds of pins go out as one), so that the mon takes
-    them into one map epoch; answers in the same order. `send_one` is send_nowait's kind."""
+    them into one map epoch; answers in the same order. `send_one` is send_nowait's kind.
+    One deadline for the whole burst: a mon that stops answering holds the caller (and
+    the plan's lock) BURST_WAIT seconds, not that for each command."""
     waits = [send_one(c) for c in cmds]
-    return [w() for w in waits]
+    deadline = time.monotonic() + BURST_WAIT
+    return [w(max(0.0, deadline - time.monotonic())) for w in waits]
 
 
 def mon_mapping(osdmap: Any, pgid: str) -> Dict[str, Any]:

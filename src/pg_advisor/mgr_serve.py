@@ -2,8 +2,10 @@
 shutdown, and each tick's jobs (the panel kept, a read a command left, the plan's tick and
 its progress event, the status the panel serves, the health checks).
 
-Only the loop runs these jobs (not called from command handlers, as cephadm's serve.py
-is not): a command that wants one done now wakes the loop (Module.wake).
+The loop runs these jobs (not called from command handlers, as cephadm's serve.py is
+not): a command that wants one done now wakes the loop (Module.wake). The one exception,
+`abort`, closes the plan's progress event and updates the panel's copy at once itself
+(PlanProgress closes an event once under its lock; the panel's copy changes in one update).
 """
 import threading
 import time
@@ -128,7 +130,7 @@ class MgrServe:
         """Copies of the plan and its history for the panel's thread (the serve loop and
         commands change the originals)."""
         driver = self.mgr.driver
-        self.mgr.panel.show_plan(driver.plan_report(), driver.history())
+        self.mgr.panel.show_plan(*driver.plan_view())
 
     def status(self, pool: Optional[str] = None, snap: Optional[snapshot.Snapshot] = None) -> Dict[str, Any]:
         opts = self.mgr.current_options()
@@ -156,7 +158,7 @@ class MgrServe:
         """Evaluate the sizing model (from a fresh status), then publish all health checks."""
         self._sizing_checks = {}
         opts = self.mgr.current_options()
-        if opts.mode != "off":
+        if opts.mode is not Mode.OFF:
             if time.time() - self.mgr.panel.status_at > opts.refresh_interval:
                 self.refresh_status()
             doc = self.mgr.panel.status

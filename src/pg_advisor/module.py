@@ -161,7 +161,7 @@ class Module(MgrModule):
     def send(self, cmd: Dict[str, Any]) -> Tuple[int, str]:
         return mgr_read.send(self, cmd)
 
-    def send_nowait(self, cmd: Dict[str, Any]) -> Callable[[], Tuple[int, str]]:
+    def send_nowait(self, cmd: Dict[str, Any]) -> mgr_read.Wait:
         return mgr_read.send_nowait(self, cmd)
 
     def burst(self, cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:

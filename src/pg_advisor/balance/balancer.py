@@ -9,7 +9,8 @@ builds each pool's state (pool_state.py), makes the moves its strategies choose
 the item lists that give the new up sets.
 """
 import copy
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+import weakref
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -42,6 +43,19 @@ STATE_REPLICA_COST = 9      # a replica of a pool's state
 STATE_POOL_COST = 13_500    # a pool's state
 
 
+def _weakly(method: Callable[..., Any]) -> Callable[..., Any]:
+    """`method` of an object, called through a weak reference: a callback the object's own
+    parts keep must not keep it alive (a run's arrays would wait for the cycle collector,
+    and the mgr builds a run for every round and command)."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args: Any) -> Any:
+        bound = ref()
+        assert bound is not None, "called after its balancer was freed"
+        return bound(*args)
+    return call
+
+
 class Balancer:
     def __init__(self, snap: Snapshot, placer: Optional[Placer] = None,
                  pools: Optional[List[str]] = None, copies_max: Optional[float] = None,
@@ -61,7 +75,7 @@ class Balancer:
         self.states: List[PoolState] = []
         self._notes_of: Dict[str, List[str]] = {}     # pool name -> the notes its state gave
         self._by_rule: Dict[int, Tuple[np.ndarray, List[int]]] = {}   # rule -> weights, OSDs lost
-        self._source = StateSource(snap, self.placer, self.anc, self.usable, self._rule_weights)
+        self._source = StateSource(snap, self.placer, self.anc, self.usable, _weakly(self._rule_weights))
         crush = copy.copy(self.placer.work)
         self._build_states(pools)
         self._sum_total()
@@ -72,13 +86,12 @@ class Balancer:
                            + sum(st.up.size for st in self.states) * STATE_REPLICA_COST
                            + len(self.states) * STATE_POOL_COST)
         self.budget = Budget(copies_max, copies_max is not None and snap.misplaced_objects == 0,
-                             osd_room, self.built_cost, WORK_MAX, self._note_work_stop)
+                             osd_room, self.built_cost, WORK_MAX, _weakly(self._note_work_stop))
         for st in self.states:
             st.budget = self.budget
         self.lb = 0
         self.primaries = Primaries(snap, self.states)
         self.search = MoveSearch(self.anc, self.budget, self.primaries, snap.osds.count)
-        self.count_evener = CountEvener(self)
 
     def _build_states(self, pools: Optional[List[str]]) -> None:
         """Each pool's state (of `pools`, None: all), and why a pool has none."""
@@ -230,7 +243,7 @@ class Balancer:
         """Balance PG counts with at most `max_moves` replica moves (item lists), then run
         `then` (bytes mode's evener) within what is left of the budget."""
         self._begin(max_moves)
-        self.count_evener.balance()
+        CountEvener(self).balance()     # (made per run: it refers back to this one)
         if then is not None:
             then()
         count("balance_work", self.budget.work)

@@ -22,7 +22,7 @@ class Stop(enum.Enum):
 
 class Budget:
     def __init__(self, copies_max: Optional[float], first_free: bool,
-                 osd_room: Optional[np.ndarray], work: int, work_max: Optional[int] = None,
+                 osd_room: Optional[np.ndarray], work: int, work_max: int,
                  on_work_stop: Optional[Callable[[], None]] = None) -> None:
         # object copies the moves may misplace (None: no limit); each move misplaces the
         # PG's objects once
@@ -36,7 +36,7 @@ class Budget:
         self.misplaced = 0.0
         self.moves_left = 0    # item lists the run may still make (a group moved at once: one)
         self.work = work       # units of work done so far
-        self.work_max = work_max   # past it the run stops (None: no bound)
+        self.work_max = work_max   # past it the run stops
         # rows the pool states turned into arrays since the last spend (PoolState.rows): an
         # OSD of half a million PGs costs that much each time its array is built again
         self.rows_built = 0
@@ -62,7 +62,7 @@ class Budget:
         the run stops) past the work bound."""
         self.work += pairs + self.rows_built
         self.rows_built = 0
-        if self.work_max is not None and self.work > self.work_max and not self.out_of_work:
+        if self.work > self.work_max and not self.out_of_work:
             self.halt(Stop.WORK)
             if self.on_work_stop is not None:
                 self.on_work_stop()

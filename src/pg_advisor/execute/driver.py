@@ -217,6 +217,11 @@ class Driver(OperatorCommands):
         with self.lock:
             return list(self.executor.history)
 
+    def plan_view(self) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+        """(plan_report, history) of one moment, for the panel."""
+        with self.lock:
+            return self.executor.report(), list(self.executor.history)
+
     @property
     def plan_active(self) -> bool:
         """A plan is running or paused: the background polls it."""

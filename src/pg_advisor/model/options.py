@@ -136,6 +136,13 @@ class Options:
         128, "primary changes (pg-upmap-primary entries set or removed) one `read-balance` may "
         "make; each re-peers its PG", 1, 10000)
 
+    def __post_init__(self) -> None:
+        # a choice given as its text (Options(mode="auto")) is its member: `is Mode.AUTO`
+        # holds however the options were made (an unknown text raises ValueError)
+        for f in fields(self):
+            if isinstance(f.type, type) and issubclass(f.type, enum.Enum):
+                object.__setattr__(self, f.name, f.type(getattr(self, f.name)))
+
 
 def _spec(f: Any) -> Spec:
     """An option's spec from its field; an enum's is a string option of its values."""

@@ -69,7 +69,7 @@ def wired(module: Module, dumps: Dict[str, Any]) -> Any:
         fake.module_options[("pg_advisor", key)] = value
     setattr(module, "send", send)
     # a burst's commands, each answered at once (the mgr sends them without waiting)
-    setattr(module, "send_nowait", lambda c: (lambda r: lambda: r)(send(c)))
+    setattr(module, "send_nowait", lambda c: (lambda r: lambda seconds: r)(send(c)))
     setattr(module, "set_module_option", set_option)
     return module, ceph, refresh
 

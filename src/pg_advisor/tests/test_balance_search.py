@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pg_advisor.model import snapshot
-from pg_advisor.balance.balancer import Balancer
+from pg_advisor.balance.balancer import WORK_MAX, Balancer
 from pg_advisor.crush.placement import Placer
 
 from pg_advisor_testkit.dumps import DUMP_FILES, read
@@ -176,7 +176,7 @@ def test_a_pg_moved_back_within_a_run_gives_its_budget_back(snap: snapshot.Snaps
 
 def test_the_budget_says_why_a_run_stopped() -> None:
     from pg_advisor.balance.budget import Budget, Stop
-    room = Budget(copies_max=10, first_free=False, osd_room=np.array([1, 5]), work=0)
+    room = Budget(copies_max=10, first_free=False, osd_room=np.array([1, 5]), work=0, work_max=WORK_MAX)
     room.start(3)
     assert room.charge(4, [0, 1]) and room.misplaced == 4 and room.osd_room is not None
     assert room.osd_room.tolist() == [0, 4] and room.moves_left == 2
@@ -188,14 +188,14 @@ def test_the_budget_says_why_a_run_stopped() -> None:
     assert room.stop is Stop.WORK and not room.throttled     # but a partial answer says so
     # the misplaced budget; the first move free only when nothing is misplaced yet
     for first_free, made in ((False, False), (True, True)):
-        b = Budget(copies_max=2, first_free=first_free, osd_room=None, work=0)
+        b = Budget(copies_max=2, first_free=first_free, osd_room=None, work=0, work_max=WORK_MAX)
         b.start(5)
         assert b.charge(3, [0, 1]) is made
         assert b.stop is (None if made else Stop.MISPLACED)
     b.charge(1, [2, 3])
     assert b.stop is Stop.MISPLACED and b.throttled and b.misplaced == 3
     # the moves asked for: done, not throttled
-    moves = Budget(copies_max=None, first_free=False, osd_room=None, work=0)
+    moves = Budget(copies_max=None, first_free=False, osd_room=None, work=0, work_max=WORK_MAX)
     moves.start(1)
     assert moves.charge(10 ** 9, [0, 1]) and moves.stop is Stop.MOVES and not moves.throttled
     moves.start(0)

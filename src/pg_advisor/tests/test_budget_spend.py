@@ -3,6 +3,7 @@ the rows its pool states built again, one bound, one note."""
 from typing import List
 
 import numpy as np
+import pytest
 
 from pg_advisor.balance.balancer import Balancer
 from pg_advisor.balance.budget import Budget, Stop
@@ -22,11 +23,15 @@ def test_spend_counts_the_rows_built_and_stops_once_past_the_bound() -> None:
     assert b.stop is Stop.WORK                                  # the partial answer's reason stands
 
 
-def test_without_a_bound_work_is_counted_and_never_stops() -> None:
-    b = Budget(None, False, None, work=0)
+def test_work_within_the_bound_is_counted_and_never_stops() -> None:
+    # every budget has a work bound (a run without one could hold the mgr for minutes)
+    with pytest.raises(TypeError):
+        Budget(None, False, None, work=0)      # type: ignore[call-arg]
+    b = Budget(None, False, None, work=0, work_max=(1 << 40) + 7)
     b.start(1)
     b.rows_built = 7
     assert b.spend(1 << 40) and b.work == (1 << 40) + 7 and not b.stopped
+    assert not b.spend(1) and b.out_of_work
 
 
 def test_a_run_charges_its_states_rebuilt_rows_to_its_own_budget(snap: snapshot.Snapshot) -> None:
@@ -44,3 +49,21 @@ def test_a_run_charges_its_states_rebuilt_rows_to_its_own_budget(snap: snapshot.
     assert row in got.tolist() and b.budget.rows_built == got.size - 1
     assert b.budget.spend(0) and b.budget.work == before + got.size - 1 and b.budget.rows_built == 0
     assert np.array_equal(st.rows(dst), got) and b.budget.rows_built == 0     # kept until it changes
+
+
+def test_a_run_is_freed_when_its_last_reference_goes(snap: snapshot.Snapshot) -> None:
+    # the mgr builds a run for every round and command: its parts' callbacks into it must
+    # not make a cycle, or its arrays would wait for the cycle collector
+    import gc
+    import weakref
+    gc.collect()
+    gc.disable()
+    try:
+        b = Balancer(snap)
+        b.run()
+        assert b.budget.on_work_stop is not None
+        gone = weakref.ref(b)
+        del b
+        assert gone() is None
+    finally:
+        gc.enable()

@@ -160,7 +160,8 @@ def test_a_local_tries_step_is_refused_in_the_models_words(dumps: Dict[str, Any]
     [(pool, why)] = s.unmapped
     with pytest.raises(AdvisorError) as e:
         Placer(s).map_pool(pool)
-    assert e.value.message == why == "crush rule 'fast' sets set_choose_local_tries 1; pg_advisor maps it at 0 only"
+    assert e.value.message == why == ("crush rule 'fast' sets set_choose_local_tries 1; "
+                                      "pg_advisor maps it at 0 only")
 
 
 def _rbd_copies(dumps: Dict[str, Any], n: int) -> snapshot.Snapshot:

@@ -73,3 +73,13 @@ def test_the_panel_serves_the_status_computed_once_per_refresh(module: Module) -
         assert len(calls) == 1 and served == real()
     finally:
         module.panel.stop()
+
+
+def test_a_choice_given_as_text_is_its_member() -> None:
+    # `opts.mode is Mode.AUTO` holds however the options were made
+    from pg_advisor.model.options import AssumeBalanced, BalanceMode, Mode, Options
+    o = Options(mode="auto", balance_mode="pgs", assume_balanced="yes")   # type: ignore[arg-type]
+    assert o.mode is Mode.AUTO and o.balance_mode is BalanceMode.PGS
+    assert o.assume_balanced is AssumeBalanced.YES
+    with pytest.raises(ValueError):
+        Options(mode="sometimes")       # type: ignore[arg-type]
