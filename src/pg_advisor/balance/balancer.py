@@ -19,6 +19,7 @@ from ..crush.placement import Placer
 from ..crush.upmap import build_items, NotExpressible
 from ..model.distribution import rule_weights, unreachable, up_counts
 from ..model.errors import AdvisorError
+from ..model.misplaced import MisplacedBudget
 from ..model.snapshot import Pool, Rule, Snapshot
 from ..model.work import count
 from .budget import Budget
@@ -58,7 +59,7 @@ def _weakly(method: Callable[..., Any]) -> Callable[..., Any]:
 
 class Balancer:
     def __init__(self, snap: Snapshot, placer: Optional[Placer] = None,
-                 pools: Optional[List[str]] = None, copies_max: Optional[float] = None,
+                 pools: Optional[List[str]] = None, misplaced: Optional[MisplacedBudget] = None,
                  drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None) -> None:
         self.snap = snap
         # OSDs to empty (`drain`): no share and never a destination, so every replica on
@@ -85,7 +86,8 @@ class Balancer:
                            + (self.placer.work.replicas - crush.replicas) * CRUSH_REPLICA_COST
                            + sum(st.up.size for st in self.states) * STATE_REPLICA_COST
                            + len(self.states) * STATE_POOL_COST)
-        self.budget = Budget(copies_max, copies_max is not None and snap.misplaced_objects == 0,
+        m = misplaced or MisplacedBudget(None, False)     # (None: no misplaced bound)
+        self.budget = Budget(m.copies, m.first_free,
                              osd_room, self.built_cost, WORK_MAX, _weakly(self._note_work_stop))
         for st in self.states:
             st.budget = self.budget

@@ -8,6 +8,7 @@ import numpy as np
 from ..crush.placement import Placer
 from ..model.distribution import spread, up_counts
 from ..model.errors import AdvisorError
+from ..model.misplaced import MisplacedBudget
 from ..model.options import BalanceMode
 from ..model.snapshot import Snapshot
 from .balancer import BalanceResult, Balancer, PoolState
@@ -170,11 +171,11 @@ class Aim:
 
 @dataclass(frozen=True)
 class Limits:
-    """What a run may spend: at most `max_items` replica moves, `copies_max` object copies
-    misplaced (None: no bound), and the PGs each OSD may still take in or give off
-    (`osd_room`; None: any)."""
+    """What a run may spend: at most `max_items` replica moves, the object copies the
+    `misplaced` budget allows (model/misplaced.py; None: no bound), and the PGs each OSD
+    may still take in or give off (`osd_room`; None: any)."""
     max_items: int = 1 << 20
-    copies_max: Optional[float] = None
+    misplaced: Optional[MisplacedBudget] = None
     osd_room: Optional[np.ndarray] = None
 
 
@@ -191,7 +192,7 @@ def propose(snap: Snapshot, aim: Aim = Aim(), limits: Limits = Limits(), *,
         raise AdvisorError.invalid(f"--max-items must be at least 1, not {limits.max_items}")
     for name in aim.pools or []:
         snap.pool_by_name(name)
-    b = balancer or Balancer(snap, placer, aim.pools, limits.copies_max, aim.drain, limits.osd_room)
+    b = balancer or Balancer(snap, placer, aim.pools, limits.misplaced, aim.drain, limits.osd_room)
 
     def bytes_after_counts() -> None:
         if mode is not BalanceMode.BYTES:
@@ -203,7 +204,8 @@ def propose(snap: Snapshot, aim: Aim = Aim(), limits: Limits = Limits(), *,
                            f"bytes left as they are")
         else:
             ByteEvener(b, aim.min_gain).run()
-    return Proposal(snap, mode, b, b.run(limits.max_items, bytes_after_counts), limits.copies_max)
+    return Proposal(snap, mode, b, b.run(limits.max_items, bytes_after_counts),
+                    limits.misplaced.copies if limits.misplaced is not None else None)
 
 
 def spread_small(f: Dict[str, Any], min_spread: float) -> bool:

@@ -62,7 +62,7 @@ def _simulate(i: Inputs, v: Values) -> Report:
 def _balance(i: Inputs, v: Values) -> Report:
     aim = Aim([v["pool"]] if v["pool"] else None, v["mode"] or i.opts.balance_mode, i.opts.balance_min_gain)
     limits = Limits(v["max_items"] or MAX_BALANCE_ITEMS,
-                    MisplacedBudget.from_options(i.snap, i.opts, i.cluster_ratio).copies)
+                    MisplacedBudget.from_options(i.snap, i.opts, i.cluster_ratio))
     report = balance_report(i.snap, aim, limits)
     return dict(report, dry_run=True)
 

@@ -159,4 +159,4 @@ class RoundSpec:
 def balance_round(snap: Snapshot, spec: RoundSpec) -> Round:
     """Propose one round."""
     return Round(propose(snap, Aim(spec.pools, spec.mode, spec.min_gain, spec.min_spread, spec.drain),
-                         Limits(spec.max_items, spec.budget.copies, spec.osd_room)))
+                         Limits(spec.max_items, spec.budget, spec.osd_room)))

@@ -11,6 +11,7 @@ from pg_advisor.balance.proposal import Aim, Limits, balance_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.distribution import up_counts
 from pg_advisor.model.errors import AdvisorError
+from pg_advisor.model.misplaced import MisplacedBudget
 from pg_advisor.model.options import BalanceMode
 from pg_advisor.analysis.legality import Reach, ancestors, replaceable, rule_shape
 
@@ -211,14 +212,14 @@ def test_no_replacement_by_an_osd_without_a_failure_domain_ancestor(dumps: Dict[
 
 def test_work_bound_stops_the_run_with_a_note(snap: snapshot.Snapshot,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    whole = balance_report(snap, Aim(mode=PGS), Limits(copies_max=1e18))
+    whole = balance_report(snap, Aim(mode=PGS), Limits(misplaced=MisplacedBudget(1e18, False)))
     assert whole["moves"] > 2 and not any("units of work" in n for n in whole["notes"])
     # the states' cost counts: a bound just above it leaves room for two looks
     built = Balancer(snap).built_cost
     assert built > 0
     bound = built + 2 * MOVE_COST
     monkeypatch.setattr("pg_advisor.balance.balancer.WORK_MAX", bound)
-    cut = balance_report(snap, Aim(mode=PGS), Limits(copies_max=1e18))
+    cut = balance_report(snap, Aim(mode=PGS), Limits(misplaced=MisplacedBudget(1e18, False)))
     note = next(n for n in cut["notes"] if f"stopped at {bound:,} units of work" in n)
     assert f"the pools' states cost {built:,}" in note, note
     # the figures as they are: the moves made, and the fixture's ~27 PGs per OSD (not "thousands")
@@ -247,9 +248,9 @@ def test_bytes_mode_steps_count_against_the_work_bound(snap: snapshot.Snapshot,
 
     def run() -> Any:
         steps.clear()
-        return propose(snap, Aim(mode=BYTES, min_gain=0.002), Limits(copies_max=1e18))
+        return propose(snap, Aim(mode=BYTES, min_gain=0.002), Limits(misplaced=MisplacedBudget(1e18, False)))
 
-    counts = propose(snap, Aim(mode=PGS), Limits(copies_max=1e18))
+    counts = propose(snap, Aim(mode=PGS), Limits(misplaced=MisplacedBudget(1e18, False)))
     whole = run()
     made, began = len(steps), list(steps)
     with monkeypatch.context() as m:
