@@ -9,8 +9,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .cluster import Bucket, Pool, Rule
 
-# what crush/ maps: bucket algorithms and their hash (crush/compiled.py reads these)
-MAPPED_ALGS = ("straw2",)
+# what crush/ maps: every bucket algorithm Ceph maps, with its only hash (rjenkins1, hash 0;
+# crush/compiled.py reads these)
+MAPPED_ALGS = ("uniform", "list", "tree", "straw", "straw2")
 MAPPED_HASH = "rjenkins1"
 # rule steps whose positive argument the model does not follow (pre-firefly maps)
 LOCAL_TRIES = ("set_choose_local_tries", "set_choose_local_fallback_tries")
