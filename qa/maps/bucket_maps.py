@@ -94,6 +94,7 @@ class BucketCase:
 
 
 EVERY = ALGS
+WIDE = ("uniform", "list", "tree", "straw")
 RACKED_HOSTS = ("straw", "list", "tree")    # 3 OSDs each; a rack of these weighs like another
 CASES: List[BucketCase] = [
     # hosts of every algorithm under a straw root, both straw_calc_versions
@@ -126,6 +127,17 @@ CASES: List[BucketCase] = [
                reweights=({}, {0: 0.0, 4: 0.5, 9: 0.0}, {2: 0.0, 3: 0.0, 7: 0.25})),
     BucketCase("uniform-indep-3", Layout(3, 2, 2, alg_of=by_index(("uniform",), ("uniform",), "uniform")),
                ec_size=3, pg_bits=7, mark_out=(1,), reweights=({}, {6: 0.0, 7: 0.5})),
+    # OSDs straight from one wide host of each older algorithm, with a third of them out in
+    # crushtool's runs: many collisions and retries (uniform's permutation built far along,
+    # a tree of 4 levels)
+    *(BucketCase(f"osds-of-one-{alg}-host",
+                 Layout(0, 4, 12, weight=uniform_hosts_even(WIDE, 12), alg_of=by_index(WIDE)),
+                 firstn=(f"take host{h}", "choose firstn 0 type osd", "emit"),
+                 indep=(f"take host{h}", "choose indep 0 type osd", "emit"),
+                 size=6, ec_size=9, pg_bits=5, straw_calc_version=h % 2, mark_out=(12 * h + 3,),
+                 reweights=({}, {12 * h + o: 0.0 for o in (0, 2, 5, 7)} | {12 * h + 9: 0.5},
+                            {12 * h + o: 0.0 for o in range(1, 12, 2)}))
+      for h, alg in enumerate(WIDE)),
 ]
 
 

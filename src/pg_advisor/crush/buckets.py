@@ -21,12 +21,15 @@ item that is chosen. Rows are independent draws; loops run over items or tree le
 Only straw2 takes choose_args weight sets: these algorithms ignore them, as Ceph does.
 """
 import math
-from typing import Callable, List, Sequence
+from typing import TYPE_CHECKING, Callable, List, Sequence
 
 import numpy as np
 
 from .hashing import hash32_3, hash32_4
 from .straw2 import BLOCK
+
+if TYPE_CHECKING:      # (compiled.py builds what these draws read: imported for types only)
+    from .compiled import CompiledCrush
 
 M32 = 0xFFFFFFFF
 # Ceph's CRUSH_BUCKET_* values
@@ -99,10 +102,11 @@ def _blocks(n: int, s: int, fn: Callable[[slice], np.ndarray]) -> np.ndarray:
     return out
 
 
-def choose(alg: int, items: np.ndarray, weights: np.ndarray, aux: np.ndarray, bucket: np.ndarray,
-           s: int, x: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """The chosen column per row. items, weights: the compiled (buckets, width) arrays;
-    aux: compiled's per-bucket numbers; bucket: each row's bucket index (-1 - id)."""
+def choose(cm: "CompiledCrush", alg: int, bucket: np.ndarray, s: int, x: np.ndarray,
+           r: np.ndarray) -> np.ndarray:
+    """The chosen column per row: bucket is each row's bucket index (-1 - id), all of
+    algorithm `alg` and size `s`."""
+    items, weights, aux = cm.items, cm.weights, cm.aux
     bid = -1 - bucket
     if alg == UNIFORM:
         return _blocks(bucket.size, s, lambda sl: _uniform(bid[sl], s, x[sl], r[sl]))

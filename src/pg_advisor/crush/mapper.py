@@ -50,8 +50,7 @@ class _Ctx:
                 continue
             self.work.draws += sel.size * s
             if alg != buckets.STRAW2:       # (weight sets are straw2's alone)
-                out[sel] = cm.items[bb, buckets.choose(alg, cm.items, cm.weights, cm.aux, bb, s,
-                                                       x[sel], r[sel])]
+                out[sel] = cm.items[bb, buckets.choose(cm, alg, bb, s, x[sel], r[sel])]
                 continue
             args = self.args
             pos = None if args is None else np.minimum(position[sel], args.positions[bb] - 1)
@@ -150,11 +149,11 @@ class _Ctx:
         return item, itype, status
 
     def descend_r(self, b: np.ndarray, x: np.ndarray, r: np.ndarray, position: np.ndarray,
-                  want_type: int, r_apart: Optional[np.ndarray] = None,
-                  apart: Optional[np.ndarray] = None
+                  want_type: int, apart: Optional[Tuple[np.ndarray, np.ndarray]] = None
                   ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """descend, where a bucket marked in `apart` draws with r_apart instead of r;
-        also the r the last bucket drew with (indep's leaf recursion starts from it)."""
+        """descend, where `apart` is (bucket index -> whether it draws otherwise, the r per
+        row it draws with then); also the r the last bucket drew with (indep's leaf
+        recursion starts from it)."""
         cm = self.cm
         n = b.shape[0]
         b = b.copy()
@@ -169,8 +168,8 @@ class _Ctx:
             empty = cm.size[b[pending]] == 0
             status[pending[empty]] = EMPTY
             go = pending[~empty]
-            if apart is not None and r_apart is not None:
-                used[go] = np.where(apart[b[go]], r_apart[go], r[go])
+            if apart is not None:
+                used[go] = np.where(apart[0][b[go]], apart[1][go], r[go])
             it = self.bucket_choose(b[go], x[go], used[go], position[go])
             ty = np.where(it < 0, cm.type_id[np.maximum(-1 - it, 0)], 0)
             item[go], itype[go] = it, ty
@@ -269,9 +268,8 @@ def _choose_indep(ctx: _Ctx, bucket: np.ndarray, x: np.ndarray, left: np.ndarray
             rp = rep[rows]
             r = rp + parent_r[rows] + numrep * ftotal
             apart = ctx.uniform_apart(numrep)
-            r_apart = None if apart is None else r + ftotal
             item, itype, status, r = ctx.descend_r(bucket[rows], x[rows], r, outpos[rows], type_id,
-                                                   r_apart, apart)
+                                                   None if apart is None else (apart, r + ftotal))
             bad = status == BAD
             out[rows[bad], rp[bad]] = CRUSH_ITEM_NONE
             if out2 is not None:
