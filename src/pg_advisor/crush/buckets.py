@@ -144,7 +144,7 @@ def _list(items: np.ndarray, weights: np.ndarray, sums: np.ndarray, bid: np.ndar
     return np.where(wins.any(axis=1), last, 0)
 
 
-def _node_weight(sums: np.ndarray, node: np.ndarray, height: int, s: int) -> np.ndarray:
+def node_weight(sums: np.ndarray, node: np.ndarray, height: int, s: int) -> np.ndarray:
     """The weight of tree node `node` (of `height`): its leaves' weights summed."""
     lo = np.minimum((node - (1 << height) + 1) >> 1, s)
     hi = np.minimum((node + (1 << height) + 1) >> 1, s)
@@ -156,11 +156,11 @@ def _tree(sums: np.ndarray, bid: np.ndarray, s: int, x: np.ndarray, r: np.ndarra
     depth = tree_depth(s)
     node = np.full(bid.size, 1 << (depth - 1), dtype=np.int64)      # the root
     for h in range(depth - 1, 0, -1):
-        w = _node_weight(sums, node, h, s).astype(np.uint64)
+        w = node_weight(sums, node, h, s).astype(np.uint64)
         t = (hash32_4(x, node, r, bid).astype(np.uint64) * w) >> np.uint64(32)
         half = 1 << (h - 1)
         left = node - half
-        node = np.where(t < _node_weight(sums, left, h - 1, s).astype(np.uint64), left, node + half)
+        node = np.where(t < node_weight(sums, left, h - 1, s).astype(np.uint64), left, node + half)
     # (a subtree of weight 0 leads right, past the last item: Ceph reads beyond its
     # items there; such a bucket is never drawn while a sibling has weight)
     return np.minimum(node >> 1, s - 1)

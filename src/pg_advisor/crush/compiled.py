@@ -129,7 +129,7 @@ class CompiledCrush:
             seen.add(b)
             if not self.supported[b]:
                 raise AdvisorError.invalid(bucket_problem(rule.name, self.names[b], self.alg[b],
-                                                          self.hashes[b]) or "")
+                                                          self.hashes[b], int(self.size[b])) or "")
             kids = self.items[b, :self.size[b]]
             stack.extend(kids[kids < 0].tolist())
         self.memo[("reachable", rule.id)] = True
@@ -208,7 +208,7 @@ def compile_crush(snap: Snapshot) -> CompiledCrush:
         size[i] = n
         type_id[i] = b.type_id
         exists[i] = True
-        supported[i] = bucket_problem("", b.name, b.alg, b.hash) is None
+        supported[i] = bucket_problem("", b.name, b.alg, b.hash, n) is None
         alg_id[i] = ALG_IDS.get(b.alg, 0) if supported[i] else 0
         if alg_id[i] in NEEDS_AUX:
             row = aux_row(int(alg_id[i]), b.fixed_weights.tolist(), tunables.straw_calc_version)

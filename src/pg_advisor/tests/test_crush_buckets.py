@@ -9,11 +9,14 @@ import json
 import random
 from typing import Any, Dict, List
 
+import numpy as np
 import pytest
 
-from pg_advisor.crush.buckets import STRAW, straws
+from pg_advisor.crush.buckets import LIST, STRAW, TREE, aux_row, node_weight, straws, tree_depth
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot
+from pg_advisor.model.errors import AdvisorError
+from pg_advisor.model.mappable import TREE_MAX_ITEMS
 
 from pg_advisor_testkit.dumps import FIXTURES, read
 from pg_advisor_testkit.osdmaptool_output import parse_dump_all
@@ -84,6 +87,51 @@ def test_a_bucket_of_another_hash_is_still_set_aside() -> None:
     snap = load(0, crush)
     [(pool, why)] = snap.unmapped
     assert why.startswith("crush rule 'firstn' reaches bucket 'host2' of algorithm 'tree' (hash unknown)")
+
+
+def test_a_tree_bucket_past_64_items_is_set_aside() -> None:
+    # its node count (8 bits) wraps: Ceph cannot build such a bucket nor draw from it
+    crush = copy.deepcopy(read("crush_dump_rule0.json", BUCKETS))
+    tree = next(b for b in crush["buckets"] if b["alg"] == "tree")
+    pad = [{"id": 0, "weight": 0, "pos": p} for p in range(len(tree["items"]), 65)]
+    assert not load(0, copy.deepcopy(crush)).unmapped
+    tree["items"] += pad
+    [(pool, why)] = load(0, crush).unmapped
+    assert why == ("crush rule 'firstn' reaches bucket 'host2' of algorithm 'tree' with 65 items; "
+                   "Ceph's tree buckets hold at most 64 (it cannot place anything under a bigger one)")
+    with pytest.raises(AdvisorError) as e:
+        Placer(load(0, crush)).map_pool(pool)
+    assert e.value.message == why
+
+
+@needs_lib
+def test_tree_node_weights_and_list_sums_match_libceph_common() -> None:
+    # crush_make_bucket builds them from the item weights (crush.h's structs on x86-64)
+    lib = ctypes.CDLL(str(LIBCEPH))
+    lib.crush_create.restype = ctypes.c_void_p
+    lib.crush_make_bucket.restype = ctypes.c_void_p
+    lib.crush_make_bucket.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                      ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int)]
+    cmap = lib.crush_create()
+    rng = random.Random(2)
+
+    def array(bucket: int, offset: int, n: int) -> List[int]:
+        at = ctypes.c_void_p.from_address(bucket + offset).value
+        assert at is not None
+        return list((ctypes.c_uint32 * n).from_address(at))
+    for _ in range(200):
+        n = rng.randint(1, TREE_MAX_ITEMS)
+        ws = [rng.choice([0, 0x10000, rng.randint(0, 0x100000)]) for _ in range(n)]
+        items, weights = (ctypes.c_int * n)(*range(n)), (ctypes.c_int * n)(*ws)
+        tree = lib.crush_make_bucket(cmap, TREE, 0, 1, n, items, weights)
+        nodes = ctypes.c_uint8.from_address(tree + 24).value        # num_nodes
+        assert nodes == 1 << tree_depth(n)
+        sums = np.array([aux_row(TREE, ws, 1)])
+        ours = [0] + [int(node_weight(sums, np.array([k]), (k & -k).bit_length() - 1, n)[0])
+                      for k in range(1, nodes)]
+        assert ours == array(tree, 32, nodes), ws                  # node_weights
+        listed = lib.crush_make_bucket(cmap, LIST, 0, 1, n, items, weights)
+        assert aux_row(LIST, ws, 1)[1:] == array(listed, 32, n), ws  # sum_weights
 
 
 @needs_lib
