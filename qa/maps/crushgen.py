@@ -62,6 +62,11 @@ class Layout:
     device_class: Callable[[int], Optional[str]] = lambda osd: None
     alg: str = "straw2"
     rooms: int = 0                   # 0: racks hang straight off the root; else racks per room
+    # (bucket type, bucket name) -> its algorithm; None: `alg` for every bucket
+    alg_of: Optional[Callable[[str, str], str]] = None
+
+    def bucket_alg(self, kind: str, name: str) -> str:
+        return self.alg if self.alg_of is None else self.alg_of(kind, name)
 
     @property
     def num_osds(self) -> int:
@@ -81,7 +86,8 @@ def crush_text(layout: Layout, rules: Sequence[str]) -> str:
         nonlocal next_id
         next_id -= 1
         items = "".join(f"\titem {c} weight {w:.5f}\n" for c, w in children)
-        out.append(f"{kind} {name} {{\n\tid {next_id}\n\talg {layout.alg}\n\thash 0\n{items}}}\n")
+        out.append(f"{kind} {name} {{\n\tid {next_id}\n\talg {layout.bucket_alg(kind, name)}\n\thash 0\n"
+                   f"{items}}}\n")
 
     osd = 0
     tops: List[Tuple[str, float]] = []
@@ -108,7 +114,8 @@ def crush_text(layout: Layout, rules: Sequence[str]) -> str:
             tops.extend(in_room)
     # the root gets id -1 as in a default map: emit it last with an explicit id
     items = "".join(f"\titem {c} weight {w:.5f}\n" for c, w in tops)
-    out.append(f"root default {{\n\tid -1\n\talg {layout.alg}\n\thash 0\n{items}}}\n\n# rules\n")
+    out.append(f"root default {{\n\tid -1\n\talg {layout.bucket_alg('root', 'default')}\n\thash 0\n"
+               f"{items}}}\n\n# rules\n")
     out.extend(rules)
     return "".join(out)
 

@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from pg_advisor_testkit.dumps import FIXTURES
 
+from .bucket_maps import by_index
 from .crushgen import GeneratedMap, Layout, Tools, crush_test, crush_text, generate, tentacle_tools
 
 FIXTURE = FIXTURES / "msr"
@@ -142,6 +143,13 @@ CASES: List[MsrCase] = [
             extra=choose_args(1, [(-1, [[1, 3, 2, 0.5], [2, 2, 1, 3], [3, 1, 1, 1]], None)])
             + choose_args(0, [(-1, [[3, 1, 2, 2], [1, 1, 3, 0.5]], None),
                               (-2, [[1, 0.5, 2]], [100, 101, 102])])),
+    # the older bucket algorithms under msr rules (r = (try << 16) + collision try there)
+    MsrCase("older-buckets", Layout(0, 5, 3, alg_of=by_index(("uniform", "list", "tree", "straw", "straw2"))),
+            EC42, 6, 6, mark_out=(7,), crush_weights={13: 0.0}, reweights=({}, {1: 0.0, 4: 0.5, 9: 0.0})),
+    MsrCase("older-buckets-firstn",
+            Layout(0, 4, 3, alg_of=by_index(("straw", "list", "tree", "uniform"), root_alg="uniform")),
+            ("take default", "choosemsr 2 type host", "choosemsr 2 type osd", "emit"), 4, 6,
+            rule_type="msr_firstn", mark_out=(5,), reweights=({}, {0: 0.0, 6: 0.5})),
 ]
 
 

@@ -3,6 +3,7 @@
 Any mismatch fails the test and names the PG.
 """
 import dataclasses
+import json
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -14,7 +15,11 @@ from pg_advisor.balance.balancer import Balancer
 from pg_advisor.model.distribution import rule_weights
 
 from ..cluster import Cluster
-from .crushgen import REPLICATED_HOST, TUNABLES, GeneratedMap, Layout, generate, mismatches, rule, run
+from .bucket_maps import ALGS as BUCKET_ALGS, CASES as BUCKET_CASES, FIXTURE as BUCKET_FIXTURE
+from .bucket_maps import BucketCase, write_fixture as write_bucket_fixture
+from .crushgen import (HOST, REPLICATED_HOST, TUNABLES, GeneratedMap, Layout, crush_test, generate,
+                       mismatches, rule, run)
+from .test_crush_msr import crush_mismatches
 
 
 def check(tmp: Path, layout: Layout, rules: Sequence[str], pg_num: Optional[int] = None,
@@ -255,3 +260,70 @@ def test_live_map_every_pool(live_map: GeneratedMap) -> None:
     assert not bad, f"{len(bad)} of {len(ref)} PGs differ, first: {bad[:5]}"
     # the weight sets matter here: ignoring them must change some PGs
     assert mismatches(dataclasses.replace(snap, choose_args={}), ref)
+
+
+# -- every bucket algorithm Ceph maps (qa/maps/bucket_maps.py) -------------------------------
+
+BUCKET_X = 2047         # crushtool inputs 0..BUCKET_X per reweight
+
+
+def bucket_case_maps(tmp: Path, case: BucketCase) -> List[Tuple[GeneratedMap, snapshot.Snapshot]]:
+    """The case's map with its pool under the firstn rule, then under the indep one."""
+    out = []
+    for pool_rule in (0, 1):
+        gm = case.make(HOST, tmp / f"rule{pool_rule}", pool_rule)
+        osd_dump, crush = gm.dumps()
+        assert crush["tunables"]["straw_calc_version"] == case.straw_calc_version
+        out.append((gm, snapshot.load(osd_dump, crush)))
+    return out
+
+
+@pytest.mark.parametrize("case", BUCKET_CASES, ids=[c.name for c in BUCKET_CASES])
+def test_every_bucket_algorithm_as_ceph_maps_it(tmp_path: Path, case: BucketCase) -> None:
+    maps = bucket_case_maps(tmp_path, case)
+    for gm, snap in maps:
+        assert not snap.unmapped
+        ref = gm.reference()
+        bad = mismatches(snap, ref)
+        assert not bad, f"{len(bad)} of {len(ref)} PGs differ, first: {bad[:5]}"
+        assert not [pg for pg, (up, _) in ref.items() if set(case.mark_out) & set(up)]
+    gm, snap = maps[0]          # rule 0 firstn, rule 1 indep: crush_do_rule under reweights
+    for rule_id, num_rep, reweight in case.runs():
+        want = crush_test(HOST, gm.path.with_suffix(".crush"), rule_id, num_rep, BUCKET_X, reweight)
+        assert len(want) == BUCKET_X + 1
+        bad = crush_mismatches(snap, rule_id, num_rep, reweight, want)
+        assert not bad, (f"rule {rule_id} x{num_rep}, reweight {reweight}: {len(bad)} of {len(want)} "
+                         f"inputs differ, first: {bad[:5]}")
+
+
+def test_the_cases_hold_every_algorithm(tmp_path: Path) -> None:
+    seen = set()
+    for case in BUCKET_CASES:
+        seen |= {case.layout.bucket_alg(k, n) for k, n in
+                 [("root", "default")] + [("host", f"host{h}") for h in range(10)]
+                 + [("rack", f"rack{r}") for r in range(3)]}
+    assert seen == set(BUCKET_ALGS)
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_the_straw_calc_version_matters(tmp_path: Path, version: int) -> None:
+    # the straws of each version are Ceph's own: computed with the other, PGs move
+    case = next(c for c in BUCKET_CASES if c.name == f"hosts-of-every-alg-v{version}")
+    gm = case.make(HOST, tmp_path)
+    osd_dump, crush = gm.dumps()
+    crush["tunables"]["straw_calc_version"] = 1 - version
+    assert mismatches(snapshot.load(osd_dump, crush), gm.reference())
+
+
+def test_bucket_fixture_is_what_ceph_says(tmp_path: Path) -> None:
+    # the unit tests' fixture (pg_advisor_testkit/fixtures/buckets) made again gives the same answers
+    # (the osd dump is a new map's: its fsid and dates differ each time)
+    write_bucket_fixture(HOST, tmp_path / "fresh")
+    names = sorted(f.name for f in BUCKET_FIXTURE.iterdir())
+    assert names == sorted(f.name for f in (tmp_path / "fresh").iterdir()) and len(names) == 6
+    for f in sorted(f for f in BUCKET_FIXTURE.iterdir() if f.name != "osd_dump.json"):
+        got = (tmp_path / "fresh" / f.name).read_text()
+        if f.suffix == ".json":
+            assert json.loads(got) == json.loads(f.read_text()), f.name
+        else:
+            assert got == f.read_text(), f.name

@@ -12,6 +12,7 @@ import numpy as np
 from ..model.errors import AdvisorError
 from ..model.mappable import bucket_problem, step_problem, tunables_problem
 from ..model.snapshot import STEP_ARGS, TUNABLES, Snapshot
+from .buckets import ALG_IDS, NEEDS_AUX, aux_row
 
 # crush.h rule types. Squid's msr ("multi-step retry") rules run crush_msr_do_rule
 # (crush/msr.py); a pool takes one of its twin type (CrushWrapper::rule_valid_for_pool_type)
@@ -53,6 +54,7 @@ class Tunables:
     chooseleaf_stable: int
     choose_local_tries: int
     choose_local_fallback_tries: int
+    straw_calc_version: int
     msr_descents: int
     msr_collision_tries: int
 
@@ -72,7 +74,11 @@ class CompiledCrush:
     size: np.ndarray        # (buckets,) number of children
     type_id: np.ndarray     # (buckets,)
     exists: np.ndarray      # (buckets,)
-    supported: np.ndarray   # (buckets,) straw2 with rjenkins1
+    supported: np.ndarray   # (buckets,) an algorithm crush/ maps, with rjenkins1
+    alg_id: np.ndarray      # (buckets,) Ceph's CRUSH_BUCKET_* (0: none we map)
+    # (buckets, width + 1) what list, tree and straw buckets draw with (buckets.aux_row);
+    # (buckets, 0) when the map has none
+    aux: np.ndarray
     alg: Tuple[str, ...]
     hashes: Tuple[str, ...]
     names: Tuple[str, ...]
@@ -123,7 +129,7 @@ class CompiledCrush:
             seen.add(b)
             if not self.supported[b]:
                 raise AdvisorError.invalid(bucket_problem(rule.name, self.names[b], self.alg[b],
-                                                          self.hashes[b]) or "")
+                                                          self.hashes[b], int(self.size[b])) or "")
             kids = self.items[b, :self.size[b]]
             stack.extend(kids[kids < 0].tolist())
         self.memo[("reachable", rule.id)] = True
@@ -173,11 +179,17 @@ def compile_crush(snap: Snapshot) -> CompiledCrush:
     buckets = snap.buckets
     nb = max([-1 - bid for bid in buckets] + [-1]) + 1
     width = max([b.items.shape[0] for b in buckets.values()] + [1])
-    cells = nb * width * (2 + _positions(snap))
+    with_aux = any(ALG_IDS.get(b.alg) in NEEDS_AUX for b in buckets.values())
+    arrays = 2 + _positions(snap) + with_aux
+    cells = nb * width * arrays
     if cells > MAX_CELLS:
         raise AdvisorError.invalid(
             f"crush map too large to map: {nb} bucket ids x {width} items in the widest bucket "
-            f"x {2 + _positions(snap)} arrays is {cells} cells, over {MAX_CELLS}")
+            f"x {arrays} arrays is {cells} cells, over {MAX_CELLS}")
+    tunables = Tunables(**{k: int(snap.tunables.get(k, default))
+                           for k, (default, _, _) in TUNABLES.items()})
+    alg_id = np.zeros(nb, dtype=np.int64)
+    aux = np.zeros((nb, width + 1 if with_aux else 0), dtype=np.int64)
     items = np.zeros((nb, width), dtype=np.int64)
     weights = np.zeros((nb, width), dtype=np.int64)
     size = np.zeros(nb, dtype=np.int64)
@@ -196,15 +208,18 @@ def compile_crush(snap: Snapshot) -> CompiledCrush:
         size[i] = n
         type_id[i] = b.type_id
         exists[i] = True
-        supported[i] = bucket_problem("", b.name, b.alg, b.hash) is None
+        supported[i] = bucket_problem("", b.name, b.alg, b.hash, n) is None
+        alg_id[i] = ALG_IDS.get(b.alg, 0) if supported[i] else 0
+        if alg_id[i] in NEEDS_AUX:
+            row = aux_row(int(alg_id[i]), b.fixed_weights.tolist(), tunables.straw_calc_version)
+            aux[i, :len(row)] = row
         alg[i], hashes[i], names[i] = b.alg, b.hash, b.name
         if n:
             max_dev = max(max_dev, int(b.items.max()) + 1)
-    tunables = Tunables(**{k: int(snap.tunables.get(k, default))
-                           for k, (default, _, _) in TUNABLES.items()})
     return CompiledCrush(
         items=items, weights=weights, size=size, type_id=type_id, exists=exists,
-        supported=supported, alg=tuple(alg), hashes=tuple(hashes), names=tuple(names), max_devices=max_dev,
+        supported=supported, alg_id=alg_id, aux=aux, alg=tuple(alg), hashes=tuple(hashes),
+        names=tuple(names), max_devices=max_dev,
         # (a rule with a step the model does not know maps no pool: model/mappable.py)
         rules={rid: _compile_rule(rid, snap) for rid, r in snap.rules.items()
                if all(s["op"] in STEP_ARGS for s in r.steps)},

@@ -73,6 +73,18 @@ def _hash3(a: int, b: int, c: int) -> int:
     return h
 
 
+def _hash4(a: int, b: int, c: int, d: int) -> int:
+    h = SEED ^ a ^ b ^ c ^ d
+    x, y = X0, Y0
+    a, b, h = _mix1(a, b, h)
+    c, d, h = _mix1(c, d, h)
+    a, x, h = _mix1(a, x, h)
+    y, b, h = _mix1(y, b, h)
+    c, x, h = _mix1(c, x, h)
+    y, d, h = _mix1(y, d, h)
+    return h
+
+
 def _u32(shape: Tuple[int, ...], v: ArrayLike) -> np.ndarray:
     """v broadcast to shape as a fresh uint32 array (negative ids wrap, as C's cast)."""
     out = np.empty(shape, dtype=U32)
@@ -116,4 +128,25 @@ def hash32_3(a: ArrayLike, b: ArrayLike, c: ArrayLike) -> np.ndarray:
     _mix(y, a, h)
     _mix(b, x, h)
     _mix(y, c, h)
+    return h
+
+
+def hash32_4(a: ArrayLike, b: ArrayLike, c: ArrayLike, d: ArrayLike) -> np.ndarray:
+    """crush_hash32_rjenkins1_4(a, b, c, d) (list and tree buckets)."""
+    shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c), np.shape(d))
+    if math.prod(shape) <= SCALAR_MAX:
+        vals = _lists(shape, a, b, c, d)
+        return np.array([_hash4(*v) for v in zip(*vals)], dtype=U32).reshape(shape)
+    a, b, c, d = _u32(shape, a), _u32(shape, b), _u32(shape, c), _u32(shape, d)
+    h = a ^ b
+    h ^= c
+    h ^= d
+    h ^= U32(SEED)
+    x, y = _u32(shape, X0), _u32(shape, Y0)
+    _mix(a, b, h)
+    _mix(c, d, h)
+    _mix(a, x, h)
+    _mix(y, b, h)
+    _mix(c, x, h)
+    _mix(y, d, h)
     return h

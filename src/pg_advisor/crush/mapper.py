@@ -13,7 +13,7 @@ import numpy as np
 from ..model.constants import CRUSH_ITEM_NONE, CRUSH_ITEM_UNDEF, WEIGHT_ONE
 from ..model.mappable import LOCAL_TRIES
 from ..model.work import count
-from . import straw2
+from . import buckets, straw2
 from .compiled import MSR_RULE_TYPES, MSR_STEP_OPS, ChooseArgs, CompiledCrush, CompiledRule
 from .hashing import hash32_2
 
@@ -36,15 +36,21 @@ class _Ctx:
 
     def bucket_choose(self, b: np.ndarray, x: np.ndarray, r: np.ndarray,
                       position: np.ndarray) -> np.ndarray:
-        """The item each row's bucket b (an index, -1-id) picks for (x, r)."""
+        """The item each row's bucket b (an index, -1-id) picks for (x, r), by the
+        bucket's algorithm (rows grouped by algorithm and size)."""
         cm = self.cm
         out = np.empty(b.shape[0], dtype=np.int64)
-        sizes = cm.size[b]
-        for s in np.unique(sizes).tolist():
-            sel = np.flatnonzero(sizes == s)
+        keys = (cm.alg_id[b] << 32) | cm.size[b]
+        for key in np.unique(keys).tolist():
+            alg, s = key >> 32, key & 0xFFFFFFFF
+            sel = np.flatnonzero(keys == key)
             bb = b[sel]
-            if s == 1:      # straw2 takes its first item whatever the draw: no hash needed
+            if s == 1:      # every algorithm takes a lone item whatever the draw: no hash
                 out[sel] = cm.items[bb, 0]     # (a chain of thousands of such buckets is legal)
+                continue
+            self.work.draws += sel.size * s
+            if alg != buckets.STRAW2:       # (weight sets are straw2's alone)
+                out[sel] = cm.items[bb, buckets.choose(cm, alg, bb, s, x[sel], r[sel])]
                 continue
             args = self.args
             pos = None if args is None else np.minimum(position[sel], args.positions[bb] - 1)
@@ -55,7 +61,6 @@ class _Ctx:
                     return cm.items[bb[sl], :s], cm.weights[bb[sl], :s]
                 return args.ids[bb[sl], :s], args.weights[bb[sl], pos[sl], :s]
             # (gathered a block at a time, as drawn)
-            self.work.draws += sel.size * s
             win = straw2.choose_by(sel.size, s, rows, x[sel], r[sel])
             out[sel] = cm.items[bb, win]
         return out
@@ -125,15 +130,37 @@ class _Ctx:
                 stack.pop()
         return got
 
+    def uniform_apart(self, numrep: int) -> Optional[np.ndarray]:
+        """Bucket index -> whether crush_choose_indep retries it with r + (numrep + 1) *
+        ftotal rather than numrep * ftotal: a uniform bucket whose size numrep divides
+        (whose retries would cycle through the same positions). None: no such bucket."""
+        cm = self.cm
+        key = ("uniform_apart", numrep)
+        if key not in cm.memo:
+            apart = (cm.alg_id == buckets.UNIFORM) & (cm.size % max(numrep, 1) == 0)
+            cm.memo[key] = apart if apart.any() else None
+        got: Optional[np.ndarray] = cm.memo[key]
+        return got
+
     def descend(self, b: np.ndarray, x: np.ndarray, r: np.ndarray, position: np.ndarray,
                 want_type: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """From buckets b down to an item of want_type: (item, its type, status)."""
+        item, itype, status, _ = self.descend_r(b, x, r, position, want_type)
+        return item, itype, status
+
+    def descend_r(self, b: np.ndarray, x: np.ndarray, r: np.ndarray, position: np.ndarray,
+                  want_type: int, apart: Optional[Tuple[np.ndarray, np.ndarray]] = None
+                  ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """descend, where `apart` is (bucket index -> whether it draws otherwise, the r per
+        row it draws with then); also the r the last bucket drew with (indep's leaf
+        recursion starts from it)."""
         cm = self.cm
         n = b.shape[0]
         b = b.copy()
         item = np.zeros(n, dtype=np.int64)
         itype = np.zeros(n, dtype=np.int64)
         status = np.full(n, OK, dtype=np.int64)
+        used = r.copy()
         pending = np.arange(n)
         hop = self.hops(want_type)
         while pending.size:
@@ -141,14 +168,16 @@ class _Ctx:
             empty = cm.size[b[pending]] == 0
             status[pending[empty]] = EMPTY
             go = pending[~empty]
-            it = self.bucket_choose(b[go], x[go], r[go], position[go])
+            if apart is not None:
+                used[go] = np.where(apart[0][b[go]], apart[1][go], r[go])
+            it = self.bucket_choose(b[go], x[go], used[go], position[go])
             ty = np.where(it < 0, cm.type_id[np.maximum(-1 - it, 0)], 0)
             item[go], itype[go] = it, ty
             deeper = (ty != want_type) & (it < 0)
             status[go[(ty != want_type) & (it >= 0)]] = BAD   # a device where a bucket was due
             pending = go[deeper]
             b[pending] = -1 - it[deeper]
-        return item, itype, status
+        return item, itype, status, used
 
 
 def _choose_firstn(ctx: _Ctx, bucket: np.ndarray, x: np.ndarray, type_id: int,
@@ -238,7 +267,9 @@ def _choose_indep(ctx: _Ctx, bucket: np.ndarray, x: np.ndarray, left: np.ndarray
                 continue
             rp = rep[rows]
             r = rp + parent_r[rows] + numrep * ftotal
-            item, itype, status = ctx.descend(bucket[rows], x[rows], r, outpos[rows], type_id)
+            apart = ctx.uniform_apart(numrep)
+            item, itype, status, r = ctx.descend_r(bucket[rows], x[rows], r, outpos[rows], type_id,
+                                                   None if apart is None else (apart, r + ftotal))
             bad = status == BAD
             out[rows[bad], rp[bad]] = CRUSH_ITEM_NONE
             if out2 is not None:

@@ -36,6 +36,8 @@ TUNABLES: Mapping[str, Tuple[int, int, int]] = {
     "chooseleaf_stable": (1, 0, 1),
     "choose_local_tries": (0, 0, MAX_TRIES),
     "choose_local_fallback_tries": (0, 0, MAX_TRIES),
+    # the crush_calc_straw that made straw (v1) buckets' straws (1 when a dump lacks it: Hammer on)
+    "straw_calc_version": (1, 0, 255),
     # msr rules' retries (Squid's dump has them; CrushWrapper::set_default_msr_tunables)
     "msr_descents": (100, 0, MAX_TRIES),
     "msr_collision_tries": (100, 0, MAX_TRIES),

@@ -9,11 +9,15 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .cluster import Bucket, Pool, Rule
 
-# what crush/ maps: bucket algorithms and their hash (crush/compiled.py reads these)
-MAPPED_ALGS = ("straw2",)
+# what crush/ maps: every bucket algorithm Ceph maps, with its only hash (rjenkins1, hash 0;
+# crush/compiled.py reads these)
+MAPPED_ALGS = ("uniform", "list", "tree", "straw", "straw2")
 MAPPED_HASH = "rjenkins1"
 # rule steps whose positive argument the model does not follow (pre-firefly maps)
 LOCAL_TRIES = ("set_choose_local_tries", "set_choose_local_fallback_tries")
+# a tree bucket keeps its node count (1 << depth) in 8 bits: past 64 items it wraps to 0
+# and Ceph cannot build the bucket (crushtool -c dies) or draw from it
+TREE_MAX_ITEMS = 64
 
 
 def tunables_problem(tunables: Mapping[str, Any]) -> Optional[str]:
@@ -32,8 +36,13 @@ def step_problem(rule_name: str, op: str, num: int) -> Optional[str]:
     return None
 
 
-def bucket_problem(rule_name: str, bucket_name: str, alg: str, hash_name: str) -> Optional[str]:
-    """Why a bucket a rule reaches cannot be mapped exactly, or None."""
+def bucket_problem(rule_name: str, bucket_name: str, alg: str, hash_name: str,
+                   size: int = 0) -> Optional[str]:
+    """Why a bucket (of `size` items) a rule reaches cannot be mapped exactly, or None."""
+    if alg == "tree" and size > TREE_MAX_ITEMS:
+        return (f"crush rule '{rule_name}' reaches bucket '{bucket_name}' of algorithm 'tree' with "
+                f"{size} items; Ceph's tree buckets hold at most {TREE_MAX_ITEMS} (it cannot place "
+                f"anything under a bigger one)")
     if alg in MAPPED_ALGS and hash_name == MAPPED_HASH:
         return None
     return (f"crush rule '{rule_name}' reaches bucket '{bucket_name}' of algorithm '{alg}' "
@@ -69,7 +78,7 @@ def _bucket_problem(rule: Rule, buckets: Mapping[int, Bucket]) -> Optional[str]:
         if b is None or b.id in seen:
             continue
         seen.add(b.id)
-        why = bucket_problem(rule.name, b.name, b.alg, b.hash)
+        why = bucket_problem(rule.name, b.name, b.alg, b.hash, b.items.shape[0])
         if why is not None:
             return why
         stack.extend(int(c) for c in b.items.tolist() if c < 0)

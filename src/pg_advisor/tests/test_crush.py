@@ -11,7 +11,7 @@ import pytest
 
 from pg_advisor.model import options, snapshot
 from pg_advisor.crush import ln_table
-from pg_advisor.crush.hashing import SCALAR_MAX, hash32_2, hash32_3
+from pg_advisor.crush.hashing import SCALAR_MAX, hash32_2, hash32_3, hash32_4
 from pg_advisor.crush.placement import Placer, stable_mod
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.sizing.sizer import recommend
@@ -32,24 +32,28 @@ def test_hash_matches_libceph_common() -> None:
     lib.crush_hash32_2.argtypes = [ctypes.c_int, u32, u32]
     lib.crush_hash32_3.restype = u32
     lib.crush_hash32_3.argtypes = [ctypes.c_int, u32, u32, u32]
+    lib.crush_hash32_4.restype = u32
+    lib.crush_hash32_4.argtypes = [ctypes.c_int, u32, u32, u32, u32]
     rng = np.random.default_rng(7)
-    a, b, c = (rng.integers(0, 2**32, 2000, dtype=np.uint64).astype(np.uint32) for _ in range(3))
-    h2, h3 = hash32_2(a, b), hash32_3(a, b, c)
+    a, b, c, d = (rng.integers(0, 2**32, 2000, dtype=np.uint64).astype(np.uint32) for _ in range(4))
+    h2, h3, h4 = hash32_2(a, b), hash32_3(a, b, c), hash32_4(a, b, c, d)
     for i in range(a.size):
         assert int(h2[i]) == lib.crush_hash32_2(0, int(a[i]), int(b[i]))
         assert int(h3[i]) == lib.crush_hash32_3(0, int(a[i]), int(b[i]), int(c[i]))
+        assert int(h4[i]) == lib.crush_hash32_4(0, int(a[i]), int(b[i]), int(c[i]), int(d[i]))
     # few values take the scalar path, more the array one; both as straw2 calls them:
     # inputs down a column, signed bucket ids (negative: wrapped as C's cast) across
     for n in range(1, SCALAR_MAX + 3):
         x = rng.integers(0, 2**32, (n, 1), dtype=np.uint64).astype(np.int64)
         ids = rng.integers(-200, 200, (1, 2), dtype=np.int64)
         r = rng.integers(0, 100, (n, 1), dtype=np.int64)
-        h3, h2 = hash32_3(x, ids, r), hash32_2(x, ids)
-        assert h3.shape == h2.shape == (n, 2) and h3.dtype == h2.dtype == np.uint32
+        h3, h2, h4 = hash32_3(x, ids, r), hash32_2(x, ids), hash32_4(x, ids, r, -3)
+        assert h3.shape == h2.shape == h4.shape == (n, 2) and h3.dtype == h2.dtype == h4.dtype == np.uint32
         for i, j in np.ndindex(n, 2):
             xi, idj, ri = int(x[i, 0]), int(ids[0, j]) & 0xFFFFFFFF, int(r[i, 0])
             assert int(h3[i, j]) == lib.crush_hash32_3(0, xi, idj, ri)
             assert int(h2[i, j]) == lib.crush_hash32_2(0, xi, idj)
+            assert int(h4[i, j]) == lib.crush_hash32_4(0, xi, idj, ri, 0xFFFFFFFD)   # (list: bucket id -3)
 
 
 @needs_lib
@@ -132,14 +136,29 @@ def _crush_with(dumps: Dict[str, Any], **bucket_fields: Any) -> snapshot.Snapsho
     return snapshot.load(dumps["osd_dump"], crush)
 
 
-def test_unsupported_bucket_algorithm_is_refused(dumps: Dict[str, Any]) -> None:
+@pytest.mark.parametrize("alg", ["uniform", "list", "tree", "straw"])
+def test_every_bucket_algorithm_ceph_maps_is_mapped(dumps: Dict[str, Any], alg: str) -> None:
+    # (test_crush_buckets.py compares them with Ceph's own mapping)
+    s = _crush_with(dumps, alg=alg)
+    assert s.unmapped == () and len(s.pools) == 3
+    for pool in s.pools:
+        m = Placer(s).map_pool(pool)
+        assert m.up.shape[0] == pool.pg_num and (m.up[:, 0] >= 0).all()
+
+
+@pytest.mark.parametrize("fields, words", [
+    ({"hash": "unknown"}, "(hash unknown)"),        # Ceph's name of a hash other than 0
+    ({"alg": "unknown"}, "algorithm 'unknown'"),
+])
+def test_a_bucket_of_another_hash_or_algorithm_is_refused(dumps: Dict[str, Any], fields: Dict[str, str],
+                                                          words: str) -> None:
     # the loader sets such pools aside (model/mappable.py); mapped anyway, CRUSH refuses
-    s = _crush_with(dumps, alg="straw")
+    s = _crush_with(dumps, **fields)
     assert s.pools == () and len(s.unmapped) == 3
-    assert all("'straw'" in why and "straw2" in why for _, why in s.unmapped)
+    assert all(words in why and "rjenkins1 hash only" in why for _, why in s.unmapped)
     with pytest.raises(AdvisorError) as e:
         Placer(s).map_pool(s.unmapped[0][0])
-    assert e.value.code == -22 and "'straw'" in e.value.message and "straw2" in e.value.message
+    assert e.value.code == -22 and words in e.value.message and e.value.message == s.unmapped[0][1]
 
 
 def test_legacy_tunables_are_refused(dumps: Dict[str, Any]) -> None:

@@ -68,14 +68,14 @@ def test_an_empty_osd_has_nothing_to_drain(dumps: Dict[str, Any]) -> None:
 
 
 def test_an_osd_of_pools_we_cannot_map_says_why_not_that_it_is_empty(dumps: Dict[str, Any]) -> None:
-    # host1 a straw (v1) bucket: no pool's rule can be mapped, yet osd.1 holds PGs of all
-    next(b for b in dumps["crush"]["buckets"] if b["name"] == "host1")["alg"] = "straw"
+    # host1 of a hash Ceph has not: no pool's rule can be mapped, yet osd.1 holds PGs of all
+    next(b for b in dumps["crush"]["buckets"] if b["name"] == "host1")["hash"] = "unknown"
     snap = snapshot.load(dumps["osd_dump"], dumps["crush"], dumps["pg_dump"], dumps["df"])
     assert (snap.pgs is not None) and (snap.pgs.up == 1).any()
     with pytest.raises(AdvisorError) as e:
         drain_report(snap, "1")
     assert "holds no PG:" not in e.value.message
-    assert "left out" in e.value.message and "algorithm 'straw'" in e.value.message
+    assert "left out" in e.value.message and "(hash unknown)" in e.value.message
 
 
 def driver() -> Tuple[Driver, Dict[str, Optional[str]]]:

@@ -13,26 +13,31 @@ from pg_advisor.model.errors import AdvisorError
 from pg_advisor.render.health import health_checks
 
 
-def with_list_bucket(dumps: Dict[str, Any]) -> snapshot.Snapshot:
-    """The 6-OSD cluster with host1~ssd (only the rule `fast` reaches it) of algorithm list."""
+def with_bucket(dumps: Dict[str, Any], **fields: str) -> snapshot.Snapshot:
+    """The 6-OSD cluster with host1~ssd (only the rule `fast` reaches it) changed so."""
     d = copy.deepcopy(dumps)
-    next(b for b in d["crush"]["buckets"] if b["name"] == "host1~ssd")["alg"] = "list"
+    next(b for b in d["crush"]["buckets"] if b["name"] == "host1~ssd").update(fields)
     return snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
 
 
+def with_unknown_hash(dumps: Dict[str, Any]) -> snapshot.Snapshot:
+    """host1~ssd of a hash Ceph does not have (only rjenkins1, hash 0, exists)."""
+    return with_bucket(dumps, hash="unknown")
+
+
 def test_the_pool_is_set_aside_with_the_reason(dumps: Dict[str, Any]) -> None:
-    snap = with_list_bucket(dumps)
+    snap = with_unknown_hash(dumps)
     assert [p.name for p in snap.pools] == ["rbd", "ecpool"]
     assert [(p.name, why) for p, why in snap.unmapped] == [
-        ("fast", "crush rule 'fast' reaches bucket 'host1~ssd' of algorithm 'list' (hash rjenkins1); "
-                 "pg_advisor maps straw2 buckets with the rjenkins1 hash only")]
+        ("fast", "crush rule 'fast' reaches bucket 'host1~ssd' of algorithm 'straw2' (hash unknown); "
+                 "pg_advisor maps uniform, list, tree, straw, straw2 buckets with the rjenkins1 hash only")]
     with pytest.raises(AdvisorError) as e:
         snap.pool_by_name("fast")
     assert e.value.message.startswith("pool 'fast' is not mapped: crush rule 'fast' reaches")
 
 
 def test_status_names_it_and_the_rest_goes_on(dumps: Dict[str, Any], snap: snapshot.Snapshot) -> None:
-    aside = with_list_bucket(dumps)
+    aside = with_unknown_hash(dumps)
     r, whole = status_report(aside), status_report(snap)
     rows = {p["name"]: p for p in r["pools"]}
     assert rows["fast"]["not_mapped"].startswith("crush rule 'fast' reaches bucket 'host1~ssd'")
@@ -50,7 +55,7 @@ def test_status_names_it_and_the_rest_goes_on(dumps: Dict[str, Any], snap: snaps
 
 
 def test_plan_and_balance_answer_for_the_others(dumps: Dict[str, Any]) -> None:
-    snap = with_list_bucket(dumps)
+    snap = with_unknown_hash(dumps)
     plan = plan_report(snap, options.make())
     assert {s["pool"] for s in plan["steps"]} <= {"rbd", "ecpool"}
     res = Balancer(snap).run()
@@ -86,3 +91,11 @@ def test_a_step_the_model_does_not_know_sets_its_pools_aside(dumps: Dict[str, An
     r = status_report(snap)
     assert [p["name"] for p in r["pools"] if p["recommended_pg_num"] is not None] == ["rbd", "ecpool"]
     assert Balancer(snap).run().items is not None
+
+
+@pytest.mark.parametrize("alg", ["uniform", "list", "tree", "straw"])
+def test_the_older_bucket_algorithms_are_mapped(dumps: Dict[str, Any], alg: str) -> None:
+    snap = with_bucket(dumps, alg=alg)
+    assert snap.unmapped == () and [p.name for p in snap.pools] == ["rbd", "ecpool", "fast"]
+    rows = {p["name"]: p for p in status_report(snap)["pools"]}
+    assert rows["fast"]["not_mapped"] is None and rows["fast"]["recommended_pg_num"] is not None

@@ -1,0 +1,191 @@
+"""Maps that mix every bucket algorithm Ceph maps (uniform, list, tree, straw, straw2),
+built by Ceph's own tools, and their references.
+
+Each `BucketCase` is a layout whose buckets take their algorithm by type and name, a
+replicated (firstn) rule and an EC-like (indep) one, and the map's straw_calc_version.
+osdmaptool makes only replicated pools and marks only one OSD out, so a case is checked
+two ways, as qa/maps/msr_maps.py's are:
+
+* every PG of the pool (`osdmaptool --test-map-pgs-dump-all`) under each rule, one OSD
+  out and some CRUSH weights changed (`--adjust-crush-weight`: Ceph recomputes a straw
+  bucket's straws then, and a tree's node weights);
+* crush_do_rule itself (`crushtool --test`, inputs 0..N) under reweights of our choice,
+  several OSDs out and some reweighted (is_out's coin), indep holes at their positions.
+
+`python3 -m qa.maps.bucket_maps [DIR]` (from the repository root) writes the unit tests'
+fixture (src/pg_advisor_testkit/fixtures/buckets): the dumps of one such map and Ceph's
+answers for it.
+"""
+import json
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Sequence, Tuple
+
+from pg_advisor_testkit.dumps import FIXTURES
+
+from .crushgen import HOST, GeneratedMap, Layout, Tools, crush_test, crush_text, generate, rule
+
+FIXTURE = FIXTURES / "buckets"
+ALGS = ("uniform", "list", "tree", "straw", "straw2")
+
+
+def by_index(host_algs: Sequence[str], rack_algs: Sequence[str] = ("straw",),
+             root_alg: str = "straw") -> Callable[[str, str], str]:
+    """hostN and rackN take their algorithm from the lists by N (cycling), the root its own."""
+    def alg(kind: str, name: str) -> str:
+        if kind == "root":
+            return root_alg
+        algs = host_algs if kind == "host" else rack_algs
+        return algs[int(name.lstrip("abcdefghijklmnopqrstuvwxyz")) % len(algs)]
+    return alg
+
+
+def ties(osd: int) -> float:
+    """Weights with ties and steps (straw_calc_version 0 and 1 differ on ties), the same
+    pattern in every host of 5 (so that hosts weigh alike under a uniform bucket)."""
+    return (1.0, 1.0, 2.0, 4.0, 2.0)[osd % 5]
+
+
+def uniform_hosts_even(host_algs: Sequence[str], per_host: int) -> Callable[[int], float]:
+    """ties(), but 1.0 for the OSDs of a uniform host (its items must weigh alike)."""
+    def weight(osd: int) -> float:
+        return 1.0 if host_algs[(osd // per_host) % len(host_algs)] == "uniform" else ties(osd)
+    return weight
+
+
+FIRSTN = ("take default", "chooseleaf firstn 0 type host", "emit")
+INDEP = ("set_chooseleaf_tries 5", "set_choose_tries 100", "take default",
+         "chooseleaf indep 0 type host", "emit")
+
+
+@dataclass
+class BucketCase:
+    name: str
+    layout: Layout
+    firstn: Tuple[str, ...] = FIRSTN      # rule 0
+    indep: Tuple[str, ...] = INDEP        # rule 1
+    size: int = 3                         # the pool's (osdmaptool maps it under each rule)
+    ec_size: int = 6                      # crushtool's num_rep for the indep rule
+    pg_bits: int = 6                      # pg_num = OSDs << pg_bits
+    straw_calc_version: int = 1
+    mark_out: Tuple[int, ...] = ()
+    crush_weights: Dict[int, float] = field(default_factory=dict)
+    reweights: Tuple[Dict[int, float], ...] = ({},)
+
+    def text(self, pool_rule: int = 0) -> str:
+        """The CRUSH map; the rule osdmaptool's pool takes (`pool_rule`: 0 firstn, 1 indep)
+        gets id 0, the other id 1."""
+        ids = (0, 1) if pool_rule == 0 else (1, 0)
+        rules = [rule(list(self.firstn), "firstn", ids[0]), rule(list(self.indep), "indep", ids[1])]
+        return crush_text(self.layout, rules).replace(
+            "tunable straw_calc_version 1\n", f"tunable straw_calc_version {self.straw_calc_version}\n")
+
+    def make(self, tools: Tools, tmp: Path, pool_rule: int = 0) -> GeneratedMap:
+        """The map with its pool under the firstn rule (0) or the indep one (1)."""
+        return generate(tmp, self.layout, [], pg_bits=self.pg_bits, size=self.size,
+                        mark_out=self.mark_out, crush_weights=self.crush_weights, tools=tools,
+                        text=self.text(pool_rule))
+
+    def runs(self) -> List[Tuple[int, int, Dict[int, float]]]:
+        """crushtool --test runs on the map of pool_rule 0: (rule, num_rep, reweights)."""
+        return [(r, n, w) for w in self.reweights for r, n in ((0, self.size), (1, self.ec_size))]
+
+
+EVERY = ALGS
+WIDE = ("uniform", "list", "tree", "straw")
+RACKED_HOSTS = ("straw", "list", "tree")    # 3 OSDs each; a rack of these weighs like another
+CASES: List[BucketCase] = [
+    # hosts of every algorithm under a straw root, both straw_calc_versions
+    *(BucketCase(f"hosts-of-every-alg-v{v}",
+                 Layout(0, 10, 5, weight=uniform_hosts_even(EVERY, 5), alg_of=by_index(EVERY)),
+                 straw_calc_version=v, mark_out=(12,), crush_weights={7: 0.0, 11: 5.0, 16: 3.0, 23: 0.5},
+                 reweights=({}, {1: 0.0, 2: 0.5, 13: 0.0, 18: 0.3, 21: 0.75, 33: 0.0}))
+      for v in (0, 1)),
+    # a root of each older algorithm over hosts that weigh alike
+    *(BucketCase(f"{root}-root", Layout(0, 6, 5, weight=ties, alg_of=by_index(("straw", "list", "tree",
+                                                                              "straw2"), root_alg=root)),
+                 straw_calc_version=0, mark_out=(4,), crush_weights={9: 0.0},
+                 reweights=({}, {0: 0.0, 6: 0.5, 11: 0.0, 27: 0.25}))
+      for root in ("uniform", "list", "tree")),
+    # racks of straw, list and uniform under a tree root, hosts of 3 below them
+    BucketCase("racks-of-three-algs",
+               Layout(3, 3, 3, weight=lambda o: (1.0, 2.0, 2.0)[o % 3],
+                      alg_of=by_index(RACKED_HOSTS, ("straw", "list", "uniform"), "tree")),
+               firstn=("take default", "choose firstn 0 type rack", "chooseleaf firstn 1 type host", "emit"),
+               indep=("set_choose_tries 100", "take default", "choose indep 3 type rack",
+                      "choose indep 2 type osd", "emit"),
+               straw_calc_version=0, mark_out=(20,), crush_weights={3: 0.0, 10: 1.0},
+               reweights=({}, {0: 0.0, 1: 0.0, 9: 0.5, 19: 0.0, 22: 0.6})),
+    # uniform all the way down: indep retries a uniform bucket whose size the count
+    # divides with r + (numrep + 1) * ftotal (3 racks for 3 or 6, 2 hosts of 2 for 2)
+    BucketCase("uniform-indep", Layout(3, 2, 2, alg_of=by_index(("uniform",), ("uniform",), "uniform")),
+               indep=("set_choose_tries 100", "take default", "choose indep 3 type rack",
+                      "chooseleaf indep 2 type host", "emit"),
+               ec_size=6, pg_bits=7, mark_out=(5,),
+               reweights=({}, {0: 0.0, 4: 0.5, 9: 0.0}, {2: 0.0, 3: 0.0, 7: 0.25})),
+    BucketCase("uniform-indep-3", Layout(3, 2, 2, alg_of=by_index(("uniform",), ("uniform",), "uniform")),
+               ec_size=3, pg_bits=7, mark_out=(1,), reweights=({}, {6: 0.0, 7: 0.5})),
+    # OSDs straight from one wide host of each older algorithm, with a third of them out in
+    # crushtool's runs: many collisions and retries (uniform's permutation built far along,
+    # a tree of 4 levels)
+    *(BucketCase(f"osds-of-one-{alg}-host",
+                 Layout(0, 4, 12, weight=uniform_hosts_even(WIDE, 12), alg_of=by_index(WIDE)),
+                 firstn=(f"take host{h}", "choose firstn 0 type osd", "emit"),
+                 indep=(f"take host{h}", "choose indep 0 type osd", "emit"),
+                 size=6, ec_size=9, pg_bits=5, straw_calc_version=h % 2, mark_out=(12 * h + 3,),
+                 reweights=({}, {12 * h + o: 0.0 for o in (0, 2, 5, 7)} | {12 * h + 9: 0.5},
+                            {12 * h + o: 0.0 for o in range(1, 12, 2)}))
+      for h, alg in enumerate(WIDE)),
+]
+
+
+# -- the unit tests' fixture -----------------------------------------------------------------
+
+FIXTURE_CASE = BucketCase(
+    "fixture", Layout(0, 5, 3, weight=lambda o: (1.0, 1.0, 2.0)[o % 3] if o // 3 else 1.0,
+                      alg_of=by_index(EVERY)),
+    straw_calc_version=0, pg_bits=6, mark_out=(4,), crush_weights={10: 0.0},
+    reweights=({}, {1: 0.0, 5: 0.5, 7: 0.0, 11: 0.75}))
+FIXTURE_X = 1023
+
+
+def write_fixture(tools: Tools, dest: Path) -> None:
+    """The dumps of a 15-OSD map (a host of each algorithm under a straw root,
+    straw_calc_version 0, osd.4 out, osd.10 of CRUSH weight 0), osdmaptool's up set of
+    each of its 960 PGs under the firstn rule and under the indep one, and crushtool's
+    results of both rules for inputs 0..1023 with and without reweights."""
+    case = FIXTURE_CASE
+    work = tools.workdir()
+    try:
+        dumps, refs = [], []
+        for pool_rule in (0, 1):
+            gm = case.make(tools, work / f"rule{pool_rule}", pool_rule)
+            dumps.append(gm.dumps())
+            refs.append(tools.run("osdmaptool", gm.path, *gm.state_args(), "--test-map-pgs-dump-all"))
+            if pool_rule == 0:
+                runs = [{"rule": r, "num_rep": n, "reweight": {str(k): v for k, v in w.items()},
+                         "mappings": {str(x): m for x, m in crush_test(
+                             tools, gm.path.with_suffix(".crush"), r, n, FIXTURE_X, w).items()}}
+                        for r, n, w in case.runs()]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "osd_dump.json").write_text(json.dumps(dumps[0][0], indent=1, sort_keys=True) + "\n")
+    for pool_rule, ((_, crush), ref) in enumerate(zip(dumps, refs)):
+        text = json.dumps(crush, indent=1, sort_keys=True) + "\n"
+        (dest / f"crush_dump_rule{pool_rule}.json").write_text(text)
+        (dest / f"osdmaptool_dump_all_rule{pool_rule}.txt").write_text(ref)
+    (dest / "crushtool_test.json").write_text(json.dumps(runs, sort_keys=True) + "\n")
+
+
+def main(argv: Sequence[str]) -> int:
+    dest = Path(argv[0]) if argv else FIXTURE
+    write_fixture(HOST, dest)
+    print(f"bucket_maps: fixture written to {dest}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
