@@ -144,12 +144,17 @@ def test_straws_match_libceph_common() -> None:
     lib.crush_make_bucket.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                       ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int)]
     cmap = lib.crush_create()
-    raw = (ctypes.c_uint8 * 64).from_address(cmap)
-    # the layout is the one assumed: choose_total_tries 50 at 36, allowed_bucket_algs 54 at 60
-    assert raw[36] == 50 and raw[60] == 54
+    raw = (ctypes.c_uint8 * 96).from_address(cmap)
+    # struct crush_map as crush_create leaves it: choose_total_tries 50 at 36, then (the
+    # releases add fields between) the byte straw_calc_version 4 bytes before the u32
+    # allowed_bucket_algs 54 (Pacific: 56 and 60; Tentacle: 64 and 68)
+    assert raw[36] == 50
+    algs = [o for o in range(48, 92, 4) if bytes(raw[o:o + 4]) == (54).to_bytes(4, "little")]
+    assert len(algs) == 1, bytes(raw)
+    calc_version = algs[0] - 4
 
     def ceph(weights: List[int], version: int) -> List[int]:
-        raw[56] = version                       # straw_calc_version
+        raw[calc_version] = version             # straw_calc_version
         n = len(weights)
         b = lib.crush_make_bucket(cmap, STRAW, 0, 1, n, (ctypes.c_int * n)(*range(n)),
                                   (ctypes.c_int * n)(*weights))
