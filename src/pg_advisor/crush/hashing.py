@@ -9,7 +9,7 @@ SCALAR_MAX values are hashed one at a time with Python's ints instead (the same
 arithmetic, masked to 32 bits; test_crush.py checks both against libceph-common).
 """
 import math
-from typing import List, Tuple
+from typing import List, Sequence, Tuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -53,35 +53,21 @@ def _mix1(a: int, b: int, c: int) -> Tuple[int, int, int]:
     return a, b, c
 
 
-def _hash2(a: int, b: int) -> int:
-    h = SEED ^ a ^ b
-    x, y = X0, Y0
-    a, b, h = _mix1(a, b, h)
-    x, a, h = _mix1(x, a, h)
-    b, y, h = _mix1(b, y, h)
-    return h
+# the mix rounds of crush_hash32_rjenkins1_N: (p, q) of each _mix(p, q, h), over the
+# registers (the N inputs, then x, then y)
+_ROUNDS2 = ((0, 1), (2, 0), (1, 3))
+_ROUNDS3 = ((0, 1), (2, 3), (4, 0), (1, 3), (4, 2))
+_ROUNDS4 = ((0, 1), (2, 3), (0, 4), (5, 1), (2, 4), (5, 3))
 
 
-def _hash3(a: int, b: int, c: int) -> int:
-    h = SEED ^ a ^ b ^ c
-    x, y = X0, Y0
-    a, b, h = _mix1(a, b, h)
-    c, x, h = _mix1(c, x, h)
-    y, a, h = _mix1(y, a, h)
-    b, x, h = _mix1(b, x, h)
-    y, c, h = _mix1(y, c, h)
-    return h
-
-
-def _hash4(a: int, b: int, c: int, d: int) -> int:
-    h = SEED ^ a ^ b ^ c ^ d
-    x, y = X0, Y0
-    a, b, h = _mix1(a, b, h)
-    c, d, h = _mix1(c, d, h)
-    a, x, h = _mix1(a, x, h)
-    y, b, h = _mix1(y, b, h)
-    c, x, h = _mix1(c, x, h)
-    y, d, h = _mix1(y, d, h)
+def _hash1(rounds: Tuple[Tuple[int, int], ...], vals: Sequence[int]) -> int:
+    """One value's hash, with Python ints."""
+    h = SEED
+    for v in vals:
+        h ^= v
+    regs = [*vals, X0, Y0]
+    for p, q in rounds:
+        regs[p], regs[q], h = _mix1(regs[p], regs[q], h)
     return h
 
 
@@ -96,57 +82,33 @@ def _lists(shape: Tuple[int, ...], *vs: ArrayLike) -> List[List[int]]:
     return [_u32(shape, v).ravel().tolist() for v in vs]
 
 
+def _hash(rounds: Tuple[Tuple[int, int], ...], vals: Sequence[ArrayLike]) -> np.ndarray:
+    """The hash of the broadcast inputs: one value at a time up to SCALAR_MAX, else as arrays."""
+    shape = np.broadcast_shapes(*(np.shape(v) for v in vals))
+    if math.prod(shape) <= SCALAR_MAX:
+        rows = zip(*_lists(shape, *vals))
+        return np.array([_hash1(rounds, row) for row in rows], dtype=U32).reshape(shape)
+    regs = [_u32(shape, v) for v in vals]
+    h = regs[0] ^ regs[1]
+    for r in regs[2:]:
+        h ^= r
+    h ^= U32(SEED)
+    regs += [_u32(shape, X0), _u32(shape, Y0)]
+    for p, q in rounds:
+        _mix(regs[p], regs[q], h)
+    return h
+
+
 def hash32_2(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     """crush_hash32_rjenkins1_2(a, b)."""
-    shape = np.broadcast_shapes(np.shape(a), np.shape(b))
-    if math.prod(shape) <= SCALAR_MAX:
-        la, lb = _lists(shape, a, b)
-        return np.array([_hash2(p, q) for p, q in zip(la, lb)], dtype=U32).reshape(shape)
-    a, b = _u32(shape, a), _u32(shape, b)
-    h = a ^ b
-    h ^= U32(SEED)
-    x, y = _u32(shape, X0), _u32(shape, Y0)
-    _mix(a, b, h)
-    _mix(x, a, h)
-    _mix(b, y, h)
-    return h
+    return _hash(_ROUNDS2, (a, b))
 
 
 def hash32_3(a: ArrayLike, b: ArrayLike, c: ArrayLike) -> np.ndarray:
     """crush_hash32_rjenkins1_3(a, b, c)."""
-    shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c))
-    if math.prod(shape) <= SCALAR_MAX:
-        la, lb, lc = _lists(shape, a, b, c)
-        return np.array([_hash3(p, q, s) for p, q, s in zip(la, lb, lc)], dtype=U32).reshape(shape)
-    a, b, c = _u32(shape, a), _u32(shape, b), _u32(shape, c)
-    h = a ^ b
-    h ^= c
-    h ^= U32(SEED)
-    x, y = _u32(shape, X0), _u32(shape, Y0)
-    _mix(a, b, h)
-    _mix(c, x, h)
-    _mix(y, a, h)
-    _mix(b, x, h)
-    _mix(y, c, h)
-    return h
+    return _hash(_ROUNDS3, (a, b, c))
 
 
 def hash32_4(a: ArrayLike, b: ArrayLike, c: ArrayLike, d: ArrayLike) -> np.ndarray:
     """crush_hash32_rjenkins1_4(a, b, c, d) (list and tree buckets)."""
-    shape = np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c), np.shape(d))
-    if math.prod(shape) <= SCALAR_MAX:
-        vals = _lists(shape, a, b, c, d)
-        return np.array([_hash4(*v) for v in zip(*vals)], dtype=U32).reshape(shape)
-    a, b, c, d = _u32(shape, a), _u32(shape, b), _u32(shape, c), _u32(shape, d)
-    h = a ^ b
-    h ^= c
-    h ^= d
-    h ^= U32(SEED)
-    x, y = _u32(shape, X0), _u32(shape, Y0)
-    _mix(a, b, h)
-    _mix(c, d, h)
-    _mix(a, x, h)
-    _mix(y, b, h)
-    _mix(c, x, h)
-    _mix(y, d, h)
-    return h
+    return _hash(_ROUNDS4, (a, b, c, d))
