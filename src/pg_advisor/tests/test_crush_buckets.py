@@ -7,7 +7,7 @@ import copy
 import ctypes
 import json
 import random
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 import pytest
@@ -104,15 +104,21 @@ def test_a_tree_bucket_past_64_items_is_set_aside() -> None:
     assert e.value.message == why
 
 
-@needs_lib
-def test_tree_node_weights_and_list_sums_match_libceph_common() -> None:
-    # crush_make_bucket builds them from the item weights (crush.h's structs on x86-64)
+def _builder() -> Tuple[Any, int]:
+    """libceph-common's CRUSH builder (crush_create, crush_make_bucket) and a new map."""
     lib = ctypes.CDLL(str(LIBCEPH))
     lib.crush_create.restype = ctypes.c_void_p
     lib.crush_make_bucket.restype = ctypes.c_void_p
     lib.crush_make_bucket.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                       ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int)]
     cmap = lib.crush_create()
+    return lib, cmap
+
+
+@needs_lib
+def test_tree_node_weights_and_list_sums_match_libceph_common() -> None:
+    # crush_make_bucket builds them from the item weights (crush.h's structs on x86-64)
+    lib, cmap = _builder()
     rng = random.Random(2)
 
     def array(bucket: int, offset: int, n: int) -> List[int]:
@@ -138,12 +144,7 @@ def test_tree_node_weights_and_list_sums_match_libceph_common() -> None:
 def test_straws_match_libceph_common() -> None:
     # crush_make_bucket(map, straw, ...) runs crush_calc_straw with the map's
     # straw_calc_version; read back from the bucket (crush.h's structs on x86-64)
-    lib = ctypes.CDLL(str(LIBCEPH))
-    lib.crush_create.restype = ctypes.c_void_p
-    lib.crush_make_bucket.restype = ctypes.c_void_p
-    lib.crush_make_bucket.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                                      ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int)]
-    cmap = lib.crush_create()
+    lib, cmap = _builder()
     raw = (ctypes.c_uint8 * 96).from_address(cmap)
     # struct crush_map as crush_create leaves it: choose_total_tries 50 at 36, then (the
     # releases add fields between) the byte straw_calc_version 4 bytes before the u32
