@@ -25,7 +25,8 @@ from typing import Callable, Dict, List, Sequence, Tuple
 
 from pg_advisor_testkit.dumps import FIXTURES
 
-from .crushgen import HOST, GeneratedMap, Layout, Tools, crush_test, crush_text, generate, rule
+from .crushgen import (GeneratedMap, Layout, Tools, crush_test, crush_text, generate, rule,
+                       write_fixture_main)
 
 FIXTURE = FIXTURES / "buckets"
 ALGS = ("uniform", "list", "tree", "straw", "straw2")
@@ -181,10 +182,7 @@ def write_fixture(tools: Tools, dest: Path) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    dest = Path(argv[0]) if argv else FIXTURE
-    write_fixture(HOST, dest)
-    print(f"bucket_maps: fixture written to {dest}")
-    return 0
+    return write_fixture_main(argv, "bucket_maps", FIXTURE, write_fixture)
 
 
 if __name__ == "__main__":

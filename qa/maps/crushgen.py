@@ -320,3 +320,12 @@ def synthetic_pg_dump(snap: snapshot.Snapshot, sigma: float, seed: int = 1) -> D
                           "parent_split_bits": 0,
                           "stat_sum": {"num_bytes": int(sizes[r]), "num_objects": 100}})
     return {"osd_stats": [], "pool_stats": [], "pg_stats": stats}
+
+
+def write_fixture_main(argv: Sequence[str], name: str, fixture: Path,
+                       write: Callable[[Tools, Path], None], tools: Tools = HOST) -> int:
+    """A fixture writer's command line: `python3 -m qa.maps.NAME [DEST]`."""
+    dest = Path(argv[0]) if argv else fixture
+    write(tools, dest)
+    print(f"{name}: fixture written to {dest}")
+    return 0

@@ -23,7 +23,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from pg_advisor_testkit.dumps import FIXTURES
 
 from .bucket_maps import by_index
-from .crushgen import GeneratedMap, Layout, Tools, crush_test, crush_text, generate, tentacle_tools
+from .crushgen import (GeneratedMap, Layout, Tools, crush_test, crush_text, generate, tentacle_tools,
+                       write_fixture_main)
 
 FIXTURE = FIXTURES / "msr"
 
@@ -217,10 +218,7 @@ def main(argv: Sequence[str]) -> int:
     if tools is None:
         print(f"msr_maps: {why}", file=sys.stderr)
         return 1
-    dest = Path(argv[0]) if argv else FIXTURE
-    write_fixture(tools, dest)
-    print(f"msr_maps: fixture written to {dest}")
-    return 0
+    return write_fixture_main(argv, "msr_maps", FIXTURE, write_fixture, tools)
 
 
 if __name__ == "__main__":

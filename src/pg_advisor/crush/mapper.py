@@ -5,182 +5,28 @@ indep with its positional retries), run in lockstep over rows: every row is one 
 input x, and masks say which rows are still retrying. Loops here run over replicas,
 retries and tree depth, never over PGs.
 """
-from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from dataclasses import dataclass
+from typing import NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from ..model.constants import CRUSH_ITEM_NONE, CRUSH_ITEM_UNDEF, WEIGHT_ONE
+from ..model.constants import CRUSH_ITEM_NONE, CRUSH_ITEM_UNDEF
 from ..model.mappable import LOCAL_TRIES
 from ..model.work import count
-from . import buckets, straw2
 from .compiled import MSR_RULE_TYPES, MSR_STEP_OPS, ChooseArgs, CompiledCrush, CompiledRule
-from .hashing import hash32_2
+from .descent import BAD, EMPTY, OK, CrushWork, RunContext
 
-OK, EMPTY, BAD = 0, 1, 2
-
-
-@dataclass
-class CrushWork:
-    """What CRUSH runs cost so far: a caller that bounds its work (the balancer) counts it."""
-    draws: int = 0       # (input, bucket item) pairs hashed
-    replicas: int = 0    # inputs times the replicas asked of each
+AHEAD_ROWS = 64   # tries drawn at once in a retry: up to this many (row, try) pairs
+AHEAD_MAX = 8     # and at most this many tries of one row
 
 
-@dataclass(frozen=True)
-class _Ctx:
-    cm: CompiledCrush
-    args: Optional[ChooseArgs]
-    dev_weight: np.ndarray   # 16.16 reweight per OSD id (0 = out)
-    work: CrushWork = field(default_factory=CrushWork)
-
-    def bucket_choose(self, b: np.ndarray, x: np.ndarray, r: np.ndarray,
-                      position: np.ndarray) -> np.ndarray:
-        """The item each row's bucket b (an index, -1-id) picks for (x, r), by the
-        bucket's algorithm (rows grouped by algorithm and size)."""
-        cm = self.cm
-        out = np.empty(b.shape[0], dtype=np.int64)
-        keys = (cm.alg_id[b] << 32) | cm.size[b]
-        for key in np.unique(keys).tolist():
-            alg, s = key >> 32, key & 0xFFFFFFFF
-            sel = np.flatnonzero(keys == key)
-            bb = b[sel]
-            if s == 1:      # every algorithm takes a lone item whatever the draw: no hash
-                out[sel] = cm.items[bb, 0]     # (a chain of thousands of such buckets is legal)
-                continue
-            self.work.draws += sel.size * s
-            if alg != buckets.STRAW2:       # (weight sets are straw2's alone)
-                out[sel] = cm.items[bb, buckets.choose(cm, alg, bb, s, x[sel], r[sel])]
-                continue
-            args = self.args
-            pos = None if args is None else np.minimum(position[sel], args.positions[bb] - 1)
-
-            def rows(sl: slice, bb: np.ndarray = bb, s: int = s,
-                     pos: Optional[np.ndarray] = pos) -> Tuple[np.ndarray, np.ndarray]:
-                if args is None or pos is None:
-                    return cm.items[bb[sl], :s], cm.weights[bb[sl], :s]
-                return args.ids[bb[sl], :s], args.weights[bb[sl], pos[sl], :s]
-            # (gathered a block at a time, as drawn)
-            win = straw2.choose_by(sel.size, s, rows, x[sel], r[sel])
-            out[sel] = cm.items[bb, win]
-        return out
-
-    def is_out(self, item: np.ndarray, x: np.ndarray) -> np.ndarray:
-        """Reweight as a per-input coin flip: an OSD at 0.8 rejects ~20% of inputs."""
-        wmax = self.dev_weight.shape[0]
-        inside = item < wmax
-        w = np.where(inside, self.dev_weight[np.minimum(item, wmax - 1)], 0)
-        coin = (hash32_2(x, item) & np.uint32(0xFFFF)).astype(np.int64)
-        self.work.draws += coin.size
-        return ~inside | ((w < WEIGHT_ONE) & ((w == 0) | (coin >= w)))
-
-    def hops(self, want_type: int) -> np.ndarray:
-        """Bucket index -> where a descent toward want_type really chooses: past every
-        bucket of one child (it always takes that child) that is not itself of want_type.
-        A chain of thousands of nested buckets then costs one choice, not thousands."""
-        cm = self.cm
-        got: Optional[np.ndarray] = cm.memo.get(("hops", want_type))
-        if got is None:
-            got = cm.memo[("hops", want_type)] = self._hops(want_type)
-            got.setflags(write=False)     # shared by every later run
-        return got
-
-    def _hops(self, want_type: int) -> np.ndarray:
-        cm = self.cm
-        nb = cm.max_buckets
-        child = cm.items[:, 0] if cm.items.shape[1] else np.zeros(nb, dtype=np.int64)
-        inner = (cm.size == 1) & (child < 0)
-        idx = np.where(inner, -1 - child, 0)
-        one = inner & (cm.type_id[idx] != want_type)
-        nxt = np.where(one, idx, np.arange(nb))
-        for _ in range(max(nb, 2).bit_length()):    # pointer doubling: log2(depth) steps
-            nxt = nxt[nxt]
-        return nxt
-
-    def reach(self, type_id: int) -> np.ndarray:
-        """Bucket index -> how many items of type_id a descent from it can end on (at most:
-        an item held twice counts twice). Once a choose has placed that many distinct
-        items, every later try collides and changes nothing: the caller may stop."""
-        cm = self.cm
-        known: Optional[np.ndarray] = cm.memo.get(("reach", type_id))
-        if known is None:
-            known = cm.memo[("reach", type_id)] = self._reach(type_id)
-            known.setflags(write=False)
-        return known
-
-    def _reach(self, type_id: int) -> np.ndarray:
-        cm = self.cm
-        nb = cm.max_buckets
-        got = np.full(nb, -1, dtype=np.int64)
-        for root in range(nb):
-            stack = [root]
-            while stack:            # iterative: a chain of thousands of buckets is legal
-                b = stack[-1]
-                if got[b] >= 0:
-                    stack.pop()
-                    continue
-                kids = cm.items[b, :cm.size[b]].tolist()
-                inner = [-1 - c for c in kids if c < 0 and cm.type_id[-1 - c] != type_id
-                         and got[-1 - c] < 0]
-                if inner:
-                    stack.extend(inner)
-                    continue
-                got[b] = sum(1 if (c >= 0 and type_id == 0) or (c < 0 and cm.type_id[-1 - c] == type_id)
-                             else (int(got[-1 - c]) if c < 0 else 0) for c in kids)
-                stack.pop()
-        return got
-
-    def uniform_apart(self, numrep: int) -> Optional[np.ndarray]:
-        """Bucket index -> whether crush_choose_indep retries it with r + (numrep + 1) *
-        ftotal rather than numrep * ftotal: a uniform bucket whose size numrep divides
-        (whose retries would cycle through the same positions). None: no such bucket."""
-        cm = self.cm
-        key = ("uniform_apart", numrep)
-        if key not in cm.memo:
-            apart = (cm.alg_id == buckets.UNIFORM) & (cm.size % max(numrep, 1) == 0)
-            cm.memo[key] = apart if apart.any() else None
-        got: Optional[np.ndarray] = cm.memo[key]
-        return got
-
-    def descend(self, b: np.ndarray, x: np.ndarray, r: np.ndarray, position: np.ndarray,
-                want_type: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """From buckets b down to an item of want_type: (item, its type, status)."""
-        item, itype, status, _ = self.descend_r(b, x, r, position, want_type)
-        return item, itype, status
-
-    def descend_r(self, b: np.ndarray, x: np.ndarray, r: np.ndarray, position: np.ndarray,
-                  want_type: int, apart: Optional[Tuple[np.ndarray, np.ndarray]] = None
-                  ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """descend, where `apart` is (bucket index -> whether it draws otherwise, the r per
-        row it draws with then); also the r the last bucket drew with (indep's leaf
-        recursion starts from it)."""
-        cm = self.cm
-        n = b.shape[0]
-        b = b.copy()
-        item = np.zeros(n, dtype=np.int64)
-        itype = np.zeros(n, dtype=np.int64)
-        status = np.full(n, OK, dtype=np.int64)
-        used = r.copy()
-        pending = np.arange(n)
-        hop = self.hops(want_type)
-        while pending.size:
-            b[pending] = hop[b[pending]]
-            empty = cm.size[b[pending]] == 0
-            status[pending[empty]] = EMPTY
-            go = pending[~empty]
-            if apart is not None:
-                used[go] = np.where(apart[0][b[go]], apart[1][go], r[go])
-            it = self.bucket_choose(b[go], x[go], used[go], position[go])
-            ty = np.where(it < 0, cm.type_id[np.maximum(-1 - it, 0)], 0)
-            item[go], itype[go] = it, ty
-            deeper = (ty != want_type) & (it < 0)
-            status[go[(ty != want_type) & (it >= 0)]] = BAD   # a device where a bucket was due
-            pending = go[deeper]
-            b[pending] = -1 - it[deeper]
-        return item, itype, status, used
+def ahead_of(rows: int) -> int:
+    """How many tries of each of `rows` retrying rows to draw at once: a few rows cost
+    numpy's fixed cost per call whatever their number, so their next tries come along."""
+    return max(1, min(AHEAD_MAX, AHEAD_ROWS // max(rows, 1)))
 
 
-def _choose_firstn(ctx: _Ctx, bucket: np.ndarray, x: np.ndarray, type_id: int,
+def _choose_firstn(ctx: RunContext, bucket: np.ndarray, x: np.ndarray, type_id: int,
                    out: np.ndarray, out2: Optional[np.ndarray], outpos: np.ndarray,
                    count: np.ndarray, rep_start: np.ndarray, rep_end: np.ndarray,
                    tries: int, recurse_tries: int, recurse_to_leaf: bool, vary_r: int,
@@ -198,45 +44,58 @@ def _choose_firstn(ctx: _Ctx, bucket: np.ndarray, x: np.ndarray, type_id: int,
         if reach is not None:
             todo = todo[outpos[todo] < reach[bucket[todo]]]
         while todo.size:
-            rows = todo
-            r = rep[rows] + parent_r[rows] + ftotal[rows]
+            # a row's tries within a rep differ only in r: the next `ahead` of them are
+            # drawn at once (each against the same state), and the first that ends the
+            # rep (a win, or a bad item) is kept, as if tried one after another
+            ahead = ahead_of(todo.size)
+            rows = np.repeat(todo, ahead)
+            f = ftotal[rows] + np.tile(np.arange(ahead), todo.size)
+            live = f < tries
+            rows, f = rows[live], f[live]
+            r = rep[rows] + parent_r[rows] + f
             item, itype, status = ctx.descend(bucket[rows], x[rows], r, outpos[rows], type_id)
             ok = status == OK
             pos = outpos[rows]
             collide = ok & ((out[rows] == item[:, None]) & (cols[None, :] < pos[:, None])).any(axis=1)
             reject = status == EMPTY
+            leaves: Optional[np.ndarray] = None
             if recurse_to_leaf and out2 is not None:
                 cand = ok & ~collide
+                leaves = out2[rows]
                 sub = np.flatnonzero(cand & (item < 0))
                 if sub.size:
                     lr = rows[sub]
                     sub_r = (r[sub] >> (vary_r - 1)) if vary_r else np.zeros(sub.size, np.int64)
-                    leaf = out2[lr]
+                    leaf = leaves[sub]
                     p = pos[sub]
                     got = _choose_firstn(
                         ctx, -1 - item[sub], x[lr], 0, leaf, None, p, count[lr],
                         np.zeros_like(p) if stable else p, np.ones_like(p) if stable else p + 1,
                         recurse_tries, 0, False, vary_r, stable, sub_r)
-                    out2[lr] = leaf
+                    leaves[sub] = leaf
                     reject[sub] = got <= p
                 dev = np.flatnonzero(cand & (item >= 0))
-                out2[rows[dev], pos[dev]] = item[dev]
+                leaves[dev, pos[dev]] = item[dev]
             chk = np.flatnonzero(ok & ~collide & ~reject & (itype == 0))
             if chk.size:
                 reject[chk] = ctx.is_out(item[chk], x[rows[chk]])
-            failed = (reject | collide) & (status != BAD)
-            ftotal[rows[failed]] += 1
-            retry = failed & (ftotal[rows] < tries)
             won = ok & ~collide & ~reject
-            wr = rows[won]
-            out[wr, outpos[wr]] = item[won]
+            ends = np.flatnonzero(won | (status == BAD))
+            done, first = np.unique(rows[ends], return_index=True)
+            pick = ends[first]          # each row's first try that ends its rep
+            pick = pick[won[pick]]
+            wr = rows[pick]
+            out[wr, outpos[wr]] = item[pick]
+            if leaves is not None and out2 is not None:
+                out2[wr] = leaves[pick]
             outpos[wr] += 1
             count[wr] -= 1
-            todo = rows[retry]
+            ftotal[todo] += ahead
+            todo = todo[~np.isin(todo, done) & (ftotal[todo] < tries)]
     return outpos
 
 
-def _choose_indep(ctx: _Ctx, bucket: np.ndarray, x: np.ndarray, left: np.ndarray,
+def _choose_indep(ctx: RunContext, bucket: np.ndarray, x: np.ndarray, left: np.ndarray,
                   numrep: int, type_id: int, out: np.ndarray, outpos: np.ndarray,
                   tries: int, recurse_tries: int, recurse_to_leaf: bool,
                   out2: Optional[np.ndarray], parent_r: np.ndarray,
@@ -252,12 +111,19 @@ def _choose_indep(ctx: _Ctx, bucket: np.ndarray, x: np.ndarray, left: np.ndarray
     if out2 is not None:
         out2[span] = CRUSH_ITEM_UNDEF
     width = int((endpos - outpos).max(initial=0))
+    t = _IndepTry(ctx, bucket, x, outpos, numrep, type_id, out, out2, span,
+                  recurse_to_leaf, recurse_tries, parent_r)
     for ftotal in range(tries):
         in_pass = left > 0
         if reach is not None:
-            placed = (span & (out != CRUSH_ITEM_UNDEF) & (out != CRUSH_ITEM_NONE)).sum(axis=1)
-            in_pass &= placed < reach[bucket]
+            in_pass &= t.placed(np.arange(x.shape[0])) < reach[bucket]
         if not in_pass.any():
+            break
+        rows = np.flatnonzero(in_pass)
+        # after the first pass (or with a few tries a pass left) rows retry on their own:
+        # each runs to its end, its open positions tried at once
+        if (ftotal > 0 or int(left[rows].sum()) <= AHEAD_ROWS) and AHEAD_MAX > 1:
+            t.finish(rows, ftotal, tries, left, reach)
             break
         for k in range(width):
             rep = outpos + k
@@ -266,37 +132,130 @@ def _choose_indep(ctx: _Ctx, bucket: np.ndarray, x: np.ndarray, left: np.ndarray
             if not rows.size:
                 continue
             rp = rep[rows]
-            r = rp + parent_r[rows] + numrep * ftotal
-            apart = ctx.uniform_apart(numrep)
-            item, itype, status, r = ctx.descend_r(bucket[rows], x[rows], r, outpos[rows], type_id,
-                                                   None if apart is None else (apart, r + ftotal))
-            bad = status == BAD
-            out[rows[bad], rp[bad]] = CRUSH_ITEM_NONE
-            if out2 is not None:
-                out2[rows[bad], rp[bad]] = CRUSH_ITEM_NONE
-            left[rows[bad]] -= 1
-            ok = status == OK
-            collide = ok & ((out[rows] == item[:, None]) & span[rows]).any(axis=1)
-            fine = ok & ~collide
-            if recurse_to_leaf and out2 is not None:
-                sub = np.flatnonzero(fine & (item < 0))
-                if sub.size:
-                    lr = rows[sub]
-                    leaf = out2[lr]
-                    _choose_indep(ctx, -1 - item[sub], x[lr], np.ones(sub.size, np.int64),
-                                  numrep, 0, leaf, rp[sub], recurse_tries, 0, False, None, r[sub])
-                    out2[lr] = leaf
-                    fine[sub] &= leaf[np.arange(sub.size), rp[sub]] != CRUSH_ITEM_NONE
-                dev = np.flatnonzero(fine & (item >= 0))
-                out2[rows[dev], rp[dev]] = item[dev]
-            chk = np.flatnonzero(fine & (itype == 0))
-            if chk.size:
-                fine[chk] &= ~ctx.is_out(item[chk], x[rows[chk]])
-            out[rows[fine], rp[fine]] = item[fine]
-            left[rows[fine]] -= 1
+            t.commit(rows, rp, t.draw(rows, rp, np.full(rows.size, ftotal)), left)
     out[span & (out == CRUSH_ITEM_UNDEF)] = CRUSH_ITEM_NONE
     if out2 is not None:
         out2[span & (out2 == CRUSH_ITEM_UNDEF)] = CRUSH_ITEM_NONE
+
+
+class Tries(NamedTuple):
+    """Tries of crush_choose_indep, one per element."""
+    bad: np.ndarray      # a hole for good (a device where a bucket was due)
+    fine: np.ndarray     # the item placed
+    item: np.ndarray
+    # for a chooseleaf, whether the try writes out2 and what: the leaf, a hole where none
+    # was found, or a device it then rejects, which mapper.c leaves there (where no later
+    # try places one, it is the leaf the rule emits)
+    wrote: np.ndarray
+    leaf: np.ndarray
+
+
+@dataclass
+class _IndepTry:
+    """One try of crush_choose_indep at position rp of some rows in pass f, read from the
+    state without changing it (draw), and its outcome written (commit)."""
+    ctx: RunContext
+    bucket: np.ndarray
+    x: np.ndarray
+    outpos: np.ndarray
+    numrep: int
+    type_id: int
+    out: np.ndarray
+    out2: Optional[np.ndarray]
+    span: np.ndarray
+    recurse_to_leaf: bool
+    recurse_tries: int
+    parent_r: np.ndarray
+
+    def draw(self, rows: np.ndarray, rp: np.ndarray, f: np.ndarray) -> "Tries":
+        """The tries' outcomes (Tries)."""
+        ctx, numrep = self.ctx, self.numrep
+        r = rp + self.parent_r[rows] + numrep * f
+        apart = ctx.uniform_apart(numrep)
+        item, itype, status, r = ctx.descend_r(self.bucket[rows], self.x[rows], r, self.outpos[rows],
+                                               self.type_id, None if apart is None else (apart, r + f))
+        bad = status == BAD
+        ok = status == OK
+        collide = ok & ((self.out[rows] == item[:, None]) & self.span[rows]).any(axis=1)
+        fine = ok & ~collide
+        leaf = np.where(item >= 0, item, CRUSH_ITEM_NONE)
+        wrote = np.zeros(rows.size, dtype=bool)
+        if self.recurse_to_leaf and self.out2 is not None:
+            wrote = fine.copy()
+            sub = np.flatnonzero(fine & (item < 0))
+            if sub.size:
+                lr = rows[sub]
+                leaves = self.out2[lr]
+                _choose_indep(ctx, -1 - item[sub], self.x[lr], np.ones(sub.size, np.int64),
+                              numrep, 0, leaves, rp[sub], self.recurse_tries, 0, False, None, r[sub])
+                leaf[sub] = leaves[np.arange(sub.size), rp[sub]]
+                fine[sub] &= leaf[sub] != CRUSH_ITEM_NONE
+        chk = np.flatnonzero(fine & (itype == 0))
+        if chk.size:
+            fine[chk] &= ~ctx.is_out(item[chk], self.x[rows[chk]])
+        return Tries(bad, fine, item, wrote, leaf)
+
+    def placed(self, rows: np.ndarray) -> np.ndarray:
+        held = self.out[rows]
+        return (self.span[rows] & (held != CRUSH_ITEM_UNDEF) & (held != CRUSH_ITEM_NONE)).sum(axis=1)
+
+    def commit(self, rows: np.ndarray, rp: np.ndarray, t: "Tries", left: np.ndarray) -> np.ndarray:
+        """The outcome of each row's tries (rows grouped, their tries in mapper.c's order):
+        the first that changes the state (a hole, or the item and its leaf placed) and
+        nothing after it; before it, the out2 each failed try leaves (the last one at each
+        position). Returns the index of each row's first such try."""
+        bad, fine, item, wrote, leaf = t
+        ends = np.flatnonzero(bad | fine)
+        done, first = np.unique(rows[ends], return_index=True)
+        pick = ends[first]
+        out, out2 = self.out, self.out2
+        if out2 is not None and wrote.any():
+            stop = np.full(rows.size, rows.size)
+            stop[np.isin(rows, done)] = pick[np.searchsorted(done, rows[np.isin(rows, done)])]
+            w = np.flatnonzero(wrote & (np.arange(rows.size) < stop))[::-1]
+            _, last = np.unique(rows[w] * out.shape[1] + rp[w], return_index=True)
+            w = w[last]
+            out2[rows[w], rp[w]] = leaf[w]
+        hole = pick[bad[pick]]
+        out[rows[hole], rp[hole]] = CRUSH_ITEM_NONE
+        put = pick[fine[pick]]
+        out[rows[put], rp[put]] = item[put]
+        if out2 is not None:
+            out2[rows[hole], rp[hole]] = CRUSH_ITEM_NONE
+            if self.recurse_to_leaf:
+                out2[rows[put], rp[put]] = leaf[put]
+        left[rows[pick]] -= 1
+        return pick
+
+    def finish(self, rows: np.ndarray, f0: int, tries: int, left: np.ndarray,
+               reach: Optional[np.ndarray]) -> None:
+        """Every try left of a few rows from pass f0 on, in mapper.c's order (pass by pass,
+        position by position): each row's next tries are drawn at once against its state,
+        the first that changes it is kept and those after it drawn again."""
+        out, span = self.out, self.span
+        cols = np.arange(out.shape[1])
+        nf = np.full(rows.size, f0, dtype=np.int64)     # each row's next try: pass, column
+        nc = np.zeros(rows.size, dtype=np.int64)
+        while rows.size:
+            open_ = span[rows] & (out[rows] == CRUSH_ITEM_UNDEF)
+            live = open_.any(axis=1) & (nf < tries)
+            if reach is not None:
+                live &= self.placed(rows) < reach[self.bucket[rows]]
+            rows, nf, nc, open_ = rows[live], nf[live], nc[live], open_[live]
+            if not rows.size:
+                break
+            passes = np.arange(ahead_of(int(open_.sum())))
+            due = open_[:, None, :] & ((nf[:, None] + passes[None, :]) < tries)[:, :, None]
+            due &= (passes[None, :, None] > 0) | (cols[None, None, :] >= nc[:, None, None])
+            ri, pi, rp = np.nonzero(due)     # in order: row, pass, column
+            tried = rows[ri]
+            pick = self.commit(tried, rp, self.draw(tried, rp, nf[ri] + pi), left)
+            # a row whose tries changed nothing goes on after them; one that changed resumes
+            # after that try
+            at = np.searchsorted(rows, tried[pick])
+            nf += passes.size
+            nc[:] = 0
+            nf[at], nc[at] = nf[ri[pick]] - passes.size + pi[pick], rp[pick] + 1
 
 
 def do_rule(cm: CompiledCrush, rule: CompiledRule, x: np.ndarray, result_max: int,
@@ -305,7 +264,7 @@ def do_rule(cm: CompiledCrush, rule: CompiledRule, x: np.ndarray, result_max: in
     """Map every input x through the rule: (result (n, result_max), result length (n,)).
     What it costs is added to `work`."""
     cm.check_mappable(rule)
-    ctx = _Ctx(cm, args, dev_weight.astype(np.int64), work if work is not None else CrushWork())
+    ctx = RunContext(cm, args, dev_weight.astype(np.int64), work if work is not None else CrushWork())
     draws0 = ctx.work.draws
     ctx.work.replicas += x.shape[0] * result_max
     count("crush_replicas", x.shape[0] * result_max)
@@ -372,12 +331,12 @@ def do_rule(cm: CompiledCrush, rule: CompiledRule, x: np.ndarray, result_max: in
                     got = _choose_firstn(ctx, b, x[rows], step.arg2, seg, seg2, zeros, room,
                                          zeros, np.full(rows.size, numrep), choose_tries,
                                          recurse_tries, leafy, vary_r, stable, zeros,
-                                         ctx.reach(step.arg2))
+                                         ctx.reach(step.arg2, leafy or step.arg2 == 0))
                 else:
                     got = np.minimum(numrep, room)
                     _choose_indep(ctx, b, x[rows], got, numrep, step.arg2, seg, zeros,
                                   choose_tries, leaf_tries or 1, leafy, seg2, zeros,
-                                  ctx.reach(step.arg2))
+                                  ctx.reach(step.arg2, leafy != (step.arg2 == 0)))
                 for k in range(numrep):
                     m = np.flatnonzero(got > k)
                     dst = osize[rows[m]] + k

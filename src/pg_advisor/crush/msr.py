@@ -38,7 +38,7 @@ import numpy as np
 from ..model.constants import CRUSH_ITEM_NONE, CRUSH_ITEM_UNDEF
 from ..model.errors import AdvisorError
 from .compiled import MSR_CONFIG_OPS, RULE_MSR_FIRSTN, CompiledCrush, CompiledRule
-from .mapper import EMPTY, OK, _Ctx
+from .descent import EMPTY, OK, RunContext
 
 NOT_FROM = -1       # no bucket drew this slot (bucket indexes are >= 0)
 
@@ -201,7 +201,7 @@ def _flat(cm: CompiledCrush, type_id: int) -> np.ndarray:
 class _Run:
     """One block of the rule over rows of a _State."""
 
-    def __init__(self, ctx: _Ctx, rule: CompiledRule, block: Block, result_max: int,
+    def __init__(self, ctx: RunContext, rule: CompiledRule, block: Block, result_max: int,
                  lo: int, tries: int) -> None:
         self.ctx, self.rule, self.block = ctx, rule, block
         self.result_max, self.lo, self.tries = result_max, lo, tries
@@ -445,7 +445,7 @@ class _Run:
         st.got[rows] += 1
 
 
-def do_msr_rule(ctx: _Ctx, rule: CompiledRule, x: np.ndarray,
+def do_msr_rule(ctx: RunContext, rule: CompiledRule, x: np.ndarray,
                 result_max: int) -> Tuple[np.ndarray, np.ndarray]:
     """crush_msr_do_rule for every input x (uint32 values in int64): (result (n,
     result_max), result length: msr_firstn what was placed, msr_indep result_max)."""

@@ -17,7 +17,8 @@ from ..model.constants import CRUSH_ITEM_NONE, WEIGHT_ONE
 from ..model.snapshot import Pool, Snapshot
 from .compiled import ChooseArgs, CompiledCrush, CompiledRule, compile_crush
 from .hashing import hash32_2
-from .mapper import CrushWork, do_rule
+from .descent import CrushWork
+from .mapper import do_rule
 from .upmap import apply_upmap
 
 RULE_TYPE = {"replicated": 1, "erasure": 3}

@@ -40,6 +40,9 @@ def rule_segments(snap: Snapshot, rule: Rule) -> List[Tuple[int, Tuple[Optional[
     return out
 
 
+MEMO_OSDS = 1 << 16     # vectors over at most this many OSD ids are kept on the snapshot
+
+
 def osds_under(snap: Snapshot, root: int,
                types: Optional[Sequence[Optional[int]]] = None, members: bool = False) -> np.ndarray:
     """CRUSH weight of every OSD below `root` (0 elsewhere), as a vector over OSD ids; with
@@ -58,8 +61,24 @@ def osds_under(snap: Snapshot, root: int,
     class's OSDs (and mirrors the hosts as "host0~ssd"), so walking from the take item
     honours the class without special cases.
     """
-    w = np.zeros(snap.osds.count, dtype=np.float64)
     want = None if types is None else tuple(types)
+    # rule weights, unreachable OSDs and read balance each walk the same segments: once a
+    # snapshot (read-only, shared), unless the vectors are large (a sparse max_osd of 2^20
+    # would hold 8 MiB a segment)
+    if snap.osds.count > MEMO_OSDS:
+        return _osds_under(snap, root, want, members)
+    key = ("osds_under", root, want, members)
+    known: Optional[np.ndarray] = snap.memo.get(key)
+    if known is None:
+        w = _osds_under(snap, root, want, members)
+        w.setflags(write=False)
+        known = snap.memo.setdefault(key, w)
+    return known
+
+
+def _osds_under(snap: Snapshot, root: int, want: Optional[Tuple[Optional[int], ...]],
+                members: bool) -> np.ndarray:
+    w = np.zeros(snap.osds.count, dtype=np.float64)
     if root >= 0:
         # a device taken directly is emitted as is; a choose step from it picks nothing
         if root < w.shape[0] and not want:

@@ -1,0 +1,79 @@
+"""A map where CRUSH retries to the end: 4 hosts of 3 OSDs, one rule per way to choose
+(firstn and indep, choose and chooseleaf, of hosts and of OSDs, one step or two), each
+asking more replicas than some reweights leave room for. Rows then retry every try,
+leave holes, stop early, or (a chooseleaf indep of devices) keep a rejected device as
+their leaf.
+
+    PYTHONPATH=src:. python3 -m qa.maps.retry_maps [DEST]
+
+writes the unit tests' fixture (pg_advisor_testkit/fixtures/retries): the map's dumps and
+crushtool's results of every rule and reweight for inputs 0..FIXTURE_X.
+"""
+import json
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Sequence, Tuple
+
+from pg_advisor_testkit.dumps import FIXTURES
+
+from .crushgen import GeneratedMap, Layout, Tools, crush_test, generate, rule, write_fixture_main
+
+FIXTURE = FIXTURES / "retries"
+FIXTURE_X = 63
+LAYOUT = Layout(0, 4, 3)
+# osd.0-2 (all of host0) out, others out or reweighted
+REWEIGHTS: List[Dict[int, float]] = [
+    {},
+    {0: 0.0, 1: 0.0, 2: 0.0, 7: 0.5, 10: 0.3},
+    {0: 0.0, 4: 0.0, 8: 0.0, 9: 0.0, 11: 0.7},
+]
+# (name, steps, replicas asked)
+CASES: List[Tuple[str, List[str], int]] = [
+    ("chooseleaf-indep-osd", ["set_choose_tries 100", "take default", "chooseleaf indep 0 type osd",
+                              "emit"], 11),
+    ("choose-indep-osd", ["set_choose_tries 100", "take default", "choose indep 0 type osd", "emit"], 11),
+    ("chooseleaf-indep-host", ["set_chooseleaf_tries 5", "set_choose_tries 100", "take default",
+                               "chooseleaf indep 0 type host", "emit"], 5),
+    ("choose-host-then-osd-indep", ["take default", "choose indep 3 type host",
+                                    "chooseleaf indep 2 type osd", "emit"], 6),
+    ("chooseleaf-firstn-host", ["take default", "chooseleaf firstn 0 type host", "emit"], 5),
+    ("choose-firstn-osd", ["take default", "choose firstn 0 type osd", "emit"], 11),
+    ("choose-host-then-osd-firstn", ["take default", "choose firstn 3 type host",
+                                     "chooseleaf firstn 2 type osd", "emit"], 6),
+]
+
+
+def build(tools: Tools, tmp: Path) -> GeneratedMap:
+    """The map with every case's rule, rule id i for CASES[i]."""
+    rules = [rule(steps, name=name.replace("-", "_"), rule_id=i,
+                  rule_type="erasure" if any("indep" in s for s in steps) else "replicated")
+             for i, (name, steps, _) in enumerate(CASES)]
+    return generate(tmp, LAYOUT, rules, pg_bits=2, tools=tools)
+
+
+def runs(tools: Tools, gm: GeneratedMap, max_x: int) -> List[Dict[str, Any]]:
+    """crushtool's result of every rule and reweight for inputs 0..max_x."""
+    crush_bin = gm.path.parent / "crush.bin"
+    return [{"rule": i, "num_rep": size, "reweight": {str(k): v for k, v in w.items()},
+             "mappings": {str(x): m for x, m in crush_test(tools, crush_bin, i, size, max_x, w).items()}}
+            for i, (_, _, size) in enumerate(CASES) for w in REWEIGHTS]
+
+
+def write_fixture(tools: Tools, dest: Path) -> None:
+    gm = build(tools, dest / "work")
+    osd_dump, crush = gm.dumps()
+    found = runs(tools, gm, FIXTURE_X)
+    for f in (dest / "work").iterdir():
+        f.unlink()
+    (dest / "work").rmdir()
+    (dest / "osd_dump.json").write_text(json.dumps(osd_dump, indent=1, sort_keys=True) + "\n")
+    (dest / "crush_dump.json").write_text(json.dumps(crush, indent=1, sort_keys=True) + "\n")
+    (dest / "crushtool_test.json").write_text(json.dumps(found, sort_keys=True) + "\n")
+
+
+def main(argv: Sequence[str]) -> int:
+    return write_fixture_main(argv, "retry_maps", FIXTURE, write_fixture)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
