@@ -92,6 +92,7 @@ class Balancer:
         for st in self.states:
             st.budget = self.budget
         self.lb = 0
+        self.drain_chained = 0      # a drain's chain moves (drain_moves.py)
         self.primaries = Primaries(snap, self.states)
         self.search = MoveSearch(self.anc, self.budget, self.primaries, snap.osds.count)
 

@@ -127,11 +127,13 @@ def drain_json(plan: DrainPlan) -> Dict[str, Any]:
     r = plan.proposal
     uneven = r.uneven if plan.and_balance else r.undrained
     left = sum(drained_left(r.balancer).values())
-    # the moves of replicas not on the drained OSDs (with --and-balance, the evening's too)
+    # the moves of replicas not on the drained OSDs (with --and-balance, the evening's too);
+    # of them, chained: the second moves of chains, which keep the deviation bound
     forced = r.moves - (plan.replicas - left)
     return {"osds": plan.osds, "pools": [st.pool.name for st in plan.touched], "replicas": plan.replicas,
-            "moves": r.moves, "forced": forced, "left": left, "and_balance": plan.and_balance,
-            "deviation": deviations(r.result.pools, plan.osds), "items": items_json(r.items),
+            "moves": r.moves, "forced": forced, "chained": r.balancer.drain_chained, "left": left,
+            "and_balance": plan.and_balance, "deviation": deviations(r.result.pools, plan.osds),
+            "items": items_json(r.items),
             "notes": r.notes, "uneven": uneven, "dry_run": True}
 
 

@@ -75,6 +75,7 @@ class Drainer:
         self.total_hi, self.total_lo = caps(run.total)
         self.caps = {id(st): caps(st.level) for st in run.states}
         self.over = 0             # replicas placed past a destination's room
+        self.chained = 0          # chains' second moves (the deviation bound's, not the rule's)
 
     @property
     def stopped(self) -> bool:
@@ -191,7 +192,10 @@ class Drainer:
             b = self.run.budget
             if b.moves_left < 2 or not b.affordable(float(st.objects[row] + st.objects[mv[0]])):
                 return False
-            return self.run.apply_move(st, row, x, y) and self.run.apply_move(st, mv[0], y, mv[1])
+            if not self.run.apply_move(st, row, x, y):
+                return False
+            self.chained += 1
+            return self.run.apply_move(st, mv[0], y, mv[1])
         return False
 
     def _regroup(self, st: PoolState, row: int, x: int, hi: np.ndarray, lo: np.ndarray,

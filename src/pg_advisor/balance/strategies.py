@@ -37,6 +37,7 @@ class Run(Protocol):
     budget: Budget
     search: MoveSearch
     notes: List[str]
+    drain_chained: int
 
     def apply_move(self, st: PoolState, row: int, src: int, dst: int) -> bool: ...
 
@@ -59,7 +60,9 @@ class CountEvener:
         each pool's counts, then the totals."""
         r = self.run
         if r.drain.size:
-            Drainer(r, self._group_plan).drain()
+            d = Drainer(r, self._group_plan)
+            d.drain()
+            r.drain_chained += d.chained
         if not even:
             return
         for st in r.states:
