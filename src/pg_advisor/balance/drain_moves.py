@@ -7,7 +7,7 @@ more, it is no further above its share than it was when the run began or than 1 
 whichever is larger, in the pool and in the total over the run's pools: so the drain
 leaves no OSD further from its share than before, or than a PG. The replicas are placed a
 pass at a time (one per PG: a PG's second replica there depends on where the first went),
-the PGs with the fewest legal destinations first, each pass checking legality once for
+over all pools' PGs in one order, the fewest legal destinations first, each pass checking legality once for
 all of them against the cheapest destinations with room (all of them for the PGs that
 found none there).
 
@@ -75,7 +75,7 @@ class Drainer:
         self.total_hi, self.total_lo = caps(run.total)
         self.caps = {id(st): caps(st.level) for st in run.states}
         self.over = 0             # replicas placed past a destination's room
-        self.chained = 0          # chains' second moves (the deviation bound's, not the rule's)
+        self.chained = 0          # chains' second moves
 
     @property
     def stopped(self) -> bool:
