@@ -10,7 +10,9 @@ time; then the same with --and-balance. Maps: "384", the 384-OSD "multi384" case
 8+3 in 4 racks of 3 hosts, 4 replicas in 2 racks of 2 hosts, 6 in 3 rooms of 2 hosts, an
 ssd pool; one OSD out, four of other CRUSH weights) as CRUSH maps it; "384b", the same
 map evened by `balance` first (its items set), where the deviation rule binds; "10000":
-10,000 OSDs in 25 racks of 20 hosts with one pool of 81,920 PGs (its build takes minutes).
+10,000 OSDs in 25 racks of 20 hosts with one pool of 81,920 PGs; "10000s": 10,000 OSDs of
+4, 8 and 16 TB with one pool of 320,000 PGs and PG stats (qa/bench/large_inputs.py's
+10000osd-stats; its build takes minutes).
 """
 import argparse
 import tempfile
@@ -24,8 +26,17 @@ from pg_advisor.model import snapshot
 from pg_advisor_testkit.proposals import applied
 
 from ..maps.monbuilt import build_case
+from .large_inputs import CASES as LARGE
 
-CASE = {"384": "multi384", "384b": "multi384", "10000": "10000"}
+CASE = {"384": "multi384", "384b": "multi384", "10000": "10000", "10000s": "10000osd-stats"}
+
+
+def build(tmp: Path, case: str) -> snapshot.Snapshot:
+    if case in LARGE:
+        _, d = LARGE[case](tmp)
+        return snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"])
+    osd_dump, crush = build_case(tmp / case, case).dumps()
+    return snapshot.load(osd_dump, crush)
 
 
 def worst(dev: Dict[str, Any], at: int) -> float:
@@ -43,7 +54,7 @@ def row(snap: snapshot.Snapshot, target: str, and_balance: bool) -> List[Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", default="384,384b", help="maps: 384, 384b, 10000")
+    ap.add_argument("--only", default="384,384b", help="maps: 384, 384b, 10000, 10000s")
     ap.add_argument("--target", action="append", help="osd.N or a bucket (default: osd.17 and host1)")
     a = ap.parse_args()
     targets = a.target or ["osd.17", "host1"]
@@ -55,8 +66,7 @@ def main() -> None:
             case = CASE[name]
             if case not in built:
                 t0 = time.perf_counter()
-                osd_dump, crush = build_case(Path(d) / case, case).dumps()
-                built[case] = snapshot.load(osd_dump, crush)
+                built[case] = build(Path(d) / case, case)
                 print(f"# {case}: built in {time.perf_counter() - t0:.0f} s")
             snap = built[case]
             if name == "384b":
