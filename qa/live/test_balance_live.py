@@ -1,6 +1,7 @@
-"""`ceph pg-advisor eval` and `ceph pg-advisor balance` in the real mgr."""
+"""`ceph pg-advisor eval`, `ceph pg-advisor balance` and `ceph pg-advisor drain` in the real mgr."""
 import json
-from typing import Any, Dict, Iterator
+import time
+from typing import Any, Dict, Iterator, List
 
 import pytest
 
@@ -210,3 +211,66 @@ def test_unknown_mode_is_refused(clean_upmaps: Cluster) -> None:
     got, _, err = clean_upmaps.run("pg-advisor", "balance", "--mode", "weight")
     assert got == 22 and "weight" in err
     assert clean_upmaps.fingerprint() == fp
+
+
+def _up_sets(c: Cluster) -> Dict[str, List[int]]:
+    brief = c.json("pg", "dump", "pgs_brief")
+    stats = brief["pg_stats"] if isinstance(brief, dict) else brief
+    return {s["pgid"]: list(s["up"]) for s in stats}
+
+
+def test_a_drain_moves_what_it_drains_counted_from_the_mons_epochs(clean_upmaps: Cluster) -> None:
+    """`drain osd.N` as a plan: the OSD empty at the end, and the replica moves, counted
+    from the items the mon's epochs carry (each PG's up set before the first and after the
+    last), at most 1.1 x the replicas there plus what the rules force (the dry run's)."""
+    c = clean_upmaps
+    c.wait_clean()
+    opt = "mgr/pg_advisor/"
+    for k, v in {"step_interval": "1", "poll_interval": "1"}.items():
+        c.ceph("config", "set", "mgr", opt + k, v)
+    try:
+        osd_dump = c.json("osd", "dump")
+        osd = max(o["osd"] for o in osd_dump["osds"] if o["in"] and o["up"])
+        epoch0 = osd_dump["epoch"]
+        before = _up_sets(c)
+        dry = json.loads(c.ceph("pg-advisor", "drain", f"osd.{osd}", "--dry-run", "-f", "json"))
+        assert dry["replicas"] > 0 and dry["left"] == 0 and not dry["and_balance"], dry
+        r = json.loads(c.ceph("pg-advisor", "drain", f"osd.{osd}", "-f", "json"))
+        assert r["plan"], r
+
+        def done() -> bool:
+            p = json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))["plan"] or {}
+            assert p.get("status") in ("running", "done"), p
+            return p.get("status") == "done"
+        wait_until(done, 300, "the drain plan to end", step=2)
+        c.wait_clean()
+        time.sleep(2)
+        after = _up_sets(c)
+        epoch1 = c.json("osd", "dump")["epoch"]
+        # the PGs whose items some epoch between changed: the drain's, and only theirs moved
+        touched = set()
+        last: Dict[str, Any] = {}
+        for e in range(epoch0, epoch1 + 1):
+            items = {u["pgid"]: u["mappings"] for u in c.json("osd", "dump", str(e))["pg_upmap_items"]}
+            if e > epoch0:
+                touched |= {k for k in set(items) | set(last) if items.get(k) != last.get(k)}
+            last = items
+        pools = {p["pool"]: p for p in c.json("osd", "dump")["pools"]}
+        moves = 0
+        for pgid, up in after.items():
+            old = before.get(pgid, up)
+            if pools[int(pgid.split(".")[0])]["type"] == 1:
+                n = len(set(up) - set(old))
+            else:
+                n = sum(1 for a, b in zip(old, up) if a != b)
+            assert n == 0 or pgid in touched, (pgid, old, up)
+            moves += n
+        held = sum(up.count(osd) for up in after.values())
+        print(f"drain osd.{osd}: {dry['replicas']} replicas, {dry['moves']} moves proposed "
+              f"({dry['forced']} forced), {moves} replica moves in the mon's epochs "
+              f"{epoch0}..{epoch1}, {len(touched)} PGs' items changed; osd.{osd} holds {held}")
+        assert held == 0
+        assert dry["replicas"] <= moves <= 1.1 * dry["replicas"] + dry["forced"], (moves, dry)
+    finally:
+        for k in ("step_interval", "poll_interval"):
+            c.run("config", "rm", "mgr", opt + k)

@@ -7,7 +7,7 @@
              [--mode pgs|bytes] | read-balance [POOL] [--max-changes N] | map [POOL]
              | simulate [POOL --pg-num N [--pgp-num M]] [--out-osd OSD]...
              [--reweight OSD --weight W] | simulate --add-host NAME --osds N --weight W
-             | pin-remapped | crush-reweight --osd OSD... --weight W | drain TARGET
+             | pin-remapped | crush-reweight --osd OSD... --weight W | drain TARGET [--and-balance]
              (each with -f plain|json|json-pretty; commands/table.py declares them all;
              offline, a command that writes only shows what it would do)
 """

@@ -80,7 +80,7 @@ class LiveCommands:
 
     def act_drain(self, v: Values) -> Report:
         ctx = self.mgr.context(self._snapshot_to_act(v))
-        report = self.mgr.driver.drain(ctx, v["osd_or_bucket"], v["dry_run"])
+        report = self.mgr.driver.drain(ctx, v["osd_or_bucket"], v["dry_run"], v["and_balance"])
         self.mgr.wake()
         return report
 

@@ -92,6 +92,7 @@ class Balancer:
         for st in self.states:
             st.budget = self.budget
         self.lb = 0
+        self.drain_chained = 0      # a drain's chain moves (drain_moves.py)
         self.primaries = Primaries(snap, self.states)
         self.search = MoveSearch(self.anc, self.budget, self.primaries, snap.osds.count)
 
@@ -241,12 +242,14 @@ class Balancer:
         return BalanceResult(pools=self.states, items=items, moves=moves,
                              lower_bound=self.lb, notes=self.notes, repairs=repairs)
 
-    def run(self, max_moves: int = 1 << 30, then: Optional[Callable[[], None]] = None) -> BalanceResult:
+    def run(self, max_moves: int = 1 << 30, then: Optional[Callable[[], None]] = None,
+            even: bool = True) -> BalanceResult:
         """Balance PG counts with at most `max_moves` replica moves (item lists), then run
-        `then` (bytes mode's evener) within what is left of the budget."""
+        `then` (bytes mode's evener) within what is left of the budget. Not `even`: only
+        empty the drained OSDs (evening the rest is `balance`'s)."""
         self._begin(max_moves)
-        CountEvener(self).balance()     # (made per run: it refers back to this one)
-        if then is not None:
+        CountEvener(self).balance(even)     # (made per run: it refers back to this one)
+        if then is not None and even:
             then()
         count("balance_work", self.budget.work)
         return self._result()

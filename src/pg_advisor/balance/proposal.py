@@ -12,6 +12,7 @@ from ..model.misplaced import MisplacedBudget
 from ..model.options import BalanceMode
 from ..model.snapshot import Snapshot
 from .balancer import BalanceResult, Balancer, PoolState
+from .drain_moves import drained_left
 from .evener import ByteEvener, fullness
 
 MODES = tuple(BalanceMode)
@@ -145,6 +146,13 @@ class Proposal:
         return {st.pool.name: uneven_osd(st) for st in self.result.pools if not st.level.clear()}
 
     @property
+    def undrained(self) -> Dict[str, str]:
+        """Pools with replicas still on the drained OSDs after these items."""
+        return {name: (f"{n} replicas of pool {name} are still on the drained OSDs: no legal "
+                       f"move takes them off")
+                for name, n in drained_left(self.balancer).items()}
+
+    @property
     def throttled(self) -> bool:
         """The misplaced budget or an OSD's backfill room, not the lack of a useful move,
         ended the proposal."""
@@ -161,12 +169,14 @@ class Aim:
     each byte move gaining at least `min_gain` of the mean; `min_spread`: bytes mode evens
     fullness only where, with the counts even, the fullest OSD is at least this fraction of
     its size fuller than the mean (or the emptiest that much emptier); OSD sizes unknown,
-    not at all (see spread_small). The OSDs in `drain` are emptied."""
+    not at all (see spread_small). The OSDs in `drain` are emptied; with them, `even` (the
+    drain's --and-balance) evens the pools too, else only the drain's own moves are made."""
     pools: Optional[List[str]] = None
     mode: BalanceMode = BalanceMode.BYTES
     min_gain: float = 0.005
     min_spread: float = 0.0
     drain: Sequence[int] = ()
+    even: bool = True
 
 
 @dataclass(frozen=True)
@@ -204,7 +214,8 @@ def propose(snap: Snapshot, aim: Aim = Aim(), limits: Limits = Limits(), *,
                            f"bytes left as they are")
         else:
             ByteEvener(b, aim.min_gain).run()
-    return Proposal(snap, mode, b, b.run(limits.max_items, bytes_after_counts),
+    even = aim.even or not b.drain.size
+    return Proposal(snap, mode, b, b.run(limits.max_items, bytes_after_counts, even),
                     limits.misplaced.copies if limits.misplaced is not None else None)
 
 

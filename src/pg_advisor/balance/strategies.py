@@ -1,7 +1,7 @@
 """Count mode's strategies: how a run brings every OSD's PG count within floor/ceil of its
-share, first off the OSDs being drained, then per pool, then for the totals over all
-pools. Direct moves first (a push from the most overfull OSD, a pull into the most
-underfull), each fixing a bound the lower bound counts; where the rule leaves none, in
+share, first off the OSDs being drained (drain_moves.py), then per pool, then for the
+totals over all pools. Direct moves first (a push from the most overfull OSD, a pull into
+the most underfull), each fixing a bound the lower bound counts; where the rule leaves none, in
 order: a regroup (a PG's replicas in one bucket moved together into another), a relaxed
 move (one that only lowers the squared deviation) and a chain (two moves through an OSD
 whose count ends as it began)."""
@@ -11,6 +11,7 @@ import numpy as np
 
 from ..analysis.legality import replaceable
 from .budget import Budget, Stop
+from .drain_moves import Drainer
 from .pool_state import EPS, Level, PoolState
 from .search import CANDIDATES_MAX, MoveSearch
 
@@ -35,6 +36,8 @@ class Run(Protocol):
     total: Level
     budget: Budget
     search: MoveSearch
+    notes: List[str]
+    drain_chained: int
 
     def apply_move(self, st: PoolState, row: int, src: int, dst: int) -> bool: ...
 
@@ -52,12 +55,16 @@ class CountEvener:
     def stopped(self) -> bool:
         return self.run.budget.stopped
 
-    def balance(self) -> None:
-        """Every pool's replicas off the drained OSDs, then each pool's counts, then the totals."""
+    def balance(self, even: bool = True) -> None:
+        """Every pool's replicas off the drained OSDs (drain_moves.py), then, if `even`,
+        each pool's counts, then the totals."""
         r = self.run
         if r.drain.size:
-            for st in r.states:
-                self.empty_drained(st)
+            d = Drainer(r, self._group_plan)
+            d.drain()
+            r.drain_chained += d.chained
+        if not even:
+            return
         for st in r.states:
             self.fix_pool(st)
         if len(r.states) > 1:
@@ -72,19 +79,6 @@ class CountEvener:
         L, T = st.level, self.run.total
         return (T.counts[ix] - T.share[ix] - FIRST * (L.counts[ix] < L.lo[ix])
                 + TIE * (L.counts[ix] - L.share[ix]))
-
-    def empty_drained(self, st: PoolState) -> None:
-        """The pool's replicas off the OSDs being drained, before any other move: a run the
-        work bound stops part-way has drained every pool it could, not evened the first few.
-        A replica no single move takes off is left to fix_pool's regroups and chains."""
-        L = st.level
-        cost = self._cost(st, slice(None))
-        for src in self.run.drain.tolist():
-            while L.counts[src] > L.hi[src] and not self.stopped:
-                mv = self.run.search.push(st, src, L.counts < L.hi, cost)
-                if mv is None or not self.run.apply_move(st, mv[0], src, mv[1]):
-                    break
-                cost[[src, mv[1]]] = self._cost(st, [src, mv[1]])
 
     def fix_pool(self, st: PoolState) -> None:
         # first the buckets of the rule's first choose type, whole PGs' groups at a time:

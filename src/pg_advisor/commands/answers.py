@@ -83,7 +83,7 @@ def _crush_reweight(i: Inputs, v: Values) -> Report:
 
 
 def _drain(i: Inputs, v: Values) -> Report:
-    return dict(drain_report(i.snap, v["osd_or_bucket"]), dry_run=True)
+    return dict(drain_report(i.snap, v["osd_or_bucket"], v["and_balance"]), dry_run=True)
 
 
 ANSWERS: Dict[str, Callable[[Inputs, Values], Report]] = {

@@ -156,10 +156,13 @@ COMMANDS: Tuple[Command, ...] = (
     # (not `target`: the ceph CLI keeps that name for itself, see test_module.py)
     Command("drain", "drain",
             "Empty an OSD (osd.N) or a CRUSH bucket such as a host through pg-upmap-items, in "
-            "throttled balance rounds, before it is taken out (--dry-run: only show it; "
-            "offline: always)",
+            "throttled balance rounds, before it is taken out: each replica there to the best "
+            "legal destination, no other moved unless the rule forces it (--and-balance: even "
+            "the pools it touches too; --dry-run: only show it; offline: always)",
             (Arg("osd_or_bucket", str, "osd.N, or a bucket name such as a host", positional=True,
-                 required=True, metavar="TARGET"), DRY_RUN), write=True),
+                 required=True, metavar="TARGET"), DRY_RUN,
+             Arg("and_balance", bool, "also even the pools the drain touches, as balance does "
+                 "(default: only the drain's own moves)")), write=True),
     Command("mode", "mode", "Show or set what pg_advisor does in the background (off, advise: warn "
             "only, auto: apply recommended pg_num changes in throttled steps)",
             (Arg("mode", Mode, "off, advise or auto", positional=True),), write=True, offline=False),

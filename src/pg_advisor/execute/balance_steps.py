@@ -47,15 +47,17 @@ def balance_round_step(ex: "Executor", state: PlanState, t: Tick, step: PlanStep
     snap, pacing, now = t.snap, t.pacing, t.now
     if state.full_pins and unpin_full(ex, state, t):
         return True
-    # all the plan's pools at once: the rounds even each of them and their total
+    # all the plan's pools at once: the rounds even each of them and their total (a
+    # drain's without --and-balance: only empty its OSDs, so "done" is empty, not even)
     # and at most max_backfills_per_osd PGs moving into or out of one OSD, those
     # backfilling now included
     load = backfill_load(snap)        # a pass over every PG's state: once a round
     room = np.maximum(pacing.max_backfills - load, 0) if pacing.max_backfills else None
     budget = MisplacedBudget.of(snap, pacing.misplaced_max)
+    even = state.and_balance or not state.drain
     rnd = balance_round(snap, RoundSpec(sorted(state.pools), max(1, step.pgs_moving or 16),
                                         pacing.balance_mode, budget, pacing.min_gain, pacing.min_spread,
-                                        state.drain, room))
+                                        state.drain, room, even))
     r = rnd.proposal
     in_flight = misplaced_ratio(snap) > 0 or bool(load.any())
     if not r.items and r.throttled and in_flight:
@@ -66,18 +68,19 @@ def balance_round_step(ex: "Executor", state: PlanState, t: Tick, step: PlanStep
     # not hold the plan open: auto mode includes every pool, and one CRUSH itself leaves
     # uneven would hold auto mode (and its sizing) for good
     stepped = {s.pool for s in state.steps}
-    uneven = sorted((k, v) for k, v in r.uneven.items() if k in stepped)
+    uneven = sorted((k, v) for k, v in (r.uneven if even else r.undrained).items() if k in stepped)
+    what = "even" if even else "drained"
     if not r.items and r.throttled and uneven:
         # nothing moves now, so no room will come: the next move alone needs more
         # backfills into or out of one OSD than max_backfills_per_osd allows
-        state.blockers = [f"pool {uneven[0][0]} is not even, and its next move needs more than "
+        state.blockers = [f"pool {uneven[0][0]} is not {what}, and its next move needs more than "
                           f"max_backfills_per_osd ({pacing.max_backfills}) backfills into or out of "
                           f"one OSD: raise the option, or `abort`"]
         state.waiting = None
         return True
     if not r.items and uneven:
         # "done" means even: an uneven pool the rounds cannot improve stays in view
-        state.blockers = [f"pool {uneven[0][0]} is not even and no legal move improves it: "
+        state.blockers = [f"pool {uneven[0][0]} is not {what} and no legal move improves it: "
                           f"{uneven[0][1]}; the plan stays open (`abort` ends it)"]
         state.waiting = None
         return True

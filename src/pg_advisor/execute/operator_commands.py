@@ -157,11 +157,12 @@ class OperatorCommands(Plans):
                 raise AdvisorError.invalid(f"the mon refused the weight: {out['lead_failed'][0]}")
             return out
 
-    def drain(self, ctx: Context, target: str, dry_run: bool) -> Dict[str, Any]:
-        """Empty the OSDs `target` names (balance/drain.py) in balance rounds within the budget."""
+    def drain(self, ctx: Context, target: str, dry_run: bool, and_balance: bool = False) -> Dict[str, Any]:
+        """Empty the OSDs `target` names (balance/drain.py) in balance rounds within the budget;
+        `and_balance`: the rounds even the pools too."""
         snap, now = ctx.snap, ctx.now
         with self.lock:
-            plan = drain_plan(snap, target)
+            plan = drain_plan(snap, target, and_balance)
             out = dict(drain_json(plan), dry_run=dry_run)
             osds, touched = plan.osds, plan.touched
             if dry_run:
@@ -175,6 +176,7 @@ class OperatorCommands(Plans):
             shards = max(16, plan.replicas)      # a round spans the plan's pools
             steps = [balance_step(t.pool, t.pool.pg_num, t.pool.pgp_num, shards, copies) for t in touched]
             state = self.executor.start(steps, [t.pool for t in touched], Source.DRAIN, now, drain=osds)
+            state.and_balance = and_balance
             what = f"{describe(osds)}: {plan.replicas} replicas in {len(touched)} pools to move"
             self.executor.log(now, Event.DRAIN, what)
             self.executor.save()

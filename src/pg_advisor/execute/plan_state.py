@@ -97,6 +97,7 @@ class PlanState:
     # pgid -> the full pg-upmap pinned on it (EC shards CRUSH swapped): rounds remove these
     full_pins: Dict[str, List[int]] = field(default_factory=dict, metadata=LATER)
     drain: List[int] = field(default_factory=list, metadata=LATER)        # OSDs the rounds empty
+    and_balance: bool = field(default=False, metadata=LATER)    # a drain's rounds even the pools too
     # PGs whose up set in the map was not the one their items were written for, and the
     # newest of them with what differed
     mismatched: int = field(default=0, metadata=LATER)

@@ -101,6 +101,7 @@ _STATE_FIELDS: Dict[str, Callable[[Any], bool]] = {
     "pins_left": lambda v: _int(v) and 0 <= v <= MAX_PINS,
     "drain": lambda v: isinstance(v, list) and len(v) <= 4096
     and all(_int(x) and 0 <= x < 1 << 24 for x in v),
+    "and_balance": lambda v: isinstance(v, bool),
     "mismatched": lambda v: _int(v) and v >= 0,
     "full_pins": lambda v: _up_sets(v) and len(v) <= FULL_MAX,
     "mismatch_detail": lambda v: isinstance(v, list) and len(v) <= MISMATCH_SHOWN

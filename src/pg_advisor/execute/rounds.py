@@ -145,7 +145,8 @@ class Round:
 class RoundSpec:
     """What one round is asked for: its pools (None: all), at most `max_items` moves within
     the misplaced `budget`, what it evens (propose() says what min_gain and min_spread do),
-    the OSDs it empties, and the PGs each OSD may still take in or give off (None: any)."""
+    the OSDs it empties (with `even` off, making only the drain's moves), and the PGs each
+    OSD may still take in or give off (None: any)."""
     pools: Optional[List[str]]
     max_items: int
     mode: BalanceMode
@@ -154,9 +155,11 @@ class RoundSpec:
     min_spread: float = 0.0
     drain: Sequence[int] = ()
     osd_room: Optional[np.ndarray] = None
+    even: bool = True
 
 
 def balance_round(snap: Snapshot, spec: RoundSpec) -> Round:
     """Propose one round."""
-    return Round(propose(snap, Aim(spec.pools, spec.mode, spec.min_gain, spec.min_spread, spec.drain),
+    aim = Aim(spec.pools, spec.mode, spec.min_gain, spec.min_spread, spec.drain, spec.even)
+    return Round(propose(snap, aim,
                          Limits(spec.max_items, spec.budget, spec.osd_room)))

@@ -48,7 +48,14 @@ def _outcome(r: Dict[str, Any], does: str) -> str:
 def drain_text(r: Dict[str, Any]) -> str:
     osds = ", ".join(f"osd.{o}" for o in r["osds"])
     out = [f"drain {osds}: {r['replicas']} replicas of pools {', '.join(printable(p) for p in r['pools'])} "
-           f"to move, {r['moves']} replica moves in all"]
+           f"to move, {r['moves']} replica moves in all"
+           + ("" if r.get("and_balance") or not r.get("forced") else
+              f" ({r['forced']} of other replicas, that the rules force)")]
+    dev = r.get("deviation")
+    if dev:
+        worst = [max([v[i] for v in dev["pools"].values()] + [0.0]) for i in (0, 1)]
+        out.append(f"  the other OSDs' largest deviation from their share: {worst[0]:.2f} -> {worst[1]:.2f} "
+                   f"in a pool, {dev['total'][0]:.2f} -> {dev['total'][1]:.2f} in total")
     for pool, why in sorted(r["uneven"].items()):
         out.append(f"  not reachable in pool {printable(pool)}: {printable(why)}")
     out.extend(f"note: {printable(n)}" for n in r["notes"])

@@ -189,8 +189,8 @@ def test_a_balancer_kept_to_some_pools_is_one_built_for_them(dumps: Dict[str, An
     assert np.array_equal(kept.total.counts, alone.total.counts)
 
 
-def test_every_pool_is_drained_before_any_is_evened(dumps: Dict[str, Any],
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_with_and_balance_every_pool_is_drained_before_any_is_evened(
+        dumps: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     # a run the work bound stops part-way must have drained what it could in every pool:
     # the moves off the drained OSD come first, over all pools, then the evening
     snap = load(dumps)
@@ -201,7 +201,7 @@ def test_every_pool_is_drained_before_any_is_evened(dumps: Dict[str, Any],
         made.append((st.pool.name, src))
         return real(self, st, row, src, dst)
     monkeypatch.setattr(Balancer, "apply_move", logged)
-    r = drain_report(snap, "osd.0")
+    r = drain_report(snap, "osd.0", and_balance=True)
     off = [i for i, (_, src) in enumerate(made) if src == 0]
     assert {made[i][0] for i in off} == {"rbd", "ecpool"} and len(off) == r["replicas"]
     assert off == list(range(len(off))), "a move off another OSD came before the drain ended"

@@ -139,7 +139,8 @@ def test_the_store_checks_each_field_the_plan_state_keeps_there() -> None:
     kept = {f.name for f in fields(PlanState)} - set(plan_store.VOLATILE)
     assert set(plan_store._STATE_FIELDS) == kept | set(plan_store.STORE_OWN)
     assert set(plan_store.VOLATILE) == {"steps", "pins", "blockers", "conflicts", "waiting"}
-    assert plan_store.OPTIONAL == {"pins_count": 0, "pins_left": 0, "drain": [], "mismatched": 0,
+    assert plan_store.OPTIONAL == {"pins_count": 0, "pins_left": 0, "drain": [], "and_balance": False,
+                                   "mismatched": 0,
                                    "mismatch_detail": [], "full_pins": {}}
 
 
