@@ -11,15 +11,21 @@ import pytest
 
 from pg_advisor.commands import bounds
 from pg_advisor.model import snapshot
+from pg_advisor_testkit.dumps import DUMP_FILES, read
 
 from .cli_harness import COMMANDS, Docs, check_all, heap_set_aside, run_here, write
-from .test_cli_fuzz import _many_pools, _pool, _rename_osd, docs  # noqa: F401 (docs: a fixture)
+from .test_cli_fuzz import _many_pools, _pool, _rename_osd
 
 NOTHING = {"crush_draws": 0, "crush_replicas": 0, "balance_work": 0}
 EVERY = COMMANDS[:4] + [["simulate", "--out", "0"], ["drain", "osd.1"], ["eval"], ["pin-remapped"],
                         ["read-balance"]]
 BALANCING = [["balance"], ["drain", "osd.1"], ["drain", "host0"]]
 HIGH = (1 << 20) - 2       # the highest OSD id a dump may name (max_osd at most 2^20)
+
+
+@pytest.fixture
+def docs() -> Docs:
+    return copy.deepcopy({k: read(v) for k, v in DUMP_FILES.items()})
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -85,7 +91,7 @@ def test_balancing_over_sparse_ids_is_refused_before_any_work(tmp_path: Path, do
 def test_the_sparse_bound_is_lifted_by_its_flag(tmp_path: Path, docs: Docs) -> None:
     # below the bound (the unit corpus's osd-id-2^20) balancing answers, as with the flag
     # raised past the work; lowered under it, it refuses
-    d = copy.deepcopy(docs)
+    d = docs
     _rename_osd(d, 5, HIGH)
     argv = write(tmp_path, d)
     work = bounds.sparse_work(snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"]))
