@@ -154,18 +154,18 @@ def six_1000_pools_size1(tmp: Path) -> Tuple[Optional[GeneratedMap], Docs]:
     return None, d
 
 
-def add_osd(d: Docs, new: int, host: str, cls: str, weight: int = 0x10000) -> None:
-    """osd.`new` (up, in, like osd.0) in `host` and its `cls` shadow, the buckets above
-    weighed again as Ceph weighs them (sums of their items)."""
+def add_osd(d: Docs, new: int, host: str, cls: Optional[str], weight: int = 0x10000) -> None:
+    """osd.`new` (up, in, like osd.0) in `host` and its `cls` shadow (None: no device
+    classes), the buckets above weighed again as Ceph weighs them (sums of their items)."""
     osd_dump, crush = d["osd_dump"], d["crush"]
     osd_dump["osds"].append(dict(copy.deepcopy(osd_dump["osds"][0]), osd=new))
     if osd_dump.get("osd_xinfo"):
         osd_dump["osd_xinfo"].append(dict(copy.deepcopy(osd_dump["osd_xinfo"][0]), osd=new))
     osd_dump["max_osd"] = max(osd_dump["max_osd"], new + 1)
-    crush["devices"].append({"id": new, "name": f"osd.{new}", "class": cls})
+    crush["devices"].append(dict({"id": new, "name": f"osd.{new}"}, **({"class": cls} if cls else {})))
     by_name = {b["name"]: b for b in crush["buckets"]}
     parent = {it["id"]: b for b in crush["buckets"] for it in b["items"]}
-    for name in (host, f"{host}~{cls}"):
+    for name in [host] + ([f"{host}~{cls}"] if cls else []):
         b = by_name[name]
         b["items"].append({"id": new, "weight": weight, "pos": len(b["items"])})
         while b is not None:
