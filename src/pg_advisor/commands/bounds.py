@@ -5,11 +5,14 @@ offline contract (under 10 s and 1 GiB a command).
 - Every command maps every PG of every pool with CRUSH, and each PG costs Python objects
   in the views: some 3 us and 450 bytes a PG. MAX_PGS holds the largest pool the loader
   takes (2^20 PGs) and the pools beside it, within 5 s.
-- balance and drain keep per-OSD arrays that span every OSD id up to the highest one
-  the maps name, and pass over them for every move they weigh: ids that hold no OSD
-  cost as much as real ones. Their cost grows with those ids x the PG replicas (the
-  moves follow the replicas); MAX_SPARSE_WORK leaves a few OSDs at id 2^20 answered
-  and refuses a few hundred there with tens of thousands of replicas (45 s).
+- Per-OSD arrays span every OSD id up to the highest one the maps name, so ids that
+  hold no OSD cost as much as real ones. Every command keeps such arrays per pool (the
+  shares, counts and balancer states: some 30-60 MiB a pool at 2^20 ids), so pools x
+  those ids is bounded by MAX_SPARSE_CELLS: the 6-OSD cluster's 3 pools with an OSD at
+  id 2^20 are answered, 60 pools there took 3.7 GiB. balance and drain also pass over
+  the arrays for every move they weigh, and the moves follow the PG replicas:
+  MAX_SPARSE_WORK bounds those ids x the replicas (a few hundred OSDs and one at 2^20
+  with 38,400 replicas took 45 s).
 """
 from typing import Sequence
 
@@ -17,6 +20,7 @@ from ..model.errors import AdvisorError
 from ..model.snapshot import Snapshot
 
 MAX_PGS = 1_200_000
+MAX_SPARSE_CELLS = 1 << 22
 MAX_SPARSE_WORK = 1 << 31
 # the commands whose per-move passes span every OSD id (balance/strategies.py)
 SPANNING = ("balance", "drain")
@@ -27,29 +31,46 @@ def pgs(snap: Snapshot) -> int:
     return sum(max(p.pg_num, p.pg_num_target) for p in snap.pools)
 
 
-def sparse_work(snap: Snapshot) -> int:
-    """OSD ids the per-OSD arrays span that hold no OSD, times the PG replicas."""
+def empty_ids(snap: Snapshot) -> int:
+    """OSD ids the per-OSD arrays span that hold no OSD."""
     o = snap.osds
-    gap = o.count - int(o.exists.sum())
-    return gap * sum(max(p.pg_num, p.pg_num_target) * p.size for p in snap.pools)
+    return o.count - int(o.exists.sum())
 
 
-def check(command: str, snap: Snapshot, max_pgs: int, max_sparse_work: int) -> None:
+def sparse_cells(snap: Snapshot) -> int:
+    """Those ids times the pools (each a row of per-OSD arrays)."""
+    return empty_ids(snap) * (len(snap.pools) + len(snap.unmapped))
+
+
+def sparse_work(snap: Snapshot) -> int:
+    """Those ids times the PG replicas."""
+    return empty_ids(snap) * sum(max(p.pg_num, p.pg_num_target) * p.size for p in snap.pools)
+
+
+def _sparse(snap: Snapshot, what: str, value: int, bound: int, times: str, flag: str) -> AdvisorError:
+    o = snap.osds
+    return AdvisorError.invalid(
+        f"OSD ids reach {o.count - 1} for {int(o.exists.sum()):,} OSDs: {what} span every id, "
+        f"and the ids holding no OSD {times} make {value:,}, more than the bound of {bound:,} "
+        f"({flag} {value} lifts it)")
+
+
+def check(command: str, snap: Snapshot, max_pgs: int, max_sparse_cells: int,
+          max_sparse_work: int) -> None:
     """Refuse (EINVAL) before any mapping what the bounds leave out."""
     n = pgs(snap)
     if n > max_pgs:
         raise AdvisorError.invalid(
             f"the pools hold {n:,} PGs, more than the {max_pgs:,} the offline commands map "
             f"within their 10 s and 1 GiB (--max-pgs {n} lifts the bound)")
-    if command in SPANNING:
-        work = sparse_work(snap)
-        if work > max_sparse_work:
-            o = snap.osds
-            raise AdvisorError.invalid(
-                f"OSD ids reach {o.count - 1} for {int(o.exists.sum()):,} OSDs: {command}'s "
-                f"per-OSD arrays span every id, and the ids holding no OSD x the PG replicas "
-                f"make {work:,}, more than the bound of {max_sparse_work:,} "
-                f"(--max-sparse-work {work} lifts it)")
+    cells = sparse_cells(snap)
+    if cells > max_sparse_cells:
+        raise _sparse(snap, "the per-OSD arrays of each pool", cells, max_sparse_cells,
+                      "x the pools", "--max-sparse-cells")
+    work = sparse_work(snap)
+    if command in SPANNING and work > max_sparse_work:
+        raise _sparse(snap, f"{command}'s per-OSD arrays", work, max_sparse_work,
+                      "x the PG replicas", "--max-sparse-work")
 
 
 def check_flags(values: Sequence[int], names: Sequence[str]) -> None:

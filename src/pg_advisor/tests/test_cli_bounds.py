@@ -105,5 +105,24 @@ def test_the_sparse_bound_is_lifted_by_its_flag(tmp_path: Path, docs: Docs) -> N
 def test_dense_ids_are_never_bounded(docs: Docs) -> None:
     # every id below the highest holds an OSD: no gap, whatever the PGs
     snap = snapshot.load(docs["osd_dump"], docs["crush"], docs["pg_dump"])
-    assert bounds.sparse_work(snap) == 0
-    bounds.check("balance", snap, bounds.MAX_PGS, 1)
+    assert bounds.sparse_work(snap) == bounds.sparse_cells(snap) == 0
+    bounds.check("balance", snap, bounds.MAX_PGS, 1, 1)
+
+
+def test_many_pools_over_sparse_ids_are_refused_before_any_work(tmp_path: Path, docs: Docs) -> None:
+    # each pool keeps rows of per-OSD arrays over every id: 60 small pools with an OSD at
+    # 2^20 took 3.7 GiB (balance, eval) and 1.8 GiB (status)
+    _of_size(docs, 60, 8, 3)
+    _rename_osd(docs, 5, HIGH)
+    cells = (HIGH + 1 - 6) * 60
+    argv = write(tmp_path, docs)
+    check_all(argv, f"OSD ids reach {HIGH} for 6 OSDs: the per-OSD arrays of each pool", commands=EVERY,
+              work_limit=NOTHING)
+    assert f"(--max-sparse-cells {cells} lifts it)" in run_here(argv + ["plan"]).err
+    # a bound lowered under the 6-OSD cluster's own 3 pools there refuses them too
+    d = copy.deepcopy(docs)
+    d["osd_dump"]["pools"] = d["osd_dump"]["pools"][:3]
+    few = write(tmp_path, d)
+    check_all(few, None, commands=[["status"], ["eval"]])
+    check_all(few + ["--max-sparse-cells", str(cells // 20 - 1)], "OSD ids reach",
+              commands=[["status"]], work_limit=NOTHING)
