@@ -20,6 +20,8 @@ these need crushtool and osdmaptool to build, or take too long for a loaded CI m
 - ``multi384-osd2^20``: qa/maps/monbuilt.py's ``multi384`` (a throw-away mon's map: 3 rooms,
   device classes, EC 8+3) plus one OSD of id 2^20 - 1 in host0, with PG stats: balance and
   drain past ``--max-sparse-work``.
+- ``6osd-60pools-osd2^20``: the captured 6-OSD cluster with 60 pools of 8 PGs and osd.5
+  renumbered 2^20 - 2: past ``--max-sparse-cells``.
 
 Each command runs in a child process as a user runs it; its peak RSS comes from the
 kernel (wait4). ``osdmaptool --test-map-pgs`` maps the same map in the same run.
@@ -176,6 +178,27 @@ def add_osd(d: Docs, new: int, host: str, cls: Optional[str], weight: int = 0x10
             b = up
 
 
+def six_60_pools_2p20(tmp: Path) -> Tuple[Optional[GeneratedMap], Docs]:
+    _, d = six_pg2p20(tmp)
+    proto = next(p for p in d["osd_dump"]["pools"] if p["pool_name"] == "rbd")
+    d["osd_dump"]["pools"] = [dict(copy.deepcopy(proto), pool=i + 1, pool_name=f"p{i:04d}")
+                              for i in range(60)]
+    for p in d["osd_dump"]["pools"]:
+        _pg_num(p, 8)
+    high = (1 << 20) - 2
+    d["osd_dump"]["max_osd"] = high + 1
+    od = d["osd_dump"]
+    for e in od["osds"] + od.get("osd_xinfo", []) + d["pg_dump"]["pg_map"]["osd_stats"]:
+        e["osd"] = high if e["osd"] == 5 else e["osd"]
+    for dev in d["crush"]["devices"]:
+        if dev["id"] == 5:
+            dev.update(id=high, name=f"osd.{high}")
+    for b in d["crush"]["buckets"]:
+        for it in b["items"]:
+            it["id"] = high if it["id"] == 5 else it["id"]
+    return None, d
+
+
 def multi384_2p20(tmp: Path) -> Tuple[Optional[GeneratedMap], Docs]:
     gm = build_case(tmp / "map", "multi384")
     osd_dump, crush = gm.dumps()
@@ -189,7 +212,7 @@ CASES: Dict[str, Callable[[Path], Tuple[Optional[GeneratedMap], Docs]]] = {
     "6osd-pg2^20": six_pg2p20, "384osd-maxosd2^20": max_osd_2p20, "384osd-out50": out50,
     "384osd-pg2^20": pg2p20_384, "384osd-1000pools": pools_1000, "10000osd": ten_thousand,
     "10000osd-stats": ten_thousand_stats, "6osd-1000pools-size1": six_1000_pools_size1,
-    "multi384-osd2^20": multi384_2p20,
+    "multi384-osd2^20": multi384_2p20, "6osd-60pools-osd2^20": six_60_pools_2p20,
 }
 # more commands for a case, beside COMMANDS
 EXTRA: Dict[str, List[List[str]]] = {"multi384-osd2^20": [["drain", "host0"]]}
