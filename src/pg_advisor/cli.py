@@ -18,7 +18,7 @@ import os
 import sys
 from typing import Any, Dict, List, NoReturn, Optional, TextIO
 
-from .commands import table
+from .commands import bounds, table
 from .commands.answers import Inputs, answer
 from .model import options, snapshot, work
 from .model.errors import AdvisorError
@@ -85,6 +85,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-max-misplaced-ratio", type=float, default=0.05, metavar="RATIO",
                    help="the cluster's target_max_misplaced_ratio: the misplaced budget when "
                         "--misplaced-budget is 0 (default 0.05, Ceph's default)")
+    p.add_argument("--max-pgs", type=int, default=bounds.MAX_PGS, metavar="N",
+                   help=f"refuse dumps whose pools hold more PGs than this (default {bounds.MAX_PGS:,}: "
+                        "what is mapped within the offline contract)")
+    p.add_argument("--max-sparse-cells", type=int, default=bounds.MAX_SPARSE_CELLS, metavar="N",
+                   help="refuse maps where the OSD ids holding no OSD (below the highest) x the "
+                        f"pools pass this (default {bounds.MAX_SPARSE_CELLS:,})")
+    p.add_argument("--max-sparse-work", type=int, default=bounds.MAX_SPARSE_WORK, metavar="N",
+                   help="balance and drain: refuse maps where the OSD ids holding no OSD (below "
+                        "the highest id) x the PG replicas pass this (default "
+                        f"{bounds.MAX_SPARSE_WORK:,})")
     for spec in options.SPECS:
         if spec.name in ("sleep_interval", "refresh_interval"):
             continue
@@ -143,12 +153,15 @@ def run(argv: List[str], out: TextIO) -> int:
     if not 0 < args.target_max_misplaced_ratio <= 1:     # NaN too
         raise AdvisorError.invalid(f"--target-max-misplaced-ratio must be within (0, 1], "
                                    f"not {args.target_max_misplaced_ratio}")
+    bounds.check_flags((args.max_pgs, args.max_sparse_cells, args.max_sparse_work),
+                       ("--max-pgs", "--max-sparse-cells", "--max-sparse-work"))
     snap = snapshot.load(
         _read_json(args.osdmap, "--osdmap"), _read_json(args.crush, "--crush"),
         _read_json(args.pg_dump, "--pg-dump"), _read_json(args.df, "--df"),
         mon_max_pg_per_osd=args.mon_max_pg_per_osd,
         config={"osd_memory_target": args.osd_memory_target},
         autoscale=_read_json(args.autoscale_status, "--autoscale-status"))
+    bounds.check(cmd.name, snap, args.max_pgs, args.max_sparse_cells, args.max_sparse_work)
     # offline there is no balancer to ask: 'auto' means CRUSH as it falls
     inputs = Inputs(snap, opts, opts.assume_balanced is options.AssumeBalanced.YES,
                     args.target_max_misplaced_ratio)

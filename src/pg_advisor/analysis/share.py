@@ -59,6 +59,13 @@ def capped_share(anc: Dict[int, np.ndarray], levels: Levels, pg_num: int, w: np.
     the buckets (or OSDs: one replica of each PG) below it can: a rack whose one host
     may hold one replica per PG holds no more, whatever the rack's cap."""
     n = w.shape[0]
+    held = np.flatnonzero(w > 0)
+    if held.size < n:
+        # only the OSDs of weight hold a share (the rest, and their buckets, add zeros to
+        # every sum): spread over those alone, so that ids holding no OSD cost nothing
+        out = np.zeros(n)
+        out[held] = capped_share({t: a[held] for t, a in anc.items()}, levels, pg_num, w[held], total)
+        return out
     # per level: each OSD's bucket, as 0..units-1
     units = [np.unique(anc[t] if t in anc else np.arange(n), return_inverse=True)[1]
              for t, _ in levels] + [np.arange(n)]

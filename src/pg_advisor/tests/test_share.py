@@ -105,3 +105,30 @@ def test_rule_levels(dumps: Dict[str, Any], steps: List[Dict[str, Any]], size: i
     rbd["size"] = size
     s = snapshot.load(d["osd_dump"], d["crush"])
     assert rule_levels(s, s.pool_by_name("rbd")) == levels
+
+
+def test_the_share_over_sparse_ids_is_the_dense_one_and_weighs_only_the_osds_of_weight(
+        dumps: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    # ids that hold no OSD (an OSD at 2^20 - 1 makes a million of them) take no share and
+    # add zeros to every sum: the share is computed over the OSDs of weight alone
+    from pg_advisor.analysis import share as share_module
+    s = _snap(dumps)
+    anc = ancestors(s)
+    n, high = s.osds.count, (1 << 20) - 1
+    sparse = {t: np.concatenate([a, np.full(high + 1 - n, a.min() - 1 if t else 0)]) for t, a in anc.items()}
+    sparse[0] = np.arange(high + 1)
+    sizes: List[int] = []
+    real_fill = share_module.fill
+
+    def counted(group: np.ndarray, totals: np.ndarray, w: np.ndarray, cap: np.ndarray) -> np.ndarray:
+        sizes.append(w.shape[0])
+        return real_fill(group, totals, w, cap)
+    monkeypatch.setattr(share_module, "fill", counted)
+    for pool in s.pools:
+        w = rule_weights(s, s.rules[pool.crush_rule])
+        dense = rule_share(s, pool, w, anc)
+        wide = np.zeros(high + 1)
+        wide[:n] = w
+        got = rule_share(s, pool, wide, sparse)
+        assert np.array_equal(got[:n], dense) and not got[n:].any(), pool.name
+    assert sizes and max(sizes) <= n
