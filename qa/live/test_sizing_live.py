@@ -84,8 +84,12 @@ def test_memory_estimate_against_the_osds_before_and_after_a_split(pools: Cluste
             pool_id = c.pool_id("sz_split")
             stats = [s for s in c.json("pg", "dump")["pg_map"]["pg_stats"]
                      if s["pgid"].startswith(f"{pool_id}.")]
-            # what makes it a split: half the PGs born in it, with their parent's span
-            assert len(stats) == 64 and sum(s["parent_split_bits"] > 0 for s in stats) == 32
+            # what makes it a split: half the PGs born in it (seeds 32..63), reporting their
+            # parent's span (a child whose stats the OSD has since recomputed, by a scrub
+            # soon after the split, reports parent_split_bits 0: some, not all, under load)
+            born = [s for s in stats if int(s["pgid"].split(".")[1], 16) >= 32]
+            assert len(stats) == 64 and len(born) == 32
+            assert 0 < sum(s["parent_split_bits"] > 0 for s in stats) <= 32
             after = memory_errors(c)
             assert after and all(abs(e) < 0.15 for e in after.values()), after
         finally:
