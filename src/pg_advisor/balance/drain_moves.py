@@ -40,6 +40,7 @@ REGROUP_ROWS = 32     # PGs on a middle OSD whose regroup making room is weighed
 
 
 class Run(Protocol):
+    """What a drain moves replicas in: the balancer's run (balancer.Balancer)."""
     anc: Dict[int, np.ndarray]
     drain: np.ndarray
     states: List[PoolState]

@@ -5,15 +5,15 @@ the most underfull), each fixing a bound the lower bound counts; where the rule 
 order: a regroup (a PG's replicas in one bucket moved together into another), a relaxed
 move (one that only lowers the squared deviation) and a chain (two moves through an OSD
 whose count ends as it began)."""
-from typing import Any, Dict, Iterator, List, Optional, Protocol, Tuple
+from typing import Any, Iterator, List, Optional, Protocol, Tuple
 
 import numpy as np
 
 from ..analysis.legality import replaceable
-from .budget import Budget, Stop
-from .drain_moves import Drainer
-from .pool_state import EPS, Level, PoolState
-from .search import CANDIDATES_MAX, MoveSearch
+from .budget import Stop
+from .drain_moves import Drainer, Run as DrainRun
+from .pool_state import EPS, PoolState
+from .search import CANDIDATES_MAX
 
 
 FIRST = 1e3     # ranks the OSDs that fix a bound unit before all others
@@ -28,20 +28,10 @@ def _order(key: np.ndarray, mask: np.ndarray) -> List[int]:
     return idx[np.argsort(-key[idx], kind="stable")].tolist()
 
 
-class Run(Protocol):
-    """What the strategies move replicas in: the balancer's run (balancer.Balancer)."""
-    anc: Dict[int, np.ndarray]
-    drain: np.ndarray
-    states: List[PoolState]
-    total: Level
-    budget: Budget
-    search: MoveSearch
-    notes: List[str]
+class Run(DrainRun, Protocol):
+    """What the strategies move replicas in: the balancer's run (balancer.Balancer), as a
+    drain sees it, with the tally of its chains."""
     drain_chained: int
-
-    def apply_move(self, st: PoolState, row: int, src: int, dst: int) -> bool: ...
-
-    def apply_all(self, st: PoolState, row: int, moves: List[Tuple[int, int]]) -> bool: ...
 
 
 class CountEvener:
