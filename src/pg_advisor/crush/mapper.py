@@ -211,7 +211,8 @@ class _IndepTry:
         out, out2 = self.out, self.out2
         if out2 is not None and wrote.any():
             stop = np.full(rows.size, rows.size)
-            stop[np.isin(rows, done)] = pick[np.searchsorted(done, rows[np.isin(rows, done)])]
+            ended = np.isin(rows, done)
+            stop[ended] = pick[np.searchsorted(done, rows[ended])]
             w = np.flatnonzero(wrote & (np.arange(rows.size) < stop))[::-1]
             _, last = np.unique(rows[w] * out.shape[1] + rp[w], return_index=True)
             w = w[last]
@@ -252,10 +253,11 @@ class _IndepTry:
             pick = self.commit(tried, rp, self.draw(tried, rp, nf[ri] + pi), left)
             # a row whose tries changed nothing goes on after them; one that changed resumes
             # after that try
-            at = np.searchsorted(rows, tried[pick])
+            at = ri[pick]
+            nf[at] += pi[pick] - passes.size
             nf += passes.size
             nc[:] = 0
-            nf[at], nc[at] = nf[ri[pick]] - passes.size + pi[pick], rp[pick] + 1
+            nc[at] = rp[pick] + 1
 
 
 def do_rule(cm: CompiledCrush, rule: CompiledRule, x: np.ndarray, result_max: int,
