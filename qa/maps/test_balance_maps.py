@@ -23,6 +23,7 @@ from ..cluster import Cluster
 from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, generate, rule, synthetic_pg_dump
 from .monbuilt import STATES, build_case, reweighted_multi
 from .move_bound import move_bound
+from .total_figures import PINNED, RGW_OUT, RGW_REWEIGHTS, pin, set_states
 
 
 def run(tmp: Path, layout: Layout, rules: Sequence[str], pg_num: Optional[int] = None,
@@ -348,21 +349,12 @@ def test_384_osds_of_four_rules_every_pool_and_the_total_within_one(tmp_path: Pa
     assert set(r["dev"]) == {"ec83", "rep4", "rep6", "ssd", "(total)"}
 
 
-# OSDs of the "multi384rgw" map set as `ceph osd out` and `ceph osd reweight` show them in the
-# dump (osdmaptool marks one out): out in two rooms, reweighted in every room
-RGW_OUT = (5, 200)
-RGW_REWEIGHTS = {1: 0.7, 100: 0.85, 250: 0.6, 40: 0.5, 121: 0.65, 333: 0.9}
-
-
 @pytest.fixture(scope="module")
 def rgw_dumps(tmp_path_factory: pytest.TempPathFactory) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     gm = build_case(tmp_path_factory.mktemp("rgw"), "multi384rgw")
     osd_dump, crush = gm.dumps()
-    for o in osd_dump["osds"]:
-        if o["osd"] in RGW_REWEIGHTS:
-            o["weight"] = RGW_REWEIGHTS[o["osd"]]
-        if o["osd"] in RGW_OUT:
-            o["in"], o["weight"] = 0, 0.0
+    # out and reweighted as the mon shows them in the dump (osdmaptool marks one out)
+    set_states(osd_dump, RGW_REWEIGHTS, RGW_OUT)
     return osd_dump, crush
 
 
@@ -370,9 +362,9 @@ def test_384_osds_with_a_pool_of_one_replica_per_room(
         rgw_dumps: Tuple[Dict[str, Any], Dict[str, Any]]) -> None:
     """The 384-OSD map with a fifth pool, "rgw", of one replica in each of the 3 rooms of
     weight 1 : 2 : 3 (so its light room's OSDs hold twice their share by weight, and the
-    other pools must hold less there for the totals to even out), three OSDs out and nine
-    of other weights: every pool and the OSDs' totals within one PG of their shares, every
-    set legal, moves within 1.1 x the bound."""
+    other pools must hold less there for the totals to even out), three OSDs out, seven
+    of other CRUSH weights (two of 0) and six reweighted: every pool and the OSDs' totals
+    within one PG of their shares, every set legal, moves within 1.1 x the bound."""
     osd_dump, crush = copy.deepcopy(rgw_dumps)
     r = check_balanced(osd_dump, crush)
     assert set(r["dev"]) == {"ec83", "rep4", "rep6", "ssd", "rgw", "(total)"}
@@ -388,19 +380,12 @@ def test_384_osds_the_total_within_one_with_a_pool_held_above_its_share(
     there is what the pins force), and the other pools' totals still can: each pool
     within its bound, the OSDs' totals within one PG, moves within 1.1 x the bound."""
     osd_dump, crush = copy.deepcopy(rgw_dumps)
-    x = 24
-    snap = snapshot.load(osd_dump, crush)
-    st = next(s for s in Balancer(snap).states if s.pool.name == "rgw")
+    x = PINNED
+    st = next(s for s in Balancer(snapshot.load(osd_dump, crush)).states
+              if s.pool.name == "rgw")
     ceiling = int(np.ceil(st.share[x]))
-    pins, extra = [], ceiling + 1 - int(st.counts[x])     # one above the ceiling at least
-    for row in range(st.up.shape[0]):
-        up = st.up[row].tolist()
-        if x not in up and extra > 0:
-            up, extra = [x if o < 128 else o for o in up], extra - 1
-        elif x not in up:
-            continue
-        pins.append({"pgid": f"{st.pool.id}.{row:x}", "osds": up})
-    osd_dump["pg_upmap"] = pins
+    pin(osd_dump, crush, x)
+    pins = osd_dump["pg_upmap"]
     r = check_balanced(osd_dump, crush)
     held = sum(x in p["osds"] for p in pins)
     forced = held - float(st.share[x])
