@@ -21,10 +21,12 @@ TIE = 1e-2      # weight of the pool's own deviation next to the total's
 REGROUP_WIDTH = 8   # buckets a regroup takes from, and as many it gives to, at most
 REGROUP_BATCH = 16  # PGs moved between the best pair of buckets before the next search, at most
 # A total chain (CountEvener._total_chain) weighs this many OSDs off their totals' bounds,
-# pools at each end and middle OSDs per pool, at most: what one costs when none is legal
+# pools at each end and middle OSDs per pool, at most, and gives up past CHAIN_WORK units
+# of work (some 0.16 s): what looking costs where no chain is legal (a rule-forced total)
 CHAIN_OSDS = 8
 CHAIN_POOLS = 4
 CHAIN_MIDS = 8
+CHAIN_WORK = 4_000_000
 
 
 def _order(key: np.ndarray, mask: np.ndarray) -> List[int]:
@@ -55,6 +57,7 @@ class CountEvener:
 
     def __init__(self, run: Run) -> None:
         self.run = run
+        self._chain_until = 0     # the work past which a total chain's search gives up
 
     @property
     def stopped(self) -> bool:
@@ -336,9 +339,10 @@ class CountEvener:
         of those another pool may leave for an OSD with room (a pool that crosses rooms).
         Each pool stays within floor/ceil of its own share at every OSD: the pools' extra
         PGs trade places so that the totals even out. True if made."""
-        T = self.run.total
-        if self.stopped or self.run.budget.moves_left < 2:
+        T, budget = self.run.total, self.run.budget
+        if self.stopped or budget.moves_left < 2:
             return False
+        self._chain_until = budget.work + CHAIN_WORK
         for x in _order(T.dev(), T.excess())[:CHAIN_OSDS]:
             if self._chain_off(x):
                 return True
@@ -346,6 +350,10 @@ class CountEvener:
             if self._chain_onto(z):
                 return True
         return False
+
+    @property
+    def _chain_over(self) -> bool:
+        return self.stopped or self.run.budget.work > self._chain_until
 
     def _chain_off(self, x: int) -> bool:
         """A chain taking one replica off `x`: pool a from x onto y, pool b from y onto z."""
@@ -355,13 +363,15 @@ class CountEvener:
             mids = (A.counts < A.hi) & (T.counts >= T.hi) & a.allowed
             for _ in range(CHAIN_MIDS):
                 mv = search.push(a, x, mids, T.dev() + TIE * A.dev()) if mids.any() else None
-                if mv is None or self.stopped:
+                if mv is None or self._chain_over:
                     break
                 r1, y = mv
                 mids[y] = False
                 # pool a's replica arrives on y first: one more of a there
                 for b in [s for s in self._by_pool_dev(y)
                           if s.level.counts[y] + (s is a) > s.level.lo[y]][:CHAIN_POOLS]:
+                    if self._chain_over:
+                        return False
                     B = b.level
                     into = (T.counts < T.hi) & (B.counts < B.hi)
                     into[x] = False
@@ -379,13 +389,15 @@ class CountEvener:
             mids = (B.counts > B.lo) & (T.counts <= T.lo) & b.allowed
             for _ in range(CHAIN_MIDS):
                 mv = search.pull(b, z, mids, B.dev() + TIE * T.dev()) if mids.any() else None
-                if mv is None or self.stopped:
+                if mv is None or self._chain_over:
                     break
                 r2, y = mv
                 mids[y] = False
                 # pool b's replica leaves y first: one fewer of b there
                 for a in [s for s in reversed(self._by_pool_dev(y))
                           if s.level.counts[y] - (s is b) < s.level.hi[y]][:CHAIN_POOLS]:
+                    if self._chain_over:
+                        return False
                     A = a.level
                     give = (T.counts > T.lo) & (A.counts > A.lo)
                     give[z] = False
@@ -401,4 +413,10 @@ class CountEvener:
         if not budget.affordable(float(first[0].objects[first[1]] + second[0].objects[second[1]])):
             budget.halt(Stop.MISPLACED)
             return False
+        room = budget.osd_room
+        if room is not None:     # the middle OSD backfills twice (in, then out)
+            per_osd = np.bincount([first[2], first[3], second[2], second[3]], minlength=room.size)
+            if (per_osd[:room.size] > room).any():
+                budget.halt(Stop.ROOM)
+                return False
         return self.run.apply_move(*first) and self.run.apply_move(*second)
