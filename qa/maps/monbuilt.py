@@ -234,6 +234,13 @@ MULTI_RULES = [
     rule(["take default class ssd", "chooseleaf firstn 0 type host", "emit"], "ssd_host", 3),
 ]
 
+MULTI384 = Layout(4, 4, 8, weight=lambda o: (1.0, 2.0, 3.0)[o // 128] * (1.0, 1.5)[o % 2],
+                  rooms=3, device_class=lambda o: "ssd" if o % 8 == 7 else "hdd")
+MULTI384_POOLS = [PoolSpec("ec83", 2048, "ec83_racks", ec=(8, 3)),
+                  PoolSpec("rep4", 2048, "two_racks", size=4),
+                  PoolSpec("rep6", 1024, "three_rooms", size=6), PoolSpec("ssd", 512, "ssd_host")]
+ONE_PER_ROOM = rule([HDD, "chooseleaf firstn 0 type room", "emit"], "one_per_room", 4)
+
 # The benchmark's maps (qa/bench/balance.py): 60 OSDs with a 2048-PG pool; 1,000 OSDs of mixed
 # weights in racks and hosts with a replicated pool per rule plus an EC 4+2 pool; 10,000 OSDs;
 # "multi": 72 OSDs in 3 rooms x 2 racks x 3 hosts with a pool per multi-step rule, one OSD
@@ -256,17 +263,18 @@ CASES: Dict[str, Tuple[Layout, List[str], List[PoolSpec]]] = {
                PoolSpec("rep6", 256, "three_rooms", size=6), PoolSpec("ssd", 128, "ssd_host")]),
     # "multi" at 384 OSDs (3 rooms of 4 racks of 4 hosts of 8), one ssd per host: a map
     # on which a balancer can leave the pools' totals over 1 PG from their shares
-    "multi384": (Layout(4, 4, 8, weight=lambda o: (1.0, 2.0, 3.0)[o // 128] * (1.0, 1.5)[o % 2],
-                        rooms=3, device_class=lambda o: "ssd" if o % 8 == 7 else "hdd"),
-                 MULTI_RULES,
-                 [PoolSpec("ec83", 2048, "ec83_racks", ec=(8, 3)),
-                  PoolSpec("rep4", 2048, "two_racks", size=4),
-                  PoolSpec("rep6", 1024, "three_rooms", size=6), PoolSpec("ssd", 512, "ssd_host")]),
+    "multi384": (MULTI384, MULTI_RULES, MULTI384_POOLS),
+    # and an "rgw" pool of one replica per room: each room holds pg_num of its replicas
+    # whatever its weight, so the light room's OSDs hold twice their share by weight
+    "multi384rgw": (MULTI384, MULTI_RULES + [ONE_PER_ROOM],
+                    MULTI384_POOLS + [PoolSpec("rgw", 512, "one_per_room")]),
 }
 # OSD states of a case, set as osdmaptool sets them for every tool: out, CRUSH weight
 STATES: Dict[str, Tuple[List[int], Dict[int, float]]] = {
     "multi": ([30], {10: 0.0, 50: 0.0}),
     "multi384": ([141], {10: 0.0, 150: 0.0, 77: 0.5, 260: 1.2}),
+    # more OSDs of other CRUSH weights, in every room
+    "multi384rgw": ([141], {10: 0.0, 150: 0.0, 77: 0.5, 260: 1.2, 20: 2.5, 33: 0.3, 300: 0.4}),
 }
 
 

@@ -1,5 +1,6 @@
 """The balancer on maps Ceph's tools build, and its items through the real mon."""
 import contextlib
+import copy
 import dataclasses
 import json
 import subprocess
@@ -22,6 +23,7 @@ from ..cluster import Cluster
 from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, generate, rule, synthetic_pg_dump
 from .monbuilt import STATES, build_case, reweighted_multi
 from .move_bound import move_bound
+from .total_figures import PINNED, RGW_OUT, RGW_REWEIGHTS, pin, set_states
 
 
 def run(tmp: Path, layout: Layout, rules: Sequence[str], pg_num: Optional[int] = None,
@@ -33,8 +35,10 @@ def run(tmp: Path, layout: Layout, rules: Sequence[str], pg_num: Optional[int] =
 
 def check_balanced(osd_dump: Dict[str, Any], crush: Dict[str, Any], ratio: float = 1.1) -> Dict[str, Any]:
     snap = snapshot.load(osd_dump, crush)
+    t0 = time.perf_counter()
     bal = Balancer(snap)
     res = bal.run()
+    took = time.perf_counter() - t0
     # every proposal passes the independent checker, and the items give exactly it
     new = dict(snap.pg_upmap_items)
     for k, v in res.items.items():          # [] removes the PG's items
@@ -58,11 +62,12 @@ def check_balanced(osd_dump: Dict[str, Any], crush: Dict[str, Any], ratio: float
         share += st.share
     dev["(total)"] = float(np.abs(total - share)[share > 0].max())
     print(json.dumps({"dev": dev, "moves": res.moves, "lower_bound": res.lower_bound,
-                      "repairs": res.repairs}))
+                      "repairs": res.repairs, "seconds": round(took, 2)}))
     # the fewest moves: within 1.1 x the bound, besides undoing broken items
     assert res.moves - res.repairs <= ratio * res.lower_bound, (res.moves, res.repairs, res.lower_bound)
     return {"dev": dev, "moves": res.moves, "lower_bound": res.lower_bound, "items": res.items,
-            "after": after, "snap": snap, "repairs": res.repairs, "notes": res.notes, "balancer": bal}
+            "after": after, "snap": snap, "repairs": res.repairs, "notes": res.notes, "balancer": bal,
+            "seconds": took}
 
 
 def test_60_osds_2048_pgs_reaches_the_limit(tmp_path: Path) -> None:
@@ -342,6 +347,51 @@ def test_384_osds_of_four_rules_every_pool_and_the_total_within_one(tmp_path: Pa
     r = check_balanced(osd_dump, crush)
     assert max(r["dev"].values()) <= 1.0, r["dev"]
     assert set(r["dev"]) == {"ec83", "rep4", "rep6", "ssd", "(total)"}
+
+
+@pytest.fixture(scope="module")
+def rgw_dumps(tmp_path_factory: pytest.TempPathFactory) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    gm = build_case(tmp_path_factory.mktemp("rgw"), "multi384rgw")
+    osd_dump, crush = gm.dumps()
+    # out and reweighted as the mon shows them in the dump (osdmaptool marks one out)
+    set_states(osd_dump, RGW_REWEIGHTS, RGW_OUT)
+    return osd_dump, crush
+
+
+def test_384_osds_with_a_pool_of_one_replica_per_room(
+        rgw_dumps: Tuple[Dict[str, Any], Dict[str, Any]]) -> None:
+    """The 384-OSD map with a fifth pool, "rgw", of one replica in each of the 3 rooms of
+    weight 1 : 2 : 3 (so its light room's OSDs hold twice their share by weight, and the
+    other pools must hold less there for the totals to even out), three OSDs out, seven
+    of other CRUSH weights (two of 0) and six reweighted: every pool and the OSDs' totals
+    within one PG of their shares, every set legal, moves within 1.1 x the bound."""
+    osd_dump, crush = copy.deepcopy(rgw_dumps)
+    r = check_balanced(osd_dump, crush)
+    assert set(r["dev"]) == {"ec83", "rep4", "rep6", "ssd", "rgw", "(total)"}
+    assert max(r["dev"].values()) <= 1.0, r["dev"]
+    assert eval_report(r["snap"])["distribution"]["pools"][4]["rule_limit"] > 1
+    assert r["seconds"] < 20
+
+
+def test_384_osds_the_total_within_one_with_a_pool_held_above_its_share(
+        rgw_dumps: Tuple[Dict[str, Any], Dict[str, Any]]) -> None:
+    """The same map with every rgw PG on osd.24 (light room) pinned by a pg-upmap, and
+    more pinned there: rgw cannot come within 1 PG of its share on osd.24 (its bound
+    there is what the pins force), and the other pools' totals still can: each pool
+    within its bound, the OSDs' totals within one PG, moves within 1.1 x the bound."""
+    osd_dump, crush = copy.deepcopy(rgw_dumps)
+    x = PINNED
+    st = next(s for s in Balancer(snapshot.load(osd_dump, crush)).states
+              if s.pool.name == "rgw")
+    ceiling = int(np.ceil(st.share[x]))
+    pin(osd_dump, crush, x)
+    pins = osd_dump["pg_upmap"]
+    r = check_balanced(osd_dump, crush)
+    held = sum(x in p["osds"] for p in pins)
+    forced = held - float(st.share[x])
+    assert held == ceiling + 1 and forced > 1
+    assert abs(r["dev"].pop("rgw") - forced) < 1e-9, (r["dev"], forced)
+    assert max(r["dev"].values()) <= 1.0, r["dev"]
 
 
 @pytest.mark.parametrize("target", ["osd.17", "host1"])

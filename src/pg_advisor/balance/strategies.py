@@ -20,6 +20,13 @@ FIRST = 1e3     # ranks the OSDs that fix a bound unit before all others
 TIE = 1e-2      # weight of the pool's own deviation next to the total's
 REGROUP_WIDTH = 8   # buckets a regroup takes from, and as many it gives to, at most
 REGROUP_BATCH = 16  # PGs moved between the best pair of buckets before the next search, at most
+# A total chain (CountEvener._total_chain) weighs this many OSDs off their totals' bounds,
+# pools at each end and middle OSDs per pool, at most, and gives up past CHAIN_WORK units
+# of work (some 0.16 s): what looking costs where no chain is legal (a rule-forced total)
+CHAIN_OSDS = 8
+CHAIN_POOLS = 4
+CHAIN_MIDS = 8
+CHAIN_WORK = 4_000_000
 
 
 def _order(key: np.ndarray, mask: np.ndarray) -> List[int]:
@@ -40,6 +47,7 @@ class CountEvener:
 
     def __init__(self, run: Run) -> None:
         self.run = run
+        self._chain_until = 0     # the work past which a total chain's search gives up
 
     @property
     def stopped(self) -> bool:
@@ -281,7 +289,7 @@ class CountEvener:
             for dst in _order(-T.dev(), T.deficit()):
                 while T.counts[dst] < T.lo[dst] and self._total_pull(dst):
                     made += 1
-            if made == 0:
+            if made == 0 and not self._total_chain():
                 return
 
     def _by_pool_dev(self, osd: int) -> List[PoolState]:
@@ -312,3 +320,93 @@ class CountEvener:
             if mv is not None:
                 return self.run.apply_move(st, mv[0], mv[1], dst)
         return False
+
+    def _total_chain(self) -> bool:
+        """Two moves of two pools (or two PGs of one) through an OSD y whose total ends as it
+        began, for a total above its ceiling (or below its floor) that no single move
+        fixes: every pool above its floor there may go only to OSDs whose totals are at
+        their ceilings (a pool confined to a room, say, whose room is full), while from one
+        of those another pool may leave for an OSD with room (a pool that crosses rooms).
+        Each pool stays within floor/ceil of its own share at every OSD: the pools' extra
+        PGs trade places so that the totals even out. True if made."""
+        T, budget = self.run.total, self.run.budget
+        if self.stopped or budget.moves_left < 2:
+            return False
+        self._chain_until = budget.work + CHAIN_WORK
+        for x in _order(T.dev(), T.excess())[:CHAIN_OSDS]:
+            if self._chain_off(x):
+                return True
+        for z in _order(-T.dev(), T.deficit())[:CHAIN_OSDS]:
+            if self._chain_onto(z):
+                return True
+        return False
+
+    @property
+    def _chain_over(self) -> bool:
+        return self.stopped or self.run.budget.work > self._chain_until
+
+    def _chain_off(self, x: int) -> bool:
+        """A chain taking one replica off `x`: pool a from x onto y, pool b from y onto z."""
+        T, search = self.run.total, self.run.search
+        for a in [s for s in self._by_pool_dev(x) if s.level.counts[x] > s.level.lo[x]][:CHAIN_POOLS]:
+            A = a.level
+            mids = (A.counts < A.hi) & (T.counts >= T.hi) & a.allowed
+            for _ in range(CHAIN_MIDS):
+                mv = search.push(a, x, mids, T.dev() + TIE * A.dev()) if mids.any() else None
+                if mv is None or self._chain_over:
+                    break
+                r1, y = mv
+                mids[y] = False
+                # pool a's replica arrives on y first: one more of a there
+                for b in [s for s in self._by_pool_dev(y)
+                          if s.level.counts[y] + (s is a) > s.level.lo[y]][:CHAIN_POOLS]:
+                    if self._chain_over:
+                        return False
+                    B = b.level
+                    into = (T.counts < T.hi) & (B.counts < B.hi)
+                    into[x] = False
+                    got = search.push(b, y, into, T.dev() - FIRST * T.deficit() + TIE * B.dev())
+                    if got is not None:
+                        return self._chain_apply((a, r1, x, y), (b, got[0], y, got[1]))
+        return False
+
+    def _chain_onto(self, z: int) -> bool:
+        """A chain bringing one replica onto `z`: pool b from y onto z, pool a from x onto y."""
+        T, search = self.run.total, self.run.search
+        for b in [s for s in reversed(self._by_pool_dev(z))
+                  if s.level.counts[z] < s.level.hi[z]][:CHAIN_POOLS]:
+            B = b.level
+            mids = (B.counts > B.lo) & (T.counts <= T.lo) & b.allowed
+            for _ in range(CHAIN_MIDS):
+                mv = search.pull(b, z, mids, B.dev() + TIE * T.dev()) if mids.any() else None
+                if mv is None or self._chain_over:
+                    break
+                r2, y = mv
+                mids[y] = False
+                # pool b's replica leaves y first: one fewer of b there
+                for a in [s for s in reversed(self._by_pool_dev(y))
+                          if s.level.counts[y] - (s is b) < s.level.hi[y]][:CHAIN_POOLS]:
+                    if self._chain_over:
+                        return False
+                    A = a.level
+                    give = (T.counts > T.lo) & (A.counts > A.lo)
+                    give[z] = False
+                    got = search.pull(a, y, give, T.dev() + FIRST * T.excess() + TIE * A.dev())
+                    if got is not None and not (a is b and got[0] == r2):
+                        return self._chain_apply((a, got[0], got[1], y), (b, r2, y, z))
+        return False
+
+    def _chain_apply(self, first: Tuple[PoolState, int, int, int],
+                     second: Tuple[PoolState, int, int, int]) -> bool:
+        """Both moves of a chain, (pool, row, from, to) each, or none if the budget forbids."""
+        budget = self.run.budget
+        if not budget.affordable(float(first[0].objects[first[1]] + second[0].objects[second[1]])):
+            budget.halt(Stop.MISPLACED)
+            return False
+        room = budget.osd_room
+        if room is not None:     # the middle OSD backfills twice (in, then out)
+            per_osd = np.bincount([first[2], first[3], second[2], second[3]], minlength=room.size)
+            if (per_osd[:room.size] > room).any():
+                budget.halt(Stop.ROOM)
+                return False
+        return self.run.apply_move(*first) and self.run.apply_move(*second)
