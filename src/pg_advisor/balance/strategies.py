@@ -5,7 +5,8 @@ the most underfull), each fixing a bound the lower bound counts; where the rule 
 order: a regroup (a PG's replicas in one bucket moved together into another), a relaxed
 move (one that only lowers the squared deviation) and a chain (two moves through an OSD
 whose count ends as it began)."""
-from typing import Any, Iterator, List, Optional, Protocol, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional, Protocol, Tuple
 
 import numpy as np
 
@@ -33,6 +34,34 @@ def _order(key: np.ndarray, mask: np.ndarray) -> List[int]:
     """Indices where `mask`, largest `key` first."""
     idx = np.flatnonzero(mask)
     return idx[np.argsort(-key[idx], kind="stable")].tolist()
+
+
+@dataclass(frozen=True)
+class _Group:
+    """Each row's replicas in one bucket of the rule's first choose type, as a regroup
+    would take them out: what _group_into weighs against each bucket they could go to."""
+    rows: np.ndarray
+    dev: np.ndarray           # the pool's deviation per OSD when taken
+    at: np.ndarray            # (R, K) the up sets, clipped to OSD ids
+    real: np.ndarray          # (R, K) which are OSDs
+    inx: np.ndarray           # (R, K) which are in the bucket
+    m: np.ndarray             # replicas per row in it
+    lose: np.ndarray          # the squared deviation's change of taking them out
+    src_min: np.ndarray       # the least deviation among them
+    forbidden: np.ndarray     # (R, K') OSDs a replacement must not be
+
+    @staticmethod
+    def of(st: PoolState, anc: Dict[int, np.ndarray], rows: np.ndarray, x_id: int) -> "_Group":
+        n = st.level.counts.size
+        dev = st.level.dev()
+        up = st.up[rows]
+        at = np.clip(up, 0, n - 1)
+        real = (up >= 0) & (up < n)
+        inx = real & (anc[st.shape.limits[0].type][at] == x_id)
+        src_dev = np.where(inx, dev[at], np.inf)
+        return _Group(rows=rows, dev=dev, at=at, real=real, inx=inx, m=inx.sum(axis=1),
+                      lose=np.where(inx, 1 - 2 * src_dev, 0.0).sum(axis=1),
+                      src_min=src_dev.min(axis=1), forbidden=st.forbidden(rows))
 
 
 class Run(DrainRun, Protocol):
@@ -200,8 +229,16 @@ class CountEvener:
         ids, unit = np.unique(top, return_inverse=True)
         bdev = np.bincount(unit, weights=st.level.dev(), minlength=ids.size)
         best: Optional[Tuple[float, int, int, np.ndarray, np.ndarray]] = None
+        # each source bucket's groups and each target's candidates once: no move is made
+        # while the pairs are weighed
+        groups: Dict[int, _Group] = {}
+        cands: Dict[int, np.ndarray] = {}
         for x, y, rows in self._bucket_pairs(st, unit, bdev, strict):
-            score = self._group_plan(st, rows, ids[x], unit == y, strict)[0]
+            if x not in groups:
+                groups[x] = _Group.of(st, self.run.anc, rows, int(ids[x]))
+            if y not in cands:
+                cands[y] = self._group_cands(st, unit == y, strict)
+            score = self._group_into(st, groups[x], unit == y, cands[y], strict)[0]
             i = int(np.argmin(score))
             if score[i] < np.inf and (best is None or score[i] < best[0]):
                 best = (float(score[i]), x, y, rows, score)
@@ -250,32 +287,39 @@ class CountEvener:
         (per row the squared-deviation change per replica, inf where not allowed or no
         gain; (R, K) the group's positions in the up set; the candidate OSDs; (R, C) the
         ones each row takes)."""
-        n = st.level.counts.size
+        g = _Group.of(st, self.run.anc, rows, x_id)
+        return self._group_into(st, g, into, self._group_cands(st, into, strict), strict)
+
+    def _group_cands(self, st: PoolState, into: np.ndarray, strict: bool) -> np.ndarray:
+        """The OSDs a regroup into `into` takes: the one furthest below its share under each
+        bucket of the rule's second choose type, furthest below first."""
         dev = st.level.dev()
-        top, low = (self.run.anc[lim.type] for lim in st.shape.limits)
-        up = st.up[rows]
-        at = np.clip(up, 0, n - 1)
-        real = (up >= 0) & (up < n)
-        inx = real & (top[at] == x_id)
-        m = inx.sum(axis=1)
-        src_dev = np.where(inx, dev[at], np.inf)
-        lose = np.where(inx, 1 - 2 * src_dev, 0.0).sum(axis=1)
-        uses = (real & into[at]).any(axis=1)
+        low = self.run.anc[st.shape.limits[1].type]
         cand = np.flatnonzero(into & st.allowed & ((not strict) | (dev < -EPS)))
         cand = cand[np.argsort(dev[cand], kind="stable")]
         cand = cand[np.unique(low[cand], return_index=True)[1]]
-        cand = cand[np.argsort(dev[cand], kind="stable")]
-        if not self.run.budget.spend(rows.size * max(cand.size, 1)):
-            return np.full(rows.size, np.inf), inx, cand, np.zeros((rows.size, cand.size), bool)
-        free = ~(cand[None, :, None] == st.forbidden(rows)[:, None, :]).any(axis=2)    # (R, C)
+        return cand[np.argsort(dev[cand], kind="stable")]
+
+    def _group_into(self, st: PoolState, g: "_Group", into: np.ndarray, cand: np.ndarray,
+                    strict: bool) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """_group_plan for the groups `g` and the candidates `cand` (each computed once a
+        bucket: a regroup's search weighs every source bucket against several)."""
+        dev = g.dev
+        uses = (g.real & into[g.at]).any(axis=1)
+        n_rows = g.rows.size
+        if not self.run.budget.spend(n_rows * max(cand.size, 1)):
+            return np.full(n_rows, np.inf), g.inx, cand, np.zeros((n_rows, cand.size), bool)
+        free = np.ones((n_rows, cand.size), bool)                                  # (R, C)
+        for j in range(g.forbidden.shape[1]):       # column by column: cheaper than one 3-D op
+            free &= g.forbidden[:, j, None] != cand[None, :]
         rank = np.cumsum(free, axis=1)
-        pick = free & (rank <= m[:, None])
-        have = rank[:, -1] if cand.size else np.zeros(rows.size, np.int64)
-        gain = lose + np.where(pick, 1 + 2 * dev[cand][None, :], 0.0).sum(axis=1)
-        ok = (~uses & (have >= m) & (m > 0) & (m <= st.shape.limits[0].cap) & (gain < -EPS)
-              & ((not strict) | (src_dev.min(axis=1) > EPS)))
+        pick = free & (rank <= g.m[:, None])
+        have = rank[:, -1] if cand.size else np.zeros(n_rows, np.int64)
+        gain = g.lose + np.where(pick, 1 + 2 * dev[cand][None, :], 0.0).sum(axis=1)
+        ok = (~uses & (have >= g.m) & (g.m > 0) & (g.m <= st.shape.limits[0].cap) & (gain < -EPS)
+              & ((not strict) | (g.src_min > EPS)))
         # per replica moved: a group of two that gains as much as one of three is better
-        return np.where(ok, gain / np.maximum(m, 1), np.inf), inx, cand, pick
+        return np.where(ok, gain / np.maximum(g.m, 1), np.inf), g.inx, cand, pick
 
     # -- across pools ---------------------------------------------------------------------------
 
