@@ -227,18 +227,20 @@ class CountEvener:
             return False
         top = self.run.anc[lims[0].type]
         ids, unit = np.unique(top, return_inverse=True)
-        bdev = np.bincount(unit, weights=st.level.dev(), minlength=ids.size)
+        dev = st.level.dev()
+        bdev = np.bincount(unit, weights=dev, minlength=ids.size)
         best: Optional[Tuple[float, int, int, np.ndarray, np.ndarray]] = None
         # each source bucket's groups and each target's candidates once: no move is made
         # while the pairs are weighed
         groups: Dict[int, _Group] = {}
-        cands: Dict[int, np.ndarray] = {}
+        targets: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}      # y: (its OSDs, candidates)
         for x, y, rows in self._bucket_pairs(st, unit, bdev, strict):
             if x not in groups:
                 groups[x] = _Group.of(st, self.run.anc, rows, int(ids[x]))
-            if y not in cands:
-                cands[y] = self._group_cands(st, unit == y, strict)
-            score = self._group_into(st, groups[x], unit == y, cands[y], strict)[0]
+            if y not in targets:
+                into = unit == y
+                targets[y] = into, self._group_cands(st, dev, into, strict)
+            score = self._group_into(st, groups[x], *targets[y], strict)[0]
             i = int(np.argmin(score))
             if score[i] < np.inf and (best is None or score[i] < best[0]):
                 best = (float(score[i]), x, y, rows, score)
@@ -288,12 +290,12 @@ class CountEvener:
         gain; (R, K) the group's positions in the up set; the candidate OSDs; (R, C) the
         ones each row takes)."""
         g = _Group.of(st, self.run.anc, rows, x_id)
-        return self._group_into(st, g, into, self._group_cands(st, into, strict), strict)
+        return self._group_into(st, g, into, self._group_cands(st, g.dev, into, strict), strict)
 
-    def _group_cands(self, st: PoolState, into: np.ndarray, strict: bool) -> np.ndarray:
-        """The OSDs a regroup into `into` takes: the one furthest below its share under each
-        bucket of the rule's second choose type, furthest below first."""
-        dev = st.level.dev()
+    def _group_cands(self, st: PoolState, dev: np.ndarray, into: np.ndarray, strict: bool) -> np.ndarray:
+        """The OSDs a regroup into `into` takes: the one furthest below its share (`dev`, the
+        pool's deviation) under each bucket of the rule's second choose type, furthest
+        below first."""
         low = self.run.anc[st.shape.limits[1].type]
         cand = np.flatnonzero(into & st.allowed & ((not strict) | (dev < -EPS)))
         cand = cand[np.argsort(dev[cand], kind="stable")]
