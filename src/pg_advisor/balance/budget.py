@@ -92,20 +92,36 @@ class Budget:
             room = self.osd_room.size
             self.osd_room += np.bincount(np.asarray(ends, dtype=np.int64), minlength=room)[:room]
 
+    def payable(self, objects: float, ends: Sequence[int]) -> bool:
+        """Could moves misplacing `objects` copies, with `ends` the OSD at each end of each,
+        be paid at once (a chain's two PGs, checked before either moves)? If not, the run
+        stops on the reason."""
+        return self._room_taken(objects, ends) is not None
+
+    def _room_taken(self, objects: float, ends: Sequence[int]) -> Optional[np.ndarray]:
+        """What `ends` take of the OSDs' backfill room (empty without a room bound), or None
+        (and the run stops) if the misplaced budget or the room cannot pay them."""
+        if not self.affordable(objects):
+            self.halt(Stop.MISPLACED)
+            return None
+        if self.osd_room is None:
+            return np.zeros(0, np.int64)
+        room = self.osd_room.size
+        per_osd = np.bincount(np.asarray(ends, dtype=np.int64), minlength=room)[:room]
+        if (per_osd > self.osd_room).any():
+            self.halt(Stop.ROOM)
+            return None
+        return per_osd
+
     def charge(self, objects: float, ends: Sequence[int]) -> bool:
         """Take one PG's moves (misplacing `objects` copies; `ends`: the OSD at each end of
         each move) from the budget, or stop the run and take nothing if it cannot pay."""
         if self.stopped:
             return False
-        if not self.affordable(objects):
-            self.halt(Stop.MISPLACED)
+        per_osd = self._room_taken(objects, ends)
+        if per_osd is None:
             return False
         if self.osd_room is not None:
-            room = self.osd_room.size
-            per_osd = np.bincount(ends, minlength=room)[:room]
-            if (per_osd > self.osd_room).any():
-                self.halt(Stop.ROOM)
-                return False
             self.osd_room -= per_osd
         self.misplaced += objects
         self.moves_left -= 1

@@ -445,14 +445,8 @@ class CountEvener:
     def _chain_apply(self, first: Tuple[PoolState, int, int, int],
                      second: Tuple[PoolState, int, int, int]) -> bool:
         """Both moves of a chain, (pool, row, from, to) each, or none if the budget forbids."""
-        budget = self.run.budget
-        if not budget.affordable(float(first[0].objects[first[1]] + second[0].objects[second[1]])):
-            budget.halt(Stop.MISPLACED)
+        # the middle OSD backfills twice (in, then out)
+        objects = float(first[0].objects[first[1]] + second[0].objects[second[1]])
+        if not self.run.budget.payable(objects, [first[2], first[3], second[2], second[3]]):
             return False
-        room = budget.osd_room
-        if room is not None:     # the middle OSD backfills twice (in, then out)
-            per_osd = np.bincount([first[2], first[3], second[2], second[3]], minlength=room.size)
-            if (per_osd[:room.size] > room).any():
-                budget.halt(Stop.ROOM)
-                return False
         return self.run.apply_move(*first) and self.run.apply_move(*second)
