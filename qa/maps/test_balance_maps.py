@@ -370,7 +370,10 @@ def test_384_osds_with_a_pool_of_one_replica_per_room(
     assert set(r["dev"]) == {"ec83", "rep4", "rep6", "ssd", "rgw", "(total)"}
     assert max(r["dev"].values()) <= 1.0, r["dev"]
     assert eval_report(r["snap"])["distribution"]["pools"][4]["rule_limit"] > 1
-    assert r["seconds"] < 20
+    # the run's cost as work units (legality pairs and rows built), not seconds: CI runs this
+    # beside a thrash on 2 cores. 9.99 million here (2026-12-02), a total chain's search
+    # capped at CHAIN_WORK of it; a search that spun would pass WORK_MAX (220 million)
+    assert r["balancer"].budget.work < 15_000_000, r["balancer"].budget.work
 
 
 def test_384_osds_the_total_within_one_with_a_pool_held_above_its_share(
