@@ -190,8 +190,11 @@ class Drainer:
                 if self.stopped:
                     return False
                 continue
+            # both paid before either is made: a first move alone would leave y over its
+            # room and the replica's row without x for the steps tried after
             b = self.run.budget
-            if b.moves_left < 2 or not b.affordable(float(st.objects[row] + st.objects[mv[0]])):
+            if b.moves_left < 2 or not b.payable(float(st.objects[row] + st.objects[mv[0]]),
+                                                 [x, y, y, mv[1]]):
                 return False
             if not self.run.apply_move(st, row, x, y):
                 return False

@@ -9,7 +9,8 @@ import pytest
 
 from pg_advisor.analysis.legality import ancestors, breaks, rule_shape
 from pg_advisor.balance.balancer import Balancer
-from pg_advisor.balance.drain import drain_report
+from pg_advisor.balance.drain import drain_osds, drain_report
+from pg_advisor.balance.drain_moves import caps
 from pg_advisor.crush.placement import Placer
 from pg_advisor.execute.driver import Driver
 from pg_advisor.model import snapshot
@@ -92,6 +93,37 @@ def test_a_drain_moves_its_replicas_and_leaves_no_other_osd_further_off(
     # move, where every OSD the rule allows the replica is full, is all there is besides
     assert r["forced"] == r["chained"] <= max(2, 0.1 * r["replicas"]), r
     assert r["replicas"] <= r["moves"] <= 1.1 * r["replicas"] + r["chained"], r
+
+
+@pytest.mark.parametrize("case, even_first", [(4, False), (6, True)], ids=["osd.0-crush", "osd.3-evened"])
+def test_a_chain_is_paid_whole_or_not_made_under_a_backfill_room(
+        dumps: Dict[str, Any], case: int, even_first: bool) -> None:
+    # the two layouts whose drain chains (a replica onto a full OSD y, another PG's off y);
+    # each OSD's backfill room swept: where y has room for one move of the two, a chain
+    # made its first move, failed its second and left the replica's row without its
+    # source for the steps tried next (ValueError), y over its room
+    layout, steps, target = CASES[case]
+    snap = grown(dumps, layout, steps)
+    if even_first:
+        snap = evened(snap)
+    osds = drain_osds(snap, target)
+    free = Balancer(snap, drain=osds)
+    free.run(even=False)
+    assert free.drain_chained > 0
+    n = snap.osds.count
+    for y in range(n):
+        for room in range(1, 12):
+            rooms = np.full(n, 1000)
+            rooms[y] = room
+            b = Balancer(snap, drain=osds, osd_room=rooms)
+            most = {id(st): caps(st.level)[0] for st in b.states}
+            b.run(even=False)
+            for st in b.states:
+                over = np.flatnonzero((st.level.counts > most[id(st)]) & ~np.isin(np.arange(n), osds))
+                assert not over.size, (y, room, st.pool.name, over)
+            moved = sum(int(((st.up != st.start) & ((st.up == y) | (st.start == y))).sum())
+                        for st in b.states)    # moves with an end on y: what its room pays
+            assert moved <= room, (y, room, moved)
 
 
 def test_and_balance_evens_the_pools_as_balance_does(dumps: Dict[str, Any]) -> None:
