@@ -1,7 +1,8 @@
 """Shared fakes of the unit tests: the mon's pool targets and upmap items as a small
 simulation (FakeCeph), a plan store in memory, and plans to run against them."""
 import copy
-from typing import Any, Dict, List, Optional, Tuple
+import pickle
+from typing import Any, Dict, List, Optional, Tuple, TypeVar
 
 import pytest
 
@@ -19,6 +20,16 @@ OPEN = Pacing(misplaced_max=0.05, interval=0.0, window_begin="00:00", window_end
 T = Throttles(misplaced_max=0.05, max_splitting=16, max_backfills_per_osd=2)
 
 
+V = TypeVar("V")
+
+
+def clone(value: V) -> V:
+    """A deep copy of plain data (dumps, a stored state): a pickle round trip, some 5x
+    faster than copy.deepcopy on the fixture's dumps."""
+    copied: V = pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+    return copied
+
+
 def tick_of(snap: snapshot.Snapshot, pacing: Pacing, send: Send, now: float,
             burst: Optional[Burst] = None) -> Tick:
     """The executor's tick on these pieces: `burst` sends commands together (by default they
@@ -33,7 +44,7 @@ class FakeCeph:
     Pacific mon does."""
 
     def __init__(self, dumps: Dict[str, Any]) -> None:
-        self.dumps = copy.deepcopy(dumps)
+        self.dumps = clone(dumps)
         self.sent: List[Dict[str, Any]] = []
         self.fail: Optional[str] = None
 
@@ -120,8 +131,8 @@ class Store:
         self.saves: List[Dict[str, Any]] = []
 
     def save(self, state: Optional[Dict[str, Any]], history: List[Dict[str, Any]]) -> None:
-        self.state, self.history = copy.deepcopy(state), list(history)
-        self.saves.append(copy.deepcopy(state) if state else {})
+        self.state, self.history = clone(state), list(history)
+        self.saves.append(clone(state) if state else {})
 
 
 def start(ceph: FakeCeph, store: Store, target: int, pool: str = "rbd") -> Executor:

@@ -1,3 +1,4 @@
+import contextlib
 import io
 import json
 import subprocess
@@ -111,6 +112,35 @@ def test_invalid_json_file(tmp_path: Path) -> None:
     p = run_entry_point(["--osdmap", str(bad), "--crush", str(CLUSTER6 / "crush_dump.json"), "status"])
     assert p.returncode == 2 and "not valid JSON" in p.stderr
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("collector_on", [True, False])
+def test_a_dump_parses_with_the_collector_paused_and_its_state_given_back(
+        tmp_path: Path, collector_on: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the parse pauses the cyclic collector (cli._parse) and leaves it as it found it, on
+    # an answer and on a refusal; the mgr's adapters never import the CLI
+    import gc
+    seen: List[bool] = []
+    loads = json.loads
+    monkeypatch.setattr(cli.json, "loads", lambda text: seen.append(gc.isenabled()) or loads(text))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    was = gc.isenabled()
+    (gc.enable if collector_on else gc.disable)()
+    try:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            assert cli.main(BASE + ["status", "-f", "json"]) == 0
+            assert gc.isenabled() is collector_on
+            assert cli.main(["--osdmap", str(bad), "--crush", str(CLUSTER6 / "crush_dump.json"),
+                             "status"]) == cli.EXIT_BAD_INPUT
+            assert gc.isenabled() is collector_on
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert len(seen) >= 3 and not any(seen), seen
+    for name in ("module", "mgr_commands", "mgr_serve", "mgr_read", "mgr_panel", "mgr_progress"):
+        text = (Path(cli.__file__).parent / f"{name}.py").read_text()
+        assert "cli" not in {w.strip("(),.") for w in text.split()}, name
 
 
 @pytest.mark.parametrize("argv, says", [

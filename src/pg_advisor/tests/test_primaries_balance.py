@@ -5,7 +5,6 @@ Checked against a brute force on tiny pools (every assignment of primaries), aga
 mon's rules for an entry (in CRUSH's own set past its first OSD, up and in), against the
 exact model of the map it leaves, and against a greedy of the kind Ceph's own read
 balancer (OSDMap::balance_primaries) runs, written here from its description."""
-import copy
 import dataclasses
 import itertools
 import json
@@ -29,7 +28,7 @@ def cluster6(release: Optional[str] = "reef", affinity: bool = True, pg_num: Opt
     """The 6-OSD fixture's dumps: require_min_compat_client `release` (None: no field),
     every primary affinity 1 (`affinity`; else osd.1 keeps its 0.5), rbd at `pg_num`
     (then without PG stats, which are of the old pg_num), OSDs `out` marked out."""
-    d = copy.deepcopy({k: read(v, CLUSTER6) for k, v in DUMP_FILES.items()})
+    d = {k: read(v, CLUSTER6) for k, v in DUMP_FILES.items()}      # (read parses anew)
     od = d["osd_dump"]
     if release is None:
         del od["require_min_compat_client"]
