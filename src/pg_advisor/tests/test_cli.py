@@ -4,7 +4,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator, List
+from typing import Any, Iterator, List
 
 import pytest
 
@@ -122,7 +122,11 @@ def test_a_dump_parses_with_the_collector_paused_and_its_state_given_back(
     import gc
     seen: List[bool] = []
     loads = json.loads
-    monkeypatch.setattr(cli.json, "loads", lambda text: seen.append(gc.isenabled()) or loads(text))
+
+    def watched(text: str) -> Any:
+        seen.append(gc.isenabled())
+        return loads(text)
+    monkeypatch.setattr(cli.json, "loads", watched)
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     was = gc.isenabled()
