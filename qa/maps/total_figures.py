@@ -1,6 +1,6 @@
 """The balance figures of the 384-OSD maps with every pool at its bound: per pool and in total,
 the largest deviation from the share before and after, the moves against the lower bound
-and the run's time (doc/balance.rst).
+and the run's time, wall and CPU, the dumps' load included (doc/balance.rst).
 
     PG_ADVISOR_CEPH=pacific PYTHONPATH=src:. /usr/bin/python3 -m qa.maps.total_figures
 """
@@ -60,16 +60,16 @@ def devs(states: List[Any], n: int, start: bool) -> Dict[str, float]:
 
 
 def row(label: str, osd_dump: Dict[str, Any], crush: Dict[str, Any]) -> str:
+    t0, c0 = time.perf_counter(), time.process_time()
     snap = snapshot.load(osd_dump, crush)
-    t0 = time.perf_counter()
     b = Balancer(snap)
     res = b.run()
-    took = time.perf_counter() - t0
+    took, cpu = time.perf_counter() - t0, time.process_time() - c0
     n = snap.osds.count
     before, after = devs(res.pools, n, True), devs(res.pools, n, False)
     cells = "  ".join(f"{k} {before[k]:.2f} -> {after[k]:.2f}" for k in before)
     return (f"{label:<12} {cells}  moves {res.moves} lower bound {res.lower_bound} "
-            f"({res.moves / max(res.lower_bound, 1):.3f} x)  {took:.2f} s")
+            f"({res.moves / max(res.lower_bound, 1):.3f} x)  {took:.2f} s ({cpu:.2f} s CPU)")
 
 
 def main() -> None:
