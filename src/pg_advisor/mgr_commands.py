@@ -9,6 +9,7 @@ background so that what follows (health, the plan's next tick) does not wait for
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict
 
+from .balance.reweighted import weight_landing
 from .commands.table import Values
 from .execute.context import BalanceRequest
 from .model.snapshot import Snapshot
@@ -75,6 +76,8 @@ class LiveCommands:
             # every answer is in: the mon's epoch now has all that landed
             self.mgr.reader.wait_for_mon_map(snap.epoch)
             report["verified"] = self.mgr.driver.verify_pins(snap, time.time())
+            report["weight_epoch"] = weight_landing(self.mgr.reader.past_map, snap.epoch,
+                                                    self.mgr.get_osdmap().get_epoch(), weights, report)
         self.mgr.wake()
         return report
 

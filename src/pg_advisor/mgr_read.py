@@ -250,6 +250,16 @@ class MgrReader:
         code, out, _ = self.mgr.mon_command(mon_commands.osd_stat())
         self.wait_for_map(int(json.loads(out)["epoch"]) - 1 if code == 0 else fallback)
 
+    def past_map(self, epoch: int, tree: bool) -> Optional[Dict[str, Any]]:
+        """The mon's `osd tree` (tree) or `osd dump` of a past epoch; None if it does not
+        answer (an epoch it trimmed)."""
+        cmd = mon_commands.osd_tree_at(epoch) if tree else mon_commands.osd_dump_at(epoch)
+        code, out, _ = self.mgr.mon_command(cmd)
+        if code != 0:
+            return None
+        got: Dict[str, Any] = json.loads(out)
+        return got
+
     def wait_for_map(self, epoch: int, timeout: float = MAP_WAIT) -> None:
         """Until the mgr's OSDMap is newer than `epoch` (the mon answers a command once its
         map has the change; the mgr hears of that map a moment later), at most `timeout`."""

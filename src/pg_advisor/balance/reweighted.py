@@ -21,7 +21,7 @@ them in. It serves any weight change, up or down.
 import dataclasses
 import errno
 import math
-from typing import Any, Dict, List, Mapping
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -31,10 +31,13 @@ from ..model.constants import WEIGHT_ONE
 from ..model.errors import AdvisorError
 from ..model.checks import MAX_OSD_CRUSH_WEIGHT
 from ..model.mon_commands import crush_reweight
-from ..model.snapshot import Bucket, Snapshot, add_weight_above, bucket_parents
+from ..model.snapshot import Bucket, Snapshot, add_weight_above, bucket_parents, load_upmaps
+from .proposal import unkept
 from .remapped import Pins, pin_remapped, pins_report
 
 MAX_OSDS = 1024           # OSDs one crush-reweight changes
+EPOCHS_SEARCHED = 8       # map epochs after a burst searched for the weight's own
+PastMap = Callable[[int, bool], Optional[Mapping[str, Any]]]   # (epoch, tree?) -> the mon's answer
 
 
 def crush_units(weight: float) -> int:
@@ -162,3 +165,39 @@ def reweight_report(snap: Snapshot, rw: Reweight) -> Dict[str, Any]:
                                       "to": crush_units(w) / WEIGHT_ONE}
                          for o, w in sorted(rw.weights.items())},
                 changed=rw.changed, reordered=len(rw.reordered), reordered_pgs=rw.reordered)
+
+
+def holds_weights(tree: Mapping[str, Any], weights: Mapping[int, float]) -> bool:
+    """Does an `osd tree` answer give every OSD of `weights` its new CRUSH weight (the
+    tree prints weight / 0x10000 as a float: equal within half a unit of its print)?"""
+    at = {int(n["id"]): float(n.get("crush_weight", -1.0)) for n in tree.get("nodes", [])
+          if isinstance(n, dict) and isinstance(n.get("id"), int) and n["id"] >= 0}
+    return all(abs(at.get(o, -1.0) - crush_units(w) / WEIGHT_ONE) < 1e-4 for o, w in weights.items())
+
+
+def pins_missed(osd_dump: Mapping[str, Any], items: Mapping[str, Sequence[Sequence[int]]],
+                full: Mapping[str, Sequence[int]]) -> List[str]:
+    """The pinned PGs whose pin the map of one epoch (`osd dump EPOCH`) does not hold: in the
+    weight's epoch, those PGs peered with the change and again with their pin, as after
+    pin-remapped."""
+    upmap, kept = load_upmaps(osd_dump)
+    return sorted(unkept(items, kept) + [k for k, v in full.items() if list(upmap.get(k, ())) != list(v)])
+
+
+def weight_landing(past: PastMap, first: int, last: int, weights: Mapping[int, float],
+                   report: Mapping[str, Any]) -> Dict[str, Any]:
+    """The map epoch after `first` (at most EPOCHS_SEARCHED, up to `last`) in which the
+    weights landed, and the pinned PGs of `report` (its items and full pg-upmaps) whose pins
+    missed it: the mon makes an epoch some 50 ms (paxos_min_wait) after the first change of a
+    quiet second, and a burst that takes longer spills into the next. epoch None: not found
+    (or not answered); missed then unknown (None)."""
+    for e in range(first + 1, min(last, first + EPOCHS_SEARCHED) + 1):
+        tree = past(e, True)
+        if tree is None:
+            break
+        if holds_weights(tree, weights):
+            dump = past(e, False)
+            if dump is None:
+                break
+            return {"epoch": e, "missed": pins_missed(dump, report.get("items", {}), report.get("full", {}))}
+    return {"epoch": None, "missed": None}

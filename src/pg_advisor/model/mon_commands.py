@@ -69,3 +69,13 @@ def pg_dump_brief() -> Command:
 def osd_stat() -> Command:
     """`ceph osd stat`: the mon's OSDMap epoch now."""
     return {"prefix": "osd stat", "format": "json"}
+
+
+def osd_tree_at(epoch: int) -> Command:
+    """`ceph osd tree EPOCH`: the CRUSH tree of a past map epoch (the OSDs' CRUSH weights)."""
+    return {"prefix": "osd tree", "epoch": int(epoch), "format": "json"}
+
+
+def osd_dump_at(epoch: int) -> Command:
+    """`ceph osd dump EPOCH`: the OSDMap of a past epoch (its upmap entries)."""
+    return {"prefix": "osd dump", "epoch": int(epoch), "format": "json"}

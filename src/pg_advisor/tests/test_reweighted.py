@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from pg_advisor.analysis.growth import with_host
-from pg_advisor.balance.reweighted import crush_units, reweight_pins, with_crush_weights
+from pg_advisor.balance.reweighted import (EPOCHS_SEARCHED, crush_units, holds_weights, pins_missed,
+                                           reweight_pins, weight_landing, with_crush_weights)
 from pg_advisor.commands import table
 from pg_advisor.crush.placement import Placer
 from pg_advisor.execute.driver import Driver
@@ -158,3 +159,56 @@ def test_a_refused_weight_starts_no_plan(dumps: Dict[str, Any]) -> None:
     assert "refused the weight" in e.value.message and drv.executor.state is None
     # the pins that went out with it are taken back: every PG's items as they were
     assert len(mon.bursts) >= 2 and ceph.snap().pg_upmap_items == before
+
+
+def _tree(weights: Dict[int, float]) -> Dict[str, Any]:
+    # `osd tree EPOCH` as the mon prints it: buckets, then OSDs with weight / 0x10000
+    return {"nodes": [{"id": -1, "name": "default", "type": "root", "crush_weight": 9.0}]
+            + [{"id": o, "name": f"osd.{o}", "type": "osd", "crush_weight": round(w, 5)}
+               for o, w in weights.items()]}
+
+
+def _dump(items: Dict[str, List[Tuple[int, int]]], full: Dict[str, List[int]]) -> Dict[str, Any]:
+    return {"pg_upmap": [{"pgid": k, "osds": v} for k, v in full.items()],
+            "pg_upmap_items": [{"pgid": k, "mappings": [{"from": a, "to": b} for a, b in v]}
+                               for k, v in items.items()]}
+
+
+def test_the_weights_epoch_is_found_and_the_pins_that_missed_it_named() -> None:
+    # epochs 11..14 after the burst's snapshot at 10: the weight lands in 12 with two of
+    # four pins (1.3's item and 2.0's full pg-upmap come in 13); 1.2's pin removes its items
+    report = {"items": {"1.1": [[4, 0]], "1.2": [], "1.3": [[4, 2], [1, 3]]}, "full": {"2.0": [3, 4, 5]}}
+    trees = {11: _tree({4: 0.0, 5: 1.0}), 12: _tree({4: 2.0, 5: 1.0}), 13: _tree({4: 2.0, 5: 1.0})}
+    dumps = {12: _dump({"1.1": [(4, 0)], "1.3": [(4, 2)], "1.7": [(0, 1)]}, {}),
+             13: _dump({"1.1": [(4, 0)], "1.3": [(4, 2), (1, 3)]}, {"2.0": [3, 4, 5]})}
+    asked: List[Tuple[int, bool]] = []
+
+    def past(e: int, tree: bool) -> Any:
+        asked.append((e, tree))
+        return (trees if tree else dumps).get(e)
+    landed = weight_landing(past, 10, 14, {4: 2.0}, report)
+    assert landed == {"epoch": 12, "missed": ["1.3", "2.0"]}
+    assert asked == [(11, True), (12, True), (12, False)]      # no epoch read past the weight's
+    # all in: none missed; the weight in no epoch searched, or an epoch the mon no longer
+    # has: not found, nothing claimed
+    assert weight_landing(past, 12, 14, {4: 2.0}, dict(report, items={"1.1": [[4, 0]]}, full={})) \
+        == {"epoch": 13, "missed": []}
+    assert weight_landing(past, 10, 14, {4: 3.0}, report) == {"epoch": None, "missed": None}
+    assert weight_landing(lambda e, t: None, 10, 14, {4: 2.0}, report) == {"epoch": None, "missed": None}
+    # the search is bounded whatever the epochs since
+    asked.clear()
+
+    def always_before(e: int, tree: bool) -> Any:
+        asked.append((e, tree))
+        return trees[11]
+    weight_landing(always_before, 10, 10 ** 6, {4: 2.0}, report)
+    assert asked == [(e, True) for e in range(11, 11 + EPOCHS_SEARCHED)]
+
+
+def test_the_tree_compares_weights_as_the_mon_stores_them() -> None:
+    # 16.16 fixed point: 0.3 is stored as 19660/65536 = 0.29999, printed so
+    assert holds_weights(_tree({7: 19660 / 65536}), {7: 0.3})
+    assert not holds_weights(_tree({7: 0.31}), {7: 0.3})
+    assert not holds_weights(_tree({8: 0.3}), {7: 0.3})          # the OSD not in the tree
+    assert pins_missed(_dump({}, {}), {"1.0": []}, {}) == []     # removed items: landed
+    assert pins_missed(_dump({"1.0": [(1, 2)]}, {}), {"1.0": []}, {}) == ["1.0"]
