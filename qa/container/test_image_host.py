@@ -6,8 +6,9 @@ labelled with the chroot's identity; a changed chroot is imported anew). The rec
 on it; a ceph-mgr runs from the built image, in the network namespace of a test cluster of its
 own (qa/cluster/vstart.sh in the chroot: netns pg-advisor-ctr, dir /tmp/pg-advisor-ctr), that
 cluster's own mgr stopped. Then: the module loads from the image, answers, serves its panel;
-its options, its stored plan and history, and the pools' targets outlive a disable and enable,
-a mgr on Ceph's image without the module, and a mgr restart on a new image.
+its options, its stored plan and history, the pools' targets and a balance round's upmap items
+outlive a disable and enable, a mgr on Ceph's image without the module, and a mgr restart on a
+new image.
 
 Host only (podman runs here): qa/conftest.py keeps it out of the chroot's `pytest qa`;
 qa/run-tests.sh runs it in stage 1 (`/usr/bin/python3 -m pytest qa/container/test_image_host.py`).
@@ -16,6 +17,7 @@ import errno
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -78,6 +80,7 @@ def base_image() -> None:
     ident = hashlib.sha256((root / "etc" / "pg-advisor-tentacle").read_bytes()).hexdigest()[:16]
     p = podman("image", "inspect", "--format", "{{ index .Labels \"%s\" }}" % LABEL, BASE, check=False)
     if p.returncode != 0 or p.stdout.strip() != ident:
+        old = podman("image", "inspect", "--format", "{{.Id}}", BASE, check=False).stdout.strip()
         # what the daemons' execs leave there (clusters in /tmp, mounts) stays out
         tar = subprocess.Popen(["tar", "-C", str(root), *[f"--exclude=./{d}/*" for d in (
             "tmp", "proc", "sys", "dev", "pg_advisor")], "-c", "."], stdout=subprocess.PIPE)
@@ -87,6 +90,8 @@ def base_image() -> None:
             assert tar.stdout is not None
             tar.stdout.close()
             assert tar.wait() == 0
+        if old:     # the image of an older chroot, untagged by the import
+            podman("rmi", old, check=False)
     # "a new Ceph image": the same Ceph with a layer of its own, so a new image id
     with tempfile.TemporaryDirectory() as ctx:
         (Path(ctx) / "Containerfile").write_text(f"FROM {BASE}\nLABEL org.pg-advisor.next=1\n")
@@ -224,10 +229,10 @@ def plan(c: ChrootCluster) -> Dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def ctr_cluster() -> Iterator[ChrootCluster]:
-    """The test cluster: 3 OSDs, its own mgr stopped once the container's is standing by."""
+    """The test cluster: 4 OSDs on 4 hosts (a size-3 PG has an OSD to move to)."""
     c = ChrootCluster()
     try:
-        c.vstart("start", "--osds", "3", "--hosts", "3")
+        c.vstart("start", "--osds", "4", "--hosts", "4")
         yield c
     finally:
         stop_mgr()
@@ -247,7 +252,10 @@ def test_a_mgr_from_the_image_runs_the_module_and_keeps_its_state(
                f"the container's mgr to stand by: {mgr_log()}")
     # vstart's mgr, loaded from the checkout, stopped: the container's takes over
     pid = int(c.host_path(CLUSTER_DIR / "run" / "mgr.x.pid").read_text())
-    os.kill(pid, 15)
+    # that pid is this cluster's mgr (vstart.sh's own check: its CEPH_CONF)
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    assert f"CEPH_CONF={CLUSTER_DIR}/ceph.conf".encode() in environ
+    os.kill(pid, signal.SIGTERM)
     c.ceph("mgr", "fail", "x")
     wait_until(lambda: answering(c), 60, f"pg_advisor to answer from the container's mgr: {mgr_log()}")
 
@@ -268,7 +276,13 @@ def test_a_mgr_from_the_image_runs_the_module_and_keeps_its_state(
     code, body = panel("/api/status")
     assert code == 200 and json.loads(body)["osds"], body[:300]
 
-    # state: options, and a plan that stays open (a step, then 1000 s to the next)
+    # state: upmap items of a balance round, options, and a plan that stays open (a step,
+    # then 1000 s to the next)
+    done = c.json("pg-advisor", "balance", "--max-items", "3")
+    assert done["applied"] == len(done["items"]) >= 1 and done["failed"] == [], done
+    wait_until(lambda: {u["pgid"] for u in c.json("osd", "dump")["pg_upmap_items"]} == set(done["items"]),
+               30, "the round's items in the OSDMap")
+    c.wait_clean()
     c.ceph("config", "set", "mgr", OPT + "step_interval", "1000")
     c.ceph("config", "set", "mgr", OPT + "target_pgs_per_osd", "150")
     started = c.json("pg-advisor", "apply", "--pool", "rbd", "--pg-num", "64")["plan"]
@@ -277,6 +291,7 @@ def test_a_mgr_from_the_image_runs_the_module_and_keeps_its_state(
     assert running["id"] == started and running["status"] == "running"
     assert before["options"] == {OPT + "step_interval": "1000", OPT + "target_pgs_per_osd": "150"}
     assert any(k.startswith(OPT + "exec_state") for k in before["kv"]), sorted(before["kv"])
+    assert before["upmaps"] and before["pools"]["rbd"] != (32, 32), before
     history = c.json("pg-advisor", "history")["history"]
     assert any(h["plan"] == started and h["event"] == "issue" for h in history)
 
