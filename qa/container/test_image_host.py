@@ -171,6 +171,14 @@ def mgr_conf(c: ChrootCluster, where: Path) -> Path:
     return where
 
 
+def redeploy_mgr(c: ChrootCluster, image: str, conf: Path) -> None:
+    """What `ceph config set mgr container_image IMAGE` and `ceph orch redeploy mgr` do
+    (doc/install.rst): the image set in the mon's config (the mon checks the option), and
+    the mgr started anew from the image that config names."""
+    c.ceph("config", "set", "mgr", "container_image", image)
+    start_mgr(c.ceph("config", "get", "mgr", "container_image").strip(), conf)
+
+
 def start_mgr(image: str, conf: Path) -> None:
     """ceph-mgr from `image`, in the cluster's network namespace; its only mount the
     directory with its ceph.conf (and the keyring cephadm would put there)."""
@@ -247,7 +255,7 @@ def test_a_mgr_from_the_image_runs_the_module_and_keeps_its_state(
     conf = mgr_conf(c, tmp_path / "etc-ceph")
     # nothing in the mon's config moves the module path either
     assert c.ceph("config", "get", "mgr", "mgr_module_path").strip() == "/usr/share/ceph/mgr"
-    start_mgr(IMAGE, conf)
+    redeploy_mgr(c, IMAGE, conf)
     wait_until(lambda: MGR_ID in [s["name"] for s in c.json("mgr", "dump")["standbys"]], 60,
                f"the container's mgr to stand by: {mgr_log()}")
     # vstart's mgr, loaded from the checkout, stopped: the container's takes over
@@ -311,7 +319,7 @@ def test_a_mgr_from_the_image_runs_the_module_and_keeps_its_state(
     # Ceph's image without the module (an upgrade that forgot to rebuild the recipe): the
     # mgr runs, the module stays enabled in the MgrMap, its commands are gone, its state kept
     stop_mgr()
-    start_mgr(BASE, conf)
+    redeploy_mgr(c, BASE, conf)
     wait_until(lambda: active(c), 60, f"the module-less mgr to be active: {mgr_log()}")
     code, _, err = c.run("pg-advisor", "status")
     # EINVAL: "no valid command found" (or, while the mgr's command list is not yet
@@ -324,7 +332,7 @@ def test_a_mgr_from_the_image_runs_the_module_and_keeps_its_state(
     # a new image (the recipe rebuilt on a new Ceph image): the plan, paused, where it was
     stop_mgr()
     assert images[NEXT_IMAGE] != images[IMAGE]
-    start_mgr(NEXT_IMAGE, conf)
+    redeploy_mgr(c, NEXT_IMAGE, conf)
     wait_until(lambda: answering(c), 60, f"pg_advisor on the new image: {mgr_log()}")
     resumed = plan(c)
     assert (resumed["id"], resumed["status"], resumed["next"]) == (started, "paused", running["next"])
