@@ -3,41 +3,18 @@ spec through Ceph's own spec parser (the release's Python package: Tentacle's in
 Pacific's on the host), the Rook CephCluster against the fields of Rook's CRD
 (rook-cephcluster-crd.json, a trimmed copy whose source it states), and the image recipe's
 base and what it copies."""
-import copy
 import json
 import re
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-import yaml
 
 from ..cluster import REPO
+from . import CONTAINER, MODULE_DIR, SPEC, SPEC_SOURCE, container_args, load, parsed
 
-CONTAINER = REPO / "container"
-SPEC = CONTAINER / "cephadm-mgr-bindmount.yaml"
 ROOK = CONTAINER / "rook-cephcluster.yaml"
 CRD = Path(__file__).with_name("rook-cephcluster-crd.json")
-MODULE_DIR = "/usr/share/ceph/mgr/pg_advisor"
-
-
-def load(path: Path) -> Any:
-    return yaml.safe_load(path.read_text())
-
-
-def parsed(spec: Dict[str, Any]) -> Any:
-    """cephadm's own parse of a service spec (what `ceph orch apply -i` runs first)."""
-    from ceph.deployment.service_spec import ServiceSpec
-    return ServiceSpec.from_json(copy.deepcopy(spec))
-
-
-def container_args(spec: Any) -> List[str]:
-    """The arguments cephadm adds to the container's command line: Reef on keep them as
-    ArgumentSpec (a string split on spaces), Pacific as the strings themselves."""
-    out: List[str] = []
-    for a in spec.extra_container_args or []:
-        out += a.to_args() if hasattr(a, "to_args") else [a]
-    return out
 
 
 def test_the_cephadm_spec_parses_as_a_mgr_service_with_the_module_mounted_read_only() -> None:
@@ -50,7 +27,7 @@ def test_the_cephadm_spec_parses_as_a_mgr_service_with_the_module_mounted_read_o
     assert Path(src).is_absolute() and Path(src).name == "pg_advisor"
     assert dst == MODULE_DIR and "ro" in opts.split(","), mounts
     # what CMake installs with the prefix the spec's comment gives is the directory mounted
-    assert src == "/usr/local/share/ceph/mgr/pg_advisor"
+    assert src == SPEC_SOURCE
     assert "-DCMAKE_INSTALL_PREFIX=/usr/local" in SPEC.read_text()
     # it survives cephadm's round trip (`ceph orch ls --export` prints to_json)
     assert container_args(parsed(spec.to_json())) == args

@@ -21,11 +21,12 @@ import signal
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Iterator, Tuple
+from typing import Any, Dict, Iterator, Sequence, Tuple
 
 import pytest
 
 from ..cluster import HERE as CLUSTER_SCRIPTS, REPO, Cluster, wait_until
+from . import MODULE_DIR, SPEC, SPEC_SOURCE, container_args, load, parsed
 
 NETNS = "pg-advisor-ctr"
 CLUSTER_DIR = Path("/tmp/pg-advisor-ctr")          # a directory of the chroot
@@ -36,7 +37,6 @@ IMAGE = "localhost/ceph-pg-advisor:test"
 NEXT_IMAGE = "localhost/ceph-pg-advisor:test-next"
 MGR = "pg-advisor-ctr-mgr"                           # the container's name
 MGR_ID = "ctr"
-MODULE_DIR = "/usr/share/ceph/mgr/pg_advisor"
 OPT = "mgr/pg_advisor/"
 LABEL = "org.pg-advisor.chroot"
 
@@ -171,20 +171,21 @@ def mgr_conf(c: ChrootCluster, where: Path) -> Path:
     return where
 
 
-def redeploy_mgr(c: ChrootCluster, image: str, conf: Path) -> None:
+def redeploy_mgr(c: ChrootCluster, image: str, conf: Path, extra: Sequence[str] = ()) -> None:
     """What `ceph config set mgr container_image IMAGE` and `ceph orch redeploy mgr` do
     (doc/install.rst): the image set in the mon's config (the mon checks the option), and
     the mgr started anew from the image that config names."""
     c.ceph("config", "set", "mgr", "container_image", image)
-    start_mgr(c.ceph("config", "get", "mgr", "container_image").strip(), conf)
+    start_mgr(c.ceph("config", "get", "mgr", "container_image").strip(), conf, extra)
 
 
-def start_mgr(image: str, conf: Path) -> None:
+def start_mgr(image: str, conf: Path, extra: Sequence[str] = ()) -> None:
     """ceph-mgr from `image`, in the cluster's network namespace; its only mount the
-    directory with its ceph.conf (and the keyring cephadm would put there)."""
+    directory with its ceph.conf (and the keyring cephadm would put there), and what
+    `extra` (arguments of podman run, as a spec's extra_container_args) adds."""
     podman("rm", "-f", "-t", "5", MGR, check=False)
     podman("run", "-d", "--name", MGR, "--network", f"ns:/run/netns/{NETNS}",
-           "-v", f"{conf}:/etc/ceph:ro", "--entrypoint", "bash", image, "-c",
+           "-v", f"{conf}:/etc/ceph:ro", *extra, "--entrypoint", "bash", image, "-c",
            f"mkdir -p /run/ceph /var/lib/ceph/mgr/ceph-{MGR_ID} && exec ceph-mgr -f -i {MGR_ID}")
 
 
@@ -339,4 +340,22 @@ def test_a_mgr_from_the_image_runs_the_module_and_keeps_its_state(
     assert c.json("pg-advisor", "history")["history"][:len(history)] == history
     assert stored(c) == paused
     assert panel("/")[0] == 200
+
+    # the bind-mount way: Ceph's plain image, the module installed on the host as the spec's
+    # comment says (CMake, its prefix here a test directory) and mounted with the argument
+    # cephadm takes from the spec (parsed by the host's ceph.deployment)
+    prefix = tmp_path / "usr-local"
+    build_dir = tmp_path / "build"
+    subprocess.run(["cmake", "-S", str(REPO), "-B", str(build_dir), f"-DCMAKE_INSTALL_PREFIX={prefix}"],
+                   check=True, capture_output=True)
+    subprocess.run(["cmake", "--install", str(build_dir)], check=True, capture_output=True)
+    [arg] = container_args(parsed(load(SPEC)))
+    assert SPEC_SOURCE in arg
+    stop_mgr()
+    installed = prefix / "share" / "ceph" / "mgr" / "pg_advisor"
+    redeploy_mgr(c, BASE, conf, [arg.replace(SPEC_SOURCE, str(installed))])
+    wait_until(lambda: answering(c), 60, f"pg_advisor bind-mounted into Ceph's image: {mgr_log()}")
+    mounts = json.loads(podman("inspect", "--format", "{{json .Mounts}}", MGR).stdout)
+    assert [m["RW"] for m in mounts if m["Destination"] == MODULE_DIR] == [False], mounts
+    assert plan(c)["status"] == "paused" and stored(c) == paused
     c.ceph("pg-advisor", "abort")
