@@ -8,12 +8,13 @@ own (qa/cluster/vstart.sh in the chroot: netns pg-advisor-ctr, dir /tmp/pg-advis
 cluster's own mgr stopped. Then: the module loads from the image, answers, serves its panel;
 its options, its stored plan and history, the pools' targets and a balance round's upmap items
 outlive a disable and enable, a mgr on Ceph's image without the module, and a mgr restart on a
-new image.
+new image. Last, the cephadm spec's bind mount: Ceph's image alone, the module mounted into it.
 
 Host only (podman runs here): qa/conftest.py keeps it out of the chroot's `pytest qa`;
 qa/run-tests.sh runs it in stage 1 (`/usr/bin/python3 -m pytest qa/container/test_image_host.py`).
 """
 import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -39,6 +40,7 @@ MGR = "pg-advisor-ctr-mgr"                           # the container's name
 MGR_ID = "ctr"
 OPT = "mgr/pg_advisor/"
 LABEL = "org.pg-advisor.chroot"
+LOCK = "/run/lock/pg-advisor-ctr.lock"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="podman and the chroot need root")
 
@@ -106,7 +108,16 @@ def build(tag: str, base: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def images() -> Iterator[Dict[str, str]]:
+def one_at_a_time() -> Iterator[None]:
+    """The test's names (netns, cluster directory, container, image tags) are fixed: a second
+    run on the machine waits for the first (two at once tore each other's cluster down)."""
+    with open(LOCK, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.fixture(scope="module")
+def images(one_at_a_time: None) -> Iterator[Dict[str, str]]:
     base_image()
     ids = {IMAGE: build(IMAGE, BASE), NEXT_IMAGE: build(NEXT_IMAGE, NEXT_BASE)}
     try:
@@ -134,6 +145,12 @@ def test_the_image_is_cephs_with_the_module_added_and_nothing_else(images: Dict[
     # the module directory's parent is a directory with one more entry (its size may show it)
     assert removed == set() and changed <= {"/usr/share/ceph/mgr"}, (removed, changed)
     assert added and all(p == MODULE_DIR or p.startswith(MODULE_DIR + "/") for p in added), sorted(added)[:10]
+    # the same from the image's own layers: the recipe's layer adds the module's files and
+    # touches only the directories above them
+    layer = [(ln[0], ln[2:]) for ln in podman("image", "diff", IMAGE).stdout.splitlines()]
+    parents = {"/usr", "/usr/share", "/usr/share/ceph", "/usr/share/ceph/mgr"}
+    assert layer and all((kind == "A" and (p == MODULE_DIR or p.startswith(MODULE_DIR + "/")))
+                         or (kind == "C" and p in parents) for kind, p in layer), layer[:10]
     # the files are the checkout's module package, byte for byte, without its tests
     src = REPO / "src" / "pg_advisor"
     want = {p.relative_to(src).as_posix(): p.read_bytes() for p in src.rglob("*")
@@ -237,7 +254,7 @@ def plan(c: ChrootCluster) -> Dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def ctr_cluster() -> Iterator[ChrootCluster]:
+def ctr_cluster(one_at_a_time: None) -> Iterator[ChrootCluster]:
     """The test cluster: 4 OSDs on 4 hosts (a size-3 PG has an OSD to move to)."""
     c = ChrootCluster()
     try:
