@@ -145,6 +145,15 @@ def test_the_image_is_cephs_with_the_module_added_and_nothing_else(images: Dict[
     # the module directory's parent is a directory with one more entry (its size may show it)
     assert removed == set() and changed <= {"/usr/share/ceph/mgr"}, (removed, changed)
     assert added and all(p == MODULE_DIR or p.startswith(MODULE_DIR + "/") for p in added), sorted(added)[:10]
+    # readable by the user Ceph's images run the mgr as (ceph, not root): files o+r, dirs o+rx
+
+    def others_may_read(entry: str) -> bool:
+        kind, mode = entry.split()[:2]
+        need = 0o005 if kind == "d" else 0o004
+        return int(mode, 8) & need == need
+
+    unreadable = [p for p in added if not others_may_read(built[p])]
+    assert unreadable == [], unreadable[:10]
     # the same from the image's own layers: the recipe's layer adds the module's files and
     # touches only the directories above them
     layer = [(ln[0], ln[2:]) for ln in podman("image", "diff", IMAGE).stdout.splitlines()]
