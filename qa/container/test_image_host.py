@@ -208,11 +208,14 @@ def redeploy_mgr(c: ChrootCluster, image: str, conf: Path, extra: Sequence[str] 
 def start_mgr(image: str, conf: Path, extra: Sequence[str] = ()) -> None:
     """ceph-mgr from `image`, in the cluster's network namespace; its only mount the
     directory with its ceph.conf (and the keyring cephadm would put there), and what
-    `extra` (arguments of podman run, as a spec's extra_container_args) adds."""
+    `extra` (arguments of podman run, as a spec's extra_container_args) adds. As user ceph,
+    as cephadm runs it (`--setuser ceph --setgroup ceph`)."""
     podman("rm", "-f", "-t", "5", MGR, check=False)
     podman("run", "-d", "--name", MGR, "--network", f"ns:/run/netns/{NETNS}",
            "-v", f"{conf}:/etc/ceph:ro", *extra, "--entrypoint", "bash", image, "-c",
-           f"mkdir -p /run/ceph /var/lib/ceph/mgr/ceph-{MGR_ID} && exec ceph-mgr -f -i {MGR_ID}")
+           f"mkdir -p /run/ceph /var/lib/ceph/mgr/ceph-{MGR_ID}"
+           f" && chown ceph:ceph /run/ceph /var/lib/ceph/mgr/ceph-{MGR_ID}"
+           f" && exec ceph-mgr -f -i {MGR_ID} --setuser ceph --setgroup ceph")
 
 
 def stop_mgr() -> None:
@@ -301,6 +304,7 @@ def test_a_mgr_from_the_image_runs_the_module_and_keeps_its_state(
     asok = json.loads(podman("exec", MGR, "ceph", "--admin-daemon", f"/run/ceph/mgr.{MGR_ID}.asok",
                              "config", "get", "mgr_module_path").stdout)
     assert asok == {"mgr_module_path": "/usr/share/ceph/mgr"}
+    assert podman("exec", MGR, "ps", "-o", "user=", "-C", "ceph-mgr").stdout.split() == ["ceph"]
     modules = c.json("mgr", "module", "ls")
     assert "pg_advisor" in modules["enabled_modules"]
     status = c.json("pg-advisor", "status")
