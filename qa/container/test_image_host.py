@@ -183,6 +183,21 @@ def test_the_image_is_cephs_with_the_module_added_and_nothing_else(images: Dict[
 NOT_IN_CONTAINER = ("mgr module path", "run dir", "crash dir")
 
 
+def test_the_offline_cli_runs_from_the_image(images: Dict[str, str]) -> None:
+    """`python3 -m pg_advisor` on dumps, with the image's Python and numpy (doc/install.rst):
+    the same answer as the checkout's on the host's Python."""
+    dumps = REPO / "src" / "pg_advisor_testkit" / "fixtures" / "cluster6"
+    args = ["--osdmap", "osd_dump.json", "--crush", "crush_dump.json", "--pg-dump", "pg_dump.json",
+            "--df", "df.json", "status", "-f", "json"]
+    image = podman("run", "--rm", "--network", "none", "-v", f"{dumps}:/dumps:ro", "-w", "/dumps",
+                   "-e", "PYTHONPATH=/usr/share/ceph/mgr", "--entrypoint", "python3", IMAGE,
+                   "-m", "pg_advisor", *args).stdout
+    host = subprocess.run(["/usr/bin/python3", "-m", "pg_advisor", *args], cwd=dumps, check=True,
+                          capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=str(REPO / "src"))).stdout
+    assert json.loads(image)["pools"] and json.loads(image) == json.loads(host)
+
+
 def mgr_conf(c: ChrootCluster, where: Path) -> Path:
     """The container mgr's ceph.conf: the cluster's [global] (fsid, mon, messenger, auth)
     without vstart's paths, so the mgr loads modules where Ceph's image has them; its log
