@@ -4,7 +4,12 @@
 #   1. at once: unit tests, flake8, mypy, promtool (tox) on the host's Python 3.11
 #      (Pacific's mgr); the unit tests on the chroot's Python 3.14 (Tentacle's mgr); a
 #      compatibility subset on a real Pacific 16.2 cluster from the host's packages: the
-#      module loads, status, balance, a plan applied across a mgr failover;
+#      module loads, status, balance, a plan applied across a mgr failover, the cephadm
+#      spec through Pacific's own parser; and the
+#      container image (podman, on the host): container/Containerfile built on the chroot
+#      imported as Ceph's image, its ceph-mgr run against a Tentacle cluster of its own
+#      (network namespace pg-advisor-ctr), the module's state kept across disable/enable
+#      and new images;
 #   2. at once: every integration test on a real Tentacle cluster (qa/cluster/vstart.sh in the
 #      chroot, the module loaded in its ceph-mgr), and a 3-minute thrash of mode auto on
 #      another Tentacle cluster in a network namespace of its own.
@@ -21,20 +26,25 @@ took() { echo "== ($1 took $((SECONDS - t1)) s; $((SECONDS - t0)) s in all)"; }
 pacific_log=${TMPDIR:-/tmp}/pg-advisor-pacific-subset.log
 unit_log=${TMPDIR:-/tmp}/pg-advisor-unit-tentacle.log
 thrash_log=${TMPDIR:-/tmp}/pg-advisor-thrash-smoke.log
+container_log=${TMPDIR:-/tmp}/pg-advisor-container.log
 
 t1=$SECONDS
 bash qa/cluster/install-deps.sh --tentacle
 took "installing"
 
 # the host's tox and the chroot's unit tests (CPU, one core each) beside the Pacific subset
-# (mostly waiting on its cluster): the three share nothing
+# and the container test (mostly waiting on their clusters): the four share nothing (the
+# container test's cluster is in a network namespace and a directory of its own)
 echo "== compatibility subset on Ceph Pacific 16.2 (the host), in the background; its log: $pacific_log"
 t1=$SECONDS
 PG_ADVISOR_CEPH=pacific /usr/bin/python3 -m pytest -v --durations=10 \
     qa/live/test_status_live.py qa/live/test_balance_live.py qa/live/test_read_balance_live.py \
     "qa/live/test_execute_live.py::test_doubling_with_a_client_writing_survives_a_mgr_failover" \
-    >"$pacific_log" 2>&1 &
+    qa/container/test_deploy_specs.py >"$pacific_log" 2>&1 &
 pacific=$!
+echo "== the container image on Tentacle (podman, the host), in the background; its log: $container_log"
+/usr/bin/python3 -m pytest -v --durations=5 qa/container/test_image_host.py >"$container_log" 2>&1 &
+container=$!
 echo "== unit tests on Tentacle's Python (the chroot), in the background; its log: $unit_log"
 bash qa/cluster/tentacle.sh exec env PYTHONPATH=src PYTHONDONTWRITEBYTECODE=1 \
     python3 -m pytest -q src/pg_advisor/tests >"$unit_log" 2>&1 &
@@ -51,9 +61,14 @@ pacific_rc=0
 wait "$pacific" || pacific_rc=$?
 echo "== the Pacific subset's log"
 cat "$pacific_log"
-took "tox, the chroot's unit tests and the Pacific subset"
-[ "$tox_rc" = 0 ] && [ "$unit_rc" = 0 ] && [ "$pacific_rc" = 0 ] ||
-    { echo "tox: $tox_rc, unit tests on Tentacle's Python: $unit_rc, Pacific subset: $pacific_rc"; exit 1; }
+container_rc=0
+wait "$container" || container_rc=$?
+echo "== the container test's log"
+cat "$container_log"
+took "tox, the chroot's unit tests, the Pacific subset and the container test"
+[ "$tox_rc" = 0 ] && [ "$unit_rc" = 0 ] && [ "$pacific_rc" = 0 ] && [ "$container_rc" = 0 ] ||
+    { echo "tox: $tox_rc, unit tests on Tentacle's Python: $unit_rc, Pacific subset: $pacific_rc," \
+        "container test: $container_rc"; exit 1; }
 
 # the thrasher starts a cluster of its own: in a network namespace of its own, beside the
 # integration tests' (the same ports, another loopback); a 3-minute thrash of mode auto,
