@@ -1,6 +1,7 @@
 """Benchmark: pg_advisor's balancer beside `osdmaptool --upmap`, on the same maps, one run.
 
     PYTHONPATH=src /usr/bin/python3 -m qa.bench.balance [--only 60,1000,multi,10000,bytes]
+                                                       [--only multi384,multi384rgw]
                                                        [--tool-timeout 300] [--bytes-sigma 0.5]
     bash qa/cluster/tentacle.sh exec env PYTHONPATH=src:. python3 -m qa.bench.balance ...   (Tentacle's tools)
 
@@ -10,11 +11,15 @@ rule (host; rack; 3 racks then a host in each) plus an EC 4+2 pool; "multi": 72 
 rooms of 2 racks of 3 hosts, rooms of weight 1 : 2 : 3, with a pool per rule of two choose
 steps (EC 8+3 in 4 racks of 3 hosts, 4 replicas in 2 racks of 2 hosts, 6 in 3 rooms of 2
 hosts) and an ssd pool, one OSD out and two of CRUSH weight 0; 10,000 OSDs with one
-81,920-PG pool. osdmaptool runs at --upmap-deviation 5 (Ceph's default) and 1 with a time
-limit; its commands are applied to the map and every result is measured the same way,
-with pg_advisor's exact CRUSH: the largest deviation from an OSD's share (what the rule
-allows, share.py) in any pool and in the OSDs' totals, stdev of the totals' deviations,
-PGs with items, replica moves against the lower bound, items that break the rule's counts
+81,920-PG pool; "multi384" and "multi384rgw" (not by default: osdmaptool takes minutes
+there), the same rules at 384 OSDs (3 rooms of 4 racks of 4 hosts of 8), the latter with a
+pool of one replica per room, in the states monbuilt's STATES gives them (one OSD out,
+others of other CRUSH weights: osdmaptool reads no reweight). osdmaptool runs at
+--upmap-deviation 5 (Ceph's default) and 1 with a time limit; its commands are applied to
+the map and every result is measured the same way, with pg_advisor's exact CRUSH: the
+largest deviation from an OSD's share (what the rule allows, share.py) in any pool and in
+the OSDs' totals, stdev of the totals' deviations, PGs with items, replica moves against
+the lower bound, items that break the rule's counts
 (src/pg_advisor_testkit/upmap_checker.py), PGs whose primary the items change ("prim": when such a PG's
 backfill ends, the old primary drops the client ops in flight there), wall time, peak
 memory (of the process so far: pg_advisor's own, osdmaptool's largest).
