@@ -25,7 +25,9 @@ items of "384b" included: that map's items are set by the mon, monbuilt's `items
 those of osdmaptool's items; measured as qa/bench/balance.py measures, with pg_advisor's
 exact CRUSH; "items": PGs whose items the drain sets or changes (osdmaptool: those its
 balancing sets, not those whose kept items its cleaning restates); "broken": PGs whose
-set the items make break the rule's counts.
+set the items make break the rule's counts; "net": replicas on another OSD at the end than
+at the start (a replica CRUSH moves and an item of osdmaptool's moves back counts twice in
+"moves", as it moves twice once the reweight's backfill is done first, and not at all here).
 """
 import argparse
 import dataclasses
@@ -53,7 +55,7 @@ from .large_inputs import CASES as LARGE
 CASE = {"384": "multi384", "384b": "multi384", "10000": "10000", "10000s": "10000osd-stats"}
 HEADER = (f"{'map':<6} {'drain':<32} {'replicas':>8} {'moves':>6} {'forced':>6} {'pool dev before':>15} "
           f"{'after':>6} {'total before':>12} {'after':>6} {'uneven':>6} {'seconds':>8} {'items':>6} "
-          f"{'broken':>6}  status")
+          f"{'broken':>6} {'net':>6}  status")
 
 
 def build(tmp: Path, case: str) -> Tuple[Optional[GeneratedMap], snapshot.Snapshot]:
@@ -89,7 +91,7 @@ def row(snap: snapshot.Snapshot, target: str, and_balance: bool) -> List[Any]:
     m = measure(snap, r["items"])      # the same legality check as Ceph's path gets
     return [target + (" --and-balance" if and_balance else ""), r["replicas"], r["moves"], r["forced"],
             worst(d, 0), worst(d, 1), d["total"][0], d["total"][1], len(r["uneven"]), f"{dt:.2f}",
-            m["items"], m["broken"], ""]
+            m["items"], m["broken"], r["moves"], ""]
 
 
 def ceph_rows(gm: GeneratedMap, snap: snapshot.Snapshot, target: str, timeout: float) -> List[List[Any]]:
@@ -123,21 +125,23 @@ def ceph_rows(gm: GeneratedMap, snap: snapshot.Snapshot, target: str, timeout: f
     after = measure(crushed, items)
     # the PGs whose items osdmaptool's balancing sets (not those its cleaning restates)
     after["items"] = sum(1 for k, v in items.items() if v and tuple(v) != crushed.pg_upmap_items.get(k))
+    final = Placer(applied(crushed, items))
+    # a replica CRUSH moves and an item moves back is in `moves` twice, once in `net`
+    net = sum(replica_moves(st.pool.type, up, final.map_pool(st.pool).up) for st, up in zip(states, ups))
     rows = []
-    for label, moves, m, dev, secs in (
-            (f"{target} crush reweight 0", crush_moves, alone, devs(pc), "-"),
-            (f"{target} + osdmaptool dev 5", crush_moves + after["moves"], after,
-             devs(Placer(applied(crushed, items))),
-             f"{dt:.2f}")):
+    for label, moves, m, dev, secs, n in (
+            (f"{target} crush reweight 0", crush_moves, alone, devs(pc), "-", crush_moves),
+            (f"{target} + osdmaptool dev 5", crush_moves + after["moves"], after, devs(final),
+             f"{dt:.2f}", net)):
         rows.append([label, replicas, moves, moves - replicas, before[0], dev[0], before[1], dev[1], "-",
-                     secs, m["items"], m["broken"], "" if secs == "-" else status])
+                     secs, m["items"], m["broken"], n, "" if secs == "-" else status])
     return rows
 
 
 def print_row(name: str, v: List[Any]) -> None:
     print(f"{name:<6} {v[0]:<32} {v[1]:>8} {v[2]:>6} {v[3]:>6} {v[4]:>15.2f} {v[5]:>6.2f} "
-          f"{v[6]:>12.2f} {v[7]:>6.2f} {v[8]:>6} {v[9]:>8} {v[10]:>6} {v[11]:>6}  {v[12]}".rstrip(),
-          flush=True)
+          f"{v[6]:>12.2f} {v[7]:>6.2f} {v[8]:>6} {v[9]:>8} {v[10]:>6} {v[11]:>6} {v[12]:>6}  "
+          f"{v[13]}".rstrip(), flush=True)
 
 
 def main() -> None:
