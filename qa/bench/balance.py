@@ -1,6 +1,7 @@
 """Benchmark: pg_advisor's balancer beside `osdmaptool --upmap`, on the same maps, one run.
 
     PYTHONPATH=src /usr/bin/python3 -m qa.bench.balance [--only 60,1000,multi,10000,bytes]
+                                                       [--only multi384,multi384rgw]
                                                        [--tool-timeout 300] [--bytes-sigma 0.5]
     bash qa/cluster/tentacle.sh exec env PYTHONPATH=src:. python3 -m qa.bench.balance ...   (Tentacle's tools)
 
@@ -10,11 +11,15 @@ rule (host; rack; 3 racks then a host in each) plus an EC 4+2 pool; "multi": 72 
 rooms of 2 racks of 3 hosts, rooms of weight 1 : 2 : 3, with a pool per rule of two choose
 steps (EC 8+3 in 4 racks of 3 hosts, 4 replicas in 2 racks of 2 hosts, 6 in 3 rooms of 2
 hosts) and an ssd pool, one OSD out and two of CRUSH weight 0; 10,000 OSDs with one
-81,920-PG pool. osdmaptool runs at --upmap-deviation 5 (Ceph's default) and 1 with a time
-limit; its commands are applied to the map and every result is measured the same way,
-with pg_advisor's exact CRUSH: the largest deviation from an OSD's share (what the rule
-allows, share.py) in any pool and in the OSDs' totals, stdev of the totals' deviations,
-PGs with items, replica moves against the lower bound, items that break the rule's counts
+81,920-PG pool; "multi384" and "multi384rgw" (not by default: osdmaptool takes minutes
+there), the same rules at 384 OSDs (3 rooms of 4 racks of 4 hosts of 8), the latter with a
+pool of one replica per room, in the states monbuilt's STATES gives them (one OSD out,
+others of other CRUSH weights: osdmaptool reads no reweight). osdmaptool runs at
+--upmap-deviation 5 (Ceph's default) and 1 with a time limit; its commands are applied to
+the map and every result is measured the same way, with pg_advisor's exact CRUSH: the
+largest deviation from an OSD's share (what the rule allows, share.py) in any pool and in
+the OSDs' totals, stdev of the totals' deviations, PGs with items, replica moves against
+the lower bound, items that break the rule's counts
 (src/pg_advisor_testkit/upmap_checker.py), PGs whose primary the items change ("prim": when such a PG's
 backfill ends, the old primary drops the client ops in flight there), wall time, peak
 memory (of the process so far: pg_advisor's own, osdmaptool's largest).
@@ -47,6 +52,7 @@ from ..maps.crushgen import GeneratedMap, synthetic_pg_dump
 from ..maps.monbuilt import build_case
 
 ITEM_RE = re.compile(r"^ceph osd pg-upmap-items (\S+) (.*)$")
+RM_ITEM_RE = re.compile(r"^ceph osd rm-pg-upmap-items (\S+)$")
 Items = Dict[str, Tuple[Tuple[int, int], ...]]
 
 
@@ -54,12 +60,33 @@ def make_map(name: str, tmp: Path) -> GeneratedMap:
     return build_case(tmp, "60" if name == "bytes" else name)
 
 
+def replica_moves(pool_type: str, before: np.ndarray, after: np.ndarray) -> int:
+    """Replicas that change OSD between two mappings of a pool's PGs: slot by slot for EC
+    (a shard's slot is its place), as a set difference for replicated pools."""
+    if pool_type != "replicated":
+        return int(((after != before) & (before >= 0)).sum())
+    return int(sum(len(set(a.tolist()) - set(x.tolist())) for a, x in zip(after, before)))
+
+
+def spread(states: List[Any], ups: List[np.ndarray], n: int) -> Tuple[float, float, float]:
+    """(largest deviation from an OSD's share in any pool, the same of the OSDs' totals, the
+    totals' deviations' stdev) of the pools' up sets `ups`, against the states' shares."""
+    total, share = np.zeros(n), np.zeros(n)
+    pool_dev = 0.0
+    for st, up in zip(states, ups):
+        c = up_counts(up, n)
+        pool_dev = max(pool_dev, float(np.abs(c - st.share)[st.share > 0].max()))
+        total += c
+        share += st.share
+    live = share > 0
+    return pool_dev, float(np.abs(total - share)[live].max()), float((total - share)[live].std())
+
+
 def measure(snap: snapshot.Snapshot, items: Items) -> Dict[str, Any]:
     pl0, pl1 = Placer(snap), Placer(applied(snap, items))
     b = Balancer(snap, pl0)
-    n = snap.osds.count
-    total, share = np.zeros(n), np.zeros(n)
-    pool_dev, moves, broken, primaries = 0.0, 0, 0, 0
+    moves, broken, primaries = 0, 0, 0
+    ups: List[np.ndarray] = []
     for st in b.states:
         m0, m1 = pl0.map_pool(st.pool), pl1.map_pool(st.pool)
         before, after = m0.up, m1.up
@@ -68,23 +95,25 @@ def measure(snap: snapshot.Snapshot, items: Items) -> Dict[str, Any]:
         primaries += int(((m0.up_primary != m1.up_primary) & (m0.up_primary >= 0)).sum())
         # sets that break the rule's counts (osdmaptool checks fewer of them than the rule means)
         broken += int((breaks(st.shape, b.anc, after) & ~breaks(st.shape, b.anc, st.raw)).sum())
-        c = up_counts(after, n)
-        pool_dev = max(pool_dev, float(np.abs(c - st.share)[st.share > 0].max()))
-        total += c
-        share += st.share
-        moves += int(((after != before) & (before >= 0)).sum()) if st.pool.type != "replicated" else \
-            int(sum(len(set(a.tolist()) - set(x.tolist())) for a, x in zip(after, before)))
-    live = share > 0
-    return {"pool_dev": pool_dev, "total_dev": float(np.abs(total - share)[live].max()),
-            "stdev": float((total - share)[live].std()), "items": len(items), "moves": moves,
+        ups.append(after)
+        moves += replica_moves(st.pool.type, before, after)
+    pool_dev, total_dev, stdev = spread(b.states, ups, snap.osds.count)
+    return {"pool_dev": pool_dev, "total_dev": total_dev, "stdev": stdev,
+            "items": sum(1 for v in items.values() if v), "moves": moves,
             "lower_bound": b.lower_bound(), "broken": broken, "primaries": primaries}
 
 
-def run_tool(gm: GeneratedMap, deviation: int, timeout: float, out: Path) -> Tuple[Items, float, str]:
+def run_tool(gm: GeneratedMap, deviation: Optional[int], timeout: float,
+             out: Path) -> Tuple[Items, float, str]:
+    """osdmaptool --upmap at `deviation` (None: --upmap-cleanup alone) on the map in its
+    state: (pgid -> its item list, empty where the PG's items are removed; seconds; status).
+    Both first clean the map's items as the mon does after a change (OSDMap::clean_pg_upmaps),
+    writing rm-pg-upmap-items (and a PG's items left) before any new ones."""
     t0 = time.perf_counter()
+    args = ["--upmap-cleanup", str(out)] if deviation is None else \
+        ["--upmap", str(out), "--upmap-deviation", str(deviation), "--upmap-max", "1000000"]
     try:
-        subprocess.run(["osdmaptool", str(gm.path), *gm.state_args(), "--upmap", str(out),
-                        "--upmap-deviation", str(deviation), "--upmap-max", "1000000"],
+        subprocess.run(["osdmaptool", str(gm.path), *gm.state_args(), *args],
                        capture_output=True, timeout=timeout, check=True)
         status = "done"
     except subprocess.TimeoutExpired:
@@ -97,6 +126,8 @@ def run_tool(gm: GeneratedMap, deviation: int, timeout: float, out: Path) -> Tup
             if m:
                 v = [int(x) for x in m.group(2).split()]
                 items[m.group(1)] = tuple(zip(v[0::2], v[1::2]))
+            elif m := RM_ITEM_RE.match(line):
+                items[m.group(1)] = ()
     return items, dt, status
 
 

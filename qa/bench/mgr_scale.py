@@ -39,8 +39,6 @@ import tempfile
 import threading
 import time
 import urllib.request
-import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -50,7 +48,7 @@ import rados
 from ..cluster import free_port
 from ..cluster.ceph_release import print_ceph_version
 from ..maps.crushgen import REPLICATED_HOST, Layout, crush_text, run
-from ..maps.monbuilt import PoolSpec, _create_pool, _Mon
+from ..maps.monbuilt import PoolSpec, _create_pool, _Mon, make_osds
 
 REPO = Path(__file__).resolve().parents[2]
 MGR_CONF = """
@@ -98,19 +96,11 @@ class Rig:
         self.mon.connect(timeout=120)
         self.mgr: Optional[Any] = None
         self.last_error = ""
-        self._make_osds(lay.num_osds)
+        make_osds(self.mon, lay.num_osds)
         crush = json.loads(run("crushtool", "-i", str(tmp / "crush.bin"), "--dump"))
         _create_pool(self.mon, PoolSpec("rbd", pgs), crush["rules"][0]["rule_name"])
         self.panel_port = free_port()
         self._start_mgr()
-
-    def _make_osds(self, n: int) -> None:
-        # existing and in, never booted (down): CRUSH maps every PG onto them, none is up
-        def one(i: int) -> None:
-            self.mon.command("osd new", uuid=str(uuid.uuid4()), id=i)
-        with ThreadPoolExecutor(32) as pool:
-            list(pool.map(one, range(n)))
-        self.mon.command("osd in", ids=["all"])
 
     def _start_mgr(self) -> None:
         mods = self.d / "mgr-modules"

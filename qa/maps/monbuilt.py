@@ -14,9 +14,10 @@ import sys
 import tempfile
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import rados
 
@@ -164,10 +165,45 @@ def _create_pool(mon: _Mon, p: PoolSpec, default_rule: str) -> None:
                 pool_type="erasure", erasure_code_profile=profile, **rule_arg)
 
 
+def make_osds(mon: _Mon, n: int) -> None:
+    """OSDs 0..n-1 existing and in, never booted (down): CRUSH maps every PG onto them,
+    none is up."""
+    def one(i: int) -> None:
+        mon.command("osd new", uuid=str(uuid.uuid4()), id=i)
+    with ThreadPoolExecutor(32) as pool:
+        list(pool.map(one, range(n)))
+    mon.command("osd in", ids=["all"])
+
+
+def _states_for_items(mon: _Mon, num_osds: int, mark_out: Sequence[int],
+                      crush_weights: Dict[int, float]) -> None:
+    """What the mon needs to keep items: it keeps one only on OSDs that exist and are in,
+    and only where CRUSH picks its source (OSDMap::check_pg_upmaps after each change). So
+    the OSDs made (before the pools: each OSD is a map epoch, cheap while no PG maps), the
+    out ones out and the CRUSH weights set, as the handle's osdmaptool options set them."""
+    make_osds(mon, num_osds)
+    if mark_out:
+        mon.command("osd out", ids=[str(o) for o in mark_out])
+    for o, w in crush_weights.items():
+        mon.command("osd crush reweight", name=f"osd.{o}", weight=float(w))
+    mon.command("osd set-require-min-compat-client", version="luminous", yes_i_really_mean_it=True)
+
+
+def _set_items(mon: _Mon, items: Mapping[str, Sequence[Tuple[int, int]]]) -> None:
+    def one(kv: Tuple[str, Sequence[Tuple[int, int]]]) -> None:
+        mon.command("osd pg-upmap-items", pgid=kv[0], id=[int(x) for pair in kv[1] for x in pair])
+    # concurrent: the commands that wait on one proposal go into the next map epoch together
+    with ThreadPoolExecutor(32) as pool:
+        list(pool.map(one, [(k, v) for k, v in items.items() if v]))
+
+
 def build(tmp: Path, layout: Layout, rules: Sequence[str], pools: Sequence[PoolSpec],
-          mark_out: Sequence[int] = (), crush_weights: Optional[Dict[int, float]] = None) -> GeneratedMap:
+          mark_out: Sequence[int] = (), crush_weights: Optional[Dict[int, float]] = None,
+          items: Optional[Mapping[str, Sequence[Tuple[int, int]]]] = None) -> GeneratedMap:
     """Write tmp/osdmap.bin holding the layout, the rules and the pools; return a handle on it.
-    The OSDs do not exist in it (as with --createsimple): the handle marks them up and in."""
+    The OSDs do not exist in it (as with --createsimple): the handle marks them up and in.
+    With `items` (pg-upmap-items, as a balancer proposes them for the handle's state) the
+    OSDs exist, down, and the map holds those items (osdmaptool cannot set any)."""
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "crush.txt").write_text(crush_text(layout, rules))
     run("crushtool", "-c", str(tmp / "crush.txt"), "-o", str(tmp / "crush.bin"))
@@ -188,6 +224,8 @@ def build(tmp: Path, layout: Layout, rules: Sequence[str], pools: Sequence[PoolS
     try:
         mon = _Mon(mon_dir, seed)
         mon.connect()
+        if items:
+            _states_for_items(mon, layout.num_osds, mark_out, dict(crush_weights or {}))
         for p in pools:
             _create_pool(mon, p, default_rule)
         made = {d["pool_name"]: d for d in json.loads(mon.command(
@@ -198,6 +236,8 @@ def build(tmp: Path, layout: Layout, rules: Sequence[str], pools: Sequence[PoolS
             if got != (p.pg_num,) * 4:
                 raise RuntimeError(f"pool {p.name}: asked pg_num {p.pg_num}, mon made (pg_num, "
                                    f"target, pgp_num, target) = {got}")
+        if items:
+            _set_items(mon, items)
         om = tmp / "osdmap.bin"
         om.write_bytes(mon.command("osd getmap"))
         ok = True
@@ -278,10 +318,11 @@ STATES: Dict[str, Tuple[List[int], Dict[int, float]]] = {
 }
 
 
-def build_case(tmp: Path, name: str) -> GeneratedMap:
+def build_case(tmp: Path, name: str,
+               items: Optional[Mapping[str, Sequence[Tuple[int, int]]]] = None) -> GeneratedMap:
     layout, rules, pools = CASES[name]
     out, weights = STATES.get(name, ([], {}))
-    return build(tmp, layout, rules, pools, out, weights)
+    return build(tmp, layout, rules, pools, out, weights, items)
 
 
 # Items Ceph's own balancer (`osdmaptool --upmap`: it chooses at random, so recorded)
