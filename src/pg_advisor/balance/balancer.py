@@ -23,7 +23,8 @@ from ..model.misplaced import MisplacedBudget
 from ..model.snapshot import Pool, Rule, Snapshot
 from ..model.work import count
 from .budget import Budget
-from .pool_state import EPS, BalanceResult, build_state, Level, moves_between, PoolState, StateSource
+from .pool_state import (EPS, BalanceResult, build_state, ChainMove, Level, moves_between, PoolState,
+                         StateSource)
 from .search import MOVE_COST, MoveSearch, Primaries
 from .strategies import CountEvener
 
@@ -163,6 +164,15 @@ class Balancer:
     def apply_move(self, st: PoolState, row: int, src: int, dst: int) -> bool:
         """Make the move unless a budget forbids it (then the run stops)."""
         return self.apply_all(st, row, [(src, dst)])
+
+    def apply_chain(self, first: ChainMove, second: ChainMove) -> bool:
+        """Both moves of a chain, (pool, row, from, to) each, or none if the budget cannot pay
+        both (then the run stops): half a chain leaves its middle OSD past its count and its
+        backfill room (the middle OSD backfills twice, in and then out)."""
+        objects = float(first[0].objects[first[1]] + second[0].objects[second[1]])
+        if not self.budget.payable(objects, [first[2], first[3], second[2], second[3]]):
+            return False
+        return self.apply_move(*first) and self.apply_move(*second)
 
     def apply_all(self, st: PoolState, row: int, moves: List[Tuple[int, int]]) -> bool:
         """Make one PG's moves together, or none if a budget forbids them (then the run

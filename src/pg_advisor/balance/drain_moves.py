@@ -26,7 +26,7 @@ import numpy as np
 
 from ..analysis.legality import replaceable
 from .budget import Budget
-from .pool_state import EPS, Level, PoolState
+from .pool_state import EPS, ChainMove, Level, PoolState
 from .search import MoveSearch
 
 Stuck = Tuple[PoolState, int, int]      # (pool, row, source) no destination with room took
@@ -52,6 +52,8 @@ class Run(Protocol):
     def apply_move(self, st: PoolState, row: int, src: int, dst: int) -> bool: ...
 
     def apply_all(self, st: PoolState, row: int, moves: List[Tuple[int, int]]) -> bool: ...
+
+    def apply_chain(self, first: ChainMove, second: ChainMove) -> bool: ...
 
 
 class GroupPlanner(Protocol):
@@ -192,14 +194,11 @@ class Drainer:
                 continue
             # both paid before either is made: a first move alone would leave y over its
             # room and the replica's row without x for the steps tried after
-            b = self.run.budget
-            if b.moves_left < 2 or not b.payable(float(st.objects[row] + st.objects[mv[0]]),
-                                                 [x, y, y, mv[1]]):
-                return False
-            if not self.run.apply_move(st, row, x, y):
+            if self.run.budget.moves_left < 2 or \
+                    not self.run.apply_chain((st, row, x, y), (st, mv[0], y, mv[1])):
                 return False
             self.chained += 1
-            return self.run.apply_move(st, mv[0], y, mv[1])
+            return True
         return False
 
     def _regroup(self, st: PoolState, row: int, x: int, hi: np.ndarray, lo: np.ndarray,

@@ -155,6 +155,10 @@ class PoolState:
         return np.concatenate([up, raw], axis=1)
 
 
+# one replica move as a chain names it: (pool, row, from, to)
+ChainMove = Tuple[PoolState, int, int, int]
+
+
 @dataclass
 class BalanceResult:
     pools: List[PoolState]

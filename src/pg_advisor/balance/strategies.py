@@ -72,7 +72,7 @@ class Run(DrainRun, Protocol):
 
 class CountEvener:
     """Count mode's moves in one run, chosen by the strategies above and made through the
-    run (its apply_move and apply_all charge the budget)."""
+    run (its apply_move, apply_all and apply_chain charge the budget)."""
 
     def __init__(self, run: Run) -> None:
         self.run = run
@@ -413,7 +413,7 @@ class CountEvener:
                     into[x] = False
                     got = search.push(b, y, into, T.dev() - FIRST * T.deficit() + TIE * B.dev())
                     if got is not None:
-                        return self._chain_apply((a, r1, x, y), (b, got[0], y, got[1]))
+                        return self.run.apply_chain((a, r1, x, y), (b, got[0], y, got[1]))
         return False
 
     def _chain_onto(self, z: int) -> bool:
@@ -439,14 +439,5 @@ class CountEvener:
                     give[z] = False
                     got = search.pull(a, y, give, T.dev() + FIRST * T.excess() + TIE * A.dev())
                     if got is not None and not (a is b and got[0] == r2):
-                        return self._chain_apply((a, got[0], got[1], y), (b, r2, y, z))
+                        return self.run.apply_chain((a, got[0], got[1], y), (b, r2, y, z))
         return False
-
-    def _chain_apply(self, first: Tuple[PoolState, int, int, int],
-                     second: Tuple[PoolState, int, int, int]) -> bool:
-        """Both moves of a chain, (pool, row, from, to) each, or none if the budget forbids."""
-        # the middle OSD backfills twice (in, then out)
-        objects = float(first[0].objects[first[1]] + second[0].objects[second[1]])
-        if not self.run.budget.payable(objects, [first[2], first[3], second[2], second[3]]):
-            return False
-        return self.run.apply_move(*first) and self.run.apply_move(*second)
