@@ -45,7 +45,7 @@ from pg_advisor.crush.placement import Placer
 from pg_advisor.model.distribution import up_counts
 from pg_advisor.model.options import BalanceMode
 from pg_advisor.analysis.legality import breaks
-from pg_advisor_testkit.proposals import applied, changed_primaries
+from pg_advisor_testkit.proposals import applied, changed_primaries, replica_moves
 
 from ..cluster.ceph_release import print_ceph_version
 from ..maps.crushgen import GeneratedMap, synthetic_pg_dump
@@ -58,14 +58,6 @@ Items = Dict[str, Tuple[Tuple[int, int], ...]]
 
 def make_map(name: str, tmp: Path) -> GeneratedMap:
     return build_case(tmp, "60" if name == "bytes" else name)
-
-
-def replica_moves(pool_type: str, before: np.ndarray, after: np.ndarray) -> int:
-    """Replicas that change OSD between two mappings of a pool's PGs: slot by slot for EC
-    (a shard's slot is its place), as a set difference for replicated pools."""
-    if pool_type != "replicated":
-        return int(((after != before) & (before >= 0)).sum())
-    return int(sum(len(set(a.tolist()) - set(x.tolist())) for a, x in zip(after, before)))
 
 
 def spread(states: List[Any], ups: List[np.ndarray], n: int) -> Tuple[float, float, float]:

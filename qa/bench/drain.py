@@ -44,12 +44,12 @@ from pg_advisor.balance.drain import drain_osds, drain_report
 from pg_advisor.balance.reweighted import with_crush_weights
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot
-from pg_advisor_testkit.proposals import applied
+from pg_advisor_testkit.proposals import applied, replica_moves
 
 from ..cluster.ceph_release import print_ceph_version
 from ..maps.crushgen import GeneratedMap
 from ..maps.monbuilt import build_case
-from .balance import measure, replica_moves, run_tool, spread
+from .balance import measure, run_tool, spread
 from .large_inputs import CASES as LARGE
 
 CASE = {"384": "multi384", "384b": "multi384", "10000": "10000", "10000s": "10000osd-stats"}

@@ -410,7 +410,7 @@ def test_384_osds_a_drain_moves_what_it_drains(tmp_path: Path, target: str) -> N
     one whose legal OSDs are all full goes through a chain), and no other OSD further from
     its share (without the drained OSDs) than before or than 1 PG, per pool and in total."""
     from pg_advisor.balance.drain import drain_json, drain_plan
-    from pg_advisor_testkit.proposals import applied
+    from pg_advisor_testkit.proposals import applied, replica_moves
     gm = build_case(tmp_path, "multi384")
     osd_dump, crush = gm.dumps()
     raw = snapshot.load(osd_dump, crush)
@@ -433,10 +433,7 @@ def test_384_osds_a_drain_moves_what_it_drains(tmp_path: Path, target: str) -> N
             m0, m1 = before.map_pool(st.pool), after.map_pool(st.pool)
             for row in np.flatnonzero((m0.up != m1.up).any(axis=1)).tolist():
                 assert not check_up_set(osd_dump, crush, pools[st.pool.id], m1.up_list(row)), m1.pgid(row)
-            if st.pool.type == "replicated":
-                moves += sum(len(set(x.tolist()) - set(y.tolist())) for x, y in zip(m1.up, m0.up))
-            else:
-                moves += int(((m1.up != m0.up) & (m0.up >= 0)).sum())
+            moves += replica_moves(st.pool.type, m0.up, m1.up)
             c0, c1 = up_counts(m0.up, n), up_counts(m1.up, n)
             assert c1[r["osds"]].sum() == 0
             worse = keep & (np.abs(c1 - st.share) > np.maximum(np.abs(c0 - st.share), 1) + 1e-9)

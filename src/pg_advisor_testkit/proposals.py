@@ -2,6 +2,8 @@
 import dataclasses
 from typing import Any, Mapping
 
+import numpy as np
+
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot
 
@@ -26,3 +28,11 @@ def changed_primaries(snap: snapshot.Snapshot, items: Mapping[str, Any]) -> int:
         a, b = before.map_pool(pool).up_primary, after.map_pool(pool).up_primary
         n += int(((a != b) & (a >= 0)).sum())
     return n
+
+
+def replica_moves(pool_type: str, before: np.ndarray, after: np.ndarray) -> int:
+    """Replicas that change OSD between two mappings of a pool's PGs: slot by slot for EC
+    (a shard's slot is its place), as a set difference for replicated pools."""
+    if pool_type != "replicated":
+        return int(((after != before) & (before >= 0)).sum())
+    return int(sum(len(set(a.tolist()) - set(x.tolist())) for a, x in zip(after, before)))

@@ -16,7 +16,7 @@ from pg_advisor.execute.driver import Driver
 from pg_advisor.model import snapshot
 from pg_advisor.model.distribution import up_counts
 from pg_advisor.model.options import make
-from pg_advisor_testkit.proposals import applied
+from pg_advisor_testkit.proposals import applied, replica_moves
 
 from .fakes import FakeCeph, context
 from .layouts import HOST_IN_RACK, OSDS_ANYWHERE, RACK_THEN_HOST, Layout, load, regrow, use_rule
@@ -44,12 +44,6 @@ def evened(snap: snapshot.Snapshot) -> snapshot.Snapshot:
     return applied(snap, Balancer(snap).run().items)
 
 
-def replica_moves(before: np.ndarray, after: np.ndarray, replicated: bool) -> int:
-    if not replicated:
-        return int(((after != before) & (before >= 0)).sum())
-    return int(sum(len(set(a.tolist()) - set(b.tolist())) for a, b in zip(after, before)))
-
-
 def check_drain(snap: snapshot.Snapshot, target: str) -> Dict[str, Any]:
     """The drain's report, its items checked applied: the OSDs empty, every PG legal, the
     replica moves counted from the up sets, and the deviation rule on every other OSD."""
@@ -66,7 +60,7 @@ def check_drain(snap: snapshot.Snapshot, target: str) -> Dict[str, Any]:
     for st in b.states:
         m0, m1 = pl0.map_pool(st.pool), pl1.map_pool(st.pool)
         assert not (breaks(rule_shape(after, st.pool), anc, m1.up) & ~breaks(st.shape, anc, m0.up)).any()
-        moves += replica_moves(m0.up, m1.up, st.pool.type == "replicated")
+        moves += replica_moves(st.pool.type, m0.up, m1.up)
         c0, c1 = up_counts(m0.up, n), up_counts(m1.up, n)
         if st.pool.name in r["pools"]:
             assert c1[r["osds"]].sum() == 0, (st.pool.name, c1[r["osds"]])
@@ -167,7 +161,7 @@ def test_a_plan_drain_moves_what_it_drains(dumps: Dict[str, Any]) -> None:
     assert st is not None and st.status == "done", drv.executor.report()
     snap1 = ceph.snap()
     pl0, pl1 = Placer(snap0), Placer(dataclasses.replace(snap0, pg_upmap_items=snap1.pg_upmap_items))
-    moves = sum(replica_moves(pl0.map_pool(p).up, pl1.map_pool(p).up, p.type == "replicated")
+    moves = sum(replica_moves(p.type, pl0.map_pool(p).up, pl1.map_pool(p).up)
                 for p in snap0.pools)
     assert 0 < r["replicas"] <= moves <= 1.1 * r["replicas"] + r["forced"], (moves, r)
     assert sum(int((pl1.map_pool(p).up == 1).sum()) for p in snap0.pools) == 0
