@@ -27,6 +27,14 @@ pacific_log=${TMPDIR:-/tmp}/pg-advisor-pacific-subset.log
 unit_log=${TMPDIR:-/tmp}/pg-advisor-unit-tentacle.log
 thrash_log=${TMPDIR:-/tmp}/pg-advisor-thrash-smoke.log
 container_log=${TMPDIR:-/tmp}/pg-advisor-container.log
+live_log=${TMPDIR:-/tmp}/pg-advisor-live-tentacle.log
+# a failed run's reasons, printed again at its end: a long log's middle may be cut where
+# only its head and tail are kept (pytest's FAILURES section up to its summary, bounded)
+failures() {
+    local name=$1 log=$2
+    echo "== $name failed; its failures again (from $log):"
+    sed -n '/^=\+ \(FAILURES\|ERRORS\) =\+$/,$p' "$log" | tail -n 150
+}
 
 t1=$SECONDS
 bash qa/cluster/install-deps.sh --tentacle
@@ -67,7 +75,10 @@ echo "== the container test's log"
 cat "$container_log"
 took "tox, the chroot's unit tests, the Pacific subset and the container test"
 [ "$tox_rc" = 0 ] && [ "$unit_rc" = 0 ] && [ "$pacific_rc" = 0 ] && [ "$container_rc" = 0 ] ||
-    { echo "tox: $tox_rc, unit tests on Tentacle's Python: $unit_rc, Pacific subset: $pacific_rc," \
+    { [ "$unit_rc" = 0 ] || failures "the unit tests on Tentacle's Python" "$unit_log"
+      [ "$pacific_rc" = 0 ] || failures "the Pacific subset" "$pacific_log"
+      [ "$container_rc" = 0 ] || failures "the container test" "$container_log"
+      echo "tox: $tox_rc, unit tests on Tentacle's Python: $unit_rc, Pacific subset: $pacific_rc," \
         "container test: $container_rc"; exit 1; }
 
 # the thrasher starts a cluster of its own: in a network namespace of its own, beside the
@@ -78,14 +89,16 @@ t1=$SECONDS
 PG_ADVISOR_NETNS=pg-advisor-thrash bash qa/cluster/tentacle.sh exec python3 -m qa.thrash --minutes 3 --seed 1 \
     --pg-nums 32,128,32 --set step_interval=2 --dir /tmp/pg-advisor-thrash-smoke >"$thrash_log" 2>&1 &
 thrash=$!
-echo "== integration tests on Ceph Tentacle 20.2 (the chroot)"
+echo "== integration tests on Ceph Tentacle 20.2 (the chroot); a copy of their log: $live_log"
 live_rc=0
 bash qa/cluster/tentacle.sh exec env PYTHONDONTWRITEBYTECODE=1 \
-    python3 -m pytest -v --durations=15 qa "$@" || live_rc=$?
+    python3 -m pytest -v --durations=15 qa "$@" 2>&1 | tee "$live_log" || live_rc=$?
 took "Tentacle integration tests"
 thrash_rc=0
 wait "$thrash" || thrash_rc=$?
 echo "== the thrash's log"
 cat "$thrash_log"
 took "Tentacle integration tests and the thrash"
-[ "$live_rc" = 0 ] && [ "$thrash_rc" = 0 ] || { echo "integration tests: $live_rc, thrash: $thrash_rc"; exit 1; }
+[ "$live_rc" = 0 ] && [ "$thrash_rc" = 0 ] ||
+    { [ "$live_rc" = 0 ] || failures "the Tentacle integration tests" "$live_log"
+      echo "integration tests: $live_rc, thrash: $thrash_rc"; exit 1; }

@@ -256,6 +256,10 @@ def test_a_drain_survives_a_mgr_failover_and_the_out_after_it_is_pinned(filled: 
     c = filled
     budget = 0.05
     osd = max(o["osd"] for o in c.json("osd", "dump")["osds"] if o["in"] and o["up"])
+    # the out below remaps PGs only with a host to spare for a size-3 pool: the new host
+    # the test before adds (on 3 hosts of 2 OSDs, CRUSH too puts osd.5's PGs on osd.4)
+    hosts = [n for n in c.json("osd", "tree")["nodes"] if n["type"] == "host" and n["children"]]
+    assert len(hosts) >= 4, f"runs after the new host's test: {len(hosts)} hosts"
     with Writer(c, "exp_b") as w:
         r = json.loads(c.ceph("pg-advisor", "drain", f"osd.{osd}", "-f", "json"))
         assert r["plan"] and r["replicas"] > 0 and r["osds"] == [osd], r
@@ -270,10 +274,24 @@ def test_a_drain_survives_a_mgr_failover_and_the_out_after_it_is_pinned(filled: 
         c.wait_clean()
         assert acting_counts(c).get(osd, 0) == 0, acting_counts(c)
         # the OSD is empty: marked out, CRUSH remaps the PGs whose raw set had it (their
-        # items point away from it and no longer apply); pinned, nothing moves
+        # items point away from it and no longer apply); pinned, nothing moves. Under
+        # norebalance, as doc/expand.rst says: without it a PG with little data can be on
+        # its new OSDs before the PG stats show it remapped, and is left where CRUSH put it
+        c.ceph("osd", "set", "norebalance")
         c.ceph("osd", "out", str(osd))
-        time.sleep(5)
+        seen: List[Dict[str, Any]] = []
+
+        def remapped_shown() -> bool:
+            # every OSD's PG stats in: the count seen twice running
+            seen.append(json.loads(c.ceph("pg-advisor", "pin-remapped", "--dry-run", "-f", "json")))
+            return len(seen) > 1 and seen[-1]["remapped"] == seen[-2]["remapped"] > 0
+        try:
+            wait_until(remapped_shown, 60, "the PGs the out remaps, in the PG stats", step=2)
+        except TimeoutError as e:
+            raise AssertionError(f"{e}: {seen[-2:]}") from e
         p = json.loads(c.ceph("pg-advisor", "pin-remapped", "-f", "json"))
+        c.ceph("osd", "unset", "norebalance")
+        assert p["remapped"] > 0 and p["pinned"] > 0, p
         wait_until(lambda: all_clean(c), 60, "active+clean with 0 misplaced after the out and the pins")
         peak2 = watch_plan(c) if p.get("plan") else 0.0
         c.wait_clean()

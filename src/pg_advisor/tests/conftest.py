@@ -1,10 +1,12 @@
 import json
+import os
 import socket
-from typing import Any, Dict
+from typing import Any, Dict, Iterator
 
 import pytest
 
 from pg_advisor.model import snapshot
+from pg_advisor_testkit import crush_memo
 from pg_advisor_testkit.dumps import DUMP_FILES, read
 
 from . import mgr_stub
@@ -16,6 +18,20 @@ from pg_advisor.module import Module  # noqa: E402
 
 Module._register_options("pg_advisor")  # as the mgr does when it loads the module
 Module._register_commands("pg_advisor")
+
+# CRUSH's runs kept across tests (pg_advisor_testkit/crush_memo.py); PG_ADVISOR_CRUSH_MEMO=0
+# runs every one
+MEMO = None if os.environ.get("PG_ADVISOR_CRUSH_MEMO") == "0" else crush_memo.install()
+
+
+@pytest.fixture(autouse=True)
+def crush_memo_outside_the_crush_tests(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The CRUSH engine's own tests (test_crush*.py) map every input themselves."""
+    if MEMO is not None:
+        MEMO.bypass = request.module.__name__.rpartition(".")[2].startswith("test_crush")
+    yield
+    if MEMO is not None:
+        MEMO.bypass = False
 
 
 def free_port() -> int:
