@@ -56,6 +56,16 @@ class Program:
     blocks: Tuple[Block, ...]
 
 
+@dataclass(frozen=True)
+class Span:
+    """What a crush_msr_choose call fills: positions [lo, hi) (start_index, end_index),
+    in strides of total // count (total_descendants: the product of the counts from its
+    step on, more than hi - lo where result_max cuts the block short)."""
+    lo: int
+    hi: int
+    total: int
+
+
 def program(cm: CompiledCrush, rule: CompiledRule) -> Program:
     """The rule as crush_msr_do_rule reads it, checked (once per map and rule)."""
     key = ("msr", rule.id)
@@ -199,35 +209,36 @@ def _flat(cm: CompiledCrush, type_id: int) -> np.ndarray:
 
 
 class _Run:
-    """One block of the rule over rows of a _State."""
+    """One block of the rule over rows of a _State, filling the block's span."""
 
     def __init__(self, ctx: RunContext, rule: CompiledRule, block: Block, result_max: int,
-                 lo: int, tries: int) -> None:
+                 span: Span, tries: int) -> None:
         self.ctx, self.rule, self.block = ctx, rule, block
-        self.result_max, self.lo, self.tries = result_max, lo, tries
+        self.result_max, self.span, self.tries = result_max, span, tries
+        self.lo = span.lo       # column 0 of the workspace is output position lo
         self.firstn = rule.type == RULE_MSR_FIRSTN
         self.reach = [ctx.reach(t) for _, t in block.steps]
         self.hazard = [_hazard(ctx.cm, t) for _, t in block.steps]
         self.flat = [_flat(ctx.cm, t) for _, t in block.steps]
 
-    def state(self, x: np.ndarray, out: np.ndarray, got: np.ndarray, width: int) -> _State:
-        n = x.shape[0]
+    def state(self, x: np.ndarray, out: np.ndarray, got: np.ndarray) -> _State:
+        n, width = x.shape[0], self.span.hi - self.span.lo
         return _State(x, [np.full((n, width), CRUSH_ITEM_UNDEF, dtype=np.int64) for _ in self.block.steps],
                       [np.full((n, width), NOT_FROM, dtype=np.int64) for _ in self.block.steps],
                       out, got, np.zeros(n, dtype=np.int64), np.zeros((n, 2), dtype=np.int64))
 
-    def descents(self, st: _State, limit: np.ndarray, hi: int, total: int, descents: int) -> None:
-        """crush_msr_do_rule's loop over descents for the block's positions [lo, hi): a
-        row runs descents while it has positions to fill and descents left. After the
-        first, a row runs the next few as copies from its state: all up to the first that
-        places a leaf (or meets a crash) did nothing (a descent that places nothing leaves
-        every stride as it found it), so that copy's state is what Ceph reaches."""
+    def descents(self, st: _State, limit: np.ndarray, descents: int) -> None:
+        """crush_msr_do_rule's loop over descents for the block's span: a row runs
+        descents while it has positions to fill and descents left. After the first, a
+        row runs the next few as copies from its state: all up to the first that places
+        a leaf (or meets a crash) did nothing (a descent that places nothing leaves every
+        stride as it found it), so that copy's state is what Ceph reaches."""
         root = self.block.root
         round_ = 0
         while True:
             rows = np.flatnonzero((st.got < limit) & (st.tryno < descents))
             if round_ and rows.size:
-                dead = self.stuck(st, rows, hi, total)
+                dead = self.stuck(st, rows)
                 st.tryno[rows[dead]] = descents     # the descents left would change nothing
                 rows = rows[~dead]
             if not rows.size:
@@ -236,7 +247,7 @@ class _Run:
             round_ += 1
             for part in np.array_split(rows, max(1, rows.size * depth // SPECULATE)):
                 if depth == 1:
-                    self.choose(st, 0, part, np.full(part.size, root, dtype=np.int64), self.lo, hi, total)
+                    self.choose(st, 0, part, np.full(part.size, root, dtype=np.int64), self.span)
                     self.raise_crash(st, part)
                     st.tryno[part] += 1
                     continue
@@ -247,7 +258,7 @@ class _Run:
                 sub.tryno += k[live]
                 before = sub.got.copy()
                 self.choose(sub, 0, np.arange(rep[live].size),
-                            np.full(int(live.sum()), root, dtype=np.int64), self.lo, hi, total)
+                            np.full(int(live.sum()), root, dtype=np.int64), self.span)
                 stop = np.zeros((part.size, depth), dtype=bool)
                 at = np.full((part.size, depth), -1, dtype=np.int64)
                 stop.reshape(-1)[live] = (sub.got > before) | (sub.crash[:, 0] != OK)
@@ -260,14 +271,13 @@ class _Run:
                 sub.tryno[pick] += 1
                 st.put(part[has], sub, pick)
 
-    def stuck(self, st: _State, rows: np.ndarray, hi: int, total: int) -> np.ndarray:
+    def stuck(self, st: _State, rows: np.ndarray) -> np.ndarray:
         """Rows no descent can change any more: every stride left to fill is dead."""
-        return self.dead(st, 0, rows, np.full(rows.size, self.block.root, dtype=np.int64),
-                         self.lo, hi, total)
+        return self.dead(st, 0, rows, np.full(rows.size, self.block.root, dtype=np.int64), self.span)
 
-    def dead(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray, lo: int,
-             hi: int, total: int) -> np.ndarray:
-        """Rows whose unfilled strides in [lo, hi), drawn from their bucket, place nothing
+    def dead(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray,
+             span: Span) -> np.ndarray:
+        """Rows whose unfilled strides of span, drawn from their bucket, place nothing
         whatever the draw: each item the bucket holds (only buckets that hold items of the
         step's type directly are judged) is in another stride (a collision), or is an OSD
         out for this input (is_out depends on the input and the OSD alone), or is a bucket
@@ -276,12 +286,12 @@ class _Run:
         it, which only leaves them more dead. So a descent that finds a row dead changes
         nothing, nor does any after it: they need not run."""
         count, type_id = self.block.steps[level]
-        length = total // (count if count else self.result_max)
+        length = span.total // (count if count else self.result_max)
         b0 = self.lo
         out = self.flat[level][bucket].copy()
-        cols = np.arange(lo, hi)
-        for s0 in range(lo, hi, length):
-            s1 = min(s0 + length, hi)
+        cols = np.arange(span.lo, span.hi)
+        for s0 in range(span.lo, span.hi, length):
+            s1 = min(s0 + length, span.hi)
             sel = np.flatnonzero(out & (st.vec[-1][rows, s0 - b0:s1 - b0] == CRUSH_ITEM_UNDEF).any(axis=1))
             if not sel.size:
                 continue
@@ -289,7 +299,7 @@ class _Run:
             width = int(self.ctx.cm.size[b].max())
             items = self.ctx.cm.items[b, :width]
             pad = np.arange(width)[None, :] >= self.ctx.cm.size[b][:, None]
-            seg = st.vec[level][rows[sel], lo - b0:hi - b0]
+            seg = st.vec[level][rows[sel], span.lo - b0:span.hi - b0]
             eq = items[:, :, None] == seg[:, None, :]
             mine = (cols >= s0) & (cols < s1)
             fine = pad | (eq & ~mine).any(axis=2)
@@ -299,7 +309,8 @@ class _Run:
             else:
                 i, j = np.nonzero(~fine)
                 if i.size:
-                    fine[i, j] = self.dead(st, level + 1, rows[sel][i], -1 - items[i, j], s0, s1, length)
+                    fine[i, j] = self.dead(st, level + 1, rows[sel][i], -1 - items[i, j],
+                                           Span(s0, s1, length))
             out[sel] &= fine.all(axis=1)
         return out
 
@@ -314,16 +325,16 @@ class _Run:
             f"'{self.ctx.cm.names[bucket]}' meets {what}; Ceph's mapper asserts or reads out "
             f"of bounds there, so pg_advisor does not map it")
 
-    def choose(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray, lo: int,
-               hi: int, total: int) -> np.ndarray:
-        """crush_msr_choose for `rows` (each from its bucket index) over positions
-        [lo, hi): how many leaves each row placed."""
+    def choose(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray,
+               span: Span) -> np.ndarray:
+        """crush_msr_choose for `rows` (each from its bucket index) over span: how many
+        leaves each row placed."""
         count, type_id = self.block.steps[level]
-        strides = count if count else self.result_max
-        length = total // strides
+        lo, hi = span.lo, span.hi
+        length = span.total // (count if count else self.result_max)
         vec, src = st.vec[level], st.src[level]
         leaf = st.vec[-1]
-        b0 = self.lo        # column 0 of the workspace is output position self.lo
+        b0 = self.lo
         mapped = np.zeros(rows.size, dtype=np.int64)
         undo: List[Tuple[int, int, np.ndarray]] = []
         for index, s0 in enumerate(range(lo, hi, length)):
@@ -346,7 +357,7 @@ class _Run:
                 self.emit(st, r, s0, cand)
                 mapped[act] += 1
                 continue
-            child = self.choose(st, level + 1, r, -1 - cand, s0, s1, length)
+            child = self.choose(st, level + 1, r, -1 - cand, Span(s0, s1, length))
             pushed = self.push(st, level, r, bucket[act], s0, s1, cand)
             drop = pushed & (child == 0)         # new here and placed nothing
             undo.append((s0, s1, r[drop]))
@@ -458,9 +469,9 @@ def do_msr_rule(ctx: RunContext, rule: CompiledRule, x: np.ndarray,
         total = int(np.prod([c if c else result_max for c, _ in block.steps], dtype=np.int64))
         end = min(start + total, result_max)
         if end > start:
-            run = _Run(ctx, rule, block, result_max, start, prog.collision_tries)
-            st = run.state(x, out, got, end - start)
-            run.descents(st, got + (end - start), end, total, prog.descents)
+            run = _Run(ctx, rule, block, result_max, Span(start, end, total), prog.collision_tries)
+            st = run.state(x, out, got)
+            run.descents(st, got + (end - start), prog.descents)
             out, got = st.out, st.got
         start = end
     rlen = got if rule.type == RULE_MSR_FIRSTN else np.full(n, result_max, dtype=np.int64)

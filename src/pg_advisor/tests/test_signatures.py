@@ -17,8 +17,6 @@ ALLOWED: Dict[Tuple[str, str], str] = {
     ("crush/mapper.py", "_choose_firstn"): "mapper.c's crush_choose_firstn",
     ("crush/mapper.py", "_choose_indep"): "mapper.c's crush_choose_indep",
     ("crush/mapper.py", "do_rule"): "mapper.c's crush_do_rule",
-    ("crush/msr.py", "_Run.dead"): "mapper.c's msr descent",
-    ("crush/msr.py", "_Run.choose"): "mapper.c's msr descent",
     ("crush/msr.py", "_Run.hopeless"): "mapper.c's msr descent",
     ("crush/msr.py", "_Run.draw"): "mapper.c's msr descent",
     ("crush/msr.py", "_Run.push"): "mapper.c's msr descent",
