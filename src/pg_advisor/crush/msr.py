@@ -31,7 +31,7 @@ step before the last), a take of a device or of a missing bucket, negative count
 while mapping, a draw that meets an empty bucket or a device where a bucket was due.
 """
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -64,6 +64,22 @@ class Span:
     lo: int
     hi: int
     total: int
+
+
+@dataclass(frozen=True)
+class Stride:
+    """One stride of a Span in crush_msr_choose's loop: positions [s0, s1) (stride_start,
+    stride_end), index (stride_index: the draw's r and weight-set position), length
+    (stride_length), and the span whose other strides its draws collide with."""
+    span: Span
+    index: int
+    s0: int
+    s1: int
+    length: int
+
+    def inner(self) -> Span:
+        """The span the next step fills: this stride (the recursive call's arguments)."""
+        return Span(self.s0, self.s1, self.length)
 
 
 def program(cm: CompiledCrush, rule: CompiledRule) -> Program:
@@ -227,6 +243,13 @@ class _Run:
                       [np.full((n, width), NOT_FROM, dtype=np.int64) for _ in self.block.steps],
                       out, got, np.zeros(n, dtype=np.int64), np.zeros((n, 2), dtype=np.int64))
 
+    def strides(self, level: int, span: Span) -> Iterator[Stride]:
+        """crush_msr_choose's strides of span at the block's step `level`."""
+        count = self.block.steps[level][0]
+        length = span.total // (count if count else self.result_max)
+        for index, s0 in enumerate(range(span.lo, span.hi, length)):
+            yield Stride(span, index, s0, min(s0 + length, span.hi), length)
+
     def descents(self, st: _State, limit: np.ndarray, descents: int) -> None:
         """crush_msr_do_rule's loop over descents for the block's span: a row runs
         descents while it has positions to fill and descents left. After the first, a
@@ -285,13 +308,12 @@ class _Run:
         and popped again at the call's end: until then it collides for the strides after
         it, which only leaves them more dead. So a descent that finds a row dead changes
         nothing, nor does any after it: they need not run."""
-        count, type_id = self.block.steps[level]
-        length = span.total // (count if count else self.result_max)
+        type_id = self.block.steps[level][1]
         b0 = self.lo
         out = self.flat[level][bucket].copy()
         cols = np.arange(span.lo, span.hi)
-        for s0 in range(span.lo, span.hi, length):
-            s1 = min(s0 + length, span.hi)
+        for stride in self.strides(level, span):
+            s0, s1 = stride.s0, stride.s1
             sel = np.flatnonzero(out & (st.vec[-1][rows, s0 - b0:s1 - b0] == CRUSH_ITEM_UNDEF).any(axis=1))
             if not sel.size:
                 continue
@@ -309,8 +331,7 @@ class _Run:
             else:
                 i, j = np.nonzero(~fine)
                 if i.size:
-                    fine[i, j] = self.dead(st, level + 1, rows[sel][i], -1 - items[i, j],
-                                           Span(s0, s1, length))
+                    fine[i, j] = self.dead(st, level + 1, rows[sel][i], -1 - items[i, j], stride.inner())
             out[sel] &= fine.all(axis=1)
         return out
 
@@ -329,23 +350,21 @@ class _Run:
                span: Span) -> np.ndarray:
         """crush_msr_choose for `rows` (each from its bucket index) over span: how many
         leaves each row placed."""
-        count, type_id = self.block.steps[level]
-        lo, hi = span.lo, span.hi
-        length = span.total // (count if count else self.result_max)
+        type_id = self.block.steps[level][1]
         vec, src = st.vec[level], st.src[level]
         leaf = st.vec[-1]
         b0 = self.lo
         mapped = np.zeros(rows.size, dtype=np.int64)
-        undo: List[Tuple[int, int, np.ndarray]] = []
-        for index, s0 in enumerate(range(lo, hi, length)):
-            s1 = min(s0 + length, hi)
+        undo: List[Tuple[Stride, np.ndarray]] = []
+        for stride in self.strides(level, span):
+            s0, s1 = stride.s0, stride.s1
             act = np.flatnonzero((leaf[rows, s0 - b0:s1 - b0] == CRUSH_ITEM_UNDEF).any(axis=1)
                                  & (st.crash[rows, 0] == OK))
-            act = act[~self.hopeless(st, level, rows[act], bucket[act], lo, hi, s0, s1)]
+            act = act[~self.hopeless(st, level, rows[act], bucket[act], stride)]
             if not act.size:
                 continue
-            act, cand = self.draw(st, level, rows[act], bucket[act], act, lo, hi, s0, s1,
-                                  index, type_id)
+            found, cand = self.draw(st, level, rows[act], bucket[act], stride)
+            act, cand = act[found], cand[found]
             if not act.size:
                 continue
             r = rows[act]
@@ -357,38 +376,39 @@ class _Run:
                 self.emit(st, r, s0, cand)
                 mapped[act] += 1
                 continue
-            child = self.choose(st, level + 1, r, -1 - cand, Span(s0, s1, length))
-            pushed = self.push(st, level, r, bucket[act], s0, s1, cand)
+            child = self.choose(st, level + 1, r, -1 - cand, stride.inner())
+            pushed = self.push(st, level, r, bucket[act], stride, cand)
             drop = pushed & (child == 0)         # new here and placed nothing
-            undo.append((s0, s1, r[drop]))
+            undo.append((stride, r[drop]))
             mapped[act[~drop]] += child[~drop]
-        for s0, s1, r in undo:                  # only now: until here they still collide
-            self.pop(st, level, r, s0, s1)
+        for stride, r in undo:                  # only now: until here they still collide
+            self.pop(st, level, r, stride)
         return mapped
 
-    def hopeless(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray, lo: int,
-                 hi: int, s0: int, s1: int) -> np.ndarray:
-        """Rows whose every possible draw is held by another stride of [lo, hi): each
+    def hopeless(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray,
+                 stride: Stride) -> np.ndarray:
+        """Rows whose every possible draw is held by another stride of the span: each
         collision try would collide, and the tries change nothing, so Ceph's outcome (no
         candidate) is known without them. The stride holds nothing yet, and as many
         distinct items drawn from this very bucket sit in the other strides as a descent
         from it can end on. Not where a draw could meet what Ceph crashes on."""
-        b0 = self.lo
+        b0, lo, hi = self.lo, stride.span.lo, stride.span.hi
         vec, src = st.vec[level][rows, lo - b0:hi - b0], st.src[level][rows, lo - b0:hi - b0]
         cols = np.arange(lo, hi)
-        mine = (cols >= s0) & (cols < s1)
+        mine = (cols >= stride.s0) & (cols < stride.s1)
         empty = ~(vec[:, mine] != CRUSH_ITEM_UNDEF).any(axis=1)
         taken = ((src == bucket[:, None]) & ~mine[None, :]).sum(axis=1)
         return empty & (taken >= self.reach[level][bucket]) & ~self.hazard[level][bucket]
 
-    def draw(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray, act: np.ndarray,
-             lo: int, hi: int, s0: int, s1: int, index: int,
-             type_id: int) -> Tuple[np.ndarray, np.ndarray]:
-        """crush_msr_descend with the collision retries: (the act entries that found a
-        candidate, their candidates). Rows whose draw meets what Ceph crashes on get it
-        noted in st.crash and no candidate. Later tries run as copies too: they change
-        nothing, so the first that stops (no collision, or a crash) is Ceph's."""
-        b0 = self.lo
+    def draw(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray,
+             stride: Stride) -> Tuple[np.ndarray, np.ndarray]:
+        """crush_msr_descend with the collision retries (crush_msr_valid_candidate): (which
+        rows found a candidate, the candidates there). Rows whose draw meets what Ceph
+        crashes on get it noted in st.crash and no candidate. Later tries run as copies
+        too: they change nothing, so the first that stops (no collision, or a crash) is
+        Ceph's."""
+        b0, lo, hi = self.lo, stride.span.lo, stride.span.hi
+        type_id = self.block.steps[level][1]
         cand = np.zeros(rows.size, dtype=np.int64)
         found = np.zeros(rows.size, dtype=bool)
         pending = np.arange(rows.size)
@@ -398,14 +418,14 @@ class _Run:
             round_ += 1
             rep = np.repeat(pending, depth)
             p = rows[rep]
-            base = (st.tryno[p] * self.result_max + index) << 16
+            base = (st.tryno[p] * self.result_max + stride.index) << 16
             r = (base + local + np.tile(np.arange(depth), pending.size)) & 0xFFFFFFFF
             item, _, status = self.ctx.descend(bucket[rep], st.x[p], r,
-                                               np.full(p.size, index, dtype=np.int64), type_id)
+                                               np.full(p.size, stride.index, dtype=np.int64), type_id)
             seg = st.vec[level][p, lo - b0:hi - b0]
             same = seg == item[:, None]
             at = np.argmax(same, axis=1) + lo
-            ok = ~same.any(axis=1) | ((at >= s0) & (at < s1))   # the first match decides
+            ok = ~same.any(axis=1) | ((at >= stride.s0) & (at < stride.s1))   # the first match decides
             stop = (ok | (status != OK)).reshape(pending.size, depth)
             has = stop.any(axis=1)
             first = np.argmax(stop, axis=1)
@@ -419,14 +439,14 @@ class _Run:
             found[good] = True
             pending = pending[~has]
             local += depth
-        return act[found], cand[found]
+        return found, cand
 
-    def push(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray, s0: int, s1: int,
+    def push(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray, stride: Stride,
              cand: np.ndarray) -> np.ndarray:
         """crush_msr_push_used: the stride's first slot that holds cand or nothing gets it;
         True where it was new."""
-        b0 = self.lo
-        seg = st.vec[level][rows, s0 - b0:s1 - b0]
+        b0, s0 = self.lo, stride.s0
+        seg = st.vec[level][rows, s0 - b0:stride.s1 - b0]
         hit = (seg == cand[:, None]) | (seg == CRUSH_ITEM_UNDEF)
         if not hit.any(axis=1).all():       # Ceph: BUG_ON("impossible")
             raise AdvisorError.invalid(f"crush rule '{self.rule.name}' (type msr): a stride "
@@ -437,12 +457,12 @@ class _Run:
         st.src[level][rows[new], s0 - b0 + at[new]] = bucket[new]
         return new
 
-    def pop(self, st: _State, level: int, rows: np.ndarray, s0: int, s1: int) -> None:
+    def pop(self, st: _State, level: int, rows: np.ndarray, stride: Stride) -> None:
         """crush_msr_pop_used: the stride's last filled slot is emptied again."""
         if not rows.size:
             return
-        b0 = self.lo
-        seg = st.vec[level][rows, s0 - b0:s1 - b0]
+        b0, s0 = self.lo, stride.s0
+        seg = st.vec[level][rows, s0 - b0:stride.s1 - b0]
         last = seg.shape[1] - 1 - np.argmax((seg != CRUSH_ITEM_UNDEF)[:, ::-1], axis=1)
         st.vec[level][rows, s0 - b0 + last] = CRUSH_ITEM_UNDEF
         st.src[level][rows, s0 - b0 + last] = NOT_FROM
