@@ -31,7 +31,7 @@ step before the last), a take of a device or of a missing bucket, negative count
 while mapping, a draw that meets an empty bucket or a device where a bucket was due.
 """
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -54,6 +54,32 @@ class Program:
     descents: int
     collision_tries: int
     blocks: Tuple[Block, ...]
+
+
+@dataclass(frozen=True)
+class Span:
+    """What a crush_msr_choose call fills: positions [lo, hi) (start_index, end_index),
+    in strides of total // count (total_descendants: the product of the counts from its
+    step on, more than hi - lo where result_max cuts the block short)."""
+    lo: int
+    hi: int
+    total: int
+
+
+@dataclass(frozen=True)
+class Stride:
+    """One stride of a Span in crush_msr_choose's loop: positions [s0, s1) (stride_start,
+    stride_end), index (stride_index: the draw's r and weight-set position), length
+    (stride_length), and the span whose other strides its draws collide with."""
+    span: Span
+    index: int
+    s0: int
+    s1: int
+    length: int
+
+    def inner(self) -> Span:
+        """The span the next step fills: this stride (the recursive call's arguments)."""
+        return Span(self.s0, self.s1, self.length)
 
 
 def program(cm: CompiledCrush, rule: CompiledRule) -> Program:
@@ -199,35 +225,43 @@ def _flat(cm: CompiledCrush, type_id: int) -> np.ndarray:
 
 
 class _Run:
-    """One block of the rule over rows of a _State."""
+    """One block of the rule over rows of a _State, filling the block's span."""
 
     def __init__(self, ctx: RunContext, rule: CompiledRule, block: Block, result_max: int,
-                 lo: int, tries: int) -> None:
+                 span: Span, tries: int) -> None:
         self.ctx, self.rule, self.block = ctx, rule, block
-        self.result_max, self.lo, self.tries = result_max, lo, tries
+        self.result_max, self.span, self.tries = result_max, span, tries
+        self.lo = span.lo       # column 0 of the workspace is output position lo
         self.firstn = rule.type == RULE_MSR_FIRSTN
         self.reach = [ctx.reach(t) for _, t in block.steps]
         self.hazard = [_hazard(ctx.cm, t) for _, t in block.steps]
         self.flat = [_flat(ctx.cm, t) for _, t in block.steps]
 
-    def state(self, x: np.ndarray, out: np.ndarray, got: np.ndarray, width: int) -> _State:
-        n = x.shape[0]
+    def state(self, x: np.ndarray, out: np.ndarray, got: np.ndarray) -> _State:
+        n, width = x.shape[0], self.span.hi - self.span.lo
         return _State(x, [np.full((n, width), CRUSH_ITEM_UNDEF, dtype=np.int64) for _ in self.block.steps],
                       [np.full((n, width), NOT_FROM, dtype=np.int64) for _ in self.block.steps],
                       out, got, np.zeros(n, dtype=np.int64), np.zeros((n, 2), dtype=np.int64))
 
-    def descents(self, st: _State, limit: np.ndarray, hi: int, total: int, descents: int) -> None:
-        """crush_msr_do_rule's loop over descents for the block's positions [lo, hi): a
-        row runs descents while it has positions to fill and descents left. After the
-        first, a row runs the next few as copies from its state: all up to the first that
-        places a leaf (or meets a crash) did nothing (a descent that places nothing leaves
-        every stride as it found it), so that copy's state is what Ceph reaches."""
+    def strides(self, level: int, span: Span) -> Iterator[Stride]:
+        """crush_msr_choose's strides of span at the block's step `level`."""
+        count = self.block.steps[level][0]
+        length = span.total // (count if count else self.result_max)
+        for index, s0 in enumerate(range(span.lo, span.hi, length)):
+            yield Stride(span, index, s0, min(s0 + length, span.hi), length)
+
+    def descents(self, st: _State, limit: np.ndarray, descents: int) -> None:
+        """crush_msr_do_rule's loop over descents for the block's span: a row runs
+        descents while it has positions to fill and descents left. After the first, a
+        row runs the next few as copies from its state: all up to the first that places
+        a leaf (or meets a crash) did nothing (a descent that places nothing leaves every
+        stride as it found it), so that copy's state is what Ceph reaches."""
         root = self.block.root
         round_ = 0
         while True:
             rows = np.flatnonzero((st.got < limit) & (st.tryno < descents))
             if round_ and rows.size:
-                dead = self.stuck(st, rows, hi, total)
+                dead = self.stuck(st, rows)
                 st.tryno[rows[dead]] = descents     # the descents left would change nothing
                 rows = rows[~dead]
             if not rows.size:
@@ -236,7 +270,7 @@ class _Run:
             round_ += 1
             for part in np.array_split(rows, max(1, rows.size * depth // SPECULATE)):
                 if depth == 1:
-                    self.choose(st, 0, part, np.full(part.size, root, dtype=np.int64), self.lo, hi, total)
+                    self.choose(st, 0, part, np.full(part.size, root, dtype=np.int64), self.span)
                     self.raise_crash(st, part)
                     st.tryno[part] += 1
                     continue
@@ -247,7 +281,7 @@ class _Run:
                 sub.tryno += k[live]
                 before = sub.got.copy()
                 self.choose(sub, 0, np.arange(rep[live].size),
-                            np.full(int(live.sum()), root, dtype=np.int64), self.lo, hi, total)
+                            np.full(int(live.sum()), root, dtype=np.int64), self.span)
                 stop = np.zeros((part.size, depth), dtype=bool)
                 at = np.full((part.size, depth), -1, dtype=np.int64)
                 stop.reshape(-1)[live] = (sub.got > before) | (sub.crash[:, 0] != OK)
@@ -260,14 +294,13 @@ class _Run:
                 sub.tryno[pick] += 1
                 st.put(part[has], sub, pick)
 
-    def stuck(self, st: _State, rows: np.ndarray, hi: int, total: int) -> np.ndarray:
+    def stuck(self, st: _State, rows: np.ndarray) -> np.ndarray:
         """Rows no descent can change any more: every stride left to fill is dead."""
-        return self.dead(st, 0, rows, np.full(rows.size, self.block.root, dtype=np.int64),
-                         self.lo, hi, total)
+        return self.dead(st, 0, rows, np.full(rows.size, self.block.root, dtype=np.int64), self.span)
 
-    def dead(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray, lo: int,
-             hi: int, total: int) -> np.ndarray:
-        """Rows whose unfilled strides in [lo, hi), drawn from their bucket, place nothing
+    def dead(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray,
+             span: Span) -> np.ndarray:
+        """Rows whose unfilled strides of span, drawn from their bucket, place nothing
         whatever the draw: each item the bucket holds (only buckets that hold items of the
         step's type directly are judged) is in another stride (a collision), or is an OSD
         out for this input (is_out depends on the input and the OSD alone), or is a bucket
@@ -275,13 +308,12 @@ class _Run:
         and popped again at the call's end: until then it collides for the strides after
         it, which only leaves them more dead. So a descent that finds a row dead changes
         nothing, nor does any after it: they need not run."""
-        count, type_id = self.block.steps[level]
-        length = total // (count if count else self.result_max)
+        type_id = self.block.steps[level][1]
         b0 = self.lo
         out = self.flat[level][bucket].copy()
-        cols = np.arange(lo, hi)
-        for s0 in range(lo, hi, length):
-            s1 = min(s0 + length, hi)
+        cols = np.arange(span.lo, span.hi)
+        for stride in self.strides(level, span):
+            s0, s1 = stride.s0, stride.s1
             sel = np.flatnonzero(out & (st.vec[-1][rows, s0 - b0:s1 - b0] == CRUSH_ITEM_UNDEF).any(axis=1))
             if not sel.size:
                 continue
@@ -289,7 +321,7 @@ class _Run:
             width = int(self.ctx.cm.size[b].max())
             items = self.ctx.cm.items[b, :width]
             pad = np.arange(width)[None, :] >= self.ctx.cm.size[b][:, None]
-            seg = st.vec[level][rows[sel], lo - b0:hi - b0]
+            seg = st.vec[level][rows[sel], span.lo - b0:span.hi - b0]
             eq = items[:, :, None] == seg[:, None, :]
             mine = (cols >= s0) & (cols < s1)
             fine = pad | (eq & ~mine).any(axis=2)
@@ -299,7 +331,7 @@ class _Run:
             else:
                 i, j = np.nonzero(~fine)
                 if i.size:
-                    fine[i, j] = self.dead(st, level + 1, rows[sel][i], -1 - items[i, j], s0, s1, length)
+                    fine[i, j] = self.dead(st, level + 1, rows[sel][i], -1 - items[i, j], stride.inner())
             out[sel] &= fine.all(axis=1)
         return out
 
@@ -314,27 +346,25 @@ class _Run:
             f"'{self.ctx.cm.names[bucket]}' meets {what}; Ceph's mapper asserts or reads out "
             f"of bounds there, so pg_advisor does not map it")
 
-    def choose(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray, lo: int,
-               hi: int, total: int) -> np.ndarray:
-        """crush_msr_choose for `rows` (each from its bucket index) over positions
-        [lo, hi): how many leaves each row placed."""
-        count, type_id = self.block.steps[level]
-        strides = count if count else self.result_max
-        length = total // strides
+    def choose(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray,
+               span: Span) -> np.ndarray:
+        """crush_msr_choose for `rows` (each from its bucket index) over span: how many
+        leaves each row placed."""
+        type_id = self.block.steps[level][1]
         vec, src = st.vec[level], st.src[level]
         leaf = st.vec[-1]
-        b0 = self.lo        # column 0 of the workspace is output position self.lo
+        b0 = self.lo
         mapped = np.zeros(rows.size, dtype=np.int64)
-        undo: List[Tuple[int, int, np.ndarray]] = []
-        for index, s0 in enumerate(range(lo, hi, length)):
-            s1 = min(s0 + length, hi)
+        undo: List[Tuple[Stride, np.ndarray]] = []
+        for stride in self.strides(level, span):
+            s0, s1 = stride.s0, stride.s1
             act = np.flatnonzero((leaf[rows, s0 - b0:s1 - b0] == CRUSH_ITEM_UNDEF).any(axis=1)
                                  & (st.crash[rows, 0] == OK))
-            act = act[~self.hopeless(st, level, rows[act], bucket[act], lo, hi, s0, s1)]
+            act = act[~self.hopeless(st, level, rows[act], bucket[act], stride)]
             if not act.size:
                 continue
-            act, cand = self.draw(st, level, rows[act], bucket[act], act, lo, hi, s0, s1,
-                                  index, type_id)
+            found, cand = self.draw(st, level, rows[act], bucket[act], stride)
+            act, cand = act[found], cand[found]
             if not act.size:
                 continue
             r = rows[act]
@@ -346,38 +376,39 @@ class _Run:
                 self.emit(st, r, s0, cand)
                 mapped[act] += 1
                 continue
-            child = self.choose(st, level + 1, r, -1 - cand, s0, s1, length)
-            pushed = self.push(st, level, r, bucket[act], s0, s1, cand)
+            child = self.choose(st, level + 1, r, -1 - cand, stride.inner())
+            pushed = self.push(st, level, r, bucket[act], stride, cand)
             drop = pushed & (child == 0)         # new here and placed nothing
-            undo.append((s0, s1, r[drop]))
+            undo.append((stride, r[drop]))
             mapped[act[~drop]] += child[~drop]
-        for s0, s1, r in undo:                  # only now: until here they still collide
-            self.pop(st, level, r, s0, s1)
+        for stride, r in undo:                  # only now: until here they still collide
+            self.pop(st, level, r, stride)
         return mapped
 
-    def hopeless(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray, lo: int,
-                 hi: int, s0: int, s1: int) -> np.ndarray:
-        """Rows whose every possible draw is held by another stride of [lo, hi): each
+    def hopeless(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray,
+                 stride: Stride) -> np.ndarray:
+        """Rows whose every possible draw is held by another stride of the span: each
         collision try would collide, and the tries change nothing, so Ceph's outcome (no
         candidate) is known without them. The stride holds nothing yet, and as many
         distinct items drawn from this very bucket sit in the other strides as a descent
         from it can end on. Not where a draw could meet what Ceph crashes on."""
-        b0 = self.lo
+        b0, lo, hi = self.lo, stride.span.lo, stride.span.hi
         vec, src = st.vec[level][rows, lo - b0:hi - b0], st.src[level][rows, lo - b0:hi - b0]
         cols = np.arange(lo, hi)
-        mine = (cols >= s0) & (cols < s1)
+        mine = (cols >= stride.s0) & (cols < stride.s1)
         empty = ~(vec[:, mine] != CRUSH_ITEM_UNDEF).any(axis=1)
         taken = ((src == bucket[:, None]) & ~mine[None, :]).sum(axis=1)
         return empty & (taken >= self.reach[level][bucket]) & ~self.hazard[level][bucket]
 
-    def draw(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray, act: np.ndarray,
-             lo: int, hi: int, s0: int, s1: int, index: int,
-             type_id: int) -> Tuple[np.ndarray, np.ndarray]:
-        """crush_msr_descend with the collision retries: (the act entries that found a
-        candidate, their candidates). Rows whose draw meets what Ceph crashes on get it
-        noted in st.crash and no candidate. Later tries run as copies too: they change
-        nothing, so the first that stops (no collision, or a crash) is Ceph's."""
-        b0 = self.lo
+    def draw(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray,
+             stride: Stride) -> Tuple[np.ndarray, np.ndarray]:
+        """crush_msr_descend with the collision retries (crush_msr_valid_candidate): (which
+        rows found a candidate, the candidates there). Rows whose draw meets what Ceph
+        crashes on get it noted in st.crash and no candidate. Later tries run as copies
+        too: they change nothing, so the first that stops (no collision, or a crash) is
+        Ceph's."""
+        b0, lo, hi = self.lo, stride.span.lo, stride.span.hi
+        type_id = self.block.steps[level][1]
         cand = np.zeros(rows.size, dtype=np.int64)
         found = np.zeros(rows.size, dtype=bool)
         pending = np.arange(rows.size)
@@ -387,14 +418,14 @@ class _Run:
             round_ += 1
             rep = np.repeat(pending, depth)
             p = rows[rep]
-            base = (st.tryno[p] * self.result_max + index) << 16
+            base = (st.tryno[p] * self.result_max + stride.index) << 16
             r = (base + local + np.tile(np.arange(depth), pending.size)) & 0xFFFFFFFF
             item, _, status = self.ctx.descend(bucket[rep], st.x[p], r,
-                                               np.full(p.size, index, dtype=np.int64), type_id)
+                                               np.full(p.size, stride.index, dtype=np.int64), type_id)
             seg = st.vec[level][p, lo - b0:hi - b0]
             same = seg == item[:, None]
             at = np.argmax(same, axis=1) + lo
-            ok = ~same.any(axis=1) | ((at >= s0) & (at < s1))   # the first match decides
+            ok = ~same.any(axis=1) | ((at >= stride.s0) & (at < stride.s1))   # the first match decides
             stop = (ok | (status != OK)).reshape(pending.size, depth)
             has = stop.any(axis=1)
             first = np.argmax(stop, axis=1)
@@ -408,14 +439,14 @@ class _Run:
             found[good] = True
             pending = pending[~has]
             local += depth
-        return act[found], cand[found]
+        return found, cand
 
-    def push(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray, s0: int, s1: int,
+    def push(self, st: _State, level: int, rows: np.ndarray, bucket: np.ndarray, stride: Stride,
              cand: np.ndarray) -> np.ndarray:
         """crush_msr_push_used: the stride's first slot that holds cand or nothing gets it;
         True where it was new."""
-        b0 = self.lo
-        seg = st.vec[level][rows, s0 - b0:s1 - b0]
+        b0, s0 = self.lo, stride.s0
+        seg = st.vec[level][rows, s0 - b0:stride.s1 - b0]
         hit = (seg == cand[:, None]) | (seg == CRUSH_ITEM_UNDEF)
         if not hit.any(axis=1).all():       # Ceph: BUG_ON("impossible")
             raise AdvisorError.invalid(f"crush rule '{self.rule.name}' (type msr): a stride "
@@ -426,12 +457,12 @@ class _Run:
         st.src[level][rows[new], s0 - b0 + at[new]] = bucket[new]
         return new
 
-    def pop(self, st: _State, level: int, rows: np.ndarray, s0: int, s1: int) -> None:
+    def pop(self, st: _State, level: int, rows: np.ndarray, stride: Stride) -> None:
         """crush_msr_pop_used: the stride's last filled slot is emptied again."""
         if not rows.size:
             return
-        b0 = self.lo
-        seg = st.vec[level][rows, s0 - b0:s1 - b0]
+        b0, s0 = self.lo, stride.s0
+        seg = st.vec[level][rows, s0 - b0:stride.s1 - b0]
         last = seg.shape[1] - 1 - np.argmax((seg != CRUSH_ITEM_UNDEF)[:, ::-1], axis=1)
         st.vec[level][rows, s0 - b0 + last] = CRUSH_ITEM_UNDEF
         st.src[level][rows, s0 - b0 + last] = NOT_FROM
@@ -458,9 +489,9 @@ def do_msr_rule(ctx: RunContext, rule: CompiledRule, x: np.ndarray,
         total = int(np.prod([c if c else result_max for c, _ in block.steps], dtype=np.int64))
         end = min(start + total, result_max)
         if end > start:
-            run = _Run(ctx, rule, block, result_max, start, prog.collision_tries)
-            st = run.state(x, out, got, end - start)
-            run.descents(st, got + (end - start), end, total, prog.descents)
+            run = _Run(ctx, rule, block, result_max, Span(start, end, total), prog.collision_tries)
+            st = run.state(x, out, got)
+            run.descents(st, got + (end - start), prog.descents)
             out, got = st.out, st.got
         start = end
     rlen = got if rule.type == RULE_MSR_FIRSTN else np.full(n, result_max, dtype=np.int64)

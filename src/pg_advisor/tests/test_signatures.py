@@ -17,11 +17,6 @@ ALLOWED: Dict[Tuple[str, str], str] = {
     ("crush/mapper.py", "_choose_firstn"): "mapper.c's crush_choose_firstn",
     ("crush/mapper.py", "_choose_indep"): "mapper.c's crush_choose_indep",
     ("crush/mapper.py", "do_rule"): "mapper.c's crush_do_rule",
-    ("crush/msr.py", "_Run.dead"): "mapper.c's msr descent",
-    ("crush/msr.py", "_Run.choose"): "mapper.c's msr descent",
-    ("crush/msr.py", "_Run.hopeless"): "mapper.c's msr descent",
-    ("crush/msr.py", "_Run.draw"): "mapper.c's msr descent",
-    ("crush/msr.py", "_Run.push"): "mapper.c's msr descent",
     ("crush/placement.py", "Placer._apply_affinity"): "OSDMap::_apply_primary_affinity",
     # model/: the dumps the snapshot is read from, one parameter each
     ("model/snapshot.py", "load"): "one parameter per dump",
