@@ -12,10 +12,8 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 # (module, qualified name) -> why it keeps its parameters for now
 ALLOWED: Dict[Tuple[str, str], str] = {
-    # crush/: the mapper follows Ceph's mapper.c function for function, arguments included,
-    # so that the two read side by side
-    ("crush/mapper.py", "_choose_firstn"): "mapper.c's crush_choose_firstn",
-    ("crush/mapper.py", "_choose_indep"): "mapper.c's crush_choose_indep",
+    # crush/: crush_do_rule and the msr descent as Ceph's mapper.c has them, arguments
+    # included, so that the two read side by side
     ("crush/mapper.py", "do_rule"): "mapper.c's crush_do_rule",
     ("crush/msr.py", "_Run.dead"): "mapper.c's msr descent",
     ("crush/msr.py", "_Run.choose"): "mapper.c's msr descent",
