@@ -5,6 +5,7 @@ indep with its positional retries), run in lockstep over rows: every row is one 
 input x, and masks say which rows are still retrying. Loops here run over replicas,
 retries and tree depth, never over PGs.
 """
+import dataclasses
 from dataclasses import dataclass
 from typing import NamedTuple, Optional, Tuple
 
@@ -13,8 +14,8 @@ import numpy as np
 from ..model.constants import CRUSH_ITEM_NONE, CRUSH_ITEM_UNDEF
 from ..model.mappable import LOCAL_TRIES
 from ..model.work import count
-from .compiled import MSR_RULE_TYPES, MSR_STEP_OPS, ChooseArgs, CompiledCrush, CompiledRule
-from .descent import BAD, EMPTY, OK, CrushWork, RunContext
+from .compiled import MSR_RULE_TYPES, MSR_STEP_OPS, CompiledRule
+from .descent import BAD, EMPTY, OK, RunContext
 
 AHEAD_ROWS = 64   # tries drawn at once in a retry: up to this many (row, try) pairs
 AHEAD_MAX = 8     # and at most this many tries of one row
@@ -289,13 +290,14 @@ class _IndepTry:
             nc[at] = rp[pick] + 1
 
 
-def do_rule(cm: CompiledCrush, rule: CompiledRule, x: np.ndarray, result_max: int,
-            dev_weight: np.ndarray, args: Optional[ChooseArgs] = None,
-            work: Optional[CrushWork] = None) -> Tuple[np.ndarray, np.ndarray]:
-    """Map every input x through the rule: (result (n, result_max), result length (n,)).
-    What it costs is added to `work`."""
+def do_rule(ctx: RunContext, rule: CompiledRule, x: np.ndarray,
+            result_max: int) -> Tuple[np.ndarray, np.ndarray]:
+    """crush_do_rule for every input x, on ctx's map, weight set and reweights: (result (n,
+    result_max), result length (n,)). What it costs is added to ctx.work."""
+    cm = ctx.cm
     cm.check_mappable(rule)
-    ctx = RunContext(cm, args, dev_weight.astype(np.int64), work if work is not None else CrushWork())
+    if ctx.dev_weight.dtype != np.int64:
+        ctx = dataclasses.replace(ctx, dev_weight=ctx.dev_weight.astype(np.int64))
     draws0 = ctx.work.draws
     ctx.work.replicas += x.shape[0] * result_max
     count("crush_replicas", x.shape[0] * result_max)

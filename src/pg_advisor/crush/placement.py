@@ -17,7 +17,7 @@ from ..model.constants import CRUSH_ITEM_NONE, WEIGHT_ONE
 from ..model.snapshot import Pool, Snapshot
 from .compiled import ChooseArgs, CompiledCrush, CompiledRule, compile_crush
 from .hashing import hash32_2
-from .descent import CrushWork
+from .descent import CrushWork, RunContext
 from .mapper import do_rule
 from .upmap import apply_upmap
 
@@ -336,7 +336,7 @@ class Placer:
                             else lowered[:0])
         todo = np.concatenate([seed_inputs(p, m[r]) for (p, m), r in zip(wanted, redo)])
         if todo.size:
-            raw, _ = do_rule(self.crush, rule, todo, first.size, self.weight, args, self.work)
+            raw, _ = do_rule(RunContext(self.crush, args, self.weight, self.work), rule, todo, first.size)
             raw = self._drop(first, raw, self._exists(raw))
             start = 0
             for out, r in zip(outs, redo):

@@ -12,9 +12,8 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 # (module, qualified name) -> why it keeps its parameters for now
 ALLOWED: Dict[Tuple[str, str], str] = {
-    # crush/: crush_do_rule and the msr descent as Ceph's mapper.c has them, arguments
-    # included, so that the two read side by side
-    ("crush/mapper.py", "do_rule"): "mapper.c's crush_do_rule",
+    # crush/msr.py: mapper.c's msr descent, its arguments included, so that the two read
+    # side by side
     ("crush/msr.py", "_Run.dead"): "mapper.c's msr descent",
     ("crush/msr.py", "_Run.choose"): "mapper.c's msr descent",
     ("crush/msr.py", "_Run.hopeless"): "mapper.c's msr descent",
