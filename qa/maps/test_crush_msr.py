@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterator, List, Tuple
 import numpy as np
 import pytest
 
+from pg_advisor.crush.descent import RunContext
 from pg_advisor.crush.mapper import do_rule
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot
@@ -97,7 +98,7 @@ def crush_mismatches(snap: snapshot.Snapshot, rule_id: int, num_rep: int,
         weight[osd] = int(np.float32(w) * np.float32(WEIGHT_ONE))
     xs = np.array(sorted(want), dtype=np.int64)
     args = cm.choose_args.get(0, cm.choose_args.get(-1))   # crushtool's key 0, else the default
-    res, rlen = do_rule(cm, rule, xs, num_rep, weight, args)
+    res, rlen = do_rule(RunContext(cm, args, weight), rule, xs, num_rep)
     bad = []
     for i, x in enumerate(xs.tolist()):
         got = res[i, :rlen[i]].tolist()

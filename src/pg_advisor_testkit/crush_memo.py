@@ -24,8 +24,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from pg_advisor.crush import placement
-from pg_advisor.crush.compiled import ChooseArgs, CompiledCrush, CompiledRule
-from pg_advisor.crush.descent import CrushWork
+from pg_advisor.crush.compiled import CompiledCrush, CompiledRule
+from pg_advisor.crush.descent import RunContext
 from pg_advisor.model.work import count
 
 CELLS_MAX = 1 << 24        # int64 cells of sets kept in all (128 MiB)
@@ -69,27 +69,26 @@ class Memo:
         self._maps[id(cm)] = (weakref.ref(cm), digest)
         return digest
 
-    def key(self, cm: CompiledCrush, rule: CompiledRule, x: np.ndarray, result_max: int,
-            dev_weight: np.ndarray, args: Optional[ChooseArgs]) -> Tuple[Any, ...]:
+    def key(self, ctx: RunContext, rule: CompiledRule, x: np.ndarray, result_max: int) -> Tuple[Any, ...]:
+        """All the run reads: ctx's map, weight set and reweights (its work only counts)."""
+        args = ctx.args
         h = hashlib.sha1()
-        _arrays(h, np.asarray(x, dtype=np.int64), np.asarray(dev_weight, dtype=np.int64))
+        _arrays(h, np.asarray(x, dtype=np.int64), np.asarray(ctx.dev_weight, dtype=np.int64))
         if args is not None:
             _arrays(h, args.weights, args.positions, args.ids)
-        return (engine(), self._map_digest(cm), rule, int(result_max), args is None, h.hexdigest())
+        return (engine(), self._map_digest(ctx.cm), rule, int(result_max), args is None, h.hexdigest())
 
-    def do_rule(self, cm: CompiledCrush, rule: CompiledRule, x: np.ndarray, result_max: int,
-                dev_weight: np.ndarray, args: Optional[ChooseArgs] = None,
-                work: Optional[CrushWork] = None) -> Result:
+    def do_rule(self, ctx: RunContext, rule: CompiledRule, x: np.ndarray, result_max: int) -> Result:
         if self.bypass:
-            return self.real(cm, rule, x, result_max, dev_weight, args, work)
-        mine = work if work is not None else CrushWork()
+            return self.real(ctx, rule, x, result_max)
+        mine = ctx.work
         with self._lock:
-            k = self.key(cm, rule, x, result_max, dev_weight, args)
+            k = self.key(ctx, rule, x, result_max)
             kept = self.runs.get(k)
             if kept is None:
                 self.misses += 1
                 draws, replicas = mine.draws, mine.replicas
-                res, rlen = self.real(cm, rule, x, result_max, dev_weight, args, mine)
+                res, rlen = self.real(ctx, rule, x, result_max)
                 if res.size <= RUN_CELLS_MAX and self.cells + res.size <= CELLS_MAX:
                     self.cells += res.size
                     self.runs[k] = _Kept(res.copy(), rlen.copy(), mine.draws - draws,

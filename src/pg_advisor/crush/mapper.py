@@ -5,6 +5,7 @@ indep with its positional retries), run in lockstep over rows: every row is one 
 input x, and masks say which rows are still retrying. Loops here run over replicas,
 retries and tree depth, never over PGs.
 """
+import dataclasses
 from dataclasses import dataclass
 from typing import NamedTuple, Optional, Tuple
 
@@ -13,8 +14,8 @@ import numpy as np
 from ..model.constants import CRUSH_ITEM_NONE, CRUSH_ITEM_UNDEF
 from ..model.mappable import LOCAL_TRIES
 from ..model.work import count
-from .compiled import MSR_RULE_TYPES, MSR_STEP_OPS, ChooseArgs, CompiledCrush, CompiledRule
-from .descent import BAD, EMPTY, OK, CrushWork, RunContext
+from .compiled import MSR_RULE_TYPES, MSR_STEP_OPS, CompiledRule
+from .descent import BAD, EMPTY, OK, RunContext
 
 AHEAD_ROWS = 64   # tries drawn at once in a retry: up to this many (row, try) pairs
 AHEAD_MAX = 8     # and at most this many tries of one row
@@ -26,14 +27,52 @@ def ahead_of(rows: int) -> int:
     return max(1, min(AHEAD_MAX, AHEAD_ROWS // max(rows, 1)))
 
 
-def _choose_firstn(ctx: RunContext, bucket: np.ndarray, x: np.ndarray, type_id: int,
-                   out: np.ndarray, out2: Optional[np.ndarray], outpos: np.ndarray,
-                   count: np.ndarray, rep_start: np.ndarray, rep_end: np.ndarray,
-                   tries: int, recurse_tries: int, recurse_to_leaf: bool, vary_r: int,
-                   stable: int, parent_r: np.ndarray, reach: Optional[np.ndarray] = None) -> np.ndarray:
+class Choose(NamedTuple):
+    """What a crush_choose_firstn or crush_choose_indep call takes once for all its rows."""
+    type_id: int              # the type of the items chosen (0: devices)
+    tries: int
+    recurse_tries: int        # a chooseleaf's tries for the device below each item
+    recurse_to_leaf: bool     # a chooseleaf: that device into out2
+    vary_r: int = 0           # firstn's chooseleaf tunables
+    stable: int = 0
+    numrep: int = 0           # indep's: r's stride from one pass to the next
+
+    def leaf(self) -> "Choose":
+        """The choose of a device below each item of a chooseleaf (mapper.c's recursion)."""
+        return self._replace(type_id=0, tries=self.recurse_tries, recurse_tries=0, recurse_to_leaf=False)
+
+
+class FirstnRows(NamedTuple):
+    """crush_choose_firstn's arguments that differ by row (one row per input)."""
+    bucket: np.ndarray        # the bucket chosen from (an index, -1-id)
+    x: np.ndarray
+    out: np.ndarray           # the items chosen, filled in place from outpos on
+    out2: Optional[np.ndarray]    # a chooseleaf's devices, alike
+    outpos: np.ndarray
+    room: np.ndarray          # how many items out may still take (mapper.c's count)
+    rep_start: np.ndarray     # the replicas tried: [rep_start, rep_end)
+    rep_end: np.ndarray
+    parent_r: np.ndarray      # the r of the chooseleaf above (0 at the top)
+
+
+class IndepRows(NamedTuple):
+    """crush_choose_indep's arguments that differ by row (one row per input)."""
+    bucket: np.ndarray        # the bucket chosen from (an index, -1-id)
+    x: np.ndarray
+    left: np.ndarray          # how many positions to fill from outpos on
+    out: np.ndarray           # filled in place, holes CRUSH_ITEM_NONE
+    out2: Optional[np.ndarray]    # a chooseleaf's devices, alike
+    outpos: np.ndarray
+    parent_r: np.ndarray      # the r of the chooseleaf above (0 at the top)
+
+
+def _choose_firstn(ctx: RunContext, batch: FirstnRows, spec: Choose,
+                   reach: Optional[np.ndarray] = None) -> np.ndarray:
     """crush_choose_firstn over rows; fills out (and out2) in place, returns outpos.
     `reach` (a top-level choose, whose `out` holds only its own picks): a row that has
     placed every item its bucket can reach stops (each further try would collide)."""
+    bucket, x, out, out2, outpos, count, rep_start, rep_end, parent_r = batch
+    type_id, tries, _, recurse_to_leaf, vary_r, stable, _ = spec
     outpos = outpos.copy()
     count = count.copy()
     cols = np.arange(out.shape[1])
@@ -69,9 +108,10 @@ def _choose_firstn(ctx: RunContext, bucket: np.ndarray, x: np.ndarray, type_id: 
                     leaf = leaves[sub]
                     p = pos[sub]
                     got = _choose_firstn(
-                        ctx, -1 - item[sub], x[lr], 0, leaf, None, p, count[lr],
-                        np.zeros_like(p) if stable else p, np.ones_like(p) if stable else p + 1,
-                        recurse_tries, 0, False, vary_r, stable, sub_r)
+                        ctx, FirstnRows(-1 - item[sub], x[lr], leaf, None, p, count[lr],
+                                        np.zeros_like(p) if stable else p,
+                                        np.ones_like(p) if stable else p + 1, sub_r),
+                        spec.leaf())
                     leaves[sub] = leaf
                     reject[sub] = got <= p
                 dev = np.flatnonzero(cand & (item >= 0))
@@ -95,14 +135,13 @@ def _choose_firstn(ctx: RunContext, bucket: np.ndarray, x: np.ndarray, type_id: 
     return outpos
 
 
-def _choose_indep(ctx: RunContext, bucket: np.ndarray, x: np.ndarray, left: np.ndarray,
-                  numrep: int, type_id: int, out: np.ndarray, outpos: np.ndarray,
-                  tries: int, recurse_tries: int, recurse_to_leaf: bool,
-                  out2: Optional[np.ndarray], parent_r: np.ndarray,
+def _choose_indep(ctx: RunContext, batch: IndepRows, spec: Choose,
                   reach: Optional[np.ndarray] = None) -> None:
     """crush_choose_indep over rows: positional, holes become CRUSH_ITEM_NONE. `reach`
     (a top-level choose): a row that holds every item its bucket can reach stops (each
     further try collides, or sets a hole where one would be left anyway)."""
+    bucket, x, left, out, out2, outpos, _ = batch
+    tries = spec.tries
     left = left.copy()
     endpos = outpos + left
     cols = np.arange(out.shape[1])
@@ -111,8 +150,7 @@ def _choose_indep(ctx: RunContext, bucket: np.ndarray, x: np.ndarray, left: np.n
     if out2 is not None:
         out2[span] = CRUSH_ITEM_UNDEF
     width = int((endpos - outpos).max(initial=0))
-    t = _IndepTry(ctx, bucket, x, outpos, numrep, type_id, out, out2, span,
-                  recurse_to_leaf, recurse_tries, parent_r)
+    t = _IndepTry(ctx, batch, spec, span)
     for ftotal in range(tries):
         in_pass = left > 0
         if reach is not None:
@@ -123,7 +161,7 @@ def _choose_indep(ctx: RunContext, bucket: np.ndarray, x: np.ndarray, left: np.n
         # after the first pass (or with a few tries a pass left) rows retry on their own:
         # each runs to its end, its open positions tried at once
         if (ftotal > 0 or int(left[rows].sum()) <= AHEAD_ROWS) and AHEAD_MAX > 1:
-            t.finish(rows, ftotal, tries, left, reach)
+            t.finish(rows, ftotal, left, reach)
             break
         for k in range(width):
             rep = outpos + k
@@ -155,48 +193,41 @@ class _IndepTry:
     """One try of crush_choose_indep at position rp of some rows in pass f, read from the
     state without changing it (draw), and its outcome written (commit)."""
     ctx: RunContext
-    bucket: np.ndarray
-    x: np.ndarray
-    outpos: np.ndarray
-    numrep: int
-    type_id: int
-    out: np.ndarray
-    out2: Optional[np.ndarray]
-    span: np.ndarray
-    recurse_to_leaf: bool
-    recurse_tries: int
-    parent_r: np.ndarray
+    batch: IndepRows
+    spec: Choose
+    span: np.ndarray      # each row's positions [outpos, outpos + left)
 
     def draw(self, rows: np.ndarray, rp: np.ndarray, f: np.ndarray) -> "Tries":
         """The tries' outcomes (Tries)."""
-        ctx, numrep = self.ctx, self.numrep
-        r = rp + self.parent_r[rows] + numrep * f
+        ctx, b, spec = self.ctx, self.batch, self.spec
+        numrep = spec.numrep
+        r = rp + b.parent_r[rows] + numrep * f
         apart = ctx.uniform_apart(numrep)
-        item, itype, status, r = ctx.descend_r(self.bucket[rows], self.x[rows], r, self.outpos[rows],
-                                               self.type_id, None if apart is None else (apart, r + f))
+        item, itype, status, r = ctx.descend_r(b.bucket[rows], b.x[rows], r, b.outpos[rows],
+                                               spec.type_id, None if apart is None else (apart, r + f))
         bad = status == BAD
         ok = status == OK
-        collide = ok & ((self.out[rows] == item[:, None]) & self.span[rows]).any(axis=1)
+        collide = ok & ((b.out[rows] == item[:, None]) & self.span[rows]).any(axis=1)
         fine = ok & ~collide
         leaf = np.where(item >= 0, item, CRUSH_ITEM_NONE)
         wrote = np.zeros(rows.size, dtype=bool)
-        if self.recurse_to_leaf and self.out2 is not None:
+        if spec.recurse_to_leaf and b.out2 is not None:
             wrote = fine.copy()
             sub = np.flatnonzero(fine & (item < 0))
             if sub.size:
                 lr = rows[sub]
-                leaves = self.out2[lr]
-                _choose_indep(ctx, -1 - item[sub], self.x[lr], np.ones(sub.size, np.int64),
-                              numrep, 0, leaves, rp[sub], self.recurse_tries, 0, False, None, r[sub])
+                leaves = b.out2[lr]
+                _choose_indep(ctx, IndepRows(-1 - item[sub], b.x[lr], np.ones(sub.size, np.int64),
+                                             leaves, None, rp[sub], r[sub]), spec.leaf())
                 leaf[sub] = leaves[np.arange(sub.size), rp[sub]]
                 fine[sub] &= leaf[sub] != CRUSH_ITEM_NONE
         chk = np.flatnonzero(fine & (itype == 0))
         if chk.size:
-            fine[chk] &= ~ctx.is_out(item[chk], self.x[rows[chk]])
+            fine[chk] &= ~ctx.is_out(item[chk], b.x[rows[chk]])
         return Tries(bad, fine, item, wrote, leaf)
 
     def placed(self, rows: np.ndarray) -> np.ndarray:
-        held = self.out[rows]
+        held = self.batch.out[rows]
         return (self.span[rows] & (held != CRUSH_ITEM_UNDEF) & (held != CRUSH_ITEM_NONE)).sum(axis=1)
 
     def commit(self, rows: np.ndarray, rp: np.ndarray, t: "Tries", left: np.ndarray) -> np.ndarray:
@@ -208,7 +239,7 @@ class _IndepTry:
         ends = np.flatnonzero(bad | fine)
         done, first = np.unique(rows[ends], return_index=True)
         pick = ends[first]
-        out, out2 = self.out, self.out2
+        out, out2 = self.batch.out, self.batch.out2
         if out2 is not None and wrote.any():
             stop = np.full(rows.size, rows.size)
             ended = np.isin(rows, done)
@@ -223,17 +254,16 @@ class _IndepTry:
         out[rows[put], rp[put]] = item[put]
         if out2 is not None:
             out2[rows[hole], rp[hole]] = CRUSH_ITEM_NONE
-            if self.recurse_to_leaf:
+            if self.spec.recurse_to_leaf:
                 out2[rows[put], rp[put]] = leaf[put]
         left[rows[pick]] -= 1
         return pick
 
-    def finish(self, rows: np.ndarray, f0: int, tries: int, left: np.ndarray,
-               reach: Optional[np.ndarray]) -> None:
+    def finish(self, rows: np.ndarray, f0: int, left: np.ndarray, reach: Optional[np.ndarray]) -> None:
         """Every try left of a few rows from pass f0 on, in mapper.c's order (pass by pass,
         position by position): each row's next tries are drawn at once against its state,
         the first that changes it is kept and those after it drawn again."""
-        out, span = self.out, self.span
+        out, span, tries = self.batch.out, self.span, self.spec.tries
         cols = np.arange(out.shape[1])
         nf = np.full(rows.size, f0, dtype=np.int64)     # each row's next try: pass, column
         nc = np.zeros(rows.size, dtype=np.int64)
@@ -241,7 +271,7 @@ class _IndepTry:
             open_ = span[rows] & (out[rows] == CRUSH_ITEM_UNDEF)
             live = open_.any(axis=1) & (nf < tries)
             if reach is not None:
-                live &= self.placed(rows) < reach[self.bucket[rows]]
+                live &= self.placed(rows) < reach[self.batch.bucket[rows]]
             rows, nf, nc, open_ = rows[live], nf[live], nc[live], open_[live]
             if not rows.size:
                 break
@@ -260,13 +290,14 @@ class _IndepTry:
             nc[at] = rp[pick] + 1
 
 
-def do_rule(cm: CompiledCrush, rule: CompiledRule, x: np.ndarray, result_max: int,
-            dev_weight: np.ndarray, args: Optional[ChooseArgs] = None,
-            work: Optional[CrushWork] = None) -> Tuple[np.ndarray, np.ndarray]:
-    """Map every input x through the rule: (result (n, result_max), result length (n,)).
-    What it costs is added to `work`."""
+def do_rule(ctx: RunContext, rule: CompiledRule, x: np.ndarray,
+            result_max: int) -> Tuple[np.ndarray, np.ndarray]:
+    """crush_do_rule for every input x, on ctx's map, weight set and reweights: (result (n,
+    result_max), result length (n,)). What it costs is added to ctx.work."""
+    cm = ctx.cm
     cm.check_mappable(rule)
-    ctx = RunContext(cm, args, dev_weight.astype(np.int64), work if work is not None else CrushWork())
+    if ctx.dev_weight.dtype != np.int64:
+        ctx = dataclasses.replace(ctx, dev_weight=ctx.dev_weight.astype(np.int64))
     draws0 = ctx.work.draws
     ctx.work.replicas += x.shape[0] * result_max
     count("crush_replicas", x.shape[0] * result_max)
@@ -317,6 +348,11 @@ def do_rule(cm: CompiledCrush, rule: CompiledRule, x: np.ndarray, result_max: in
             c = np.full((n, result_max), CRUSH_ITEM_NONE, dtype=np.int64)
             osize = np.zeros(n, dtype=np.int64)
             numrep = step.arg1 if step.arg1 > 0 else step.arg1 + result_max
+            if firstn:
+                recurse_tries = leaf_tries or (1 if t.chooseleaf_descend_once else choose_tries)
+                spec = Choose(step.arg2, choose_tries, recurse_tries, leafy, vary_r, stable)
+            else:
+                spec = Choose(step.arg2, choose_tries, leaf_tries or 1, leafy, numrep=numrep)
             for i in range(int(wsize.max()) if numrep > 0 else 0):
                 src = w[:, i]
                 bidx = -1 - src
@@ -329,15 +365,12 @@ def do_rule(cm: CompiledCrush, rule: CompiledRule, x: np.ndarray, result_max: in
                 zeros = np.zeros(rows.size, dtype=np.int64)
                 room = result_max - osize[rows]
                 if firstn:
-                    recurse_tries = leaf_tries or (1 if t.chooseleaf_descend_once else choose_tries)
-                    got = _choose_firstn(ctx, b, x[rows], step.arg2, seg, seg2, zeros, room,
-                                         zeros, np.full(rows.size, numrep), choose_tries,
-                                         recurse_tries, leafy, vary_r, stable, zeros,
-                                         ctx.reach(step.arg2, leafy or step.arg2 == 0))
+                    got = _choose_firstn(ctx, FirstnRows(b, x[rows], seg, seg2, zeros, room, zeros,
+                                                         np.full(rows.size, numrep), zeros),
+                                         spec, ctx.reach(step.arg2, leafy or step.arg2 == 0))
                 else:
                     got = np.minimum(numrep, room)
-                    _choose_indep(ctx, b, x[rows], got, numrep, step.arg2, seg, zeros,
-                                  choose_tries, leaf_tries or 1, leafy, seg2, zeros,
+                    _choose_indep(ctx, IndepRows(b, x[rows], got, seg, seg2, zeros, zeros), spec,
                                   ctx.reach(step.arg2, leafy != (step.arg2 == 0)))
                 for k in range(numrep):
                     m = np.flatnonzero(got > k)

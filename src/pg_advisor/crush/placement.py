@@ -9,7 +9,7 @@ and mark holes with CRUSH_ITEM_NONE.
 import dataclasses
 import threading
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from ..model.constants import CRUSH_ITEM_NONE, WEIGHT_ONE
 from ..model.snapshot import Pool, Snapshot
 from .compiled import ChooseArgs, CompiledCrush, CompiledRule, compile_crush
 from .hashing import hash32_2
-from .descent import CrushWork
+from .descent import CrushWork, RunContext
 from .mapper import do_rule
 from .upmap import apply_upmap
 
@@ -66,6 +66,15 @@ class PoolMapping:
     def up_list(self, i: int) -> list:
         row = self.up[i].tolist()
         return [o for o in row if o != -1] if self.pool.type == "replicated" else row
+
+
+class UpSets(NamedTuple):
+    """Up sets as primary affinity reads them, and changes in place (OSDMap's osds and
+    primary, for many PGs)."""
+    up: np.ndarray          # (n, size); a replicated pool's new primary moves to the front
+    primary: np.ndarray     # (n,)
+    valid: np.ndarray       # (n, size) where an OSD is
+    aff: np.ndarray         # (n, size) each OSD's primary affinity, MAX_AFFINITY where none
 
 
 class Placer:
@@ -336,7 +345,7 @@ class Placer:
                             else lowered[:0])
         todo = np.concatenate([seed_inputs(p, m[r]) for (p, m), r in zip(wanted, redo)])
         if todo.size:
-            raw, _ = do_rule(self.crush, rule, todo, first.size, self.weight, args, self.work)
+            raw, _ = do_rule(RunContext(self.crush, args, self.weight, self.work), rule, todo, first.size)
             raw = self._drop(first, raw, self._exists(raw))
             start = 0
             for out, r in zip(outs, redo):
@@ -412,13 +421,13 @@ class Placer:
         aff = np.where(valid, self.affinity[np.clip(up, 0, len(self.affinity) - 1)], MAX_AFFINITY)
         special = np.flatnonzero((aff != MAX_AFFINITY).any(axis=1))
         if special.size:
-            self._apply_affinity(pool, pps, up, primary, special, valid, aff)
+            self._apply_affinity(pool, pps, UpSets(up, primary, valid, aff), special)
         return primary
 
     @staticmethod
-    def _apply_affinity(pool: Pool, pps: np.ndarray, up: np.ndarray, primary: np.ndarray,
-                        rows: np.ndarray, valid: np.ndarray, aff: np.ndarray) -> None:
+    def _apply_affinity(pool: Pool, pps: np.ndarray, sets: UpSets, rows: np.ndarray) -> None:
         """OSDMap::_apply_primary_affinity on the rows that have a non-default affinity."""
+        up, primary, valid, aff = sets
         sub = up[rows]
         coin = (hash32_2(pps[rows][:, None], sub) >> np.uint32(16)).astype(np.int64)
         accept = valid[rows] & ~((aff[rows] < MAX_AFFINITY) & (coin >= aff[rows]))

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from pg_advisor.crush import msr
+from pg_advisor.crush.descent import RunContext
 from pg_advisor.crush.mapper import do_rule
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot
@@ -42,7 +43,7 @@ def crush_results(snap: snapshot.Snapshot, run: Dict[str, Any]) -> Dict[int, Lis
     for osd, w in run["reweight"].items():
         weight[int(osd)] = int(np.float32(w) * np.float32(WEIGHT_ONE))
     xs = np.array(sorted(int(x) for x in run["mappings"]), dtype=np.int64)
-    res, rlen = do_rule(cm, cm.rules[run["rule"]], xs, run["num_rep"], weight)
+    res, rlen = do_rule(RunContext(cm, None, weight), cm.rules[run["rule"]], xs, run["num_rep"])
     return {int(x): res[i, :rlen[i]].tolist() for i, x in enumerate(xs.tolist())}
 
 
@@ -120,7 +121,7 @@ def with_rule(steps: List[Dict[str, Any]], rule_type: int = 5) -> snapshot.Snaps
 
 def map_rule_1(snap: snapshot.Snapshot) -> np.ndarray:
     cm = Placer(snap).crush
-    res, _ = do_rule(cm, cm.rules[1], np.arange(64), 6, np.full(12, WEIGHT_ONE))
+    res, _ = do_rule(RunContext(cm, None, np.full(12, WEIGHT_ONE)), cm.rules[1], np.arange(64), 6)
     return res
 
 

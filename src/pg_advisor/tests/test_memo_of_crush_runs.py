@@ -1,12 +1,13 @@
 """The unit tests' memo of CRUSH runs (pg_advisor_testkit/crush_memo.py) gives what a run
 gives and counts what it counts, and maps anew whatever a run reads that changed."""
+import dataclasses
 from typing import Any, Tuple
 
 import numpy as np
 import pytest
 
 from pg_advisor.crush import mapper
-from pg_advisor.crush.descent import CrushWork
+from pg_advisor.crush.descent import CrushWork, RunContext
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot, work
 from pg_advisor.model.constants import WEIGHT_ONE
@@ -21,17 +22,17 @@ def inputs(snap: snapshot.Snapshot) -> Tuple[Any, ...]:
     pool = snap.pool_by_name("rbd")
     rule = cm.find_rule(pool.crush_rule, 1, pool.size)
     weight = np.full(cm.max_devices, WEIGHT_ONE, dtype=np.int64)
-    return cm, rule, np.arange(256, dtype=np.int64), pool.size, weight
+    return RunContext(cm, None, weight), rule, np.arange(256, dtype=np.int64), pool.size
 
 
 def load() -> snapshot.Snapshot:
     return snapshot.load(read("osd_dump.json"), read("crush_dump.json"))
 
 
-def ran(call: Any, *args: Any) -> Tuple[np.ndarray, np.ndarray, CrushWork, dict]:
+def ran(call: Any, ctx: RunContext, *args: Any) -> Tuple[np.ndarray, np.ndarray, CrushWork, dict]:
     w = CrushWork(draws=5, replicas=7)      # a caller's work so far, added to
     before = dict(work.TALLY)
-    res, rlen = call(*args, work=w)
+    res, rlen = call(dataclasses.replace(ctx, work=w), *args)
     spent = {k: v - before.get(k, 0) for k, v in work.TALLY.items() if v != before.get(k, 0)}
     return res, rlen, w, spent
 
@@ -54,23 +55,24 @@ def test_a_kept_run_gives_and_counts_what_the_run_gives_and_counts() -> None:
 
 def test_what_a_run_reads_changed_is_mapped_anew(monkeypatch: pytest.MonkeyPatch) -> None:
     memo = crush_memo.Memo(mapper.do_rule)
-    cm, rule, x, size, weight = inputs(load())
-    memo.do_rule(cm, rule, x, size, weight)
-    out = weight.copy()
+    ctx, rule, x, size = inputs(load())
+    memo.do_rule(ctx, rule, x, size)
+    out = ctx.dev_weight.copy()
     out[2] = 0
     crush = read("crush_dump.json")
     crush["buckets"][0]["items"][0]["weight"] //= 2
-    for args in [(cm, rule, x[:100], size, weight), (cm, rule, x, size - 1, weight), (cm, rule, x, size, out),
+    for args in [(ctx, rule, x[:100], size), (ctx, rule, x, size - 1),
+                 (dataclasses.replace(ctx, dev_weight=out), rule, x, size),
                  inputs(snapshot.load(read("osd_dump.json"), crush))]:
         misses = memo.misses
         memo.do_rule(*args)
         assert memo.misses == misses + 1
     # the engine patched, as the CRUSH tests patch it: its own runs
     monkeypatch.setattr(mapper, "AHEAD_MAX", 1)
-    memo.do_rule(cm, rule, x, size, weight)
+    memo.do_rule(ctx, rule, x, size)
     assert memo.misses == 6 and memo.hits == 0
     memo.bypass = True
-    memo.do_rule(cm, rule, x, size, weight)
+    memo.do_rule(ctx, rule, x, size)
     assert memo.misses == 6 and memo.hits == 0 and len(memo.runs) == 6
 
 

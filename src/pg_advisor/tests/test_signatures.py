@@ -12,12 +12,6 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 # (module, qualified name) -> why it keeps its parameters for now
 ALLOWED: Dict[Tuple[str, str], str] = {
-    # crush/: the mapper follows Ceph's mapper.c function for function, arguments included,
-    # so that the two read side by side
-    ("crush/mapper.py", "_choose_firstn"): "mapper.c's crush_choose_firstn",
-    ("crush/mapper.py", "_choose_indep"): "mapper.c's crush_choose_indep",
-    ("crush/mapper.py", "do_rule"): "mapper.c's crush_do_rule",
-    ("crush/placement.py", "Placer._apply_affinity"): "OSDMap::_apply_primary_affinity",
     # model/: the dumps the snapshot is read from, one parameter each
     ("model/snapshot.py", "load"): "one parameter per dump",
 }
