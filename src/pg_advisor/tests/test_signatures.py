@@ -24,7 +24,6 @@ ALLOWED: Dict[Tuple[str, str], str] = {
     ("crush/msr.py", "_Run.push"): "mapper.c's msr descent",
     ("crush/placement.py", "Placer._apply_affinity"): "OSDMap::_apply_primary_affinity",
     # model/: the dumps the snapshot is read from, one parameter each
-    ("model/snapshot.py", "load"): "one parameter per dump",
 }
 
 
