@@ -290,7 +290,7 @@ def test_an_item_that_unbalances_is_removed_not_answered(tmp_path: Path) -> None
 def multi_dumps(tmp: Path) -> Tuple[GeneratedMap, Dict[str, Any], Dict[str, Any]]:
     gm = build_case(tmp, "multi")
     osd_dump, crush = gm.dumps()
-    assert [o for o in range(gm.num_osds) if osd_dump["osds"][o]["in"] == 0] == STATES["multi"][0]
+    assert [o for o in range(gm.num_osds) if osd_dump["osds"][o]["in"] == 0] == STATES["multi"].mark_out
     return gm, osd_dump, crush
 
 
