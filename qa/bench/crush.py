@@ -21,7 +21,7 @@ from pathlib import Path
 from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
 
-from ..maps.crushgen import REPLICATED_HOST, Layout, generate
+from ..maps.crushgen import REPLICATED_HOST, Layout, OsdMapSpec, generate
 
 
 def mixed(osd: int) -> float:
@@ -45,7 +45,7 @@ def main() -> int:
     args = ap.parse_args()
     layout = Layout(args.racks, args.hosts, args.osds_per_host, weight=mixed)
     with tempfile.TemporaryDirectory(prefix="pga-bench-") as tmp:
-        gm = generate(Path(tmp), layout, [REPLICATED_HOST], pg_bits=args.pg_bits)
+        gm = generate(Path(tmp), layout, [REPLICATED_HOST], OsdMapSpec(pg_bits=args.pg_bits))
         osd_dump, crush = gm.dumps(args.pg_num)
         pool_pgp = osd_dump["pools"][0]["pg_placement_num"]
 

@@ -17,14 +17,14 @@ from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.distribution import up_counts
 
-from ..maps.crushgen import REPLICATED_HOST, Layout, generate
+from ..maps.crushgen import REPLICATED_HOST, Layout, OsdMapSpec, generate
 
 PUBLISHED = {60: 0.544, 240: 0.287, 960: 0.138, 3840: 0.073, 7680: 0.050, 15360: 0.030}
 
 
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="pga-table-") as tmp:
-        gm = generate(Path(tmp), Layout(0, 5, 12), [REPLICATED_HOST], pg_bits=0)
+        gm = generate(Path(tmp), Layout(0, 5, 12), [REPLICATED_HOST], OsdMapSpec(pg_bits=0))
         osd_dump, crush = gm.dumps()
     snap = snapshot.load(osd_dump, crush)
     placer = Placer(snap)

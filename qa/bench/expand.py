@@ -31,6 +31,7 @@ import argparse
 import json
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -59,14 +60,27 @@ def score(c: Cluster) -> float:
     return float(json.loads(c.ceph("pg-advisor", "eval", "-f", "json"))["score"])
 
 
-def run_one(base: Path, method: str, objects: int, pg_num: int, concurrency: int, new_osds: int,
-            timeout: float, osd_conf: Dict[str, str]) -> Dict[str, Any]:
+@dataclass(frozen=True)
+class Experiment:
+    """What each run does, whatever its method: a pool of `pg_num` PGs filled with `objects`
+    objects, a client keeping `concurrency` writes in flight, `new_osds` OSDs added on a new
+    host, at most `timeout` s after that to even out; `osd_conf`, OSD options."""
+    objects: int
+    pg_num: int
+    concurrency: int
+    new_osds: int
+    timeout: float
+    osd_conf: Dict[str, str]
+
+
+def run_one(base: Path, method: str, exp: Experiment) -> Dict[str, Any]:
+    objects, pg_num, timeout = exp.objects, exp.pg_num, exp.timeout
     c = Cluster(Path(tempfile.mkdtemp(prefix=f"expand-{method}-", dir=base)))
     c.vstart("start", "--osds", "6", "--hosts", "3", "--no-pool")
     try:
         if not _VERSION_SAID:      # the first cluster's mon, before any row
             _VERSION_SAID.append(print_ceph_version(c.env))
-        for k, v in {**SHORT_LOG, **osd_conf}.items():
+        for k, v in {**SHORT_LOG, **exp.osd_conf}.items():
             c.ceph("config", "set", "osd", k, v)
         c.ceph("osd", "pool", "create", POOL, str(pg_num), str(pg_num))
         c.ceph("osd", "pool", "set", POOL, "pg_autoscale_mode", "off")
@@ -76,13 +90,13 @@ def run_one(base: Path, method: str, objects: int, pg_num: int, concurrency: int
         if method == "ceph":
             c.ceph("balancer", "mode", "upmap")
             c.ceph("balancer", "on")
-        client = Client(conf, POOL, concurrency)
+        client = Client(conf, POOL, exp.concurrency)
         client.start()
         time.sleep(10)
         t_change = time.monotonic()
         if method == "advisor":
             c.ceph("osd", "set", "norebalance")
-        c.vstart("add-osds", "--count", str(new_osds), "--host", "hostnew")
+        c.vstart("add-osds", "--count", str(exp.new_osds), "--host", "hostnew")
         peak = misplaced(c)
         pinned: Dict[str, Any] = {}
         over_before = 0
@@ -145,12 +159,13 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="an OSD option for both methods (e.g. osd_recovery_sleep=0.05: slower "
                          "backfill, as of disks)")
     a = ap.parse_args(argv)
-    osd_conf = dict(kv.split("=", 1) for kv in a.osd_set)
+    experiment = Experiment(a.objects, a.pg_num, a.concurrency, a.new_osds, a.timeout,
+                            dict(kv.split("=", 1) for kv in a.osd_set))
     base = Path(a.dir or tempfile.mkdtemp(prefix="bench-expand-"))
     rows = []
     for _ in range(a.repeat):
         for m in a.methods.split(","):
-            r = run_one(base, m, a.objects, a.pg_num, a.concurrency, a.new_osds, a.timeout, osd_conf)
+            r = run_one(base, m, experiment)
             print(json.dumps(r), flush=True)
             rows.append(r)
     head = (f"{'method':8} {'objects':>7} {'stall s':>7} {'during p50/p99/p99.9 ms':>24} {'failed':>6} "

@@ -41,7 +41,7 @@ from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot
 from pg_advisor_testkit.dumps import DUMP_FILES, read
 
-from ..maps.crushgen import REPLICATED_HOST, GeneratedMap, Layout, generate, synthetic_pg_dump
+from ..maps.crushgen import REPLICATED_HOST, GeneratedMap, Layout, OsdMapSpec, generate, synthetic_pg_dump
 from ..maps.monbuilt import build_case
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -63,7 +63,7 @@ def _no_stats() -> Dict[str, Any]:
 
 
 def _map(tmp: Path, layout: Layout, pg_bits: int) -> Tuple[GeneratedMap, Docs]:
-    gm = generate(tmp / "map", layout, [REPLICATED_HOST], pg_bits=pg_bits)
+    gm = generate(tmp / "map", layout, [REPLICATED_HOST], OsdMapSpec(pg_bits=pg_bits))
     osd_dump, crush = gm.dumps()
     return gm, {"osd_dump": osd_dump, "crush": crush}
 

@@ -45,6 +45,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -165,10 +166,32 @@ def spread(counts: List[int], osds: int, copies: int) -> bool:
     return max(counts) - min(counts) <= 1 and len(counts) == min(osds, copies)
 
 
-def new_pool(c: Cluster, pg_num: int, size: Optional[int], crush: str, osds: int) -> None:
+@dataclass(frozen=True)
+class PoolSetup:
+    """The bench's pool: `pg_num` PGs, doubled by the run; `size` replicas (None: Ceph's);
+    `crush`, where CRUSH alone is to put its PGs after the split on the cluster's `osds`
+    OSDs ("spread", "together", or "any": new_pool)."""
+    pg_num: int
+    size: Optional[int] = None
+    crush: str = "any"
+    osds: int = 6
+
+
+@dataclass(frozen=True)
+class ClientLoad:
+    """What the measuring client writes: `concurrency` ops in flight, each a 4 KiB rewrite
+    or (`zero`) a new zero-length object, as the pool was filled; `conf`, Ceph options of
+    its own."""
+    concurrency: int
+    zero: bool = False
+    conf: Optional[Dict[str, str]] = None
+
+
+def new_pool(c: Cluster, pool: PoolSetup) -> None:
     """The bench's pool; with crush "spread" or "together", recreated (each time a new pool
     id, so a new CRUSH placement) until CRUSH alone puts the PGs after the split spread
     over the OSDs, or not: every method then starts from the same placement."""
+    pg_num, size, crush = pool.pg_num, pool.size, pool.crush
     for _ in range(40):
         c.ceph("osd", "pool", "create", POOL, str(pg_num), str(pg_num))
         c.ceph("osd", "pool", "set", POOL, "pg_autoscale_mode", "off")
@@ -177,22 +200,21 @@ def new_pool(c: Cluster, pg_num: int, size: Optional[int], crush: str, osds: int
         if crush == "any":
             return
         after = crush_alone(c, c.pool_id(POOL), 2 * pg_num)
-        if spread(after, osds, 2 * pg_num * (size or 3)) == (crush == "spread"):
+        if spread(after, pool.osds, 2 * pg_num * (size or 3)) == (crush == "spread"):
             return
         c.ceph("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
     raise RuntimeError(f"no pool id in 40 gave a CRUSH placement '{crush}'")
 
 
-def run_one(c: Cluster, method: str, objects: int, pg_num: int, concurrency: int,
-            size: Optional[int] = None, zero: bool = False, crush: str = "any",
-            osds: int = 6, client_conf: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
-    new_pool(c, pg_num, size, crush, osds)
-    fill(c.env["CEPH_CONF"], POOL, objects, zero)
+def run_one(c: Cluster, method: str, objects: int, pool: PoolSetup, load: ClientLoad) -> Dict[str, Any]:
+    pg_num = pool.pg_num
+    new_pool(c, pool)
+    fill(c.env["CEPH_CONF"], POOL, objects, load.zero)
     c.wait_clean(1800)
     c.ceph("config", "set", "mgr", OPT + "split_pinning", "true" if method == "advisor-pinned" else "false")
     run_dir = c.dir / f"bench-{method}-{time.time():.0f}"
     run_dir.mkdir()
-    client = Client(c.env["CEPH_CONF"], POOL, concurrency, zero, client_conf, run_dir)
+    client = Client(c.env["CEPH_CONF"], POOL, load.concurrency, load.zero, load.conf, run_dir)
     client.start()
     time.sleep(10)
     first_epoch = int(c.json("osd", "dump")["epoch"])
@@ -281,7 +303,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="a Ceph option for the measuring client only, e.g. objecter_timeout=2 "
                     "or debug_objecter=10 with log_file=PATH (repeatable)")
     args = ap.parse_args(argv)
-    client_conf = dict(kv.split("=", 1) for kv in args.client_set)
+    pool = PoolSetup(args.pg_num, args.size, args.crush, args.osds)
+    load = ClientLoad(args.concurrency, args.zero, dict(kv.split("=", 1) for kv in args.client_set))
     c = Cluster(args.dir or Path(tempfile.mkdtemp(prefix="pga-split-")))
     c.vstart("start", "--no-pool", "--osds", str(args.osds), "--hosts", str(args.hosts))
     rows = []
@@ -296,8 +319,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         for n in [int(x) for x in args.objects.split(",")]:
             for _ in range(args.repeat):
                 for m in args.methods.split(","):
-                    r = run_one(c, m, n, args.pg_num, args.concurrency, args.size, args.zero,
-                                args.crush, args.osds, client_conf)
+                    r = run_one(c, m, n, pool, load)
                     print(json.dumps(r), file=sys.stderr)
                     rows.append(r)
     finally:

@@ -14,7 +14,7 @@ from pg_advisor.crush.placement import Placer
 from pg_advisor.analysis.growth import placer_after, with_host
 
 from ..bench.latency.client import fill
-from ..bench.latency.run import LIVE_RATE, POOL as LAT_POOL, Clients
+from ..bench.latency.run import LIVE_RATE, POOL as LAT_POOL, ClientLoad, Clients
 from ..cluster import Cluster, Writer, wait_until
 
 OPT = "mgr/pg_advisor/"
@@ -120,7 +120,7 @@ def latency_clients(filled: Cluster) -> Iterator[Clients]:
     c.ceph("osd", "pool", "set", LAT_POOL, "pg_autoscale_mode", "off")
     fill(c.env["CEPH_CONF"], LAT_POOL, 400)
     c.wait_clean()
-    clients = Clients(c, 400, 2, 4, c.dir, seed=3, rate=LIVE_RATE)
+    clients = Clients(c, 400, ClientLoad(clients=2, depth=4, seed=3, rate=LIVE_RATE), c.dir)
     try:
         yield clients
     finally:

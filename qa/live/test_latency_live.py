@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterator
 
 import pytest
 
-from ..bench.latency.run import LIVE_RATE, POOL, measure
+from ..bench.latency.run import LIVE_RATE, POOL, ClientLoad, Trial, measure
 from ..cluster import Cluster
 
 OPT = "mgr/pg_advisor/"
@@ -62,8 +62,8 @@ def check(r: Dict[str, Any]) -> None:
 
 def test_a_split_through_pg_advisor_loses_no_op_and_no_data(bench: Cluster) -> None:
     c = bench
-    r = measure(c, "split", "advisor", objects=400, pg_num=8, last_osd=-1, clients=2, depth=4,
-                window=5, timeout=600, seed=1, rate=LIVE_RATE)
+    r = measure(c, Trial("split", "advisor", objects=400, pg_num=8, last_osd=-1, window=5, timeout=600),
+                ClientLoad(clients=2, depth=4, seed=1, rate=LIVE_RATE))
     check(r)
     pool = next(p for p in c.json("osd", "pool", "ls", "detail") if p["pool_name"] == POOL)
     assert pool["pg_num"] == pool["pg_placement_num"] == 16
@@ -79,8 +79,8 @@ def test_a_drain_through_pg_advisor_loses_no_op_and_no_data(bench: Cluster, meth
     osd = max(o["osd"] for o in c.json("osd", "dump")["osds"] if o["in"] and o["up"])
     weight = c.crush_weights()[osd]
     try:
-        r = measure(c, "drain", method, objects=400, pg_num=16, last_osd=osd, clients=2, depth=4,
-                    window=5, timeout=900, seed=2, rate=LIVE_RATE)
+        r = measure(c, Trial("drain", method, objects=400, pg_num=16, last_osd=osd, window=5, timeout=900),
+                    ClientLoad(clients=2, depth=4, seed=2, rate=LIVE_RATE))
         check(r)
         assert r["bytes_moved"] > 0
         brief = c.json("pg", "dump", "pgs_brief")

@@ -25,7 +25,7 @@ from typing import Callable, Dict, List, Sequence, Tuple
 
 from pg_advisor_testkit.dumps import FIXTURES
 
-from .crushgen import (GeneratedMap, Layout, Tools, crush_test, crush_text, generate, rule,
+from .crushgen import (GeneratedMap, Layout, OsdMapSpec, Tools, crush_test, crush_text, generate, rule,
                        write_fixture_main)
 
 FIXTURE = FIXTURES / "buckets"
@@ -85,9 +85,9 @@ class BucketCase:
 
     def make(self, tools: Tools, tmp: Path, pool_rule: int = 0) -> GeneratedMap:
         """The map with its pool under the firstn rule (0) or the indep one (1)."""
-        return generate(tmp, self.layout, [], pg_bits=self.pg_bits, size=self.size,
-                        mark_out=self.mark_out, crush_weights=self.crush_weights, tools=tools,
-                        text=self.text(pool_rule))
+        spec = OsdMapSpec(pg_bits=self.pg_bits, size=self.size, mark_out=self.mark_out,
+                          crush_weights=self.crush_weights)
+        return generate(tmp, self.layout, [], spec, tools=tools, text=self.text(pool_rule))
 
     def runs(self) -> List[Tuple[int, int, Dict[int, float]]]:
         """crushtool --test runs on the map of pool_rule 0: (rule, num_rep, reweights)."""

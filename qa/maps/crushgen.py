@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -280,24 +280,36 @@ def mismatches(snap: snapshot.Snapshot, ref: Dict[str, Tuple[List[int], int]],
     return bad
 
 
-def generate(tmp: Path, layout: Layout, rules: Sequence[str], pg_bits: int = 6,
-             pgp_bits: Optional[int] = None, size: int = 3,
-             mark_out: Sequence[int] = (), crush_weights: Optional[Dict[int, float]] = None,
+@dataclass(frozen=True)
+class OsdMapSpec:
+    """The OSDMap `osdmaptool --createsimple` makes around a CRUSH map: its one pool (PGs
+    per OSD 2^pg_bits, placed 2^pgp_bits, None: as many; `size` replicas), and the state
+    every tool call then puts it in (GeneratedMap.state_args: `mark_out`, at most one OSD
+    out; `crush_weights`, OSD -> CRUSH weight)."""
+    pg_bits: int = 6
+    pgp_bits: Optional[int] = None
+    size: int = 3
+    mark_out: Sequence[int] = ()
+    crush_weights: Optional[Mapping[int, float]] = None
+
+
+def generate(tmp: Path, layout: Layout, rules: Sequence[str], osdmap: OsdMapSpec = OsdMapSpec(),
              tools: Tools = HOST, text: Optional[str] = None) -> GeneratedMap:
     """Write the maps under tmp (one `tools` can reach) and return a handle on them; the
-    CRUSH map is the layout's with `rules`, or `text` as given."""
+    CRUSH map is the layout's with `rules`, or `text` as given; the OSDMap around it is `osdmap`."""
     tmp.mkdir(parents=True, exist_ok=True)
     txt = tmp / "crush.txt"
     txt.write_text(text if text is not None else crush_text(layout, rules))
     crush_bin = tmp / "crush.bin"
     tools.run("crushtool", "-c", txt, "-o", crush_bin)
     om = tmp / "osdmap.bin"
+    pg_bits, pgp_bits = osdmap.pg_bits, osdmap.pgp_bits
     tools.run("osdmaptool", "--createsimple", str(layout.num_osds), "--with-default-pool", "--clobber",
               "--pg-bits", str(pg_bits), "--pgp-bits", str(pgp_bits if pgp_bits is not None else pg_bits),
-              f"--osd_pool_default_size={size}", om)
+              f"--osd_pool_default_size={osdmap.size}", om)
     tools.run("osdmaptool", om, "--import-crush", crush_bin)
-    return GeneratedMap(path=om, num_osds=layout.num_osds, mark_out=list(mark_out),
-                        crush_weights=dict(crush_weights or {}), tools=tools)
+    return GeneratedMap(path=om, num_osds=layout.num_osds, mark_out=list(osdmap.mark_out),
+                        crush_weights=dict(osdmap.crush_weights or {}), tools=tools)
 
 
 def synthetic_pg_dump(snap: snapshot.Snapshot, sigma: float, seed: int = 1) -> Dict[str, Any]:

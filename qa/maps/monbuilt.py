@@ -15,7 +15,7 @@ import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -175,16 +175,24 @@ def make_osds(mon: _Mon, n: int) -> None:
     mon.command("osd in", ids=["all"])
 
 
-def _states_for_items(mon: _Mon, num_osds: int, mark_out: Sequence[int],
-                      crush_weights: Dict[int, float]) -> None:
+@dataclass(frozen=True)
+class OsdStates:
+    """The OSDs' states a map's handle sets for every tool (GeneratedMap.state_args): the
+    OSDs `mark_out` out (osdmaptool marks one at most), and the CRUSH weights
+    `crush_weights` (OSD -> weight)."""
+    mark_out: Sequence[int] = ()
+    crush_weights: Mapping[int, float] = field(default_factory=dict)
+
+
+def _states_for_items(mon: _Mon, num_osds: int, states: OsdStates) -> None:
     """What the mon needs to keep items: it keeps one only on OSDs that exist and are in,
     and only where CRUSH picks its source (OSDMap::check_pg_upmaps after each change). So
     the OSDs made (before the pools: each OSD is a map epoch, cheap while no PG maps), the
     out ones out and the CRUSH weights set, as the handle's osdmaptool options set them."""
     make_osds(mon, num_osds)
-    if mark_out:
-        mon.command("osd out", ids=[str(o) for o in mark_out])
-    for o, w in crush_weights.items():
+    if states.mark_out:
+        mon.command("osd out", ids=[str(o) for o in states.mark_out])
+    for o, w in states.crush_weights.items():
         mon.command("osd crush reweight", name=f"osd.{o}", weight=float(w))
     mon.command("osd set-require-min-compat-client", version="luminous", yes_i_really_mean_it=True)
 
@@ -198,12 +206,13 @@ def _set_items(mon: _Mon, items: Mapping[str, Sequence[Tuple[int, int]]]) -> Non
 
 
 def build(tmp: Path, layout: Layout, rules: Sequence[str], pools: Sequence[PoolSpec],
-          mark_out: Sequence[int] = (), crush_weights: Optional[Dict[int, float]] = None,
+          states: OsdStates = OsdStates(),
           items: Optional[Mapping[str, Sequence[Tuple[int, int]]]] = None) -> GeneratedMap:
     """Write tmp/osdmap.bin holding the layout, the rules and the pools; return a handle on it.
-    The OSDs do not exist in it (as with --createsimple): the handle marks them up and in.
-    With `items` (pg-upmap-items, as a balancer proposes them for the handle's state) the
-    OSDs exist, down, and the map holds those items (osdmaptool cannot set any)."""
+    The OSDs do not exist in it (as with --createsimple): the handle marks them up and in,
+    then sets `states`. With `items` (pg-upmap-items, as a balancer proposes them for the
+    handle's state) the OSDs exist, down, and the map holds those items (osdmaptool cannot
+    set any)."""
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "crush.txt").write_text(crush_text(layout, rules))
     run("crushtool", "-c", str(tmp / "crush.txt"), "-o", str(tmp / "crush.bin"))
@@ -225,7 +234,7 @@ def build(tmp: Path, layout: Layout, rules: Sequence[str], pools: Sequence[PoolS
         mon = _Mon(mon_dir, seed)
         mon.connect()
         if items:
-            _states_for_items(mon, layout.num_osds, mark_out, dict(crush_weights or {}))
+            _states_for_items(mon, layout.num_osds, states)
         for p in pools:
             _create_pool(mon, p, default_rule)
         made = {d["pool_name"]: d for d in json.loads(mon.command(
@@ -246,8 +255,8 @@ def build(tmp: Path, layout: Layout, rules: Sequence[str], pools: Sequence[PoolS
             mon.stop()
         if ok:   # after a failure its log stays for the post-mortem (errors name the dir)
             shutil.rmtree(mon_dir, ignore_errors=True)
-    return GeneratedMap(path=om, num_osds=layout.num_osds, mark_out=list(mark_out),
-                        crush_weights=dict(crush_weights or {}))
+    return GeneratedMap(path=om, num_osds=layout.num_osds, mark_out=list(states.mark_out),
+                        crush_weights=dict(states.crush_weights))
 
 
 def pools_of(gm: GeneratedMap) -> List[Dict[str, Any]]:
@@ -310,19 +319,18 @@ CASES: Dict[str, Tuple[Layout, List[str], List[PoolSpec]]] = {
                     MULTI384_POOLS + [PoolSpec("rgw", 512, "one_per_room")]),
 }
 # OSD states of a case, set as osdmaptool sets them for every tool: out, CRUSH weight
-STATES: Dict[str, Tuple[List[int], Dict[int, float]]] = {
-    "multi": ([30], {10: 0.0, 50: 0.0}),
-    "multi384": ([141], {10: 0.0, 150: 0.0, 77: 0.5, 260: 1.2}),
+STATES: Dict[str, OsdStates] = {
+    "multi": OsdStates([30], {10: 0.0, 50: 0.0}),
+    "multi384": OsdStates([141], {10: 0.0, 150: 0.0, 77: 0.5, 260: 1.2}),
     # more OSDs of other CRUSH weights, in every room
-    "multi384rgw": ([141], {10: 0.0, 150: 0.0, 77: 0.5, 260: 1.2, 20: 2.5, 33: 0.3, 300: 0.4}),
+    "multi384rgw": OsdStates([141], {10: 0.0, 150: 0.0, 77: 0.5, 260: 1.2, 20: 2.5, 33: 0.3, 300: 0.4}),
 }
 
 
 def build_case(tmp: Path, name: str,
                items: Optional[Mapping[str, Sequence[Tuple[int, int]]]] = None) -> GeneratedMap:
     layout, rules, pools = CASES[name]
-    out, weights = STATES.get(name, ([], {}))
-    return build(tmp, layout, rules, pools, out, weights, items)
+    return build(tmp, layout, rules, pools, STATES.get(name, OsdStates()), items)
 
 
 # Items Ceph's own balancer (`osdmaptool --upmap`: it chooses at random, so recorded)

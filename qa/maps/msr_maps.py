@@ -23,8 +23,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from pg_advisor_testkit.dumps import FIXTURES
 
 from .bucket_maps import by_index
-from .crushgen import (GeneratedMap, Layout, Tools, crush_test, crush_text, generate, tentacle_tools,
-                       write_fixture_main)
+from .crushgen import (GeneratedMap, Layout, OsdMapSpec, Tools, crush_test, crush_text, generate,
+                       tentacle_tools, write_fixture_main)
 
 FIXTURE = FIXTURES / "msr"
 
@@ -64,9 +64,9 @@ class MsrCase:
         return self.tunables + crush_text(self.layout, [msr_rule(self.steps, self.rule_type)]) + self.extra
 
     def make(self, tools: Tools, tmp: Path) -> GeneratedMap:
-        return generate(tmp, self.layout, [], pg_bits=self.pg_bits, size=self.pool_size or self.size,
-                        mark_out=self.mark_out, crush_weights=self.crush_weights, tools=tools,
-                        text=self.text())
+        spec = OsdMapSpec(pg_bits=self.pg_bits, size=self.pool_size or self.size, mark_out=self.mark_out,
+                          crush_weights=self.crush_weights)
+        return generate(tmp, self.layout, [], spec, tools=tools, text=self.text())
 
 
 def choose_args(key: int, entries: Sequence[Tuple[int, Sequence[Sequence[float]], Optional[Sequence[int]]]]
@@ -161,7 +161,7 @@ def with_foreign_items(tools: Tools, tmp: Path) -> GeneratedMap:
     them putting 3 replicas on a host."""
     lay = Layout(0, 4, 3, weight=lambda o: (1.0, 3.0, 1.0, 2.0)[o // 3] * (1 + o % 3))
     osd_rule = msr_rule(("take default", "chooseleaf firstn 0 type osd", "emit"), "replicated", "by-osd")
-    gm = generate(tmp, lay, [], pg_bits=7, size=4, tools=tools, text=crush_text(lay, [osd_rule]))
+    gm = generate(tmp, lay, [], OsdMapSpec(pg_bits=7, size=4), tools=tools, text=crush_text(lay, [osd_rule]))
     tools.run("osdmaptool", gm.path, "--mark-up-in", "--upmap", tmp / "items.txt", "--upmap-deviation", "1",
               "--upmap-max", "2000", "--upmap-active", "--save")
     two_by_two = msr_rule(("take default", "choosemsr 2 type host", "choosemsr 2 type osd", "emit"),
@@ -196,8 +196,8 @@ def write_fixture(tools: Tools, dest: Path) -> None:
     work = tools.workdir()
     try:
         text = crush_text(FIXTURE_LAYOUT, FIXTURE_RULES)
-        gm = generate(work, FIXTURE_LAYOUT, [], pg_bits=6, size=4, mark_out=(4,),
-                      crush_weights={9: 0.0}, tools=tools, text=text)
+        spec = OsdMapSpec(pg_bits=6, size=4, mark_out=(4,), crush_weights={9: 0.0})
+        gm = generate(work, FIXTURE_LAYOUT, [], spec, tools=tools, text=text)
         osd_dump, crush = gm.dumps()
         ref = tools.run("osdmaptool", gm.path, *gm.state_args(), "--test-map-pgs-dump-all")
         runs = [{"rule": r, "num_rep": n, "reweight": {str(k): v for k, v in w.items()},

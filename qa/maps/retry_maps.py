@@ -16,7 +16,8 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 from pg_advisor_testkit.dumps import FIXTURES
 
-from .crushgen import GeneratedMap, Layout, Tools, crush_test, generate, rule, write_fixture_main
+from .crushgen import (GeneratedMap, Layout, OsdMapSpec, Tools, crush_test, generate, rule,
+                       write_fixture_main)
 
 FIXTURE = FIXTURES / "retries"
 FIXTURE_X = 63
@@ -48,7 +49,7 @@ def build(tools: Tools, tmp: Path) -> GeneratedMap:
     rules = [rule(steps, name=name.replace("-", "_"), rule_id=i,
                   rule_type="erasure" if any("indep" in s for s in steps) else "replicated")
              for i, (name, steps, _) in enumerate(CASES)]
-    return generate(tmp, LAYOUT, rules, pg_bits=2, tools=tools)
+    return generate(tmp, LAYOUT, rules, OsdMapSpec(pg_bits=2), tools=tools)
 
 
 def runs(tools: Tools, gm: GeneratedMap, max_x: int) -> List[Dict[str, Any]]:

@@ -20,7 +20,7 @@ from pg_advisor.model.options import BalanceMode
 from pg_advisor_testkit.upmap_checker import check_up_set
 
 from ..cluster import Cluster
-from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, generate, rule, synthetic_pg_dump
+from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, OsdMapSpec, generate, rule, synthetic_pg_dump
 from .monbuilt import STATES, build_case, reweighted_multi
 from .move_bound import move_bound
 from .total_figures import PINNED, RGW_OUT, RGW_REWEIGHTS, pin, set_states
@@ -28,7 +28,7 @@ from .total_figures import PINNED, RGW_OUT, RGW_REWEIGHTS, pin, set_states
 
 def run(tmp: Path, layout: Layout, rules: Sequence[str], pg_num: Optional[int] = None,
         **kw: Any) -> Dict[str, Any]:
-    gm = generate(tmp, layout, rules, **kw)
+    gm = generate(tmp, layout, rules, OsdMapSpec(**kw))
     osd_dump, crush = gm.dumps(pg_num)
     return check_balanced(osd_dump, crush) | {"dumps": (osd_dump, crush)}
 
@@ -218,7 +218,7 @@ def set_and_compare(c: Cluster, tmp_path: Path, pools: Optional[List[str]] = Non
 
 
 def test_bytes_mode_evens_fullness_and_keeps_counts(tmp_path: Path) -> None:
-    gm = generate(tmp_path, Layout(0, 5, 12), [REPLICATED_HOST], pg_bits=5)
+    gm = generate(tmp_path, Layout(0, 5, 12), [REPLICATED_HOST], OsdMapSpec(pg_bits=5))
     osd_dump, crush = gm.dumps()
     snap = snapshot.load(osd_dump, crush, synthetic_pg_dump(snapshot.load(osd_dump, crush), 0.5))
     pgs = balance_report(snap, Aim(mode=BalanceMode.PGS))
@@ -259,7 +259,7 @@ def test_an_item_that_unbalances_is_removed_not_answered(tmp_path: Path) -> None
     """Balanced, then one legal item moves a replica from an OSD at its floor to one at
     its ceiling: the fix is to remove that item (one move), not to add another."""
     gm = generate(tmp_path, Layout(0, 5, 12, weight=lambda o: (1.0, 1.5)[o % 2]), [REPLICATED_HOST],
-                  pg_bits=4)
+                  OsdMapSpec(pg_bits=4))
     osd_dump, crush = gm.dumps()
     snap = snapshot.load(osd_dump, crush)
     base = dataclasses.replace(snap, pg_upmap_items={
@@ -290,7 +290,7 @@ def test_an_item_that_unbalances_is_removed_not_answered(tmp_path: Path) -> None
 def multi_dumps(tmp: Path) -> Tuple[GeneratedMap, Dict[str, Any], Dict[str, Any]]:
     gm = build_case(tmp, "multi")
     osd_dump, crush = gm.dumps()
-    assert [o for o in range(gm.num_osds) if osd_dump["osds"][o]["in"] == 0] == STATES["multi"][0]
+    assert [o for o in range(gm.num_osds) if osd_dump["osds"][o]["in"] == 0] == STATES["multi"].mark_out
     return gm, osd_dump, crush
 
 

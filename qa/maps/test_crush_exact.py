@@ -17,14 +17,14 @@ from pg_advisor.model.distribution import rule_weights
 from ..cluster import Cluster
 from .bucket_maps import ALGS as BUCKET_ALGS, CASES as BUCKET_CASES, FIXTURE as BUCKET_FIXTURE
 from .bucket_maps import BucketCase, write_fixture as write_bucket_fixture
-from .crushgen import (HOST, REPLICATED_HOST, TUNABLES, GeneratedMap, Layout, crush_test, generate,
-                       mismatches, rule, run)
+from .crushgen import (HOST, REPLICATED_HOST, TUNABLES, GeneratedMap, Layout, OsdMapSpec, crush_test,
+                       generate, mismatches, rule, run)
 from .test_crush_msr import crush_mismatches
 
 
 def check(tmp: Path, layout: Layout, rules: Sequence[str], pg_num: Optional[int] = None,
           **kw: object) -> None:
-    gm = generate(tmp, layout, rules, **kw)  # type: ignore[arg-type]
+    gm = generate(tmp, layout, rules, OsdMapSpec(**kw))  # type: ignore[arg-type]
     osd_dump, crush = gm.dumps(pg_num)
     ref = gm.reference(pg_num)
     bad = mismatches(snapshot.load(osd_dump, crush), ref)

@@ -16,7 +16,7 @@ from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot
 from pg_advisor_testkit.osdmaptool_output import parse_dump_all
 
-from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, generate, run
+from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, OsdMapSpec, generate, run
 
 LAYOUTS = {
     "4 hosts of 2": Layout(0, 4, 2),
@@ -26,7 +26,7 @@ LAYOUTS = {
 
 def with_items(tmp: Path, layout: Layout) -> GeneratedMap:
     """A map whose PGs Ceph's own balancer (osdmaptool --upmap) has given items."""
-    gm = generate(tmp, layout, [REPLICATED_HOST], pg_bits=7)
+    gm = generate(tmp, layout, [REPLICATED_HOST], OsdMapSpec(pg_bits=7))
     run("osdmaptool", str(gm.path), "--mark-up-in", "--upmap", str(tmp / "upmap.txt"),
         "--upmap-deviation", "1", "--upmap-max", "200", "--save")
     return gm
@@ -143,7 +143,7 @@ def check_add_host(gm: GeneratedMap, layout: Layout) -> int:
 @pytest.mark.parametrize("name", LAYOUTS)
 def test_add_host_prediction_on_maps_with_items(name: str, tmp_path: Path) -> None:
     layout = LAYOUTS[name]
-    gm = generate(tmp_path, layout, [REPLICATED_HOST], pg_bits=7)
+    gm = generate(tmp_path, layout, [REPLICATED_HOST], OsdMapSpec(pg_bits=7))
     last = range(layout.num_osds - layout.osds_per_host, layout.num_osds)
     gm.crush_weights = {o: 0.0 for o in last}
     run("osdmaptool", str(gm.path), *gm.state_args(), "--upmap", str(tmp_path / "upmap.txt"),

@@ -178,9 +178,9 @@ def run(argv: List[str], out: TextIO) -> int:
     snap = snapshot.load(
         _read_json(args.osdmap, "--osdmap"), _read_json(args.crush, "--crush"),
         _read_json(args.pg_dump, "--pg-dump"), _read_json(args.df, "--df"),
-        mon_max_pg_per_osd=args.mon_max_pg_per_osd,
-        config={"osd_memory_target": args.osd_memory_target},
-        autoscale=_read_json(args.autoscale_status, "--autoscale-status"))
+        autoscale=_read_json(args.autoscale_status, "--autoscale-status"),
+        settings=snapshot.Settings(mon_max_pg_per_osd=args.mon_max_pg_per_osd,
+                                   config={"osd_memory_target": args.osd_memory_target}))
     bounds.check(cmd.name, snap, args.max_pgs, args.max_sparse_cells, args.max_sparse_work)
     # offline there is no balancer to ask: 'auto' means CRUSH as it falls
     inputs = Inputs(snap, opts, opts.assume_balanced is options.AssumeBalanced.YES,

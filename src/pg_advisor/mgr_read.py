@@ -169,8 +169,8 @@ class MgrReader:
             pg_dump = timed("pg_stats_brief", lambda: self._brief_pg_map(pg_status, df))
         auto = timed("pg_autoscaler", self._autoscale_status)
         snap: snapshot.Snapshot = timed("load", lambda: snapshot.load(
-            osd_map, crush, pg_dump, df, mon_max_pg_per_osd=int(config["mon_max_pg_per_osd"]),
-            config=config, autoscale=auto))
+            osd_map, crush, pg_dump, df, autoscale=auto, settings=snapshot.Settings(
+                mon_max_pg_per_osd=int(config["mon_max_pg_per_osd"]), config=config)))
         # what a read costs, by part: on a big cluster this is where the mgr's time goes
         total = sum(took.values())
         (self.mgr.log.info if total > 1.0 else self.mgr.log.debug)(

@@ -4,6 +4,7 @@ of the change waited: at which kind of map epoch, at which kind of their own PG'
 import datetime
 import re
 import subprocess
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
@@ -23,6 +24,17 @@ Epoch = Tuple[float, int, int, int]   # when (wall clock), PGs whose up set chan
 #                                       acting set, OSDs whose up_thru changed
 Change = Tuple[float, str, str]       # when (wall clock), a PG, change_kind() of its new interval
 PEER_S = 3.0                          # a PG peers this long at most after its new interval
+
+
+@dataclass(frozen=True)
+class ChangeSpan:
+    """When the change ran, on the clients' clock (time.monotonic, as their ops are
+    stamped): from `t_change` until the cluster was clean again (`t_clean`); and the wall
+    clock less that one (`wall_minus_mono`), which places the mon's epochs (stamped by the
+    wall clock) on it."""
+    t_change: float
+    t_clean: float
+    wall_minus_mono: float
 
 
 def mappings(c: Cluster, epoch: int, pool_id: int) -> Tuple[Dict[str, Mapping], float, Dict[int, int]]:
@@ -104,14 +116,15 @@ def change_kind(old: Optional[Mapping], new: Mapping, split: bool) -> str:
     return "drop" if set(new[2]) == set(new[0]) else "temp"
 
 
-def slow_by_pg(ops: np.ndarray, changes: Sequence[Change], wall_minus_mono: float, t_change: float,
-               t_clean: float, pool_id: int, pg_nums: Tuple[int, int]) -> Dict[str, int]:
+def slow_by_pg(ops: np.ndarray, changes: Sequence[Change], span: ChangeSpan, pool_id: int,
+               pg_nums: Tuple[int, int]) -> Dict[str, int]:
     """The slow ops of the change laid at their own PG's peering: per kind of the PG's
     newest new interval made while the op waited or up to PEER_S before it started (a PG
     peers for that long), how many; "none": its PG did not peer then (the op waited on
     something else: the disk, another PG's op ahead of it). An object's PG is taken at
     both pg_nums (a split's parent and child). Also per kind: the PG intervals of the
     change, and how many of them held a slow op."""
+    t_change, t_clean, wall_minus_mono = span.t_change, span.t_clean, span.wall_minus_mono
     start, end = ops[:, 0], ops[:, 1]
     slow = np.flatnonzero((start >= t_change) & (start < t_clean) & ((end - start) * 1000.0 > SLOW_MS))
     by_pg: Dict[str, List[Tuple[float, str]]] = {}
@@ -139,8 +152,7 @@ def slow_by_pg(ops: np.ndarray, changes: Sequence[Change], wall_minus_mono: floa
     return out
 
 
-def bursts(ops: np.ndarray, epochs: Sequence[Epoch], wall_minus_mono: float, t_change: float,
-           t_clean: float) -> Dict[str, Any]:
+def bursts(ops: np.ndarray, epochs: Sequence[Epoch], span: ChangeSpan) -> Dict[str, Any]:
     """Where the slow ops of the change come from. An epoch is "up" if some PG's up set
     changed in it (a remap or split: peering on the new OSDs), "acting" if only acting sets
     did (pg_temp set or cleared by backfill), else "up_thru" if an OSD's up_thru moved (what
@@ -149,6 +161,7 @@ def bursts(ops: np.ndarray, epochs: Sequence[Epoch], wall_minus_mono: float, t_c
     the epoch was made (and the same at each whole second of the change: the baseline); and
     how many of the ops over SLOW_MS started during the change had an epoch of each kind
     made while they waited (an op may count under several)."""
+    t_change, t_clean, wall_minus_mono = span.t_change, span.t_clean, span.wall_minus_mono
     start, end = ops[:, 0], ops[:, 1]
     lat = (end - start) * 1000.0
     during = (start >= t_change) & (start < t_clean)

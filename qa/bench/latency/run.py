@@ -7,6 +7,7 @@ import os
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -15,7 +16,7 @@ import numpy as np
 from ...cluster import Cluster, wait_until
 from ..split import summarize
 from .client import OBJECT, fill
-from .intervals import bursts, intervals, slow_by_pg
+from .intervals import ChangeSpan, bursts, intervals, slow_by_pg
 
 POOL = "latbench"
 OPT = "mgr/pg_advisor/"
@@ -32,11 +33,37 @@ MEMORY_TARGET = 1536 << 20
 LIVE_RATE = 150.0
 
 
+@dataclass(frozen=True)
+class ClientLoad:
+    """The measuring clients: `clients` processes, each keeping `depth` ops in flight, at
+    most `rate` ops a second (0: as many as they can), their ops drawn from `seed`."""
+    clients: int
+    depth: int
+    seed: int
+    rate: float = 0.0
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One run's change: the `scenario`'s by `method` (a drain's of `last_osd`; `advisor_set`:
+    KEY=VALUE pg_advisor options for its methods) on a pool of `pg_num` PGs filled with
+    `objects` objects; measured `window` s before it and after its end, which may take
+    `timeout` s."""
+    scenario: str
+    method: str
+    objects: int
+    pg_num: int
+    last_osd: int
+    window: float
+    timeout: float
+    advisor_set: Sequence[str] = ()
+
+
 class Clients:
     """The measuring clients, a process each."""
 
-    def __init__(self, c: Cluster, objects: int, n: int, depth: int, run_dir: Path, seed: int,
-                 rate: float = 0.0) -> None:
+    def __init__(self, c: Cluster, objects: int, load: ClientLoad, run_dir: Path) -> None:
+        n, depth, seed, rate = load.clients, load.depth, load.seed, load.rate
         self.outs = [run_dir / f"client{k}.npy" for k in range(n)]
         self.done: Optional[Tuple[List[np.ndarray], List[Dict[str, Any]]]] = None
         self.procs = [subprocess.Popen(
@@ -163,8 +190,9 @@ def run_one(base: Path, scenario: str, method: str, a: argparse.Namespace, seed:
     try:
         if a.store == "bluestore":
             c.ceph("config", "set", "osd", "osd_memory_target", str(MEMORY_TARGET))
-        r = measure(c, scenario, method, int(a.data_gib * (1 << 30)) // OBJECT, a.pg_num or PG_NUM[scenario],
-                    osds - 1, a.clients, a.depth, a.window, a.timeout, seed, a.advisor_set or ())
+        trial = Trial(scenario, method, int(a.data_gib * (1 << 30)) // OBJECT, a.pg_num or PG_NUM[scenario],
+                      osds - 1, a.window, a.timeout, a.advisor_set or ())
+        r = measure(c, trial, ClientLoad(a.clients, a.depth, seed))
     finally:
         c.vstart("stop")
         # bluestore fills its sparse block files (some 4 GiB each a run): only the figures,
@@ -174,12 +202,12 @@ def run_one(base: Path, scenario: str, method: str, a: argparse.Namespace, seed:
     return dict(r, osds=osds)
 
 
-def measure(c: Cluster, scenario: str, method: str, objects: int, pg_num: int, last_osd: int,
-            clients: int, depth: int, window: float, timeout: float, seed: int,
-            advisor_set: Sequence[str] = (), rate: float = 0.0) -> Dict[str, Any]:
+def measure(c: Cluster, trial: Trial, load: ClientLoad) -> Dict[str, Any]:
     """On a running cluster: the pool, filled; the method's settings; the clients; the change
-    (the drain's of `last_osd`); its end; the figures. The pool and the settings stay
+    (the drain's of `trial.last_osd`); its end; the figures. The pool and the settings stay
     (the live test removes them)."""
+    scenario, method, objects, pg_num = trial.scenario, trial.method, trial.objects, trial.pg_num
+    window, advisor_set = trial.window, trial.advisor_set
     c.ceph("osd", "pool", "create", POOL, str(pg_num), str(pg_num))
     c.ceph("osd", "pool", "set", POOL, "pg_autoscale_mode", "off")
     c.ceph("osd", "pool", "application", "enable", POOL, "rados")
@@ -205,15 +233,15 @@ def measure(c: Cluster, scenario: str, method: str, objects: int, pg_num: int, l
     wait_until(lambda: done(c), 3600, "the method's own balancing before the change", step=5)
     cls = device_class(c)
     run_dir = Path(tempfile.mkdtemp(prefix="clients-", dir=c.dir))
-    running = Clients(c, objects, clients, depth, run_dir, seed, rate)
+    running = Clients(c, objects, load, run_dir)
     time.sleep(window)
     first = int(c.json("osd", "dump")["epoch"])
     moved0 = recovery_bytes(c)
     cpu0 = cpu_seconds(c)
     t_change = time.monotonic()
-    change(c, scenario, method, pg_num, last_osd)
+    change(c, scenario, method, pg_num, trial.last_osd)
     time.sleep(5)
-    wait_until(lambda: done(c), timeout, "the change to end", step=2)
+    wait_until(lambda: done(c), trial.timeout, "the change to end", step=2)
     t_clean = time.monotonic()
     cpu1 = cpu_seconds(c)
     wall_minus_mono = time.time() - time.monotonic()
@@ -223,6 +251,7 @@ def measure(c: Cluster, scenario: str, method: str, objects: int, pg_num: int, l
     last = int(c.json("osd", "dump")["epoch"])
     pool_id = c.pool_id(POOL)
     iv, epochs, changes = intervals(c, pool_id, first, last)
+    span = ChangeSpan(t_change, t_clean, wall_minus_mono)
     allops = np.concatenate(ops)
     order = np.argsort(allops[:, 0])
     s = summarize([(float(r[0]), float(r[1]), bool(r[2])) for r in allops[order]], t_change, t_clean)
@@ -242,6 +271,5 @@ def measure(c: Cluster, scenario: str, method: str, objects: int, pg_num: int, l
             "epochs": last - first, **iv,
             "peerings_per_pg": round(iv["peerings"] / max(iv["pgs"], 1), 2),
             "cpu_s": {k: round(cpu1[k] - cpu0.get(k, 0.0), 1) for k in sorted(cpu1)},
-            "bursts": bursts(allops, epochs, wall_minus_mono, t_change, t_clean),
-            "slow_by_pg": slow_by_pg(allops, changes, wall_minus_mono, t_change, t_clean, pool_id,
-                                     (pg_num, iv["pgs"]))}
+            "bursts": bursts(allops, epochs, span),
+            "slow_by_pg": slow_by_pg(allops, changes, span, pool_id, (pg_num, iv["pgs"]))}

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...maps.object_hash import object_ps, stable_mod
 from .client import BLOCKS, OBJECT, Client, name, whole
-from .intervals import bursts, change_kind, slow_by_pg, split_parents
+from .intervals import ChangeSpan, bursts, change_kind, slow_by_pg, split_parents
 from .tables import burst_table, pg_table
 
 
@@ -121,7 +121,7 @@ def test_slow_ops_are_laid_at_the_epochs_made_while_they_waited() -> None:
     offset = 1000.0                                      # wall clock minus monotonic
     epochs = [(5.0 + offset, 4, 0, 0), (20.0 + offset, 2, 5, 1), (40.0 + offset, 0, 3, 0),
               (50.0 + offset, 0, 0, 2), (60.002 + offset, 0, 0, 0), (95.0 + offset, 1, 0, 0)]
-    b = bursts(ops, epochs, offset, 10.0, 90.0)
+    b = bursts(ops, epochs, ChangeSpan(10.0, 90.0, offset))
     assert b["slow_ops"] == 5
     assert (b["up_epochs"], b["acting_epochs"], b["up_thru_epochs"], b["other_epochs"]) == (1, 1, 1, 1)
     assert b["up_worst_ms"] == [800.0, 800.0]
@@ -174,7 +174,7 @@ def test_slow_ops_are_laid_at_their_own_pgs_new_interval() -> None:
     changes.append((20.1 + offset, pgs[1], "move"))         # another PG's, while op 0 waited
     changes.append((5.0 + offset, pgs[0], "move"))          # before the change: not counted
     ops = np.stack([start, end, np.ones_like(start), np.zeros_like(start), obj], axis=1)
-    p = slow_by_pg(ops, changes, offset, 10.0, 90.0, 5, (8, 8))
+    p = slow_by_pg(ops, changes, ChangeSpan(10.0, 90.0, offset), 5, (8, 8))
     kinds5 = ("move", "remap", "temp", "drop", "order")
     assert [p[k] for k in kinds5 + ("none",)] == [1, 1, 1, 1, 1, 1], p
     assert [p[k + "_intervals"] for k in kinds5] == [3, 1, 1, 1, 1], p

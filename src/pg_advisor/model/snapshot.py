@@ -8,8 +8,9 @@ offline answers agree by construction. Nothing below this layer reads the mgr.
 
 Here: load(), which checks each document's shape and runs a loader per dump
 (load_crush, load_osdmap, load_df, load_pgs; their fields through checks.py), and the
-cluster settings. The types are in cluster.py, named here too for the layers above.
+cluster settings (Settings). The types are in cluster.py, named here too for the layers above.
 """
+from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from .checks import MAX_INT64, MAX_PG_NUM, as_int, int_field, map_field, str_field
@@ -26,7 +27,7 @@ from .mappable import split_pools
 # the types and the loaders' names the layers above read here: one place to import from
 __all__ = ["Bucket", "Rule", "Pool", "Osds", "Pgs", "Snapshot", "CONFIG_DEFAULTS", "CONFIG_BOUNDS",
            "CONFIG_MAX", "POOL_TYPES", "MAX_PG_NUM", "STEP_ARGS", "TUNABLES", "bucket_parents",
-           "walk_up", "add_weight_above", "load_upmaps", "pg_map_of", "load"]
+           "walk_up", "add_weight_above", "load_upmaps", "pg_map_of", "Settings", "load"]
 
 
 # The range of each setting in CONFIG_DEFAULTS (others: 0..CONFIG_MAX); pg counts and
@@ -45,9 +46,20 @@ CONFIG_BOUNDS: Mapping[str, Tuple[int, int, bool]] = {
 }
 
 
-def _load_config(mon_max_pg_per_osd: Any, config: Optional[Mapping[str, Any]]) -> Dict[str, int]:
-    raw = dict(CONFIG_DEFAULTS, mon_max_pg_per_osd=mon_max_pg_per_osd)
-    raw.update({k: v for k, v in (config or {}).items() if k in CONFIG_DEFAULTS and v is not None})
+@dataclass(frozen=True)
+class Settings:
+    """The cluster's settings a snapshot is read with, beside its dumps: mon_max_pg_per_osd,
+    and by name any other of CONFIG_DEFAULTS (`config`: the mgr's settings, or the CLI's
+    flags); a value in `config`, unless None, wins over `mon_max_pg_per_osd`, names outside
+    CONFIG_DEFAULTS are passed over, and each value is checked against CONFIG_BOUNDS."""
+    mon_max_pg_per_osd: int = 250
+    config: Optional[Mapping[str, Any]] = None
+
+
+def _load_config(settings: Settings) -> Dict[str, int]:
+    raw = dict(CONFIG_DEFAULTS, mon_max_pg_per_osd=settings.mon_max_pg_per_osd)
+    raw.update({k: v for k, v in (settings.config or {}).items()
+                if k in CONFIG_DEFAULTS and v is not None})
     cfg = {}
     for k, v in raw.items():
         lo, hi, ceiling = CONFIG_BOUNDS.get(k, (0, CONFIG_MAX, False))
@@ -74,10 +86,11 @@ def _load_autoscale(autoscale: Optional[Sequence[Json]]) -> Optional[Dict[str, J
 
 
 def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
-         df: Optional[Json] = None, mon_max_pg_per_osd: int = 250,
-         config: Optional[Mapping[str, Any]] = None,
-         autoscale: Optional[Sequence[Json]] = None) -> Snapshot:
-    """Build a Snapshot from the dumps; raise AdvisorError(EINVAL) on anything malformed.
+         df: Optional[Json] = None, autoscale: Optional[Sequence[Json]] = None,
+         settings: Settings = Settings()) -> Snapshot:
+    """Build a Snapshot from the dumps (one parameter each; `autoscale`: `ceph osd pool
+    autoscale-status -f json`) and the cluster's settings; raise AdvisorError(EINVAL) on
+    anything malformed.
 
     Every number is checked (finite, within the bounds above) before it sizes anything.
     """
@@ -93,7 +106,7 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
                                    "(needs field pg_stats)")
     if df is not None and (not isinstance(df, Mapping) or "pools" not in df):
         raise AdvisorError.invalid("df: not the output of `ceph df -f json` (needs field pools)")
-    cfg = _load_config(mon_max_pg_per_osd, config)
+    cfg = _load_config(settings)
     try:
         buckets = load_buckets(crush)
         types = load_types(crush)

@@ -81,7 +81,8 @@ def test_mon_max_pg_per_osd_option() -> None:
     # set huge to silence Ceph's check (as qa/bench/mgr_scale's mon has it): still answered;
     # a mon_max_pool_pg_num past what the model sizes is read as its bound, 2^20
     d = {k: read(v) for k, v in DUMP_FILES.items()}
-    snap = snapshot.load(d["osd_dump"], d["crush"], config={"mon_max_pool_pg_num": 1 << 24})
+    snap = snapshot.load(d["osd_dump"], d["crush"],
+                         settings=snapshot.Settings(config={"mon_max_pool_pg_num": 1 << 24}))
     assert snap.config["mon_max_pool_pg_num"] == snapshot.MAX_PG_NUM
     for cmd in (["status"], ["plan"]):
         out = io.StringIO()

@@ -285,7 +285,8 @@ def test_a_split_plan_maps_the_pgs_each_step_moves_not_the_pool(
         if p["pool_name"] == "rbd":
             for k in ("pg_num", "pg_placement_num", "pg_num_target", "pg_placement_num_target"):
                 p[k] = 4096
-    snap = snapshot.load(dumps["osd_dump"], dumps["crush"], None, dumps["df"], mon_max_pg_per_osd=10000)
+    snap = snapshot.load(dumps["osd_dump"], dumps["crush"], None, dumps["df"],
+                         settings=snapshot.Settings(mon_max_pg_per_osd=10000))
     rbd = snap.pool_by_name("rbd")
     mapped = crush_runs(monkeypatch)
     steps = StepPlanner(snap, T).plan(rbd, 4096 + 4 * T.max_splitting)

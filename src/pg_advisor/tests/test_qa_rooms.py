@@ -1,10 +1,12 @@
 """qa/ keeps to its rooms (qa/README.md): every module in a room the README names, none
-over 500 lines, and neither qa/ nor the shared testkit imports the unit tests (what both
-use lives in src/pg_advisor_testkit)."""
+over 500 lines, no function over six parameters, and neither qa/ nor the shared testkit
+imports the unit tests (what both use lives in src/pg_advisor_testkit)."""
 import ast
 import re
 from pathlib import Path
 from typing import List
+
+from .test_signatures import MAX_PARAMETERS, functions, parameters
 
 REPO = Path(__file__).resolve().parents[3]
 QA = REPO / "qa"
@@ -60,3 +62,15 @@ def test_every_qa_module_is_in_a_room_the_readme_names() -> None:
 def test_no_qa_module_is_over_500_lines() -> None:
     sizes = {str(p.relative_to(REPO)): len(p.read_text().splitlines()) for p in qa_modules()}
     assert [f"{f}: {n}" for f, n in sorted(sizes.items()) if n > MAX_LINES] == []
+
+
+def test_no_qa_function_takes_more_than_six_parameters() -> None:
+    # the package's rule (test_signatures.py), counted alike, with no allowlist: what a
+    # benchmark or a map maker takes past six goes in a typed record of what it is
+    seen, over = 0, []
+    for path in qa_modules():
+        for name, fn in functions(ast.parse(path.read_text(), str(path))):
+            seen += 1
+            if parameters(fn) > MAX_PARAMETERS:
+                over.append(f"{path.relative_to(REPO)}: {name} ({parameters(fn)})")
+    assert seen > 500 and over == []

@@ -13,7 +13,6 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 # (module, qualified name) -> why it keeps its parameters for now
 ALLOWED: Dict[Tuple[str, str], str] = {
     # model/: the dumps the snapshot is read from, one parameter each
-    ("model/snapshot.py", "load"): "one parameter per dump",
 }
 
 

@@ -1,5 +1,6 @@
 import copy
 import dataclasses
+import json
 from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
@@ -8,6 +9,9 @@ import pytest
 from pg_advisor.model import load_pgs, snapshot
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.model.constants import NO_OSD
+from pg_advisor.module import Module
+
+from . import mgr_stub
 
 
 def test_osds_read_from_osd_dump_and_crush(snap: snapshot.Snapshot, dumps: Dict[str, Any]) -> None:
@@ -68,6 +72,19 @@ def test_mgr_form_of_pg_dump_gives_the_same_snapshot(dumps: Dict[str, Any]) -> N
     b = snapshot.load(dumps["osd_dump"], dumps["crush"], dumps["pg_dump"]["pg_map"], dumps["df"])
     assert a.pgs is not None and b.pgs is not None
     assert np.array_equal(a.pgs.up, b.pgs.up) and np.array_equal(a.osds.bytes_used, b.osds.bytes_used)
+
+
+def test_the_mgrs_read_loads_its_settings_and_the_autoscalers_status(module: Module) -> None:
+    # what mgr_read hands snapshot.load beside the maps: each setting the mgr has (one it has
+    # not keeps its default) and pg_autoscaler's own status
+    fake = mgr_stub.BaseMgrModule.fake
+    fake.options.update(mon_max_pg_per_osd=300, mon_target_pg_per_osd=200, osd_memory_target=8 << 30)
+    status = [{"pool_name": "rbd", "pg_num_final": 64, "would_adjust": True}]
+    setattr(module, "remote", lambda mod, meth, **kw: (0, json.dumps(status), ""))
+    snap = module.reader.take_snapshot()
+    assert snap.config == dict(snapshot.CONFIG_DEFAULTS, mon_max_pg_per_osd=300,
+                               mon_target_pg_per_osd=200, osd_memory_target=8 << 30)
+    assert snap.autoscale == {"rbd": status[0]}
 
 
 def test_ec_holes_become_no_osd(dumps: Dict[str, Any]) -> None:
