@@ -65,7 +65,7 @@ def test_no_qa_module_is_over_500_lines() -> None:
 
 
 def test_no_qa_function_takes_more_than_six_parameters() -> None:
-    # the package's rule (test_signatures.py), counted alike, with no allowlist: what a
+    # the package's rule (test_signatures.py), counted alike: what a
     # benchmark or a map maker takes past six goes in a typed record of what it is
     seen, over = 0, []
     for path in qa_modules():
