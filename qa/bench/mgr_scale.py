@@ -51,11 +51,17 @@ from ..maps.crushgen import REPLICATED_HOST, Layout, crush_text, run
 from ..maps.monbuilt import PoolSpec, _create_pool, _Mon, make_osds
 
 REPO = Path(__file__).resolve().parents[2]
+# mgr module load expiration: Tentacle 20.2.4's mgr, once activating has taken this long
+# (20 s by default), calls itself available and asks for its modules' services before its
+# modules exist: ceph_assert(active_modules) in send_beacon. Here that is when enabling
+# pg_advisor respawns the mgr: it asks the mon for each OSD's metadata, which these OSDs,
+# never started, lack (10,000 failed asks, about 50 s), before it makes its modules
 MGR_CONF = """
 [mgr]
 mgr data = {d}/mgr.$id
 mgr module path = {d}/mgr-modules
 log file = {d}/$name.log
+mgr module load expiration = 600000
 """
 TICK = 2.0          # seconds between samples of the other module's command
 OUR_THREADS = ("pg_advisor", "m-fin-pg_adviso")
