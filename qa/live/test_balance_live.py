@@ -1,7 +1,7 @@
 """`ceph pg-advisor eval`, `ceph pg-advisor balance` and `ceph pg-advisor drain` in the real mgr."""
 import json
 import time
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
@@ -213,10 +213,18 @@ def test_unknown_mode_is_refused(clean_upmaps: Cluster) -> None:
     assert clean_upmaps.fingerprint() == fp
 
 
-def _up_sets(c: Cluster) -> Dict[str, List[int]]:
+def _up_sets(c: Cluster) -> Tuple[int, Dict[str, List[int]]]:
+    """(epoch, each PG's up set in that OSDMap), from the mon's map (`pg map`), not the PG
+    stats: for a second or two after a remap, under load longer, the stats still show the
+    old OSDs (wait_clean's note), and a set read from them would count moves the drain did
+    not make."""
     brief = c.json("pg", "dump", "pgs_brief")
-    stats = brief["pg_stats"] if isinstance(brief, dict) else brief
-    return {s["pgid"]: list(s["up"]) for s in stats}
+    pgids = [s["pgid"] for s in (brief["pg_stats"] if isinstance(brief, dict) else brief)]
+    while True:
+        epoch = c.json("osd", "dump")["epoch"]
+        ups = {pgid: list(c.json("pg", "map", pgid)["up"]) for pgid in pgids}
+        if c.json("osd", "dump")["epoch"] == epoch:
+            return epoch, ups
 
 
 def test_a_drain_moves_what_it_drains_counted_from_the_mons_epochs(clean_upmaps: Cluster) -> None:
@@ -231,8 +239,7 @@ def test_a_drain_moves_what_it_drains_counted_from_the_mons_epochs(clean_upmaps:
     try:
         osd_dump = c.json("osd", "dump")
         osd = max(o["osd"] for o in osd_dump["osds"] if o["in"] and o["up"])
-        epoch0 = osd_dump["epoch"]
-        before = _up_sets(c)
+        epoch0, before = _up_sets(c)
         dry = json.loads(c.ceph("pg-advisor", "drain", f"osd.{osd}", "--dry-run", "-f", "json"))
         assert dry["replicas"] > 0 and dry["left"] == 0 and not dry["and_balance"], dry
         r = json.loads(c.ceph("pg-advisor", "drain", f"osd.{osd}", "-f", "json"))
@@ -245,8 +252,7 @@ def test_a_drain_moves_what_it_drains_counted_from_the_mons_epochs(clean_upmaps:
         wait_until(done, 300, "the drain plan to end", step=2)
         c.wait_clean()
         time.sleep(2)
-        after = _up_sets(c)
-        epoch1 = c.json("osd", "dump")["epoch"]
+        epoch1, after = _up_sets(c)
         # the PGs whose items some epoch between changed: the drain's, and only theirs moved
         touched = set()
         last: Dict[str, Any] = {}
