@@ -220,11 +220,12 @@ def _up_sets(c: Cluster) -> Tuple[int, Dict[str, List[int]]]:
     not make."""
     brief = c.json("pg", "dump", "pgs_brief")
     pgids = [s["pgid"] for s in (brief["pg_stats"] if isinstance(brief, dict) else brief)]
-    while True:
+    for _ in range(10):       # read again if a new map came in meanwhile (a clean cluster's won't)
         epoch = c.json("osd", "dump")["epoch"]
         ups = {pgid: list(c.json("pg", "map", pgid)["up"]) for pgid in pgids}
         if c.json("osd", "dump")["epoch"] == epoch:
             return epoch, ups
+    raise AssertionError("the OSDMap changed during each of 10 reads of the up sets")
 
 
 def test_a_drain_moves_what_it_drains_counted_from_the_mons_epochs(clean_upmaps: Cluster) -> None:
