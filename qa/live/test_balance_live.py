@@ -214,15 +214,13 @@ def test_unknown_mode_is_refused(clean_upmaps: Cluster) -> None:
 
 
 def _up_sets(c: Cluster) -> Tuple[int, Dict[str, List[int]]]:
-    """(epoch, each PG's up set in that OSDMap), from the mon's map (`pg map`), not the PG
-    stats: for a second or two after a remap, under load longer, the stats still show the
-    old OSDs (wait_clean's note), and a set read from them would count moves the drain did
-    not make."""
-    brief = c.json("pg", "dump", "pgs_brief")
-    pgids = [s["pgid"] for s in (brief["pg_stats"] if isinstance(brief, dict) else brief)]
+    """(epoch, each PG's up set in that OSDMap), by Cluster.up_sets (the mon's map, not the
+    PG stats, which for a while after a remap still show the old OSDs: a set read from them
+    would count moves the drain did not make)."""
+    pools = [p["pool_name"] for p in c.json("osd", "dump")["pools"]]
     for _ in range(10):       # read again if a new map came in meanwhile (a clean cluster's won't)
         epoch = c.json("osd", "dump")["epoch"]
-        ups = {pgid: list(c.json("pg", "map", pgid)["up"]) for pgid in pgids}
+        ups = {pg: list(up) for pool in pools for pg, up in c.up_sets(pool).items()}
         if c.json("osd", "dump")["epoch"] == epoch:
             return epoch, ups
     raise AssertionError("the OSDMap changed during each of 10 reads of the up sets")
