@@ -147,7 +147,7 @@ def test_limit_and_memory_checks_follow_the_options(pools: Cluster) -> None:
 
 
 @pytest.mark.parametrize("name, value, message", [
-    ("target_pgs_per_osd", "5", "below minimum 10"),
+    ("target_pgs_per_osd", "-5", "below minimum 0"),
     ("target_pgs_per_osd", "lots", "error parsing value"),
     ("hysteresis", "3", "exceeds maximum"),
     ("assume_balanced", "maybe", "not one of the permitted values"),

@@ -102,6 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the cluster's mon_max_pg_per_osd (default 250, Pacific's default)")
     p.add_argument("--osd-memory-target", type=int, metavar="BYTES",
                    help="the OSDs' osd_memory_target (default 4 GiB)")
+    p.add_argument("--mon-target-pg-per-osd", type=int, metavar="N",
+                   help="the cluster's mon_target_pg_per_osd: the PGs per OSD sizing aims at unless "
+                        "--target-pgs-per-osd is given (default 100, Tentacle's default)")
+    p.add_argument("--config-dump", metavar="CONFIG_DUMP.json",
+                   help="`ceph config dump -f json`: each OSD's own osd_memory_target and PG-log "
+                        "settings (per OSD, host or class; cephadm's autotune)")
     p.add_argument("--target-max-misplaced-ratio", type=float, default=0.05, metavar="RATIO",
                    help="the cluster's target_max_misplaced_ratio: the misplaced budget when "
                         "--misplaced-budget is 0 (default 0.05, Ceph's default)")
@@ -180,7 +186,9 @@ def run(argv: List[str], out: TextIO) -> int:
         _read_json(args.pg_dump, "--pg-dump"), _read_json(args.df, "--df"),
         autoscale=_read_json(args.autoscale_status, "--autoscale-status"),
         settings=snapshot.Settings(mon_max_pg_per_osd=args.mon_max_pg_per_osd,
-                                   config={"osd_memory_target": args.osd_memory_target}))
+                                   config={"osd_memory_target": args.osd_memory_target,
+                                           "mon_target_pg_per_osd": args.mon_target_pg_per_osd},
+                                   config_dump=_read_json(args.config_dump, "--config-dump")))
     bounds.check(cmd.name, snap, args.max_pgs, args.max_sparse_cells, args.max_sparse_work)
     # offline there is no balancer to ask: 'auto' means CRUSH as it falls
     inputs = Inputs(snap, opts, opts.assume_balanced is options.AssumeBalanced.YES,

@@ -168,9 +168,11 @@ class MgrReader:
         else:
             pg_dump = timed("pg_stats_brief", lambda: self._brief_pg_map(pg_status, df))
         auto = timed("pg_autoscaler", self._autoscale_status)
+        config_dump = timed("config_dump", self._config_dump)
         snap: snapshot.Snapshot = timed("load", lambda: snapshot.load(
             osd_map, crush, pg_dump, df, autoscale=auto, settings=snapshot.Settings(
-                mon_max_pg_per_osd=int(config["mon_max_pg_per_osd"]), config=config)))
+                mon_max_pg_per_osd=int(config["mon_max_pg_per_osd"]), config=config,
+                config_dump=config_dump, strict=False)))
         # what a read costs, by part: on a big cluster this is where the mgr's time goes
         total = sum(took.values())
         (self.mgr.log.info if total > 1.0 else self.mgr.log.debug)(
@@ -200,6 +202,23 @@ class MgrReader:
             return brief_pg_map(brief, self.mgr.get("pg_progress"), self.mgr.get("osd_stats"), pg_status, df)
         except ValueError as e:
             raise AdvisorError.invalid(str(e)) from None
+
+    def _config_dump(self) -> Optional[List[Dict[str, Any]]]:
+        """The mon's config database (`config dump`), for each OSD's own memory and PG-log
+        settings; None when the mon does not answer (every OSD then has the mgr's values)."""
+        try:
+            code, out, err = self.mgr.mon_command(mon_commands.config_dump())
+        except Exception as e:  # the read goes on without it: the mgr's own values stand
+            self.mgr.log.warning("pg_advisor: config dump unavailable: %s", e)
+            return None
+        if code != 0:
+            self.mgr.log.warning("pg_advisor: config dump failed: %s", err)
+            return None
+        try:
+            dump = json.loads(out)
+        except ValueError:
+            return None
+        return dump if isinstance(dump, list) else None
 
     def _autoscale_status(self) -> Optional[List[Dict[str, Any]]]:
         """What Ceph's pg_autoscaler would pick: its own `autoscale-status -f json`."""

@@ -26,6 +26,7 @@ class PlannedChange:
     movement: Dict[str, Any]     # simulate()'s totals: pgs_remapped, shards_moved, bytes_moved
     pgs_per_osd_max_after: int
     pg_memory_max_after: int
+    automatic: bool = False      # mode auto may make it: growth, or a merge under pressure
 
 
 @dataclass
@@ -43,8 +44,8 @@ def pg_num_plan(snap: Snapshot, opts: Options, balanced: bool = False,
     placer = placer or Placer.of(snap)
     sizer = Sizer(snap, opts, placer, balanced)
     result = sizer.recommend()
-    changes = [s for s in result.pools if s.change != 0 and s.pool.autoscale_mode != "on"]
-    skipped = [s.pool.name for s in result.pools if s.change != 0 and s.pool.autoscale_mode == "on"]
+    changes = [s for s in result.pools if s.change != 0 and snap.autoscaler_mode(s.pool) != "on"]
+    skipped = [s.pool.name for s in result.pools if s.change != 0 and snap.autoscaler_mode(s.pool) == "on"]
     changes.sort(key=lambda s: (s.change, -abs(np.log2(s.recommended / max(s.pool.pg_num_target, 1)))))
     pg = {p.id: p.pg_num_target for p in snap.pools}
     now = sizer.totals(pg)
@@ -62,9 +63,14 @@ def pg_num_plan(snap: Snapshot, opts: Options, balanced: bool = False,
         totals = sizer.totals(pg)
         plan.changes.append(PlannedChange(
             s.pool, s.recommended, s.sentence(), sim["total"], int(totals.max(initial=0)),
-            int(sizer.model.steady_state(totals).max(initial=0))))
+            int(sizer.model.steady_state(totals).max(initial=0)), automatic=s.automatic))
     plan.notes.extend(f"pool {n}: pg_autoscaler manages it (pg_autoscale_mode on); no change planned"
                       for n in skipped)
+    plan.notes.extend(f"pool {s.pool.name}: no usage figures yet: not sized, not planned"
+                      for s in result.pools if not s.known)
+    plan.notes.extend(f"pool {c.pool.name}: {c.pool.pg_num_target} -> {c.pg_num} is suggested, not "
+                      "made by mode auto (a merge without PG or memory pressure)"
+                      for c in plan.changes if not c.automatic)
     return plan
 
 
@@ -87,6 +93,7 @@ def plan_report(snap: Snapshot, opts: Options, balanced: bool = False,
             "bytes_moved": c.movement["bytes_moved"],
             "pgs_per_osd_max_after": c.pgs_per_osd_max_after,
             "pg_memory_max_after": c.pg_memory_max_after,
+            "automatic": c.automatic,
         } for c in plan.changes],
         "notes": plan.notes,
     }

@@ -14,7 +14,8 @@ from ..model.errors import AdvisorError
 from ..model.options import Options, make
 from ..model.snapshot import Pool, Snapshot
 from ..sizing.memory import MemoryModel, pg_log_lengths
-from ..sizing.sizer import SizingResult, recommend
+from ..sizing.sizer import SizingResult, memory_model, recommend
+from ..sizing.versus import autoscaler_difference, sizing_summary
 from .legality import ancestors
 from .read_balance import read_balance
 from .share import rule_share
@@ -61,15 +62,22 @@ def _pool_entry(snap: Snapshot, pool: Pool, reported: int,
                 sizing: Optional[SizingResult]) -> Dict[str, Any]:
     rule = snap.rules.get(pool.crush_rule)
     rec = sizing.by_name(pool.name) if sizing is not None else None
+    known = rec if rec is not None and rec.known else None
     auto = (snap.autoscale or {}).get(pool.name)
     return {
-        "recommended_pg_num": rec.recommended if rec else None,
+        "recommended_pg_num": known.recommended if known else None,
         "recommendation": rec.sentence() if rec else None,
         "reasons": [r.as_dict() for r in rec.reasons] if rec else None,
         "pressing": rec.pressing if rec else None,
-        "data_share": round(rec.data_share, 6) if rec else None,
+        "automatic": rec.automatic if rec else None,
+        "sizing": rec.kind.value if rec else None,
+        "moved_bytes_estimate": (int(known.moved_bytes) if known and known.moved_bytes is not None
+                                 else None),
+        "data_share": round(known.data_share, 6) if known else None,
         "autoscaler_pg_num": int(auto["pg_num_final"]) if auto and "pg_num_final" in auto else None,
         "autoscaler_would_adjust": bool(auto.get("would_adjust")) if auto else None,
+        "autoscaler_mode": snap.autoscaler_mode(pool),
+        "autoscaler_difference": autoscaler_difference(snap, rec, auto, sizing) if rec and sizing else None,
         "id": pool.id, "name": pool.name, "type": pool.type,
         "size": pool.size, "min_size": pool.min_size,
         "crush_rule": pool.crush_rule, "crush_rule_name": rule.name if rule else None,
@@ -116,8 +124,18 @@ class Figures:
     sel_share: np.ndarray = field(init=False)     # the pools asked for, summed per OSD
     sel_target: np.ndarray = field(init=False)
     sel_counts: Optional[np.ndarray] = field(init=False)
+    steady: Optional[np.ndarray] = field(init=False)     # PG memory per OSD at its PGs now
+    peak: Optional[np.ndarray] = field(init=False)
+    steady_budget: np.ndarray = field(init=False)
+    peak_budget: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
+        n = self.share.shape[1]
+        tc = self.total_counts
+        self.steady = self.model.steady_state(tc) + np.zeros(n) if tc is not None else None
+        self.peak = self.model.peak(tc) + np.zeros(n) if tc is not None else None
+        self.steady_budget = self.model.steady_budget(self.opts.pg_memory_fraction) + np.zeros(n)
+        self.peak_budget = self.model.peak_budget() + np.zeros(n)
         self.sel_share = self.share[self.sel].sum(axis=0)
         self.sel_target = self.target[self.sel].sum(axis=0)
         self.sel_counts = self.counts[self.sel].sum(axis=0) if self.counts is not None else None
@@ -131,6 +149,8 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
         "epoch": snap.epoch,
         "pool_filter": pool_name,
         "pg_source": None if snap.pgs is None else "pg_stats" if snap.pgs.logs else "pg_stats_brief",
+        # pg_autoscaler raises nothing itself: its status unknown, or the noautoscale flag set
+        "autoscaler_silent": snap.autoscale is None or "noautoscale" in snap.flags,
         "pools": [dict(_pool_entry(snap, p, f.reported[p.id], f.sizing),
                        read_balance=f.reads["pools"][str(p.id)]) for p in f.selected]
         + [dict(_pool_entry(snap, p, int(snap.pg_rows(p.id).size), None), read_balance=None, not_mapped=why)
@@ -155,10 +175,15 @@ def figures(snap: Snapshot, pool_name: Optional[str], opts: Options, balanced: b
     try:
         sizing = recommend(snap, opts, balanced=balanced)
         notes.extend(sizing.notes)
+        notes.extend(f"overlapping roots {' and '.join(x.roots)} share {x.osds} OSDs (pools "
+                     f"{', '.join(x.pools)}): their PG budget is split there by data; pg_autoscaler "
+                     "(Tentacle) does not scale such pools" for x in sizing.overlaps)
+        notes.extend(c.sentence() for c in sizing.overcommits)
+        if sizing.pools and not any(s.known for s in sizing.pools):
+            notes.append("no pool's usage is known (no PG stats or df): no pg_num recommendation")
     except AdvisorError as e:   # e.g. a CRUSH map we cannot simulate: the rest still stands
         notes.append(f"no sizing recommendation: {e.message}")
-    model = MemoryModel.from_config(snap.config, opts.bytes_per_log_entry,
-                                    opts.bytes_per_log_dup, opts.bytes_per_pg)
+    model = memory_model(snap, opts)
     mem_now = _memory_now(snap, model)
     share, weights_by_rule = _shares(snap, notes)
     target = _targets(snap, share, weights_by_rule)
@@ -264,8 +289,10 @@ def _osd_row(snap: Snapshot, f: Figures, o: int) -> Dict[str, Any]:
         "bytes_total": _opt(int(osds.bytes_total[o])),
         "pg_memory_now": int(f.mem_now[o]) if f.mem_now is not None else None,
         "pgs_unlisted": int(f.unlisted[o]) if f.unlisted is not None and f.unlisted[o] >= 0 else None,
-        "pg_memory_steady": (int(f.model.steady_state(np.array([total[o]]))[0])
-                             if total is not None else None),
+        "pg_memory_steady": int(f.steady[o]) if f.steady is not None else None,
+        "pg_memory_peak": int(f.peak[o]) if f.peak is not None else None,
+        "pg_memory_budget": int(f.steady_budget[o]),
+        "pg_memory_peak_budget": int(f.peak_budget[o]),
         "pgs_recommended": int(sizing.pgs_per_osd_after[o]) if sizing is not None else None,
         "primaries": int(f.reads["primaries"][o]),
         "primary_share": round(float(f.reads["primary_share"][o]), 6),
@@ -305,14 +332,7 @@ def _cluster(snap: Snapshot, f: Figures) -> Dict[str, Any]:
     mx = cluster["pgs_per_osd_max"]
     cluster["max_pgs_ratio_of_limit"] = (round(mx / snap.mon_max_pg_per_osd, 6)
                                          if mx is not None else None)
-    cluster["sizing"] = ({
-        "target_pgs_per_osd": f.opts.target_pgs_per_osd,
-        "pgs_per_osd_limit": sizing.limit_pgs,
-        "pg_memory_budget": int(sizing.memory_budget),
-        "balanced": sizing.balanced,
-        "pgs_per_osd_max_recommended": int(sizing.pgs_per_osd_after.max(initial=0)),
-        "pg_memory_max_recommended": int(sizing.memory_after.max(initial=0)),
-    } if sizing is not None else None)
+    cluster["sizing"] = sizing_summary(sizing) if sizing is not None else None
     return cluster
 
 

@@ -62,7 +62,7 @@ class Driver(OperatorCommands):
                     else:
                         self._unpinnable = (snap.epoch, now + opts.sleep_interval)
             if not ex.open and opts.mode is Mode.AUTO and self._auto_may_start(now):
-                targets = self.targets(snap, opts, ctx.balanced, None, None)
+                targets = self.auto_targets(snap, opts, ctx.balanced)
                 targets = {k: v for k, v in targets.items()
                            if snap.pool_by_name(k).pg_num == snap.pool_by_name(k).pg_num_target}
                 if targets:

@@ -68,13 +68,21 @@ class Plans:
         table checks it), or the sizing advice (shrinks first)."""
         if pool is not None:
             p = snap.pool_by_name(pool)
-            if p.autoscale_mode == "on":
+            if snap.autoscaler_mode(p) == "on":
                 raise AdvisorError.busy(f"pool {pool}: pg_autoscaler manages it (pg_autoscale_mode "
                                         f"on); set it off to hand the pool to pg_advisor")
         if pool is not None and pg_num is not None:
             return {pool: int(pg_num)}
         changes = pg_num_plan(snap, opts, balanced).changes
         return {c.pool.name: c.pg_num for c in changes if pool is None or c.pool.name == pool}
+
+    @staticmethod
+    def auto_targets(snap: Snapshot, opts: Options, balanced: bool) -> Dict[str, int]:
+        """What mode auto may change by itself: the plan's growth, and merges only under PG
+        or memory pressure or the pool's own bounds; never a pool pg_autoscaler acts or
+        warns on (one voice a pool)."""
+        return {c.pool.name: c.pg_num for c in pg_num_plan(snap, opts, balanced).changes
+                if c.automatic and snap.autoscaler_mode(c.pool) == "off"}
 
     def plan(self, snap: Snapshot, opts: Options, cluster_ratio: float,
              targets: Dict[str, int]) -> List[PlanStep]:

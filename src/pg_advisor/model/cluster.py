@@ -20,6 +20,8 @@ CONFIG_DEFAULTS: Mapping[str, int] = {
     "mon_max_pool_pg_num": 65536,
     "mon_target_pg_per_osd": 100,
     "osd_memory_target": 4 << 30,
+    "osd_memory_base": 768 << 20,
+    "osd_memory_cache_min": 128 << 20,
     "osd_min_pg_log_entries": 250,
     "osd_max_pg_log_entries": 10000,
     "osd_target_pg_log_entries_per_osd": 300000,
@@ -89,6 +91,7 @@ class Pool:
     objects: Optional[int]
     hashpspool: bool = True
     data_chunks: int = 1      # EC k: a shard holds 1/k of a PG's bytes; replicas hold all
+    bulk: bool = False        # the pool's `bulk` flag: its operator says it will be big
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,10 @@ class Snapshot:
                                                  Optional[Tuple[int, ...]]]]] = \
         field(default_factory=dict)
     config: Mapping[str, int] = field(default_factory=lambda: dict(CONFIG_DEFAULTS))
+    # settings whose value may differ per OSD (the mon's config database: `config set
+    # osd.N`, per host or class, cephadm's memory autotune), each a vector over OSD ids;
+    # a setting not here has its `config` value on every OSD
+    osd_config: Mapping[str, np.ndarray] = field(default_factory=dict)
     # `ceph osd pool autoscale-status -f json`, by pool name, when known
     autoscale: Optional[Mapping[str, Mapping[str, Any]]] = None
     misplaced_objects: int = 0    # object copies misplaced now (PG stats)
@@ -175,6 +182,12 @@ class Snapshot:
     # mgr reuses a snapshot while the cluster is unchanged: its CRUSH results, its status);
     # not an argument, so dataclasses.replace gives a changed copy a memo of its own
     memo: Dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    def autoscaler_mode(self, pool: Pool) -> str:
+        """What pg_autoscaler does with the pool: its pg_autoscale_mode (on, warn, off),
+        off for every pool while the OSDMap has the `noautoscale` flag (`ceph osd pool set
+        noautoscale`), as pg_autoscaler reads it."""
+        return "off" if "noautoscale" in self.flags else (pool.autoscale_mode or "off")
 
     @property
     def mon_max_pg_per_osd(self) -> int:

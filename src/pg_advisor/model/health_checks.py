@@ -41,12 +41,29 @@ def pg_per_osd_limit(limit: int, mon_max: int, crowded: Dict[int, int]) -> Check
         [f"osd.{o} holds {n} PGs" for o, n in crowded.items()])}
 
 
-def osd_memory(budget: float, heavy: Mapping[int, Tuple[float, float]]) -> Checks:
-    """`heavy`: OSD id -> its PG memory (now, with full PG logs), above `budget` bytes."""
+def osd_memory(heavy: Mapping[int, Tuple[float, float, float, float, float]]) -> Checks:
+    """`heavy`: OSD id -> (PG memory now, with full PG logs, at the recovery peak, the
+    steady budget, the peak budget), one of them over its budget."""
     return {"PG_ADVISOR_OSD_MEMORY": check(
-        f"{len(heavy)} OSD(s) may need more PG memory than {budget / MIB:.0f} MiB",
-        [f"osd.{o}: PG memory {now / MIB:.0f} MiB now, up to {steady / MIB:.0f} MiB with full PG logs"
-         for o, (now, steady) in heavy.items()])}
+        f"{len(heavy)} OSD(s) may need more PG memory than their osd_memory_target leaves",
+        [f"osd.{o}: PG memory {now / MIB:.0f} MiB now, up to {steady / MIB:.0f} MiB with full PG logs "
+         f"(budget {budget / MIB:.0f} MiB), {peak / MIB:.0f} MiB while recovering (room "
+         f"{room / MIB:.0f} MiB)" for o, (now, steady, peak, budget, room) in heavy.items()])}
+
+
+def target_overcommitted(lines: Sequence[str]) -> Checks:
+    """Pool targets promising more than their root holds, as pg_autoscaler's
+    POOL_TARGET_SIZE_*_OVERCOMMITTED, where pg_autoscaler does not say it itself."""
+    return {"PG_ADVISOR_TARGET_OVERCOMMITTED": check(
+        f"{len(lines)} CRUSH root(s) have overcommitted pool targets", lines)}
+
+
+def overlapping_roots(lines: Sequence[str]) -> Checks:
+    """Pools pg_autoscaler manages or warns on, on roots that overlap, where a change is
+    due: pg_autoscaler skips them."""
+    return {"PG_ADVISOR_OVERLAPPING_ROOTS": check(
+        f"{len(lines)} pair(s) of CRUSH roots share OSDs: pg_autoscaler does not scale their pools",
+        lines)}
 
 
 # -- the plan (execute/driver.py) ------------------------------------------------------------

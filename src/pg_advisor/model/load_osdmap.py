@@ -157,7 +157,8 @@ def load_pools(osd_dump: Json, usage: Mapping[int, Tuple[int, int]]) -> Tuple[Po
             options=_pool_options(p, what),
             stored=stored, objects=objects,
             hashpspool=bool(int_field(p, "flags", what, 0, (1 << 64) - 1, 1) & 1),
-            data_chunks=_data_chunks(ptype, p, profiles, size, what))
+            data_chunks=_data_chunks(ptype, p, profiles, size, what),
+            bulk="bulk" in str_field(p, "flags_names", what, "").split(","))
     # every PG of every pool is mapped at once: bound the whole before any mapping
     replicas = sum(max(q.pg_num, q.pg_num_target) * q.size for q in pools.values())
     if replicas > MAX_PG_REPLICAS:

@@ -66,6 +66,12 @@ def pg_dump_brief() -> Command:
     return {"prefix": "pg dump", "dumpcontents": ["pgs_brief"], "format": "json"}
 
 
+def config_dump() -> Command:
+    """`ceph config dump`: the mon's config database, whose per-OSD, per-host and per-class
+    entries (cephadm's memory autotune among them) give each OSD its settings."""
+    return {"prefix": "config dump", "format": "json"}
+
+
 def osd_stat() -> Command:
     """`ceph osd stat`: the mon's OSDMap epoch now."""
     return {"prefix": "osd stat", "format": "json"}

@@ -68,14 +68,18 @@ class Options:
     """Every option with its type: the one schema. SPECS (the mgr's MODULE_OPTIONS, the
     CLI's flags, coerce's checks) is derived from these fields."""
     target_pgs_per_osd: int = _opt(
-        100, "PG replicas per OSD to aim for when sizing pools", 10, 1000)
+        0, "PG replicas per OSD to aim for when sizing pools (0: the cluster's "
+        "mon_target_pg_per_osd)", 0, 1000)
     min_pgs_per_pool: int = _opt(32, "pg_num floor for near-empty pools", 1, 4096)
     empty_pool_share: float = _opt(
         0.01, "a pool with less than this share of its subtree's data counts as near-empty", 0.0, 0.5)
     pg_per_osd_headroom: float = _opt(
         0.2, "keep the predicted max PGs on any OSD this fraction below mon_max_pg_per_osd", 0.0, 0.9)
+    merge_threshold: float = _opt(
+        3.0, "without PG-count or memory pressure, merge a pool only once its ideal pg_num is below "
+        "1/this of its pg_num (pg_autoscaler's threshold)", 2.0, 64.0)
     hysteresis: float = _opt(
-        0.25, "octaves beyond the rounding midpoint before pg_num changes (0.25: x1.68 / x0.59)",
+        0.25, "octaves beyond the rounding midpoint before pg_num grows (0.25: x1.68)",
         0.0, 1.0)
     pg_memory_fraction: float = _opt(
         0.25, "share of osd_memory_target PG logs and PG state may take", 0.01, 1.0)

@@ -23,6 +23,7 @@ from .load_osdmap import (bound_upmaps, highest_named, load_osds, load_pools, lo
                           load_upmaps)
 from .load_pgs import check_pg_osds, load_pgs, pg_map_of
 from .mappable import split_pools
+from .osd_config import osd_settings
 
 # the types and the loaders' names the layers above read here: one place to import from
 __all__ = ["Bucket", "Rule", "Pool", "Osds", "Pgs", "Snapshot", "CONFIG_DEFAULTS", "CONFIG_BOUNDS",
@@ -54,6 +55,11 @@ class Settings:
     CONFIG_DEFAULTS are passed over, and each value is checked against CONFIG_BOUNDS."""
     mon_max_pg_per_osd: int = 250
     config: Optional[Mapping[str, Any]] = None
+    # `ceph config dump -f json`: each OSD's own memory and PG-log settings (osd_config.py);
+    # None: every OSD has `config`'s. Offline a bad dump is refused; the mgr passes
+    # strict=False, and a dump it cannot read leaves every OSD at `config`'s values
+    config_dump: Optional[Sequence[Json]] = None
+    strict: bool = True
 
 
 def _load_config(settings: Settings) -> Dict[str, int]:
@@ -83,6 +89,18 @@ def _load_autoscale(autoscale: Optional[Sequence[Json]]) -> Optional[Dict[str, J
                                               0, MAX_PG_NUM)
         out[name] = entry
     return out
+
+
+def _osd_config(settings: Settings, osds: Osds, cfg: Mapping[str, int]) -> Dict[str, Any]:
+    """Each OSD's own settings from the config dump (none without one)."""
+    if settings.config_dump is None:
+        return {}
+    try:
+        return osd_settings(settings.config_dump, osds.host, osds.device_class, cfg)
+    except AdvisorError as e:
+        if settings.strict:
+            raise AdvisorError.invalid(f"config dump: {e.message}") from None
+        return {}
 
 
 def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
@@ -121,6 +139,7 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
             check_pg_osds(pgs, osds.count)
         rules, tunables = load_rules(crush, types), load_tunables(crush)
         mapped, unmapped = split_pools(pools, rules, tuple(STEP_ARGS), buckets, tunables)
+        per_osd = _osd_config(settings, osds, cfg)
         return Snapshot(
             epoch=int_field(osd_dump, "epoch", "osd dump", 0, (1 << 32) - 1),
             flags=tuple(f for f in str_field(osd_dump, "flags", "osd dump", "").split(",") if f),
@@ -136,6 +155,7 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
             crush_types=types,
             choose_args=load_choose_args(crush, buckets),
             config=cfg,
+            osd_config=per_osd,
             autoscale=_load_autoscale(autoscale),
             misplaced_objects=int_field(stat_sum, "num_objects_misplaced", "pg dump: pg_stats_sum",
                                         0, MAX_INT64, 0),

@@ -12,9 +12,10 @@ from ..model import health_checks as hc
 def health_checks(report: Dict[str, Any]) -> hc.Checks:
     checks: hc.Checks = {}
     # a pg_num change only where it presses (sizer.PoolSizing.pressing): a fresh cluster's
-    # near-empty pools, which pg_autoscaler would leave, raise nothing
+    # near-empty pools, which pg_autoscaler would leave, raise nothing; and never on a pool
+    # pg_autoscaler acts or warns on (one voice a pool: status says where they differ)
     pools = [p for p in report["pools"] if p.get("recommended_pg_num") is not None
-             and p.get("pressing") and p.get("pg_autoscale_mode") != "on"]
+             and p.get("pressing") and p.get("autoscaler_mode", p.get("pg_autoscale_mode")) == "off"]
     few = [p["recommendation"] for p in pools if p["recommended_pg_num"] > p["pg_num_target"]]
     many = [p["recommendation"] for p in pools if p["recommended_pg_num"] < p["pg_num_target"]]
     if few:
@@ -31,10 +32,38 @@ def health_checks(report: Dict[str, Any]) -> hc.Checks:
     crowded = {o["id"]: o["pgs"] for o in report["osds"] if o["pgs"] is not None and o["pgs"] > limit}
     if crowded:
         checks.update(hc.pg_per_osd_limit(limit, report["cluster"]["mon_max_pg_per_osd"], crowded))
-    budget = sizing["pg_memory_budget"]
-    memory: Dict[int, Tuple[float, float]] = {
-        o["id"]: (o.get("pg_memory_now") or 0, o.get("pg_memory_steady") or 0) for o in report["osds"]}
-    heavy = {k: v for k, v in memory.items() if max(v) > budget}
+    heavy: Dict[int, Tuple[float, float, float, float, float]] = {}
+    for o in report["osds"]:
+        now, steady, peak = (o.get(k) or 0 for k in ("pg_memory_now", "pg_memory_steady", "pg_memory_peak"))
+        budget = o.get("pg_memory_budget", sizing["pg_memory_budget"])
+        room = o.get("pg_memory_peak_budget")
+        if max(now, steady) > budget or (room is not None and peak > room):
+            heavy[o["id"]] = (now, steady, peak, budget, room if room is not None else peak)
     if heavy:
-        checks.update(hc.osd_memory(budget, heavy))
+        checks.update(hc.osd_memory(heavy))
+    checks.update(_targets_and_roots(report, sizing))
     return checks
+
+
+def _targets_and_roots(report: Dict[str, Any], sizing: Dict[str, Any]) -> hc.Checks:
+    """Overcommitted targets where pg_autoscaler does not say it itself (its status unknown,
+    the noautoscale flag set: it then evaluates nothing, or the root overlaps: it skips
+    it); overlapping roots where pools on them expect pg_autoscaler."""
+    out: hc.Checks = {}
+    overlapped = {r for x in sizing.get("overlapping_roots", ()) for r in x["roots"]}
+    silent = report.get("autoscaler_silent", True)
+    lines = [c["text"] for c in sizing.get("overcommitted", ()) if silent or c["root"] in overlapped]
+    if lines:
+        out.update(hc.target_overcommitted(lines))
+    # pools pg_autoscaler is meant to size (on, warn) but skips, where a change is due: an
+    # overlap alone (`.mgr` on the class-less root beside class rules) is common and raises
+    # nothing
+    stuck = {p["name"]: f"{p['name']} {p['pg_num_target']} -> {p['recommended_pg_num']}"
+             for p in report["pools"] if p.get("autoscaler_mode") in ("on", "warn")
+             and p.get("recommended_pg_num") not in (None, p["pg_num_target"])}
+    roots = [f"{' and '.join(x['roots'])} share {x['osds']} OSDs: pg_autoscaler skips their pools; "
+             f"pg_advisor would take {', '.join(stuck[n] for n in x['pools'] if n in stuck)}"
+             for x in sizing.get("overlapping_roots", ()) if any(n in stuck for n in x["pools"])]
+    if roots:
+        out.update(hc.overlapping_roots(roots))
+    return out

@@ -8,11 +8,18 @@ osd_pg_log_dups_tracked versions before them.
 The per-item sizes were calibrated on this project's test cluster (doc/sizing.rst).
 """
 from dataclasses import dataclass
-from typing import Mapping, Tuple
+from typing import Mapping, Tuple, Union
 
 import numpy as np
 
 from ..model.snapshot import Pgs
+
+
+# The settings the model reads, each a scalar or a vector over OSD ids (per-OSD values
+# from the mon's config database: `ceph config set osd.N ...`, per host, cephadm's autotune).
+SETTINGS = ("osd_min_pg_log_entries", "osd_max_pg_log_entries", "osd_target_pg_log_entries_per_osd",
+            "osd_pg_log_dups_tracked", "osd_memory_target", "osd_memory_base", "osd_memory_cache_min")
+Setting = Union[int, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -20,34 +27,65 @@ class MemoryModel:
     bytes_per_log_entry: int
     bytes_per_log_dup: int
     bytes_per_pg: int
-    min_log: int
-    max_log: int
-    target_log_per_osd: int
-    dups_tracked: int
+    min_log: Setting
+    max_log: Setting
+    target_log_per_osd: Setting
+    dups_tracked: Setting
+    memory_target: Setting = 4 << 30
+    memory_base: Setting = 768 << 20
+    cache_min: Setting = 128 << 20
 
     @classmethod
-    def from_config(cls, config: Mapping[str, int], bytes_per_log_entry: int,
+    def from_config(cls, config: Mapping[str, Setting], bytes_per_log_entry: int,
                     bytes_per_log_dup: int, bytes_per_pg: int) -> "MemoryModel":
+        """`config`: each of SETTINGS, a scalar or a vector over OSD ids."""
         return cls(bytes_per_log_entry, bytes_per_log_dup, bytes_per_pg,
                    min_log=config["osd_min_pg_log_entries"],
                    max_log=config["osd_max_pg_log_entries"],
                    target_log_per_osd=config["osd_target_pg_log_entries_per_osd"],
-                   dups_tracked=config["osd_pg_log_dups_tracked"])
+                   dups_tracked=config["osd_pg_log_dups_tracked"],
+                   memory_target=config.get("osd_memory_target", 4 << 30),
+                   memory_base=config.get("osd_memory_base", 768 << 20),
+                   cache_min=config.get("osd_memory_cache_min", 128 << 20))
 
     def log_entries_per_pg(self, n_pgs: np.ndarray) -> np.ndarray:
         n = np.maximum(np.asarray(n_pgs, dtype=np.float64), 1.0)
         return np.clip(self.target_log_per_osd / n, self.min_log, self.max_log)
 
-    def steady_state(self, n_pgs: np.ndarray) -> np.ndarray:
-        """Bytes of PG memory on an OSD holding n_pgs PGs, once every log is full."""
-        n = np.asarray(n_pgs, dtype=np.float64)
-        entries = self.log_entries_per_pg(n)
+    def _per_pg(self, entries: np.ndarray) -> np.ndarray:
         # a trimmed entry stays as a dup only while it is within dups_tracked versions of
         # the head (PGLog::IndexedLog::trim): entries and dups together span dups_tracked
         dups = np.maximum(self.dups_tracked - entries, 0.0)
-        per_pg = (entries * self.bytes_per_log_entry + dups * self.bytes_per_log_dup
-                  + self.bytes_per_pg)
-        return n * per_pg
+        return entries * self.bytes_per_log_entry + dups * self.bytes_per_log_dup + self.bytes_per_pg
+
+    def steady_state(self, n_pgs: np.ndarray) -> np.ndarray:
+        """Bytes of PG memory on an OSD holding n_pgs PGs, once every log is full."""
+        n = np.asarray(n_pgs, dtype=np.float64)
+        return n * self._per_pg(self.log_entries_per_pg(n))
+
+    def peak(self, n_pgs: np.ndarray) -> np.ndarray:
+        """Bytes of PG memory while the PGs recover or backfill: a PG that is not clean keeps
+        up to osd_max_pg_log_entries (PeeringState::calc_trim_to), so with writes going on
+        each log grows to that. An upper bound: only the PGs that recover grow."""
+        n = np.asarray(n_pgs, dtype=np.float64)
+        return n * self._per_pg(np.asarray(self.max_log, dtype=np.float64) + 0 * n)
+
+    def steady_budget(self, fraction: float) -> np.ndarray:
+        """PG memory an OSD may use in steady state: `fraction` of its osd_memory_target
+        (the rest is BlueStore's caches, which the OSD sizes around it)."""
+        return np.asarray(fraction * np.asarray(self.memory_target, dtype=np.float64))
+
+    def peak_budget(self) -> np.ndarray:
+        """PG memory an OSD may reach at the peak before it passes osd_memory_target: the
+        target less osd_memory_base and the least cache (osd_memory_cache_min), to which
+        the OSD shrinks its caches when other memory grows."""
+        room = (np.asarray(self.memory_target, dtype=np.float64) - self.memory_base - self.cache_min)
+        return np.maximum(room, 0.0)
+
+    def pgs_memory_allows(self) -> np.ndarray:
+        """PGs per OSD whose peak fits its peak budget."""
+        per_pg = self._per_pg(np.asarray(self.max_log, dtype=np.float64))
+        return np.floor(self.peak_budget() / per_pg)
 
     def current(self, log_entries: np.ndarray, log_dups: np.ndarray, n_pgs: np.ndarray) -> np.ndarray:
         """Bytes of PG memory for the entries, dups and PGs an OSD reports now."""

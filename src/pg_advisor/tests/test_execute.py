@@ -111,8 +111,11 @@ def test_blockers_stop_it_and_say_why(dumps: Dict[str, Any]) -> None:
     ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 0.0))
     assert ceph.sent == []
     why = " | ".join((store.state or {})["blockers"])
-    assert "noautoscale" in why and "pg_autoscaler manages it" in why
+    # the flag turns pg_autoscaler off for every pool (as it reads it), and holds pg_num
+    assert "noautoscale" in why and "pg_autoscaler manages it" not in why
     ceph.dumps["osd_dump"]["flags"] = ceph.dumps["osd_dump"]["flags"].replace(",noautoscale", "")
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 0.5))
+    assert ceph.sent == [] and "pg_autoscaler manages it" in " | ".join((store.state or {})["blockers"])
     ceph.pool("rbd")["pg_autoscale_mode"] = "off"
     ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 1.0))
     assert ceph.sent and not (store.state or {})["blockers"]

@@ -50,17 +50,45 @@ def test_a_change_pg_autoscaler_would_not_make_raises_nothing(snap: snapshot.Sna
     for factor, raised in ((2, False), (4, True)):
         s = with_pg_nums(dumps, {n: v // factor for n, v in rec.items()})
         r = status_report(s)
-        assert all(p["recommended_pg_num"] == rec[p["name"]] for p in r["pools"])
-        assert all(p["pressing"] is raised for p in r["pools"]), factor
+        # at half, a pool may stay where it is (the growth hysteresis): pressing nowhere
+        assert all(p["recommended_pg_num"] in (rec[p["name"]], rec[p["name"]] // factor)
+                   and (p["recommended_pg_num"] == rec[p["name"]] or not raised) for p in r["pools"])
+        assert all(p["pressing"] is (raised and p["recommended_pg_num"] != p["pg_num_target"])
+                   for p in r["pools"]), factor
         assert ("PG_ADVISOR_TOO_FEW_PGS" in health_checks(r)) is raised
     first = min(rec)
     s = with_pg_nums(dumps, {n: v // 4 for n, v in rec.items()}, {first: ".mgr"})
     few = health_checks(status_report(s))["PG_ADVISOR_TOO_FEW_PGS"]["detail"]
     assert len(few) == len(rec) - 1 and not any(d.startswith(".mgr:") for d in few)
-    s = with_pg_nums(dumps, {n: v * 2 for n, v in rec.items()})       # shrinking: 3x too
-    assert "PG_ADVISOR_TOO_MANY_PGS" not in health_checks(status_report(s))
+    # merges press only under pressure: 2x ecpool alone is kept (a merge would move data
+    # for nothing), 4x of every pool past the PGs-per-OSD limit is pressed by the cap
+    s = with_pg_nums(dumps, {**rec, "ecpool": rec["ecpool"] * 2})
+    r = status_report(s)
+    sizing = r["cluster"]["sizing"]
+    assert sizing["pgs_per_osd_max_recommended"] <= sizing["pgs_per_osd_limit"]
+    assert "PG_ADVISOR_TOO_MANY_PGS" not in health_checks(r)
+    assert next(p for p in r["pools"] if p["name"] == "ecpool")["recommended_pg_num"] == rec["ecpool"] * 2
     s = with_pg_nums(dumps, {n: v * 4 for n, v in rec.items()})
-    assert "PG_ADVISOR_TOO_MANY_PGS" in health_checks(status_report(s))
+    checks = health_checks(status_report(s))
+    assert "halved" in " ".join(checks["PG_ADVISOR_TOO_MANY_PGS"]["detail"])
+
+
+def test_a_merge_past_the_band_without_pressure_is_suggested_not_pressed(dumps: Dict[str, Any]) -> None:
+    rec = {p["name"]: p["recommended_pg_num"] for p in status_report(with_pg_nums(dumps, {
+        "rbd": 32, "ecpool": 16, "fast": 8}))["pools"]}
+    d = copy.deepcopy(dumps)
+    for p in d["osd_dump"]["pools"]:
+        p["pg_num"] = p["pg_num_target"] = p["pg_placement_num"] = p["pg_placement_num_target"] = \
+            rec[p["pool_name"]] * 4
+    # a limit nothing reaches and memory to spare: no pressure at 4x
+    snap = snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"],
+                         settings=snapshot.Settings(mon_max_pg_per_osd=100000,
+                                                    config={"osd_memory_target": 1 << 40}))
+    r = status_report(snap)
+    rbd = next(p for p in r["pools"] if p["name"] == "rbd")
+    assert rbd["recommended_pg_num"] == rec["rbd"] and not rbd["pressing"] and not rbd["automatic"]
+    assert "past_band" in [x["code"] for x in rbd["reasons"]] and rbd["moved_bytes_estimate"] > 0
+    assert "PG_ADVISOR_TOO_MANY_PGS" not in health_checks(r)
 
 
 def test_the_autoscalers_threshold_as_tentacle_has_it() -> None:

@@ -111,7 +111,7 @@ def test_auto_mode_starts_plans_itself(wired: Any, monkeypatch: Any) -> None:
     assert r["plan"]["source"] == "auto" and r["steps"][0]["kind"] == "pg_num"
     cmd(m, "abort")
     # none due (and an abort an hour ago): balance rounds for the pools that need them
-    monkeypatch.setattr(m.driver, "targets", lambda *a, **k: {})
+    monkeypatch.setattr(m.driver, "auto_targets", lambda *a, **k: {})
     for h in m.driver.executor.history:
         h["time"] -= 7200
     ceph.sent.clear()

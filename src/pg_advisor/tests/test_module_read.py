@@ -97,7 +97,7 @@ def test_auto_mode_evens_primaries_once_the_counts_are_even(wired: Any, read_bal
     opts = mgr_stub.BaseMgrModule.fake.module_options
     opts.update({("pg_advisor", "mode"): "auto", ("pg_advisor", "read_balance"): read_balance,
                  ("pg_advisor", "read_max_changes"): 3})
-    setattr(m.driver, "targets", lambda *a: {})
+    setattr(m.driver, "auto_targets", lambda *a: {})
     setattr(m.driver, "_start_balancing", lambda *a: False)
     m.background.run_plan()
     m.background.run_plan()            # within sleep_interval: no second round

@@ -298,7 +298,7 @@ def test_pin_on_change_does_not_rerun_crush_every_poll_when_nothing_is_pinnable(
     monkeypatch.setattr(driver_module, "pin_remapped", counted)
     ceph, (drv, _) = FakeCeph(d), driver()
     # no sizing or balance plan either: the executor stays closed, so each tick may pin
-    monkeypatch.setattr(drv, "targets", lambda *a: {})
+    monkeypatch.setattr(drv, "auto_targets", lambda *a: {})
     monkeypatch.setattr(drv, "_start_balancing", lambda *a: None)
     opts = make({"mode": "auto", "pin_on_change": True, "sleep_interval": 60})
     for now in (0.0, 1.0, 2.0, 30.0):           # one map: CRUSH once
