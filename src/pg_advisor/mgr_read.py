@@ -32,6 +32,7 @@ PG_SUMMARY_KEYS = ("pgs_by_state", "num_pgs", "num_pools", "num_objects", "data_
                    "degraded_objects", "misplaced_objects", "unfound_objects")
 # the cluster settings the sizing model reads, as the mgr sees them
 NATIVE_OPTIONS = tuple(snapshot.CONFIG_DEFAULTS)
+CONFIG_DUMP_AGE = 60.0      # seconds a `config dump` answer serves (its settings change rarely)
 
 
 def give_back_memory() -> None:
@@ -107,6 +108,8 @@ class MgrReader:
         self.options = options
         self.wake = wake
         self.snaps = SnapshotReuse()
+        self._config_dump_at: Optional[float] = None
+        self._config_dump_kept: Optional[List[Dict[str, Any]]] = None
 
     # -- the snapshot ----------------------------------------------------------------------------
 
@@ -205,7 +208,17 @@ class MgrReader:
 
     def _config_dump(self) -> Optional[List[Dict[str, Any]]]:
         """The mon's config database (`config dump`), for each OSD's own memory and PG-log
-        settings; None when the mon does not answer (every OSD then has the mgr's values)."""
+        settings; None when the mon does not answer (every OSD then has the mgr's values).
+        Asked at most once every CONFIG_DUMP_AGE seconds: those settings change rarely, and
+        a mon round trip in every read would make reads slower than reuse.COSTLY sooner."""
+        now = time.monotonic()
+        if self._config_dump_at is not None and now - self._config_dump_at < CONFIG_DUMP_AGE:
+            return self._config_dump_kept
+        self._config_dump_kept = self._ask_config_dump()
+        self._config_dump_at = now
+        return self._config_dump_kept
+
+    def _ask_config_dump(self) -> Optional[List[Dict[str, Any]]]:
         try:
             code, out, err = self.mgr.mon_command(mon_commands.config_dump())
         except Exception as e:  # the read goes on without it: the mgr's own values stand

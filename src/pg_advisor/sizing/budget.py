@@ -43,7 +43,7 @@ class Layout:
         per_row = np.zeros(self.rows.shape[0])
         for pid, r in replicas.items():
             per_row[self.row_of[pid]] += r
-        return per_row @ self.rows
+        return (per_row[:, None] * self.rows).sum(axis=0)
 
 
 def split(layout: Layout, demand: Mapping[int, float], budget: np.ndarray) -> Dict[int, float]:
@@ -55,7 +55,7 @@ def split(layout: Layout, demand: Mapping[int, float], budget: np.ndarray) -> Di
     density = row_demand[:, None] * layout.rows            # (rules, OSDs)
     total = density.sum(axis=0)
     cut = np.divide(density, total, out=np.zeros_like(density), where=total > EPS)
-    row_replicas = cut @ budget
+    row_replicas = (cut * budget[None, :]).sum(axis=1)     # numpy's own sum: the same on every BLAS
     out: Dict[int, float] = {}
     for pid, d in demand.items():
         r = layout.row_of[pid]

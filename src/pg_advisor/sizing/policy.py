@@ -33,7 +33,9 @@ class Reason:
     data: Dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> Dict[str, Any]:
-        return {"code": self.code, "text": self.text, **({"data": self.data} if self.data else {})}
+        # floats to 9 significant digits: the last bits of a sum differ between numpy builds
+        data = {k: float(f"{v:.9g}") if isinstance(v, float) else v for k, v in self.data.items()}
+        return {"code": self.code, "text": self.text, **({"data": data} if data else {})}
 
 
 def autoscaler_would_act(current: int, target: int, threshold: float = AUTOSCALER_THRESHOLD) -> bool:
@@ -106,6 +108,8 @@ def decide(snap: Snapshot, opts: Options, step: Step, reasons: List[Reason]) -> 
     reasons.append(r)
     rec = bounds(snap, pool, rounded, reasons, step.floor)
     cur = pool.pg_num_target
+    # (the ideal decides, also where the floor raised the pool: a pool of 16 PGs whose
+    # ideal is 11 is not split for the floor's sake, as pg_autoscaler would not past its band)
     if rec > cur and cur & (cur - 1) == 0 and not step.empty and \
             math.log2(max(ideal, 1.0) / cur) < 0.5 + opts.hysteresis:
         reasons.append(Reason("hysteresis", f"{cur} kept: the ideal is within the hysteresis band "

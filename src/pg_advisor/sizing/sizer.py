@@ -85,7 +85,9 @@ class PoolSizing:
         if not self.known:
             return f"{p.name}: unknown ({p.pg_num_target} PGs now): {why}"
         verb = {1: "grow to", -1: "shrink to", 0: "keep"}[self.change]
-        return f"{p.name}: {verb} {self.recommended} PGs (now {p.pg_num_target}): {why}"
+        cost = cost_text(self)
+        return (f"{p.name}: {verb} {self.recommended} PGs (now {p.pg_num_target}): {why}"
+                + (f"; cost: {cost}" if cost else ""))
 
 
 @dataclass
@@ -118,8 +120,8 @@ def memory_model(snap: Snapshot, opts: Options) -> MemoryModel:
 
 
 def moved_estimate(pool: Pool, to: int) -> Optional[float]:
-    """Raw bytes a pg_num change moves, about: the data of the PGs that split off (or
-    merge away), each of their copies re-placed."""
+    """Raw bytes a pg_num change moves at most: the data of the PGs that split off (or
+    merge away), each of their copies re-placed (CRUSH keeps some where they are)."""
     if pool.stored is None or to == pool.pg_num_target:
         return None
     a, b = sorted((pool.pg_num_target, to))
@@ -207,7 +209,9 @@ class Sizer:
                       or demand_of[pid] < EMPTY_OF_CAPACITY * capacity[pid])}
         keep = {pid: float(pools[pid].pg_num_target * pools[pid].size) for pid, k in kinds.items()
                 if k is Kind.UNKNOWN}
-        keep.update({pid: float(floor_of(pools[pid], o) * pools[pid].size) for pid in empty})
+        # (a near-empty pool's floor is not taken off the others' budget, as pg_autoscaler
+        # does not: on a small cluster of many pools the floors alone would fill it, and a
+        # pool declared big (bulk, a target) would get nothing)
         sizings = self._size(layout, (demand_of, keep, budget), (kinds, empty, share), root_of, names)
         # pools kept above their ideal (a merge avoided, bulk) hold those PGs: the others
         # share what is left, once
@@ -432,8 +436,9 @@ def cost_text(s: PoolSizing) -> Optional[str]:
     if s.moved_bytes is None or s.change == 0:
         return None
     per_osd = (s.recommended - s.pool.pg_num_target) * s.pool.size / max(s.osds, 1)
-    return (f"moves about {human_bytes(int(s.moved_bytes))}; its PGs per OSD {per_osd:+.1f} on "
-            f"average over {s.osds} OSDs")
+    return (f"moves up to {human_bytes(int(s.moved_bytes))} (every copy of the PGs that split off "
+            f"or merge away; `plan` gives CRUSH's exact bytes), for {per_osd:+.1f} of its PGs per OSD "
+            f"over {s.osds} OSDs")
 
 
 def recommend(snap: Snapshot, opts: Options, placer: Optional[Placer] = None,

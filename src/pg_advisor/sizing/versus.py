@@ -46,6 +46,11 @@ def autoscaler_difference(snap: Snapshot, s: PoolSizing, auto: Optional[Mapping[
             why.append("pg_advisor gives the pools with data their OSDs' whole PG budget by data "
                        "share; pg_autoscaler gives a non-bulk pool its share of the capacity, i.e. "
                        "how full its OSDs are")
+        ratio = float(s.pool.options.get("target_size_ratio", 0) or 0)
+        if ratio and float(auto.get("effective_target_ratio", ratio) or 0) > ratio + 1e-9:
+            why.append(f"pg_autoscaler normalises target_size_ratio by the ratios on the root ({ratio:g} "
+                       f"counts as {float(auto['effective_target_ratio']):.3g} there); pg_advisor reads "
+                       "it as a share of the capacity, beside the other pools' data")
         if s.pool.type == "erasure":
             why.append("an EC PG counts its k+m shards against the budget (pg_autoscaler divides "
                        "by the raw rate (k+m)/k)")
