@@ -117,6 +117,10 @@ def test_too_few_pgs_appears_with_data_and_clears_when_acted_on(pools: Cluster) 
     wait_until(lambda: not too_few_names(c), 30, "no TOO_FEW detail for the empty sz_b")
     subprocess.run(["rados", "-p", "sz_b", "bench", "3", "write", "-t", "4", "-b", "4096",
                     "--no-cleanup"], env=c.env, check=True, capture_output=True, timeout=120)
+    # and 16 MiB whatever the bench managed on a loaded machine: a pool under 0.1 % of its
+    # OSDs' space is near-empty (doc/sizing.rst), and this one must not be
+    subprocess.run(["rados", "-p", "sz_b", "put", "big", "-"], input=b"x" * (16 << 20), env=c.env,
+                   check=True, capture_output=True, timeout=120)
     wait_until(lambda: too_few_names(c), 60, "PG_ADVISOR_TOO_FEW_PGS naming sz_b")
     rec = {p["name"]: p for p in status(c)["pools"]}["sz_b"]["recommended_pg_num"]
     assert rec > 32
@@ -148,6 +152,9 @@ def test_limit_and_memory_checks_follow_the_options(pools: Cluster) -> None:
 
 @pytest.mark.parametrize("name, value, message", [
     ("target_pgs_per_osd", "-5", "below minimum 0"),
+    ("target_pgs_per_osd", "2147483648", "exceeds maximum"),
+    ("merge_threshold", "0", "below minimum"),
+    ("merge_threshold", "100000000", "exceeds maximum"),
     ("target_pgs_per_osd", "lots", "error parsing value"),
     ("hysteresis", "3", "exceeds maximum"),
     ("assume_balanced", "maybe", "not one of the permitted values"),
@@ -169,3 +176,22 @@ def test_an_option_changes_the_recommendation(pools: Cluster) -> None:
     finally:
         c.ceph("config", "set", "mgr", OPT + "min_pgs_per_pool", "32")
     assert base["sz_a"] == 32
+
+
+def test_the_cluster_s_own_target_is_the_one_sized_for(pools: Cluster) -> None:
+    # mon_target_pg_per_osd rules unless the module's target_pgs_per_osd is set (issue 56)
+    c = pools
+
+    def target() -> Any:
+        return status(c)["cluster"]["sizing"]["target_pgs_per_osd"]
+    first = target()
+    # (pg_autoscaler reads it from the mgr's config too: `ceph config set global` or `mgr`)
+    with c.config("mgr", "mon_target_pg_per_osd", "200"):
+        wait_until(lambda: target() == 200, 60, "the cluster's target of 200")
+        assert status(c)["cluster"]["sizing"]["target_source"] == "mon_target_pg_per_osd"
+        c.ceph("config", "set", "mgr", OPT + "target_pgs_per_osd", "150")
+        try:
+            wait_until(lambda: target() == 150, 60, "the module's own target of 150")
+        finally:
+            c.ceph("config", "set", "mgr", OPT + "target_pgs_per_osd", "0")
+    wait_until(lambda: target() == first, 60, "the target back to the cluster's")

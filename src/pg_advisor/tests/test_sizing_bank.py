@@ -2,6 +2,7 @@
 10 hdd and 2 ssd OSDs, 10 TiB each, 30 % used; a class-less rule, a rule per class, EC 4+2
 on hdd), each with the recommendation a Ceph engineer would sign and the reason in words.
 doc/sizing.rst shows this table; test_the_doc_shows_the_bank keeps the two the same."""
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,3 +130,24 @@ def test_the_doc_shows_the_bank() -> None:
     m = re.search(r"\.\. bank-start\n\n(.*?)\n\n\.\. bank-end", text, re.S)
     assert m, "doc/sizing.rst lacks the bank table (between .. bank-start and .. bank-end)"
     assert m.group(1) == table(), "doc/sizing.rst's bank table is not the bank: print(table())"
+
+
+@pytest.mark.parametrize("argv", [["status", "-f", "json"], ["plan", "-f", "json"], ["eval", "-f", "json"],
+                                  ["map", "rbd", "-f", "json"], ["balance", "-f", "json"],
+                                  ["simulate", "--pool", "rbd", "--pg-num", "64", "-f", "json"],
+                                  ["read-balance", "-f", "json"]])
+def test_without_usage_every_view_answers_and_sizing_says_unknown(argv: Sequence[str]) -> None:
+    # `--osdmap --crush` alone: no PG stats, no df; nothing sized, planned or pressed
+    from pg_advisor_testkit.dumps import CLUSTER6
+    from .cli_harness import run_here
+    ran = run_here(["--osdmap", str(CLUSTER6 / "osd_dump.json"),
+                    "--crush", str(CLUSTER6 / "crush_dump.json"), *argv])
+    assert ran.code == 0, ran.err
+    doc = json.loads(ran.out)
+    if argv[0] == "status":
+        assert {p["sizing"] for p in doc["pools"]} == {"unknown"}
+        assert all(p["recommended_pg_num"] is None and p["pressing"] is False for p in doc["pools"])
+        assert all(p["recommendation"].startswith(f"{p['name']}: unknown") for p in doc["pools"])
+        assert not {"PG_ADVISOR_TOO_FEW_PGS", "PG_ADVISOR_TOO_MANY_PGS"} & set(health_checks(doc))
+    if argv[0] == "plan":
+        assert doc["steps"] == []
