@@ -195,3 +195,19 @@ def test_the_cluster_s_own_target_is_the_one_sized_for(pools: Cluster) -> None:
         finally:
             c.ceph("config", "set", "mgr", OPT + "target_pgs_per_osd", "0")
     wait_until(lambda: target() == first, 60, "the target back to the cluster's")
+
+
+def test_each_osd_s_own_memory_target_comes_from_the_mon_s_config(pools: Cluster) -> None:
+    # `ceph config set osd.N osd_memory_target` (as cephadm's autotune sets it per host):
+    # the mgr reads the mon's config database (once a minute at most) and sizes by it
+    c = pools
+    osd = c.osd_ids()[0]
+
+    def budget() -> Any:
+        return {o["id"]: o["pg_memory_budget"] for o in status(c)["osds"]}[osd]
+    before = budget()
+    with c.config(f"osd.{osd}", "osd_memory_target", str(3 << 30)):
+        wait_until(lambda: budget() == int(0.25 * (3 << 30)), 180, f"osd.{osd}'s own budget")
+        others = {o["id"]: o["pg_memory_budget"] for o in status(c)["osds"] if o["id"] != osd}
+        assert others and all(b == before for b in others.values())
+    wait_until(lambda: budget() == before, 180, f"osd.{osd}'s budget back")

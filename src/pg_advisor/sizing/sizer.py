@@ -103,7 +103,7 @@ class SizingResult:
     target_pgs: int = 100              # PG replicas per OSD aimed at, and where it comes from
     target_source: str = "mon_target_pg_per_osd"
     binding: str = "target"            # what holds the recommendations: target, pg_limit, memory
-    memory_allows: Optional[int] = None   # PGs per OSD whose peak fits the tightest OSD
+    memory_allows: Optional[int] = None   # PGs per OSD the tightest OSD's memory allows
     memory_allows_osd: Optional[int] = None
     overlaps: List[Overlap] = field(default_factory=list)
     overcommits: List[Overcommit] = field(default_factory=list)
@@ -246,7 +246,7 @@ class Sizer:
             self._alternative(s, pg)
         in_use = totals > 0
         steady_budget = self.model.steady_budget(o.pg_memory_fraction) + np.zeros(self.n_osd)
-        allows = self.model.pgs_memory_allows() + np.zeros(self.n_osd)
+        allows = self.model.pgs_memory_allows(o.pg_memory_fraction) + np.zeros(self.n_osd)
         tight = int(np.argmin(np.where(weighted, allows, np.inf))) if weighted.any() else None
         binding = ("pg_limit" if any(r.code == "cap_pgs" for s in sizings for r in s.reasons) else
                    "memory" if any(r.code in ("cap_memory", "cap_peak") for s in sizings for r in s.reasons)
@@ -391,7 +391,8 @@ class Sizer:
                 pb = float(np.broadcast_to(peak_budget, totals.shape)[osd])
                 worst.reasons.append(Reason(
                     "cap_peak", f"{before} would need up to {peak[osd] / MIB:.0f} MiB of PG memory on "
-                                f"osd.{osd} while it recovers (logs at osd_max_pg_log_entries), over "
+                                f"osd.{osd} when it recovers (its logs and a log of missing objects "
+                                f"per PG), over "
                                 f"{pb / MIB:.0f} MiB (its osd_memory_target less osd_memory_base and the "
                                 f"least cache): memory binds before the PG limit; halved to {before // 2}",
                     {"osd": osd, "bytes": float(peak[osd]), "budget": pb}))

@@ -9,8 +9,8 @@ from .sizer import PoolSizing, SizingResult
 WHY = (
     ("cap_pgs", "the PG limit: at pg_autoscaler's number an OSD would pass mon_max_pg_per_osd "
                 "less headroom"),
-    ("cap_peak", "OSD memory: at pg_autoscaler's number an OSD's PG logs would outgrow its "
-                 "osd_memory_target while it recovers"),
+    ("cap_peak", "OSD memory: at pg_autoscaler's number an OSD's PG memory would outgrow its "
+                 "osd_memory_target when it recovers"),
     ("cap_memory", "OSD memory in steady state"),
     ("max", "the pool's pg_num_max (or the mon's ceiling)"),
     ("min", "the pool's pg_num_min"),

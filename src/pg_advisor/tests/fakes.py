@@ -196,7 +196,7 @@ def context(ceph: FakeCeph, opts: Optional[Options] = None, now: float = 0.0, ra
 # target, and the distribution's target_max_deviation): not in it
 ADDED_SINCE_CAPTURE = {"osds": {"primaries", "primary_share", "pg_target", "pg_target_by_pool"},
                        "pools": {"read_balance", "pressing", "not_mapped"}}
-SIZING_SINCE_CAPTURE = {"osds": {"pgs_recommended", "pg_memory_peak", "pg_memory_budget",
+SIZING_SINCE_CAPTURE = {"osds": {"pgs_recommended", "pg_memory_peak", "pg_memory_budget", "pg_memory_steady",
                                  "pg_memory_peak_budget"},
                         "pools": {"recommended_pg_num", "recommendation", "reasons", "data_share",
                                   "sizing", "automatic", "moved_bytes_estimate", "autoscaler_mode",

@@ -1,0 +1,481 @@
+"""Benchmark: the PG memory of BlueStore OSDs (osd_pglog and osd mempools, RSS) at about
+100, 200 and 400 PGs per OSD, in steady state and at the recovery peak, beside
+pg_advisor's memory model (src/pg_advisor/sizing/memory.py); fits its constants.
+
+    bash qa/cluster/tentacle.sh exec env PYTHONPATH=src:. python3 -m qa.bench.pg_memory \\
+        [--pgs 100,200,400] [--scale 5] [--down-writes 0.5] [--objects-per-pg N]
+        [--block-gib 4] [--dir DIR] [--keep]
+
+It starts its own loopback cluster (qa/cluster/vstart.sh --store bluestore: 3 OSDs on 3
+hosts, sparse 4 GiB block files; run with PG_ADVISOR_NETNS set to a namespace of your own
+beside another Tentacle cluster). The PG log options are Ceph's defaults divided by
+--scale (osd_target_pg_log_entries_per_osd, osd_min/max_pg_log_entries,
+osd_pg_log_dups_tracked, osd_pg_log_trim_min; 5: 60000, 50, 2000, 600, 20), so the logs
+of 400 PGs fill in minutes on two cores; the bytes per entry, dup and PG do not depend on
+how long a log is. Per level, one pool of size 3 (every OSD holds every PG) with
+pg_num = level - 1 (the .mgr PG is the last), written with empty write_fulls to names
+picked per PG (qa/maps/object_hash.py), so every PG gets the same number of log entries,
+each to another object (no log names an object twice: --objects-per-pg):
+
+- steady: target + dups_tracked + 2 trim_min writes per PG (logs trimmed to the target;
+  Tentacle keeps the trimmed entries within dups_tracked of the head as dups and drops
+  dups only past dups_tracked of them, so a log shorter than dups_tracked ends with
+  dups_tracked dups), active+clean;
+- degraded / recovery: noout, osd.2 stopped, --down-writes x the log target written per
+  PG, then osd.2 started and, once up, writes going on; sampled every second until
+  active+clean (at most 300 s),
+  each OSD's largest PG memory kept (Tentacle trims logs to the same target while PGs
+  recover or backfill: PeeringState::calc_trim_to_aggressive with pglog_hardlimit);
+- max-log: osd_min_pg_log_entries raised to osd_max_pg_log_entries, max + trim_min writes
+  per PG: every log held at its maximum (the peak older Ceph's calc_trim_to allowed a
+  recovering PG, and a planning bound); the dups stay (none is dropped below the cap).
+
+Measured per OSD: `dump_mempools` (osd_pglog and osd items and bytes, the total), VmRSS,
+and from `pg dump` the log_size and log_dups_size of the PGs it holds. The model's
+prediction with today's constants (540 / 40 / 11300) uses the measured entries and dups
+(`current`), and for steady rows also the planning formula (`steady_state`, which since
+this bench counts dups_tracked dups a PG) and, with the fitted constants, Tentacle's steady
+dups (dups_tracked while the log is shorter); the fit is least squares over every sample: osd_pglog bytes =
+e x entries + d x dups + p x PGs, osd bytes = q x PGs; bytes_per_pg = p + q.
+"""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from pg_advisor.sizing.memory import MemoryModel
+
+from ..cluster import Cluster, wait_until
+from ..cluster.ceph_release import print_ceph_version
+from ..maps.object_hash import object_ps
+
+TODAY = (540, 40, 11300)     # bytes_per_log_entry, bytes_per_log_dup, bytes_per_pg
+DEPTH = 128                  # writes in flight (about 7,000 empty writes/s on 2 cores)
+DOWN_OSD = 2
+MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class LogSettings:
+    """The PG log options the OSDs run with: Ceph's defaults over `scale`."""
+    target_per_osd: int
+    min_log: int
+    max_log: int
+    dups_tracked: int
+    trim_min: int
+
+    @classmethod
+    def scaled(cls, scale: int) -> "LogSettings":
+        return cls(300000 // scale, 250 // scale, 10000 // scale, 3000 // scale, 100 // scale)
+
+    def options(self) -> Dict[str, int]:
+        return {"osd_target_pg_log_entries_per_osd": self.target_per_osd,
+                "osd_min_pg_log_entries": self.min_log, "osd_max_pg_log_entries": self.max_log,
+                "osd_pg_log_dups_tracked": self.dups_tracked, "osd_pg_log_trim_min": self.trim_min}
+
+    def target(self, pgs: int) -> int:
+        # OSD::get_target_pg_log_entries: an even share of the OSD's budget, clamped
+        return max(min(self.target_per_osd // pgs, self.max_log), self.min_log)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What is written: `down_writes` x the log target per PG while osd.2 is down, to
+    `objects_per_pg` objects per PG in turn (0: max_log + 2 trim_min, so that no log
+    holds an object twice, as with writes spread over many objects: the log's object
+    index then has a node per entry)."""
+    down_writes: float
+    objects_per_pg: int = 0
+
+    def objects(self, s: LogSettings) -> int:
+        return self.objects_per_pg or s.max_log + 2 * s.trim_min
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One OSD's PG memory at one moment."""
+    level: int            # PGs per OSD aimed at
+    state: str
+    osd: int
+    pgs: int              # PGs the OSD holds (every PG of the stats: size 3 on 3 OSDs)
+    entries: float        # log entries over those PGs (log_size)
+    dups: float           # dups over those PGs (log_dups_size)
+    pglog_items: int
+    pglog_bytes: int
+    osd_items: int
+    osd_bytes: int
+    total_bytes: int      # every mempool
+    rss: int
+    seen: str = ""        # the PG states seen while sampling (recovery)
+
+    @property
+    def pg_memory(self) -> int:
+        return self.pglog_bytes + self.osd_bytes
+
+
+class Conn:
+    """One rados connection for the frequent reads (a `ceph` call costs ~0.3 s)."""
+
+    def __init__(self, c: Cluster) -> None:
+        import rados     # the chroot's binding
+        self.cluster = c
+        self.rados = rados.Rados(conffile=c.env["CEPH_CONF"])
+        self.rados.connect()
+
+    def mempools(self, osd: int) -> Dict[str, Any]:
+        code, out, err = self.rados.osd_command(osd, json.dumps({"prefix": "dump_mempools"}), b"",
+                                                timeout=30)
+        if code != 0:
+            raise RuntimeError(f"osd.{osd} dump_mempools: {err}")
+        return dict(json.loads(out)["mempool"])
+
+    def pg_dump(self) -> Dict[str, Any]:
+        code, out, err = self.rados.mgr_command(json.dumps({"prefix": "pg dump", "format": "json"}),
+                                                b"", timeout=60)
+        if code != 0:
+            raise RuntimeError(f"pg dump: {err}")
+        return dict(json.loads(out)["pg_map"])
+
+    def flush_stats(self, osds: Sequence[int]) -> None:
+        """Each OSD sends its PG stats now, not at its next report."""
+        for o in osds:
+            self.rados.osd_command(o, json.dumps({"prefix": "flush_pg_stats"}), b"", timeout=30)
+
+    def close(self) -> None:
+        self.rados.shutdown()
+
+
+class Writer:
+    """Empty write_fulls, `DEPTH` in flight, the same number to every PG of the pool: a
+    round is one write to each PG (to its names in turn), so each PG's log grows alike."""
+
+    def __init__(self, conn: Conn, pool: str, names: List[List[str]]) -> None:
+        self.io = conn.rados.open_ioctx(pool)
+        self.names = names
+        self.failed = 0
+        self.next = 0        # rounds go on through the names: a log window names each object once
+        self.slots = threading.Semaphore(DEPTH)
+        self.stop = threading.Event()
+        self.thread: Optional[threading.Thread] = None
+
+    def _done(self, completion: Any) -> None:
+        if completion.get_return_value() < 0:
+            self.failed += 1
+        self.slots.release()
+
+    def rounds(self, n: int) -> int:
+        """n rounds (fewer if stopped); returns the rounds done."""
+        for done in range(n):
+            if self.stop.is_set():
+                return done
+            r = self.next
+            self.next += 1
+            for per_pg in self.names:
+                self.slots.acquire()
+                self.io.aio_write_full(per_pg[r % len(per_pg)], b"", oncomplete=self._done)
+        self.io.aio_flush()
+        return n
+
+    def start(self) -> None:
+        """Rounds in the background until finish()."""
+        self.stop.clear()
+        self.thread = threading.Thread(target=self.rounds, args=(10 ** 9,), daemon=True)
+        self.thread.start()
+
+    def finish(self) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join(120)
+        self.io.aio_flush()
+        self.stop.clear()
+
+    def close(self) -> None:
+        self.io.close()
+
+
+def names_per_pg(pg_num: int, k: int) -> List[List[str]]:
+    """k object names for each PG of a pool of pg_num PGs (librados's own hash)."""
+    out: List[List[str]] = [[] for _ in range(pg_num)]
+    left, i = pg_num * k, 0
+    while left:
+        name = f"m{i}"
+        ps = object_ps(name, pg_num)
+        if len(out[ps]) < k:
+            out[ps].append(name)
+            left -= 1
+        i += 1
+    return out
+
+
+def osd_pid(c: Cluster, osd: int) -> int:
+    return int((c.dir / "run" / f"osd.{osd}.pid").read_text().strip())
+
+
+def rss(c: Cluster, osd: int) -> int:
+    """The OSD process's VmRSS in bytes (0 when it is not running)."""
+    try:
+        for line in Path(f"/proc/{osd_pid(c, osd)}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def settled_stats(conn: Conn, osds: Sequence[int]) -> Dict[str, Any]:
+    """The PG stats once two reads a flush apart agree on every log (they lag the OSDs)."""
+    last: Optional[List[Tuple[str, int, int]]] = None
+    for _ in range(30):
+        conn.flush_stats(osds)
+        time.sleep(1.5)
+        dump = conn.pg_dump()
+        logs = sorted((s["pgid"], s["log_size"], s.get("log_dups_size", 0)) for s in dump["pg_stats"])
+        if logs == last:
+            return dump
+        last = logs
+    return dump
+
+
+def measure(c: Cluster, conn: Conn, dump: Dict[str, Any], osd: int) -> Sample:
+    """One OSD's sample: its mempools now, its PGs' logs from `dump`. level and state are
+    filled in by the caller."""
+    # every PG: the bench's pools have size 3 on 3 OSDs, so each OSD holds each PG (an OSD
+    # coming back loads them all at once, before the lagging stats list it again)
+    mine = list(dump["pg_stats"])
+    pools = conn.mempools(osd)
+    by = pools["by_pool"]
+    return Sample(0, "", osd, len(mine), float(sum(s["log_size"] for s in mine)),
+                  float(sum(s.get("log_dups_size", 0) for s in mine)),
+                  int(by["osd_pglog"]["items"]), int(by["osd_pglog"]["bytes"]),
+                  int(by["osd"]["items"]), int(by["osd"]["bytes"]), int(pools["total"]["bytes"]),
+                  rss(c, osd))
+
+
+def sample_all(c: Cluster, conn: Conn, level: int, state: str) -> List[Sample]:
+    osds = c.osd_ids(in_up=True)
+    dump = settled_stats(conn, osds)
+    return [replace(measure(c, conn, dump, o), level=level, state=state) for o in osds]
+
+
+def stop_osd(c: Cluster, osd: int) -> None:
+    """SIGTERM to the OSD's own pid (from its pid file), then marked down at once."""
+    pid = osd_pid(c, osd)
+    os.kill(pid, signal.SIGTERM)
+    wait_until(lambda: not Path(f"/proc/{pid}").exists(), 60, f"osd.{osd} to exit", step=0.2)
+    c.run("osd", "down", str(osd))
+    wait_until(lambda: osd not in c.osd_ids(in_up=True), 60, f"osd.{osd} down")
+
+
+def start_osd(c: Cluster, osd: int) -> None:
+    # as vstart.sh starts it: the daemon forks and writes its pid file
+    subprocess.run(["ceph-osd", "-i", str(osd)], env=c.env, check=True, timeout=120,
+                   capture_output=True)
+
+
+def wait_osds_hold(c: Cluster, conn: Conn, pgs: int) -> None:
+    """Until every OSD holds exactly `pgs` PGs: a removed pool's PGs keep their logs until
+    they are deleted, and the stats no longer list them (doc/sizing.rst)."""
+    def done() -> bool:
+        conn.flush_stats(c.osd_ids(in_up=True))
+        return all(o["num_pgs"] == pgs for o in conn.pg_dump()["osd_stats"])
+    wait_until(done, 600, f"every OSD to hold {pgs} PGs", step=2)
+
+
+def recovery_peak(c: Cluster, conn: Conn, writer: Writer, level: int,
+                  down_rounds: int) -> List[Sample]:
+    """osd.2 down (noout) while `down_rounds` rounds are written, then back with writes
+    going on: the degraded OSDs' samples, then each OSD's largest PG memory while it
+    recovers, until active+clean."""
+    c.ceph("osd", "set", "noout")
+    try:
+        stop_osd(c, DOWN_OSD)
+        writer.rounds(down_rounds)
+        out = sample_all(c, conn, level, "degraded")
+        start_osd(c, DOWN_OSD)
+        # writes resume once it is up: while it boots they would outrun the short logs
+        # of 400 PGs and turn its log-based recovery into a backfill
+        wait_until(lambda: DOWN_OSD in c.osd_ids(in_up=True), 120, f"osd.{DOWN_OSD} up")
+        writer.start()
+        peak: Dict[int, Sample] = {}
+        seen: set = set()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 300:
+            dump = conn.pg_dump()
+            states = {s["state"] for s in dump["pg_stats"]}
+            seen |= states
+            for o in c.osd_ids(in_up=True):
+                try:
+                    s = measure(c, conn, dump, o)
+                except Exception:      # an OSD still starting may not answer yet
+                    continue
+                if s.pgs and (o not in peak or s.pg_memory > peak[o].pg_memory):
+                    peak[o] = s
+            up = len(c.osd_ids(in_up=True)) == 3
+            if up and states == {"active+clean"} and time.monotonic() - t0 > 10:
+                break
+            time.sleep(0.5)
+        writer.finish()
+    finally:
+        c.run("osd", "unset", "noout")
+    others = sorted(x for x in seen if x != "active+clean")
+    tag = ",".join(sorted({p for x in others for p in x.split("+")} - {"active"})) or "none"
+    return out + [replace(s, level=level, state="recovery", seen=tag) for _, s in sorted(peak.items())]
+
+
+def run_level(c: Cluster, conn: Conn, level: int, s: LogSettings, load: Workload) -> List[Sample]:
+    """One pool giving every OSD `level` PGs, through steady, recovery and max-log."""
+    pool, pg_num = f"pgmem{level}", level - 1
+    c.ceph("osd", "pool", "create", pool, str(pg_num), str(pg_num))
+    c.ceph("osd", "pool", "set", pool, "pg_autoscale_mode", "off")
+    c.wait_clean(600)
+    writer = Writer(conn, pool, names_per_pg(pg_num, load.objects(s)))
+    t0 = time.monotonic()
+    # enough that each log is trimmed to its target and its dups reach their cap: Tentacle
+    # keeps a trimmed entry as a dup when it is within dups_tracked versions of the head, and
+    # drops dups only past dups_tracked of them (PGLog::IndexedLog::trim), not once entries
+    # and dups span dups_tracked
+    steady = s.target(level) + s.dups_tracked + 2 * s.trim_min
+    writer.rounds(steady)
+    print(f"# {level} PGs/OSD: {steady * pg_num} writes in "
+          f"{time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+    c.wait_clean(600)
+    out = sample_all(c, conn, level, "steady")
+    out += recovery_peak(c, conn, writer, level, max(1, int(load.down_writes * s.target(level))))
+    c.wait_clean(600)
+    c.ceph("config", "set", "osd", "osd_min_pg_log_entries", str(s.max_log))
+    try:
+        writer.rounds(s.max_log + 2 * s.trim_min)
+        c.wait_clean(600)
+        out += sample_all(c, conn, level, "max-log")
+    finally:
+        c.ceph("config", "set", "osd", "osd_min_pg_log_entries", str(s.min_log))
+    if writer.failed:
+        print(f"# {level} PGs/OSD: {writer.failed} writes failed", file=sys.stderr)
+    writer.close()
+    for x in out:     # as it goes: a run cut short still leaves its figures
+        print(f"# {json.dumps(x.__dict__)}", file=sys.stderr, flush=True)
+    c.ceph("osd", "pool", "rm", pool, pool, "--yes-i-really-really-mean-it")
+    t0 = time.monotonic()
+    wait_osds_hold(c, conn, 1)
+    print(f"# {level} PGs/OSD: pool deleted in {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+    return out
+
+
+def fit(samples: List[Sample]) -> Tuple[float, float, float, float]:
+    """Least squares: osd_pglog = e*entries + d*dups + p*PGs, osd = q*PGs."""
+    a = np.array([[x.entries, x.dups, x.pgs] for x in samples], dtype=np.float64)
+    (e, d, p), *_ = np.linalg.lstsq(a, np.array([x.pglog_bytes for x in samples], dtype=np.float64),
+                                    rcond=None)
+    pgs = np.array([x.pgs for x in samples], dtype=np.float64)
+    q = float(pgs @ np.array([x.osd_bytes for x in samples], dtype=np.float64) / (pgs @ pgs))
+    return float(e), float(d), float(p), q
+
+
+def tentacle_plan(m: MemoryModel, pgs: int) -> float:
+    """Steady PG memory for `pgs` PGs with Tentacle's dups: dups_tracked of them while the
+    log is shorter than that (a trimmed entry within dups_tracked of the head becomes a
+    dup; dups are dropped only past dups_tracked), none once it is as long."""
+    entries = float(m.log_entries_per_pg(np.array([pgs]))[0])
+    dups = float(m.dups_tracked) if entries < float(m.dups_tracked) else 0.0
+    return pgs * (entries * m.bytes_per_log_entry + dups * m.bytes_per_log_dup + m.bytes_per_pg)
+
+
+def err(pred: float, meas: float) -> str:
+    return f"{100.0 * (pred - meas) / meas:+.1f}" if meas else "-"
+
+
+def report(samples: List[Sample], s: LogSettings, base: List[Sample]) -> None:
+    cfg = {k: v for k, v in s.options().items() if k != "osd_pg_log_trim_min"}
+    today = MemoryModel.from_config(cfg, *TODAY)
+    e, d, p, q = fit(samples)
+    fitted = MemoryModel.from_config(cfg, round(e), round(d), round(p + q))
+    print(f"PG log options: {', '.join(f'{k}={v}' for k, v in s.options().items())} "
+          f"(Ceph's defaults / {300000 // s.target_per_osd}); pools of size 3 on 3 OSDs on 3 hosts, "
+          f"BlueStore; entries and dups per PG: means over the OSD's PGs from the PG stats")
+    print("PG memory = osd_pglog + osd mempool bytes; model: today's constants "
+          f"{TODAY[0]}/{TODAY[1]}/{TODAY[2]} on the measured entries and dups (err %), "
+          "plan: its steady-state formula for that many PGs; fit: the constants fitted below")
+    head = (f"{'PGs/OSD':>7} {'state':<9} {'osd':>3} {'PGs':>4} {'entries/PG':>10} {'dups/PG':>7} "
+            f"{'pglog items':>11} {'B/item':>6} {'B/(e+d)':>7} {'osd B/PG':>8} {'mempools MiB':>12} "
+            f"{'RSS MiB':>7} {'PG mem MiB':>10} {'model MiB':>9} {'err %':>6} {'plan MiB':>8} "
+            f"{'err %':>6} {'fit err %':>9} {'plan fit err %':>14}  seen")
+    print(head)
+    for x in base + samples:
+        n = max(x.pgs, 1)
+        pred = float(today.current(np.array(x.entries), np.array(x.dups), np.array(x.pgs)))
+        fpred = float(fitted.current(np.array(x.entries), np.array(x.dups), np.array(x.pgs)))
+        plan = float(today.steady_state(np.array([x.pgs]))[0]) if x.state == "steady" else None
+        tplan = tentacle_plan(fitted, x.pgs) if x.state == "steady" else None
+        print(f"{x.level:>7} {x.state:<9} {x.osd:>3} {x.pgs:>4} {x.entries / n:>10.0f} "
+              f"{x.dups / n:>7.0f} {x.pglog_items:>11} {x.pglog_bytes / max(x.pglog_items, 1):>6.0f} "
+              f"{x.pglog_bytes / max(x.entries + x.dups, 1):>7.0f} {x.osd_bytes / n:>8.0f} "
+              f"{x.total_bytes / MIB:>12.1f} {x.rss / MIB:>7.0f} {x.pg_memory / MIB:>10.1f} "
+              f"{pred / MIB:>9.1f} {err(pred, x.pg_memory):>6} "
+              f"{'-' if plan is None else f'{plan / MIB:.1f}':>8} "
+              f"{'-' if plan is None else err(plan, x.pg_memory):>6} {err(fpred, x.pg_memory):>9} "
+              f"{'-' if tplan is None else err(tplan, x.pg_memory):>14}  {x.seen}")
+    print(f"fitted over {len(samples)} samples (least squares): bytes_per_log_entry {e:.0f}, "
+          f"bytes_per_log_dup {d:.0f}, per PG {p:.0f} (osd_pglog) + {q:.0f} (osd mempool) = "
+          f"bytes_per_pg {p + q:.0f}; today's: {TODAY[0]} / {TODAY[1]} / {TODAY[2]}")
+    rest = [x for x in samples if x.state == "steady"]
+    if base and rest:
+        # what a PG costs beyond the mempools: RSS over the idle OSD, per PG, at steady state
+        b = {x.osd: x.rss for x in base}
+        per = [(x.rss - b.get(x.osd, 0)) / max(x.pgs - 1, 1) for x in rest if x.rss]
+        print(f"RSS above the idle OSD (1 PG) per added PG at steady state: "
+              f"{min(per) / 1024:.0f}-{max(per) / 1024:.0f} KiB")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--pgs", default="100,200,400", help="PGs per OSD, one pool each")
+    ap.add_argument("--scale", type=int, default=5, help="PG log options = Ceph's defaults / this")
+    ap.add_argument("--down-writes", type=float, default=0.5,
+                    help="writes per PG while osd.2 is down, times the log target (past 1: backfill)")
+    ap.add_argument("--objects-per-pg", type=int, default=0,
+                    help="objects each PG's writes cycle over (0: max_log + 2 trim_min, none twice in a log)")
+    ap.add_argument("--block-gib", type=int, default=4, help="each OSD's sparse block file")
+    ap.add_argument("--dir", type=Path)
+    ap.add_argument("--keep", action="store_true", help="leave the cluster running")
+    args = ap.parse_args(argv)
+    s = LogSettings.scaled(args.scale)
+    load = Workload(args.down_writes, args.objects_per_pg)
+    c = Cluster(args.dir or Path(tempfile.mkdtemp(prefix="pga-pgmem-")))
+    c.vstart("start", "--no-pool", "--store", "bluestore", "--osds", "3", "--hosts", "3",
+             "--block-gib", str(args.block_gib))
+    samples: List[Sample] = []
+    try:
+        print_ceph_version(c.env)
+        # 400 PGs per OSD and more need the mon's limit raised (default 250)
+        c.ceph("config", "set", "global", "mon_max_pg_per_osd", "1000")
+        for k, v in s.options().items():
+            c.ceph("config", "set", "osd", k, str(v))
+        # scrubs take the two cores and reset nothing the bench reads: off
+        c.ceph("osd", "set", "noscrub")
+        c.ceph("osd", "set", "nodeep-scrub")
+        conn = Conn(c)
+        try:
+            base = [replace(x, state="idle") for x in sample_all(c, conn, 0, "")]
+            for level in [int(x) for x in args.pgs.split(",")]:
+                samples += run_level(c, conn, level, s, load)
+        finally:
+            conn.close()
+    finally:
+        if not args.keep:
+            c.vstart("stop")
+    report(samples, s, base)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
