@@ -169,10 +169,19 @@ class Balancer:
         """Both moves of a chain, (pool, row, from, to) each, or none if the budget cannot pay
         both (then the run stops): half a chain leaves its middle OSD past its count and its
         backfill room (the middle OSD backfills twice, in and then out)."""
-        objects = float(first[0].objects[first[1]] + second[0].objects[second[1]])
+        objects = [float(first[0].objects[first[1]]), float(second[0].objects[second[1]])]
         if not self.budget.payable(objects, [first[2], first[3], second[2], second[3]]):
             return False
-        return self.apply_move(*first) and self.apply_move(*second)
+        try:
+            if not self.apply_move(*first):
+                return False
+            if not self.apply_move(*second):
+                # payable() paid what charge() takes: a bug, not the budget (the first move
+                # stands, the middle OSD past its room)
+                raise RuntimeError(f"chain {first[1:]} then {second[1:]}: paid, its second move refused")
+            return True
+        finally:
+            self.budget.paid_in_full()
 
     def apply_all(self, st: PoolState, row: int, moves: List[Tuple[int, int]]) -> bool:
         """Make one PG's moves together, or none if a budget forbids them (then the run

@@ -42,6 +42,7 @@ class Budget:
         self.rows_built = 0
         self.on_work_stop = on_work_stop   # says, once, what the run did before the bound
         self.stop: Optional[Stop] = None
+        self._prepaid = 0      # charges payable() paid for the misplaced budget, still to come
 
     @property
     def stopped(self) -> bool:
@@ -92,16 +93,30 @@ class Budget:
             room = self.osd_room.size
             self.osd_room += np.bincount(np.asarray(ends, dtype=np.int64), minlength=room)[:room]
 
-    def payable(self, objects: float, ends: Sequence[int]) -> bool:
-        """Could moves misplacing `objects` copies, with `ends` the OSD at each end of each,
-        be paid at once (a chain's two PGs, checked before either moves)? If not, the run
-        stops on the reason."""
-        return self._room_taken(objects, ends) is not None
+    def payable(self, objects: Sequence[float], ends: Sequence[int]) -> bool:
+        """Could PGs' moves, the i-th misplacing `objects[i]` copies, with `ends` the OSD at
+        each end of each move, be paid at once (a chain's two PGs, checked before either
+        moves)? If so the charges that follow, one a PG, take them without checking the
+        misplaced budget again (with nothing misplaced the budget lets a first payment
+        pass: here the whole chain's, and its second charge must not be refused after its
+        first was made); `paid_in_full()` ends that. If not, the run stops on the reason
+        (fewer moves left than PGs: not paid, the run goes on)."""
+        if self.stopped or self.moves_left < len(objects):
+            return False
+        if self._room_taken(float(sum(objects)), ends) is None:
+            return False
+        self._prepaid = len(objects)
+        return True
+
+    def paid_in_full(self) -> None:
+        """The charges payable() paid for are made (or abandoned)."""
+        self._prepaid = 0
 
     def _room_taken(self, objects: float, ends: Sequence[int]) -> Optional[np.ndarray]:
         """What `ends` take of the OSDs' backfill room (empty without a room bound), or None
-        (and the run stops) if the misplaced budget or the room cannot pay them."""
-        if not self.affordable(objects):
+        (and the run stops) if the misplaced budget (unless payable() paid it) or the room
+        cannot pay them."""
+        if not self._prepaid and not self.affordable(objects):
             self.halt(Stop.MISPLACED)
             return None
         if self.osd_room is None:
@@ -121,6 +136,7 @@ class Budget:
         per_osd = self._room_taken(objects, ends)
         if per_osd is None:
             return False
+        self._prepaid = max(self._prepaid - 1, 0)
         if self.osd_room is not None:
             self.osd_room -= per_osd
         self.misplaced += objects

@@ -20,7 +20,7 @@ onto an OSD with room (a chain). Those extra moves are what the rule forces (the
 report's `forced`). A replica no such move can place within the room goes to the legal
 destination least above its share, said in a note.
 """
-from typing import Dict, List, Protocol, Tuple
+from typing import Callable, Dict, List, Protocol, Tuple
 
 import numpy as np
 
@@ -98,9 +98,7 @@ class Drainer:
             for st, r, x in stuck:
                 if self.stopped:
                     break
-                hi, lo = self.caps[id(st)]
-                if (self._chain(st, r, x, hi) or self._regroup(st, r, x, hi, lo)
-                        or self._make_room(st, r, x, hi, lo) or self._anywhere(st, r, x)):
+                if self._place_stuck(st, r, x):
                     made += 1
             if made == 0:
                 break
@@ -108,6 +106,25 @@ class Drainer:
             self.run.notes.append(
                 f"{self.over} replicas of the drained OSDs had no legal destination within a PG "
                 f"of its share: each went to the legal one least above it (`balance` evens them)")
+
+    def _place_stuck(self, st: PoolState, r: int, x: int) -> bool:
+        """The replica of row `r` on `x` that no destination with room took: by a chain, a
+        regroup, another PG's regroup making room, or anywhere legal, the first that
+        works. True once it is off `x`: a room-making regroup for an earlier stuck PG may
+        have taken it along (its group shared the full OSD's bucket), and each way is
+        tried only while it is still there."""
+        hi, lo = self.caps[id(st)]
+        ways: List[Callable[[], bool]] = [
+            lambda: self._chain(st, r, x, hi), lambda: self._regroup(st, r, x, hi, lo),
+            lambda: self._make_room(st, r, x, hi, lo), lambda: self._anywhere(st, r, x)]
+        for way in ways:
+            if not (st.up[r] == x).any():
+                return True
+            if self.stopped:
+                return False
+            if way():
+                return True
+        return False
 
     def _left(self, st: PoolState) -> Tuple[np.ndarray, np.ndarray]:
         """(rows, sources): per healthy PG with a replica on a drained OSD, its first one."""

@@ -27,6 +27,7 @@ from .rounds import Burst, set_primaries
 from .steps import balance_step
 
 AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a new plan
+TICK_ERRORS_STOP = 5        # a plan's ticks failing on a bug this many times running stop it
 
 
 class Driver(OperatorCommands):
@@ -73,10 +74,31 @@ class Driver(OperatorCommands):
                     if not self._start_balancing(snap, opts, now) and opts.read_balance:
                         self._read_round(snap, opts, ctx.sender(), now)
             if ex.active:
-                ex.tick(ctx.for_tick())
+                self._plan_tick(ctx)
             self._count_pins(snap)
             if self._pins_want and snap.epoch > self._pinned_at:
                 self._verify_pins(snap, now)
+
+    def _plan_tick(self, ctx: Context) -> None:
+        """The executor's tick. A bug that fails every tick (an exception other than the
+        module's own errors) would keep the plan running for ever, retried each poll and
+        nothing moving: after TICK_ERRORS_STOP in a row the plan stops, the error in its
+        reason (the traceback in the mgr log), for the operator's `abort`."""
+        ex = self.executor
+        try:
+            ex.tick(ctx.for_tick())
+            self._tick_errors = 0
+        except AdvisorError:
+            raise
+        except Exception as e:
+            self._tick_errors += 1
+            state = ex.state
+            if self._tick_errors >= TICK_ERRORS_STOP and state is not None and state.status == Status.RUNNING:
+                ex.stop(state, f"internal error on {self._tick_errors} ticks running ({type(e).__name__}: "
+                        f"{e}; the mgr log has the traceback)", ctx.now)
+                ex.save()
+                self._tick_errors = 0
+            raise
 
     def verify_pins(self, snap: Snapshot, now: float) -> Optional[Dict[str, Any]]:
         """Once the map holds the pins just set: the PGs whose up set there is not the set

@@ -46,6 +46,7 @@ class Plans:
         self._pins_want: Dict[str, List[int]] = {}   # pins not yet checked against the map
         self.pins_verified: Optional[Dict[str, Any]] = None    # what the last check found
         self._unpinnable = (-1, 0.0)     # (epoch, until when) pin_remapped found nothing to pin
+        self._tick_errors = 0            # the plan's ticks that failed on a bug, running
 
     def _check_store(self) -> None:
         if self.store.error:

@@ -67,3 +67,29 @@ def test_a_run_is_freed_when_its_last_reference_goes(snap: snapshot.Snapshot) ->
         assert gone() is None
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("first_free", [True, False])
+def test_a_chain_payable_at_once_is_charged_move_by_move(first_free: bool) -> None:
+    # with nothing misplaced the budget lets a first payment pass it: a chain paid as one
+    # sum must then have both its charges taken (the second was refused, half a chain made)
+    b = Budget(100.0, first_free, np.full(4, 2), work=0, work_max=1000)
+    b.start(10)
+    assert b.payable([80.0, 80.0], [0, 1, 1, 2]) is first_free
+    if not first_free:
+        assert b.stop is Stop.MISPLACED
+        return
+    assert b.charge(80.0, [0, 1]) and b.charge(80.0, [1, 2]) and not b.stopped
+    b.paid_in_full()
+    assert not b.charge(1.0, [3, 2]) and b.stop is Stop.MISPLACED     # past the budget now
+    assert b.osd_room is not None and b.osd_room.tolist() == [1, 0, 1, 2]
+
+
+def test_a_chain_is_not_paid_past_the_room_or_the_moves_left() -> None:
+    b = Budget(None, False, np.full(3, 1), work=0, work_max=1000)
+    b.start(10)
+    assert not b.payable([1.0, 1.0], [0, 1, 1, 2]) and b.stop is Stop.ROOM    # osd.1 both ends
+    b = Budget(None, False, None, work=0, work_max=1000)
+    b.start(1)
+    assert not b.payable([1.0, 1.0], [0, 1, 1, 2]) and not b.stopped          # one move left
+    assert b.charge(1.0, [0, 1])

@@ -206,3 +206,64 @@ def test_with_and_balance_every_pool_is_drained_before_any_is_evened(
     assert {made[i][0] for i in off} == {"rbd", "ecpool"} and len(off) == r["replicas"]
     assert off == list(range(len(off))), "a move off another OSD came before the drain ended"
     assert len(made) > len(off), "nothing evened: the order is not tested"
+
+
+def test_a_plan_whose_ticks_fail_on_a_bug_stops_and_says_why(
+        dumps: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    # found live: a drain round raised ValueError on every tick after a mgr failover, and
+    # the plan stayed "running" with nothing moving until a test gave up 10 minutes later
+    from pg_advisor.execute import executor
+    from pg_advisor.execute.driver import TICK_ERRORS_STOP
+    ceph, (drv, kv) = FakeCeph(dumps), driver()
+    opts = make({"step_interval": 0})
+    drv.drain(context(ceph, opts, 0.0), "osd.0", False)
+
+    def broken(*args: Any) -> bool:
+        raise ValueError("0 is not in list")
+    monkeypatch.setattr(executor, "balance_round_step", broken)
+    for t in range(1, TICK_ERRORS_STOP + 1):
+        st = drv.executor.state
+        assert st is not None and st.status == Status.RUNNING, t
+        with pytest.raises(ValueError):
+            drv.tick(context(ceph, opts, float(t)))
+    st = drv.executor.state
+    assert st is not None and st.status == Status.STOPPED
+    why = st.stopped_why or ""
+    assert why.startswith(f"internal error on {TICK_ERRORS_STOP} ticks running (ValueError: 0 is not"), why
+    assert drv.executor.history[-1]["event"] == "stop"
+    # stored: a new mgr finds it stopped, and the stopped plan's ticks no longer fail
+    again = Driver(kv.get, kv.__setitem__, 9.0).executor.state
+    assert again is not None and again.status == Status.STOPPED
+    drv.tick(context(ceph, opts, 99.0))
+    drv.abort(context(ceph, opts, 100.0))
+    st = drv.executor.state
+    assert st is not None and st.status == Status.ABORTED
+
+
+def test_a_tick_failing_now_and_then_does_not_stop_the_plan(
+        dumps: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from pg_advisor.execute import executor
+    from pg_advisor.execute.driver import TICK_ERRORS_STOP
+    ceph, (drv, _) = FakeCeph(dumps), driver()
+    opts = make({"step_interval": 0})
+    drv.drain(context(ceph, opts, 0.0), "osd.0", False)
+    real = executor.balance_round_step
+    calls = [0]
+
+    def flaky(*args: Any) -> bool:
+        calls[0] += 1
+        if calls[0] % TICK_ERRORS_STOP == 0:     # one in TICK_ERRORS_STOP fails
+            raise RuntimeError("once")
+        return real(*args)
+    monkeypatch.setattr(executor, "balance_round_step", flaky)
+    failed = 0
+    for t in range(1, 300):
+        try:
+            drv.tick(context(ceph, opts, float(t)))
+        except RuntimeError:
+            failed += 1
+        ceph.settle()
+        if not drv.executor.active:
+            break
+    st = drv.executor.state
+    assert failed > 0 and st is not None and st.status == Status.DONE, drv.executor.report()
