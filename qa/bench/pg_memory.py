@@ -32,7 +32,7 @@ each to another object (no log names an object twice: --objects-per-pg):
 
 Measured per OSD: `dump_mempools` (osd_pglog and osd items and bytes, the total), VmRSS,
 and from `pg dump` the log_size and log_dups_size of the PGs it holds. The model's
-prediction with today's constants (540 / 40 / 11300) uses the measured entries and dups
+prediction with the module's constants (its option defaults) uses the measured entries and dups
 (`current`), and for steady rows also the planning formula (`steady_state`, which since
 this bench counts dups_tracked dups a PG) and, with the fitted constants, Tentacle's steady
 dups (dups_tracked while the log is shorter); the fit is least squares over every sample: osd_pglog bytes =
@@ -53,13 +53,16 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from pg_advisor.model import options
 from pg_advisor.sizing.memory import MemoryModel
 
 from ..cluster import Cluster, wait_until
 from ..cluster.ceph_release import print_ceph_version
 from ..maps.object_hash import object_ps
 
-TODAY = (540, 40, 11300)     # bytes_per_log_entry, bytes_per_log_dup, bytes_per_pg
+# the module's constants (bytes_per_log_entry, bytes_per_log_dup, bytes_per_pg): its defaults
+_DEFAULTS = options.make({})
+TODAY = (_DEFAULTS.bytes_per_log_entry, _DEFAULTS.bytes_per_log_dup, _DEFAULTS.bytes_per_pg)
 DEPTH = 128                  # writes in flight (about 7,000 empty writes/s on 2 cores)
 DOWN_OSD = 2
 MIB = 1 << 20

@@ -134,6 +134,8 @@ class Pgs:
     # whether the stats gave the logs (log_size, log_start, parent_split_bits): the brief
     # stats a big cluster is read through (model/pg_brief.py) do not, and the three are 0
     logs: bool = True
+    # log_dups_size: the dups the PG keeps, -1 where the stats do not say (None: nowhere)
+    log_dups: Optional[np.ndarray] = None
 
     @property
     def count(self) -> int:

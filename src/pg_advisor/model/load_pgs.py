@@ -21,6 +21,7 @@ def pg_map_of(pg_dump: Json) -> Json:
     return pg_dump
 
 
+NO_DUPS = -1     # log_dups where the stats do not say (Ceph before 16.2.11/17.2.4, the brief stats)
 Columns = Dict[str, Any]   # the PG stats as arrays (and the states as a list), in dump order
 
 
@@ -43,7 +44,8 @@ def load_pgs(pg_map: Json) -> Pgs:
                up_primary=frozen(c["up_primary"][order]), bytes=frozen(c["bytes"][order]),
                objects=frozen(c["objects"][order]), state=_states(c["state"], order),
                acting=frozen(c["acting"][order]), log_size=frozen(c["log_size"][order]),
-               log_tail=frozen(c["log_tail"][order]), split_bits=frozen(c["split_bits"][order]))
+               log_tail=frozen(c["log_tail"][order]), split_bits=frozen(c["split_bits"][order]),
+               log_dups=frozen(c["log_dups"][order]))
 
 
 def _states(states: List[str], order: np.ndarray) -> Tuple[str, ...]:
@@ -146,6 +148,7 @@ def pg_columns_plain(stats: Sequence[Any]) -> Optional[Columns]:
             "log_size": _ints(_field(stats, "log_size", 0), 0, MAX_INT64),
             "log_tail": _eversions(_field(stats, "log_start", "0'0")),
             "split_bits": _ints(_field(stats, "parent_split_bits", 0), 0, 32),
+            "log_dups": _ints(_field(stats, "log_dups_size", NO_DUPS), NO_DUPS, MAX_INT64),
             "state": states,
         }
     except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
@@ -161,7 +164,7 @@ def pg_columns_checked(stats: Sequence[Any]) -> Columns:
         ups.append(osd_ids(get_field(s, "up", what), f"{what}: up"))
         actings.append(osd_ids(get_field(s, "acting", what, []), f"{what}: acting"))
     width = max([len(r) for r in ups + actings], default=0)
-    counts = ("pool", "ps", "bytes", "objects", "log_size", "split_bits")
+    counts = ("pool", "ps", "bytes", "objects", "log_size", "split_bits", "log_dups")
     c: Columns = {k: np.zeros(n, dtype=np.int64) for k in counts}
     c["log_tail"] = np.zeros((n, 2), dtype=np.int64)
     c["up_primary"] = np.full(n, NO_OSD, dtype=np.int64)
@@ -180,6 +183,7 @@ def pg_columns_checked(stats: Sequence[Any]) -> Columns:
         c["log_size"][i] = int_field(s, "log_size", what, 0, MAX_INT64, 0)
         c["log_tail"][i] = _eversion(str_field(s, "log_start", what, "0'0"), f"{what}: field 'log_start'")
         c["split_bits"][i] = int_field(s, "parent_split_bits", what, 0, 32, 0)
+        c["log_dups"][i] = int_field(s, "log_dups_size", what, NO_DUPS, MAX_INT64, NO_DUPS)
         c["state"].append(str_field(s, "state", what, "unknown"))
     return c
 

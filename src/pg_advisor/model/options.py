@@ -83,9 +83,9 @@ class Options:
         0.0, 1.0)
     pg_memory_fraction: float = _opt(
         0.25, "share of osd_memory_target PG logs and PG state may take", 0.01, 1.0)
-    bytes_per_log_entry: int = _opt(540, "memory of one PG log entry (calibrated)", 1, 1 << 20)
-    bytes_per_log_dup: int = _opt(40, "memory of one PG log dup entry (calibrated)", 0, 1 << 20)
-    bytes_per_pg: int = _opt(11300, "fixed memory of one PG on an OSD (calibrated)", 0, 1 << 30)
+    bytes_per_log_entry: int = _opt(550, "memory of one PG log entry (calibrated)", 1, 1 << 20)
+    bytes_per_log_dup: int = _opt(140, "memory of one PG log dup entry (calibrated)", 0, 1 << 20)
+    bytes_per_pg: int = _opt(12000, "fixed memory of one PG on an OSD (calibrated)", 0, 1 << 30)
     assume_balanced: AssumeBalanced = _opt(
         AssumeBalanced.AUTO, "size against the balanced ideal (yes), CRUSH as it falls (no), or yes "
         "when the upmap balancer is active (auto)")

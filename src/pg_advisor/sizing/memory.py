@@ -124,6 +124,11 @@ def pg_log_lengths(pgs: Pgs, dups_tracked: int) -> Tuple[np.ndarray, np.ndarray]
     linked to its parent (its seed without the top bit) while both keep the same tail:
     the span they all still share (the family's shortest) is divided among them, and what
     each logged since is its own.
+
+    Dups are the stats' log_dups_size where they give it (Tentacle; Pacific since
+    16.2.11), else the entries trimmed so far (the tail's version) up to
+    osd_pg_log_dups_tracked: measured on Tentacle, a busy PG keeps that many whatever its
+    log's length, not dups_tracked less its entries.
     """
     n = pgs.count
     span = pgs.log_size.astype(np.float64)
@@ -148,6 +153,10 @@ def pg_log_lengths(pgs: Pgs, dups_tracked: int) -> Tuple[np.ndarray, np.ndarray]
     np.minimum.at(shared, root, span)
     shared = shared[root]
     entries = shared / size + (span - shared)
-    # the dups within dups_tracked versions of the head, as far back as the log was trimmed
-    dups = np.clip(dups_tracked - span, 0.0, tail[:, 1].astype(np.float64))
+    # the dups: as the stats say (log_dups_size), else every trimmed entry up to
+    # dups_tracked of them (PGLog::IndexedLog::trim drops dups only past that many, since
+    # tracker 53729's fix: 16.2.11, 17.2.4); a child copied its parent's dups and tail
+    trimmed = np.minimum(tail[:, 1].astype(np.float64), float(dups_tracked))
+    told = pgs.log_dups if pgs.log_dups is not None else np.full(n, -1)
+    dups = np.where(told >= 0, told.astype(np.float64), np.maximum(trimmed, 0.0))
     return entries, dups

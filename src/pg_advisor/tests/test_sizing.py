@@ -97,7 +97,7 @@ def test_balanced_ideal_is_the_ceiling_of_the_share(snap: snapshot.Snapshot) -> 
 
 
 def test_memory_cap(snap: snapshot.Snapshot) -> None:
-    opts = options.make({"pg_memory_fraction": 0.04, "target_pgs_per_osd": 400})
+    opts = options.make({"pg_memory_fraction": 0.05, "target_pgs_per_osd": 400})
     r = recommend(snap, opts)
     # the cap bit: pg_num was halved for memory, and the result fits the budget
     assert any(x.code == "cap_memory" for s in r.pools for x in s.reasons)
@@ -223,13 +223,38 @@ def test_log_lengths_share_a_split_family_s_log() -> None:
     assert entries[[4, 6, 8, 10]].sum() == 40
 
 
-def test_log_dups_are_the_trimmed_versions_within_dups_tracked_of_the_head() -> None:
+def test_log_dups_are_the_trimmed_entries_up_to_dups_tracked() -> None:
     pgs = _pgs(pool=[1, 1, 1, 1], ps=[0, 1, 2, 3], span=[30, 30, 150, 30],
                tail=[(7, 500), (7, 20), (7, 500), (0, 0)], split_bits=[0] * 4)
     _, dups = pg_log_lengths(pgs, 100)
-    # head 530: versions 431..500 trimmed and kept; head 50: all 20 trimmed; a log longer
-    # than dups_tracked keeps none; a log never trimmed has none
-    assert dups.tolist() == [70, 20, 0, 0]
+    # 500 trimmed: 100 kept (Tentacle drops dups only past dups_tracked of them, however
+    # long the log: measured 298-299 dups at 300 beside 85-1000 entries); 20 trimmed: all
+    # 20; a log never trimmed has none
+    assert dups.tolist() == [100, 20, 100, 0]
+
+
+def test_log_dups_the_stats_give_are_taken_as_they_are() -> None:
+    # log_dups_size (Tentacle; Pacific since 16.2.11): a split child copied its parent's
+    # dups, a PG the stats say nothing of (-1) falls back on the trimmed entries
+    pgs = dataclasses.replace(
+        _pgs(pool=[1, 1, 1], ps=[0, 1, 2], span=[30, 30, 30], tail=[(7, 500), (7, 500), (7, 20)],
+             split_bits=[0] * 3),
+        log_dups=np.array([250, -1, 7]))
+    _, dups = pg_log_lengths(pgs, 100)
+    assert dups.tolist() == [250, 100, 7]
+
+
+def test_the_loader_reads_log_dups_size_and_marks_it_absent() -> None:
+    from pg_advisor.model.load_pgs import load_pgs
+    row = {"pgid": "1.0", "up": [0], "acting": [0], "up_primary": 0, "state": "active+clean",
+           "stat_sum": {"num_bytes": 0, "num_objects": 0}, "log_size": 5, "log_start": "1'2"}
+    got = load_pgs({"pg_stats": [dict(row, log_dups_size=42), dict(row, pgid="1.1")]})
+    assert got.log_dups is not None and got.log_dups.tolist() == [42, -1]
+    # the careful loader (a field it must check row by row) gives the same
+    odd = load_pgs({"pg_stats": [dict(row, log_dups_size=42, up_primary="0"), dict(row, pgid="1.1")]})
+    assert odd.log_dups is not None and odd.log_dups.tolist() == [42, -1]
+    with pytest.raises(AdvisorError, match="log_dups_size"):
+        load_pgs({"pg_stats": [dict(row, log_dups_size=-5)]})
 
 
 def test_log_lengths_of_no_pgs() -> None:

@@ -61,7 +61,7 @@ BANK: Sequence[Case] = (
          "each PG's 6 shards count against the OSDs' budget", pressing=True),
     Case("small osd_memory_target", (MGR, PoolSpec("rbd", "hdd", 1024, 150 * TIB)), "rbd", 2048, "cap_peak",
          "1.125 GiB OSDs: beside osd_memory_base and the least cache, the default PG-log budget and a "
-         "recovery's missing objects leave room for 24 PGs an OSD; memory binds, not the PG limit",
+         "recovery's missing objects leave room for 23 PGs an OSD; memory binds, not the PG limit",
          pressing=True,
          config={"mon_target_pg_per_osd": 400, "mon_max_pg_per_osd": 1000, "osd_memory_target": 9 << 27}),
     Case("Umbrella's defaults (200 / 500)", (MGR, PoolSpec("rbd", "hdd", 2048, 150 * TIB)), "rbd", 16384,
@@ -95,6 +95,9 @@ def test_the_bank(case: Case) -> None:
     assert any(d.startswith(case.pool + ":") for d in few) is raised
     if case.want is None:
         assert p["automatic"] is False and p["data_share"] is None
+    room = re.search(r"room for (\d+) PGs an OSD", case.why)
+    if room:        # the figure the words give is the one status gives
+        assert r["cluster"]["sizing"]["pgs_per_osd_memory_allows"] == int(room.group(1))
 
 
 def test_overcommitted_targets_are_named() -> None:
