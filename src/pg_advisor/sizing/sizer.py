@@ -248,9 +248,8 @@ class Sizer:
         steady_budget = self.model.steady_budget(o.pg_memory_fraction) + np.zeros(self.n_osd)
         allows = self.model.pgs_memory_allows(o.pg_memory_fraction) + np.zeros(self.n_osd)
         tight = int(np.argmin(np.where(weighted, allows, np.inf))) if weighted.any() else None
-        binding = ("pg_limit" if any(r.code == "cap_pgs" for s in sizings for r in s.reasons) else
-                   "memory" if any(r.code in ("cap_memory", "cap_peak") for s in sizings for r in s.reasons)
-                   else "target")
+        caps = {r.code for s in sizings for r in s.reasons} & {"cap_pgs", "cap_memory", "cap_peak"}
+        binding = "pg_limit" if "cap_pgs" in caps else "memory" if caps else "target"
         return SizingResult(
             pools=sorted(sizings, key=lambda s: s.pool.id), pgs_per_osd_after=totals,
             memory_after=self.model.steady_state(totals) + np.zeros(self.n_osd),
@@ -359,7 +358,6 @@ class Sizer:
         o = self.opts
         steady_budget = self.model.steady_budget(o.pg_memory_fraction)
         peak_budget = self.model.peak_budget()
-        by_id = {s.pool.id: s for s in sizings}
         while True:
             totals = self.totals(pg)
             steady, peak = self.model.steady_state(totals), self.model.peak(totals)
@@ -403,7 +401,7 @@ class Sizer:
                                   f"osd.{osd}, over {sb / MIB:.0f} MiB ({o.pg_memory_fraction:.0%} of its "
                                   f"osd_memory_target): halved to {before // 2}",
                     {"osd": osd, "bytes": float(steady[osd]), "budget": sb}))
-            by_id[worst.pool.id].recommended = pg[worst.pool.id]
+            worst.recommended = pg[worst.pool.id]
 
     def _alternative(self, s: PoolSizing, pg: Dict[int, int]) -> None:
         """What a higher PG target would buy (and cost) for this pool."""

@@ -2,7 +2,6 @@
 sizing's cluster-wide figures as plain data for the views."""
 from typing import Any, Dict, List, Mapping, Optional
 
-from ..model.snapshot import Snapshot
 from .sizer import PoolSizing, SizingResult
 
 # why pg_advisor's number differs, by the reason codes it carries, strongest first
@@ -23,7 +22,7 @@ WHY = (
 )
 
 
-def autoscaler_difference(snap: Snapshot, s: PoolSizing, auto: Optional[Mapping[str, Any]],
+def autoscaler_difference(s: PoolSizing, auto: Optional[Mapping[str, Any]],
                           sizing: SizingResult) -> Optional[str]:
     """Why pg_advisor's recommendation is not pg_autoscaler's `pg_num_final`, or None when
     they agree (or pg_autoscaler's is not known)."""
