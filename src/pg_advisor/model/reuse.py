@@ -2,8 +2,8 @@
 no more often than its cost allows.
 
 Reading a cluster costs what the cluster holds: the PG map of 320,000 PGs becomes
-millions of Python objects, and CRUSH maps every PG again. Inside the mgr that ran on every
-tick and froze it at 10,000 OSDs. The adapter names what would change the answer in a key
+millions of Python objects, and CRUSH maps every PG again: read on every tick, it would
+keep a mgr of 10,000 OSDs busy. The adapter names what would change the answer in a key
 read cheaply, in three parts: the map (the OSDMap epoch), the PG stats (the PG map's
 summary) and the settings the model reads. While the key is the same, the last snapshot and
 everything memoized on it (its CRUSH results, its status) serve again.
@@ -22,8 +22,8 @@ once it has peered), and the summary in the key may not show it: a remap of a fe
 can go from active+clean to active+clean between two reads. A snapshot read within SETTLE
 seconds of its map's first read may hold the old up sets, so it counts as one whose PG
 stats changed: read again once it is SETTLE_STEP seconds old, or as STATS_SHARE allows
-where a read is costly. (A status stayed a minute behind four upmap items: the PG counts
-of the old up sets, the key unchanged.)
+where a read is costly (else a status could show the old up sets' PG counts for a minute
+after a round of upmap items, the key unchanged).
 
 Where a read is costly, a command that only looks (`lazy`) never reads: it takes the kept
 snapshot, however old, and marks a read `due`, which the module's background then takes.
