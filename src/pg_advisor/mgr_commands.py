@@ -7,21 +7,20 @@ A command that acts reads a fresh snapshot (its --dry-run a lazy one), then wake
 background so that what follows (health, the plan's next tick) does not wait for it.
 """
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict
+from typing import Any, Callable, Dict
 
 from .balance.reweighted import weight_landing
 from .commands.table import Values
 from .execute.context import BalanceRequest
 from .model.snapshot import Snapshot
+from .mgr_face import ModuleFace
 
-if TYPE_CHECKING:
-    from .module import Module
 
 Report = Dict[str, Any]
 
 
 class LiveCommands:
-    def __init__(self, mgr: "Module") -> None:
+    def __init__(self, mgr: ModuleFace) -> None:
         self.mgr = mgr
 
     def _snapshot_to_act(self, v: Values) -> Snapshot:

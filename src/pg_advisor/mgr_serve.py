@@ -10,7 +10,7 @@ not): a command that wants one done now wakes the loop (Module.wake). The one ex
 import threading
 import time
 import traceback
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from .analysis.status import status_of
 from .execute.gates import misplaced_ratio
@@ -19,9 +19,8 @@ from .model.errors import AdvisorError
 from .model.misplaced import misplaced_max
 from .model.options import Mode
 from .render.health import health_checks
+from .mgr_face import ModuleFace
 
-if TYPE_CHECKING:
-    from .module import Module
 
 Checks = Dict[str, Dict[str, Any]]
 
@@ -40,7 +39,7 @@ def module_checks(status_error: Optional[str], option_errors: List[str]) -> Chec
 class MgrServe:
     """`wake` is set to run the loop's jobs at once (options changed, a command asked, shutdown)."""
 
-    def __init__(self, mgr: "Module", wake: threading.Event) -> None:
+    def __init__(self, mgr: ModuleFace, wake: threading.Event) -> None:
         self.mgr = mgr
         self._wake = wake
         self._stopping = False

@@ -21,15 +21,12 @@ item that is chosen. Rows are independent draws; loops run over items or tree le
 Only straw2 takes choose_args weight sets: these algorithms ignore them, as Ceph does.
 """
 import math
-from typing import TYPE_CHECKING, Callable, List, Sequence
+from typing import Callable, List, Sequence
 
 import numpy as np
 
 from .hashing import hash32_3, hash32_4
 from .straw2 import BLOCK
-
-if TYPE_CHECKING:      # (compiled.py builds what these draws read: imported for types only)
-    from .compiled import CompiledCrush
 
 M32 = 0xFFFFFFFF
 # Ceph's CRUSH_BUCKET_* values
@@ -102,11 +99,11 @@ def _blocks(n: int, s: int, fn: Callable[[slice], np.ndarray]) -> np.ndarray:
     return out
 
 
-def choose(cm: "CompiledCrush", alg: int, bucket: np.ndarray, s: int, x: np.ndarray,
-           r: np.ndarray) -> np.ndarray:
+def choose(items: np.ndarray, weights: np.ndarray, aux: np.ndarray, alg: int, bucket: np.ndarray,
+           s: int, x: np.ndarray, r: np.ndarray) -> np.ndarray:
     """The chosen column per row: bucket is each row's bucket index (-1 - id), all of
-    algorithm `alg` and size `s`."""
-    items, weights, aux = cm.items, cm.weights, cm.aux
+    algorithm `alg` and size `s`; items, weights and aux: the compiled map's bucket
+    tables (compiled.CompiledCrush)."""
     bid = -1 - bucket
     if alg == UNIFORM:
         return _blocks(bucket.size, s, lambda sl: _uniform(bid[sl], s, x[sl], r[sl]))

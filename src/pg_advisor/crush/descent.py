@@ -47,7 +47,8 @@ class RunContext:
                 continue
             self.work.draws += sel.size * s
             if alg != buckets.STRAW2:       # (weight sets are straw2's alone)
-                out[sel] = cm.items[bb, buckets.choose(cm, alg, bb, s, x[sel], r[sel])]
+                col = buckets.choose(cm.items, cm.weights, cm.aux, alg, bb, s, x[sel], r[sel])
+                out[sel] = cm.items[bb, col]
                 continue
             args = self.args
             pos = None if args is None else np.minimum(position[sel], args.positions[bb] - 1)

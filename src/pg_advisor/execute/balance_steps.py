@@ -2,7 +2,7 @@
 the budget), then rounds of pg-upmap-items over the plan's pools until each is even; before
 each round, what the mon kept of the last one and where the map put its PGs."""
 import hashlib
-from typing import TYPE_CHECKING, List
+from typing import Dict, List, Protocol
 
 import numpy as np
 
@@ -19,8 +19,21 @@ from .rounds import balance_round, RoundSpec, unset_full
 from .step_commands import pgs_bytes
 from .steps import PlanStep
 
-if TYPE_CHECKING:
-    from .executor import Executor
+
+class StepRunner(Protocol):
+    """What a balance step asks of the executor that runs it (executor.Executor): its
+    records of the plan, not the executor whole."""
+
+    def advance(self, state: PlanState, step: PlanStep, now: float, how: str = "") -> None: ...
+
+    def stop(self, state: PlanState, why: str, now: float) -> None: ...
+
+    def failed(self, state: PlanState, error: str, now: float) -> None: ...
+
+    def log(self, now: float, event: Event, detail: str) -> None: ...
+
+    def verify(self, snap: Snapshot, want: Dict[str, List[int]], what: str, now: float) -> Dict[str, str]: ...
+
 
 BALANCE_ROUNDS_MAX = 1000
 ROUND_CHECK_WAIT = 30.0     # seconds for a round's items to show in the map before they are checked
@@ -40,7 +53,7 @@ def topology_key(snap: Snapshot) -> str:
     return h.hexdigest()
 
 
-def balance_round_step(ex: "Executor", state: PlanState, t: Tick, step: PlanStep) -> bool:
+def balance_round_step(ex: StepRunner, state: PlanState, t: Tick, step: PlanStep) -> bool:
     """One balance round on the pool: True if it set items or waits for the budget
     (more rounds follow), False when the pool is as even as the balancer can make it
     (the step is done)."""
@@ -108,7 +121,7 @@ def balance_round_step(ex: "Executor", state: PlanState, t: Tick, step: PlanStep
     return True
 
 
-def unpin_full(ex: "Executor", state: PlanState, t: Tick) -> bool:
+def unpin_full(ex: StepRunner, state: PlanState, t: Tick) -> bool:
     """The full pg-upmaps pin-remapped set (EC shards CRUSH swapped) go before any
     balance round: as many as the budget takes, one at least when nothing is misplaced.
     True if it removed some or waits for the budget; False once none is left."""
@@ -146,7 +159,7 @@ def unpin_full(ex: "Executor", state: PlanState, t: Tick) -> bool:
     return True
 
 
-def round_checked(ex: "Executor", state: PlanState, snap: Snapshot, now: float) -> bool:
+def round_checked(ex: StepRunner, state: PlanState, snap: Snapshot, now: float) -> bool:
     """Did the mon keep the last round's items? False while its map may not show them."""
     rnd = state.round
     if rnd is None:
