@@ -98,8 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--df", metavar="DF.json", help="`ceph df -f json`")
     p.add_argument("--autoscale-status", metavar="AUTOSCALE.json",
                    help="`ceph osd pool autoscale-status -f json`, to show pg_autoscaler's pick")
-    p.add_argument("--mon-max-pg-per-osd", type=int, default=250, metavar="N",
-                   help="the cluster's mon_max_pg_per_osd (default 250, Pacific's default)")
+    p.add_argument("--mon-max-pg-per-osd", type=int, default=snapshot.CONFIG_DEFAULTS["mon_max_pg_per_osd"],
+                   metavar="N", help="the cluster's mon_max_pg_per_osd (default "
+                   f"{snapshot.CONFIG_DEFAULTS['mon_max_pg_per_osd']}, Pacific's default)")
     p.add_argument("--osd-memory-target", type=int, metavar="BYTES",
                    help="the OSDs' osd_memory_target (default 4 GiB)")
     p.add_argument("--mon-target-pg-per-osd", type=int, metavar="N",

@@ -13,10 +13,9 @@ import traceback
 from typing import Any, Callable, Dict, List, Optional
 
 from .analysis.status import status_of
-from .execute.gates import misplaced_ratio
 from .model import health_checks as checks_of, snapshot
 from .model.errors import AdvisorError
-from .model.misplaced import misplaced_max
+from .model.misplaced import misplaced_max, misplaced_ratio
 from .model.options import Mode
 from .render.health import health_checks
 from .mgr_face import ModuleFace

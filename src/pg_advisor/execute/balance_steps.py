@@ -7,11 +7,10 @@ from typing import Dict, List, Protocol
 import numpy as np
 
 from ..balance.proposal import unkept
-from ..model.misplaced import MisplacedBudget
+from ..model.misplaced import MisplacedBudget, misplaced_ratio
 from ..model.snapshot import Snapshot
 from ..model.units import human_bytes
 from .context import Tick
-from .gates import misplaced_ratio
 from .history import Event
 from .pacing import backfill_load
 from .plan_state import PlanState, RoundInFlight

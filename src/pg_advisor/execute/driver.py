@@ -14,14 +14,14 @@ from ..balance.proposal import Aim, propose
 from ..model.distribution import object_copies
 from ..model import health_checks as hc
 from ..model.errors import AdvisorError
-from ..model.misplaced import misplaced_max
+from ..model.misplaced import misplaced_max, misplaced_ratio
 from ..model.options import Mode, Options
 from ..model.snapshot import Snapshot
 from .context import Context
 from .history import Event
 from .operator_commands import OperatorCommands
 from .pacing import BYTES_SPREAD
-from .gates import cluster_blockers, misplaced_ratio
+from .gates import cluster_blockers
 from .plan_state import ACTIVE, Source, Status
 from .rounds import Burst, set_primaries
 from .steps import balance_step

@@ -3,7 +3,6 @@ from typing import Iterable, List, Optional
 
 import numpy as np
 
-from ..model.distribution import object_copies
 from ..model.snapshot import Pool, Snapshot
 
 MOVE_FLAGS = ("norebalance", "nobackfill", "pause")
@@ -37,11 +36,6 @@ def balancer_conflict(balancer_active: bool, doing: str, why: str = "") -> Optio
         return None
     return (f"the built-in balancer is active{why}: pg_advisor does not fight it, {doing} "
             f"(`ceph balancer off` hands balancing over)")
-
-
-def misplaced_ratio(snap: Snapshot) -> float:
-    copies = object_copies(snap)
-    return snap.misplaced_objects / copies if copies > 0 else 0.0
 
 
 def unreported_pgs(snap: Snapshot, pool: Pool) -> int:

@@ -3,9 +3,10 @@ and what it waits for (a retry, the interval, the misplaced budget, backfills), 
 sentences the state shows."""
 import datetime
 
+from ..model.misplaced import misplaced_ratio, step_fits
 from ..model.snapshot import Pool
 from .context import Tick
-from .gates import misplaced_ratio, unreported_pgs
+from .gates import unreported_pgs
 from .pacing import BlockerKind, StepTraits, backfills, blockers
 from .plan_state import PlanState
 from .steps import PlanStep, StepKind
@@ -37,7 +38,7 @@ def may_issue(state: PlanState, t: Tick, pool: Pool, step: PlanStep, half_sent: 
     if state.last_step_at is not None and now - state.last_step_at < pacing.interval:
         waits.append(f"next step after {_clock(state.last_step_at + pacing.interval)}")
     ratio = misplaced_ratio(snap)
-    if ratio > 0 and ratio + step.misplaced > pacing.misplaced_max:
+    if not step_fits(ratio, step.misplaced, pacing.misplaced_max):
         waits.append(f"misplaced {100 * ratio:.2f}% + this step's {100 * step.misplaced:.2f}% "
                      f"would pass the budget {100 * pacing.misplaced_max:.2f}%")
     if pacing.max_backfills and step.max_osd_backfills:

@@ -2,9 +2,12 @@
 the removal of full pg-upmaps, and `balance` live and offline all take it from here.
 
 A round may misplace `ROUND_FILL` of the budget's share of all object copies, less what is
-misplaced already; when nothing is misplaced, its first move is made even if it alone
+misplaced already; when nothing is misplaced, its first payment is made even if it alone
 passes that (as Ceph's balancer and pgp_num stepping do): otherwise a pool of few big PGs
-(one PG split in two) would never move at all.
+(one PG split in two) would never move at all. A first payment is one PG's moves, or a
+chain's two PGs paid at once (balance/budget.py's payable). A plan's pg_num or pgp_num
+step goes by the same rule on the whole budget (step_fits): its misplaced share is an
+estimate from the pool's objects, made before the step, not a round's plan of moves.
 """
 from dataclasses import dataclass
 from typing import Optional
@@ -35,6 +38,19 @@ def misplaced_fraction(pool: Pool, pg_num: int, shards: int, copies: float) -> f
     if copies <= 0:
         return 0.0
     return shard_objects(pool, pg_num, shards) / copies
+
+
+def misplaced_ratio(snap: Snapshot) -> float:
+    """The share of all object copies misplaced now."""
+    copies = object_copies(snap)
+    return snap.misplaced_objects / copies if copies > 0 else 0.0
+
+
+def step_fits(misplaced_now: float, step: float, most: float) -> bool:
+    """May a plan's step that misplaces `step` of all object copies go, `misplaced_now`
+    misplaced already and `most` allowed (shares of all copies)? The round's rule on the
+    whole budget: always when nothing is misplaced."""
+    return affordable(most, True, misplaced_now, step)
 
 
 def affordable(copies: Optional[float], first_free: bool, spent: float, cost: float) -> bool:

@@ -53,7 +53,7 @@ class Settings:
     and by name any other of CONFIG_DEFAULTS (`config`: the mgr's settings, or the CLI's
     flags); a value in `config`, unless None, wins over `mon_max_pg_per_osd`, names outside
     CONFIG_DEFAULTS are passed over, and each value is checked against CONFIG_BOUNDS."""
-    mon_max_pg_per_osd: int = 250
+    mon_max_pg_per_osd: int = CONFIG_DEFAULTS["mon_max_pg_per_osd"]
     config: Optional[Mapping[str, Any]] = None
     # `ceph config dump -f json`: each OSD's own memory and PG-log settings (osd_config.py);
     # None: every OSD has `config`'s. Offline a bad dump is refused; the mgr passes

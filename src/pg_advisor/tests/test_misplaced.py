@@ -2,6 +2,8 @@
 pg-upmaps and `balance` live and offline take it from the same object."""
 from typing import Any, Dict, Optional
 
+import pytest
+
 from pg_advisor.execute.context import BalanceRequest
 from pg_advisor.execute.driver import Driver
 from pg_advisor.model import snapshot
@@ -52,3 +54,16 @@ def test_live_balance_obeys_the_misplaced_budget_option(dumps: Dict[str, Any]) -
     wide, tight = balance(1.0, 1e-9), balance(1e-9, 1.0)
     assert wide["moves"] > 1 and not wide["throttled"]
     assert tight["moves"] == 1 and tight["throttled"]     # the first move alone: nothing misplaced
+
+
+@pytest.mark.parametrize("now, step, most, goes", [
+    (0.0, 0.5, 0.05, True),       # nothing misplaced: the step goes, however big (first free)
+    (0.01, 0.03, 0.05, True),     # within the budget
+    (0.01, 0.04, 0.05, True),     # at it
+    (0.01, 0.05, 0.05, False),    # past it: the step waits
+    (0.06, 0.0, 0.05, False),     # already past, even a step that misplaces nothing waits
+])
+def test_a_plan_step_goes_by_the_rounds_rule_on_the_whole_budget(now: float, step: float, most: float,
+                                                                 goes: bool) -> None:
+    from pg_advisor.model.misplaced import step_fits
+    assert step_fits(now, step, most) is goes
