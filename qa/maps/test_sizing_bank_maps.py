@@ -13,7 +13,7 @@ import pytest
 from pg_advisor.analysis.plan import plan_report
 from pg_advisor.analysis.status import status_report
 from pg_advisor.model import options, snapshot
-from pg_advisor.render.health import health_checks
+from pg_advisor.analysis.health import health_checks
 
 from .crushgen import rule
 from .monbuilt import MULTI384, MULTI_RULES, PoolSpec, build

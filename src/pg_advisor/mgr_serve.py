@@ -17,7 +17,7 @@ from .model import health_checks as checks_of, snapshot
 from .model.errors import AdvisorError
 from .model.misplaced import misplaced_max, misplaced_ratio
 from .model.options import Mode
-from .render.health import health_checks
+from .analysis.health import health_checks
 from .mgr_face import ModuleFace
 
 

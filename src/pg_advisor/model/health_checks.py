@@ -1,6 +1,6 @@
 """Every health check pg_advisor raises (what `ceph health detail` shows for it), built here:
 one function a check, each returning {name: check} in the form `set_health_checks` takes,
-so that callers merge them with `dict.update`. The sizing checks (render/health.py picks
+so that callers merge them with `dict.update`. The sizing checks (analysis/health.py picks
 them from the status report), the plan's (execute/driver.py) and the module's own all
 come from here: low in the layers, for each of them."""
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple

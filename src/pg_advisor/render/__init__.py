@@ -1,1 +1,1 @@
-"""Reports as text: aligned tables, JSON, and the health checks the mgr raises."""
+"""Reports as text: aligned tables and JSON."""

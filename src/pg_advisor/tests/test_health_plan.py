@@ -3,7 +3,7 @@ import dataclasses
 from typing import Any, Dict
 
 from pg_advisor.model import options, snapshot
-from pg_advisor.render.health import health_checks
+from pg_advisor.analysis.health import health_checks
 from pg_advisor.analysis.plan import plan_report
 from pg_advisor.sizing.sizer import autoscaler_would_act, recommend
 from pg_advisor.analysis.status import status_report

@@ -10,7 +10,7 @@ from pg_advisor.analysis.status import status_report
 from pg_advisor.balance.balancer import Balancer
 from pg_advisor.model import options, snapshot
 from pg_advisor.model.errors import AdvisorError
-from pg_advisor.render.health import health_checks
+from pg_advisor.analysis.health import health_checks
 
 
 def with_bucket(dumps: Dict[str, Any], **fields: str) -> snapshot.Snapshot:

@@ -1,5 +1,6 @@
-"""Health checks from a status report: what `ceph health detail` shows for pg_advisor's
-sizing (the checks themselves are built in model/health_checks.py).
+"""Health checks from a status report: which of them fire for pg_advisor's sizing, the
+PG limit, OSD memory and unmapped pools (each built in model/health_checks.py; render/
+only shows them). Beside the status: whether a check fires is a rule, not a view.
 
 Pure: the module hands the result to set_health_checks, so checks appear and clear as the
 report changes.
