@@ -45,7 +45,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import rados
 
-from ..cluster import free_port
+from ..cluster import OPT, free_port
 from ..cluster.ceph_release import print_ceph_version
 from ..maps.crushgen import REPLICATED_HOST, Layout, crush_text, run
 from ..maps.monbuilt import PoolSpec, _create_pool, _Mon, make_osds
@@ -130,7 +130,7 @@ class Rig:
                 raise RuntimeError(f"ceph-mgr not available in 300 s (in {self.d})")
             time.sleep(1)
         # (the mon knows a module's options once the mgr has reported its modules)
-        self.mon.command("config set", who="mgr", name="mgr/pg_advisor/server_port",
+        self.mon.command("config set", who="mgr", name=OPT + "server_port",
                          value=str(self.panel_port), force=True)
 
     def mgr_command(self, prefix: str, timeout: float = 120, **args: Any) -> Tuple[int, float]:

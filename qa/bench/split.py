@@ -54,11 +54,10 @@ import numpy as np
 from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
 
-from ..cluster import Cluster, wait_until
+from ..cluster import Cluster, OPT, wait_until
 from ..cluster.ceph_release import print_ceph_version
 
 POOL = "splitbench"
-OPT = "mgr/pg_advisor/"
 
 
 CLIENT_OBJECTS = 4096   # the client creates these, then keeps rewriting them (memstore OSDs

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 HERE = Path(__file__).resolve().parent      # vstart.sh beside it
+OPT = "mgr/pg_advisor/"      # the prefix of the module's options in `ceph config set mgr ...`
 REPO = HERE.parents[1]
 
 

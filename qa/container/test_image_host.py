@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterator, Sequence, Tuple
 
 import pytest
 
-from ..cluster import HERE as CLUSTER_SCRIPTS, REPO, Cluster, wait_until
+from ..cluster import Cluster, HERE as CLUSTER_SCRIPTS, OPT, REPO, wait_until
 from . import MODULE_DIR, SPEC, SPEC_SOURCE, container_args, load, parsed
 
 NETNS = "pg-advisor-ctr"
@@ -38,7 +38,6 @@ IMAGE = "localhost/ceph-pg-advisor:test"
 NEXT_IMAGE = "localhost/ceph-pg-advisor:test-next"
 MGR = "pg-advisor-ctr-mgr"                           # the container's name
 MGR_ID = "ctr"
-OPT = "mgr/pg_advisor/"
 LABEL = "org.pg-advisor.chroot"
 LOCK = "/run/lock/pg-advisor-ctr.lock"
 

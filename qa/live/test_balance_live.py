@@ -8,7 +8,7 @@ import pytest
 from pg_advisor.execute.priming import asked_acting
 from pg_advisor_testkit.upmap_checker import check_up_set
 
-from ..cluster import Cluster, wait_until
+from ..cluster import Cluster, OPT, wait_until
 from ..maps.object_hash import object_ps
 
 
@@ -232,9 +232,8 @@ def test_a_drain_moves_what_it_drains_counted_from_the_mons_epochs(clean_upmaps:
     last), at most 1.1 x the replicas there plus what the rules force (the dry run's)."""
     c = clean_upmaps
     c.wait_clean()
-    opt = "mgr/pg_advisor/"
     for k, v in {"step_interval": "1", "poll_interval": "1"}.items():
-        c.ceph("config", "set", "mgr", opt + k, v)
+        c.ceph("config", "set", "mgr", OPT + k, v)
     try:
         osd_dump = c.json("osd", "dump")
         osd = max(o["osd"] for o in osd_dump["osds"] if o["in"] and o["up"])
@@ -278,4 +277,4 @@ def test_a_drain_moves_what_it_drains_counted_from_the_mons_epochs(clean_upmaps:
         assert dry["replicas"] <= moves <= 1.1 * dry["replicas"] + dry["forced"], (moves, dry)
     finally:
         for k in ("step_interval", "poll_interval"):
-            c.run("config", "rm", "mgr", opt + k)
+            c.run("config", "rm", "mgr", OPT + k)

@@ -9,9 +9,8 @@ from typing import Any, Dict, Iterator, List
 
 import pytest
 
-from ..cluster import Cluster, Writer, wait_until
+from ..cluster import Cluster, OPT, Writer, wait_until
 
-OPT = "mgr/pg_advisor/"
 FAST = {"step_interval": "0", "poll_interval": "1"}
 DEFAULTS = {"step_interval": "10", "poll_interval": "2", "split_pinning": "true"}
 

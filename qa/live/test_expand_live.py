@@ -15,9 +15,8 @@ from pg_advisor.analysis.growth import placer_after, with_host
 
 from ..bench.latency.client import fill
 from ..bench.latency.run import LIVE_RATE, POOL as LAT_POOL, ClientLoad, Clients
-from ..cluster import Cluster, Writer, wait_until
+from ..cluster import Cluster, OPT, Writer, wait_until
 
-OPT = "mgr/pg_advisor/"
 POOLS = {"exp_a": 32, "exp_b": 16, "exp_ec": 16}
 # an EC 2+1 pool across hosts beside the replicated ones: its pins must be written in an
 # order Ceph's sequential application keeps (a shard that moves onto the OSD another

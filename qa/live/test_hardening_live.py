@@ -8,9 +8,8 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
-from ..cluster import Cluster, wait_until
+from ..cluster import Cluster, OPT, wait_until
 
-OPT = "mgr/pg_advisor/"
 STORE = "mgr/pg_advisor/"          # the module's store, as config-keys
 EXTREMES = ("0", "-1", str(2 ** 31), str(10 ** 8), str(10 ** 12))
 MIB = 1 << 20

@@ -9,9 +9,8 @@ from typing import Any, Dict, Iterator
 import pytest
 
 from ..bench.latency.run import LIVE_RATE, POOL, ClientLoad, Trial, measure
-from ..cluster import Cluster
+from ..cluster import Cluster, OPT
 
-OPT = "mgr/pg_advisor/"
 FAST = [("mgr", OPT + "max_backfills_per_osd", "4"), ("mgr", OPT + "misplaced_budget", "0.3"),
         ("osd", "osd_max_backfills", "4")]
 

@@ -16,9 +16,8 @@ from typing import Any, Dict, Iterator, List, Set
 import pytest
 import yaml
 
-from ..cluster import Cluster, free_port, wait_until
+from ..cluster import Cluster, OPT, free_port, wait_until
 
-OPT = "mgr/pg_advisor/"
 MONITORING = Path(__file__).resolve().parents[2] / "monitoring"
 RULES = MONITORING / "pg_advisor_alerts.yml"
 PANEL = "127.0.0.1:9285"

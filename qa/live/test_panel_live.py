@@ -8,11 +8,11 @@ from typing import Any, Dict, Iterator, Tuple
 
 import pytest
 
-from ..cluster import Cluster, free_port, wait_until
+from ..cluster import Cluster, OPT, free_port, wait_until
 from ..conftest import EVIL, PANEL_URL as URL
 
 
-OPT_PORT = "mgr/pg_advisor/server_port"
+OPT_PORT = OPT + "server_port"
 
 
 def url_of(c: Cluster) -> str:

@@ -9,10 +9,9 @@ from typing import Any, Dict, Iterator
 
 import pytest
 
-from ..cluster import Cluster, Writer, wait_until
+from ..cluster import Cluster, OPT, Writer, wait_until
 
 POOL = "reweight"
-OPT = "mgr/pg_advisor/"
 
 
 @pytest.fixture

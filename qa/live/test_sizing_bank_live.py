@@ -10,9 +10,8 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
-from ..cluster import Cluster, wait_until
+from ..cluster import Cluster, OPT, wait_until
 
-OPT = "mgr/pg_advisor/"
 # name -> (pg_num, create options, pool sets, MB to write)
 BANK: Dict[str, Any] = {
     "bk_data": (16, (), {}, 96),

@@ -6,9 +6,7 @@ from typing import Any, Dict, Iterator
 
 import pytest
 
-from ..cluster import Cluster, wait_until
-
-OPT = "mgr/pg_advisor/"
+from ..cluster import Cluster, OPT, wait_until
 
 
 def status(c: Cluster) -> Dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any, Dict, Tuple, Union
 
 import pytest
 
-from ..cluster import Cluster, offline, wait_until
+from ..cluster import Cluster, OPT, offline, wait_until
 
 NONE = 0x7FFFFFFF
 
@@ -197,14 +197,14 @@ def test_the_brief_pg_stats_of_a_big_cluster_give_the_same_counts(populated: Clu
     17-32 s); set to 0 here, every count must stay what the full stats give."""
     full, _ = stable_status(populated)
     assert full["pg_source"] == "pg_stats"
-    populated.ceph("config", "set", "mgr", "mgr/pg_advisor/pg_stats_full_max", "0")
+    populated.ceph("config", "set", "mgr", OPT + "pg_stats_full_max", "0")
     try:
         wait_until(lambda: populated.json("pg-advisor", "status")["pg_source"] == "pg_stats_brief",
                    60, "the brief PG stats to be read")
         brief, _ = stable_status(populated)
     finally:
         # (set back, not `config rm`: this mgr kept the removed value until it restarted)
-        populated.ceph("config", "set", "mgr", "mgr/pg_advisor/pg_stats_full_max", "10000")
+        populated.ceph("config", "set", "mgr", OPT + "pg_stats_full_max", "10000")
     assert brief["pg_source"] == "pg_stats_brief"
     by_id = {o["id"]: o for o in full["osds"]}
     for o in brief["osds"]:
@@ -223,4 +223,4 @@ def test_the_brief_pg_stats_of_a_big_cluster_give_the_same_counts(populated: Clu
         [(p["name"], p["objects"], p["pg_num"]) for p in full["pools"]]
     wait_until(lambda: populated.json("pg-advisor", "status")["pg_source"] == "pg_stats", 60,
                "the full PG stats again")
-    populated.ceph("config", "rm", "mgr", "mgr/pg_advisor/pg_stats_full_max")
+    populated.ceph("config", "rm", "mgr", OPT + "pg_stats_full_max")

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from ..cluster import Cluster, wait_until
+from ..cluster import Cluster, OPT, wait_until
 from .client import Client
 from .thrasher import POOLS, Thrasher
 from .watch import WAIT_CLEAN_MAX, Mon, Watcher, commands_to_missing_pools
@@ -42,11 +42,11 @@ def setup(c: Cluster, pg_nums: List[int], options: List[str]) -> None:
     c.ceph("osd", "pool", "set", "ec", "min_size", "2")
     for p in POOLS:
         c.ceph("osd", "pool", "application", "enable", p, "rados")
-    c.ceph("config", "set", "mgr", "mgr/pg_advisor/pin_on_change", "true")
+    c.ceph("config", "set", "mgr", OPT + "pin_on_change", "true")
     for kv in options:
         key, _, value = kv.partition("=")
-        c.ceph("config", "set", "mgr", f"mgr/pg_advisor/{key}", value)
-    c.ceph("config", "set", "mgr", "mgr/pg_advisor/mode", "auto")
+        c.ceph("config", "set", "mgr", OPT + key, value)
+    c.ceph("config", "set", "mgr", OPT + "mode", "auto")
     c.wait_clean(300)
 
 

@@ -13,13 +13,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...cluster import Cluster, wait_until
+from ...cluster import Cluster, OPT, wait_until
 from ..split import summarize
 from .client import OBJECT, fill
 from .intervals import ChangeSpan, bursts, intervals, slow_by_pg
 
 POOL = "latbench"
-OPT = "mgr/pg_advisor/"
 METHODS = {"split": ("ceph", "advisor", "advisor-unpinned"),
            "expand": ("ceph", "advisor", "advisor-weight", "advisor-auto"),
            "drain": ("ceph", "advisor", "advisor-weight")}
