@@ -5,7 +5,7 @@ drift apart unseen; each is tried once on an input broken on purpose."""
 import ast
 import re
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Set, Tuple
 
 import pytest
 
@@ -137,3 +137,38 @@ def test_the_command_checks_fail_on_a_command_left_out() -> None:
     assert not documented("read", "ceph pg-advisor read-balance") and not documented("drain", "drains")
     assert cli_commands("COMMAND: status [POOL [--x a|b]] | crush-reweight --osd N\n  | map\n"
                         "  (each with -f plain|json)") == ["status", "crush-reweight", "map"]
+
+
+def named_tests(text: str) -> List[str]:
+    return re.findall(r"``(test_\w+)``", text)
+
+
+def defined_tests() -> Set[str]:
+    """The names of every test function under src/ and qa/."""
+    names: Set[str] = set()
+    for p in list((ROOT / "src").rglob("test_*.py")) + list((ROOT / "qa").rglob("test_*.py")):
+        names |= {n.name for n in ast.walk(ast.parse(p.read_text()))
+                  if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")}
+    return names
+
+
+def unchecked(block: str, have: Set[str]) -> List[str]:
+    """Each invariant of `block` (design.rst's list) that names no test, or a test that
+    does not exist."""
+    out = []
+    for item in block.split("\n- ")[1:]:
+        named = named_tests(item)
+        if not named or not set(named) <= have:
+            out.append(item[:80] + (f": {sorted(set(named) - have)}" if named else ": names no test"))
+    return out
+
+
+def test_each_invariant_names_tests_that_exist() -> None:
+    # design.rst's invariants, each with the tests that check it: a renamed or removed
+    # test leaves its invariant unchecked, and this says so
+    block = passage(DOC / "design.rst", "\nInvariants\n", "\nThe anchors")
+    have = defined_tests()
+    assert block.count("\n- ") >= 7 and unchecked(block, have) == []
+    broken = block.replace("``test_malformed_dump``", "``test_no_such_test``", 1)
+    assert broken != block and len(unchecked(broken, have)) == 1
+    assert len(unchecked(block + "\n- a rule no test checks\n", have)) == 1

@@ -336,3 +336,21 @@ def test_an_auto_balance_plan_rounds_over_every_pool_as_the_check_that_started_i
         drv.tick(context(ceph, opts, minute * 60.0))
     assert [c for c in ceph.sent if c["prefix"] == "osd pg-upmap-items"]
     assert total_off(ceph.snap()) <= 1.0
+
+
+@pytest.mark.parametrize("state", ["active+undersized+degraded", "unknown", "peering",
+                                   "active+recovering+degraded", "down", "stale+active+clean"])
+def test_nothing_starts_while_a_pg_is_not_active_and_whole(dumps: Dict[str, Any], state: str) -> None:
+    # design.rst's invariant: no step goes out while any PG is inactive, degraded or unknown
+    ceph, store = FakeCeph(dumps), Store()
+    ex = start(ceph, store, 64)
+    stats = ceph.dumps["pg_dump"]["pg_map"]["pg_stats"]
+    was = stats[3]["state"]
+    stats[3]["state"] = state
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 0.0))
+    assert ceph.sent == []
+    why = " | ".join((store.state or {})["blockers"])
+    assert f"1 PGs are not active and whole (e.g. {state})" in why, why
+    stats[3]["state"] = was
+    ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 1.0))
+    assert ceph.sent and not (store.state or {})["blockers"]
