@@ -1,3 +1,5 @@
+"""The unit tests' fixtures: the captured 6-OSD cluster's dumps and snapshot, and the module
+as the mgr runs it over them (mgr_stub.py), wired to a simulated mon."""
 import json
 import os
 import socket

@@ -1,3 +1,5 @@
+"""The offline CLI: its reports equal the live module's on the same dumps, its options and
+formats, and its entry point's contract (exit codes, one-line errors)."""
 import contextlib
 import io
 import json

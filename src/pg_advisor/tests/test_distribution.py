@@ -1,3 +1,5 @@
+"""PG counts per OSD and each OSD's share as its pools' rules allow, and the spread
+statistics over them."""
 import copy
 from typing import Any, Dict
 

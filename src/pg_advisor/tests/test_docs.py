@@ -1,5 +1,6 @@
 """What the docs say that a test can check: the size limit on source files, the layer
-list (the order test_layers.py enforces), and the commands (commands/table.py's). Each
+list (the order test_layers.py enforces), the commands (commands/table.py's), the tests
+each of design.rst's invariants names, and that each file opens with a sentence. Each
 check reads its number or list from the file that says it, so a doc and the code cannot
 drift apart unseen; each is tried once on an input broken on purpose."""
 import ast
@@ -172,3 +173,19 @@ def test_each_invariant_names_tests_that_exist() -> None:
     broken = block.replace("``test_malformed_dump``", "``test_no_such_test``", 1)
     assert broken != block and len(unchecked(broken, have)) == 1
     assert len(unchecked(block + "\n- a rule no test checks\n", have)) == 1
+
+
+def without_opening_sentence(paths: List[Path]) -> List[Path]:
+    """The files of `paths` with code that open with no docstring (an empty file is none)."""
+    return [p for p in paths if p.read_text().strip() and not ast.get_docstring(ast.parse(p.read_text()))]
+
+
+def test_each_file_opens_with_a_sentence_on_its_job(tmp_path: Path) -> None:
+    # contributing.rst: "Each file opens with a sentence on its one job"
+    assert "Each file opens with a sentence on its one job" in (DOC / "contributing.rst").read_text()
+    files = sorted(list((ROOT / "src").rglob("*.py")) + list((ROOT / "qa").rglob("*.py")))
+    assert [str(p.relative_to(ROOT)) for p in without_opening_sentence(files)] == []
+    empty, code = tmp_path / "empty.py", tmp_path / "code.py"
+    empty.write_text("\n")
+    code.write_text("import os\n")
+    assert without_opening_sentence([empty, code]) == [code]

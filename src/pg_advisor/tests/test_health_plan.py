@@ -1,3 +1,5 @@
+"""The sizing health checks: raised only where a change presses and pg_autoscaler is silent,
+cleared when the pools match, and the limits' checks."""
 import copy
 import dataclasses
 from typing import Any, Dict

@@ -1,3 +1,5 @@
+"""Sizing: rounding, data shares, hysteresis, the caps of the PG limit and OSD memory, and
+the PG logs' entries and dups the memory model reads from the stats."""
 import copy
 import dataclasses
 import math

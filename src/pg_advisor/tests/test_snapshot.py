@@ -1,3 +1,6 @@
+"""The snapshot: each dump read into the cluster's records, the mgr's forms the same as
+the CLI's, malformed dumps refused with a sentence, and when a kept snapshot is read again
+(model/reuse.py)."""
 import copy
 import dataclasses
 import json

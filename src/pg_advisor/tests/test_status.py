@@ -1,3 +1,5 @@
+"""The status report: its numbers against an independent count, its rows, one pool, and
+what it says without PG stats or with stats that lag."""
 from typing import Any, Dict
 
 import pytest

@@ -1,3 +1,5 @@
+"""What-if simulation: a pg_num change, an OSD out, reweights: the PGs that move and the
+bytes, and bad changes refused."""
 from typing import Any, Dict
 
 import numpy as np
