@@ -8,6 +8,7 @@ report changes.
 from typing import Any, Dict, Tuple
 
 from ..model import health_checks as hc
+from ..model.cluster import AUTOSCALER_SILENT, AUTOSCALER_SPEAKS
 
 
 def health_checks(report: Dict[str, Any]) -> hc.Checks:
@@ -16,7 +17,8 @@ def health_checks(report: Dict[str, Any]) -> hc.Checks:
     # near-empty pools, which pg_autoscaler would leave, raise nothing; and never on a pool
     # pg_autoscaler acts or warns on (one voice a pool: status says where they differ)
     pools = [p for p in report["pools"] if p.get("recommended_pg_num") is not None
-             and p.get("pressing") and p.get("autoscaler_mode", p.get("pg_autoscale_mode")) == "off"]
+             and p.get("pressing")
+             and p.get("autoscaler_mode", p.get("pg_autoscale_mode")) == AUTOSCALER_SILENT]
     few = [p["recommendation"] for p in pools if p["recommended_pg_num"] > p["pg_num_target"]]
     many = [p["recommendation"] for p in pools if p["recommended_pg_num"] < p["pg_num_target"]]
     if few:
@@ -60,7 +62,7 @@ def _targets_and_roots(report: Dict[str, Any], sizing: Dict[str, Any]) -> hc.Che
     # overlap alone (`.mgr` on the class-less root beside class rules) is common and raises
     # nothing
     stuck = {p["name"]: f"{p['name']} {p['pg_num_target']} -> {p['recommended_pg_num']}"
-             for p in report["pools"] if p.get("autoscaler_mode") in ("on", "warn")
+             for p in report["pools"] if p.get("autoscaler_mode") in AUTOSCALER_SPEAKS
              and p.get("recommended_pg_num") not in (None, p["pg_num_target"])}
     roots = [f"{' and '.join(x['roots'])} share {x['osds']} OSDs: pg_autoscaler skips their pools; "
              f"pg_advisor would take {', '.join(stuck[n] for n in x['pools'] if n in stuck)}"

@@ -44,8 +44,8 @@ def pg_num_plan(snap: Snapshot, opts: Options, balanced: bool = False,
     placer = placer or Placer.of(snap)
     sizer = Sizer(snap, opts, placer, balanced)
     result = sizer.recommend()
-    changes = [s for s in result.pools if s.change != 0 and snap.autoscaler_mode(s.pool) != "on"]
-    skipped = [s.pool.name for s in result.pools if s.change != 0 and snap.autoscaler_mode(s.pool) == "on"]
+    changes = [s for s in result.pools if s.change != 0 and not snap.autoscaler_acts(s.pool)]
+    skipped = [s.pool.name for s in result.pools if s.change != 0 and snap.autoscaler_acts(s.pool)]
     changes.sort(key=lambda s: (s.change, -abs(np.log2(s.recommended / max(s.pool.pg_num_target, 1)))))
     pg = {p.id: p.pg_num_target for p in snap.pools}
     now = sizer.totals(pg)

@@ -21,7 +21,7 @@ item that is chosen. Rows are independent draws; loops run over items or tree le
 Only straw2 takes choose_args weight sets: these algorithms ignore them, as Ceph does.
 """
 import math
-from typing import Callable, List, Sequence
+from typing import Callable, List, NamedTuple, Sequence
 
 import numpy as np
 
@@ -99,11 +99,19 @@ def _blocks(n: int, s: int, fn: Callable[[slice], np.ndarray]) -> np.ndarray:
     return out
 
 
-def choose(items: np.ndarray, weights: np.ndarray, aux: np.ndarray, alg: int, bucket: np.ndarray,
-           s: int, x: np.ndarray, r: np.ndarray) -> np.ndarray:
+class Tables(NamedTuple):
+    """What a draw reads of the compiled map (compiled.CompiledCrush.tables): per bucket,
+    its children, their weights and the aux row (aux_row)."""
+    items: np.ndarray
+    weights: np.ndarray
+    aux: np.ndarray
+
+
+def choose(tables: Tables, alg: int, bucket: np.ndarray, s: int, x: np.ndarray,
+           r: np.ndarray) -> np.ndarray:
     """The chosen column per row: bucket is each row's bucket index (-1 - id), all of
-    algorithm `alg` and size `s`; items, weights and aux: the compiled map's bucket
-    tables (compiled.CompiledCrush)."""
+    algorithm `alg` and size `s`."""
+    items, weights, aux = tables
     bid = -1 - bucket
     if alg == UNIFORM:
         return _blocks(bucket.size, s, lambda sl: _uniform(bid[sl], s, x[sl], r[sl]))

@@ -12,7 +12,7 @@ import numpy as np
 from ..model.errors import AdvisorError
 from ..model.mappable import bucket_problem, step_problem, tunables_problem
 from ..model.snapshot import STEP_ARGS, TUNABLES, Snapshot
-from .buckets import ALG_IDS, NEEDS_AUX, aux_row
+from .buckets import ALG_IDS, NEEDS_AUX, Tables, aux_row
 
 # crush.h rule types. Squid's msr ("multi-step retry") rules run crush_msr_do_rule
 # (crush/msr.py); a pool takes one of its twin type (CrushWrapper::rule_valid_for_pool_type)
@@ -90,6 +90,10 @@ class CompiledCrush:
     # at a time: at 10,000 OSDs these walks of every bucket cost 5 ms a run, and a plan
     # made 1,281 runs): rules found reachable, and mapper's hops and reach per type
     memo: Dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def tables(self) -> Tables:
+        return Tables(self.items, self.weights, self.aux)
 
     @property
     def max_buckets(self) -> int:

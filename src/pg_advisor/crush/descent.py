@@ -47,7 +47,7 @@ class RunContext:
                 continue
             self.work.draws += sel.size * s
             if alg != buckets.STRAW2:       # (weight sets are straw2's alone)
-                col = buckets.choose(cm.items, cm.weights, cm.aux, alg, bb, s, x[sel], r[sel])
+                col = buckets.choose(cm.tables, alg, bb, s, x[sel], r[sel])
                 out[sel] = cm.items[bb, col]
                 continue
             args = self.args

@@ -95,7 +95,7 @@ def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float,
                                  "no upmap items from this step (or set split_pinning false)")
     if conflict:
         out.append(Blocker(BlockerKind.CONFLICT, conflict))
-    if pg_num and snap.autoscaler_mode(pool) == "on":
+    if pg_num and snap.autoscaler_acts(pool):
         out.append(Blocker(BlockerKind.CONFLICT, f"pool {pool.name}: pg_autoscaler manages it "
                                                  f"(pg_autoscale_mode on); pg_advisor does not fight it"))
     out.extend(Blocker(BlockerKind.CLUSTER, b) for b in

@@ -69,7 +69,7 @@ class Plans:
         table checks it), or the sizing advice (shrinks first)."""
         if pool is not None:
             p = snap.pool_by_name(pool)
-            if snap.autoscaler_mode(p) == "on":
+            if snap.autoscaler_acts(p):
                 raise AdvisorError.busy(f"pool {pool}: pg_autoscaler manages it (pg_autoscale_mode "
                                         f"on); set it off to hand the pool to pg_advisor")
         if pool is not None and pg_num is not None:
@@ -83,7 +83,7 @@ class Plans:
         or memory pressure or the pool's own bounds; never a pool pg_autoscaler acts or
         warns on (one voice a pool)."""
         return {c.pool.name: c.pg_num for c in pg_num_plan(snap, opts, balanced).changes
-                if c.automatic and snap.autoscaler_mode(c.pool) == "off"}
+                if c.automatic and snap.autoscaler_silent(c.pool)}
 
     def plan(self, snap: Snapshot, opts: Options, cluster_ratio: float,
              targets: Dict[str, int]) -> List[PlanStep]:

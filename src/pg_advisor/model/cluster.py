@@ -13,6 +13,11 @@ from .errors import AdvisorError
 
 
 POOL_TYPES = {1: "replicated", 3: "erasure"}
+# the pg_autoscale_mode values where pg_autoscaler changes pg_num itself, and where it
+# warns or acts (Snapshot.autoscaler_acts/_speaks; a status row's autoscaler_mode)
+AUTOSCALER_ACTS = frozenset({"on"})
+AUTOSCALER_SPEAKS = frozenset({"on", "warn"})
+AUTOSCALER_SILENT = "off"
 
 # Cluster settings the layers above use, with Pacific's defaults for what a dump lacks.
 CONFIG_DEFAULTS: Mapping[str, int] = {
@@ -190,6 +195,18 @@ class Snapshot:
         off for every pool while the OSDMap has the `noautoscale` flag (`ceph osd pool set
         noautoscale`), as pg_autoscaler reads it."""
         return "off" if "noautoscale" in self.flags else (pool.autoscale_mode or "off")
+
+    # pg_autoscaler's rule, said once: where it acts (on) pg_advisor never changes pg_num;
+    # where it speaks (on, warn) pg_advisor raises no second warning and says where it
+    # differs; where it is silent (off, or the noautoscale flag) pg_advisor's voice is the one
+    def autoscaler_acts(self, pool: Pool) -> bool:
+        return self.autoscaler_mode(pool) in AUTOSCALER_ACTS
+
+    def autoscaler_speaks(self, pool: Pool) -> bool:
+        return self.autoscaler_mode(pool) in AUTOSCALER_SPEAKS
+
+    def autoscaler_silent(self, pool: Pool) -> bool:
+        return self.autoscaler_mode(pool) == AUTOSCALER_SILENT
 
     @property
     def mon_max_pg_per_osd(self) -> int:

@@ -329,9 +329,9 @@ class Sizer:
                      "ideal": s.ideal, "bulk": kind is Kind.BULK}))
             step = Step(p, kind, s.ideal, p.id in empty, floor)
             s.rounded, s.recommended = decide(snap, o, step, s.reasons)
-            mode = snap.autoscaler_mode(p)
-            if mode in ("on", "warn"):
-                verb = "manages" if mode == "on" else "warns on"
+            if snap.autoscaler_speaks(p):
+                mode = snap.autoscaler_mode(p)
+                verb = "manages" if snap.autoscaler_acts(p) else "warns on"
                 s.reasons.append(Reason("autoscaler", f"pg_autoscaler {verb} this pool (pg_autoscale_mode "
                                                       f"{mode})"))
             out.append(s)
