@@ -21,7 +21,7 @@ import sys
 from typing import Any, Dict, List, NoReturn, Optional, TextIO
 
 from .commands import bounds, table
-from .commands.answers import Inputs, answer
+from .commands.answers import Inputs
 from .model import options, snapshot, work
 from .model.errors import AdvisorError
 from .render.format import FORMATS
@@ -194,7 +194,7 @@ def run(argv: List[str], out: TextIO) -> int:
     # offline there is no balancer to ask: 'auto' means CRUSH as it falls
     inputs = Inputs(snap, opts, opts.assume_balanced is options.AssumeBalanced.YES,
                     args.target_max_misplaced_ratio)
-    out.write(show(cmd.view, answer(cmd.name, inputs, values), args.format) + "\n")
+    out.write(show(cmd.view, cmd.offline_answer(inputs, values), args.format) + "\n")
     return 0
 
 

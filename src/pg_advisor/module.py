@@ -1,102 +1,48 @@
-"""The MgrModule: what ceph-mgr loads. Thin: the module's options, read once per change
-(`config_notify`); its commands, declared from commands/table.py and each handed to its
-handler; serve(), which hands the background to mgr_serve.py.
+"""The MgrModule: what ceph-mgr loads, and where the mgr wing's parts meet (the composition
+root: nothing imports it back). Thin: the module's options, read once per change
+(`config_notify`); its commands, declared from commands/table.py (mgr/declare.py);
+serve(), which hands the background to mgr/serve.py.
 
-The rooms it wires together: mgr_read.py (the cluster and the mon through the mgr),
-mgr_commands.py (the commands the mgr answers itself), mgr_serve.py (the serve loop),
-mgr_panel.py (the panel), mgr_progress.py (the plan's event in `ceph -s`). Every decision
-lives in the layers they call; these files only know the mgr's API.
+The parts it wires together, each in mgr/: read.py (the cluster through the mgr), mon.py
+(the mon commands), commands.py (the commands the mgr answers itself), serve.py (the serve
+loop), panel.py (the panel), progress.py (the plan's event in `ceph -s`); they see the
+module through face.py's Protocol. Every decision lives in the layers they call; these
+files only know the mgr's API.
 """
 import errno
-import inspect
 import threading
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from mgr_module import MgrModule, Option
 
-from . import mgr_compat, mgr_read
 from .commands import table
-from .commands.answers import Inputs, answer
+from .commands.answers import Inputs
 from .execute.context import Context
 from .execute.driver import Driver
-from .mgr_commands import HANDLERS, LiveCommands
-from .mgr_panel import Panel
-from .mgr_progress import PlanProgress
-from .mgr_read import MgrReader
-from .mgr_serve import MgrServe
+from .mgr import compat, mon, read
+from .mgr.commands import LiveCommands
+from .mgr.config import read_options
+from .mgr.declare import CommandResult, declare
+from .mgr.panel import Panel
+from .mgr.progress import PlanProgress
+from .mgr.serve import MgrServe
 from .model import options
 from .model.errors import AdvisorError
 from .model.snapshot import Snapshot
-from .render.format import check_format
-from .render.views import show
 
-CommandResult = Tuple[int, str, str]
-Report = Dict[str, Any]
 # the modes of Ceph's balancer that even PG counts with pg-upmap-items (Reef's upmap-read
 # also evens primaries; read moves only primaries, crush-compat only weights)
 BALANCER_EVENS_PGS = ("upmap", "upmap-read")
 
 
-def declare(cmd: table.Command) -> None:
-    """Declare `ceph pg-advisor NAME` from its entry in the command table, the upstream way
-    (the registry reads the arguments from the typed signature, the help from the
-    docstring), with `-f` as an argument as pg_autoscaler declares it. The reply is
-    the report in the format asked (`views.show`), or an AdvisorError's code and message.
-    The format and the arguments are checked (table.check, as offline) before anything
-    runs, so a bad one changes nothing."""
-    P = inspect.Parameter
-    params = [P("self", P.POSITIONAL_OR_KEYWORD)]
-    for arg in cmd.args:
-        kind: Any = arg.kind
-        if arg.many:
-            kind = List[kind]    # Ceph's n=N
-        if arg.required:
-            params.append(P(arg.name, P.POSITIONAL_OR_KEYWORD, annotation=kind))
-        elif arg.kind is bool:
-            params.append(P(arg.name, P.POSITIONAL_OR_KEYWORD, default=False, annotation=bool))
-        else:
-            params.append(P(arg.name, P.POSITIONAL_OR_KEYWORD, default=None, annotation=Optional[kind]))
-    params.append(P("format", P.POSITIONAL_OR_KEYWORD, default="plain", annotation=str))
-
-    def reply(self: "Module", format: str = "plain", **given: Any) -> CommandResult:
-        try:
-            checked = check_format(format)
-            return 0, show(cmd.view, self.answer(cmd, table.check(cmd, given, live=True)), checked), ""
-        except AdvisorError as e:
-            return e.code, "", e.message
-    setattr(reply, "__signature__", inspect.Signature(params, return_annotation=CommandResult))
-    reply.__doc__ = cmd.help
-    reply.__name__ = reply.__qualname__ = "_cmd_" + cmd.name.replace("-", "_")
-    mgr_compat.register("pg-advisor " + cmd.name, reply, cmd.write)
-
-
-def read_options(get: Callable[[str], Any]) -> Tuple[options.Options, List[str]]:
-    """The module's options from `get` (the mgr's get_module_option), and a sentence for each
-    value the mon let through that we cannot use (it passes 'nan' for a float): that one
-    falls back to its default, so that one bad value does not stop every command and the
-    background."""
-    good: Dict[str, Any] = {}
-    bad: List[str] = []
-    for spec in options.SPECS:
-        raw = get(spec.name)
-        if raw is None:
-            continue
-        try:
-            options.coerce(spec.name, raw)
-            good[spec.name] = raw
-        except AdvisorError as e:
-            bad.append(f"{e.message}; using the default {spec.default}")
-    return options.make(good), bad
-
-
 class Module(MgrModule):
     # filled by MgrModule._register_commands from the declarations (the command table) below
     COMMANDS: List[Dict[str, Any]] = []
-    CLICommand = mgr_compat.REGISTRY     # where Tentacle's mgr finds them (Pacific: unused)
+    CLICommand = compat.REGISTRY     # where Tentacle's mgr finds them (Pacific: unused)
     MODULE_OPTIONS = [Option(**o) for o in options.mgr_options()]
-    NATIVE_OPTIONS = list(mgr_read.NATIVE_OPTIONS)
+    NATIVE_OPTIONS = list(read.NATIVE_OPTIONS)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -105,7 +51,7 @@ class Module(MgrModule):
         self._options = read_options(self.get_module_option)
         self._driver: Optional[Driver] = None
         self._driver_made = threading.Lock()    # the serve thread and a command may both ask first
-        self.reader = MgrReader(self, self.current_options, self.wake)
+        self.reader = read.MgrReader(self, self.current_options, self.wake)
         self.panel = Panel()
         self.progress = PlanProgress()
         self.commands = LiveCommands(self)
@@ -156,16 +102,16 @@ class Module(MgrModule):
         opts = self.current_options()
         return Inputs(self.reader.take_snapshot(lazy=True), opts, self.balanced(opts), self.cluster_ratio())
 
-    # -- the mon (mgr_read.py): what the Driver sends through ------------------------------------
+    # -- the mon (mgr/mon.py): what the Driver sends through -------------------------------------
 
     def send(self, cmd: Dict[str, Any]) -> Tuple[int, str]:
-        return mgr_read.send(self, cmd)
+        return mon.send(self, cmd)
 
-    def send_nowait(self, cmd: Dict[str, Any]) -> mgr_read.Wait:
-        return mgr_read.send_nowait(self, cmd)
+    def send_nowait(self, cmd: Dict[str, Any]) -> mon.Wait:
+        return mon.send_nowait(self, cmd)
 
     def burst(self, cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
-        return mgr_read.burst(self.send_nowait, cmds)
+        return mon.burst(self.send_nowait, cmds)
 
     @property
     def driver(self) -> Driver:
@@ -180,14 +126,6 @@ class Module(MgrModule):
         return self._driver
 
     # -- commands --------------------------------------------------------------------------------
-
-    def answer(self, cmd: table.Command, v: table.Values) -> Report:
-        """Command `cmd` with its checked values: the ones the mgr answers itself by their
-        handler (mgr_commands.py), the others as the offline CLI answers them."""
-        handler = HANDLERS.get(cmd.name)
-        if handler is not None:
-            return handler(self.commands, v)
-        return answer(cmd.name, self.inputs(), v)
 
     def _handle_command(self, inbuf: Optional[str], cmd: Dict[str, Any]) -> Any:
         """The mgr's entry for every command: MgrModule dispatches to the declarations; a

@@ -1,7 +1,7 @@
 """The reports of the commands that only read: the same function answers `ceph pg-advisor X`
 in the mgr and `python3 -m pg_advisor ... X` offline, from a snapshot and the options."""
 from dataclasses import dataclass
-from typing import Any, Callable, Dict
+from typing import Any, Dict
 
 from ..analysis.growth import NewHost, growth_report
 from ..analysis.plan import plan_report
@@ -16,9 +16,10 @@ from ..balance.reweighted import reweight_pins, reweight_report
 from ..model.misplaced import MisplacedBudget, misplaced_max
 from ..model.options import Options
 from ..model.snapshot import Snapshot
-from .table import MAX_BALANCE_ITEMS, MAX_READ_CHANGES, Values
+from .bounds import MAX_BALANCE_ITEMS, MAX_READ_CHANGES
 
 Report = Dict[str, Any]
+Values = Dict[str, Any]     # a command's arguments, as table.check gives them
 MIB = 1 << 20
 
 
@@ -32,23 +33,23 @@ class Inputs:
     cluster_ratio: float
 
 
-def _status(i: Inputs, v: Values) -> Report:
+def answer_status(i: Inputs, v: Values) -> Report:
     return status_of(i.snap, v["pool"], i.opts, i.balanced)
 
 
-def _eval(i: Inputs, v: Values) -> Report:
+def answer_eval(i: Inputs, v: Values) -> Report:
     return eval_report(i.snap, [v["pool"]] if v["pool"] else None)
 
 
-def _plan(i: Inputs, v: Values) -> Report:
+def answer_plan(i: Inputs, v: Values) -> Report:
     return plan_report(i.snap, i.opts, i.balanced)
 
 
-def _map(i: Inputs, v: Values) -> Report:
+def answer_map(i: Inputs, v: Values) -> Report:
     return pg_map(i.snap, v["pool"])
 
 
-def _simulate(i: Inputs, v: Values) -> Report:
+def answer_simulate(i: Inputs, v: Values) -> Report:
     if v["add_host"] is not None:
         rate = v["backfill_mib_s"] * MIB if v["backfill_mib_s"] is not None else None
         host = NewHost(v["add_host"], v["osds"], v["weight"], v["device_class"], v["root"] or "default")
@@ -59,7 +60,7 @@ def _simulate(i: Inputs, v: Values) -> Report:
 
 
 # offline, the writing commands answer with their dry run
-def _balance(i: Inputs, v: Values) -> Report:
+def answer_balance(i: Inputs, v: Values) -> Report:
     aim = Aim([v["pool"]] if v["pool"] else None, v["mode"] or i.opts.balance_mode, i.opts.balance_min_gain)
     limits = Limits(v["max_items"] or MAX_BALANCE_ITEMS,
                     MisplacedBudget.from_options(i.snap, i.opts, i.cluster_ratio))
@@ -67,32 +68,20 @@ def _balance(i: Inputs, v: Values) -> Report:
     return dict(report, dry_run=True)
 
 
-def _read_balance(i: Inputs, v: Values) -> Report:
+def answer_read_balance(i: Inputs, v: Values) -> Report:
     plan = plan_primaries(i.snap, [v["pool"]] if v["pool"] else None,
                           max_changes=v["max_changes"] or MAX_READ_CHANGES)
     return dict(read_report(i.snap, plan), dry_run=True)
 
 
-def _pin_remapped(i: Inputs, v: Values) -> Report:
+def answer_pin_remapped(i: Inputs, v: Values) -> Report:
     return dict(pins_report(i.snap, pin_remapped(i.snap)), dry_run=True)
 
 
-def _crush_reweight(i: Inputs, v: Values) -> Report:
+def answer_crush_reweight(i: Inputs, v: Values) -> Report:
     weights = {int(o): float(v["weight"]) for o in v["osd"]}
     return dict(reweight_report(i.snap, reweight_pins(i.snap, weights)), dry_run=True)
 
 
-def _drain(i: Inputs, v: Values) -> Report:
+def answer_drain(i: Inputs, v: Values) -> Report:
     return dict(drain_report(i.snap, v["osd_or_bucket"], v["and_balance"]), dry_run=True)
-
-
-ANSWERS: Dict[str, Callable[[Inputs, Values], Report]] = {
-    "status": _status, "eval": _eval, "plan": _plan, "map": _map, "simulate": _simulate,
-    "balance": _balance, "read-balance": _read_balance, "pin-remapped": _pin_remapped, "drain": _drain,
-    "crush-reweight": _crush_reweight,
-}
-
-
-def answer(name: str, inputs: Inputs, values: Values) -> Report:
-    """The report of command `name` (its values checked by table.check)."""
-    return ANSWERS[name](inputs, values)

@@ -20,6 +20,8 @@ from ..model.errors import AdvisorError
 from ..model.snapshot import Snapshot
 
 MAX_PGS = 1_200_000
+MAX_BALANCE_ITEMS = 1 << 20      # replica moves one balance may propose
+MAX_READ_CHANGES = 1 << 20       # primary changes one read-balance may propose
 MAX_SPARSE_CELLS = 1 << 22
 MAX_SPARSE_WORK = 1 << 31
 # the commands whose per-move passes span every OSD id (balance/strategies.py)

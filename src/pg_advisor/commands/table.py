@@ -14,14 +14,14 @@ from typing import Any, Callable, Dict, Optional, Tuple, Type, Union
 from ..model.checks import MAX_OSD_CRUSH_WEIGHT
 from ..model.errors import AdvisorError
 from ..model.options import BY_NAME as BY_OPTION, INT_TEXT, BalanceMode, Mode
+from . import answers
+from .answers import Inputs, Report, Values
+from .bounds import MAX_BALANCE_ITEMS, MAX_READ_CHANGES
 
-Values = Dict[str, Any]
 # a number as text: ASCII, no spaces or underscores; nan and inf are refused by name below
 FLOAT_TEXT = re.compile(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\Z|-?(nan|inf|infinity)\Z", re.I)
 
 INT_MAX = (1 << 63) - 1          # the mon carries a CephInt as int64; the core bounds each further
-MAX_BALANCE_ITEMS = 1 << 20      # replica moves one balance may propose
-MAX_READ_CHANGES = 1 << 20       # primary changes one read-balance may propose
 MAX_OUT_OSDS = 4096              # OSDs one simulate may mark out
 MAX_OSD_ID = (1 << 31) - 1       # an OSD id is an int32 at the mon
 
@@ -57,9 +57,20 @@ class Command:
     write: bool = False           # live: changes the cluster unless --dry-run
     offline: bool = True          # also a subcommand of the offline CLI (a dry run there)
     check: Optional[Callable[[Values], None]] = None     # checks across arguments
+    # the one index of who answers: offline (and in the mgr, unless `live` names a
+    # handler) the function of commands/answers.py; in the mgr, the LiveCommands method
+    # (mgr/commands.py) named by `live`, for a command that acts or a view of the plan
+    answer: Optional[Callable[[Inputs, Values], Report]] = None
+    live: Optional[str] = None
 
     def arg(self, name: str) -> Arg:
         return next(a for a in self.args if a.name == name)
+
+    def offline_answer(self, inputs: Inputs, values: Values) -> Report:
+        """The report as the offline CLI gives it (a writing command's dry run)."""
+        if self.answer is None:
+            raise AdvisorError.invalid(f"{self.name} is answered only by the running module")
+        return self.answer(inputs, values)
 
 
 def _pool(help: str = "narrow the view to one pool") -> Arg:
@@ -91,10 +102,11 @@ def _check_apply(v: Values) -> None:
 
 COMMANDS: Tuple[Command, ...] = (
     Command("status", "status", "Show pools, OSDs and how evenly PGs are spread over the OSDs",
-            (_pool(),)),
+            (_pool(),), answer=answers.answer_status),
     Command("eval", "eval", "Score the current PG distribution against each OSD's share",
-            (_pool("only this pool"),)),
-    Command("plan", "plan", "List the pg_num changes pg_advisor recommends, in order, with their cost"),
+            (_pool("only this pool"),), answer=answers.answer_eval),
+    Command("plan", "plan", "List the pg_num changes pg_advisor recommends, in order, with their cost",
+            answer=answers.answer_plan),
     Command("balance", "balance",
             "Compute pg-upmap-items toward each OSD's share and set a bounded batch of them "
             "(--dry-run: only show them; offline: always)",
@@ -105,7 +117,7 @@ COMMANDS: Tuple[Command, ...] = (
              DRY_RUN,
              Arg("mode", BalanceMode, "pgs (counts) or bytes (counts, then fullness); "
                  "default: the option balance_mode")),
-            write=True),
+            write=True, answer=answers.answer_balance, live="act_balance"),
     Command("read-balance", "read-balance",
             "Even each replicated pool's primaries with pg-upmap-primary entries (no data "
             "moves; Reef on, require_min_compat_client reef) and set a bounded batch of them "
@@ -115,8 +127,9 @@ COMMANDS: Tuple[Command, ...] = (
                  "read_max_changes live, every change offline)", low=1, high=MAX_READ_CHANGES,
                  live_high=BY_OPTION["read_max_changes"].max, metavar="N"),
              DRY_RUN),
-            write=True),
-    Command("map", "map", "Show every PG's up set as CRUSH computes it", (_pool("only this pool"),)),
+            write=True, answer=answers.answer_read_balance, live="act_read_balance"),
+    Command("map", "map", "Show every PG's up set as CRUSH computes it", (_pool("only this pool"),),
+            answer=answers.answer_map),
     Command("simulate", "simulate",
             "What a pg_num/pgp_num change (<pool> --pg-num N [--pgp-num M]), OSDs marked out "
             "(--out-osd OSD...), a reweight (--reweight OSD --weight W) or a new host "
@@ -138,11 +151,12 @@ COMMANDS: Tuple[Command, ...] = (
              Arg("root", str, "with --add-host: the bucket it goes under (default: default)"),
              Arg("backfill_mib_s", float, "with --add-host: backfill throughput, for a time estimate",
                  metavar="RATE")),
-            check=_check_simulate),
+            check=_check_simulate, answer=answers.answer_simulate),
     Command("pin-remapped", "pin-remapped",
             "Map every remapped PG back onto the OSDs that hold its data (pg-upmap-items), then "
             "drain the pins in throttled balance rounds (--dry-run: only show them; offline: "
-            "always; needs PG stats)", (DRY_RUN,), write=True),
+            "always; needs PG stats)", (DRY_RUN,), write=True,
+            answer=answers.answer_pin_remapped, live="act_pin_remapped"),
     Command("crush-reweight", "crush-reweight",
             "Set the CRUSH weight of OSDs (--osd N... --weight W; e.g. OSDs started at "
             "osd_crush_initial_weight 0) together with the pins that keep every PG it remaps on "
@@ -152,7 +166,7 @@ COMMANDS: Tuple[Command, ...] = (
                  metavar="OSD"),
              Arg("weight", float, "their new CRUSH weight", required=True, low=0, high=MAX_OSD_CRUSH_WEIGHT,
                  metavar="W"),
-             DRY_RUN), write=True),
+             DRY_RUN), write=True, answer=answers.answer_crush_reweight, live="act_crush_reweight"),
     # (not `target`: the ceph CLI keeps that name for itself, see test_module.py)
     Command("drain", "drain",
             "Empty an OSD (osd.N) or a CRUSH bucket such as a host through pg-upmap-items, in "
@@ -162,21 +176,26 @@ COMMANDS: Tuple[Command, ...] = (
             (Arg("osd_or_bucket", str, "osd.N, or a bucket name such as a host", positional=True,
                  required=True, metavar="TARGET"), DRY_RUN,
              Arg("and_balance", bool, "also even the pools the drain touches, as balance does "
-                 "(default: only the drain's own moves)")), write=True),
+                 "(default: only the drain's own moves)")), write=True,
+            answer=answers.answer_drain, live="act_drain"),
     Command("mode", "mode", "Show or set what pg_advisor does in the background (off, advise: warn "
             "only, auto: apply recommended pg_num changes in throttled steps)",
-            (Arg("mode", Mode, "off, advise or auto", positional=True),), write=True, offline=False),
+            (Arg("mode", Mode, "off, advise or auto", positional=True),), write=True, offline=False,
+            live="act_mode"),
     Command("apply", "apply", "Apply the recommended pg_num changes (or --pool P --pg-num N) in "
             "throttled steps (--dry-run: only show the steps)",
             (Arg("pool", str, "only this pool"), Arg("pg_num", int, "this pg_num", metavar="N"),
-             DRY_RUN), write=True, offline=False, check=_check_apply),
-    Command("pause", "progress", "Take no new step of the running plan", write=True, offline=False),
-    Command("resume", "progress", "Continue the paused plan", write=True, offline=False),
+             DRY_RUN), write=True, offline=False, check=_check_apply, live="act_apply"),
+    Command("pause", "progress", "Take no new step of the running plan", write=True, offline=False,
+            live="act_pause"),
+    Command("resume", "progress", "Continue the paused plan", write=True, offline=False,
+            live="act_resume"),
     Command("abort", "abort", "Stop the plan, leaving pg_num and pgp_num consistent; say what remains",
-            write=True, offline=False),
+            write=True, offline=False, live="act_abort"),
     Command("progress", "progress", "The plan in progress: its steps and where it stands",
-            offline=False),
-    Command("history", "history", "The steps pg_advisor took (the last 200 events)", offline=False),
+            offline=False, live="show_progress"),
+    Command("history", "history", "The steps pg_advisor took (the last 200 events)", offline=False,
+            live="show_history"),
 )
 BY_NAME: Dict[str, Command] = {c.name: c for c in COMMANDS}
 OFFLINE = tuple(c for c in COMMANDS if c.offline)

@@ -104,7 +104,7 @@ def step_failed(plan: str, step: int, attempts: int, error: str) -> Checks:
         f"pg_advisor plan {plan} step {step} failed {attempts} time(s); retrying", [error], count=1)}
 
 
-# -- the background (mgr_serve.py) --------------------------------------------------------
+# -- the background (mgr/serve.py) --------------------------------------------------------
 
 def status_failed(why: str) -> Checks:
     """The status could not be computed: an operator must see it, not only the mgr log."""

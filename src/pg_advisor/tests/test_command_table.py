@@ -143,11 +143,21 @@ def test_check_types_bounds_and_pairs() -> None:
 
 
 def test_every_command_has_one_answer() -> None:
-    # the mgr answers a command itself (mgr_commands.HANDLERS) or answers it as offline does
-    from pg_advisor.commands.answers import ANSWERS
-    from pg_advisor.mgr_commands import HANDLERS
+    # the table is the one index: an entry names its live handler (a LiveCommands method,
+    # mgr/commands.py) or is answered in the mgr as offline does (its answer function)
+    from pg_advisor.mgr.commands import LiveCommands
     for c in table.COMMANDS:
-        acts = c.name in HANDLERS
-        assert acts or c.name in ANSWERS, c.name
-        assert c.offline <= (c.name in ANSWERS), c.name      # offline needs an answer
-        assert not (c.write and not acts), c.name            # a write acts in the mgr
+        acts = c.live is not None
+        assert acts or c.answer is not None, c.name
+        assert c.offline <= (c.answer is not None), c.name      # offline needs an answer
+        assert not (c.write and not acts), c.name               # a write acts in the mgr
+        if acts:
+            assert callable(getattr(LiveCommands, str(c.live), None)), c.live
+    # and every handler there is named by one entry: none left unreachable
+    handlers = sorted(n for n in vars(LiveCommands) if n.startswith(("act_", "show_")))
+    assert sorted(str(c.live) for c in table.COMMANDS if c.live) == handlers
+
+
+def test_a_command_only_the_mgr_answers_is_refused_offline() -> None:
+    with pytest.raises(AdvisorError, match="only by the running module"):
+        table.BY_NAME["pause"].offline_answer(None, {})  # type: ignore[arg-type]

@@ -59,7 +59,7 @@ def test_the_walkthrough_names_what_the_code_has() -> None:
 def test_a_stale_name_is_found() -> None:
     known = index()
     assert "tick" in known["MgrServe"]
-    assert faults("``MgrServe.tick`` ``mgr_serve.py`` ``table.check``", known) == []
+    assert faults("``MgrServe.tick`` ``mgr/serve.py`` ``table.check``", known) == []
     assert faults("``MgrServe.loop`` ``nowhere/x.py`` ``table.nothing``", known) == [
         "MgrServe.loop: MgrServe defines no loop", "nowhere/x.py: no such file",
         "table.nothing: table defines no nothing"]

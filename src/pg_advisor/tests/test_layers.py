@@ -22,8 +22,8 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     ("render", ("render",)),
     ("panel", ("panel",)),
     ("commands", ("commands",)),
-    ("adapters", ("module", "mgr_commands", "mgr_serve", "mgr_read", "mgr_panel", "mgr_progress", "mgr_face",
-                  "mgr_compat", "cli", "__main__", "__init__")),
+    ("mgr", ("mgr",)),
+    ("adapters", ("module", "cli", "__main__", "__init__")),
 ]
 ADAPTERS = LAYERS[-1][1]
 LAYER_OF: Dict[str, int] = {m: i for i, (_, mods) in enumerate(LAYERS) for m in mods}
@@ -85,7 +85,7 @@ def test_the_import_reader_sees_each_form_of_import() -> None:
     # missed one would pass the check above on nothing
     assert imported(PACKAGE / "model" / "snapshot.py") == ["model"] * 9
     assert set(imported(PACKAGE / "crush" / "mapper.py")) == {"model", "crush"}
-    assert {"model", "render", "commands", "execute"} <= set(imported(PACKAGE / "module.py"))
+    assert {"model", "mgr", "commands", "execute"} <= set(imported(PACKAGE / "module.py"))
 
 
 def module_imports(path: Path, root: Path = PACKAGE) -> List[Path]:
@@ -170,6 +170,17 @@ def test_the_circle_finder_sees_a_circle_closed_for_the_type_checker(tmp_path: P
     (pkg / "top.py").write_text("from pkg.core.runner import Runner\n")
     assert circles(pkg) == [["core/rounds.py", "core/runner.py", "top.py"]]
     # and the package's own forms: `from .model import health_checks as x`, a face, not the module
-    got = module_imports(PACKAGE / "mgr_serve.py")
-    assert PACKAGE / "mgr_face.py" in got and PACKAGE / "module.py" not in got
+    got = module_imports(PACKAGE / "mgr" / "serve.py")
+    assert PACKAGE / "mgr" / "face.py" in got and PACKAGE / "module.py" not in got
     assert PACKAGE / "model" / "health_checks.py" in got
+
+
+def test_only_the_mgr_wing_knows_the_mgr() -> None:
+    # ceph-mgr's API (mgr_module) is known to mgr/ and to module.py, its composition root;
+    # and nothing imports module.py back (but the package's __init__, which ceph-mgr loads)
+    knows = sorted(str(p.relative_to(PACKAGE)) for p in sources()
+                   if any(isinstance(n, (ast.Import, ast.ImportFrom)) and "mgr_module" in ast.dump(n)
+                          for n in ast.walk(ast.parse(p.read_text()))))
+    assert knows and all(k == "module.py" or k.startswith("mgr/") for k in knows), knows
+    assert [str(p.relative_to(PACKAGE)) for p in sources()
+            if PACKAGE / "module.py" in module_imports(p)] == ["__init__.py"]

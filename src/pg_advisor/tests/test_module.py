@@ -291,7 +291,7 @@ def test_a_read_changes_nothing_the_interpreter_shares(
     # not the cyclic collector, not for the span of a read: on Tentacle every other module
     # runs in the same interpreter; as it was before, during and after, failed read or not
     import gc
-    from pg_advisor import mgr_read as adapter
+    from pg_advisor.mgr import read as adapter
     load = adapter.snapshot.load
     was = gc.isenabled()
     # earlier tests' modules, dead but not yet collected, would take their log handlers off

@@ -164,9 +164,9 @@ def test_a_balance_dry_run_shows_the_entries_its_items_unseat(snap: Any) -> None
 def test_a_burst_waits_for_its_answers_within_one_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     # a mon that stops answering: each command's wait runs out, and the burst as a whole
     # takes BURST_WAIT (the time each wait is given is what is left), not that per command
-    from pg_advisor import mgr_read
+    from pg_advisor.mgr import mon as mgr_mon
     clock = [1000.0]
-    monkeypatch.setattr(mgr_read.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(mgr_mon.time, "monotonic", lambda: clock[0])
     given: list = []
 
     def silent(cmd: Dict[str, Any]) -> Any:
@@ -175,6 +175,6 @@ def test_a_burst_waits_for_its_answers_within_one_deadline(monkeypatch: pytest.M
             clock[0] += seconds         # waited it all out
             return -110, "no answer"
         return wait
-    out = mgr_read.burst(silent, [{"prefix": "osd pg-upmap-items", "pgid": f"1.{i}"} for i in range(5)])
+    out = mgr_mon.burst(silent, [{"prefix": "osd pg-upmap-items", "pgid": f"1.{i}"} for i in range(5)])
     assert out == [(-110, "no answer")] * 5
-    assert given == [mgr_read.BURST_WAIT, 0.0, 0.0, 0.0, 0.0]
+    assert given == [mgr_mon.BURST_WAIT, 0.0, 0.0, 0.0, 0.0]

@@ -78,7 +78,7 @@ def test_mgr_form_of_pg_dump_gives_the_same_snapshot(dumps: Dict[str, Any]) -> N
 
 
 def test_the_mgrs_read_loads_its_settings_and_the_autoscalers_status(module: Module) -> None:
-    # what mgr_read hands snapshot.load beside the maps: each setting the mgr has (one it has
+    # what mgr/read.py hands snapshot.load beside the maps: each setting the mgr has (one it has
     # not keeps its default) and pg_autoscaler's own status
     fake = mgr_stub.BaseMgrModule.fake
     fake.options.update(mon_max_pg_per_osd=300, mon_target_pg_per_osd=200, osd_memory_target=8 << 30)

@@ -12,13 +12,13 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional
 
-from .analysis.status import status_of
-from .model import health_checks as checks_of, snapshot
-from .model.errors import AdvisorError
-from .model.misplaced import misplaced_max, misplaced_ratio
-from .model.options import Mode
-from .analysis.health import health_checks
-from .mgr_face import ModuleFace
+from ..analysis.status import status_of
+from ..model import health_checks as checks_of, snapshot
+from ..model.errors import AdvisorError
+from ..model.misplaced import misplaced_max, misplaced_ratio
+from ..model.options import Mode
+from ..analysis.health import health_checks
+from .face import ModuleFace
 
 
 Checks = Dict[str, Dict[str, Any]]

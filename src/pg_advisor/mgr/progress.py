@@ -6,7 +6,7 @@ from typing import Optional, Set, Tuple
 
 from mgr_module import MgrModule
 
-from .execute.plan_state import ACTIVE, Status
+from ..execute.plan_state import ACTIVE, Status
 
 # (event id, message, fraction done, the plan's status): Driver.progress()
 Event = Tuple[str, str, float, Status]

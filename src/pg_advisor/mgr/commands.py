@@ -1,7 +1,8 @@
 """The commands the mgr answers itself, not as the offline CLI does: the ones that act on the
 cluster or on the plan (`act_*`, most of them one Driver method) and the views of the plan
-only the running module has (`show_*`). HANDLERS names each by its command; every other
-command is answered by commands/answers.py, the same function offline runs.
+only the running module has (`show_*`). A command's entry in commands/table.py names its
+method here (`live`); every other command is answered by its function of
+commands/answers.py, the same one offline runs (`answer`).
 
 A command that acts reads a fresh snapshot (its --dry-run a lazy one), then wakes the
 background so that what follows (health, the plan's next tick) does not wait for it.
@@ -9,11 +10,11 @@ background so that what follows (health, the plan's next tick) does not wait for
 import time
 from typing import Any, Callable, Dict
 
-from .balance.reweighted import weight_landing
-from .commands.table import Values
-from .execute.context import BalanceRequest
-from .model.snapshot import Snapshot
-from .mgr_face import ModuleFace
+from ..balance.reweighted import weight_landing
+from ..commands.table import Command, Values
+from ..execute.context import BalanceRequest
+from ..model.snapshot import Snapshot
+from .face import ModuleFace
 
 
 Report = Dict[str, Any]
@@ -22,6 +23,14 @@ Report = Dict[str, Any]
 class LiveCommands:
     def __init__(self, mgr: ModuleFace) -> None:
         self.mgr = mgr
+
+    def answer(self, cmd: Command, v: Values) -> Report:
+        """Command `cmd` with its checked values, as its table entry says: by its method here,
+        or as the offline CLI answers it (from a lazy snapshot)."""
+        if cmd.live is not None:
+            handler: Callable[[Values], Report] = getattr(self, cmd.live)
+            return handler(v)
+        return cmd.offline_answer(self.mgr.inputs(), v)
 
     def _snapshot_to_act(self, v: Values) -> Snapshot:
         """A command that acts reads every change at once; its --dry-run only looks."""
@@ -110,13 +119,3 @@ class LiveCommands:
 
     def show_history(self, v: Values) -> Report:
         return {"history": self.mgr.driver.history()}
-
-
-# command -> its handler here; a command not named is answered as offline
-HANDLERS: Dict[str, Callable[[LiveCommands, Values], Report]] = {
-    "mode": LiveCommands.act_mode, "apply": LiveCommands.act_apply, "balance": LiveCommands.act_balance,
-    "read-balance": LiveCommands.act_read_balance, "pin-remapped": LiveCommands.act_pin_remapped,
-    "crush-reweight": LiveCommands.act_crush_reweight, "drain": LiveCommands.act_drain,
-    "pause": LiveCommands.act_pause, "resume": LiveCommands.act_resume, "abort": LiveCommands.act_abort,
-    "progress": LiveCommands.show_progress, "history": LiveCommands.show_history,
-}

@@ -1,6 +1,6 @@
-"""The cluster and the mon, through the mgr: snapshots read from the mgr's maps (kept while
-nothing they depend on changes: model/reuse.py), the maps the mon made after a command,
-Ceph's own mapping of a PG, and the mon commands themselves, one or a burst.
+"""The cluster through the mgr: snapshots read from the mgr's maps (kept while nothing they
+depend on changes: model/reuse.py), the maps the mon made after a command, and Ceph's own
+mapping of PGs there (the commands themselves go through mon.py).
 
 The same documents the offline CLI reads from files; model/snapshot.py turns either into
 a Snapshot. Nothing a read does changes what the mgr's interpreter shares with the other
@@ -8,23 +8,21 @@ modules (the collector, logging, signals: doc/contributing.rst); what it does to
 process's heap is handed back (give_back_memory).
 """
 import ctypes
-import errno
 import functools
 import json
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from mgr_module import MgrModule
-from mgr_module import CommandResult as MonResult
 
-from .model import mon_commands, snapshot
-from .model.errors import AdvisorError
-from .model.options import Options
-from .model.pg_brief import brief_pg_map, parse_brief
-from .model.reuse import ChangeKey, SnapshotReuse
+from ..model import mon_commands, snapshot
+from ..model.errors import AdvisorError
+from ..model.options import Options
+from ..model.pg_brief import brief_pg_map, parse_brief
+from ..model.reuse import ChangeKey, SnapshotReuse
+from .mon import mon_mapping
 
 MAP_WAIT = 10.0     # seconds a write command waits for the mgr's map to show what it set
-BURST_WAIT = 120.0  # seconds a burst's commands may take to answer, all together
 PARSE_PAUSE = 0.002     # seconds without the GIL between chunks of a big JSON text
 # the fields of `pg_status` (PGMapDigest::print_summary) whose change means the PG stats did:
 # not the I/O rates, which change every report and decide nothing here
@@ -51,52 +49,6 @@ def _malloc_trim() -> Optional[Callable[[int], int]]:
         return ctypes.CDLL("libc.so.6").malloc_trim
     except (OSError, AttributeError):
         return None
-
-
-def json_command(cmd: Dict[str, Any]) -> Dict[str, Any]:
-    """A mon command as the module sends it: its answer in JSON."""
-    return dict(cmd, format="json")
-
-
-def send(mgr: MgrModule, cmd: Dict[str, Any]) -> Tuple[int, str]:
-    """One mon command, waited for: (code, error)."""
-    code, _, err = mgr.mon_command(json_command(cmd))
-    return code, err
-
-
-Wait = Callable[[float], Tuple[int, str]]     # waits up to so many seconds for an answer
-
-
-def send_nowait(mgr: MgrModule, cmd: Dict[str, Any]) -> Wait:
-    """Send a mon command without waiting; the function returned waits for its answer."""
-    result = MonResult("")
-    mgr.send_command(result, "mon", "", json.dumps(json_command(cmd)), "")
-
-    def wait(seconds: float) -> Tuple[int, str]:
-        if not result.ev.wait(seconds):
-            return -errno.ETIMEDOUT, f"no answer from the mon within {BURST_WAIT:g} s"
-        code, _, err = result.wait()
-        return code, err
-    return wait
-
-
-def burst(send_one: Callable[[Dict[str, Any]], Wait],
-          cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
-    """Send commands together, in order, none waiting for the one before (no thread
-    each: a weight change and its hundreds of pins go out as one), so that the mon takes
-    them into one map epoch; answers in the same order. `send_one` is send_nowait's kind.
-    One deadline for the whole burst: a mon that stops answering holds the caller (and
-    the plan's lock) BURST_WAIT seconds, not that for each command."""
-    waits = [send_one(c) for c in cmds]
-    deadline = time.monotonic() + BURST_WAIT
-    return [w(max(0.0, deadline - time.monotonic())) for w in waits]
-
-
-def mon_mapping(osdmap: Any, pgid: str) -> Dict[str, Any]:
-    """A PG's mapping ("up", "up_primary", "acting", ...) computed by Ceph itself, in the
-    mgr's OSDMap."""
-    head, tail = pgid.split(".")
-    return dict(osdmap.pg_to_up_acting_osds(int(head), int(tail, 16)))
 
 
 class MgrReader:

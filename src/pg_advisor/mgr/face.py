@@ -1,16 +1,17 @@
-"""What the mgr's command handlers (mgr_commands.py) and its background (mgr_serve.py) ask
+"""What the mgr's command handlers (commands.py) and its background (serve.py) ask
 of the module (module.py's Module): its parts and a few calls, so that neither takes the
 module whole nor imports it back (module.py makes them, and is where they meet)."""
 import logging
 from typing import Any, Dict, List, Protocol
 
-from .execute.context import Context
-from .execute.driver import Driver
-from .mgr_panel import Panel
-from .mgr_progress import PlanProgress
-from .mgr_read import MgrReader
-from .model.options import Options
-from .model.snapshot import Snapshot
+from ..commands.answers import Inputs
+from ..execute.context import Context
+from ..execute.driver import Driver
+from .panel import Panel
+from .progress import PlanProgress
+from .read import MgrReader
+from ..model.options import Options
+from ..model.snapshot import Snapshot
 
 
 class ModuleFace(Protocol):
@@ -34,6 +35,8 @@ class ModuleFace(Protocol):
     def wake(self) -> None: ...
 
     def context(self, snap: Snapshot) -> Context: ...
+
+    def inputs(self) -> Inputs: ...
 
     def balanced(self, opts: Options) -> bool: ...
 

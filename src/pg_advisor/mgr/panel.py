@@ -6,8 +6,8 @@ import errno
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from .model.errors import AdvisorError
-from .panel.server import Server
+from ..model.errors import AdvisorError
+from ..panel.server import Server
 
 
 class Panel:
