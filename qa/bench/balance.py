@@ -44,7 +44,7 @@ from pg_advisor.balance.proposal import Aim, balance_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.distribution import up_counts
 from pg_advisor.model.options import BalanceMode
-from pg_advisor.analysis.legality import breaks
+from pg_advisor.rules.legality import breaks
 from pg_advisor_testkit.proposals import applied, changed_primaries, replica_moves
 
 from ..cluster.ceph_release import print_ceph_version

@@ -34,7 +34,7 @@ from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from pg_advisor.balance.balancer import EPS, Balancer
-from pg_advisor.analysis.legality import ancestors
+from pg_advisor.rules.legality import ancestors
 
 MAX_VARIABLES = 4_000_000       # PG rows x candidate OSDs over all pools: beyond, no bound
 

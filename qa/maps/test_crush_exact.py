@@ -12,7 +12,7 @@ import pytest
 
 from pg_advisor.model import snapshot
 from pg_advisor.balance.balancer import Balancer
-from pg_advisor.model.distribution import rule_weights
+from pg_advisor.rules.reach import rule_weights
 
 from ..cluster import Cluster
 from .bucket_maps import ALGS as BUCKET_ALGS, CASES as BUCKET_CASES, FIXTURE as BUCKET_FIXTURE

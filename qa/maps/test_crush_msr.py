@@ -147,7 +147,7 @@ def test_upmap_items_on_an_msr_pool_and_what_the_mon_keeps(tools: Tools, work: P
     assert seen == len(ref) == 1536
     assert not bad, f"{len(bad)} of {seen} PGs differ, first: {bad[:5]}"
     # and the mon keeps items that put 3 replicas on a host: verify_upmap skips choosemsr
-    # steps, so the msr rule's caps are the balancer's to keep (analysis/legality.py)
+    # steps, so the msr rule's caps are the balancer's to keep (rules/legality.py)
     tools.run("osdmaptool", gm.path, *gm.state_args(), "--upmap-cleanup", work / "cleanup.txt")
     lines = (work / "cleanup.txt").read_text().splitlines()
     dropped = {ln.split()[-1] for ln in lines if "rm-pg-upmap" in ln}

@@ -24,7 +24,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from pg_advisor.crush import placement
-from pg_advisor.crush.compiled import CompiledCrush, CompiledRule
+from pg_advisor.crush.compiled import CompiledCrush
+from pg_advisor.model.snapshot import Rule
 from pg_advisor.crush.descent import RunContext
 from pg_advisor.model.work import count
 
@@ -69,7 +70,7 @@ class Memo:
         self._maps[id(cm)] = (weakref.ref(cm), digest)
         return digest
 
-    def key(self, ctx: RunContext, rule: CompiledRule, x: np.ndarray, result_max: int) -> Tuple[Any, ...]:
+    def key(self, ctx: RunContext, rule: Rule, x: np.ndarray, result_max: int) -> Tuple[Any, ...]:
         """All the run reads: ctx's map, weight set and reweights (its work only counts)."""
         args = ctx.args
         h = hashlib.sha1()
@@ -78,7 +79,7 @@ class Memo:
             _arrays(h, args.weights, args.positions, args.ids)
         return (engine(), self._map_digest(ctx.cm), rule, int(result_max), args is None, h.hexdigest())
 
-    def do_rule(self, ctx: RunContext, rule: CompiledRule, x: np.ndarray, result_max: int) -> Result:
+    def do_rule(self, ctx: RunContext, rule: Rule, x: np.ndarray, result_max: int) -> Result:
         if self.bypass:
             return self.real(ctx, rule, x, result_max)
         mine = ctx.work

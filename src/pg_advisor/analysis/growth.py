@@ -14,7 +14,9 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ..crush.placement import Placer
-from ..model.distribution import pool_share, rule_weights, spread, up_counts
+from ..rules.share import pool_share
+from ..rules.reach import rule_weights
+from ..model.distribution import spread, up_counts
 from ..model.distribution import object_copies
 from ..model.checks import MAX_OSD_CRUSH_WEIGHT
 from ..model.errors import AdvisorError

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ..crush.placement import Placer
-from ..model.distribution import osds_under, rule_segments, rule_weights
+from ..rules.reach import osds_under, rule_segments, rule_weights
 from ..model.snapshot import Pool, Snapshot
 
 

@@ -8,17 +8,18 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..model.distribution import (osd_cells, pg_counts, pool_share, rule_weights, spread,
-                                  unreachable)
+from ..model.distribution import osd_cells, pg_counts, spread
+from ..rules.share import pool_share
+from ..rules.reach import rule_weights, unreachable
 from ..model.errors import AdvisorError
 from ..model.options import Options, make
 from ..model.snapshot import Pool, Snapshot
 from ..sizing.memory import MemoryModel, pg_log_lengths
 from ..sizing.sizer import SizingResult, memory_model, recommend
 from ..sizing.versus import autoscaler_difference, sizing_summary
-from .legality import ancestors
+from ..rules.legality import ancestors
 from .read_balance import read_balance
-from .share import rule_share
+from ..rules.share import rule_share
 
 
 def _opt(v: int) -> Optional[int]:
@@ -338,7 +339,7 @@ def _cluster(snap: Snapshot, f: Figures) -> Dict[str, Any]:
 
 def _targets(snap: Snapshot, share: np.ndarray, weights_by_rule: Dict[int, np.ndarray]) -> np.ndarray:
     """Per pool and OSD: the share the balancer aims at, weight-proportional as far as the
-    rule allows (analysis/share.py: with 3 hosts and size 3 every host holds pg_num
+    rule allows (rules/share.py: with 3 hosts and size 3 every host holds pg_num
     replicas, whatever its weight). The weight share where the rule is not one we read.
     Once per (rule, pg_num, size): a thousand pools of one rule cost one."""
     anc = ancestors(snap)

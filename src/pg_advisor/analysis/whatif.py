@@ -10,11 +10,13 @@ import numpy as np
 
 from ..crush.placement import Placer, PoolMapping, stable_mod
 from ..model.constants import CRUSH_ITEM_NONE
-from ..model.distribution import pool_share, rule_weights, spread, up_counts
+from ..rules.share import pool_share
+from ..rules.reach import rule_weights
+from ..model.distribution import spread, up_counts
 from ..model.errors import AdvisorError
 from ..model.limits import check_pg_num, check_pgp_num
 from ..model.snapshot import Pool, Snapshot
-from .legality import ancestors, breaks, rule_shape
+from ..rules.legality import ancestors, breaks, rule_shape
 
 
 @dataclass(frozen=True)

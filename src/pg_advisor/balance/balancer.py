@@ -2,7 +2,7 @@
 
 The goal at each level is floor(share) <= count <= ceil(share) on every OSD, first per
 pool, then for the OSDs' totals over all pools. A move takes one replica of one PG off
-one OSD and puts it on another that the PG's rule allows (analysis/legality.py). A run
+one OSD and puts it on another that the PG's rule allows (rules/legality.py). A run
 builds each pool's state (pool_state.py), makes the moves its strategies choose
 (strategies.py) from what the move search finds (search.py) within its budget
 (budget.py), then, in bytes mode, evens how full the OSDs are (evener.py); its result is
@@ -14,10 +14,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..analysis.legality import ancestors
+from ..rules.legality import ancestors
 from ..crush.placement import Placer
 from ..crush.upmap import build_items, NotExpressible
-from ..model.distribution import rule_weights, unreachable, up_counts
+from ..rules.reach import rule_weights, unreachable
+from ..model.distribution import up_counts
 from ..model.errors import AdvisorError
 from ..model.misplaced import MisplacedBudget
 from ..model.snapshot import Pool, Rule, Snapshot

@@ -16,7 +16,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from ..analysis.legality import ancestors
+from ..rules.legality import ancestors
 from ..crush.placement import Placer
 from ..model.errors import AdvisorError
 from ..model.options import BalanceMode

@@ -24,7 +24,7 @@ from typing import Callable, Dict, List, Protocol, Tuple
 
 import numpy as np
 
-from ..analysis.legality import replaceable
+from ..rules.legality import replaceable
 from .budget import Budget
 from .pool_state import EPS, ChainMove, Level, PoolState
 from .search import MoveSearch

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..analysis.legality import replaceable
+from ..rules.legality import replaceable
 from .balancer import Balancer
 from .budget import Stop
 from .pool_state import moves_primary, PoolState

@@ -6,8 +6,8 @@ from typing import Any, Callable, DefaultDict, Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
-from ..analysis.legality import Reach, breaks, rule_shape, RuleShape
-from ..analysis.share import rule_share, weight_share
+from ..rules.legality import breaks, Reach, rule_shape, RuleShape
+from ..rules.share import rule_share, weight_share
 from ..crush.placement import Placer
 from ..model.constants import CRUSH_ITEM_NONE
 from ..model.distribution import up_counts
@@ -199,7 +199,7 @@ class StateSource:
     """What each pool's state of a run is built from."""
     snap: Snapshot
     placer: Placer
-    anc: Any                # the OSDs' ancestors (analysis/legality.ancestors)
+    anc: Any                # the OSDs' ancestors (rules/legality.ancestors)
     usable: np.ndarray      # per OSD: may a move use it (up, in, weighted, not drained)
     # a rule's weights per OSD (0 where the run gives no share) and the OSDs it cannot reach
     weights: Callable[[Rule], Tuple[np.ndarray, List[int]]]
@@ -254,7 +254,7 @@ def build_state(src: StateSource, pool: Pool, notes: List[str]) -> PoolState:
             f"{int(broken[0]):x}) put more replicas in one bucket, or use more buckets, than "
             f"rule '{rule.name}' allows (Ceph's verify_upmap does not check this): balancing "
             f"removes them first")
-    # the share the rule allows (analysis/share.py) of the replicas the pool has: a PG CRUSH
+    # the share the rule allows (rules/share.py) of the replicas the pool has: a PG CRUSH
     # found too few OSDs for is short of replicas no move can add
     placed = float(up_counts(cur.up, w.shape[0]).sum())
     share = rule_share(snap, pool, w, anc, placed=placed)

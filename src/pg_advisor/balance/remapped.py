@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..analysis.legality import ancestors, breaks, rule_shape
+from ..rules.legality import ancestors, breaks, rule_shape
 from ..crush.placement import Placer
 from ..crush.upmap import Cycle, NotExpressible, build_items
 from ..model.constants import CRUSH_ITEM_NONE

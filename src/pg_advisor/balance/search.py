@@ -1,12 +1,12 @@
 """The move search: where one replica of a pool's PG goes next. A push finds the best
 (row, destination) for a replica on an overfull OSD, a pull the best (row, source) for
-a replica onto an underfull one; both check legality (analysis/legality.py) only for the
+a replica onto an underfull one; both check legality (rules/legality.py) only for the
 few most promising OSDs, and break the counts' ties by the primaries (Primaries)."""
 from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..analysis.legality import replaceable
+from ..rules.legality import replaceable
 from ..analysis.read_balance import primary_counts, primary_share
 from ..model.snapshot import Snapshot
 from .budget import Budget

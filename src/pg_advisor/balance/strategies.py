@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterator, List, Optional, Protocol, Tuple
 
 import numpy as np
 
-from ..analysis.legality import replaceable
+from ..rules.legality import replaceable
 from .budget import Stop
 from .drain_moves import Drainer, Run as DrainRun
 from .pool_state import EPS, PoolState

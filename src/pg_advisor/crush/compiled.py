@@ -5,13 +5,13 @@ are padded to the widest bucket. Rules keep their steps with type names resolved
 """
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
 from ..model.errors import AdvisorError
 from ..model.mappable import bucket_problem, step_problem, tunables_problem
-from ..model.snapshot import STEP_ARGS, TUNABLES, Snapshot
+from ..model.snapshot import STEP_ARGS, TUNABLES, Rule, Snapshot
 from .buckets import ALG_IDS, NEEDS_AUX, Tables, aux_row
 
 # crush.h rule types. Squid's msr ("multi-step retry") rules run crush_msr_do_rule
@@ -26,24 +26,6 @@ MSR_STEP_OPS = MSR_CONFIG_OPS + ("choosemsr",)
 # widest bucket, once for the map and once per weight-set position: refuse a map whose rows
 # x columns would not fit (2^25 cells: 256 MiB of int64) before allocating any of it.
 MAX_CELLS = 1 << 25
-
-
-@dataclass(frozen=True)
-class RuleStep:
-    op: str
-    arg1: int      # take: item; choose*: numrep; set_*: value
-    arg2: int      # choose*: bucket type id
-
-
-@dataclass(frozen=True)
-class CompiledRule:
-    id: int
-    name: str
-    type: int
-    ruleset: int
-    min_size: int
-    max_size: int
-    steps: Tuple[RuleStep, ...]
 
 
 @dataclass(frozen=True)
@@ -83,7 +65,7 @@ class CompiledCrush:
     hashes: Tuple[str, ...]
     names: Tuple[str, ...]
     max_devices: int
-    rules: Mapping[int, CompiledRule]
+    rules: Mapping[int, Rule]
     tunables: Tunables
     choose_args: Mapping[int, ChooseArgs]
     # what depends on the map alone, computed once (a step of a split plan maps a few PGs
@@ -99,7 +81,7 @@ class CompiledCrush:
     def max_buckets(self) -> int:
         return int(self.size.shape[0])
 
-    def find_rule(self, ruleset: int, rule_type: int, size: int) -> Optional[CompiledRule]:
+    def find_rule(self, ruleset: int, rule_type: int, size: int) -> Optional[Rule]:
         """The rule a pool uses, as CrushWrapper::find_rule picks it (an msr rule for a
         pool of its twin type: Squid and later map by the pool's rule id alone, and the
         mon gives a pool only a rule valid for its type)."""
@@ -114,7 +96,7 @@ class CompiledCrush:
                 return r
         return None
 
-    def check_mappable(self, rule: CompiledRule) -> None:
+    def check_mappable(self, rule: Rule) -> None:
         """Refuse, with model/mappable.py's sentence, a rule it would set aside: legacy
         tunables, a step's argument or a bucket reached that we cannot map exactly."""
         if ("reachable", rule.id) in self.memo:
@@ -137,18 +119,6 @@ class CompiledCrush:
             kids = self.items[b, :self.size[b]]
             stack.extend(kids[kids < 0].tolist())
         self.memo[("reachable", rule.id)] = True
-
-
-def _compile_rule(rule_id: int, snap: Snapshot) -> CompiledRule:
-    """The rule's steps with type names resolved (the loader checked ops and arguments)."""
-    r = snap.rules[rule_id]
-    steps: List[RuleStep] = []
-    for s in r.steps:
-        a1, a2 = STEP_ARGS[s["op"]]
-        steps.append(RuleStep(s["op"], int(s[a1]) if a1 else 0,
-                              snap.crush_types[s[a2]] if a2 else 0))
-    return CompiledRule(id=r.id, name=r.name, type=r.type, ruleset=r.ruleset,
-                        min_size=r.min_size, max_size=r.max_size, steps=tuple(steps))
 
 
 def _compile_choose_args(snap: Snapshot, items: np.ndarray, weights: np.ndarray,
@@ -225,7 +195,6 @@ def compile_crush(snap: Snapshot) -> CompiledCrush:
         supported=supported, alg_id=alg_id, aux=aux, alg=tuple(alg), hashes=tuple(hashes),
         names=tuple(names), max_devices=max_dev,
         # (a rule with a step the model does not know maps no pool: model/mappable.py)
-        rules={rid: _compile_rule(rid, snap) for rid, r in snap.rules.items()
-               if all(s["op"] in STEP_ARGS for s in r.steps)},
+        rules={rid: r for rid, r in snap.rules.items() if all(s.op in STEP_ARGS for s in r.steps)},
         tunables=tunables,
         choose_args=_compile_choose_args(snap, items, weights, size))

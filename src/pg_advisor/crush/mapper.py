@@ -14,7 +14,8 @@ import numpy as np
 from ..model.constants import CRUSH_ITEM_NONE, CRUSH_ITEM_UNDEF
 from ..model.mappable import LOCAL_TRIES
 from ..model.work import count
-from .compiled import MSR_RULE_TYPES, MSR_STEP_OPS, CompiledRule
+from ..model.snapshot import Rule
+from .compiled import MSR_RULE_TYPES, MSR_STEP_OPS
 from .descent import BAD, EMPTY, OK, RunContext
 
 AHEAD_ROWS = 64   # tries drawn at once in a retry: up to this many (row, try) pairs
@@ -290,7 +291,7 @@ class _IndepTry:
             nc[at] = rp[pick] + 1
 
 
-def do_rule(ctx: RunContext, rule: CompiledRule, x: np.ndarray,
+def do_rule(ctx: RunContext, rule: Rule, x: np.ndarray,
             result_max: int) -> Tuple[np.ndarray, np.ndarray]:
     """crush_do_rule for every input x, on ctx's map, weight set and reweights: (result (n,
     result_max), result length (n,)). What it costs is added to ctx.work."""

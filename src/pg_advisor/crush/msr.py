@@ -37,7 +37,8 @@ import numpy as np
 
 from ..model.constants import CRUSH_ITEM_NONE, CRUSH_ITEM_UNDEF
 from ..model.errors import AdvisorError
-from .compiled import MSR_CONFIG_OPS, RULE_MSR_FIRSTN, CompiledCrush, CompiledRule
+from ..model.snapshot import Rule
+from .compiled import MSR_CONFIG_OPS, RULE_MSR_FIRSTN, CompiledCrush
 from .descent import EMPTY, OK, RunContext
 
 NOT_FROM = -1       # no bucket drew this slot (bucket indexes are >= 0)
@@ -82,7 +83,7 @@ class Stride:
         return Span(self.s0, self.s1, self.length)
 
 
-def program(cm: CompiledCrush, rule: CompiledRule) -> Program:
+def program(cm: CompiledCrush, rule: Rule) -> Program:
     """The rule as crush_msr_do_rule reads it, checked (once per map and rule)."""
     key = ("msr", rule.id)
     got: Optional[Program] = cm.memo.get(key)
@@ -91,7 +92,7 @@ def program(cm: CompiledCrush, rule: CompiledRule) -> Program:
     return got
 
 
-def _parse(cm: CompiledCrush, rule: CompiledRule) -> Program:
+def _parse(cm: CompiledCrush, rule: Rule) -> Program:
     def refuse(why: str) -> AdvisorError:
         return AdvisorError.invalid(f"crush rule '{rule.name}' (type msr): {why}")
     descents, tries = cm.tunables.msr_descents, cm.tunables.msr_collision_tries
@@ -227,7 +228,7 @@ def _flat(cm: CompiledCrush, type_id: int) -> np.ndarray:
 class _Run:
     """One block of the rule over rows of a _State, filling the block's span."""
 
-    def __init__(self, ctx: RunContext, rule: CompiledRule, block: Block, result_max: int,
+    def __init__(self, ctx: RunContext, rule: Rule, block: Block, result_max: int,
                  span: Span, tries: int) -> None:
         self.ctx, self.rule, self.block = ctx, rule, block
         self.result_max, self.span, self.tries = result_max, span, tries
@@ -476,7 +477,7 @@ class _Run:
         st.got[rows] += 1
 
 
-def do_msr_rule(ctx: RunContext, rule: CompiledRule, x: np.ndarray,
+def do_msr_rule(ctx: RunContext, rule: Rule, x: np.ndarray,
                 result_max: int) -> Tuple[np.ndarray, np.ndarray]:
     """crush_msr_do_rule for every input x (uint32 values in int64): (result (n,
     result_max), result length: msr_firstn what was placed, msr_indep result_max)."""

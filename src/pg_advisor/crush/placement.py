@@ -14,8 +14,8 @@ from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Set, Tup
 import numpy as np
 
 from ..model.constants import CRUSH_ITEM_NONE, WEIGHT_ONE
-from ..model.snapshot import Pool, Snapshot
-from .compiled import ChooseArgs, CompiledCrush, CompiledRule, compile_crush
+from ..model.snapshot import Pool, Rule, Snapshot
+from .compiled import ChooseArgs, CompiledCrush, compile_crush
 from .hashing import hash32_2
 from .descent import CrushWork, RunContext
 from .mapper import do_rule
@@ -363,7 +363,7 @@ class Placer:
 
     # -- the OSDMap steps -------------------------------------------------------------------------
 
-    def _rule_args(self, pool: Pool) -> Tuple[Optional[CompiledRule], Optional[ChooseArgs]]:
+    def _rule_args(self, pool: Pool) -> Tuple[Optional[Rule], Optional[ChooseArgs]]:
         """The pool's CRUSH rule (None: no rule fits its type and size) and weight set."""
         rule = self.crush.find_rule(pool.crush_rule, RULE_TYPE.get(pool.type, -1), pool.size)
         return rule, self.crush.choose_args.get(pool.id, self.crush.choose_args.get(-1))

@@ -8,7 +8,7 @@ from typing import List, NamedTuple, Tuple
 
 import numpy as np
 
-from ..model.distribution import rule_weights
+from ..rules.reach import rule_weights
 from ..model.misplaced import misplaced_max
 from ..model.options import WEEKDAYS, BalanceMode, Options, check_window, minutes, weekdays
 from ..model.snapshot import Pool, Snapshot

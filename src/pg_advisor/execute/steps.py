@@ -21,11 +21,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..analysis.legality import ancestors
-from ..analysis.share import rule_share
+from ..rules.legality import ancestors
+from ..rules.share import rule_share
 from ..balance.balancer import Level
 from ..crush.placement import Placer, stable_mod
-from ..model.distribution import object_copies, rule_weights, up_counts
+from ..model.distribution import object_copies, up_counts
+from ..rules.reach import rule_weights
 from ..model.errors import AdvisorError
 from ..model.limits import check_pg_num
 from ..model.misplaced import misplaced_fraction

@@ -63,18 +63,42 @@ class Bucket:
         return "~" in self.name
 
 
+# the choose steps of a rule (the type is the second argument of each)
+CHOOSE_OPS = ("choose_firstn", "choose_indep", "chooseleaf_firstn", "chooseleaf_indep", "choosemsr")
+
+
+@dataclass(frozen=True)
+class RuleStep:
+    """One step of a CRUSH rule, read once by the loader and used as it is by the mapper
+    (crush/), the rules' questions (rules/) and the balancer: its op, and its arguments as
+    crush_do_rule takes them. An op the model does not know is kept by name alone (its
+    rule maps no pool: model/mappable.py)."""
+    op: str
+    arg1: int = 0      # take: the item; choose*: how many; set_*: the value
+    arg2: int = 0      # choose*: the bucket type id
+
+    @property
+    def chooses(self) -> bool:
+        return self.op in CHOOSE_OPS
+
+    @property
+    def leaf(self) -> bool:
+        """A chooseleaf step: one OSD under each bucket it picks."""
+        return self.op.startswith("chooseleaf")
+
+
 @dataclass(frozen=True)
 class Rule:
     id: int
     name: str
     type: int
-    steps: Tuple[Mapping[str, Any], ...]
+    steps: Tuple[RuleStep, ...]
     ruleset: int = -1
     min_size: int = 1
     max_size: int = 10
 
     def take_items(self) -> List[int]:
-        return [int(s["item"]) for s in self.steps if s.get("op") == "take"]
+        return [s.arg1 for s in self.steps if s.op == "take"]
 
 
 @dataclass(frozen=True)

@@ -1,151 +1,14 @@
-"""How PGs sit on OSDs now: counts per pool and OSD, weight-proportional shares, spreads.
+"""How PGs sit on OSDs now: counts per pool and OSD, spreads against a share (the shares
+themselves are the rules' question: rules/).
 
 Whole-cluster arithmetic in numpy: one bincount over every (PG, OSD) pair, no loop per PG.
 """
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .snapshot import Pgs, Pool, Rule, Snapshot
-
-
-CHOOSE_OPS = ("choose_firstn", "choose_indep", "chooseleaf_firstn", "chooseleaf_indep", "choosemsr")
-
-
-def rule_segments(snap: Snapshot, rule: Rule) -> List[Tuple[int, Tuple[Optional[int], ...]]]:
-    """(take item, type ids of its choose steps in order) for each take ... emit of a rule.
-
-    A choose step's type is the bucket type it picks (for chooseleaf, the one it then
-    descends from to a device); None for a type name the map does not define, and after
-    a last plain choose of buckets, which emits the buckets and so no OSD. As in
-    crush_do_rule, choose steps after an emit act on nothing, and a take never emitted
-    places nothing.
-    """
-    out: List[Tuple[int, Tuple[Optional[int], ...]]] = []
-    take: Optional[int] = None
-    types: List[Optional[int]] = []
-    leaf = True     # does the last choose step end on devices?
-    for s in rule.steps:
-        op = str(s.get("op"))
-        if op == "take":
-            take, types, leaf = int(s["item"]), [], True
-        elif op in CHOOSE_OPS and take is not None:
-            types.append(snap.crush_types.get(str(s.get("type"))))
-            leaf = op.startswith("chooseleaf") or types[-1] == 0
-        elif op == "emit" and take is not None:
-            # a plain choose of buckets, emitted, places no OSD: a type nothing has
-            out.append((take, tuple(types) if leaf else tuple(types) + (None,)))
-            take = None
-    return out
-
-
-MEMO_OSDS = 1 << 16     # vectors over at most this many OSD ids are kept on the snapshot
-
-
-def osds_under(snap: Snapshot, root: int,
-               types: Optional[Sequence[Optional[int]]] = None, members: bool = False) -> np.ndarray:
-    """CRUSH weight of every OSD below `root` (0 elsewhere), as a vector over OSD ids; with
-    `types`, only of the OSDs that choose steps picking those types in turn can reach. With
-    `members`, 1 for every such OSD whatever its weight (weight-0 ones included, as Ceph's
-    get_rule_weight_osd_map lists them).
-
-    CRUSH (mapper.c, crush_choose_firstn/indep) descends through buckets of other types
-    until it meets one of the type a step wants; a device met first is rejected ("bad item
-    type": firstn skips the replica, indep leaves a hole), never retried elsewhere. So a
-    device is reached only along a path root -> bucket of types[0] -> ... -> bucket of
-    types[-1] -> device, each strictly below the one before; a last type 0 (osd) is the
-    device itself, and from a device no further step picks anything.
-
-    A device-class rule takes a shadow bucket ("default~ssd"), whose tree holds only that
-    class's OSDs (and mirrors the hosts as "host0~ssd"), so walking from the take item
-    honours the class without special cases.
-    """
-    want = None if types is None else tuple(types)
-    # rule weights, unreachable OSDs and read balance each walk the same segments: once a
-    # snapshot (read-only, shared), unless the vectors are large (a sparse max_osd of 2^20
-    # would hold 8 MiB a segment)
-    if snap.osds.count > MEMO_OSDS:
-        return _osds_under(snap, root, want, members)
-    key = ("osds_under", root, want, members)
-    known: Optional[np.ndarray] = snap.memo.get(key)
-    if known is None:
-        w = _osds_under(snap, root, want, members)
-        w.setflags(write=False)
-        known = snap.memo.setdefault(key, w)
-    return known
-
-
-def _osds_under(snap: Snapshot, root: int, want: Optional[Tuple[Optional[int], ...]],
-                members: bool) -> np.ndarray:
-    w = np.zeros(snap.osds.count, dtype=np.float64)
-    if root >= 0:
-        # a device taken directly is emitted as is; a choose step from it picks nothing
-        if root < w.shape[0] and not want:
-            w[root] = 1.0 if members else snap.osds.crush_weight[root]
-        return w
-    if want is not None and not want:
-        return w            # "take bucket; emit" emits a bucket id, which is no OSD
-    last = len(want) if want is not None else 0
-    # one walk; a node's stage is how many of the steps' types its path has met (the
-    # first bucket of the wanted type below the last match is what CRUSH stops at)
-    stack = [(root, 0)]
-    seen = set()
-    while stack:
-        bid, k = stack.pop()
-        b = snap.buckets.get(bid)
-        if b is None or (bid, k) in seen:
-            continue
-        seen.add((bid, k))
-        devs = b.items >= 0
-        if want is None or k == last or (k == last - 1 and want[-1] == 0):
-            w[b.items[devs]] = 1.0 if members else b.weights[devs]
-        for child in b.items[~devs].tolist():
-            cb = snap.buckets.get(child)
-            if cb is not None:
-                step = want is not None and k < last and cb.type_id == want[k]
-                stack.append((child, k + int(step)))
-    return w
-
-
-def rule_weights(snap: Snapshot, rule: Rule, reweight: Optional[np.ndarray] = None) -> np.ndarray:
-    """Effective weight of each OSD for a rule: CRUSH weight where the rule's steps can
-    reach it (osds_under) x reweight.
-
-    An OSD under the take item but not under a bucket of each type the steps choose (e.g.
-    no host, for "chooseleaf firstn 0 type host") gets nothing: CRUSH never maps there.
-    Out OSDs have reweight 0, so they get no share; the weight of an OSD reached by
-    several take steps counts once. `reweight` replaces the map's, for what-ifs.
-    """
-    if reweight is not None:
-        return _reach_weights(snap, rule) * reweight * snap.osds.exists
-    # sizing, status and plans each ask, per pool: once per rule of the snapshot (the
-    # rule object itself: a what-if may pass a changed rule of the same id)
-    key = ("rule_weights", rule.id)
-    known: Optional[Tuple[Rule, np.ndarray]] = snap.memo.get(key)
-    if known is None or known[0] is not rule:
-        w = _reach_weights(snap, rule) * snap.osds.reweight * snap.osds.exists
-        w.setflags(write=False)     # shared by every later caller
-        known = snap.memo[key] = (rule, w)
-    return known[1]
-
-
-def _reach_weights(snap: Snapshot, rule: Rule) -> np.ndarray:
-    w = np.zeros(snap.osds.count, dtype=np.float64)
-    for item, types in rule_segments(snap, rule):
-        w = np.maximum(w, osds_under(snap, item, types))
-    return w
-
-
-def unreachable(snap: Snapshot, rule: Rule) -> np.ndarray:
-    """OSDs of non-zero CRUSH weight under one of the rule's take items that its choose
-    steps can never reach (a misplaced OSD: CRUSH skips the replica instead)."""
-    under = np.zeros(snap.osds.count, dtype=bool)
-    reach = np.zeros(snap.osds.count, dtype=bool)
-    for item, types in rule_segments(snap, rule):
-        under |= osds_under(snap, item) > 0
-        reach |= osds_under(snap, item, types) > 0
-    return under & ~reach & snap.osds.exists
+from .snapshot import Pgs, Snapshot
 
 
 def pg_counts(snap: Snapshot, pgs: Pgs, pool_ids: Optional[List[int]] = None) -> Tuple[List[int], np.ndarray]:
@@ -163,14 +26,6 @@ def pg_counts(snap: Snapshot, pgs: Pgs, pool_ids: Optional[List[int]] = None) ->
     ok = rows >= 0
     flat = np.bincount(rows[ok] * n_osd + osds[ok], minlength=len(pool_ids) * n_osd)
     return pool_ids, flat.reshape(len(pool_ids), n_osd)
-
-
-def pool_share(pool: Pool, weights: np.ndarray, pg_num: Optional[int] = None) -> np.ndarray:
-    """Each OSD's weight-proportional share of the pool's pg_num x size replicas."""
-    total = float(weights.sum())
-    if total <= 0:
-        return np.zeros_like(weights)
-    return (pool.pg_num if pg_num is None else pg_num) * pool.size * weights / total
 
 
 def osd_cells(sets: np.ndarray, n_osd: int) -> Tuple[np.ndarray, np.ndarray]:

@@ -7,7 +7,7 @@ import numpy as np
 
 from .checks import (MAX_BUCKETS, MAX_ID, MAX_OSD, MAX_POOL_SIZE, MAX_TRIES, MAX_WEIGHT, as_float, as_int,
                      int_field, list_field, map_field, str_field)
-from .cluster import Bucket, frozen, Json, Rule
+from .cluster import Bucket, frozen, Json, Rule, RuleStep
 from .constants import WEIGHT_ONE
 from .errors import AdvisorError
 
@@ -105,28 +105,30 @@ def load_types(crush: Json) -> Dict[str, int]:
             for t in list_field(crush, "types", "crush dump", [])}
 
 
-def _load_step(s: Json, rule: str, types: Mapping[str, int]) -> Dict[str, Any]:
-    """One rule step, its arguments checked and made ints (type: a known type name). A step
-    of an op the model does not know is kept as its name alone: the pools of its rule are
-    set aside as not mapped (model/mappable.py), the map and its other pools are read."""
+def _load_step(s: Json, rule: str, types: Mapping[str, int]) -> RuleStep:
+    """One rule step, its arguments checked and made ints (type: a known type name, made
+    its id). A step of an op the model does not know is kept as its name alone: the pools
+    of its rule are set aside as not mapped (model/mappable.py), the map and its other
+    pools are read."""
     what = f"crush rule '{rule}': step"
     op = str_field(s, "op", what)
     if op not in STEP_ARGS:
-        return {"op": op}
+        return RuleStep(op)
     what = f"crush rule '{rule}': step {op}"
     a1, a2 = STEP_ARGS[op]
-    step = dict(s)
+    arg1 = arg2 = 0
     if a1 == "item":
-        step[a1] = int_field(s, a1, what, -MAX_BUCKETS, MAX_OSD - 1)
+        arg1 = int_field(s, a1, what, -MAX_BUCKETS, MAX_OSD - 1)
     elif a1 is not None:
         # a choose step's count sizes the mapping's rows; a set_ step's is a retry count
         most = MAX_POOL_SIZE if a2 else MAX_TRIES
-        step[a1] = int_field(s, a1, what, -most, most)
+        arg1 = int_field(s, a1, what, -most, most)
     if a2 is not None:
         tname = str_field(s, a2, what)
         if tname not in types:
             raise AdvisorError.invalid(f"crush rule '{rule}': unknown bucket type '{tname}'")
-    return step
+        arg2 = types[tname]
+    return RuleStep(op, arg1, arg2)
 
 
 def load_rules(crush: Json, types: Mapping[str, int]) -> Dict[int, Rule]:

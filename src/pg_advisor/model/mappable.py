@@ -61,10 +61,9 @@ def rule_problem(rule: Optional[Rule], mapped_ops: Sequence[str],
     if why is not None:
         return why
     for s in rule.steps:
-        op = s.get("op")
-        if op not in mapped_ops:
-            return f"crush rule '{rule.name}' has a step '{op}', which pg_advisor does not map"
-        why = step_problem(rule.name, str(op), int(s.get("num", 0)))
+        if s.op not in mapped_ops:
+            return f"crush rule '{rule.name}' has a step '{s.op}', which pg_advisor does not map"
+        why = step_problem(rule.name, s.op, s.arg1)
         if why is not None:
             return why
     return _bucket_problem(rule, buckets)

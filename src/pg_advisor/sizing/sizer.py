@@ -17,7 +17,9 @@ from typing import Dict, List, Mapping, Optional, Tuple
 import numpy as np
 
 from ..crush.placement import Placer
-from ..model.distribution import pool_share, rule_weights, up_counts
+from ..rules.share import pool_share
+from ..rules.reach import rule_weights
+from ..model.distribution import up_counts
 from ..model.options import Options
 from ..model.snapshot import Pool, Snapshot
 from ..model.units import human_bytes

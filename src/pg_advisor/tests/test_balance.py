@@ -13,7 +13,7 @@ from pg_advisor.model.distribution import up_counts
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.model.misplaced import MisplacedBudget
 from pg_advisor.model.options import BalanceMode
-from pg_advisor.analysis.legality import Reach, ancestors, replaceable, rule_shape
+from pg_advisor.rules.legality import ancestors, Reach, replaceable, rule_shape
 
 from pg_advisor_testkit.dumps import DUMP_FILES, read
 from .layouts import (HOST_WITHOUT_RACK, IN_HOSTLESS_RACK, RACK_THEN_HOST, RACK_WITHOUT_HOST, UNDER_ROOT,

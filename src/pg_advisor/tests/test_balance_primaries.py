@@ -11,7 +11,7 @@ from pg_advisor.balance.balancer import Balancer
 from pg_advisor.balance.proposal import Aim, balance_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.options import BalanceMode
-from pg_advisor.analysis.legality import replaceable
+from pg_advisor.rules.legality import replaceable
 
 from pg_advisor_testkit.dumps import DUMP_FILES, read
 from .layouts import OSDS_ANYWHERE, load, use_rule

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from pg_advisor.model import distribution, snapshot
+from pg_advisor.rules import reach, share as shares
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.distribution import up_counts
 from pg_advisor.analysis.status import status_report
@@ -29,12 +30,12 @@ def test_shares_follow_rule_root_class_and_reweight(snap: snapshot.Snapshot,
                                                     dumps: Dict[str, Any]) -> None:
     want = independent.pool_shares(dumps["osd_dump"], dumps["crush"])
     for pool in snap.pools:
-        share = distribution.pool_share(pool, distribution.rule_weights(snap, snap.rule(pool.crush_rule)))
+        share = shares.pool_share(pool, reach.rule_weights(snap, snap.rule(pool.crush_rule)))
         assert share.sum() == pytest.approx(pool.pg_num * pool.size)
         for osd in range(snap.osds.count):
             assert share[osd] == pytest.approx(want[pool.id].get(osd, 0.0)), (pool.name, osd)
     fast = snap.pool_by_name("fast")
-    share = distribution.pool_share(fast, distribution.rule_weights(snap, snap.rule(fast.crush_rule)))
+    share = shares.pool_share(fast, reach.rule_weights(snap, snap.rule(fast.crush_rule)))
     # the ssd rule reaches only osd.4 and osd.5, and osd.5 is reweighted to 0.8
     assert set(np.flatnonzero(share).tolist()) == {4, 5}
     assert share[5] / share[4] == pytest.approx(0.8, rel=1e-4)
@@ -45,7 +46,7 @@ def test_out_osd_gets_no_share(dumps: Dict[str, Any]) -> None:
     dumps["osd_dump"]["osds"][0]["in"] = 0
     s = snapshot.load(dumps["osd_dump"], dumps["crush"])
     rbd = s.pool_by_name("rbd")
-    share = distribution.pool_share(rbd, distribution.rule_weights(s, s.rule(rbd.crush_rule)))
+    share = shares.pool_share(rbd, reach.rule_weights(s, s.rule(rbd.crush_rule)))
     assert share[0] == 0 and share.sum() == pytest.approx(rbd.pg_num * rbd.size)
 
 
@@ -85,12 +86,12 @@ def test_an_osd_without_a_host_gets_no_share_of_host_rule_pools(
     assert row["pg_share"] == 0 and set(row["pg_share_by_pool"].values()) == {0}
     assert any(f"cannot reach osd.{new}" in n for n in report["notes"])     # and it says so
     for pool in s.pools:                 # every rule of the fixture: chooseleaf type host
-        share = distribution.pool_share(pool, distribution.rule_weights(s, s.rule(pool.crush_rule)))
+        share = shares.pool_share(pool, reach.rule_weights(s, s.rule(pool.crush_rule)))
         assert share[new] == 0, pool.name
         assert share.sum() == pytest.approx(pool.pg_num * pool.size), pool.name
         assert crush_maps_to(s, pool, new) == 0, pool.name    # as CRUSH itself does
     fast = s.pool_by_name("fast")
-    share = distribution.pool_share(fast, distribution.rule_weights(s, s.rule(fast.crush_rule)))
+    share = shares.pool_share(fast, reach.rule_weights(s, s.rule(fast.crush_rule)))
     assert set(np.flatnonzero(share).tolist()) == {4, 5}
 
 
@@ -103,7 +104,7 @@ def test_a_two_step_rule_reaches_only_osds_under_each_steps_type(
     use_rule(dumps, "rbd", RACK_THEN_HOST)
     s = load(dumps)
     rbd = s.pool_by_name("rbd")
-    share = distribution.pool_share(rbd, distribution.rule_weights(s, s.rule(rbd.crush_rule)))
+    share = shares.pool_share(rbd, reach.rule_weights(s, s.rule(rbd.crush_rule)))
     assert (share[new] > 0) == reachable
     assert share.sum() == pytest.approx(rbd.pg_num * rbd.size)
     assert (crush_maps_to(s, rbd, new) > 0) == reachable
@@ -116,7 +117,7 @@ def test_a_choose_osd_rule_reaches_every_device_under_the_take(dumps: Dict[str, 
     use_rule(dumps, "rbd", OSDS_ANYWHERE)
     s = load(dumps)
     rbd = s.pool_by_name("rbd")
-    share = distribution.pool_share(rbd, distribution.rule_weights(s, s.rule(rbd.crush_rule)))
+    share = shares.pool_share(rbd, reach.rule_weights(s, s.rule(rbd.crush_rule)))
     assert share[new] > 0 and crush_maps_to(s, rbd, new) > 0
     assert share.sum() == pytest.approx(rbd.pg_num * rbd.size)
 
@@ -127,12 +128,12 @@ def test_rule_weights_follow_each_take_to_its_own_emit(dumps: Dict[str, Any]) ->
     use_rule(dumps, "rbd", ["take default", "chooseleaf_firstn 1 host", "emit",
                             "take default", "choose_firstn -1 osd", "emit"])
     s = load(dumps)
-    w = distribution.rule_weights(s, s.rule(s.pool_by_name("rbd").crush_rule))
+    w = reach.rule_weights(s, s.rule(s.pool_by_name("rbd").crush_rule))
     assert w[new] > 0
     use_rule(dumps, "rbd", ["take default", "chooseleaf_firstn 0 host", "emit",
                             "take default~ssd", "chooseleaf_firstn 0 host", "emit"])
     s = load(dumps)
-    assert distribution.rule_weights(s, s.rule(s.pool_by_name("rbd").crush_rule))[new] == 0
+    assert reach.rule_weights(s, s.rule(s.pool_by_name("rbd").crush_rule))[new] == 0
 
 
 def test_object_copies_are_each_pgs_objects_times_its_pools_size(dumps: Dict[str, Any]) -> None:

@@ -13,7 +13,7 @@ from pg_advisor.execute.driver import Driver
 from pg_advisor.execute.plan_state import Status
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.render.expand_text import drain_text
-from pg_advisor.analysis.legality import ancestors, breaks, rule_shape
+from pg_advisor.rules.legality import ancestors, breaks, rule_shape
 from pg_advisor.model.options import make
 
 from .fakes import FakeCeph, context

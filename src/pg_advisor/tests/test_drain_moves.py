@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import pytest
 
-from pg_advisor.analysis.legality import ancestors, breaks, rule_shape
+from pg_advisor.rules.legality import ancestors, breaks, rule_shape
 from pg_advisor.balance.balancer import Balancer
 from pg_advisor.balance.drain import drain_osds, drain_report
 from pg_advisor.balance.drain_moves import caps

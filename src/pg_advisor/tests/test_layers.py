@@ -4,8 +4,10 @@ modules); a module may import from its own layer and the ones before it, never f
 later one (the core never reaches the mgr adapter or the views). This table, not prose in
 docstrings, is where the order is said.
 
-model/ holds the PG counts (distribution.py) as well as the snapshot: sizing needs them and
-the status report (analysis/) needs sizing, so sizing sits between the two."""
+model/ holds the data: the snapshot, a rule's steps as the loader typed them, the PG
+counts (distribution.py). rules/ answers what a CRUSH rule allows (its reach, a pool's
+share, a replica's legal replacements), right above the data, since sizing, the
+analysis and the balancer all ask it."""
 import ast
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -14,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1]
 
 LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     ("model", ("model",)),
+    ("rules", ("rules",)),
     ("crush", ("crush",)),
     ("sizing", ("sizing",)),
     ("analysis", ("analysis",)),

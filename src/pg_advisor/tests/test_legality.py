@@ -4,7 +4,7 @@ from typing import Dict, List
 import numpy as np
 import pytest
 
-from pg_advisor.analysis.legality import Choose, Reach, RuleShape, breaks, replaceable, shape_of
+from pg_advisor.rules.legality import breaks, Choose, Reach, replaceable, RuleShape, shape_of
 from pg_advisor.model import snapshot
 
 HOST, RACK, ROOM = 1, 3, 7
@@ -103,7 +103,7 @@ def test_ancestors_cost_a_vector_per_type_not_per_osd(snap: snapshot.Snapshot,
     # each OSD's ancestor of each type, set a bucket's OSDs at a time: the vectors made
     # are one per type, whatever the OSD count (one per OSD and level took 0.18 s at
     # 10,000 OSDs, quadratic in them, for every status and balance)
-    from pg_advisor.analysis.legality import ancestors, has_ancestor
+    from pg_advisor.rules.legality import ancestors, has_ancestor
     from pg_advisor.model.snapshot import bucket_parents, walk_up
     from .fakes import calls
     made = calls(monkeypatch, np, "arange")

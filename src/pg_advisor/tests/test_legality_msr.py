@@ -5,13 +5,13 @@ from typing import Dict, List
 
 import numpy as np
 
-from pg_advisor.analysis.legality import ANY, Choose, Reach, RuleShape, breaks, choose_steps, replaceable, \
-    shape_of
+from pg_advisor.rules.legality import (ANY, Choose, Reach, RuleShape, breaks, choose_steps, replaceable,
+                                       shape_of)
 from pg_advisor.analysis.whatif import Change, mon_cleaned
 from pg_advisor.balance.balancer import Balancer
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot
-from pg_advisor.model.distribution import osds_under, rule_weights
+from pg_advisor.rules.reach import osds_under, rule_weights
 
 from pg_advisor_testkit.dumps import read
 from .test_crush_msr import MSR

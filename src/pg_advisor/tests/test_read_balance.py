@@ -8,7 +8,7 @@ import pytest
 
 from pg_advisor.analysis.read_balance import primaries, primary_share, r2, read_balance_score
 from pg_advisor.model import snapshot
-from pg_advisor.model.distribution import rule_weights
+from pg_advisor.rules.reach import rule_weights
 
 from . import fakes
 

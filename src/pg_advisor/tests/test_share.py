@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from pg_advisor.model import snapshot
-from pg_advisor.model.distribution import pool_share, rule_weights
-from pg_advisor.analysis.legality import ancestors
-from pg_advisor.analysis.share import capped_share, fill, rule_levels, rule_share
+from pg_advisor.rules.share import pool_share
+from pg_advisor.rules.reach import rule_weights
+from pg_advisor.rules.legality import ancestors
+from pg_advisor.rules.share import capped_share, fill, rule_levels, rule_share
 
 
 def test_fill_spreads_by_weight_and_gives_what_a_full_unit_cannot_take_to_the_others() -> None:
@@ -111,7 +112,7 @@ def test_the_share_over_sparse_ids_is_the_dense_one_and_weighs_only_the_osds_of_
         dumps: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     # ids that hold no OSD (an OSD at 2^20 - 1 makes a million of them) take no share and
     # add zeros to every sum: the share is computed over the OSDs of weight alone
-    from pg_advisor.analysis import share as share_module
+    from pg_advisor.rules import share as share_module
     s = _snap(dumps)
     anc = ancestors(s)
     n, high = s.osds.count, (1 << 20) - 1

@@ -10,7 +10,9 @@ import pytest
 
 from pg_advisor.model import options, snapshot
 from pg_advisor.crush.placement import Placer
-from pg_advisor.model.distribution import pool_share, rule_weights, up_counts
+from pg_advisor.rules.share import pool_share
+from pg_advisor.rules.reach import rule_weights
+from pg_advisor.model.distribution import up_counts
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.sizing.memory import MemoryModel, pg_log_lengths
 from pg_advisor.sizing.policy import round_pow2 as _round_pow2

@@ -108,21 +108,17 @@ def choose_steps(snap: Snapshot, pool: Pool) -> Optional[List[Choose]]:
     rule = snap.rules.get(pool.crush_rule)
     if rule is None:
         return None
-    steps = [s for s in rule.steps if str(s.get("op", "")) not in ("emit", "noop")
-             and not str(s.get("op", "")).startswith("set_")]
-    if len(steps) < 2 or steps[0].get("op") != "take":
+    steps = [s for s in rule.steps if s.op not in ("emit", "noop") and not s.op.startswith("set_")]
+    if len(steps) < 2 or steps[0].op != "take":
         return None
     out: List[Choose] = []
     for s in steps[1:]:
-        op = str(s.get("op", ""))
-        t = snap.crush_types.get(str(s.get("type")))
-        num = s.get("num")
-        if not op.startswith("choose") or t is None or not isinstance(num, int):
+        if not s.chooses:
             return None
-        n = num if num > 0 else pool.size + num
+        n = s.arg1 if s.arg1 > 0 else pool.size + s.arg1
         if n <= 0:
             return None
-        out.append(Choose(type=t, count=n, leaf=op.startswith("chooseleaf"), msr=op == "choosemsr"))
+        out.append(Choose(type=s.arg2, count=n, leaf=s.leaf, msr=s.op == "choosemsr"))
     return out
 
 

@@ -12,11 +12,20 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..model.distribution import pool_share
 from ..model.snapshot import Pool, Snapshot
 from .legality import choose_steps, shape_of
 
 EPS = 1e-9
+
+
+def pool_share(pool: Pool, weights: np.ndarray, pg_num: Optional[int] = None) -> np.ndarray:
+    """Each OSD's weight-proportional share of the pool's pg_num x size replicas."""
+    total = float(weights.sum())
+    if total <= 0:
+        return np.zeros_like(weights)
+    return (pool.pg_num if pg_num is None else pg_num) * pool.size * weights / total
+
+
 Levels = List[Tuple[int, int]]     # (bucket type id, replicas of one PG a bucket may hold)
 
 
