@@ -50,6 +50,7 @@ class Executor:
         self.state: Optional[PlanState] = PlanState.from_json(state) if state is not None else None
         self.history = history
         self._save = save
+        self.held = False       # within a PlanService transaction: it writes once, at its end
         self.up_sets: UpSets = model_up_sets
 
     # -- plan lifecycle -------------------------------------------------------------------------
@@ -298,7 +299,7 @@ class Executor:
     def _issue(self, state: PlanState, t: Tick, step: PlanStep) -> None:
         snap, now = t.snap, t.now
         state.phase = Phase.ISSUING
-        self.save()                      # a failover from here resends only if not shown
+        self.checkpoint()                # a failover from here resends only if not shown
         if step.pin:
             cmds = pin_commands(snap, step, self._from_pgp(state, step))
         elif step.kind is StepKind.PGP_NUM and t.pacing.prime:
@@ -387,4 +388,16 @@ class Executor:
         return (HistoryEvent.from_json(h) for h in reversed(self.history))
 
     def save(self) -> None:
+        """The state changed: written now, or at the end of the transaction that holds it
+        (plan_service.py), once."""
+        if not self.held:
+            self.write()
+
+    def checkpoint(self) -> None:
+        """Written now, inside a transaction too: before a command goes to the mon, so that
+        a failover after it knows it may have gone (the one write ahead of a transaction's
+        end)."""
+        self.write()
+
+    def write(self) -> None:
         self._save(self.state.to_json() if self.state is not None else None, self.history)

@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict
 
 from ..balance.reweighted import weight_landing
 from ..commands.table import Command, Values
+from ..execute import operator_commands as ops
 from ..execute.context import BalanceRequest
 from ..model.snapshot import Snapshot
 from .face import ModuleFace
@@ -39,13 +40,13 @@ class LiveCommands:
     def act_mode(self, v: Values) -> Report:
         if v["mode"] is not None:
             self.mgr.set_module_option("mode", v["mode"].value)
-            self.mgr.driver.mode_set(v["mode"], time.time())
+            ops.mode_set(self.mgr.driver.plans, v["mode"], time.time())
             self.mgr.config_notify()     # the new mode, for this answer and the next tick
         return {"mode": self.mgr.current_options().mode}
 
     def act_apply(self, v: Values) -> Report:
         ctx = self.mgr.context(self._snapshot_to_act(v))
-        report = self.mgr.driver.apply(ctx, v["pool"], v["pg_num"], v["dry_run"])
+        report = ops.apply(self.mgr.driver.plans, ctx, v["pool"], v["pg_num"], v["dry_run"])
         self.mgr.wake()
         return report
 
@@ -58,32 +59,32 @@ class LiveCommands:
         items = v["max_items"] if v["max_items"] is not None else opts.balance_max_items
         req = BalanceRequest([v["pool"]] if v["pool"] else None, items, v["mode"] or opts.balance_mode,
                              bool(v["dry_run"]))
-        return self.mgr.driver.balance(ctx, req, self.mgr.reader.items_after)
+        return ops.balance(self.mgr.driver.plans, ctx, req, self.mgr.reader.items_after)
 
     def act_read_balance(self, v: Values) -> Report:
         """One bounded batch of pg-upmap-primary changes (or only its dry run)."""
         ctx = self.mgr.context(self._snapshot_to_act(v))
         most = v["max_changes"] if v["max_changes"] is not None else ctx.opts.read_max_changes
-        return self.mgr.driver.read_balance(ctx, [v["pool"]] if v["pool"] else None, most, bool(v["dry_run"]),
-                                            self.mgr.reader.primaries_after)
+        return ops.read_balance(self.mgr.driver.plans, ctx, [v["pool"]] if v["pool"] else None, most,
+                                bool(v["dry_run"]), self.mgr.reader.primaries_after)
 
     def act_pin_remapped(self, v: Values) -> Report:
         snap, dry_run = self._snapshot_to_act(v), v["dry_run"]
-        report = self.mgr.driver.pin_remapped(self.mgr.context(snap), dry_run)
+        report = ops.pin_remapped(self.mgr.driver.plans, self.mgr.context(snap), dry_run)
         if not dry_run and report.get("plan"):
             self.mgr.reader.wait_for_map(snap.epoch)
-            report["verified"] = self.mgr.driver.verify_pins(snap, time.time())
+            report["verified"] = ops.verify_pins(self.mgr.driver.plans, snap, time.time())
         self.mgr.wake()
         return report
 
     def act_crush_reweight(self, v: Values) -> Report:
         snap, dry_run = self._snapshot_to_act(v), v["dry_run"]
         weights = {int(o): float(v["weight"]) for o in v["osd"]}
-        report = self.mgr.driver.crush_reweight(self.mgr.context(snap), weights, dry_run)
+        report = ops.crush_reweight(self.mgr.driver.plans, self.mgr.context(snap), weights, dry_run)
         if not dry_run and report.get("plan"):
             # every answer is in: the mon's epoch now has all that landed
             self.mgr.reader.wait_for_mon_map(snap.epoch)
-            report["verified"] = self.mgr.driver.verify_pins(snap, time.time())
+            report["verified"] = ops.verify_pins(self.mgr.driver.plans, snap, time.time())
             report["weight_epoch"] = weight_landing(self.mgr.reader.past_map, snap.epoch,
                                                     self.mgr.get_osdmap().get_epoch(), weights, report)
         self.mgr.wake()
@@ -91,23 +92,23 @@ class LiveCommands:
 
     def act_drain(self, v: Values) -> Report:
         ctx = self.mgr.context(self._snapshot_to_act(v))
-        report = self.mgr.driver.drain(ctx, v["osd_or_bucket"], v["dry_run"], v["and_balance"])
+        report = ops.drain(self.mgr.driver.plans, ctx, v["osd_or_bucket"], v["dry_run"], v["and_balance"])
         self.mgr.wake()
         return report
 
     def act_pause(self, v: Values) -> Report:
-        self.mgr.driver.pause(time.time())
+        ops.pause(self.mgr.driver.plans, time.time())
         self.mgr.wake()
         return self.mgr.driver.plan_report()
 
     def act_resume(self, v: Values) -> Report:
-        self.mgr.driver.resume(time.time())
+        ops.resume(self.mgr.driver.plans, time.time())
         self.mgr.wake()
         return self.mgr.driver.plan_report()
 
     def act_abort(self, v: Values) -> Report:
         driver = self.mgr.driver
-        summary = driver.abort(self.mgr.context(self.mgr.reader.take_snapshot(fresh=True)))
+        summary = ops.abort(driver.plans, self.mgr.context(self.mgr.reader.take_snapshot(fresh=True)))
         # the event closed and the panel's copy new at once; health follows with the wake
         self.mgr.progress.update(self.mgr, driver.progress())
         self.mgr.panel.show_plan(*driver.plan_view())

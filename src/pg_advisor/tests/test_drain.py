@@ -15,6 +15,7 @@ from pg_advisor.model.errors import AdvisorError
 from pg_advisor.render.expand_text import drain_text
 from pg_advisor.rules.legality import ancestors, breaks, rule_shape
 from pg_advisor.model.options import make
+from pg_advisor.execute import operator_commands as ops
 
 from .fakes import FakeCeph, context
 from .layouts import UNDER_ROOT, load, regrow
@@ -86,9 +87,9 @@ def driver() -> Tuple[Driver, Dict[str, Optional[str]]]:
 def test_the_drain_runs_as_a_plan_until_the_osd_is_empty(dumps: Dict[str, Any]) -> None:
     ceph, (drv, kv) = FakeCeph(dumps), driver()
     opts = make({"step_interval": 0})
-    dry = drv.drain(context(ceph, opts, 0.0), "osd.0", True)
+    dry = ops.drain(drv.plans, context(ceph, opts, 0.0), "osd.0", True)
     assert dry["dry_run"] and ceph.sent == [] and drv.executor.state is None
-    r = drv.drain(context(ceph, opts, 0.0), "osd.0", False)
+    r = ops.drain(drv.plans, context(ceph, opts, 0.0), "osd.0", False)
     st = drv.executor.state
     assert st is not None and st.source == "drain" and st.drain == [0] and r["plan"] == st.id
     # a new mgr reads the drain back
@@ -113,7 +114,7 @@ def test_a_drain_plan_whose_osd_left_the_map_ends_as_a_balance(dumps: Dict[str, 
     # stored plan names an OSD the map does not have: the rounds even the pools and end
     ceph, (drv, _) = FakeCeph(dumps), driver()
     opts = make({"step_interval": 0})
-    drv.drain(context(ceph, opts, 0.0), "osd.0", False)
+    ops.drain(drv.plans, context(ceph, opts, 0.0), "osd.0", False)
     st = drv.executor.state
     assert st is not None
     st.drain = [ceph.snap().osds.count + 3]
@@ -131,13 +132,13 @@ def test_drain_beside_a_plan_or_the_builtin_balancer_changes_nothing(dumps: Dict
     ceph, (drv, _) = FakeCeph(dumps), driver()
     opts = make({})
     with pytest.raises(AdvisorError) as e:
-        drv.drain(context(ceph, opts, 0.0, balancer_active=True), "osd.0", False)
+        ops.drain(drv.plans, context(ceph, opts, 0.0, balancer_active=True), "osd.0", False)
     assert e.value.code == -16 and "`ceph balancer off`" in e.value.message and ceph.sent == []
-    r = drv.drain(context(ceph, opts, 0.0), "osd.1", False)
+    r = ops.drain(drv.plans, context(ceph, opts, 0.0), "osd.1", False)
     st = drv.executor.state
     assert st is not None and r["plan"] == st.id and st.drain == [1] and st.status == Status.RUNNING
     with pytest.raises(AdvisorError) as e:
-        drv.drain(context(ceph, opts, 1.0), "osd.0", False)
+        ops.drain(drv.plans, context(ceph, opts, 1.0), "osd.0", False)
     assert e.value.code == -16 and "plan" in e.value.message
     assert np.array_equal(np.array(ceph.sent), np.array([]))
 
@@ -146,7 +147,7 @@ def test_no_round_moves_more_pgs_into_or_out_of_an_osd_than_max_backfills_per_os
         dumps: Dict[str, Any]) -> None:
     ceph, (drv, _) = FakeCeph(dumps), driver()
     opts = make({"step_interval": 0, "max_backfills_per_osd": 1})
-    drv.drain(context(ceph, opts, 0.0), "osd.0", False)
+    ops.drain(drv.plans, context(ceph, opts, 0.0), "osd.0", False)
     rounds: List[List[Dict[str, Any]]] = []
     for t in range(1, 400):
         before = dict(ceph.snap().pg_upmap_items)
@@ -216,7 +217,7 @@ def test_a_plan_whose_ticks_fail_on_a_bug_stops_and_says_why(
     from pg_advisor.execute.driver import TICK_ERRORS_STOP
     ceph, (drv, kv) = FakeCeph(dumps), driver()
     opts = make({"step_interval": 0})
-    drv.drain(context(ceph, opts, 0.0), "osd.0", False)
+    ops.drain(drv.plans, context(ceph, opts, 0.0), "osd.0", False)
 
     def broken(*args: Any) -> bool:
         raise ValueError("0 is not in list")
@@ -235,7 +236,7 @@ def test_a_plan_whose_ticks_fail_on_a_bug_stops_and_says_why(
     again = Driver(kv.get, kv.__setitem__, 9.0).executor.state
     assert again is not None and again.status == Status.STOPPED
     drv.tick(context(ceph, opts, 99.0))
-    drv.abort(context(ceph, opts, 100.0))
+    ops.abort(drv.plans, context(ceph, opts, 100.0))
     st = drv.executor.state
     assert st is not None and st.status == Status.ABORTED
 
@@ -246,7 +247,7 @@ def test_a_tick_failing_now_and_then_does_not_stop_the_plan(
     from pg_advisor.execute.driver import TICK_ERRORS_STOP
     ceph, (drv, _) = FakeCeph(dumps), driver()
     opts = make({"step_interval": 0})
-    drv.drain(context(ceph, opts, 0.0), "osd.0", False)
+    ops.drain(drv.plans, context(ceph, opts, 0.0), "osd.0", False)
     real = executor.balance_round_step
     calls = [0]
 

@@ -21,6 +21,7 @@ from pg_advisor.model.distribution import up_counts
 from pg_advisor.model.options import BalanceMode, make
 from pg_advisor_testkit.dumps import FIXTURES, read_case
 from pg_advisor_testkit.proposals import applied, replica_moves
+from pg_advisor.execute import operator_commands as ops
 
 from .fakes import FakeCeph, context
 from .layouts import HOST_IN_RACK, OSDS_ANYWHERE, RACK_THEN_HOST, Layout, load, regrow, use_rule
@@ -188,7 +189,7 @@ def test_a_plan_drain_moves_what_it_drains(dumps: Dict[str, Any]) -> None:
     drv = Driver(kv.get, kv.__setitem__, 0.0)
     opts = make({"step_interval": 0})
     snap0 = ceph.snap()
-    r = drv.drain(context(ceph, opts, 0.0), "osd.1", False)
+    r = ops.drain(drv.plans, context(ceph, opts, 0.0), "osd.1", False)
     assert drv.executor.state is not None and not drv.executor.state.and_balance
     for t in range(1, 300):
         drv.tick(context(ceph, opts, float(t)))
@@ -210,6 +211,6 @@ def test_a_plan_with_and_balance_keeps_the_flag_and_evens(dumps: Dict[str, Any])
     kv: Dict[str, Optional[str]] = {}
     drv = Driver(kv.get, kv.__setitem__, 0.0)
     opts = make({"step_interval": 0})
-    drv.drain(context(ceph, opts, 0.0), "osd.1", False, and_balance=True)
+    ops.drain(drv.plans, context(ceph, opts, 0.0), "osd.1", False, and_balance=True)
     again = Driver(kv.get, kv.__setitem__, 1.0).executor.state     # a new mgr reads it back
     assert again is not None and again.and_balance and again.drain == [1]

@@ -14,6 +14,8 @@ from pg_advisor.execute.step_commands import Role, pin_commands, primed_pgp_comm
 from pg_advisor.execute.steps import PlanStep, StepKind, StepPlanner
 from pg_advisor.model import snapshot
 from pg_advisor.model.options import Mode
+from pg_advisor.execute import operator_commands as ops
+from pg_advisor.execute import auto_mode
 
 from .fakes import T
 
@@ -67,9 +69,9 @@ def test_the_history_reads_back_as_typed_records() -> None:
     assert [e.event for e in events] == [Event.ABORT, Event.MODE, Event.START]
     assert events[0] == HistoryEvent(3.0, "ab12cd34", "abort", "rbd: left at pg_num 48")
     # an abort since the operator set auto: auto mode waits out its cooldown
-    assert not d._auto_may_start(10.0)
-    d.mode_set(Mode.AUTO, 11.0)
-    assert d._auto_may_start(12.0)
+    assert not auto_mode.may_start(d.executor, 10.0)
+    ops.mode_set(d.plans, Mode.AUTO, 11.0)
+    assert auto_mode.may_start(d.executor, 12.0)
     assert d.executor.history[-1] == {"time": 11.0, "plan": None, "event": "mode", "detail": "auto"}
 
 

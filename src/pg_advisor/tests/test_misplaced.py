@@ -11,6 +11,7 @@ from pg_advisor.model.distribution import object_copies
 from pg_advisor.model.misplaced import (ROUND_FILL, MisplacedBudget, misplaced_fraction, misplaced_max,
                                         shard_objects)
 from pg_advisor.model.options import BalanceMode, make
+from pg_advisor.execute import operator_commands as ops
 
 from .fakes import FakeCeph, context
 
@@ -50,7 +51,8 @@ def test_live_balance_obeys_the_misplaced_budget_option(dumps: Dict[str, Any]) -
     req = BalanceRequest(None, 1000, BalanceMode.PGS, dry_run=True)
 
     def balance(budget: float, ratio: float) -> Any:
-        return drv.balance(context(ceph, make({"misplaced_budget": budget}), ratio=ratio), req, lambda e: {})
+        return ops.balance(drv.plans, context(ceph, make({"misplaced_budget": budget}), ratio=ratio), req,
+                           lambda e: {})
     wide, tight = balance(1.0, 1e-9), balance(1e-9, 1.0)
     assert wide["moves"] > 1 and not wide["throttled"]
     assert tight["moves"] == 1 and tight["throttled"]     # the first move alone: nothing misplaced

@@ -8,6 +8,7 @@ from . import mgr_stub
 from .conftest import cmd
 
 from pg_advisor.module import Module
+from pg_advisor.execute import auto_mode
 
 
 def test_apply_dry_run_starts_nothing(wired: Any) -> None:
@@ -111,7 +112,7 @@ def test_auto_mode_starts_plans_itself(wired: Any, monkeypatch: Any) -> None:
     assert r["plan"]["source"] == "auto" and r["steps"][0]["kind"] == "pg_num"
     cmd(m, "abort")
     # none due (and an abort an hour ago): balance rounds for the pools that need them
-    monkeypatch.setattr(m.driver, "auto_targets", lambda *a, **k: {})
+    monkeypatch.setattr(auto_mode, "auto_targets", lambda *a, **k: {})
     for h in m.driver.executor.history:
         h["time"] -= 7200
     ceph.sent.clear()
@@ -123,7 +124,7 @@ def test_auto_mode_starts_plans_itself(wired: Any, monkeypatch: Any) -> None:
     cmd(m, "abort")
     for h in m.driver.executor.history:
         h["time"] -= 7200
-    m.driver._next_balance_check = 0.0
+    m.driver.auto.next_balance_check = 0.0
     fake.module_options[("balancer", "active")] = True
     ceph.sent.clear()
     m.background.run_plan()

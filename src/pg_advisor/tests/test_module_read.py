@@ -7,6 +7,7 @@ import pytest
 
 from . import mgr_stub
 from .conftest import cmd
+from pg_advisor.execute import auto_mode
 
 
 def reef(ceph: Any, refresh: Any) -> None:
@@ -85,7 +86,8 @@ def test_refused_while_a_plan_is_open_or_cephs_balancer_is_active(wired: Any) ->
 @pytest.mark.parametrize("read_balance, compat, rounds", [
     (True, "reef", 1), (False, "reef", 0), (True, "luminous", 0)])
 def test_auto_mode_evens_primaries_once_the_counts_are_even(wired: Any, read_balance: bool, compat: str,
-                                                            rounds: int) -> None:
+                                                            rounds: int,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """Mode auto with nothing to split and nothing for the counts to move (the sizing's and
     the count balancer's answers stubbed to "nothing": their own tests are elsewhere): with read_balance
     on and Reef's clients required, one round of at most read_max_changes primary changes
@@ -97,8 +99,8 @@ def test_auto_mode_evens_primaries_once_the_counts_are_even(wired: Any, read_bal
     opts = mgr_stub.BaseMgrModule.fake.module_options
     opts.update({("pg_advisor", "mode"): "auto", ("pg_advisor", "read_balance"): read_balance,
                  ("pg_advisor", "read_max_changes"): 3})
-    setattr(m.driver, "auto_targets", lambda *a: {})
-    setattr(m.driver, "_start_balancing", lambda *a: False)
+    monkeypatch.setattr(auto_mode, "auto_targets", lambda *a: {})
+    monkeypatch.setattr(auto_mode, "start_balancing", lambda *a: False)
     m.background.run_plan()
     m.background.run_plan()            # within sleep_interval: no second round
     sent = [c for c in ceph.sent if "upmap-primary" in c["prefix"]]

@@ -15,6 +15,7 @@ from pg_advisor.balance.remapped import pin_remapped, pins_report
 from pg_advisor.execute.steps import StepPlanner
 from pg_advisor.render.expand_text import pins_text
 from pg_advisor.execute.plan_state import Source
+from pg_advisor.execute import operator_commands as ops
 
 from .fakes import OPEN, T, FakeCeph, context
 
@@ -136,10 +137,10 @@ def test_pinning_sends_the_items_and_starts_the_drain_after_an_interval(dumps: D
     d = reweighted(dumps, {3: 0.5, 1: 0.7})
     ceph, (drv, _) = FakeCeph(d), driver()
     opts = make({"step_interval": 30})
-    dry = drv.pin_remapped(context(ceph, opts, 0.0, burst=Recorder(ceph)), True)
+    dry = ops.pin_remapped(drv.plans, context(ceph, opts, 0.0, burst=Recorder(ceph)), True)
     assert dry["dry_run"] and dry["pinned"] > 0 and ceph.sent == [] and drv.executor.state is None
     rec = Recorder(ceph)
-    r = drv.pin_remapped(context(ceph, opts, 0.0, burst=rec), False)
+    r = ops.pin_remapped(drv.plans, context(ceph, opts, 0.0, burst=rec), False)
     assert r["pinned"] == dry["pinned"] and r["failed"] == [] and r["plan"]
     assert all(len(b) <= 16 for b in rec.bursts)
     assert {c["pgid"] for c in ceph.sent} == set(dry["items"])
@@ -161,13 +162,14 @@ def test_pinning_beside_a_plan_or_the_builtin_balancer_changes_nothing(dumps: Di
     ceph, (drv, _) = FakeCeph(d), driver()
     opts = make({})
     with pytest.raises(AdvisorError) as e:
-        drv.pin_remapped(context(ceph, opts, 0.0, burst=Recorder(ceph), balancer_active=True), False)
+        ops.pin_remapped(drv.plans, context(ceph, opts, 0.0, burst=Recorder(ceph), balancer_active=True),
+                         False)
     assert e.value.code == -16 and "built-in balancer" in e.value.message and ceph.sent == []
     snap = ceph.snap()
     rbd = snap.pool_by_name("rbd")
-    drv.apply(context(ceph, opts, 0.0, snap=snap), "rbd", rbd.pg_num * 2, False)
+    ops.apply(drv.plans, context(ceph, opts, 0.0, snap=snap), "rbd", rbd.pg_num * 2, False)
     with pytest.raises(AdvisorError) as e:
-        drv.pin_remapped(context(ceph, opts, 1.0, burst=Recorder(ceph)), False)
+        ops.pin_remapped(drv.plans, context(ceph, opts, 1.0, burst=Recorder(ceph)), False)
     assert e.value.code == -16 and "plan" in e.value.message and ceph.sent == []
 
 
@@ -177,7 +179,7 @@ def test_refused_pins_are_reported(dumps: Dict[str, Any]) -> None:
 
     def refuse_ec(cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
         return [(-22, "verify_upmap failed") if c["pgid"].startswith("2.") else ceph.send(c) for c in cmds]
-    r = drv.pin_remapped(context(ceph, make({}), 0.0, burst=refuse_ec), False)
+    r = ops.pin_remapped(drv.plans, context(ceph, make({}), 0.0, burst=refuse_ec), False)
     refused = [k for k in r["items"] if k.startswith("2.")]
     assert refused and len(r["failed"]) == len(refused)
     pinned = len(r["items"]) - len(refused)
@@ -193,7 +195,8 @@ def test_the_drain_takes_in_every_pool_the_pinned_and_the_uneven(dumps: Dict[str
             s["acting"], s["state"] = s["up"], "active+clean"
     ceph, (drv, _) = FakeCeph(d), driver()
     assert Balancer(ceph.snap(), pools=["rbd"]).states[0].level.clear() is False
-    r = drv.pin_remapped(context(ceph, make({}), 0.0, ratio=OPEN.misplaced_max, burst=Recorder(ceph)), False)
+    ctx = context(ceph, make({}), 0.0, ratio=OPEN.misplaced_max, burst=Recorder(ceph))
+    r = ops.pin_remapped(drv.plans, ctx, False)
     st = drv.executor.state
     assert st is not None and r["plan"] == st.id
     assert r["items"] and not any(k.startswith("1.") for k in r["items"])
@@ -203,7 +206,7 @@ def test_the_drain_takes_in_every_pool_the_pinned_and_the_uneven(dumps: Dict[str
 def test_pins_are_kept_in_chunks_and_a_new_mgr_reads_them_back(dumps: Dict[str, Any]) -> None:
     d = reweighted(dumps, {3: 0.5, 1: 0.7})
     ceph, (drv, kv) = FakeCeph(d), driver()
-    drv.pin_remapped(context(ceph, make({}), 0.0, burst=Recorder(ceph)), False)
+    ops.pin_remapped(drv.plans, context(ceph, make({}), 0.0, burst=Recorder(ceph)), False)
     st = drv.executor.state
     assert st is not None and st.pins and st.pins_left == len(st.pins)
     again = Driver(kv.get, kv.__setitem__, 1.0)
@@ -227,7 +230,7 @@ def test_pg_advisor_pinned_counts_what_the_drain_has_not_yet_taken_out(dumps: Di
     ceph, (drv, _) = FakeCeph(d), driver()
     ceph.dumps["osd_dump"]["flags"] = "norebalance"        # the drain holds; the pins stay
     opts = make({})
-    r = drv.pin_remapped(context(ceph, opts, 0.0, burst=Recorder(ceph)), False)
+    r = ops.pin_remapped(drv.plans, context(ceph, opts, 0.0, burst=Recorder(ceph)), False)
     drv.tick(context(ceph, opts, 100.0))
     check = drv.health()["PG_ADVISOR_PINNED"]
     assert check["count"] == r["pinned"] and f"of {r['pinned']} PGs" in check["detail"][0]
@@ -236,7 +239,7 @@ def test_pg_advisor_pinned_counts_what_the_drain_has_not_yet_taken_out(dumps: Di
         ceph.send({"prefix": "osd rm-pg-upmap-items", "pgid": k})
     drv.tick(context(ceph, opts, 101.0))
     assert drv.health()["PG_ADVISOR_PINNED"]["count"] == r["pinned"] - 3
-    drv.abort(context(ceph, None, 102.0))
+    ops.abort(drv.plans, context(ceph, None, 102.0))
     assert "PG_ADVISOR_PINNED" not in drv.health()
 
 
@@ -286,20 +289,20 @@ def test_pg_advisor_conflict_is_raised_by_kind_not_by_the_text(
 
 def test_pin_on_change_does_not_rerun_crush_every_poll_when_nothing_is_pinnable(
         dumps: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    import pg_advisor.execute.driver as driver_module
+    import pg_advisor.execute.auto_mode as auto_module
     d = copy.deepcopy(dumps)        # nothing remapped: misplaced over the budget, nothing to pin
     d["pg_dump"]["pg_map"]["pg_stats_sum"]["stat_sum"]["num_objects_misplaced"] = 10 ** 6
     calls: List[int] = []
-    real = driver_module.pin_remapped
+    real = auto_module.pin_remapped
 
     def counted(snap: Any) -> Any:
         calls.append(snap.epoch)
         return real(snap)
-    monkeypatch.setattr(driver_module, "pin_remapped", counted)
+    monkeypatch.setattr(auto_module, "pin_remapped", counted)
     ceph, (drv, _) = FakeCeph(d), driver()
     # no sizing or balance plan either: the executor stays closed, so each tick may pin
-    monkeypatch.setattr(drv, "auto_targets", lambda *a: {})
-    monkeypatch.setattr(drv, "_start_balancing", lambda *a: None)
+    monkeypatch.setattr(auto_module, "auto_targets", lambda *a: {})
+    monkeypatch.setattr(auto_module, "start_balancing", lambda *a: None)
     opts = make({"mode": "auto", "pin_on_change": True, "sleep_interval": 60})
     for now in (0.0, 1.0, 2.0, 30.0):           # one map: CRUSH once
         drv.tick(context(ceph, opts, now, burst=Recorder(ceph)))

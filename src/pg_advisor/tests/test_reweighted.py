@@ -17,6 +17,7 @@ from pg_advisor.model import snapshot
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.model.options import make
 from pg_advisor.render.views import show
+from pg_advisor.execute import operator_commands as ops
 
 from .fakes import FakeCeph, context
 
@@ -126,10 +127,10 @@ def test_the_weight_and_every_pin_go_out_in_one_burst_weight_first(dumps: Dict[s
     ceph = FakeCeph(dumps)
     snap = ceph.snap()
     w = 3 * float(snap.osds.crush_weight[0])
-    dry = drv.crush_reweight(context(ceph, make({}), 0.0, burst=Mon(ceph)), {0: w}, True)
+    dry = ops.crush_reweight(drv.plans, context(ceph, make({}), 0.0, burst=Mon(ceph)), {0: w}, True)
     assert dry["dry_run"] and dry["pinned"] > 0 and ceph.sent == [] and drv.executor.state is None
     mon = Mon(ceph)
-    r = drv.crush_reweight(context(ceph, make({}), 0.0, burst=mon), {0: w}, False)
+    r = ops.crush_reweight(drv.plans, context(ceph, make({}), 0.0, burst=mon), {0: w}, False)
     assert len(mon.bursts) == 1, "the weight and its pins go out together, for one map epoch"
     cmds = mon.bursts[0]
     assert cmds[0] == {"prefix": "osd crush reweight", "name": "osd.0", "weight": w}
@@ -143,7 +144,7 @@ def test_the_weight_and_every_pin_go_out_in_one_burst_weight_first(dumps: Dict[s
     # beside an open plan: refused, nothing sent
     n = len(ceph.sent)
     with pytest.raises(AdvisorError) as e:
-        drv.crush_reweight(context(ceph, make({}), 1.0, burst=Mon(ceph)), {0: w}, False)
+        ops.crush_reweight(drv.plans, context(ceph, make({}), 1.0, burst=Mon(ceph)), {0: w}, False)
     assert e.value.code == -errno.EBUSY and len(ceph.sent) == n
 
 
@@ -155,7 +156,7 @@ def test_a_refused_weight_starts_no_plan(dumps: Dict[str, Any]) -> None:
     before = ceph.snap().pg_upmap_items
     mon = Mon(ceph, refuse="no")
     with pytest.raises(AdvisorError) as e:
-        drv.crush_reweight(context(ceph, make({}), 0.0, burst=mon), {0: w}, False)
+        ops.crush_reweight(drv.plans, context(ceph, make({}), 0.0, burst=mon), {0: w}, False)
     assert "refused the weight" in e.value.message and drv.executor.state is None
     # the pins that went out with it are taken back: every PG's items as they were
     assert len(mon.bursts) >= 2 and ceph.snap().pg_upmap_items == before

@@ -19,6 +19,7 @@ from pg_advisor.model import snapshot
 from pg_advisor.model.constants import CRUSH_ITEM_NONE
 from pg_advisor.model.options import make
 from pg_advisor.render.expand_text import pins_text
+from pg_advisor.execute import operator_commands as ops
 
 from .conftest import cmd
 from .fakes import OPEN, FakeCeph, Store, balance_plan, context, tick_of
@@ -230,10 +231,11 @@ def test_mismatches_compare_replicated_as_sets_and_ec_by_slot() -> None:
 def test_pins_are_checked_against_the_map_once_it_holds_them(dumps: Dict[str, Any]) -> None:
     d, pgid, want = _chained(dumps)
     ceph, drv = FakeCeph(d), _driver()
-    r = drv.pin_remapped(context(ceph, make({}), 0.0, burst=lambda cmds: [ceph.send(c) for c in cmds]), False)
+    ctx = context(ceph, make({}), 0.0, burst=lambda cmds: [ceph.send(c) for c in cmds])
+    r = ops.pin_remapped(drv.plans, ctx, False)
     assert pgid in r["items"]
     # the exact model on the new map agrees with every pin: nothing is reported
-    ok = drv.verify_pins(ceph.snap(), 1.0)
+    ok = ops.verify_pins(drv.plans, ceph.snap(), 1.0)
     assert ok is not None and ok["checked"] == r["pinned"] and ok["mismatched"] == 0
     assert f"{r['pinned']} of {r['pinned']} pinned PGs are on their data" in pins_text(dict(r, verified=ok))
     assert not any(h["event"] == "mismatch" for h in drv.executor.history)
@@ -252,7 +254,8 @@ def test_a_pg_the_map_puts_elsewhere_is_counted_logged_and_raised(dumps: Dict[st
         got[pgid][0] = 99
         return got
     drv.executor.up_sets = as_before_the_fix
-    r = drv.pin_remapped(context(ceph, make({}), 0.0, burst=lambda cmds: [ceph.send(c) for c in cmds]), False)
+    ctx = context(ceph, make({}), 0.0, burst=lambda cmds: [ceph.send(c) for c in cmds])
+    r = ops.pin_remapped(drv.plans, ctx, False)
     assert pgid in r["items"]
     # the next tick sees a newer map and checks the pins there
     drv.tick(context(ceph, make({}), 5.0))
@@ -263,7 +266,7 @@ def test_a_pg_the_map_puts_elsewhere_is_counted_logged_and_raised(dumps: Dict[st
     assert check["count"] == 1 and pgid in check["detail"][0]
     # checked once: a later tick adds nothing, and the command, asking after the tick,
     # gets the tick's answer
-    found = drv.verify_pins(ceph.snap(), 9.0)
+    found = ops.verify_pins(drv.plans, ceph.snap(), 9.0)
     assert found is not None and found["mismatched"] == 1 and pgid in found["mismatched_pgs"]
     drv.tick(context(ceph, make({}), 10.0))
     assert drv.executor.state is not None and drv.executor.state.mismatched == 1
@@ -406,11 +409,11 @@ def test_swapped_shards_are_pinned_with_a_full_pg_upmap_the_drain_takes_out_firs
             else:
                 out.append(ceph.send(c))
         return out
-    r = drv.pin_remapped(context(ceph, make({}), 0.0, burst=burst), False)
+    r = ops.pin_remapped(drv.plans, context(ceph, make({}), 0.0, burst=burst), False)
     assert {"prefix": "osd pg-upmap", "pgid": pgid, "id": want} in sent and r["full"] == {pgid: want}
     assert pgid in pins_text(r) and "pg-upmap" in pins_text(r)
     # the map puts the PG on its data: the check after sending agrees
-    v = drv.verify_pins(ceph.snap(), 1.0)
+    v = ops.verify_pins(drv.plans, ceph.snap(), 1.0)
     assert v is not None and v["mismatched"] == 0 and v["checked"] == r["pinned"]
     st = drv.executor.state
     assert st is not None and st.full_pins == {pgid: want}

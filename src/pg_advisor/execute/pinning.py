@@ -1,0 +1,99 @@
+"""A plan's pins: set in small bursts (or with a weight change, in the one burst that makes
+the mon take both into one map epoch), then the drain plan that releases them; checked
+once against the map that first holds them, and counted down as the rounds take them out."""
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..balance.proposal import items_json
+from ..balance.remapped import SKIP_SHOWN, Pins, pins_report
+from ..model.distribution import object_copies
+from ..model.snapshot import Snapshot
+from .context import Context
+from .executor import Executor
+from .history import Event
+from .plan_state import Source
+from .rounds import set_full, set_items, set_with, unset_full
+from .steps import balance_step
+
+
+class PinBook:
+    """What the module keeps of the pins it set (not stored: a new mgr counts them again
+    from the plan's state and the map)."""
+
+    def __init__(self) -> None:
+        self.pinned_at = -1               # maps up to this epoch do not show the pins yet
+        self.want: Dict[str, List[int]] = {}      # pins not yet checked against the map
+        self.verified: Optional[Dict[str, Any]] = None    # what the last check found
+        self.unpinnable: Tuple[int, float] = (-1, 0.0)    # (epoch, until when) nothing was pinnable
+
+    def pin(self, ex: Executor, ctx: Context, pins: Pins, source: Source,
+            lead: Sequence[Dict[str, Any]] = (), report: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        """Within a transaction: set the pins in small bursts, then start the drain plan. With
+        `lead` (a weight change), the lead and every pin go out in one burst instead, the
+        lead first, so that the mon takes them into one map epoch."""
+        snap, burst, now = ctx.snap, ctx.sender(), ctx.now
+        out = dict(report if report is not None else pins_report(snap, pins), dry_run=False)
+        if lead:
+            lead_failed, refused, refused_full = set_with(snap, lead, pins.items, pins.full, burst)
+            if lead_failed:
+                # the weight did not change: what the pins would do without it is undone (each
+                # PG's items as they were; a full pg-upmap removed), so that nothing moves
+                sent = [k for k in pins.items if k not in refused.failed]
+                undo = set_items(snap, {k: snap.pg_upmap_items.get(k, ()) for k in sent}, burst, prime=False)
+                undo_full = unset_full([k for k in pins.full if k not in refused_full.failed], burst)
+                out.update(failed=refused.messages() + refused_full.messages(), lead_failed=lead_failed,
+                           undo_failed=undo.messages() + undo_full.messages())
+                return out
+        else:
+            refused = set_items(snap, pins.items, burst, prime=False)
+            refused_full = set_full(snap, pins.full, burst)
+        failed = out["failed"] = refused.messages() + refused_full.messages()
+        done = set(pins.items) - set(refused.failed)
+        full = {k: v for k, v in pins.full.items() if k not in refused_full.failed}
+        done |= set(full)
+        if not done:
+            return out
+        # every pool: the drain evens each pool and their total, as `balance` does (a pool not
+        # pinned may be uneven too: an empty PG is on its new OSDs within a second)
+        pools = list(snap.pools)
+        copies = object_copies(snap)
+        # each round spans all the plan's pools; the budget, not a count, bounds it
+        shards = max(16, sum(max(len(pins.items.get(k, ())), 1) for k in done))
+        steps = [balance_step(p, p.pg_num, p.pgp_num, shards, copies) for p in pools]
+        state = ex.start(steps, pools, source, now, hold=True)
+        out["plan"] = state.id
+        # what PG_ADVISOR_PINNED counts down as the drain takes the items out (a PG pinned
+        # by removing its items has none to count)
+        state.pins = items_json({k: pins.items[k] for k in done if pins.items.get(k)})
+        state.full_pins = {k: [int(o) for o in v] for k, v in sorted(full.items())}
+        state.pins_left = len(state.pins) + len(state.full_pins)
+        self.pinned_at = snap.epoch
+        self.want = {k: pins.want[k] for k in done}
+        self.verified = None
+        what = "PGs the weight change remaps" if lead else "remapped PGs"
+        ex.log(now, Event.PIN, f"{len(done)} {what} pinned onto their data"
+               + (f", {len(failed)} refused" if failed else ""))
+        return out
+
+    def verify(self, ex: Executor, snap: Snapshot, now: float) -> None:
+        """Within a transaction: the PGs whose up set in `snap` is not the set they were
+        pinned onto (each counted and logged; health names them)."""
+        want, self.want = self.want, {}
+        bad = ex.verify(snap, want, "pins", now)
+        self.verified = {"checked": len(want), "mismatched": len(bad),
+                         "mismatched_pgs": dict(sorted(bad.items())[:SKIP_SHOWN])}
+
+    def due(self, snap: Snapshot) -> bool:
+        """Pins wait for their check, and `snap` is the first map that may hold them."""
+        return bool(self.want) and snap.epoch > self.pinned_at
+
+    def count(self, ex: Executor, snap: Snapshot) -> None:
+        """Within a transaction: how many of the plan's pins the map still has (a PG counts
+        while any of its pin items, or its full pg-upmap, is there)."""
+        state = ex.state
+        if (state is None or not (state.pins or state.full_pins) or not ex.open
+                or snap.epoch <= self.pinned_at):
+            return
+        left = sum(1 for pgid, pairs in state.pins.items()
+                   if {tuple(p) for p in pairs} & set(snap.pg_upmap_items.get(pgid, ())))
+        left += sum(1 for pgid, osds in state.full_pins.items() if list(snap.pg_upmap.get(pgid, ())) == osds)
+        state.pins_left = left
