@@ -1,8 +1,13 @@
 """A plan's balance step, round by round: the full pg-upmaps a pinning set go first (within
 the budget), then rounds of pg-upmap-items over the plan's pools until each is even; before
-each round, what the mon kept of the last one and where the map put its PGs."""
+each round, what the mon kept of the last one and where the map put its PGs.
+
+A round changes the round's own records in the PlanState (the round in flight, its count,
+what it waits for) and returns an Outcome: what the executor then does with the plan (log,
+a failure, a check of the map, stop, the next step). No round takes the executor."""
 import hashlib
-from typing import Dict, List, Protocol
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -19,19 +24,16 @@ from .step_commands import pgs_bytes
 from .steps import PlanStep
 
 
-class StepRunner(Protocol):
-    """What a balance step asks of the executor that runs it (executor.Executor): its
-    records of the plan, not the executor whole."""
-
-    def advance(self, state: PlanState, step: PlanStep, now: float, how: str = "") -> None: ...
-
-    def stop(self, state: PlanState, why: str, now: float) -> None: ...
-
-    def failed(self, state: PlanState, error: str, now: float) -> None: ...
-
-    def log(self, now: float, event: Event, detail: str) -> None: ...
-
-    def verify(self, snap: Snapshot, want: Dict[str, List[int]], what: str, now: float) -> Dict[str, str]: ...
+@dataclass
+class Outcome:
+    """What a round asks of the executor, done in this order: the events logged, a failure
+    counted, the PGs checked against the map, the plan stopped, the step done."""
+    more: bool = True                       # the step goes on (False: it is done)
+    events: List[Tuple[Event, str]] = field(default_factory=list)
+    failed: Optional[str] = None
+    verify: Optional[Dict[str, List[int]]] = None     # pgid -> the up set wanted
+    stop: Optional[str] = None
+    advance: Optional[str] = None           # how the step ended ("" for plainly)
 
 
 BALANCE_ROUNDS_MAX = 1000
@@ -52,13 +54,15 @@ def topology_key(snap: Snapshot) -> str:
     return h.hexdigest()
 
 
-def balance_round_step(ex: StepRunner, state: PlanState, t: Tick, step: PlanStep) -> bool:
-    """One balance round on the pool: True if it set items or waits for the budget
-    (more rounds follow), False when the pool is as even as the balancer can make it
-    (the step is done)."""
+def balance_round_step(state: PlanState, t: Tick, step: PlanStep) -> Outcome:
+    """One balance round on the pool: more rounds follow if it set items or waits for the
+    budget; the step is done (`more` False) when the pool is as even as the balancer can
+    make it."""
     snap, pacing, now = t.snap, t.pacing, t.now
-    if state.full_pins and unpin_full(ex, state, t):
-        return True
+    if state.full_pins:
+        unpinned = unpin_full(state, t)
+        if unpinned is not None:
+            return unpinned
     # all the plan's pools at once: the rounds even each of them and their total (a
     # drain's without --and-balance: only empty its OSDs, so "done" is empty, not even)
     # and at most max_backfills_per_osd PGs moving into or out of one OSD, those
@@ -75,7 +79,7 @@ def balance_round_step(ex: StepRunner, state: PlanState, t: Tick, step: PlanStep
     if not r.items and r.throttled and in_flight:
         state.waiting = ("the misplaced budget or max_backfills_per_osd holds the next balance "
                          "round back")
-        return True
+        return Outcome()
     # a pool in the plan for the total alone (no step of its own) that no move evens does
     # not hold the plan open: auto mode includes every pool, and one CRUSH itself leaves
     # uneven would hold auto mode (and its sizing) for good
@@ -89,20 +93,17 @@ def balance_round_step(ex: StepRunner, state: PlanState, t: Tick, step: PlanStep
                           f"max_backfills_per_osd ({pacing.max_backfills}) backfills into or out of "
                           f"one OSD: raise the option, or `abort`"]
         state.waiting = None
-        return True
+        return Outcome()
     if not r.items and uneven:
         # "done" means even: an uneven pool the rounds cannot improve stays in view
         state.blockers = [f"pool {uneven[0][0]} is not {what} and no legal move improves it: "
                           f"{uneven[0][1]}; the plan stays open (`abort` ends it)"]
         state.waiting = None
-        return True
+        return Outcome()
     if not r.items:
-        ex.advance(state, step, now, f" ({state.rounds} rounds)")
-        return False
+        return Outcome(more=False, advance=f" ({state.rounds} rounds)")
     if state.rounds >= BALANCE_ROUNDS_MAX:
-        ex.stop(state, f"pool {step.pool}: still not even after {BALANCE_ROUNDS_MAX} balance "
-                f"rounds", now)
-        return True
+        return Outcome(stop=f"pool {step.pool}: still not even after {BALANCE_ROUNDS_MAX} balance rounds")
     state.rounds += 1
     sent = rnd.apply(t.burst, pacing.prime)
     failed = sent.messages()
@@ -111,24 +112,23 @@ def balance_round_step(ex: StepRunner, state: PlanState, t: Tick, step: PlanStep
     state.round = RoundInFlight(snap.epoch, taken, rnd.proposal.wanted(taken), topology_key(snap))
     items = rnd.items
     moved = pgs_bytes(snap, list(items))
-    ex.log(now, Event.ROUND, f"step {state.next + 1}: {len(items)} PGs, {r.moves} moves"
-           + (f", {human_bytes(moved)} in those PGs" if moved is not None else "")
-           + (f", {sent.primed} primed" if sent.primed else "")
-           + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
-    if failed:
-        ex.failed(state, f"{len(failed)} of {len(items)} items refused, e.g. {failed[0]}", now)
-    return True
+    said = (f"step {state.next + 1}: {len(items)} PGs, {r.moves} moves"
+            + (f", {human_bytes(moved)} in those PGs" if moved is not None else "")
+            + (f", {sent.primed} primed" if sent.primed else "")
+            + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
+    refused = f"{len(failed)} of {len(items)} items refused, e.g. {failed[0]}" if failed else None
+    return Outcome(events=[(Event.ROUND, said)], failed=refused)
 
 
-def unpin_full(ex: StepRunner, state: PlanState, t: Tick) -> bool:
+def unpin_full(state: PlanState, t: Tick) -> Optional[Outcome]:
     """The full pg-upmaps pin-remapped set (EC shards CRUSH swapped) go before any
     balance round: as many as the budget takes, one at least when nothing is misplaced.
-    True if it removed some or waits for the budget; False once none is left."""
+    An outcome if it removed some or waits for the budget; None once none is left."""
     snap, now = t.snap, t.now
     present = [k for k, v in sorted(state.full_pins.items()) if list(snap.pg_upmap.get(k, ())) == v]
     state.full_pins = {k: state.full_pins[k] for k in present}    # gone: removed or cleaned by the mon
     if not present:
-        return False
+        return None
     budget = MisplacedBudget.of(snap, t.pacing.misplaced_max)
     pgs = snap.pgs
     take: List[str] = []
@@ -143,39 +143,35 @@ def unpin_full(ex: StepRunner, state: PlanState, t: Tick) -> bool:
         used += cost
     if not take:
         state.waiting = "the misplaced budget holds back the removal of the pinned pg-upmaps"
-        return True
+        return Outcome()
     sent = unset_full(take, t.burst)
     for k in take:
         if k not in sent.failed:
             del state.full_pins[k]
     state.last_step_at = now
     failed = sent.messages()
-    ex.log(now, Event.UNPIN, f"step {state.next + 1}: {len(take) - len(failed)} pinned pg-upmaps "
-           f"removed" + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
-    if failed:
-        ex.failed(state, f"{len(failed)} of {len(take)} pg-upmap removals refused, e.g. {failed[0]}",
-                  now)
-    return True
+    said = (f"step {state.next + 1}: {len(take) - len(failed)} pinned pg-upmaps removed"
+            + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
+    refused = f"{len(failed)} of {len(take)} pg-upmap removals refused, e.g. {failed[0]}" if failed else None
+    return Outcome(events=[(Event.UNPIN, said)], failed=refused)
 
 
-def round_checked(ex: StepRunner, state: PlanState, snap: Snapshot, now: float) -> bool:
-    """Did the mon keep the last round's items? False while its map may not show them."""
+def round_checked(state: PlanState, snap: Snapshot, now: float) -> Outcome:
+    """What the mon kept of the last round's items; `more` False while its map may not
+    show them yet (the round waits)."""
     rnd = state.round
     if rnd is None:
-        return True
+        return Outcome()
     if snap.epoch <= rnd.epoch and now - (state.last_step_at or now) < ROUND_CHECK_WAIT:
         state.waiting = "waiting for the map with the last round's items"
-        return False
+        return Outcome(more=False)
     state.round = None
     if rnd.topology and rnd.topology != topology_key(snap):
         # OSDs went up, down, in or out or were reweighted since the round: CRUSH's sets
         # changed under its items (the mon drops those no longer valid), so where its PGs
         # are says nothing about the items; the next round plans on the new map
-        ex.log(now, Event.UNCHECKED, f"the OSDs changed since the round of {len(rnd.items)} PGs: "
-               f"not checked; the next round starts from the new map")
-        return True
+        return Outcome(events=[(Event.UNCHECKED, f"the OSDs changed since the round of {len(rnd.items)} PGs: "
+                                                 f"not checked; the next round starts from the new map")])
     lost = unkept(rnd.items, snap.pg_upmap_items)
-    if lost:
-        ex.failed(state, f"the mon did not keep the items of {len(lost)} PGs, e.g. {lost[0]}", now)
-    ex.verify(snap, {k: v for k, v in rnd.want.items() if k not in lost}, "round", now)
-    return True
+    dropped = f"the mon did not keep the items of {len(lost)} PGs, e.g. {lost[0]}" if lost else None
+    return Outcome(failed=dropped, verify={k: v for k, v in rnd.want.items() if k not in lost})

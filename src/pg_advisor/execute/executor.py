@@ -16,7 +16,7 @@ from ..crush.upmap import map_mismatches
 from ..model.errors import AdvisorError
 from ..model.mon_commands import pool_set
 from ..model.snapshot import Pool, Snapshot
-from .balance_steps import balance_round_step, round_checked
+from .balance_steps import Outcome, balance_round_step, round_checked
 from .context import Tick
 from .history import Event, HistoryEvent
 from .plan_state import ACTIVE, Phase, PlanState, PoolTarget, Source, Status
@@ -238,7 +238,7 @@ class Executor:
                 self.advance(state, step, now, " (left to Ceph's balancer, active)")
                 continue
             if step.kind is StepKind.BALANCE and state.round is not None:
-                if not round_checked(self, state, snap, now):
+                if not self._apply(state, step, snap, now, round_checked(state, snap, now)):
                     break
             # half sent before a failover (its targets are in the pool, its pins not): the
             # PGs already move, and the rest of the step is what stops them, so the pacing
@@ -247,7 +247,7 @@ class Executor:
             if not may_issue(state, t, pool, step, half_sent):
                 break
             if step.kind is StepKind.BALANCE:
-                if balance_round_step(self, state, t, step):
+                if self._apply(state, step, snap, now, balance_round_step(state, t, step)):
                     break
                 continue
             self._issue(state, t, step)
@@ -257,6 +257,20 @@ class Executor:
             state.waiting = None
             self.log(now, Event.FINISH, f"all {len(state.steps)} steps done")
         self.save()
+
+    def _apply(self, state: PlanState, step: PlanStep, snap: Snapshot, now: float, out: Outcome) -> bool:
+        """Do what a balance round asks of the plan, in Outcome's order; its `more`."""
+        for event, detail in out.events:
+            self.log(now, event, detail)
+        if out.failed is not None:
+            self.failed(state, out.failed, now)
+        if out.verify is not None:
+            self.verify(snap, out.verify, "round", now)
+        if out.stop is not None:
+            self.stop(state, out.stop, now)
+        if out.advance is not None:
+            self.advance(state, step, now, out.advance)
+        return out.more
 
     def advance(self, state: PlanState, step: PlanStep, now: float, how: str = "") -> None:
         """The current step is done: log it and make the next one current."""

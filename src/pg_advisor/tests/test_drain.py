@@ -251,7 +251,7 @@ def test_a_tick_failing_now_and_then_does_not_stop_the_plan(
     real = executor.balance_round_step
     calls = [0]
 
-    def flaky(*args: Any) -> bool:
+    def flaky(*args: Any) -> Any:
         calls[0] += 1
         if calls[0] % TICK_ERRORS_STOP == 0:     # one in TICK_ERRORS_STOP fails
             raise RuntimeError("once")
