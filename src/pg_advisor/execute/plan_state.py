@@ -46,7 +46,7 @@ ACTIVE = (Status.RUNNING, Status.PAUSED)
 # field metadata the plan store reads (plan_store.py): where a field is kept
 APART = {"stored": "apart"}          # in chunks of its own (the steps, the pins)
 RECOMPUTED = {"stored": "never"}     # recomputed each tick
-LATER = {"stored": "optional"}       # absent from states stored before pin-remapped and drain
+LATER = {"stored": "optional"}       # came to layout 2 later: plan_migrations.py fills them in
 
 
 @dataclass

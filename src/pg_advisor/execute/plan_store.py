@@ -6,9 +6,10 @@
   state that changes as the plan runs is a few hundred bytes; the history is trimmed to
   fit.
 - Written only when a value changed: a blocked plan polled every 2 s writes nothing.
-- Read back with every field checked: the store may hold anything (a hand edit, another
-  version). What cannot be read is kept aside under CORRUPT_KEY and reported; it never
-  stops the module, and `abort` clears it.
+- Read back in the current layout (a plan an older pg_advisor stored is migrated first:
+  plan_migrations.py), with every field checked: the store may hold anything (a hand
+  edit, a newer version). What cannot be read is kept aside under CORRUPT_KEY and
+  reported; it never stops the module, and `abort` clears it.
 
 No mgr calls here: the module hands in functions that read and write its store.
 """
@@ -20,12 +21,12 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..balance.remapped import FULL_MAX
 from .history import Event
+from .plan_migrations import STATE_VERSION, Unreadable, migrate
 from .plan_state import Phase, PlanState, Source, Status
 from .steps import PlanStep
 
 STATE_KEY, HISTORY_KEY, STEPS_KEY, CORRUPT_KEY = "exec_state", "exec_history", "exec_steps", "exec_corrupt"
 PINS_KEY = "exec_pins"       # pin-remapped's items, in chunks written once, as the steps
-STATE_VERSION = 2
 ENTRY_MAX = 60000            # bytes per store entry, below the mon's 65536
 STEPS_PER_CHUNK = 150        # a step is ~250 bytes of JSON
 PINS_PER_CHUNK = 300         # a PG's pins are at most ~180 bytes of JSON (EC 8+3, all shards)
@@ -33,13 +34,9 @@ MAX_PINS = 1 << 20
 MAX_STEPS = 1 << 18          # more than any pg_num change within mon_max_pool_pg_num needs
 READ_MAX = 1 << 20           # a stored value longer than this is not parsed at all
 # what the state entry holds, from PlanState's own fields (plan_state.py says where each is
-# kept): not the steps and pins (in chunks apart) nor what is recomputed; and the fields a
-# state stored before pin-remapped and drain lacks, with their defaults
-_FIELDS = dataclasses.fields(PlanState)
-VOLATILE = tuple(f.name for f in _FIELDS if f.metadata.get("stored") in ("apart", "never"))
-OPTIONAL: Dict[str, Any] = {"pins_count": 0, **{
-    f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-    for f in _FIELDS if f.metadata.get("stored") == "optional"}}
+# kept): not the steps and pins (in chunks apart) nor what is recomputed
+VOLATILE = tuple(f.name for f in dataclasses.fields(PlanState)
+                 if f.metadata.get("stored") in ("apart", "never"))
 STORE_OWN = ("version", "steps_count", "pins_count")       # the store's own fields
 
 MISMATCH_SHOWN = 10          # mismatched PGs named in the state (all are counted)
@@ -47,10 +44,6 @@ PGID = re.compile(r"[0-9]{1,10}\.[0-9a-f]{1,8}\Z")
 
 Load = Callable[[str], Optional[str]]
 Save = Callable[[str, Optional[str]], None]
-
-
-class Unreadable(ValueError):
-    """A stored value that is not a plan this version can run."""
 
 
 def _number(v: Any) -> bool:
@@ -68,7 +61,7 @@ def _up_sets(v: Any) -> bool:
         and all(_int(x) and 0 <= x <= 0x7FFFFFFF for x in o) for k, o in v.items())
 
 
-# field -> check; every field of a version-2 state, nothing else
+# field -> check; every field of a state of the current layout, nothing else
 _STATE_FIELDS: Dict[str, Callable[[Any], bool]] = {
     "version": lambda v: v == STATE_VERSION,
     "id": lambda v: isinstance(v, str) and 0 < len(v) <= 64,
@@ -122,14 +115,9 @@ def _parse(raw: Optional[str], key: str) -> Any:
         raise Unreadable(f"{key} is not JSON ({type(e).__name__}: {str(e)[:80]})") from None
 
 
-def check_state(doc: Any) -> Dict[str, Any]:
-    """The stored state as it must be; Unreadable with the first field that is not."""
-    if not isinstance(doc, dict):
-        raise Unreadable(f"exec_state is a {type(doc).__name__}, not a plan")
-    if doc.get("version") != STATE_VERSION:
-        raise Unreadable(f"exec_state is of version {doc.get('version')!r}, not {STATE_VERSION} "
-                         f"(written by another pg_advisor)")
-    doc = dict(OPTIONAL, **doc)
+def check_state(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """The state (migrated to the current layout) as it must be; Unreadable with the first
+    field that is not."""
     missing = sorted(set(_STATE_FIELDS) - set(doc))
     extra = sorted(set(doc) - set(_STATE_FIELDS))
     if missing or extra:
@@ -235,9 +223,13 @@ class PlanStore:
         try:
             doc = _parse(self._get(STATE_KEY), STATE_KEY)
             if doc is not None:
-                st = check_state(doc)
-                chunks = self._read_chunks(STEPS_KEY, st["steps_count"], STEPS_PER_CHUNK)
+                current, inline = migrate(doc)
+                st = check_state(current)
+                chunks = self._read_chunks(STEPS_KEY, st["steps_count"], STEPS_PER_CHUNK) if inline is None \
+                    else [{"plan": st["id"], "part": 0, "steps": inline}]
                 st["steps"] = check_steps(chunks, st["id"], st["steps_count"])
+                if inline is not None:
+                    chunks = []      # none stored yet: the next write stores them
                 pin_chunks = self._read_chunks(PINS_KEY, st["pins_count"], PINS_PER_CHUNK)
                 st["pins"] = check_pins(pin_chunks, st["id"], st["pins_count"])
                 for k in STORE_OWN:

@@ -15,6 +15,7 @@ from pg_advisor.execute.driver import Driver
 from pg_advisor.execute.history import Event
 from pg_advisor.module import Module
 from pg_advisor.execute.plan_store import ENTRY_MAX, STATE_KEY, PlanStore, Unreadable, check_state
+from pg_advisor.execute.plan_migrations import migrate
 from pg_advisor.execute.steps import PlanStep, StepPlanner, balance_step
 from pg_advisor.execute.plan_state import Phase, PlanState, PoolTarget, Source, Status
 
@@ -139,15 +140,16 @@ def test_the_store_checks_each_field_the_plan_state_keeps_there() -> None:
     kept = {f.name for f in fields(PlanState)} - set(plan_store.VOLATILE)
     assert set(plan_store._STATE_FIELDS) == kept | set(plan_store.STORE_OWN)
     assert set(plan_store.VOLATILE) == {"steps", "pins", "blockers", "conflicts", "waiting"}
-    assert plan_store.OPTIONAL == {"pins_count": 0, "pins_left": 0, "drain": [], "and_balance": False,
-                                   "mismatched": 0,
-                                   "mismatch_detail": [], "full_pins": {}}
+    # and the fields layout 2 gained later are what a migration fills in
+    from pg_advisor.execute.plan_migrations import _later_defaults
+    assert _later_defaults() == {"pins_left": 0, "drain": [], "and_balance": False, "mismatched": 0,
+                                 "mismatch_detail": [], "full_pins": {}}
 
 
 def test_a_state_of_another_version_is_not_run(dumps: Dict[str, Any]) -> None:
     kv, d = _doubling_started(dumps, Source.APPLY)
     doc = json.loads(kv.kv[STATE_KEY])
-    for mutate in (lambda s: s.update(version=1), lambda s: s.pop("pools"),
+    for mutate in (lambda s: s.update(version=1), lambda s: s.update(version=4), lambda s: s.pop("pools"),
                    lambda s: s.update(next=10 ** 6), lambda s: s.update(pools={"rbd": [32, 64]}),
                    lambda s: s.update(status="exploded"), lambda s: s.update(created=float("nan")),
                    # a status no plan is ever in any more (health branched on it)
@@ -198,6 +200,6 @@ def test_a_stored_check_field_of_the_wrong_shape_is_unreadable(field: str, value
            "status": "running", "pools": {"rbd": {"id": 1, "start": 32, "goal": 64, "expect": [32, 32]}},
            "steps_count": 1, "issued_at": None, "last_step_at": None, "retry_at": None, "attempts": 0,
            "last_error": None, "stopped_why": None, "rounds": 0, "round": None}
-    check_state(dict(doc))            # the document as it stands is fine
+    check_state(migrate(dict(doc))[0])            # the document as it stands is fine
     with pytest.raises(Unreadable, match=field):
-        check_state(dict(doc, **{field: value}))
+        check_state(migrate(dict(doc, **{field: value}))[0])
