@@ -10,8 +10,7 @@ from ..balance.primaries import plan_primaries
 from ..balance.read_report import read_report
 from ..balance.remapped import pin_remapped as remapped_pins, pins_report
 from ..balance.reweighted import reweight_commands, reweight_pins, reweight_report
-from ..balance.proposal import proposal_json, unkept
-from ..crush.upmap import map_mismatches
+from ..balance.proposal import proposal_json
 from ..model.distribution import object_copies
 from ..model.errors import AdvisorError
 from ..model.snapshot import Snapshot
@@ -77,15 +76,9 @@ def balance(plans: PlanService, ctx: Context, req: BalanceRequest,
         return report
     with plans.look() as ex:
         _check_round(plans, ctx, "balancing")
-        failed = rnd.apply(ctx.sender(), ctx.opts.prime_pg_temp).messages()
-        # the mon acknowledges an item that breaks the rule and drops it: check the map,
-        # and that it puts each PG where its items were meant to
-        lost = unkept(rnd.taken(), items_after(snap.epoch))
-        failed += [f"{pgid}: the mon did not keep the items" for pgid in lost]
-        want = {k: v for k, v in rnd.wanted().items() if k not in lost}
-        bad = map_mismatches(snap, want, ex.up_sets(snap, sorted(want)))
-        failed += [f"{pgid}: {why}" for pgid, why in sorted(bad.items())]
-        report.update(applied=len(rnd.items) - len(failed), failed=failed, mismatched=len(bad))
+        rnd.apply(ctx.sender(), ctx.opts.prime_pg_temp)
+        failed, mismatched = rnd.check(items_after, ex.up_sets)
+        report.update(applied=len(rnd.items) - len(failed), failed=failed, mismatched=mismatched)
         return report
 
 

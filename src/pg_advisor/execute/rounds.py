@@ -7,7 +7,8 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..balance.proposal import Aim, Limits, Proposal, items_json, propose, unseats_primary
+from ..balance.proposal import Aim, Limits, Proposal, items_json, propose, unkept, unseats_primary
+from ..crush.upmap import map_mismatches
 from ..model.misplaced import MisplacedBudget
 from ..model.options import BalanceMode
 from ..model.mon_commands import items_commands, rm_upmap, rm_upmap_primary, upmap, upmap_items
@@ -139,6 +140,20 @@ class Round:
     def wanted(self) -> Dict[str, List[int]]:
         """The up sets the taken items are meant to give: what the map must show after."""
         return self.proposal.wanted(self.taken())
+
+    def check(self, items_after: Callable[[int], Mapping[str, Sequence[Tuple[int, int]]]],
+              up_sets: Callable[[Snapshot, Sequence[str]], Dict[str, List[int]]]) -> Tuple[List[str], int]:
+        """Once sent, what went wrong, each a sentence by PG, and how many PGs the map puts
+        elsewhere than their items meant. The mon acknowledges an item that breaks the rule
+        and drops it: `items_after(epoch)` are the items of the first map after the
+        snapshot's, `up_sets` where that map puts each PG."""
+        failed = self.outcome.messages() if self.outcome else []
+        lost = unkept(self.taken(), items_after(self.snap.epoch))
+        failed += [f"{pgid}: the mon did not keep the items" for pgid in lost]
+        want = {k: v for k, v in self.wanted().items() if k not in lost}
+        bad = map_mismatches(self.snap, want, up_sets(self.snap, sorted(want)))
+        failed += [f"{pgid}: {why}" for pgid, why in sorted(bad.items())]
+        return failed, len(bad)
 
 
 @dataclass(frozen=True)
