@@ -10,7 +10,7 @@ share, a replica's legal replacements), right above the data, since sizing, the
 analysis and the balancer all ask it."""
 import ast
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 PACKAGE = Path(__file__).resolve().parents[1]
 
@@ -187,3 +187,103 @@ def test_only_the_mgr_wing_knows_the_mgr() -> None:
     assert knows and all(k == "module.py" or k.startswith("mgr/") for k in knows), knows
     assert [str(p.relative_to(PACKAGE)) for p in sources()
             if PACKAGE / "module.py" in module_imports(p)] == ["__init__.py"]
+
+
+# -- the structure's figures: rooms, arrows, floors ------------------------------------------------
+
+def room_of(path: Path, root: Path = PACKAGE) -> Optional[str]:
+    """A file's room: its subpackage, or the top-level module itself (None: the package's
+    __init__ and __main__, which only start it, and the tests)."""
+    parts = path.relative_to(root).parts
+    if parts[0] == "tests" or parts[0] in ("__init__.py", "__main__.py"):
+        return None
+    return parts[0].removesuffix(".py")
+
+
+def room_arrows(root: Path = PACKAGE) -> Set[Tuple[str, str]]:
+    """Each room that imports from another (TYPE_CHECKING imports included), once."""
+    out: Set[Tuple[str, str]] = set()
+    for f in root.rglob("*.py"):
+        a = room_of(f, root)
+        if a is None:
+            continue
+        for g in module_imports(f, root):
+            b = room_of(g, root)
+            if b is not None and b != a:
+                out.add((a, b))
+    return out
+
+
+def _reach(arrows: Set[Tuple[str, str]]) -> Dict[str, Set[str]]:
+    """Each room -> the rooms its imports lead to, directly or not."""
+    rooms = {r for a in arrows for r in a}
+    reach = {a: {b for x, b in arrows if x == a} for a in rooms}
+    changed = True
+    while changed:
+        changed = False
+        for a in rooms:
+            more = set().union(*(reach[b] for b in reach[a])) - reach[a]
+            if more:
+                reach[a] |= more
+                changed = True
+    return reach
+
+
+def _circle(reach: Dict[str, Set[str]]) -> Dict[str, FrozenSet[str]]:
+    """Each room -> the rooms it imports round with (itself alone if none)."""
+    return {a: frozenset({a} | {b for b in reach[a] if a in reach[b]}) for a in reach}
+
+
+def floors(arrows: Set[Tuple[str, str]]) -> int:
+    """Rooms on the longest chain of imports (rooms that import one another round count
+    as one)."""
+    circle = _circle(_reach(arrows))
+    below: Dict[FrozenSet[str], Set[FrozenSet[str]]] = {c: set() for c in circle.values()}
+    for a, b in arrows:
+        if circle[a] != circle[b]:
+            below[circle[a]].add(circle[b])
+    memo: Dict[FrozenSet[str], int] = {}
+
+    def height(c: FrozenSet[str]) -> int:
+        if c not in memo:
+            memo[c] = 1 + max((height(b) for b in below[c]), default=0)
+        return memo[c]
+    return max((height(c) for c in below), default=0)
+
+
+def structure(root: Path = PACKAGE) -> Dict[str, Any]:
+    """The figures the issues give of the package's structure, TYPE_CHECKING imports
+    included; upward arrows against the LAYERS table of `root`'s own test_layers.py."""
+    tree = ast.parse((root / "tests" / "test_layers.py").read_text())
+    table = ast.literal_eval(next(n.value for n in tree.body if isinstance(n, ast.AnnAssign)
+                                  and isinstance(n.target, ast.Name) and n.target.id == "LAYERS"
+                                  and n.value is not None))
+    layer = {m: i for i, (_, mods) in enumerate(table) for m in mods}
+    arrows = room_arrows(root)
+    rooms = {room_of(f, root) for f in root.rglob("*.py")} - {None}
+    # an arrow up: to a later layer, or back to a room that imports this one (rooms that
+    # import one another round: of a circle's arrows, those beyond the fewest that join it)
+    circle = _circle(_reach(arrows))
+    circles_of_rooms = {c for c in circle.values() if len(c) > 1}
+    back = sum(sum(1 for a, b in arrows if a in c and b in c) - (len(c) - 1) for c in circles_of_rooms)
+    return {"rooms": len(rooms), "arrows": len(arrows), "floors": floors(arrows),
+            "upward arrows": back + sum(1 for a, b in arrows if layer.get(b, -1) > layer.get(a, -1)),
+            "circles of rooms": len(circles_of_rooms), "circles of files": len(circles(root))}
+
+
+def test_the_structure_has_no_upward_arrow_and_its_figures_add_up() -> None:
+    s = structure()
+    assert s["upward arrows"] == 0 and s["circles of files"] == 0 and s["circles of rooms"] == 0
+    assert s["rooms"] == len(LAYERS) - 1 + len(ADAPTERS) - 2      # __init__ and __main__ aside
+    assert 2 <= s["floors"] <= s["rooms"] and s["arrows"] >= s["rooms"] - 1
+
+
+def test_the_floors_count_the_longest_chain() -> None:
+    assert floors({("a", "b"), ("b", "c"), ("a", "c")}) == 3
+    assert floors({("a", "b"), ("b", "a"), ("b", "c")}) == 2     # a circle counts as one floor
+    assert floors(set()) == 0
+
+
+if __name__ == "__main__":      # python3 src/pg_advisor/tests/test_layers.py [PACKAGE_DIR]
+    import sys
+    print(structure(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else PACKAGE))
