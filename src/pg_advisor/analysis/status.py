@@ -3,6 +3,7 @@
 Pure: a Snapshot in, a JSON-ready dict out. The mgr command and the offline CLI both
 print this dict, so their `-f json` outputs are the same for the same cluster state.
 """
+import copy
 from dataclasses import astuple, dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -19,6 +20,7 @@ from ..sizing.sizer import SizingResult, memory_model, recommend
 from ..sizing.versus import autoscaler_difference, sizing_summary
 from ..rules.legality import ancestors
 from .read_balance import read_balance
+from .status_types import ClusterSummary, Distribution, OsdRow, PoolEntry, StatusReport
 from ..rules.share import rule_share
 
 
@@ -59,8 +61,8 @@ def extremes(osds: np.ndarray, counts: Optional[np.ndarray], share: np.ndarray,
     return out
 
 
-def _pool_entry(snap: Snapshot, pool: Pool, reported: int,
-                sizing: Optional[SizingResult]) -> Dict[str, Any]:
+def _pool_entry(snap: Snapshot, pool: Pool, reported: int, sizing: Optional[SizingResult],
+                reads: Optional[Dict[str, Any]], not_mapped: Optional[str] = None) -> PoolEntry:
     rule = snap.rules.get(pool.crush_rule)
     rec = sizing.by_name(pool.name) if sizing is not None else None
     known = rec if rec is not None and rec.known else None
@@ -87,20 +89,21 @@ def _pool_entry(snap: Snapshot, pool: Pool, reported: int,
         "pg_autoscale_mode": pool.autoscale_mode,
         "stored": pool.stored, "objects": pool.objects,
         "pgs_reported": reported,
-        "not_mapped": None,
+        "not_mapped": not_mapped,
+        "read_balance": reads,
     }
 
 
 def status_of(snap: Snapshot, pool_name: Optional[str] = None,
-              opts: Optional[Options] = None, balanced: bool = False) -> Dict[str, Any]:
+              opts: Optional[Options] = None, balanced: bool = False) -> StatusReport:
     """status_report, memoized on the snapshot: the mgr reuses a snapshot while the
     cluster is unchanged, so the panel's refresh and `status` then cost a lookup. A copy
     of the top level (nobody changes a report's insides: renderers only read)."""
     key = ("status", pool_name, astuple(opts) if opts is not None else None, balanced)
-    doc = snap.memo.get(key)
+    doc: Optional[StatusReport] = snap.memo.get(key)
     if doc is None:
         doc = snap.memo.setdefault(key, status_report(snap, pool_name, opts, balanced))
-    return dict(doc)
+    return copy.copy(doc)
 
 
 @dataclass
@@ -143,8 +146,8 @@ class Figures:
 
 
 def status_report(snap: Snapshot, pool_name: Optional[str] = None,
-                  opts: Optional[Options] = None, balanced: bool = False) -> Dict[str, Any]:
-    """Build the status dict; `pool_name` narrows it to one pool (ENOENT if unknown)."""
+                  opts: Optional[Options] = None, balanced: bool = False) -> StatusReport:
+    """Build the status report; `pool_name` narrows it to one pool (ENOENT if unknown)."""
     f = figures(snap, pool_name, opts or make(), balanced)
     return {
         "epoch": snap.epoch,
@@ -152,9 +155,9 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
         "pg_source": None if snap.pgs is None else "pg_stats" if snap.pgs.logs else "pg_stats_brief",
         # pg_autoscaler raises nothing itself: its status unknown, or the noautoscale flag set
         "autoscaler_silent": snap.autoscale is None or "noautoscale" in snap.flags,
-        "pools": [dict(_pool_entry(snap, p, f.reported[p.id], f.sizing),
-                       read_balance=f.reads["pools"][str(p.id)]) for p in f.selected]
-        + [dict(_pool_entry(snap, p, int(snap.pg_rows(p.id).size), None), read_balance=None, not_mapped=why)
+        "pools": [_pool_entry(snap, p, f.reported[p.id], f.sizing, f.reads["pools"][str(p.id)])
+                  for p in f.selected]
+        + [_pool_entry(snap, p, int(snap.pg_rows(p.id).size), None, None, not_mapped=why)
            for p, why in (snap.unmapped if pool_name is None else ())],
         "osds": [_osd_row(snap, f, o) for o in np.flatnonzero(f.shown).tolist()],
         "distribution": _distribution(snap, f, whole=pool_name is None),
@@ -270,7 +273,7 @@ def _unmapped_counts(snap: Snapshot, counts: Optional[np.ndarray],
     return pg_counts(snap, snap.pgs, [p.id for p, _ in snap.unmapped])[1].sum(axis=0)
 
 
-def _osd_row(snap: Snapshot, f: Figures, o: int) -> Dict[str, Any]:
+def _osd_row(snap: Snapshot, f: Figures, o: int) -> OsdRow:
     osds, counts, total, sizing = snap.osds, f.counts, f.total_counts, f.sizing
     rows = f.sel.tolist()
     return {
@@ -300,9 +303,9 @@ def _osd_row(snap: Snapshot, f: Figures, o: int) -> Dict[str, Any]:
     }
 
 
-def _distribution(snap: Snapshot, f: Figures, whole: bool) -> Dict[str, Any]:
+def _distribution(snap: Snapshot, f: Figures, whole: bool) -> Distribution:
     """How evenly each pool (and, for the whole cluster, all) spreads against its share."""
-    out: Dict[str, Any] = {"pools": [], "total": None}
+    out: Distribution = {"pools": [], "total": None, "extremes": {}}
     counts, share, target = f.counts, f.share, f.target
     if counts is not None:
         for i in f.sel.tolist():
@@ -317,24 +320,22 @@ def _distribution(snap: Snapshot, f: Figures, whole: bool) -> Dict[str, Any]:
     return out
 
 
-def _cluster(snap: Snapshot, f: Figures) -> Dict[str, Any]:
+def _cluster(snap: Snapshot, f: Figures) -> ClusterSummary:
     osds, total, sizing = snap.osds, f.total_counts, f.sizing
     n_in = int((osds.exists & osds.in_).sum())
-    cluster: Dict[str, Any] = {
+    mx = int(total.max()) if total is not None and osds.count else None
+    return {
         "osds": int(osds.exists.sum()), "osds_up": int((osds.exists & osds.up).sum()),
         "osds_in": n_in, "pools": len(snap.pools),
         "pgs": int(sum(p.pg_num for p in snap.pools)),
         "pg_replicas": int(sum(p.pg_num * p.size for p in snap.pools)),
         "mon_max_pg_per_osd": snap.mon_max_pg_per_osd,
-        "pgs_per_osd_max": int(total.max()) if total is not None and osds.count else None,
+        "pgs_per_osd_max": mx,
         "pgs_per_osd_mean": (round(float(total.sum()) / n_in, 6)
                              if total is not None and n_in else None),
+        "max_pgs_ratio_of_limit": round(mx / snap.mon_max_pg_per_osd, 6) if mx is not None else None,
+        "sizing": sizing_summary(sizing) if sizing is not None else None,
     }
-    mx = cluster["pgs_per_osd_max"]
-    cluster["max_pgs_ratio_of_limit"] = (round(mx / snap.mon_max_pg_per_osd, 6)
-                                         if mx is not None else None)
-    cluster["sizing"] = sizing_summary(sizing) if sizing is not None else None
-    return cluster
 
 
 def _targets(snap: Snapshot, share: np.ndarray, weights_by_rule: Dict[int, np.ndarray]) -> np.ndarray:

@@ -1,7 +1,7 @@
 """The reports of the commands that only read: the same function answers `ceph pg-advisor X`
 in the mgr and `python3 -m pg_advisor ... X` offline, from a snapshot and the options."""
 from dataclasses import dataclass
-from typing import Any, Dict
+from typing import Any, Dict, Mapping
 
 from ..analysis.growth import NewHost, growth_report
 from ..analysis.plan import plan_report
@@ -18,7 +18,7 @@ from ..model.options import Options
 from ..model.snapshot import Snapshot
 from .bounds import MAX_BALANCE_ITEMS, MAX_READ_CHANGES
 
-Report = Dict[str, Any]
+Report = Mapping[str, Any]     # a command's report: JSON-able, read only
 Values = Dict[str, Any]     # a command's arguments, as table.check gives them
 MIB = 1 << 20
 

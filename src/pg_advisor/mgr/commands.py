@@ -8,7 +8,7 @@ A command that acts reads a fresh snapshot (its --dry-run a lazy one), then wake
 background so that what follows (health, the plan's next tick) does not wait for it.
 """
 import time
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Mapping
 
 from ..balance.reweighted import weight_landing
 from ..commands.table import Command, Values
@@ -18,7 +18,7 @@ from ..model.snapshot import Snapshot
 from .face import ModuleFace
 
 
-Report = Dict[str, Any]
+Report = Mapping[str, Any]     # a command's report: JSON-able, read only
 
 
 class LiveCommands:

@@ -2,12 +2,14 @@
 say and moved when they change, and what it serves: copies the serve loop makes (a
 command that changes the plan makes one too), never computed per request, so that a
 scrape or a page does not cost a CRUSH and sizing run each."""
+import copy
 import errno
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..model.errors import AdvisorError
 from ..panel.server import Server
+from ..analysis.status_types import StatusReport
 
 
 class Panel:
@@ -19,11 +21,11 @@ class Panel:
                              lambda: dict(self.served["figures"], at=self.served["at"]))
         self.at: Optional[Tuple[str, int]] = None     # where it was last started (or failed to)
 
-    def _status(self) -> Dict[str, Any]:
-        doc = self.served["status"]
+    def _status(self) -> StatusReport:
+        doc: Optional[StatusReport] = self.served["status"]
         if doc is None:
             raise AdvisorError(-errno.EAGAIN, "the status is not computed yet")
-        return dict(doc)
+        return copy.copy(doc)
 
     @property
     def running(self) -> bool:
@@ -39,7 +41,7 @@ class Panel:
     def stop(self) -> None:
         self.server.stop()
 
-    def show_status(self, doc: Dict[str, Any], figures: Dict[str, Any]) -> None:
+    def show_status(self, doc: StatusReport, figures: Dict[str, Any]) -> None:
         """The status and what /metrics adds to it, as computed now."""
         self.served.update(status=doc, at=time.time(), figures=figures)
 
@@ -48,9 +50,9 @@ class Panel:
         self.served.update(progress=progress, history={"history": history})
 
     @property
-    def status(self) -> Optional[Dict[str, Any]]:
+    def status(self) -> Optional[StatusReport]:
         """The status last shown (None before the first)."""
-        doc: Optional[Dict[str, Any]] = self.served["status"]
+        doc: Optional[StatusReport] = self.served["status"]
         return doc
 
     @property

@@ -13,6 +13,7 @@ import traceback
 from typing import Any, Callable, Dict, List, Optional
 
 from ..analysis.status import status_of
+from ..analysis.status_types import StatusReport
 from ..model import health_checks as checks_of, snapshot
 from ..model.errors import AdvisorError
 from ..model.misplaced import misplaced_max, misplaced_ratio
@@ -130,7 +131,7 @@ class MgrServe:
         driver = self.mgr.driver
         self.mgr.panel.show_plan(*driver.plan_view())
 
-    def status(self, pool: Optional[str] = None, snap: Optional[snapshot.Snapshot] = None) -> Dict[str, Any]:
+    def status(self, pool: Optional[str] = None, snap: Optional[snapshot.Snapshot] = None) -> StatusReport:
         opts = self.mgr.current_options()
         return status_of(snap or self.mgr.reader.take_snapshot(), pool, opts, self.mgr.balanced(opts))
 

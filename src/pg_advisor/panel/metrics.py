@@ -16,7 +16,9 @@ its identity when the state changes and an alert's `for` counts across it.
 """
 import math
 import numbers
-from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+
+from ..analysis.status_types import StatusReport
 
 Labels = Tuple[Tuple[str, Any], ...]
 Number = Union[int, float]
@@ -56,7 +58,7 @@ def family(name: str, help_: str, kind: str,
     return out
 
 
-def _osd(o: Dict[str, Any]) -> Tuple[str, str]:
+def _osd(o: Mapping[str, Any]) -> Tuple[str, str]:
     return ("ceph_daemon", f"osd.{o['id']}")
 
 
@@ -110,7 +112,7 @@ FAMILIES: Dict[str, str] = {
 }
 
 
-def metrics(status: Dict[str, Any], progress: Dict[str, Any], served: Optional[Dict[str, Any]] = None) -> str:
+def metrics(status: StatusReport, progress: Dict[str, Any], served: Optional[Dict[str, Any]] = None) -> str:
     """The figures of `status -f json` and `progress -f json`; `served`: what the module
     adds (mode, misplaced_ratio, misplaced_budget, at: when the status was computed)."""
     served = served or {}
@@ -138,16 +140,16 @@ def metrics(status: Dict[str, Any], progress: Dict[str, Any], served: Optional[D
     sizing = status["cluster"].get("sizing")
     out["pg_advisor_pg_memory_budget_bytes"].append(((), sizing["pg_memory_budget"] if sizing else None))
     for p in status["pools"]:
-        pid = ("pool_id", p["id"])
-        out["pg_advisor_pool_metadata"].append(((pid, ("name", p["name"])), 1))
-        out["pg_advisor_pool_pg_num"].append(((pid,), p["pg_num"]))
-        out["pg_advisor_pool_recommended_pg_num"].append(((pid,), p.get("recommended_pg_num")))
-        out["pg_advisor_pool_autoscaler_pg_num"].append(((pid,), p.get("autoscaler_pg_num")))
-        out["pg_advisor_pool_read_balance_score"].append(((pid,), (p.get("read_balance") or {}).get(
+        pool = ("pool_id", p["id"])
+        out["pg_advisor_pool_metadata"].append(((pool, ("name", p["name"])), 1))
+        out["pg_advisor_pool_pg_num"].append(((pool,), p["pg_num"]))
+        out["pg_advisor_pool_recommended_pg_num"].append(((pool,), p.get("recommended_pg_num")))
+        out["pg_advisor_pool_autoscaler_pg_num"].append(((pool,), p.get("autoscaler_pg_num")))
+        out["pg_advisor_pool_read_balance_score"].append(((pool,), (p.get("read_balance") or {}).get(
             "score_stable")))
     dist = status["distribution"]
-    for p in dist["pools"]:
-        out["pg_advisor_pool_max_deviation"].append(((("pool_id", p["pool_id"]),), p["target_max_deviation"]))
+    for q in dist["pools"]:
+        out["pg_advisor_pool_max_deviation"].append(((("pool_id", q["pool_id"]),), q["target_max_deviation"]))
     out["pg_advisor_total_max_deviation"].append(((), (dist.get("total") or {}).get("target_max_deviation")))
     mode = served.get("mode")
     for m in MODES:

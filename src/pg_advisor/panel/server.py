@@ -25,16 +25,19 @@ import errno
 import json
 import queue
 import threading
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Mapping, Optional, TypeVar
 
 import cherrypy
 from cheroot import wsgi
 
 from ..model.errors import AdvisorError
+from ..analysis.status_types import StatusReport
 from .metrics import metrics as metrics_text
 from .page import PAGE
 
 Source = Callable[[], Dict[str, Any]]
+StatusSource = Callable[[], StatusReport]
+T = TypeVar("T")
 
 WORKERS = 16                 # threads serving requests: a fixed pool, cheroot never adds any
 SOCKET_TIMEOUT = 2           # s a read or write may wait: then a stalled client gets 408
@@ -48,7 +51,7 @@ RETRY_AFTER = 10             # s a client is told to wait when the data is not c
 
 
 class _Root:
-    def __init__(self, status: Source, progress: Source, history: Source, served: Source) -> None:
+    def __init__(self, status: StatusSource, progress: Source, history: Source, served: Source) -> None:
         self._status, self._progress, self._history = status, progress, history
         self._served = served
 
@@ -59,7 +62,7 @@ class _Root:
             raise cherrypy.HTTPError(405)
 
     @staticmethod
-    def _fetch(source: Source) -> Dict[str, Any]:
+    def _fetch(source: Callable[[], T]) -> T:
         """The source's document; 503 while it has none yet (the module's first refresh)."""
         try:
             return source()
@@ -69,7 +72,7 @@ class _Root:
             raise cherrypy.HTTPError(503, e.message)   # _error_page adds Retry-After
 
     @staticmethod
-    def _json(doc: Dict[str, Any]) -> bytes:
+    def _json(doc: Mapping[str, Any]) -> bytes:
         cherrypy.response.headers["Content-Type"] = "application/json"
         return json.dumps(doc).encode()
 
@@ -86,7 +89,9 @@ class _Root:
     @cherrypy.expose
     def api(self, what: str = "", *rest: str, **params: Any) -> bytes:
         self._only_get()
-        source = {"status": self._status, "progress": self._progress, "history": self._history}.get(what)
+        sources: Dict[str, Callable[[], Mapping[str, Any]]] = {
+            "status": self._status, "progress": self._progress, "history": self._history}
+        source = sources.get(what)
         if source is None or rest or params:
             raise cherrypy.NotFound()
         return self._json(self._fetch(source))
@@ -144,7 +149,7 @@ class Server:
     os._exit(70), which would take the whole ceph-mgr down. cheroot's prepare() just raises.
     """
 
-    def __init__(self, status: Source, progress: Source, history: Source,
+    def __init__(self, status: StatusSource, progress: Source, history: Source,
                  served: Source = lambda: {}) -> None:
         """`served`: what /metrics adds to the status (metrics.metrics)."""
         self.root = _Root(status, progress, history, served)

@@ -1,12 +1,12 @@
 """Plain-text rendering of the balance report."""
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Mapping
 
 from .format import printable, table
 
 KEYS = ("osds", "min", "max", "mean", "stdev", "max_deviation")
 
 
-def balance_text(r: Dict[str, Any]) -> str:
+def balance_text(r: Mapping[str, Any]) -> str:
     # free text that may carry names: escaped (table cells are, by cell())
     out: List[str] = [printable(c) for c in r["commands"]]
     rows = []
@@ -26,7 +26,7 @@ def balance_text(r: Dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def outcome(r: Dict[str, Any], of: str) -> List[str]:
+def outcome(r: Mapping[str, Any], of: str) -> List[str]:
     """A round's last lines: what was set of `of` and what failed (or that it was a dry
     run), then its notes."""
     out: List[str] = []
@@ -39,7 +39,7 @@ def outcome(r: Dict[str, Any], of: str) -> List[str]:
     return out
 
 
-def eval_text(r: Dict[str, Any]) -> str:
+def eval_text(r: Mapping[str, Any]) -> str:
     d = r["distribution"]
     rows = [[p["pool"]] + [p[k] for k in KEYS] + [p["rule_limit"]] for p in d["pools"]]
     if d["total"] is not None:
@@ -68,7 +68,7 @@ READ_KEYS = ("pg_num", "fixed", "max_before", "max_after", "floor", "score_befor
              "changes", "cleanup")
 
 
-def read_balance_text(r: Dict[str, Any]) -> str:
+def read_balance_text(r: Mapping[str, Any]) -> str:
     out: List[str] = [printable(c) for c in r["commands"]]
     rows = [[p["pool"]] + ["-" if p.get(k) is None else p[k] for k in READ_KEYS] for p in r["pools"]]
     out.append("")

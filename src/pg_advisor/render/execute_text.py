@@ -1,11 +1,11 @@
 """Plain-text rendering of apply, progress and history."""
 import datetime
-from typing import Any, Dict, List
+from typing import Any, List, Mapping
 
 from .format import printable, table
 
 
-def apply_text(r: Dict[str, Any]) -> str:
+def apply_text(r: Mapping[str, Any]) -> str:
     # free text that may carry names or the cluster's messages: escaped (cells are, by cell())
     out: List[str] = [f"{printable(p)}: pg_num -> {n}" for p, n in r["targets"].items()]
     out.append(table(["step", "does"], [[i + 1, s["description"]] for i, s in enumerate(r["steps"])]))
@@ -14,7 +14,7 @@ def apply_text(r: Dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def progress_text(r: Dict[str, Any]) -> str:
+def progress_text(r: Mapping[str, Any]) -> str:
     plan = r["plan"]
     if plan is None:
         return "no plan has run"
@@ -33,7 +33,7 @@ def progress_text(r: Dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def history_text(r: Dict[str, Any]) -> str:
+def history_text(r: Mapping[str, Any]) -> str:
     if not r["history"]:
         return "no history yet"
     return table(["time", "plan", "event", "detail"],

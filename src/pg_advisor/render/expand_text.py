@@ -1,12 +1,12 @@
 """Plain-text rendering of the `pin-remapped`, `crush-reweight` and `drain` reports."""
-from typing import Any, Dict, List
+from typing import Any, List, Mapping
 
 from .format import printable
 
 SHOWN = 10      # PGs named in a line
 
 
-def pins_text(r: Dict[str, Any]) -> str:
+def pins_text(r: Mapping[str, Any]) -> str:
     out: List[str] = []
     for pgid, pairs in sorted(r["items"].items()):
         items = " ".join(f"{a}->{b}" for a, b in pairs) or "(items removed)"
@@ -27,7 +27,7 @@ def pins_text(r: Dict[str, Any]) -> str:
     return "\n".join(out + [_outcome(r, "drains the pins")])
 
 
-def reweight_text(r: Dict[str, Any]) -> str:
+def reweight_text(r: Mapping[str, Any]) -> str:
     head = [f"{printable(k)}: CRUSH weight {w['from']:g} -> {w['to']:g}"
             for k, w in sorted(r["weights"].items())]
     head.append(f"{r['changed']} PGs change their up set with it; their pins go with the weight, "
@@ -48,7 +48,7 @@ def reweight_text(r: Dict[str, Any]) -> str:
     return "\n".join(head + [pins_text(r)] + tail)
 
 
-def _outcome(r: Dict[str, Any], does: str) -> str:
+def _outcome(r: Mapping[str, Any], does: str) -> str:
     """The last line: nothing set, or the plan that goes on."""
     if r.get("dry_run"):
         return "dry run: nothing was set"
@@ -57,7 +57,7 @@ def _outcome(r: Dict[str, Any], does: str) -> str:
     return "nothing to pin"
 
 
-def drain_text(r: Dict[str, Any]) -> str:
+def drain_text(r: Mapping[str, Any]) -> str:
     osds = ", ".join(f"osd.{o}" for o in r["osds"])
     out = [f"drain {osds}: {r['replicas']} replicas of pools {', '.join(printable(p) for p in r['pools'])} "
            f"to move, {r['moves']} replica moves in all"

@@ -1,11 +1,11 @@
 """Plain-text rendering of the plan report."""
-from typing import Any, Dict, List
+from typing import Any, List, Mapping
 
 from ..model.units import human_bytes
 from .format import printable, table
 
 
-def plan_text(r: Dict[str, Any]) -> str:
+def plan_text(r: Mapping[str, Any]) -> str:
     out: List[str] = [
         f"now: max {r['pgs_per_osd_max_now']} PGs on an OSD (limit {r['pgs_per_osd_limit']}), "
         f"PG memory up to {human_bytes(r['pg_memory_max_now'])} (budget "

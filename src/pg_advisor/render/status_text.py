@@ -1,19 +1,22 @@
 """The plain-text rendering of the status report."""
-from typing import Any, Dict, List
+from typing import Any, List, Mapping, cast
 
+from ..analysis.status_types import StatusReport
 from ..model.units import human_bytes
 from .format import cell, printable, table
 
 
-def status_text(r: Dict[str, Any]) -> str:
+def status_text(doc: Mapping[str, Any]) -> str:
+    r = cast(StatusReport, doc)      # (the view table gives each renderer its command's report)
     c = r["cluster"]
     out: List[str] = []
     out.append(f"osdmap epoch {r['epoch']}: {c['osds']} OSDs ({c['osds_up']} up, {c['osds_in']} in), "
                f"{c['pools']} pools, {c['pgs']} PGs ({c['pg_replicas']} replicas/shards)")
-    if c["pgs_per_osd_max"] is not None:
+    ratio = c["max_pgs_ratio_of_limit"]
+    if c["pgs_per_osd_max"] is not None and ratio is not None:
         out.append(f"PGs per OSD: max {c['pgs_per_osd_max']}, mean {cell(c['pgs_per_osd_mean'])}; "
                    f"mon_max_pg_per_osd {c['mon_max_pg_per_osd']} "
-                   f"(max is {100 * c['max_pgs_ratio_of_limit']:.0f}% of it)")
+                   f"(max is {100 * ratio:.0f}% of it)")
     out.append("")
     out.append("POOLS")
     out.append(table(

@@ -1,7 +1,7 @@
 """One table of views: each command's report as plain text. The mgr commands (module.py)
 and the offline CLI (cli.py) both answer through show(), so a report reads the same from
 either, and -f json / json-pretty is the report itself."""
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Mapping, Optional
 
 from .balance_text import balance_text, eval_text, read_balance_text
 from .execute_text import apply_text, history_text, progress_text
@@ -11,7 +11,7 @@ from .plan_text import plan_text
 from .status_text import status_text
 from .whatif_text import growth_text, map_text, simulate_text
 
-Report = Dict[str, Any]
+Report = Mapping[str, Any]     # a command's report: JSON-able, read only
 
 
 def _simulate(r: Report) -> str:

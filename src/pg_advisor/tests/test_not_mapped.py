@@ -6,11 +6,10 @@ from typing import Any, Dict
 import pytest
 
 from pg_advisor.analysis.plan import plan_report
-from pg_advisor.analysis.status import status_report
+from pg_advisor_testkit.loose import health_checks, status_report
 from pg_advisor.balance.balancer import Balancer
 from pg_advisor.model import options, snapshot
 from pg_advisor.model.errors import AdvisorError
-from pg_advisor.analysis.health import health_checks
 
 
 def with_bucket(dumps: Dict[str, Any], **fields: str) -> snapshot.Snapshot:

@@ -2,7 +2,7 @@
 back to its default and is reported, and the panel serves the status the serve loop computed,
 once per refresh."""
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
 import pytest
 
@@ -55,7 +55,7 @@ def test_the_panel_serves_the_status_computed_once_per_refresh(module: Module) -
     calls: List[int] = []
     real = module.background.status
 
-    def counted(pool: Optional[str] = None, snap: Any = None) -> Dict[str, Any]:
+    def counted(pool: Optional[str] = None, snap: Any = None) -> Any:
         calls.append(1)
         return real(pool, snap)
     setattr(module.background, "status", counted)

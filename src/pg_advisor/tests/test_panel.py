@@ -15,13 +15,14 @@ from typing import Any, Callable, Dict, Iterator, List, Tuple
 import cheroot.server
 import pytest
 
-from pg_advisor.analysis.status import status_of
+from pg_advisor_testkit.loose import metrics, status_of, typed
+from pg_advisor.analysis.status_types import StatusReport
 from pg_advisor.model import snapshot
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.panel import server as server_module
 from pg_advisor.panel.server import (ACCEPTED_QUEUE, KEEP_ALIVE_CONNECTIONS, RETRY_AFTER, SHUTDOWN_TIMEOUT,
                                      SOCKET_TIMEOUT, WORKERS, Server)
-from pg_advisor.panel.metrics import FAMILIES, family, metrics
+from pg_advisor.panel.metrics import FAMILIES, family
 from pg_advisor.panel.page import PAGE
 
 from pg_advisor_testkit.dumps import DUMP_FILES, read
@@ -135,7 +136,7 @@ def test_the_page_builds_no_markup_from_data() -> None:
 def server() -> Iterator[Tuple[str, Dict[str, Any], int]]:
     st = status_with_evil_pool()
     progress: Dict[str, Any] = {"plan": None, "steps": []}
-    srv = Server(lambda: st, lambda: progress, lambda: {"history": []})
+    srv = Server(lambda: typed(st), lambda: progress, lambda: {"history": []})
     port = free_port()
     url = srv.start("127.0.0.1", port)
     try:
@@ -169,7 +170,7 @@ def test_server_answers_and_refuses(server: Tuple[str, Dict[str, Any], int]) -> 
 
 
 def test_a_source_not_ready_is_503_and_a_failing_one_500_in_one_line() -> None:
-    def not_yet() -> Dict[str, Any]:
+    def not_yet() -> StatusReport:
         raise AdvisorError(-errno.EAGAIN, "the status is not computed yet")
 
     def broken() -> Dict[str, Any]:
@@ -191,7 +192,7 @@ def test_a_source_not_ready_is_503_and_a_failing_one_500_in_one_line() -> None:
 
 def test_port_is_free_after_stop() -> None:
     port = free_port()
-    srv = Server(lambda: {}, lambda: {}, lambda: {})
+    srv = Server(lambda: typed({}), lambda: {}, lambda: {})
     srv.start("127.0.0.1", port)
     srv.stop()
     with socket.socket() as s:     # binds again: the port was released
@@ -204,7 +205,7 @@ def test_port_is_free_after_stop() -> None:
 # --- bounds: what clients that stall, send too much or come in crowds can take ---------
 
 def tiny_server() -> Server:
-    return Server(lambda: {"pools": []}, lambda: {"plan": None, "steps": []}, lambda: {"history": []})
+    return Server(lambda: typed({"pools": []}), lambda: {"plan": None, "steps": []}, lambda: {"history": []})
 
 
 @pytest.fixture

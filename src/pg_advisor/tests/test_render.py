@@ -9,7 +9,7 @@ import pytest
 from pg_advisor.model import snapshot
 from pg_advisor.render.execute_text import progress_text
 from pg_advisor.render.format import cell, printable, table
-from pg_advisor.analysis.status import status_report
+from pg_advisor_testkit.loose import status_report
 from pg_advisor.render.status_text import status_text
 
 HOSTILE = "a\nb\x1b[31mred\tc\r"

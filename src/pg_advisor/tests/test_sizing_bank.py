@@ -10,9 +10,8 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 import pytest
 
-from pg_advisor.analysis.status import status_report
+from pg_advisor_testkit.loose import health_checks, status_report
 from pg_advisor.model import options, snapshot
-from pg_advisor.analysis.health import health_checks
 from pg_advisor_testkit.sizing_bank import GIB, MIB, TIB, ClusterSpec, PoolSpec, dumps
 
 C384 = ClusterSpec(hosts=32, hdd_per_host=10, ssd_per_host=2)

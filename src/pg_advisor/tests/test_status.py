@@ -6,7 +6,7 @@ import pytest
 
 from pg_advisor.model import snapshot
 from pg_advisor.model.errors import AdvisorError
-from pg_advisor.analysis.status import status_report
+from pg_advisor_testkit.loose import status_report
 
 from . import independent
 from pg_advisor_testkit.dumps import read
@@ -182,3 +182,16 @@ def test_the_target_is_the_balancers_share_and_holds_where_the_weight_share_cann
     counts = np.array([rows[o]["pgs_by_pool"][str(rbd.id)] for o in range(6)])
     want = np.abs(counts - np.array([rows[o]["pg_target_by_pool"][str(rbd.id)] for o in range(6)])).max()
     assert d["target_max_deviation"] == pytest.approx(want, abs=1e-5)
+
+
+def test_the_report_has_exactly_the_keys_its_types_say(snap: snapshot.Snapshot) -> None:
+    # the typed report (analysis/status_types.py) is what readers are checked against: it
+    # must be the report the code builds, key for key, at every level it types
+    from pg_advisor.analysis import status_types as st
+    from pg_advisor.analysis.status import status_report as typed_report
+    r = typed_report(snap)
+    assert set(r) == set(st.StatusReport.__annotations__)
+    assert r["pools"] and all(set(p) == set(st.PoolEntry.__annotations__) for p in r["pools"])
+    assert r["osds"] and all(set(o) == set(st.OsdRow.__annotations__) for o in r["osds"])
+    assert set(r["distribution"]) == set(st.Distribution.__annotations__)
+    assert set(r["cluster"]) == set(st.ClusterSummary.__annotations__)
