@@ -5,7 +5,7 @@ recommendation. After each change: predicted movement (from the what-if layer), 
 fullest OSD's PG count and its steady-state PG memory, all changes so far applied.
 """
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, TypedDict
 
 import numpy as np
 
@@ -74,8 +74,33 @@ def pg_num_plan(snap: Snapshot, opts: Options, balanced: bool = False,
     return plan
 
 
+class PlanStepReport(TypedDict):
+    pool: str
+    pool_id: int
+    pg_num: List[int]             # [from, to]
+    reason: str
+    pgs_remapped: Any             # simulate()'s totals
+    shards_moved: Any
+    bytes_moved: Any
+    pgs_per_osd_max_after: int
+    pg_memory_max_after: int
+    automatic: bool
+
+
+class PlanReport(TypedDict):
+    """What `ceph pg-advisor plan -f json` gives, and the text view reads."""
+    epoch: int
+    balanced: bool
+    pgs_per_osd_limit: int
+    pg_memory_budget: int
+    pgs_per_osd_max_now: int
+    pg_memory_max_now: int
+    steps: List[PlanStepReport]
+    notes: List[str]
+
+
 def plan_report(snap: Snapshot, opts: Options, balanced: bool = False,
-                placer: Optional[Placer] = None) -> Dict[str, Any]:
+                placer: Optional[Placer] = None) -> PlanReport:
     plan = pg_num_plan(snap, opts, balanced, placer)
     return {
         "epoch": snap.epoch,

@@ -1,11 +1,13 @@
 """Plain-text rendering of the plan report."""
-from typing import Any, List, Mapping
+from typing import Any, List, Mapping, cast
 
+from ..analysis.plan import PlanReport
 from ..model.units import human_bytes
 from .format import printable, table
 
 
-def plan_text(r: Mapping[str, Any]) -> str:
+def plan_text(doc: Mapping[str, Any]) -> str:
+    r = cast(PlanReport, doc)      # (the view table gives each renderer its command's report)
     out: List[str] = [
         f"now: max {r['pgs_per_osd_max_now']} PGs on an OSD (limit {r['pgs_per_osd_limit']}), "
         f"PG memory up to {human_bytes(r['pg_memory_max_now'])} (budget "

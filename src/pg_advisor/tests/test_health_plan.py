@@ -144,3 +144,10 @@ def test_a_step_the_mon_would_refuse_is_a_note(snap: snapshot.Snapshot) -> None:
     for s in grown:
         assert any(n.startswith(f"pool {s.pool.name}: no step to {s.recommended} PGs: pg_num")
                    and f"mon_max_pg_per_osd {have // 6 + 1} x 6 OSDs in" in n for n in p["notes"]), p["notes"]
+
+
+def test_the_plan_report_has_exactly_the_keys_its_type_says(dumps: Dict[str, Any]) -> None:
+    from pg_advisor.analysis.plan import PlanReport, PlanStepReport
+    r = plan_report(with_pg_nums(dumps, {"rbd": 8, "ecpool": 16, "fast": 8}), options.make())
+    assert set(r) == set(PlanReport.__annotations__)
+    assert r["steps"] and all(set(s) == set(PlanStepReport.__annotations__) for s in r["steps"])
