@@ -16,7 +16,7 @@ from ..model.snapshot import Snapshot
 from ..analysis.plan import pg_num_plan
 from .context import Context
 from .executor import Executor
-from .gates import cluster_blockers
+from .gates import cluster_blockers, sets_upmaps
 from .history import Event
 from .pacing import BYTES_SPREAD
 from .pinning import PinBook
@@ -37,7 +37,7 @@ class AutoMode:
         snap, opts, now = ctx.snap, ctx.opts, ctx.now
         if ex.open or opts.mode is not Mode.AUTO or not may_start(ex, now):
             return
-        if (opts.pin_on_change and not ctx.balancer_active
+        if (opts.pin_on_change and sets_upmaps(ctx.balancer_active)
                 and misplaced_ratio(snap) > misplaced_max(opts, ctx.cluster_ratio)):
             # an OSDMap change remapped more than the budget: pin it, then drain it. When
             # nothing is pinnable (e.g. only degraded PGs remapped) CRUSH is not rerun every
@@ -56,7 +56,7 @@ class AutoMode:
         if want:
             steps = plan_steps(snap, opts, ctx.cluster_ratio, want)
             ex.start(steps, [snap.pool_by_name(n) for n in want], Source.AUTO, now)
-        elif not ctx.balancer_active and now >= self.next_balance_check:
+        elif sets_upmaps(ctx.balancer_active) and now >= self.next_balance_check:
             self.next_balance_check = now + opts.sleep_interval
             if not start_balancing(ex, snap, opts, now) and opts.read_balance:
                 read_round(ex, snap, opts, ctx.sender(), now)

@@ -26,6 +26,7 @@ from .step_commands import (Role, pin_commands, pins_shown, primed_pgp_commands,
                             targets_shown)
 from .step_gate import may_issue
 from .steps import PlanStep, StepKind
+from .gates import sets_upmaps
 
 
 HISTORY_MAX = 200
@@ -233,7 +234,8 @@ class Executor:
                     break
                 self.advance(state, step, now)
                 continue
-            if step.kind is StepKind.BALANCE and pacing.balancer_active and state.round is None:
+            ours = sets_upmaps(pacing.balancer_active)
+            if step.kind is StepKind.BALANCE and not ours and state.round is None:
                 # Ceph's own balancer evens the pool; pg_advisor sets no items beside it
                 self.advance(state, step, now, " (left to Ceph's balancer, active)")
                 continue

@@ -28,11 +28,18 @@ def cluster_blockers(snap: Snapshot, flags: Iterable[str] = MOVE_FLAGS,
     return out
 
 
-def balancer_conflict(balancer_active: bool, doing: str, why: str = "") -> Optional[str]:
+def sets_upmaps(balancer_active: bool) -> bool:
     """The one rule towards Ceph's own balancer: while it is active pg_advisor sets no upmap
-    items (each would undo the other's); `doing` what is refused, `why` what it would do to
-    that. None when the balancer is off."""
-    if not balancer_active:
+    items (each would undo the other's). Auto mode then starts no pinning and no balance
+    plan, a plan's balance step is left to it, and a command or step that would set items
+    is refused (balancer_conflict says why)."""
+    return not balancer_active
+
+
+def balancer_conflict(balancer_active: bool, doing: str, why: str = "") -> Optional[str]:
+    """Why the rule (sets_upmaps) refuses `doing`, and `why` what it would do; None when
+    the balancer is off."""
+    if sets_upmaps(balancer_active):
         return None
     return (f"the built-in balancer is active{why}: pg_advisor does not fight it, {doing} "
             f"(`ceph balancer off` hands balancing over)")
