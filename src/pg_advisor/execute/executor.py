@@ -51,7 +51,8 @@ class Executor:
         self.state: Optional[PlanState] = PlanState.from_json(state) if state is not None else None
         self.history = history
         self._save = save
-        self.held = False       # within a PlanService transaction: it writes once, at its end
+        self.held = False       # within a PlanService transaction: it writes once, at its end,
+        self.changed = False    # if the plan or its history changed within it
         self.up_sets: UpSets = model_up_sets
 
     # -- plan lifecycle -------------------------------------------------------------------------
@@ -398,6 +399,7 @@ class Executor:
         plan = self.state.id if self.state else None
         self.history.append(HistoryEvent(now, plan, event.value, detail[:DETAIL_MAX]).to_json())
         del self.history[:-HISTORY_MAX]
+        self.changed = True
 
     def events(self) -> Iterator[HistoryEvent]:
         """The history read back, the latest event first."""
@@ -406,6 +408,7 @@ class Executor:
     def save(self) -> None:
         """The state changed: written now, or at the end of the transaction that holds it
         (plan_service.py), once."""
+        self.changed = True
         if not self.held:
             self.write()
 

@@ -96,4 +96,6 @@ class PinBook:
         left = sum(1 for pgid, pairs in state.pins.items()
                    if {tuple(p) for p in pairs} & set(snap.pg_upmap_items.get(pgid, ())))
         left += sum(1 for pgid, osds in state.full_pins.items() if list(snap.pg_upmap.get(pgid, ())) == osds)
-        state.pins_left = left
+        if left != state.pins_left:
+            state.pins_left = left
+            ex.save()

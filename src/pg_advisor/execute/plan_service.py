@@ -2,7 +2,9 @@
 the plan store and the executor, and the bookkeeping of a plan's pins. Code that changes a
 plan (a PlanState, its history, its pins) does so in `change()`: one transaction under the
 lock, written once as it ends, however it ends (a failure part-way keeps what was done,
-and the next tick resumes from it). The one write inside is the executor's checkpoint
+and the next tick resumes from it), and not at all when nothing changed (an idle tick
+serializes nothing: a finished plan may keep a million pins). Within it the executor's
+save() and log() say what changed. The one write inside is the executor's checkpoint
 before a command goes to the mon. What only reads takes `look()`."""
 import threading
 from contextlib import contextmanager
@@ -30,12 +32,13 @@ class PlanService:
         """The executor, to change the plan with; what changed is written once, at the end."""
         with self.lock:
             ex = self.executor
-            ex.held = True
+            ex.held, ex.changed = True, False
             try:
                 yield ex
             finally:
                 ex.held = False
-                ex.write()
+                if ex.changed:
+                    ex.write()
 
     @contextmanager
     def look(self) -> Iterator[Executor]:
