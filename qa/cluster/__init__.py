@@ -6,7 +6,7 @@ import socket
 import subprocess
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
@@ -183,6 +183,46 @@ class Cluster:
         finally:
             self.run("config", "set", who, key, before)
             self.run("config", "rm", who, key)
+
+    @contextmanager
+    def options(self, who: str, values: Dict[str, Any]) -> Iterator[None]:
+        """Several `config` settings for the span of a with-block, each restored as `config`
+        restores one; a key under mgr without a slash is the module's (OPT + key)."""
+        with ExitStack() as stack:
+            for key, value in values.items():
+                full = OPT + key if who == "mgr" and "/" not in key else key
+                stack.enter_context(self.config(who, full, str(value)))
+            yield
+
+    def advisor(self, *args: str) -> Any:
+        """`ceph pg-advisor ARGS -f json`, parsed."""
+        return self.json("pg-advisor", *args)
+
+    def create_pool(self, name: str, pg_num: int, *kind: str, autoscale: bool = False,
+                    application: Optional[str] = None) -> None:
+        """`osd pool create NAME PG_NUM PG_NUM KIND...` (kind: e.g. "erasure", PROFILE),
+        pg_autoscale_mode off unless asked (the module's tests size pools themselves)."""
+        self.ceph("osd", "pool", "create", name, str(pg_num), str(pg_num), *kind)
+        if not autoscale:
+            self.ceph("osd", "pool", "set", name, "pg_autoscale_mode", "off")
+        if application:
+            self.ceph("osd", "pool", "application", "enable", name, application)
+
+    def remove_pool(self, name: str, wait: bool = True) -> None:
+        """The pool removed (if it is there), then every PG active+clean unless not `wait`."""
+        self.run("osd", "pool", "rm", name, name, "--yes-i-really-really-mean-it")
+        if wait:
+            self.wait_clean()
+
+    @contextmanager
+    def pool(self, name: str, pg_num: int, *kind: str, autoscale: bool = False,
+             application: Optional[str] = None) -> Iterator[str]:
+        """A pool for the span of a with-block (create_pool's arguments), removed after."""
+        self.create_pool(name, pg_num, *kind, autoscale=autoscale, application=application)
+        try:
+            yield name
+        finally:
+            self.remove_pool(name)
 
     @contextmanager
     def min_compat_client(self, release: str) -> Iterator[None]:
