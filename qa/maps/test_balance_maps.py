@@ -13,7 +13,8 @@ import pytest
 
 from pg_advisor.model import snapshot
 from pg_advisor.balance.balancer import Balancer
-from pg_advisor.balance.proposal import Aim, balance_report, eval_report
+from pg_advisor.balance.proposal import Aim
+from pg_advisor_testkit.loose import balance_report, eval_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.distribution import up_counts
 from pg_advisor.model.options import BalanceMode
@@ -125,12 +126,9 @@ def ec21_pool(c: Cluster, pool: str, failure_domain: str,
     profile = f"{pool}_profile"
     c.ceph("osd", "erasure-code-profile", "set", profile, "k=2", "m=1",
            f"crush-failure-domain={failure_domain}")
-    c.ceph("osd", "pool", "create", pool, "32", "32", "erasure", profile,
-           *([rule_name] if rule_name else []))
-    c.ceph("osd", "pool", "set", pool, "pg_autoscale_mode", "off")
-    c.wait_clean()
-    yield c
-    c.ceph("osd", "pool", "rm", pool, pool, "--yes-i-really-really-mean-it")
+    with c.pool(pool, 32, "erasure", profile, *([rule_name] if rule_name else [])):
+        c.wait_clean()
+        yield c
     if rule_name:
         c.ceph("osd", "crush", "rule", "rm", rule_name)
     for pg in [u["pgid"] for u in c.json("osd", "dump")["pg_upmap_items"]]:

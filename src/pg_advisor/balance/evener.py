@@ -10,7 +10,7 @@ nearly equal size are not shuffled for nothing. A step that changes no PG's prim
 pool_state.moves_primary) is taken over a better one that does if it gains at least half as
 much (KEEP_RATIO): few primaries change for a few more moves (figures in doc/balance.rst).
 """
-from typing import Any, Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from ..rules.legality import replaceable
 from .balancer import Balancer
 from .budget import Stop
 from .pool_state import moves_primary, PoolState
+from .report_types import Fullness
 
 CANDIDATES = 32     # partner OSDs examined per step, the most promising first
 SWAP_CANDIDATES = 8
@@ -71,20 +72,19 @@ def used_bytes(b: Balancer, start: bool = False) -> np.ndarray:
     return used
 
 
-def fullness(b: Balancer, start: bool = False) -> Dict[str, Any]:
+def fullness(b: Balancer, start: bool = False) -> Fullness:
     """How full the fullest and emptiest OSDs are, against the mean (and of their size)."""
     considered, cap, basis = capacity(b)
     used = used_bytes(b, start)
     if not considered.any() or used[considered].sum() <= 0:
-        return {"basis": basis, "max_ratio": None, "min_ratio": None, "max_used": None,
-                "min_used": None}
+        return Fullness(basis=basis, max_ratio=None, min_ratio=None, max_used=None, min_used=None)
     u = used[considered] / cap[considered]
     mean = used[considered].sum() / cap[considered].sum()
     sized = basis == "osd size"
-    return {"basis": basis, "max_ratio": round(float(u.max() / mean), 6),
-            "min_ratio": round(float(u.min() / mean), 6),
-            "max_used": round(float(u.max()), 6) if sized else None,
-            "min_used": round(float(u.min()), 6) if sized else None}
+    return Fullness(basis=basis, max_ratio=round(float(u.max() / mean), 6),
+                    min_ratio=round(float(u.min() / mean), 6),
+                    max_used=round(float(u.max()), 6) if sized else None,
+                    min_used=round(float(u.min()), 6) if sized else None)
 
 
 class ByteEvener:

@@ -1,7 +1,7 @@
 """What the balancer proposes (propose: a Proposal), the `balance` and `eval` reports of it, and
 the checks of its items against the map (unkept)."""
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -14,18 +14,18 @@ from ..model.snapshot import Snapshot
 from .balancer import BalanceResult, Balancer, PoolState
 from .drain_moves import drained_left
 from .evener import ByteEvener, fullness
+from .report_types import BalanceRun, EvalReport, PoolSpread, Spreads, pool_spread, Fullness
 
 MODES = tuple(BalanceMode)
 
 
-def _spreads(states: List[PoolState], use_start: bool) -> Dict[str, Any]:
+def _spreads(states: List[PoolState], use_start: bool) -> Spreads:
     n = states[0].share.shape[0] if states else 0
     tot, share = np.zeros(n), np.zeros(n)
-    pools: List[Dict[str, Any]] = []
+    pools: List[PoolSpread] = []
     for st in states:
         c = up_counts(st.start if use_start else st.up, n)
-        pools.append({"pool": st.pool.name, **spread(c, st.share).as_dict(),
-                      "rule_limit": rule_limit(st)[0]})
+        pools.append(pool_spread(st.pool.name, spread(c, st.share).as_dict(), rule_limit(st)[0]))
         tot += c
         share += st.share
     return {"pools": pools, "total": spread(tot, share).as_dict() if states else None}
@@ -97,7 +97,7 @@ def unkept(items: Mapping[str, Sequence[Sequence[int]]],
 
 
 def eval_report(snap: Snapshot, pools: Optional[List[str]] = None,
-                placer: Optional[Placer] = None) -> Dict[str, Any]:
+                placer: Optional[Placer] = None) -> EvalReport:
     """The distribution now; score: the largest deviation from a share (<= 1 is the limit)."""
     for name in pools or []:
         snap.pool_by_name(name)
@@ -106,9 +106,9 @@ def eval_report(snap: Snapshot, pools: Optional[List[str]] = None,
     devs = [p["max_deviation"] for p in now["pools"]]
     if now["total"] is not None:
         devs.append(now["total"]["max_deviation"])
-    return {"epoch": snap.epoch, "score": max(devs, default=0.0), "distribution": now,
-            "fullness": fullness(b, start=True) if snap.pgs is not None else None,
-            "upmap_items": len(snap.pg_upmap_items), "notes": b.notes + rule_limit_notes(b.states)}
+    return EvalReport(epoch=snap.epoch, score=max(devs, default=0.0), distribution=now,
+                      fullness=fullness(b, start=True) if snap.pgs is not None else None,
+                      upmap_items=len(snap.pg_upmap_items), notes=b.notes + rule_limit_notes(b.states))
 
 
 @dataclass
@@ -219,7 +219,7 @@ def propose(snap: Snapshot, aim: Aim = Aim(), limits: Limits = Limits(), *,
                     limits.misplaced.copies if limits.misplaced is not None else None)
 
 
-def spread_small(f: Dict[str, Any], min_spread: float) -> bool:
+def spread_small(f: Fullness, min_spread: float) -> bool:
     """Whether fullness `f` (evener.fullness) is within `min_spread` of the OSDs' size of
     the mean at both ends, or cannot be told in those terms (no OSD sizes, no data)."""
     if f["max_used"] is None or f["min_used"] is None or not f["max_ratio"]:
@@ -229,22 +229,22 @@ def spread_small(f: Dict[str, Any], min_spread: float) -> bool:
 
 
 def balance_report(snap: Snapshot, aim: Aim = Aim(), limits: Limits = Limits(), *,
-                   placer: Optional[Placer] = None) -> Dict[str, Any]:
+                   placer: Optional[Placer] = None) -> BalanceRun:
     """propose()'s proposal as the `balance` command's JSON."""
     return proposal_json(propose(snap, aim, limits, placer=placer))
 
 
-def proposal_json(p: Proposal) -> Dict[str, Any]:
+def proposal_json(p: Proposal) -> BalanceRun:
     res, b, snap = p.result, p.balancer, p.snap
-    return {
-        "epoch": snap.epoch, "mode": p.mode,
-        "commands": commands(res.items, snap.pg_upmap_primaries),
-        "items": items_json(res.items),
-        "before": _spreads(res.pools, True), "after": _spreads(res.pools, False),
-        "fullness": ({"before": fullness(b, start=True), "after": fullness(b)}
-                     if snap.pgs is not None else None),
-        "moves": res.moves, "lower_bound": res.lower_bound, "repairs": res.repairs,
-        "notes": p.notes, "uneven": p.uneven,
-        "objects_misplaced": int(b.budget.misplaced) if p.copies_max is not None else None,
-        "throttled": p.throttled,
-    }
+    return BalanceRun(
+        epoch=snap.epoch, mode=p.mode,
+        commands=commands(res.items, snap.pg_upmap_primaries),
+        items=items_json(res.items),
+        before=_spreads(res.pools, True), after=_spreads(res.pools, False),
+        fullness=({"before": fullness(b, start=True), "after": fullness(b)}
+                  if snap.pgs is not None else None),
+        moves=res.moves, lower_bound=res.lower_bound, repairs=res.repairs,
+        notes=p.notes, uneven=p.uneven,
+        objects_misplaced=int(b.budget.misplaced) if p.copies_max is not None else None,
+        throttled=p.throttled,
+    )

@@ -65,7 +65,8 @@ def answer_balance(i: Inputs, v: Values) -> Report:
     limits = Limits(v["max_items"] or MAX_BALANCE_ITEMS,
                     MisplacedBudget.from_options(i.snap, i.opts, i.cluster_ratio))
     report = balance_report(i.snap, aim, limits)
-    return dict(report, dry_run=True)
+    report["dry_run"] = True
+    return report
 
 
 def answer_read_balance(i: Inputs, v: Values) -> Report:

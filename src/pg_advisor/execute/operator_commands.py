@@ -11,6 +11,7 @@ from ..balance.read_report import read_report
 from ..balance.remapped import pin_remapped as remapped_pins, pins_report
 from ..balance.reweighted import reweight_commands, reweight_pins, reweight_report
 from ..balance.proposal import proposal_json
+from ..balance.report_types import BalanceRun
 from ..model.distribution import object_copies
 from ..model.errors import AdvisorError
 from ..model.snapshot import Snapshot
@@ -63,7 +64,7 @@ def _check_round(plans: PlanService, ctx: Context, what: str, doing: str = "no b
 
 
 def balance(plans: PlanService, ctx: Context, req: BalanceRequest,
-            items_after: Callable[[int], Mapping[str, Sequence[Tuple[int, int]]]]) -> Dict[str, Any]:
+            items_after: Callable[[int], Mapping[str, Sequence[Tuple[int, int]]]]) -> BalanceRun:
     """One bounded round of pg-upmap-items toward each OSD's share (or its dry run), as
     the background's, within the misplaced budget; then what the mon kept of it
     (`items_after(epoch)`: the items in the first map after the snapshot's) and where
@@ -71,14 +72,16 @@ def balance(plans: PlanService, ctx: Context, req: BalanceRequest,
     snap = ctx.snap
     rnd = balance_round(snap, RoundSpec(req.pools, req.max_items, req.mode, ctx.budget(),
                                         min_gain=ctx.opts.balance_min_gain))
-    report = dict(proposal_json(rnd.proposal), dry_run=req.dry_run)
+    report = proposal_json(rnd.proposal)
+    report["dry_run"] = req.dry_run
     if req.dry_run:
         return report
     with plans.look() as ex:
         _check_round(plans, ctx, "balancing")
         rnd.apply(ctx.sender(), ctx.opts.prime_pg_temp)
         failed, mismatched = rnd.check(items_after, ex.up_sets)
-        report.update(applied=len(rnd.items) - len(failed), failed=failed, mismatched=mismatched)
+        report.update({"applied": len(rnd.items) - len(failed), "failed": failed,
+                       "mismatched": mismatched})
         return report
 
 

@@ -4,7 +4,7 @@ themselves are the rules' question: rules/).
 Whole-cluster arithmetic in numpy: one bincount over every (PG, OSD) pair, no loop per PG.
 """
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple, TypedDict
 
 import numpy as np
 
@@ -42,6 +42,18 @@ def up_counts(up: np.ndarray, n_osd: int) -> np.ndarray:
     return np.bincount(osd_cells(up, n_osd)[1], minlength=n_osd)
 
 
+class SpreadFields(TypedDict):
+    """A Spread in a report; PoolSpread (balance/report_types.py) adds its pool."""
+    osds: int
+    min: int
+    max: int
+    mean: float
+    stdev: float
+    max_deviation: float
+    max_over: float
+    max_under: float
+
+
 @dataclass(frozen=True)
 class Spread:
     osds: int
@@ -53,11 +65,11 @@ class Spread:
     max_over: float         # largest count - share
     max_under: float        # largest share - count
 
-    def as_dict(self) -> Dict[str, float]:
-        return {"osds": self.osds, "min": self.min, "max": self.max,
-                "mean": round(self.mean, 6), "stdev": round(self.stdev, 6),
-                "max_deviation": round(self.max_deviation, 6),
-                "max_over": round(self.max_over, 6), "max_under": round(self.max_under, 6)}
+    def as_dict(self) -> SpreadFields:
+        return SpreadFields(osds=self.osds, min=self.min, max=self.max,
+                            mean=round(self.mean, 6), stdev=round(self.stdev, 6),
+                            max_deviation=round(self.max_deviation, 6),
+                            max_over=round(self.max_over, 6), max_under=round(self.max_under, 6))
 
 
 def spread(counts: np.ndarray, share: np.ndarray) -> Spread:

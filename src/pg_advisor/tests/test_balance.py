@@ -7,9 +7,11 @@ import pytest
 
 from pg_advisor.model import snapshot
 from pg_advisor.balance.balancer import MOVE_COST, Balancer
-from pg_advisor.balance.proposal import Aim, Limits, balance_report
+from pg_advisor.balance.proposal import Aim, Limits
+from pg_advisor.balance import report_types as rt
+from pg_advisor_testkit.loose import balance_report, eval_report
 from pg_advisor.crush.placement import Placer
-from pg_advisor.model.distribution import up_counts
+from pg_advisor.model.distribution import SpreadFields, up_counts
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.model.misplaced import MisplacedBudget
 from pg_advisor.model.options import BalanceMode
@@ -76,6 +78,25 @@ def test_report_and_commands(snap: snapshot.Snapshot) -> None:
     assert all(k.startswith("2.") for k in one["items"])
     capped = balance_report(snap, limits=Limits(max_items=2))
     assert capped["moves"] <= 2
+
+
+def test_balance_and_eval_reports_have_exactly_their_typed_keys(snap: snapshot.Snapshot) -> None:
+    # a key the typed reports do not name (or one they name and the report lacks) is a
+    # reader's KeyError waiting: the renderers read the typed fields
+    r = balance_report(snap)
+    assert set(r) == set(rt.BalanceReport.__annotations__)
+    assert set(rt.BalanceRun.__annotations__) - set(r) == {"dry_run", "applied", "failed", "mismatched"}
+    for when in ("before", "after"):
+        assert set(r[when]) == set(rt.Spreads.__annotations__)
+        pools = r[when]["pools"]
+        assert pools and all(set(p) == set(rt.PoolSpread.__annotations__) for p in pools)
+        assert set(r[when]["total"]) == set(SpreadFields.__annotations__)
+    assert set(r["fullness"]) == set(rt.FullnessChange.__annotations__)
+    assert all(set(r["fullness"][w]) == set(rt.Fullness.__annotations__) for w in ("before", "after"))
+    e = eval_report(snap)
+    assert set(e) == set(rt.EvalReport.__annotations__)
+    assert set(e["fullness"]) == set(rt.Fullness.__annotations__)
+    assert all(set(p) == set(rt.PoolSpread.__annotations__) for p in e["distribution"]["pools"])
 
 
 @pytest.mark.parametrize("aim, limits, code, message", [

