@@ -123,6 +123,23 @@ def test_plan_command(module: Module) -> None:
     assert after == sorted(after) and after[0] > 0 and all(s["pgs_remapped"] > 0 for s in steps)
 
 
+def test_a_tick_job_that_fails_is_logged_and_the_others_still_run(
+        module: Module, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    # each job of a tick runs under MgrServe._guard: the panel failing to start is a bug
+    # logged, and the plan and the health checks are still served that tick
+    fake = mgr_stub.BaseMgrModule.fake
+    ran: List[str] = []
+
+    def broken() -> None:
+        raise ZeroDivisionError("the panel broke")
+    monkeypatch.setattr(module.background, "keep_panel", broken)
+    monkeypatch.setattr(module.background, "run_plan", lambda: ran.append("run_plan"))
+    fake.health.clear()
+    assert module.background.tick() > 0
+    assert ran == ["run_plan"] and "PG_ADVISOR_TOO_FEW_PGS" in fake.health
+    assert [r.levelname for r in caplog.records if "the panel broke" in r.getMessage()] == ["ERROR"]
+
+
 def test_health_refresh_sets_the_checks(module: Module) -> None:
     module.background.refresh_health()
     checks = mgr_stub.BaseMgrModule.fake.health
