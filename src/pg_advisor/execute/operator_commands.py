@@ -35,10 +35,9 @@ def apply(plans: PlanService, ctx: Context, pool: Optional[str], pg_num: Optiona
     """A plan to `pg_num` for `pool` (or to the sizing advice for it, or for every pool)."""
     snap, opts, cluster_ratio = ctx.snap, ctx.opts, ctx.cluster_ratio
     with plans.change() as ex:
-        if not dry_run:
+        if not dry_run:          # before any work: start() would refuse them too
             plans.check_store()
-        if not dry_run:
-            ex.check_free()      # before any work: start() would refuse it too
+            ex.check_free()
         pacing(opts, cluster_ratio)        # a malformed window is refused now
         want = targets(snap, opts, ctx.balanced, pool, pg_num)
         if not want:
