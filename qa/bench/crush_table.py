@@ -18,6 +18,7 @@ from pg_advisor.crush.placement import Placer
 from pg_advisor.model.distribution import up_counts
 
 from ..maps.crushgen import REPLICATED_HOST, Layout, OsdMapSpec, generate
+from .common import table
 
 PUBLISHED = {60: 0.544, 240: 0.287, 960: 0.138, 3840: 0.073, 7680: 0.050, 15360: 0.030}
 
@@ -29,12 +30,13 @@ def main() -> int:
     snap = snapshot.load(osd_dump, crush)
     placer = Placer(snap)
     pool = snap.pools[0]
-    print(f"{'pg_num':>7} {'published':>10} {'pg_advisor':>11} {'PGs/OSD min-max':>16}")
+    rows = []
     for pg_num, published in PUBLISHED.items():
         m = placer.map_pool(pool, pg_num=pg_num, pgp_num=pg_num)
         c = up_counts(m.up, snap.osds.count)[:60].astype(float)
-        print(f"{pg_num:>7} {published:>10.3f} {c.std() / c.mean():>11.3f} "
-              f"{int(c.min()):>7}-{int(c.max()):<8}")
+        rows.append([pg_num, published, c.std() / c.mean(), f"{int(c.min()):>7}-{int(c.max()):<8}"])
+    table([("pg_num", ">7"), ("published", ">10.3f"), ("pg_advisor", ">11.3f"), ("PGs/OSD min-max", ">16")],
+          rows)
     # the binomial floor: PG replicas thrown at random, stdev/mean = sqrt((1-p)/(n p))
     print("(random placement would give sqrt((1 - 1/60) / (3 pg_num / 60)): "
           + ", ".join(f"{np.sqrt((1 - 1 / 60) / (3 * n / 60)):.3f}" for n in PUBLISHED) + ")")

@@ -4,36 +4,21 @@
 
 The offline contract is exit 0 or 2, one stderr line on 2, under 10 s and 1 GiB per
 command. The small cases of each class run in the unit corpus (test_cli_fuzz.py's LARGE);
-these need crushtool and osdmaptool to build, or take too long for a loaded CI machine:
-
-- ``6osd-pg2^20``: the captured 6-OSD cluster, one pool of 2^20 PGs (no PG stats).
-- ``384osd-maxosd2^20``: 384 OSDs (4 racks x 8 hosts x 12), a 16,384-PG pool with PG
-  stats, max_osd 2^20.
-- ``384osd-out50``: the same map with 50 OSDs just marked out (up sets moved, acting not).
-- ``384osd-pg2^20``: the 384-OSD map with one pool of 2^20 PGs.
-- ``384osd-1000pools``: the 384-OSD map with 1,000 pools of 1,024 PGs.
-- ``10000osd``: 25 racks x 20 hosts x 20 OSDs, one pool of 320,000 PGs.
-- ``10000osd-stats``: the same with PG stats (what ``crush-reweight`` and ``pin-remapped``
-  read: each PG's data is where its acting set is).
-- ``6osd-1000pools-size1``: the captured 6-OSD cluster with 1,000 pools of 4,096 PGs of
-  size 1 (4 million PGs, within the loader's bound of replicas): past ``--max-pgs``.
-- ``multi384-osd2^20``: qa/maps/monbuilt.py's ``multi384`` (a throw-away mon's map: 3 rooms,
-  device classes, EC 8+3) plus one OSD of id 2^20 - 1 in host0, with PG stats: balance and
-  drain past ``--max-sparse-work``.
-- ``6osd-60pools-osd2^20``: the captured 6-OSD cluster with 60 pools of 8 PGs and osd.5
-  renumbered 2^20 - 2: past ``--max-sparse-cells``.
-
-Each command runs in a child process as a user runs it; its peak RSS comes from the
-kernel (wait4). ``osdmaptool --test-map-pgs`` maps the same map in the same run.
+these need crushtool and osdmaptool to build, or take too long for a loaded CI machine
+(CASES below): the captured 6-OSD cluster with one pool of 2^20 PGs, with
+1,000 pools of 4,096 PGs of size 1 (past ``--max-pgs``), with 60 pools and osd.5 renumbered
+2^20 - 2 (past ``--max-sparse-cells``); 384 OSDs (4 racks x 8 hosts x 12) with a 16,384-PG
+pool and PG stats at max_osd 2^20, with 50 OSDs just marked out (up sets moved, acting
+not), with one pool of 2^20 PGs, with 1,000 pools of 1,024 PGs; 10,000 OSDs (25 racks x
+20 hosts x 20) with one pool of 320,000 PGs, with and without PG stats; monbuilt's
+``multi384`` plus an OSD of id 2^20 - 1, with PG stats (past ``--max-sparse-work``).
+Each command runs in a process of its own as a user runs it, beside ``osdmaptool
+--test-map-pgs`` on the same map.
 """
-import argparse
 import copy
-import json
 import random
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -43,9 +28,9 @@ from pg_advisor_testkit.dumps import DUMP_FILES, read
 
 from ..maps.crushgen import REPLICATED_HOST, GeneratedMap, Layout, OsdMapSpec, generate, synthetic_pg_dump
 from ..maps.monbuilt import build_case
+from .common import cli, line, osdmaptool, parser, table, write_dumps
 
-SRC = Path(__file__).resolve().parents[2] / "src"
-LIMIT_S, LIMIT_RSS = 10.0, 1 << 30
+LIMIT_S, LIMIT_MIB = 10.0, 1024
 COMMANDS = [["status"], ["plan"], ["eval"], ["balance"], ["map"], ["drain", "osd.1"],
             ["simulate", "--out-osd", "1"], ["pin-remapped"],
             ["simulate", "--add-host", "hnew", "--osds", "2", "--weight", "0.8"],
@@ -56,6 +41,14 @@ Docs = Dict[str, Any]
 def _pg_num(pool: Dict[str, Any], n: int) -> None:
     for k in ("pg_num", "pg_placement_num", "pg_num_target", "pg_placement_num_target"):
         pool[k] = n
+
+
+def _pools(d: Docs, proto: Dict[str, Any], n: int, pg_num: int, **fields: Any) -> None:
+    """The osd dump's pools replaced by `n` of `pg_num` PGs like `proto`, with `fields`."""
+    d["osd_dump"]["pools"] = [dict(copy.deepcopy(proto), pool=i + 1, pool_name=f"p{i:04d}", **fields)
+                              for i in range(n)]
+    for p in d["osd_dump"]["pools"]:
+        _pg_num(p, pg_num)
 
 
 def _no_stats() -> Dict[str, Any]:
@@ -73,11 +66,16 @@ def _with_stats(d: Docs) -> Docs:
     return d
 
 
-def six_pg2p20(tmp: Path) -> Tuple[Optional[GeneratedMap], Docs]:
+def _six(pools: int = 0, pg_num: int = 1 << 20, **fields: Any) -> Docs:
+    """The captured 6-OSD cluster without PG stats, its rbd pool of `pg_num` PGs or, with
+    `pools`, that many like it (with `fields`) instead."""
     d = copy.deepcopy({k: read(v) for k, v in DUMP_FILES.items()})
-    _pg_num(next(p for p in d["osd_dump"]["pools"] if p["pool_name"] == "rbd"), 1 << 20)
+    rbd = next(p for p in d["osd_dump"]["pools"] if p["pool_name"] == "rbd")
+    if pools:
+        _pools(d, rbd, pools, pg_num, **fields)
+    _pg_num(rbd, pg_num)
     d["pg_dump"]["pg_map"]["pg_stats"] = []
-    return None, d
+    return d
 
 
 def map384(tmp: Path) -> Tuple[GeneratedMap, Docs]:
@@ -125,11 +123,7 @@ def pools_1000(tmp: Path) -> Tuple[Optional[GeneratedMap], Docs]:
     """1,000 pools of 1,024 PGs on the 384-OSD map (1,000 of 4,096 pass the loader's bound
     of 4,194,304 PG replicas and are refused before any work)."""
     gm, d = map384(tmp)
-    proto = d["osd_dump"]["pools"][0]
-    d["osd_dump"]["pools"] = [dict(copy.deepcopy(proto), pool=i + 1, pool_name=f"p{i:04d}")
-                              for i in range(1000)]
-    for p in d["osd_dump"]["pools"]:
-        _pg_num(p, 1024)
+    _pools(d, d["osd_dump"]["pools"][0], 1000, 1024)
     d["pg_dump"] = _no_stats()
     return gm, d
 
@@ -144,16 +138,6 @@ def ten_thousand(tmp: Path) -> Tuple[Optional[GeneratedMap], Docs]:
 def ten_thousand_stats(tmp: Path) -> Tuple[Optional[GeneratedMap], Docs]:
     gm, d = ten_thousand(tmp)
     return gm, _with_stats(d)
-
-
-def six_1000_pools_size1(tmp: Path) -> Tuple[Optional[GeneratedMap], Docs]:
-    _, d = six_pg2p20(tmp)
-    proto = next(p for p in d["osd_dump"]["pools"] if p["pool_name"] == "rbd")
-    d["osd_dump"]["pools"] = [dict(copy.deepcopy(proto), pool=i + 1, pool_name=f"p{i:04d}", size=1,
-                                   min_size=1) for i in range(1000)]
-    for p in d["osd_dump"]["pools"]:
-        _pg_num(p, 4096)
-    return None, d
 
 
 def add_osd(d: Docs, new: int, host: str, cls: Optional[str], weight: int = 0x10000) -> None:
@@ -179,12 +163,7 @@ def add_osd(d: Docs, new: int, host: str, cls: Optional[str], weight: int = 0x10
 
 
 def six_60_pools_2p20(tmp: Path) -> Tuple[Optional[GeneratedMap], Docs]:
-    _, d = six_pg2p20(tmp)
-    proto = next(p for p in d["osd_dump"]["pools"] if p["pool_name"] == "rbd")
-    d["osd_dump"]["pools"] = [dict(copy.deepcopy(proto), pool=i + 1, pool_name=f"p{i:04d}")
-                              for i in range(60)]
-    for p in d["osd_dump"]["pools"]:
-        _pg_num(p, 8)
+    d = _six(60, 8)
     high = (1 << 20) - 2
     d["osd_dump"]["max_osd"] = high + 1
     od = d["osd_dump"]
@@ -209,67 +188,40 @@ def multi384_2p20(tmp: Path) -> Tuple[Optional[GeneratedMap], Docs]:
 
 
 CASES: Dict[str, Callable[[Path], Tuple[Optional[GeneratedMap], Docs]]] = {
-    "6osd-pg2^20": six_pg2p20, "384osd-maxosd2^20": max_osd_2p20, "384osd-out50": out50,
+    "6osd-pg2^20": lambda tmp: (None, _six()), "384osd-maxosd2^20": max_osd_2p20, "384osd-out50": out50,
     "384osd-pg2^20": pg2p20_384, "384osd-1000pools": pools_1000, "10000osd": ten_thousand,
-    "10000osd-stats": ten_thousand_stats, "6osd-1000pools-size1": six_1000_pools_size1,
+    "10000osd-stats": ten_thousand_stats,
+    "6osd-1000pools-size1": lambda tmp: (None, _six(1000, 4096, size=1, min_size=1)),
     "multi384-osd2^20": multi384_2p20, "6osd-60pools-osd2^20": six_60_pools_2p20,
 }
 # more commands for a case, beside COMMANDS
 EXTRA: Dict[str, List[List[str]]] = {"multi384-osd2^20": [["drain", "host0"]]}
 
 
-# Linux keeps a process's peak RSS across exec, so a child forked from this (big) process
-# would report this one's: a small python forks the command and reports its usage instead
-_WRAP = ("import os, sys\n"
-         "pid = os.fork()\n"
-         "if pid == 0:\n"
-         "    os.execvp(sys.argv[2], sys.argv[2:])\n"
-         "_, status, usage = os.wait4(pid, 0)\n"
-         "os.write(int(sys.argv[1]), b'%d %d' % (os.waitstatus_to_exitcode(status), usage.ru_maxrss))\n")
-
-
-def run(argv: List[str]) -> Tuple[int, str, float, int]:
-    """(exit code, first stderr line, seconds, peak RSS bytes) of one child process."""
-    with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as res:
-        t0 = time.monotonic()
-        subprocess.run([sys.executable, "-c", _WRAP, str(res.fileno()), *argv], cwd=SRC,
-                       stdout=subprocess.DEVNULL, stderr=err, pass_fds=(res.fileno(),))
-        seconds = time.monotonic() - t0
-        err.seek(0)
-        res.seek(0)
-        code, kib = (int(v) for v in res.read().split())
-        line = (err.read().decode(errors="replace").splitlines() or [""])[0]
-    return code, line, seconds, kib * 1024
+COLS = [("case", "<20"), ("command", "<22"), ("exit", ">4"), ("seconds", ">8.2f"), ("peak MiB", ">9.0f"),
+        ("within", "<4"), ("", "")]
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", default="", help="comma-separated case names")
-    args = ap.parse_args()
+    args = parser(__doc__, only="").parse_args()
     names = [n for n in CASES if not args.only or n in args.only.split(",")]
-    print(f"{'case':<20} {'command':<22} {'exit':>4} {'seconds':>8} {'peak MiB':>9}  within")
+    table(COLS, [])
     bad = 0
     for name in names:
         with tempfile.TemporaryDirectory() as d:
-            tmp = Path(d)
-            gm, docs = CASES[name](tmp)
-            flags = []
-            for key, flag in (("osd_dump", "--osdmap"), ("crush", "--crush"), ("pg_dump", "--pg-dump")):
-                if key in docs:
-                    (tmp / f"{key}.json").write_text(json.dumps(docs[key]))
-                    flags += [flag, str(tmp / f"{key}.json")]
+            gm, docs = CASES[name](Path(d))
+            flags = write_dumps(Path(d), docs)
             if gm is not None:
                 # the competitor on the same map: Ceph's own CRUSH over every PG
-                code, line, s, rss = run(["osdmaptool", str(gm.path), *gm.state_args(), "--test-map-pgs",
-                                          "--pg_num", str(docs["osd_dump"]["pools"][0]["pg_num"])])
-                print(f"{name:<20} {'osdmaptool map-pgs':<22} {code:>4} {s:>8.2f} {rss / 2**20:>9.0f}")
+                r = osdmaptool(gm, "--test-map-pgs", "--pg_num", str(docs["osd_dump"]["pools"][0]["pg_num"]))
+                line(COLS, [name, "osdmaptool map-pgs", r.code, r.seconds, r.peak_mib])
             for cmd in COMMANDS + EXTRA.get(name, []):
-                code, line, s, rss = run([sys.executable, "-m", "pg_advisor", *flags, *cmd, "-f", "json"])
-                ok = code in (0, 2) and s < LIMIT_S and rss < LIMIT_RSS
+                r = cli(flags, *cmd, "-f", "json")
+                ok = r.code in (0, 2) and r.seconds < LIMIT_S and r.peak_mib < LIMIT_MIB
                 bad += not ok
-                print(f"{name:<20} {' '.join(cmd):<22} {code:>4} {s:>8.2f} {rss / 2**20:>9.0f}  "
-                      f"{'yes' if ok else 'NO'}  {line[:90]}", flush=True)
-    print(f"\n{bad} commands outside the contract (exit 0/2, < {LIMIT_S:g} s, < {LIMIT_RSS >> 20} MiB)")
+                line(COLS, [name, " ".join(cmd), r.code, r.seconds, r.peak_mib, "yes" if ok else "NO",
+                            (r.err.splitlines() or [""])[0][:90]])
+    print(f"\n{bad} commands outside the contract (exit 0/2, < {LIMIT_S:g} s, < {LIMIT_MIB} MiB)")
     return 0
 
 

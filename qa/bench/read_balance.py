@@ -2,20 +2,15 @@
 
     PYTHONPATH=src /usr/bin/python3 -m qa.bench.read_balance [--only 60,1000,multi,10000]
 
-When a move must take a PG's primary replica (no other replica of a PG on that OSD does
-as well for the counts), the balancer sends it to the OSD most short of its fair share of
-primaries, or takes it off the one most over (balance/balancer.py). It never moves a PG,
-nor a primary, for reads alone. Per map, over its replicated pools (Reef scores those
-only): the primaries' spread, max and stdev of (primaries - fair share) per OSD, and the
-worst pool's read_balance_score (analysis/read_balance.py), before balancing and after
-each run; beside the count figures of qa/bench/balance.py, which must be the same or better
-with the tie-break on. Maps from qa/maps/monbuilt.py (a throw-away mon), as qa/bench/balance.py makes
-them.
+When a move must take a PG's primary replica, the balancer sends it to the OSD most short
+of its fair share of primaries (balance/balancer.py); it never moves a PG, nor a primary,
+for reads alone. Per map (qa/bench/balance.py's), over its replicated pools: the primaries'
+largest and stdev of (primaries - fair share) per OSD and the worst pool's
+read_balance_score, before balancing and after each run, beside the count figures, which
+must be the same or better with the tie-break on (doc/balance.rst).
 """
-import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -26,10 +21,15 @@ from pg_advisor.balance.balancer import Balancer
 from pg_advisor.model import snapshot
 from pg_advisor_testkit.proposals import applied
 
-from .balance import Items, make_map, measure
+from ..maps.monbuilt import build_case
+from .balance import advised, measure
+from .common import Items, map_label, parser, table
+
+COLS = [("map", "<32"), ("balancer", "<32"), ("pool_dev", ">8.2f"), ("tot_dev", ">7.2f"), ("moves", ">6"),
+        ("prim", ">5"), ("pri_max", ">7.2f"), ("pri_sd", ">6.2f"), ("score", ">6.2f"), ("seconds", ">8.2f")]
 
 
-def spread(snap: snapshot.Snapshot) -> Dict[str, Any]:
+def spread(snap: snapshot.Snapshot) -> Dict[str, float]:
     """The replicated pools' primaries against their fair share, per OSD, and the worst
     pool's score (1.0 is perfect)."""
     n = snap.osds.count
@@ -43,45 +43,36 @@ def spread(snap: snapshot.Snapshot) -> Dict[str, Any]:
         r = read_balance_score(snap, p)
         if r is not None and r.get("score_stable") is not None:
             scores.append(float(r["score_stable"]))
-    live = share > 0
-    dev = (held - share)[live]
+    dev = (held - share)[share > 0]
     return {"max": float(np.abs(dev).max()) if dev.size else 0.0,
             "stdev": float(dev.std()) if dev.size else 0.0,
             "score": max(scores) if scores else float("nan")}
 
 
 def rows_for(name: str, tmp: Path) -> List[List[Any]]:
-    gm = make_map(name, tmp)
-    osd_dump, crush = gm.dumps()
-    snap = snapshot.load(osd_dump, crush)
-    pgs = sum(p.pg_num for p in snap.pools)
-    label = f"{gm.num_osds} OSDs, {len(snap.pools)} pools, {pgs} PGs"
-    out: List[List[Any]] = [[label, "CRUSH alone", measure(snap, {}), spread(snap), 0.0]]
+    gm = build_case(tmp, name)
+    snap = snapshot.load(*gm.dumps())
+    label = map_label(gm.num_osds, snap)
+
+    def row(who: str, items: Items, dt: float) -> List[Any]:
+        m, s = measure(snap, items), spread(applied(snap, items))
+        return [label, who, m["pool_dev"], m["total_dev"], m["moves"], m["primaries"], s["max"], s["stdev"],
+                s["score"], dt]
+    out = [row("CRUSH alone", {}, 0.0)]
     for on in (False, True):
         b = Balancer(snap)
         b.primaries.read_ties = on
-        t0 = time.perf_counter()
-        res = b.run()
-        dt = time.perf_counter() - t0
-        items: Items = {k: tuple(v) for k, v in res.items.items() if v}
-        out.append([label, f"pg_advisor, read tie-break {'on' if on else 'off'}", measure(snap, items),
-                    spread(applied(snap, items)), dt])
+        out.append(row(f"pg_advisor, read tie-break {'on' if on else 'off'}", *advised(b)))
     return out
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--only", default="60,1000,multi,10000")
-    args = ap.parse_args(argv)
+    args = parser(__doc__, only="60,1000,multi,10000").parse_args(argv)
     rows: List[List[Any]] = []
     for name in args.only.split(","):
         with tempfile.TemporaryDirectory(prefix="pga-read-") as tmp:
             rows += rows_for(name, Path(tmp))
-    print(f"{'map':<32} {'balancer':<32} {'pool_dev':>8} {'tot_dev':>7} {'moves':>6} {'prim':>5} "
-          f"{'pri_max':>7} {'pri_sd':>6} {'score':>6} {'seconds':>8}")
-    for label, who, m, s, dt in rows:
-        print(f"{label:<32} {who:<32} {m['pool_dev']:>8.2f} {m['total_dev']:>7.2f} {m['moves']:>6} "
-              f"{m['primaries']:>5} {s['max']:>7.2f} {s['stdev']:>6.2f} {s['score']:>6.2f} {dt:>8.2f}")
+    table(COLS, rows)
     return 0
 
 
