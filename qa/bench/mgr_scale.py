@@ -1,33 +1,20 @@
 """Benchmark: a real ceph-mgr over a big map, with pg_advisor disabled and then enabled.
 
     PYTHONPATH=src:. /usr/bin/python3 -m qa.bench.mgr_scale [--osds 1000,4000,10000]
-                                                            [--phase-seconds 600]
-                                                            [--settle-seconds 60] [--raw DIR]
+        [--phase-seconds 600] [--settle-seconds 60] [--raw DIR]
     bash qa/cluster/tentacle.sh exec env PYTHONPATH=src:. python3 -m qa.bench.mgr_scale ...   (on Tentacle)
 
-For each size, a real ceph-mon (from Debian's packages, on loopback) holds a map of that
-many OSDs (racks of 20 hosts of 10 OSDs, weights 4/8/16 TB) and one replicated pool of 32
-PGs per OSD (320,000 at 10,000 OSDs). The OSDs exist and are in, but no OSD daemon runs:
-every PG is "unknown". A real ceph-mgr runs Ceph's default modules and
-pg_advisor from this checkout. The disabled and idle phases start `--settle-seconds` after
-the mgr (re)started (enabling a module respawns it). Each phase runs `--phase-seconds`:
-
-  - disabled: pg_advisor off (the baseline);
-  - idle: pg_advisor on at its defaults, nothing asked;
-  - panel: its panel polled (GET /api/status) every 10 s;
-  - commands: `ceph pg-advisor status` and `balance --dry-run` every 30 s;
-  - plan: `ceph pg-advisor apply` of a pg_num change, then its ticks.
-
-Throughout, every 2 s, `ceph balancer status` (another module's command) is timed; the
-mgr's CPU (utime + stime from /proc: the whole mgr, and by thread: the mgr names each
-module's threads) and RSS are sampled, and its failovers counted (the mgr map's active gid
-changing). One table row per phase: failovers, CPU % of one core (the mgr's; "ours": the
-threads named pg_advisor, its serve loop and panel, and the finisher that runs its
-commands), peak RSS, the other module's latency (median, p99, max) and pg_advisor's status
-latency.
-Goals at 10,000 OSDs: no failover; p99 within 1.5 x and +200 ms of the
+Per size, a real ceph-mon holds a map of that many OSDs (racks of 20 hosts of 10 OSDs,
+weights 4/8/16 TB; in, no daemon: every PG "unknown") and a pool of 32 PGs per OSD; a real
+ceph-mgr runs Ceph's default modules and this checkout's pg_advisor. Phases of
+--phase-seconds (disabled and idle after --settle-seconds from the mgr's (re)start):
+disabled (the baseline); idle; panel (GET /api/status every 10 s); commands (`pg-advisor
+status` and `balance --dry-run` every 30 s); plan (an `apply` of a pg_num change). Every
+2 s `ceph balancer status` (another module's command) is timed, the mgr's CPU (whole and
+by thread: "ours" is the threads named pg_advisor and its commands' finisher), RSS and
+failovers sampled. Goals at 10,000 OSDs: no failover; p99 within 1.5 x and +200 ms of the
 baseline; CPU at most 5 % idle with the panel on, 25 % with a plan; RSS +1 GiB at most;
-status within 5 s.
+status within 5 s. doc/status.rst has the runs.
 """
 import argparse
 import json
@@ -47,6 +34,7 @@ import rados
 
 from ..cluster import OPT, free_port
 from ..cluster.ceph_release import print_ceph_version
+from ..cluster.rados_client import Rados
 from ..maps.crushgen import REPLICATED_HOST, Layout, crush_text, run
 from ..maps.monbuilt import PoolSpec, _create_pool, _Mon, make_osds
 
@@ -100,6 +88,7 @@ class Rig:
         self.d = Path(tempfile.mkdtemp(prefix="pga-mgrscale-"))
         self.mon = _Mon(self.d, seed)
         self.mon.connect(timeout=120)
+        self.client = Rados(str(self.mon.conf), connect_timeout=120)
         self.mgr: Optional[Any] = None
         self.last_error = ""
         make_osds(self.mon, lay.num_osds)
@@ -125,31 +114,39 @@ class Rig:
                                         env=self.mon.env, stdin=subprocess.DEVNULL, stdout=err,
                                         stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 300
-        while not json.loads(self.mon.command("mgr stat", format="json"))["available"]:
+        while not self.client.command("mon", "mgr stat", format="json")["available"]:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"ceph-mgr not available in 300 s (in {self.d})")
             time.sleep(1)
         # (the mon knows a module's options once the mgr has reported its modules)
-        self.mon.command("config set", who="mgr", name=OPT + "server_port",
-                         value=str(self.panel_port), force=True)
+        self.client.command("mon", "config set", who="mgr", name=OPT + "server_port",
+                            value=str(self.panel_port), force=True)
 
     def mgr_command(self, prefix: str, timeout: float = 120, **args: Any) -> Tuple[int, float]:
         """(return code, seconds) of one mgr command; the last error's text in last_error."""
-        assert self.mon.cluster is not None
         t0 = time.monotonic()
-        ret, _, outs = self.mon.cluster.mgr_command(json.dumps({"prefix": prefix, **args}), b"",
-                                                    timeout=int(timeout))
+        ret, _, outs = self.client.raw("mgr", prefix, timeout, **args)
         if ret:
             self.last_error = f"{prefix}: {ret} {outs}"
         return ret, time.monotonic() - t0
 
+    def status_ms(self) -> Optional[float]:
+        """`pg-advisor status`'s latency, None if it failed (why: last_error)."""
+        try:
+            code, dt = self.mgr_command("pg-advisor status", format="json")
+        except rados.Error as e:
+            self.last_error = f"{type(e).__name__}: {e}"
+            return None
+        return dt * 1000 if code == 0 else None
+
     def active_gid(self) -> int:
-        return int(json.loads(self.mon.command("mgr dump", format="json"))["active_gid"])
+        return int(self.client.command("mon", "mgr dump", format="json")["active_gid"])
 
     def stop(self) -> None:
         if self.mgr is not None:
             self.mgr.kill()
             self.mgr.wait()
+        self.client.shutdown()
         self.mon.stop()
         shutil.rmtree(self.d, ignore_errors=True)
 
@@ -174,14 +171,6 @@ def _threads_cpu(pid: int) -> Dict[str, float]:
     return by
 
 
-def _cpu_rss(pid: int) -> Tuple[float, Dict[str, float], int]:
-    """(the mgr's CPU seconds, its threads' by name, RSS bytes)."""
-    by = _threads_cpu(pid)
-    with open(f"/proc/{pid}/status") as f:
-        rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-    return _cpu_seconds(f"/proc/{pid}/stat"), by, rss * 1024
-
-
 def phase(rig: Rig, name: str, seconds: float) -> Dict[str, Any]:
     s = Samples()
     stop = threading.Event()
@@ -195,9 +184,10 @@ def phase(rig: Rig, name: str, seconds: float) -> Dict[str, Any]:
                 code, dt = rig.mgr_command("balancer status", timeout=120)
                 s.other_ms.append(dt * 1000)
                 s.other_at.append(at)
-                cpu, by, rss = _cpu_rss(pid)
-                s.cpu.append((time.monotonic(), cpu, by))
-                s.rss.append(rss)
+                by = _threads_cpu(pid)
+                s.cpu.append((time.monotonic(), _cpu_seconds(f"/proc/{pid}/stat"), by))
+                with open(f"/proc/{pid}/status") as f:
+                    s.rss.append(next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("VmRSS:")))
                 s.gids.append(rig.active_gid())
             except (rados.Error, OSError, ValueError) as e:
                 s.errors.append(f"{type(e).__name__}: {e}")
@@ -213,11 +203,11 @@ def phase(rig: Rig, name: str, seconds: float) -> Dict[str, Any]:
                     urllib.request.urlopen(url, timeout=120).read()
                     s.ours_ms.append((time.monotonic() - t0) * 1000)
                 else:
-                    code, dt = rig.mgr_command("pg-advisor status", format="json")
-                    if code == 0:
-                        s.ours_ms.append(dt * 1000)
-                    else:
+                    ms = rig.status_ms()
+                    if ms is None:
                         s.errors.append(rig.last_error)
+                    else:
+                        s.ours_ms.append(ms)
                     rig.mgr_command("pg-advisor balance", dry_run=True, format="json")
             except Exception as e:   # a refused connection (panel not up yet) is a figure too
                 s.errors.append(f"{type(e).__name__}: {e}")
@@ -230,13 +220,8 @@ def phase(rig: Rig, name: str, seconds: float) -> Dict[str, Any]:
     stop.set()
     for t in threads:
         t.join(300)
-    if name != "disabled" and not s.ours_ms:      # the status latency of every phase
-        try:
-            code, dt = rig.mgr_command("pg-advisor status", format="json")
-            if code == 0:
-                s.ours_ms.append(dt * 1000)
-        except rados.Error:
-            pass
+    if name != "disabled" and not s.ours_ms and (ms := rig.status_ms()) is not None:
+        s.ours_ms.append(ms)      # the status latency of every phase
     cpu = ours_cpu = float("nan")
     by_thread: Dict[str, float] = {}
     if len(s.cpu) > 1:
@@ -265,12 +250,7 @@ def settle(rig: Rig, seconds: float, ours: bool) -> None:
     OSDMap change", pg_advisor's first read) are its start, not its steady state. With
     `ours`, first until `pg-advisor status` answers."""
     deadline = time.monotonic() + 600
-    while ours and time.monotonic() < deadline:
-        try:
-            if rig.mgr_command("pg-advisor status", format="json")[0] == 0:
-                break
-        except rados.Error:
-            pass
+    while ours and time.monotonic() < deadline and rig.status_ms() is None:
         time.sleep(5)
     time.sleep(seconds)
 
@@ -284,10 +264,10 @@ def bench(osds: int, seconds: float, settle_s: float, raw: Optional[Path]) -> Li
               f"{time.monotonic() - t0:.0f} s", flush=True)
         try:
             print_ceph_version(rig.mon.env, str(rig.mon.conf))
-            rig.mon.command("mgr module disable", module="pg_advisor")
+            rig.client.command("mon", "mgr module disable", module="pg_advisor")
             settle(rig, settle_s, ours=False)
             rows.append(phase(rig, "disabled", seconds))
-            rig.mon.command("mgr module enable", module="pg_advisor")
+            rig.client.command("mon", "mgr module enable", module="pg_advisor")
             time.sleep(5)
             settle(rig, settle_s, ours=True)
             for name in ("idle", "panel", "commands"):
@@ -309,16 +289,14 @@ def bench(osds: int, seconds: float, settle_s: float, raw: Optional[Path]) -> Li
 
 def _head_commit() -> str:
     """The checkout's commit from .git itself (short), "" when it cannot be read."""
+    git = REPO / ".git"
     try:
-        head = (REPO / ".git" / "HEAD").read_text().strip()
-        if head.startswith("ref: "):
-            ref = head[5:]
-            f = REPO / ".git" / ref
-            if f.exists():
-                head = f.read_text().strip()
-            else:
-                packed = (REPO / ".git" / "packed-refs").read_text().splitlines()
-                head = next(ln.split()[0] for ln in packed if ln.endswith(" " + ref))
+        head = (git / "HEAD").read_text().strip()
+        ref = head[5:] if head.startswith("ref: ") else ""
+        if ref:
+            head = ((git / ref).read_text().strip() if (git / ref).exists() else
+                    next(ln.split()[0] for ln in (git / "packed-refs").read_text().splitlines()
+                         if ln.endswith(" " + ref)))
         return head[:7]
     except (OSError, StopIteration):
         return ""

@@ -6,37 +6,20 @@ pg_advisor's memory model (src/pg_advisor/sizing/memory.py); fits its constants.
         [--pgs 100,200,400] [--scale 5] [--down-writes 0.5] [--objects-per-pg N]
         [--block-gib 4] [--dir DIR] [--keep]
 
-It starts its own loopback cluster (qa/cluster/vstart.sh --store bluestore: 3 OSDs on 3
-hosts, sparse 4 GiB block files; run with PG_ADVISOR_NETNS set to a namespace of your own
-beside another Tentacle cluster). The PG log options are Ceph's defaults divided by
---scale (osd_target_pg_log_entries_per_osd, osd_min/max_pg_log_entries,
-osd_pg_log_dups_tracked, osd_pg_log_trim_min; 5: 60000, 50, 2000, 600, 20), so the logs
-of 400 PGs fill in minutes on two cores; the bytes per entry, dup and PG do not depend on
-how long a log is. Per level, one pool of size 3 (every OSD holds every PG) with
-pg_num = level - 1 (the .mgr PG is the last), written with empty write_fulls to names
-picked per PG (qa/maps/object_hash.py), so every PG gets the same number of log entries,
-each to another object (no log names an object twice: --objects-per-pg):
-
-- steady: target + dups_tracked + 2 trim_min writes per PG (logs trimmed to the target;
-  Tentacle keeps the trimmed entries within dups_tracked of the head as dups and drops
-  dups only past dups_tracked of them, so a log shorter than dups_tracked ends with
-  dups_tracked dups), active+clean;
-- degraded / recovery: noout, osd.2 stopped, --down-writes x the log target written per
-  PG, then osd.2 started and, once up, writes going on; sampled every second until
-  active+clean (at most 300 s),
-  each OSD's largest PG memory kept (Tentacle trims logs to the same target while PGs
-  recover or backfill: PeeringState::calc_trim_to_aggressive with pglog_hardlimit);
-- max-log: osd_min_pg_log_entries raised to osd_max_pg_log_entries, max + trim_min writes
-  per PG: every log held at its maximum (the peak older Ceph's calc_trim_to allowed a
-  recovering PG, and a planning bound); the dups stay (none is dropped below the cap).
-
-Measured per OSD: `dump_mempools` (osd_pglog and osd items and bytes, the total), VmRSS,
-and from `pg dump` the log_size and log_dups_size of the PGs it holds. The model's
-prediction with the module's constants (its option defaults) uses the measured entries and dups
-(`current`), and for steady rows also the planning formula (`steady_state`, which since
-this bench counts dups_tracked dups a PG) and, with the fitted constants, Tentacle's steady
-dups (dups_tracked while the log is shorter); the fit is least squares over every sample: osd_pglog bytes =
-e x entries + d x dups + p x PGs, osd bytes = q x PGs; bytes_per_pg = p + q.
+Its own loopback cluster (vstart.sh --store bluestore, 3 OSDs on 3 hosts; beside another
+Tentacle cluster, in a PG_ADVISOR_NETNS of its own). The PG log options are Ceph's defaults
+over --scale (LogSettings), so 400 PGs' logs fill in minutes; bytes per entry, dup and PG do
+not depend on a log's length. Per level a pool of size 3 with pg_num = level - 1 (.mgr's
+PG the last), empty write_fulls spread evenly over its PGs (qa/maps/object_hash.py), no log
+naming an object twice (--objects-per-pg): steady (target + dups_tracked + 2 trim_min
+writes per PG, active+clean); degraded and recovery (noout, osd.2 stopped while --down-writes
+x the target are written per PG, then back with writes going on, each OSD's largest PG
+memory until active+clean, at most 300 s); max-log (osd_min_pg_log_entries raised to the
+max: every log at its maximum). Measured per OSD: dump_mempools (osd_pglog, osd, total),
+VmRSS, its PGs' log_size and log_dups_size; beside the model's `current` with the module's
+constants, steady rows also its `steady_state` and Tentacle's steady dups (tentacle_plan);
+fitted by least squares: osd_pglog = e x entries + d x dups + p x PGs, osd = q x PGs,
+bytes_per_pg = p + q. doc/sizing.rst has the calibration.
 """
 import argparse
 import json
@@ -58,6 +41,7 @@ from pg_advisor.sizing.memory import MemoryModel
 
 from ..cluster import Cluster, wait_until
 from ..cluster.ceph_release import print_ceph_version
+from ..cluster.rados_client import InFlight, Rados
 from ..maps.object_hash import object_ps
 
 # the module's constants (bytes_per_log_entry, bytes_per_log_dup, bytes_per_pg): its defaults
@@ -126,55 +110,27 @@ class Sample:
         return self.pglog_bytes + self.osd_bytes
 
 
-class Conn:
-    """One rados connection for the frequent reads (a `ceph` call costs ~0.3 s)."""
+def pg_dump(conn: Rados) -> Dict[str, Any]:
+    return dict(conn.command("mgr", "pg dump", format="json")["pg_map"])
 
-    def __init__(self, c: Cluster) -> None:
-        import rados     # the chroot's binding
-        self.cluster = c
-        self.rados = rados.Rados(conffile=c.env["CEPH_CONF"])
-        self.rados.connect()
 
-    def mempools(self, osd: int) -> Dict[str, Any]:
-        code, out, err = self.rados.osd_command(osd, json.dumps({"prefix": "dump_mempools"}), b"",
-                                                timeout=30)
-        if code != 0:
-            raise RuntimeError(f"osd.{osd} dump_mempools: {err}")
-        return dict(json.loads(out)["mempool"])
-
-    def pg_dump(self) -> Dict[str, Any]:
-        code, out, err = self.rados.mgr_command(json.dumps({"prefix": "pg dump", "format": "json"}),
-                                                b"", timeout=60)
-        if code != 0:
-            raise RuntimeError(f"pg dump: {err}")
-        return dict(json.loads(out)["pg_map"])
-
-    def flush_stats(self, osds: Sequence[int]) -> None:
-        """Each OSD sends its PG stats now, not at its next report."""
-        for o in osds:
-            self.rados.osd_command(o, json.dumps({"prefix": "flush_pg_stats"}), b"", timeout=30)
-
-    def close(self) -> None:
-        self.rados.shutdown()
+def flush_stats(conn: Rados, osds: Sequence[int]) -> None:
+    """Each OSD sends its PG stats now, not at its next report."""
+    for o in osds:
+        conn.raw(o, "flush_pg_stats", timeout=30)
 
 
 class Writer:
     """Empty write_fulls, `DEPTH` in flight, the same number to every PG of the pool: a
     round is one write to each PG (to its names in turn), so each PG's log grows alike."""
 
-    def __init__(self, conn: Conn, pool: str, names: List[List[str]]) -> None:
-        self.io = conn.rados.open_ioctx(pool)
+    def __init__(self, conn: Rados, pool: str, names: List[List[str]]) -> None:
+        self.io = conn.ioctx(pool)
+        self.writes = InFlight(self.io, DEPTH)
         self.names = names
-        self.failed = 0
         self.next = 0        # rounds go on through the names: a log window names each object once
-        self.slots = threading.Semaphore(DEPTH)
         self.stop = threading.Event()
         self.thread: Optional[threading.Thread] = None
-
-    def _done(self, completion: Any) -> None:
-        if completion.get_return_value() < 0:
-            self.failed += 1
-        self.slots.release()
 
     def rounds(self, n: int) -> int:
         """n rounds (fewer if stopped); returns the rounds done."""
@@ -184,9 +140,8 @@ class Writer:
             r = self.next
             self.next += 1
             for per_pg in self.names:
-                self.slots.acquire()
-                self.io.aio_write_full(per_pg[r % len(per_pg)], b"", oncomplete=self._done)
-        self.io.aio_flush()
+                self.writes.write_full(per_pg[r % len(per_pg)], b"")
+        self.writes.flush()
         return n
 
     def start(self) -> None:
@@ -199,11 +154,8 @@ class Writer:
         self.stop.set()
         if self.thread is not None:
             self.thread.join(120)
-        self.io.aio_flush()
+        self.writes.flush()
         self.stop.clear()
-
-    def close(self) -> None:
-        self.io.close()
 
 
 def names_per_pg(pg_num: int, k: int) -> List[List[str]]:
@@ -227,21 +179,19 @@ def osd_pid(c: Cluster, osd: int) -> int:
 def rss(c: Cluster, osd: int) -> int:
     """The OSD process's VmRSS in bytes (0 when it is not running)."""
     try:
-        for line in Path(f"/proc/{osd_pid(c, osd)}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
+        status = Path(f"/proc/{osd_pid(c, osd)}/status").read_text().splitlines()
+        return next((int(ln.split()[1]) * 1024 for ln in status if ln.startswith("VmRSS:")), 0)
     except (OSError, ValueError):
-        pass
-    return 0
+        return 0
 
 
-def settled_stats(conn: Conn, osds: Sequence[int]) -> Dict[str, Any]:
+def settled_stats(conn: Rados, osds: Sequence[int]) -> Dict[str, Any]:
     """The PG stats once two reads a flush apart agree on every log (they lag the OSDs)."""
     last: Optional[List[Tuple[str, int, int]]] = None
     for _ in range(30):
-        conn.flush_stats(osds)
+        flush_stats(conn, osds)
         time.sleep(1.5)
-        dump = conn.pg_dump()
+        dump = pg_dump(conn)
         logs = sorted((s["pgid"], s["log_size"], s.get("log_dups_size", 0)) for s in dump["pg_stats"])
         if logs == last:
             return dump
@@ -249,13 +199,13 @@ def settled_stats(conn: Conn, osds: Sequence[int]) -> Dict[str, Any]:
     return dump
 
 
-def measure(c: Cluster, conn: Conn, dump: Dict[str, Any], osd: int) -> Sample:
+def measure(c: Cluster, conn: Rados, dump: Dict[str, Any], osd: int) -> Sample:
     """One OSD's sample: its mempools now, its PGs' logs from `dump`. level and state are
     filled in by the caller."""
     # every PG: the bench's pools have size 3 on 3 OSDs, so each OSD holds each PG (an OSD
     # coming back loads them all at once, before the lagging stats list it again)
     mine = list(dump["pg_stats"])
-    pools = conn.mempools(osd)
+    pools = conn.command(osd, "dump_mempools", timeout=30)["mempool"]
     by = pools["by_pool"]
     return Sample(0, "", osd, len(mine), float(sum(s["log_size"] for s in mine)),
                   float(sum(s.get("log_dups_size", 0) for s in mine)),
@@ -264,7 +214,7 @@ def measure(c: Cluster, conn: Conn, dump: Dict[str, Any], osd: int) -> Sample:
                   rss(c, osd))
 
 
-def sample_all(c: Cluster, conn: Conn, level: int, state: str) -> List[Sample]:
+def sample_all(c: Cluster, conn: Rados, level: int, state: str) -> List[Sample]:
     osds = c.osd_ids(in_up=True)
     dump = settled_stats(conn, osds)
     return [replace(measure(c, conn, dump, o), level=level, state=state) for o in osds]
@@ -285,16 +235,16 @@ def start_osd(c: Cluster, osd: int) -> None:
                    capture_output=True)
 
 
-def wait_osds_hold(c: Cluster, conn: Conn, pgs: int) -> None:
+def wait_osds_hold(c: Cluster, conn: Rados, pgs: int) -> None:
     """Until every OSD holds exactly `pgs` PGs: a removed pool's PGs keep their logs until
     they are deleted, and the stats no longer list them (doc/sizing.rst)."""
     def done() -> bool:
-        conn.flush_stats(c.osd_ids(in_up=True))
-        return all(o["num_pgs"] == pgs for o in conn.pg_dump()["osd_stats"])
+        flush_stats(conn, c.osd_ids(in_up=True))
+        return all(o["num_pgs"] == pgs for o in pg_dump(conn)["osd_stats"])
     wait_until(done, 600, f"every OSD to hold {pgs} PGs", step=2)
 
 
-def recovery_peak(c: Cluster, conn: Conn, writer: Writer, level: int,
+def recovery_peak(c: Cluster, conn: Rados, writer: Writer, level: int,
                   down_rounds: int) -> List[Sample]:
     """osd.2 down (noout) while `down_rounds` rounds are written, then back with writes
     going on: the degraded OSDs' samples, then each OSD's largest PG memory while it
@@ -313,7 +263,7 @@ def recovery_peak(c: Cluster, conn: Conn, writer: Writer, level: int,
         seen: set = set()
         t0 = time.monotonic()
         while time.monotonic() - t0 < 300:
-            dump = conn.pg_dump()
+            dump = pg_dump(conn)
             states = {s["state"] for s in dump["pg_stats"]}
             seen |= states
             for o in c.osd_ids(in_up=True):
@@ -335,39 +285,37 @@ def recovery_peak(c: Cluster, conn: Conn, writer: Writer, level: int,
     return out + [replace(s, level=level, state="recovery", seen=tag) for _, s in sorted(peak.items())]
 
 
-def run_level(c: Cluster, conn: Conn, level: int, s: LogSettings, load: Workload) -> List[Sample]:
-    """One pool giving every OSD `level` PGs, through steady, recovery and max-log."""
+def run_level(c: Cluster, conn: Rados, level: int, s: LogSettings, load: Workload) -> List[Sample]:
+    """One pool giving every OSD `level` PGs, through steady, recovery and max-log (the
+    logs' floor, osd_min_pg_log_entries, raised to their ceiling)."""
     pool, pg_num = f"pgmem{level}", level - 1
-    c.ceph("osd", "pool", "create", pool, str(pg_num), str(pg_num))
-    c.ceph("osd", "pool", "set", pool, "pg_autoscale_mode", "off")
+    c.create_pool(pool, pg_num)
     c.wait_clean(600)
     writer = Writer(conn, pool, names_per_pg(pg_num, load.objects(s)))
-    t0 = time.monotonic()
-    # enough that each log is trimmed to its target and its dups reach their cap: Tentacle
-    # keeps a trimmed entry as a dup when it is within dups_tracked versions of the head, and
-    # drops dups only past dups_tracked of them (PGLog::IndexedLog::trim), not once entries
-    # and dups span dups_tracked
-    steady = s.target(level) + s.dups_tracked + 2 * s.trim_min
-    writer.rounds(steady)
-    print(f"# {level} PGs/OSD: {steady * pg_num} writes in "
-          f"{time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
-    c.wait_clean(600)
-    out = sample_all(c, conn, level, "steady")
-    out += recovery_peak(c, conn, writer, level, max(1, int(load.down_writes * s.target(level))))
-    c.wait_clean(600)
-    c.ceph("config", "set", "osd", "osd_min_pg_log_entries", str(s.max_log))
-    try:
+    with c.config("osd", "osd_min_pg_log_entries", str(s.min_log)):
+        t0 = time.monotonic()
+        # enough that each log is trimmed to its target and its dups reach their cap: Tentacle
+        # keeps a trimmed entry as a dup when it is within dups_tracked versions of the head,
+        # and drops dups only past dups_tracked of them (PGLog::IndexedLog::trim), not once
+        # entries and dups span dups_tracked
+        steady = s.target(level) + s.dups_tracked + 2 * s.trim_min
+        writer.rounds(steady)
+        print(f"# {level} PGs/OSD: {steady * pg_num} writes in "
+              f"{time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+        c.wait_clean(600)
+        out = sample_all(c, conn, level, "steady")
+        out += recovery_peak(c, conn, writer, level, max(1, int(load.down_writes * s.target(level))))
+        c.wait_clean(600)
+    with c.config("osd", "osd_min_pg_log_entries", str(s.max_log)):
         writer.rounds(s.max_log + 2 * s.trim_min)
         c.wait_clean(600)
         out += sample_all(c, conn, level, "max-log")
-    finally:
-        c.ceph("config", "set", "osd", "osd_min_pg_log_entries", str(s.min_log))
-    if writer.failed:
-        print(f"# {level} PGs/OSD: {writer.failed} writes failed", file=sys.stderr)
-    writer.close()
+    if writer.writes.failed:
+        print(f"# {level} PGs/OSD: {len(writer.writes.failed)} writes failed", file=sys.stderr)
+    writer.io.close()
     for x in out:     # as it goes: a run cut short still leaves its figures
         print(f"# {json.dumps(x.__dict__)}", file=sys.stderr, flush=True)
-    c.ceph("osd", "pool", "rm", pool, pool, "--yes-i-really-really-mean-it")
+    c.remove_pool(pool, wait=False)
     t0 = time.monotonic()
     wait_osds_hold(c, conn, 1)
     print(f"# {level} PGs/OSD: pool deleted in {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
@@ -457,22 +405,20 @@ def main(argv: Optional[List[str]] = None) -> int:
     c.vstart("start", "--no-pool", "--store", "bluestore", "--osds", "3", "--hosts", "3",
              "--block-gib", str(args.block_gib))
     samples: List[Sample] = []
+    # the log options but their floor, which run_level sets per phase; 400 PGs per OSD and
+    # more need the limit raised (default 250) where it is read: the mon's and the OSDs'
+    osd = {k: v for k, v in s.options().items() if k != "osd_min_pg_log_entries"}
+    osd["mon_max_pg_per_osd"] = 1000
     try:
         print_ceph_version(c.env)
-        # 400 PGs per OSD and more need the mon's limit raised (default 250)
-        c.ceph("config", "set", "global", "mon_max_pg_per_osd", "1000")
-        for k, v in s.options().items():
-            c.ceph("config", "set", "osd", k, str(v))
         # scrubs take the two cores and reset nothing the bench reads: off
         c.ceph("osd", "set", "noscrub")
         c.ceph("osd", "set", "nodeep-scrub")
-        conn = Conn(c)
-        try:
+        with c.config("mon", "mon_max_pg_per_osd", "1000"), c.options("osd", osd), \
+                Rados(c.env["CEPH_CONF"]) as conn:
             base = [replace(x, state="idle") for x in sample_all(c, conn, 0, "")]
             for level in [int(x) for x in args.pgs.split(",")]:
                 samples += run_level(c, conn, level, s, load)
-        finally:
-            conn.close()
     finally:
         if not args.keep:
             c.vstart("stop")

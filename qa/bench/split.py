@@ -13,30 +13,21 @@ OSDs, zero-length objects, split in two):
     PYTHONPATH=src /usr/bin/python3 -m qa.bench.split --pg-num 1 --size 1 --osds 2 \
         --hosts 2 --zero --concurrency 1 --objects 95000,250000
 
-It starts its own loopback cluster (qa/cluster/vstart.sh, 6 OSDs on 3 hosts; the ports of the test
-cluster, so not beside it). Per object count and method: a fresh pool of --pg-num PGs
-filled with that many 4 KiB objects; a client (the rados binding) keeps --concurrency
-writes of 4 KiB objects in flight (creating 4096, then rewriting them) and timestamps
-every op (with --zero: creates new zero-length objects instead); after 10 s the pool's
-pg_num is doubled, (ceph) by `ceph osd pool set POOL pg_num N` at default settings, or
-(advisor) by `ceph pg-advisor apply --pool POOL --pg-num N` with split_pinning off or on;
-the client runs until 10 s after the pool is active+clean at the new pg_num, with the PG
-stats showing the OSDMap's up and acting sets (they lag a remap by a second or two, long
-enough to look clean before a backfill starts), and, for pg_advisor, its plan is done
-(pinned PGs are released by later balance rounds). Reported: the longest stall (a gap with
-no op completing, from 5 s before the change to the client's end) and when it began,
-p50/p99/p99.9 latency of the ops started before, during and after the change, failed ops,
-the time to active+clean, and where the pool's PGs ended (PGs per OSD, over the OSDs that
-hold any) beside where CRUSH alone puts them: a new pool's id decides whether CRUSH moves
-the child at all, so --repeat K runs each method on K pools and summarizes, and --crush
-spread (or together) recreates the pool until CRUSH alone spreads its PGs after the split
-(or does not), so that every method starts from the same placement. "prim": how often a PG
-of the pool changed its acting primary between the map epochs of the run (from the mon's
-maps, by osdmaptool); "laggy": the ops the client itself counted as laggy (no answer within
-its objecter_timeout, after which it asks the mon for a newer map and resends), read from
-its log. An OSD that stops being a PG's primary drops the client ops in flight
-there without an answer or a newer map, so a client with nothing else in flight to that
-OSD waits for objecter_timeout (10 s, checked every 5 s) to find out.
+It starts its own loopback cluster (qa/cluster/vstart.sh, the test cluster's ports: not
+beside it). Per object count and method: a fresh pool of --pg-num PGs filled with that many
+4 KiB objects; a client keeps --concurrency writes in flight (4096 objects of 4 KiB
+rewritten; --zero: new empty ones), every op timed; after 10 s pg_num doubles, by (ceph)
+`osd pool set POOL pg_num N` or (advisor) `pg-advisor apply --pool POOL --pg-num N`,
+split_pinning off or on; the client runs until 10 s after the pool is active+clean at the
+new pg_num as the OSDMap has it and pg_advisor's plan is done. Reported: the longest stall
+(no op completing, from 5 s before the change) and when it began, p50/p99/p99.9 of the ops
+started before, during and after, failed ops, the time to clean, PGs per OSD at the end
+beside CRUSH alone's (a new pool's id decides whether CRUSH moves the child at all: --repeat
+K runs each method on K pools, --crush spread/together recreates the pool until CRUSH alone
+spreads its PGs after the split, or does not), "prim": changes of a PG's acting primary
+(the mon's maps, by osdmaptool), "laggy": ops the client logged as laggy (unanswered within
+its objecter_timeout, as when an OSD stops being a PG's primary and drops the ops in
+flight there). doc/execute.rst has the runs.
 """
 import argparse
 import json
@@ -45,6 +36,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -56,10 +48,9 @@ from pg_advisor.crush.placement import Placer
 
 from ..cluster import Cluster, OPT, wait_until
 from ..cluster.ceph_release import print_ceph_version
+from ..cluster.rados_client import InFlight, Rados, fill as write_all
 
 POOL = "splitbench"
-
-
 CLIENT_OBJECTS = 4096   # the client creates these, then keeps rewriting them (memstore OSDs
 #                        hold everything in RAM: an ever-growing set would fill them)
 
@@ -69,9 +60,7 @@ class Client:
 
     def __init__(self, conffile: str, pool: str, concurrency: int, zero: bool = False,
                  conf: Optional[Dict[str, str]] = None, run_dir: Optional[Path] = None) -> None:
-        import rados
-        self.zero = zero
-        self.run_dir = run_dir
+        self.zero, self.run_dir = zero, run_dir
         self.counters: Dict[str, int] = {}
         conf = dict(conf or {})
         if run_dir is not None:
@@ -80,32 +69,19 @@ class Client:
             conf.setdefault("admin_socket", str(run_dir / "bench-client.asok"))
             conf.setdefault("log_file", str(run_dir / "bench-client.log"))
             conf.setdefault("debug_objecter", "2/2")
-        self.rados = rados.Rados(conffile=conffile, conf=conf)
-        self.rados.connect()
-        self.io = self.rados.open_ioctx(pool)
-        self.slots = threading.Semaphore(concurrency)
+        self.rados = Rados(conffile, conf=conf)
+        self.io = self.rados.ioctx(pool)
         self.ops: List[Tuple[float, float, bool]] = []
-        self.lock = threading.Lock()
+        self.writes = InFlight(self.io, concurrency, lambda t0, t1, ok: self.ops.append((t0, t1, ok)))
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         i = 0
         while not self.stop.is_set():
-            if not self.slots.acquire(timeout=1.0):
-                continue
-            t0 = time.monotonic()
-
-            def done(completion: Any, t0: float = t0) -> None:
-                ok = completion.get_return_value() >= 0
-                with self.lock:
-                    self.ops.append((t0, time.monotonic(), ok))
-                self.slots.release()
-            if self.zero:     # a new empty object each time, as in the paper's client
-                self.io.aio_write_full(f"z{i}", b"", oncomplete=done)
-            else:
-                self.io.aio_write_full(f"c{i % CLIENT_OBJECTS}", b"y" * 4096, oncomplete=done)
-            i += 1
+            # zero: a new empty object each time, as in the paper's client
+            name, data = (f"z{i}", b"") if self.zero else (f"c{i % CLIENT_OBJECTS}", b"y" * 4096)
+            i += self.writes.write_full(name, data, timeout=1.0)
 
     def start(self) -> None:
         self.thread.start()
@@ -113,7 +89,7 @@ class Client:
     def finish(self) -> List[Tuple[float, float, bool]]:
         self.stop.set()
         self.thread.join(30)
-        self.io.aio_flush()
+        self.writes.flush()
         if self.run_dir is not None:
             self.counters = objecter_counters(self.run_dir)
         self.io.close()
@@ -135,23 +111,12 @@ def objecter_counters(run_dir: Path) -> Dict[str, int]:
 
 def fill(conffile: str, pool: str, n: int, zero: bool = False) -> None:
     """n objects of 4 KiB (zero: empty), 64 writes in flight."""
-    import rados
-    data = b"" if zero else b"x" * 4096
-    with rados.Rados(conffile=conffile) as r, r.open_ioctx(pool) as io:
-        slots = threading.Semaphore(64)
-        for i in range(n):
-            slots.acquire()
-            io.aio_write_full(f"f{i}", data, oncomplete=lambda c: slots.release())
-        io.aio_flush()
+    write_all(conffile, pool, ((f"f{i}", b"" if zero else b"x" * 4096) for i in range(n)))
 
 
 def placement(c: Cluster) -> List[int]:
     """PGs of the pool per OSD, over the OSDs that hold any (largest first)."""
-    per: Dict[int, int] = {}
-    for up in c.up_sets(POOL).values():
-        for o in up:
-            per[o] = per.get(o, 0) + 1
-    return sorted(per.values(), reverse=True)
+    return sorted(Counter(o for up in c.up_sets(POOL).values() for o in up).values(), reverse=True)
 
 
 def pool_at(c: Cluster, pg_num: int) -> bool:
@@ -192,8 +157,7 @@ def new_pool(c: Cluster, pool: PoolSetup) -> None:
     over the OSDs, or not: every method then starts from the same placement."""
     pg_num, size, crush = pool.pg_num, pool.size, pool.crush
     for _ in range(40):
-        c.ceph("osd", "pool", "create", POOL, str(pg_num), str(pg_num))
-        c.ceph("osd", "pool", "set", POOL, "pg_autoscale_mode", "off")
+        c.create_pool(POOL, pg_num)
         if size is not None:
             c.ceph("osd", "pool", "set", POOL, "size", str(size), "--yes-i-really-mean-it")
         if crush == "any":
@@ -201,16 +165,20 @@ def new_pool(c: Cluster, pool: PoolSetup) -> None:
         after = crush_alone(c, c.pool_id(POOL), 2 * pg_num)
         if spread(after, pool.osds, 2 * pg_num * (size or 3)) == (crush == "spread"):
             return
-        c.ceph("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
+        c.remove_pool(POOL, wait=False)
     raise RuntimeError(f"no pool id in 40 gave a CRUSH placement '{crush}'")
 
 
 def run_one(c: Cluster, method: str, objects: int, pool: PoolSetup, load: ClientLoad) -> Dict[str, Any]:
-    pg_num = pool.pg_num
     new_pool(c, pool)
     fill(c.env["CEPH_CONF"], POOL, objects, load.zero)
     c.wait_clean(1800)
-    c.ceph("config", "set", "mgr", OPT + "split_pinning", "true" if method == "advisor-pinned" else "false")
+    with c.config("mgr", OPT + "split_pinning", str(method == "advisor-pinned").lower()):
+        return split(c, method, objects, pool.pg_num, load)
+
+
+def split(c: Cluster, method: str, objects: int, pg_num: int, load: ClientLoad) -> Dict[str, Any]:
+    """run_one()'s client, split and figures."""
     run_dir = c.dir / f"bench-{method}-{time.time():.0f}"
     run_dir.mkdir()
     client = Client(c.env["CEPH_CONF"], POOL, load.concurrency, load.zero, load.conf, run_dir)
@@ -225,8 +193,8 @@ def run_one(c: Cluster, method: str, objects: int, pool: PoolSetup, load: Client
         c.ceph("pg-advisor", "apply", "--pool", POOL, "--pg-num", str(2 * pg_num))
     wait_until(lambda: pool_at(c, 2 * pg_num), 1800, "the new pg_num", step=1)
     if method != "ceph":    # pinned: the release rounds still move PGs after the split
-        wait_until(lambda: json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))["plan"]["status"]
-                   == "done", 1800, "the plan to finish", step=1)
+        wait_until(lambda: c.advisor("progress")["plan"]["status"] == "done", 1800, "the plan to finish",
+                   step=1)
     c.wait_clean(1800, pool=POOL)     # the stats lag a remap: clean as the OSDMap has it
     t_clean = time.monotonic()
     ended = placement(c)
@@ -238,7 +206,7 @@ def run_one(c: Cluster, method: str, objects: int, pool: PoolSetup, load: Client
     last_epoch = int(c.json("osd", "dump")["epoch"])
     changes = [(e, c.json("osd", "dump", str(e))["modified"][11:19], pg, a, b)
                for e, pg, a, b in c.primary_changes(pool_id, range(first_epoch + 1, last_epoch + 1))]
-    c.ceph("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
+    c.remove_pool(POOL, wait=False)
     c.wait_clean(600)
     out = summarize(ops, t_change, t_clean)
     if out["stall_at_s"] is not None:
@@ -307,20 +275,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     c = Cluster(args.dir or Path(tempfile.mkdtemp(prefix="pga-split-")))
     c.vstart("start", "--no-pool", "--osds", str(args.osds), "--hosts", str(args.hosts))
     rows = []
+    runs = [(n, m) for n in [int(x) for x in args.objects.split(",")] for _ in range(args.repeat)
+            for m in args.methods.split(",")]
     try:
-        print_ceph_version(c.env)
-        c.ceph("config", "set", "mgr", OPT + "step_interval", "0")
-        if args.size == 1:
-            c.ceph("config", "set", "mon", "mon_allow_pool_size_one", "true")
-        for kv in args.set:
-            k, v = kv.split("=", 1)
-            c.ceph("config", "set", "mgr", OPT + k, v)
-        for n in [int(x) for x in args.objects.split(",")]:
-            for _ in range(args.repeat):
-                for m in args.methods.split(","):
-                    r = run_one(c, m, n, pool, load)
-                    print(json.dumps(r), file=sys.stderr)
-                    rows.append(r)
+        with c.options("mgr", {"step_interval": 0, **dict(kv.split("=", 1) for kv in args.set)}), \
+                c.options("mon", {"mon_allow_pool_size_one": "true"} if args.size == 1 else {}):
+            print_ceph_version(c.env)
+            for n, m in runs:
+                rows.append(run_one(c, m, n, pool, load))
+                print(json.dumps(rows[-1]), file=sys.stderr)
     finally:
         if not args.keep:
             c.vstart("stop")

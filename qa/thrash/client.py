@@ -5,23 +5,17 @@ One thread per pool, each with a fixed set of objects it overwrites with new ver
 the object count stays put (the misplaced allowance scales with objects, qa/thrash/watch.py).
 `fill` writes a burst of larger objects into a pool, kept and read back at the end too.
 """
-import hashlib
 import random
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-# An op that has not answered after this long fails (rados_osd_op_timeout): a stuck op is
-# counted, not waited on for ever. Far above any stall a healthy cluster shows.
+from ..cluster.rados_client import Rados, payload
+
+# an op unanswered this long fails, to be counted, rather than waited on for ever: far
+# above any stall a healthy cluster shows
 OP_TIMEOUT = 300
-
-
-def payload(name: str, version: int, size: int) -> bytes:
-    """The content of one version of an object: derived from its name and version, so a
-    read is checked without keeping the bytes."""
-    seed = hashlib.sha256(f"{name}:{version}".encode()).digest()
-    return (seed * (size // len(seed) + 1))[:size]
 
 
 @dataclass
@@ -38,21 +32,15 @@ class PoolLoad:
 
 
 class Client:
-    """Writers and readers over the given pools, through the rados binding."""
+    """Writers and readers over the given pools, `rate` ops a second per pool at most
+    (memstore keeps the OSDs' PG logs in RAM: unthrottled, they outgrow the machine)."""
 
     def __init__(self, conf: str, pools: List[str], objects: int, seed: int, rate: float) -> None:
-        import rados      # the system Python's binding
-        self.rados = rados.Rados(conffile=conf, conf={"rados_osd_op_timeout": str(OP_TIMEOUT),
-                                                      "rados_mon_op_timeout": str(OP_TIMEOUT)})
-        self.rados.connect()
+        self.rados = Rados(conf, op_timeout=OP_TIMEOUT)
         self.loads = {p: PoolLoad(p, objects) for p in pools}
         self.fills: Dict[str, Dict[str, Tuple[int, int]]] = {p: {} for p in pools}
         self.fill_failed: List[str] = []
-        self.seed = seed
-        # ops a second per pool at most: unthrottled (some 800 a second in all) the OSDs'
-        # PG logs, kept in RAM by memstore, grew past this machine's 24 GiB in 40 minutes
-        # and the kernel killed an OSD
-        self.rate = rate
+        self.seed, self.rate = seed, rate
         self.stop = threading.Event()
         self.threads = [threading.Thread(target=self._run, args=(self.loads[p], i), daemon=True)
                         for i, p in enumerate(pools)]
@@ -62,18 +50,24 @@ class Client:
         for t in self.threads:
             t.start()
 
-    def _timed(self, load: PoolLoad, fn: Any, *args: Any) -> Any:
+    def _op(self, load: PoolLoad, what: str, name: str, fn: Any, *args: Any) -> Any:
+        """fn(name, *args), timed and counted; None if it failed."""
         t0 = time.monotonic()
         try:
-            return fn(*args)
+            out = fn(name, *args)
+        except Exception as e:     # any failure is what the run counts
+            load.failed.append(f"{what} {load.pool}/{name}: {e!r}")
+            return None
         finally:
             took = time.monotonic() - t0
             if took > load.longest:
                 load.longest, load.longest_at = took, time.time()
+        load.ok += 1
+        return True if out is None else out
 
     def _run(self, load: PoolLoad, index: int) -> None:
         rng = random.Random(self.seed * 1000 + index)
-        io = self.rados.open_ioctx(load.pool)
+        io = self.rados.ioctx(load.pool)
         try:
             # first every object once, then random overwrites and checked reads
             names = [f"obj-{i}" for i in range(load.objects)]
@@ -84,42 +78,23 @@ class Client:
                 time.sleep(max(0.0, next_at - time.monotonic()))
                 name = todo.pop() if todo else rng.choice(names)
                 if todo or name not in load.versions or rng.random() < 0.5:
-                    self._write(io, load, name, rng.choice((4096, 16384, 65536)))
-                else:
-                    self._read(io, load, name)
+                    old = load.versions.get(name)
+                    new = load.versions[name] = ((old[0] if old else 0) + 1, rng.choice((4096, 16384, 65536)))
+                    if self._op(load, "write", name, io.write_full, payload(name, *new)):
+                        load.unsure.pop(name, None)
+                    else:    # it may or may not have been applied: either version may be read
+                        load.unsure.setdefault(name, set()).update({new} | ({old} if old else set()))
+                    continue
+                got = self._op(load, "read", name, io.read, 1 << 20)
+                problem = got is not None and check(name, got, load.versions[name], load.unsure.get(name))
+                if problem:
+                    load.failed.append(f"read {load.pool}/{name}: {problem}")
         finally:
             io.close()
 
-    def _write(self, io: Any, load: PoolLoad, name: str, size: int) -> None:
-        old = load.versions.get(name)
-        new = ((old[0] if old else 0) + 1, size)
-        try:
-            self._timed(load, io.write_full, name, payload(name, new[0], size))
-        except Exception as e:     # any failure is what the run counts
-            load.failed.append(f"write {load.pool}/{name}: {e!r}")
-            # it may or may not have been applied: either version may be read
-            load.unsure.setdefault(name, set()).update({new} | ({old} if old else set()))
-            load.versions[name] = new
-            return
-        load.ok += 1
-        load.versions[name] = new
-        load.unsure.pop(name, None)
-
-    def _read(self, io: Any, load: PoolLoad, name: str) -> None:
-        try:
-            got = self._timed(load, io.read, name, 1 << 20)
-        except Exception as e:
-            load.failed.append(f"read {load.pool}/{name}: {e!r}")
-            return
-        load.ok += 1
-        problem = check(name, got, load.versions[name], load.unsure.get(name))
-        if problem:
-            load.failed.append(f"read {load.pool}/{name}: {problem}")
-
     def fill(self, pool: str, count: int, size: int) -> None:
         """Write `count` objects of `size` bytes into `pool` (in the caller's thread)."""
-        io = self.rados.open_ioctx(pool)
-        try:
+        with self.rados.ioctx(pool) as io:
             for _ in range(count):
                 with self.lock:
                     name = f"fill-{len(self.fills[pool])}"
@@ -128,8 +103,6 @@ class Client:
                     io.write_full(name, payload(name, 1, size))
                 except Exception as e:
                     self.fill_failed.append(f"fill {pool}/{name}: {e!r}")
-        finally:
-            io.close()
 
     def finish(self) -> List[str]:
         """Stop the load, then read back every object the run wrote: the problems found."""
@@ -138,20 +111,14 @@ class Client:
             t.join(OP_TIMEOUT + 60)
         problems: List[str] = []
         for pool, load in self.loads.items():
-            want = {**load.versions, **self.fills[pool]}
-            io = self.rados.open_ioctx(pool)
-            try:
-                for name, version in sorted(want.items()):
+            with self.rados.ioctx(pool) as io:
+                for name, version in sorted({**load.versions, **self.fills[pool]}.items()):
                     try:
-                        got = io.read(name, 1 << 22)
+                        problem = check(name, io.read(name, 1 << 22), version, load.unsure.get(name))
                     except Exception as e:
-                        problems.append(f"final read {pool}/{name}: {e!r}")
-                        continue
-                    problem = check(name, got, version, load.unsure.get(name))
+                        problem = repr(e)
                     if problem:
                         problems.append(f"final read {pool}/{name}: {problem}")
-            finally:
-                io.close()
         self.rados.shutdown()
         return problems
 

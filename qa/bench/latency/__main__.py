@@ -7,52 +7,19 @@ scenario.
         [--osds N] [--pg-num N] [--depth 8] [--clients 2] [--window 30] [--timeout 3600]
         [--advisor-set KEY=VALUE ...] [--dir DIR] [--json FILE]
 
-Every run starts its own loopback cluster (qa/cluster/vstart.sh --recovery-defaults: Ceph's own
-recovery, backfill and deletion settings for the device class the OSDs report, which
-the table's head names; bluestore OSDs on sparse files of --block-gib, osd_memory_target
-1.5 GiB so that the OSDs, the clients and the mgr fit this machine), one pool (size 3,
-a host each), filled with --data-gib of 64 KiB objects. Two clients (qa/bench/latency/client.py,
-a process each) keep --depth ops in flight each, 4 KiB and 64 KiB reads and writes, every
-op timed, every read checked, every object read back at the end. After --window seconds
-the change:
-
-- split: the pool's pg_num doubles. ceph: `osd pool set pg_num` (Ceph's mgr steps
-  pgp_num within target_max_misplaced_ratio; its balancer on, upmap mode, as by default);
-  advisor: `pg-advisor apply --pool --pg-num` (split_pinning on, its default);
-  advisor-unpinned: the same with split_pinning off.
-- expand: 2 OSDs start on a new host. ceph: Ceph backfills what CRUSH remapped, its
-  balancer evens the rest; advisor: norebalance while they come in, `pin-remapped`, then
-  the drain; advisor-weight: the OSDs start at CRUSH weight 0 (osd_crush_initial_weight),
-  then `crush-reweight` gives them the others' weight with the pins in the same map
-  epoch, then the drain; advisor-auto: mode auto with pin_on_change, the OSDs simply added.
-- drain: the last OSD (a host of its own) goes. ceph: `osd out`; advisor: `pg-advisor
-  drain osd.N`, then norebalance, out, `pin-remapped` (what the out remaps once more goes
-  back where the drain put it), norebalance off; advisor-weight: the drain, then
-  `crush-reweight --osd N --weight 0` (what CRUSH remaps once more pinned where the drain
-  put it, in the weight's own epoch), then out.
-
-The change ends when every PG is active+clean with nothing misplaced and no plan running
-("to clean"); the clients run --window seconds more. Reported per run: p50/p99/p99.9 latency
-of the ops started before, during and after the change; the longest stall (the longest
-gap between two completions of one client, from 5 s before the change to the end); failed
-ops; reads that returned other data than written; the time to clean; bytes moved (the
-OSDs' recovery_bytes); changes of a PG's acting primary; and peering events per PG (new
-intervals as Ceph's PastIntervals::is_new_interval counts them from the maps: the up or
-acting set or either primary changed, or the PG split), all from the mon's own maps by
-osdmaptool. The methods of a scenario run in turn, the order reversed every other repeat.
-Below each table: the issue's goals, pair by pair. A second table takes the slow ops apart
-by map epoch: each epoch of the change is "up" (some PG's up set changed: a remap or
-split), "acting" (only acting sets: pg_temp set or cleared by backfill), "up_thru" (only
-an OSD's up_thru: what a primary's peering waits for) or "other"; per
-kind the epochs, the median and largest of the slowest op in flight when each was made
-(and, as a baseline, the same at each whole second of the change), and how many ops over
-250 ms had an epoch of each kind made while they waited; and the mon's, mgr's and OSDs'
-CPU seconds during the change. A third lays each slow op at its own PG (the object's PG,
-qa/maps/object_hash.py): at the PG's newest new interval made while the op waited or just before
-it started, by kind ("move": its up set's OSDs changed, its acting set held by a pg_temp;
-"remap": both changed, unprimed; "temp": a pg_temp set; "drop": its pg_temp dropped, as
-when its backfill ends; "order": the same OSDs in another order), or "none" when the PG
-did not peer then.
+Every run starts its own loopback cluster (vstart.sh --recovery-defaults: Ceph's recovery
+settings for the OSDs' device class; bluestore on sparse --block-gib files, osd_memory_target
+1.5 GiB), fills one pool (size 3, a host each) with --data-gib of 64 KiB objects, and runs
+--clients checking clients (client.py) of --depth ops each; after --window seconds, the
+change by one method (split: ceph, advisor, advisor-unpinned; expand, 2 OSDs on a new host:
+ceph, advisor, advisor-weight, advisor-auto; drain of the last OSD: ceph, advisor,
+advisor-weight), until every PG is active+clean, nothing misplaced and no plan running,
+then --window seconds more. Per run: latency p50/p99/p99.9 before, during and after, the
+longest stall, failed ops and bad reads, the time to clean, bytes moved, acting primary
+changes and peerings per PG (from the mon's maps by osdmaptool); the methods' order
+reversed every other repeat; the issue's goals pair by pair; the slow ops by map epoch
+kind and by their own PG's new interval (intervals.py). doc/testing.rst ("Client latency
+on bluestore") says what each method does and each figure means.
 """
 import argparse
 import json

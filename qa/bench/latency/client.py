@@ -2,18 +2,16 @@
 own work and the other client do not share its GIL):
 
     /usr/bin/python3 -m qa.bench.latency.client --conf CONF --pool POOL --objects N --client K
-        --clients C [--depth 8] [--seed S] --out FILE.npy
+        --clients C [--depth 8] [--seed S] [--rate R] --out FILE.npy
 
-It works on the objects lat{i} (64 KiB, 16 blocks of 4 KiB) with i % C == K, which the
-bench filled (fill()) at version 0, and keeps --depth ops in flight: 4 KiB and 64 KiB reads
-and writes in equal parts, each on an object with no other op in flight. Every block's
-content is a function of (object, block, version) and the client knows each block's last
-version, so every read is checked. It runs until stdin says "stop" (or closes), then
-waits for its ops, reads back every object it owns, and saves one row per op: monotonic
-start and end (CLOCK_MONOTONIC, shared by the processes of this machine), 1 if it
-succeeded, its kind (KINDS), its object's number i. It prints one JSON line: ops, failed, mismatches (reads
-that returned other data than the last write, the read-back included), unknown (objects
-whose last write failed, left out of the check).
+It works on the objects lat{i} (16 blocks of 4 KiB) with i % C == K, which fill() wrote at
+version 0, keeping --depth ops in flight (4 KiB and 64 KiB reads and writes in equal parts,
+each on an object with no other op in flight), every read checked against each block's
+last version. On "stop" from stdin (or its end) it waits for its ops, reads back every
+object it owns and saves a row per op: monotonic start and end (CLOCK_MONOTONIC, shared by
+this machine's processes), 1 if it succeeded, its kind (KINDS), its object's number i. It
+prints one JSON line: ops, failed, mismatches (reads of other data than the last write, the
+read-back's included), unknown (objects whose last write failed, left out of the check).
 """
 import argparse
 import json
@@ -24,6 +22,8 @@ import time
 from typing import Any, List, Optional, Set
 
 import numpy as np
+
+from ...cluster.rados_client import Rados, fill as write_all, payload
 
 BLOCK = 4096
 BLOCKS = 16
@@ -37,30 +37,17 @@ def name(i: int) -> str:
 
 def block(i: int, b: int, v: int) -> bytes:
     """Block b of object i at version v: distinct for every triple."""
-    head = f"{i}:{b}:{v};".encode()
-    return (head * (BLOCK // len(head) + 1))[:BLOCK]
+    return payload(f"{name(i)}/{b}", v, BLOCK)
 
 
 def whole(i: int, versions: np.ndarray) -> bytes:
     return b"".join(block(i, b, int(v)) for b, v in enumerate(versions))
 
 
-def fill(conffile: str, pool: str, objects: int, in_flight: int = 64) -> None:
-    """Every object at version 0, `in_flight` writes at a time."""
-    import rados
+def fill(conffile: str, pool: str, objects: int) -> None:
+    """Every object at version 0."""
     zero = np.zeros(BLOCKS, np.int64)
-    errors: List[int] = []
-    with rados.Rados(conffile=conffile) as r, r.open_ioctx(pool) as io:
-        slots = threading.Semaphore(in_flight)
-
-        def done(c: Any) -> None:
-            if c.get_return_value() < 0:
-                errors.append(c.get_return_value())
-            slots.release()
-        for i in range(objects):
-            slots.acquire()
-            io.aio_write_full(name(i), whole(i, zero), oncomplete=done)
-        io.aio_flush()
+    errors = write_all(conffile, pool, ((name(i), whole(i, zero)) for i in range(objects)))
     if errors:
         raise RuntimeError(f"fill: {len(errors)} writes failed ({errors[0]})")
 
@@ -99,43 +86,32 @@ class Client:
             self._issue(k, kind, b, v)
 
     def _issue(self, k: int, kind: int, b: int, v: int) -> None:
-        i = self.owned[k]
-        t0 = time.monotonic()
+        i, t0 = self.owned[k], time.monotonic()
+        write, small = kind >= 2, kind % 2 == 0          # KINDS' order
+        off, length = (b * BLOCK, BLOCK) if small else (0, OBJECT)
 
-        def finish(ok: bool) -> None:
+        def finish(ok: bool, problem: str = "") -> None:
             with self.lock:
                 self.rows.append([t0, time.monotonic(), 1.0 if ok else 0.0, float(kind), float(i)])
                 self.busy.discard(k)
+                if problem:
+                    self.mismatches.append(problem)
+                if write and not ok:
+                    self.unknown.add(k)
             self.slots.release()
 
-        if KINDS[kind].startswith("write"):
-            # the model takes the write now: no other op on the object until it completes
-            with self.lock:
-                if kind == 2:
-                    self.versions[k, b] = v
-                    data, off = block(i, b, v), b * BLOCK
-                else:
-                    self.versions[k, :] = v
-                    data, off = whole(i, self.versions[k]), 0
-
-            def wrote(c: Any) -> None:
-                ok = c.get_return_value() >= 0
-                if not ok:
-                    with self.lock:
-                        self.unknown.add(k)
-                finish(ok)
-            self.io.aio_write(name(i), data, off, oncomplete=wrote)
-            return
         with self.lock:
-            want = block(i, b, int(self.versions[k, b])) if kind == 0 else whole(i, self.versions[k])
-            off, length = (b * BLOCK, BLOCK) if kind == 0 else (0, OBJECT)
+            if write:    # the model takes the write now: no other op on the object until it completes
+                self.versions[k, b if small else slice(None)] = v
+            data = block(i, b, int(self.versions[k, b])) if small else whole(i, self.versions[k])
+        if write:
+            self.io.aio_write(name(i), data, off, oncomplete=lambda c: finish(c.get_return_value() >= 0))
+            return
 
-        def read(c: Any, data: Optional[bytes]) -> None:
+        def read(c: Any, got: Optional[bytes]) -> None:
             ok = c.get_return_value() >= 0
-            if ok and k not in self.unknown and data != want:
-                with self.lock:
-                    self.mismatches.append(f"{name(i)} {KINDS[kind]} at {off}")
-            finish(ok)
+            finish(ok, f"{name(i)} {KINDS[kind]} at {off}" if ok and k not in self.unknown and got != data
+                   else "")
         self.io.aio_read(name(i), length, off, oncomplete=read)
 
     def read_back(self) -> None:
@@ -163,11 +139,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--rate", type=float, default=0.0, help="ops a second at most (0: no limit)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
-    import rados
     owned = list(range(a.client, a.objects, a.clients))
     # an op that waits 300 s fails (and is counted) rather than hanging the bench
-    with rados.Rados(conffile=a.conf, conf={"rados_osd_op_timeout": "300"}) as r, \
-            r.open_ioctx(a.pool) as io:
+    with Rados(a.conf, op_timeout=300) as r, r.ioctx(a.pool) as io:
         c = Client(io, owned, a.depth, a.seed * 1000 + a.client, a.rate)
         t = threading.Thread(target=c.run, daemon=True)
         t.start()

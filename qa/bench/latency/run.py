@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...cluster import Cluster, OPT, wait_until
+from ...cluster import Cluster, wait_until
 from ..split import summarize
 from .client import OBJECT, fill
 from .intervals import ChangeSpan, bursts, intervals, slow_by_pg
@@ -27,8 +27,7 @@ PG_NUM = {"split": 32, "expand": 128, "drain": 128}
 MEMORY_TARGET = 1536 << 20
 # ops a second per client in the live tests' short variants (test_latency_live,
 # test_expand_live): enough to see every peering, not so many that the clients take the
-# OSDs' CPU from the backfill (flat out, 2 clients kept 2 cores busy and a 16-PG drain
-# took 126 s to clean; the bench itself runs them flat out)
+# OSDs' CPU from the backfill (the bench itself runs them flat out)
 LIVE_RATE = 150.0
 
 
@@ -122,8 +121,12 @@ def done(c: Cluster) -> bool:
     clean = sum(s["count"] for s in pgmap["pgs_by_state"] if s["state_name"] == "active+clean")
     if clean != pgmap["num_pgs"] or pgmap.get("misplaced_objects"):
         return False
-    plan = json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))["plan"]
-    return plan is None or plan["status"] not in ("running", "paused")
+    return not running(c)
+
+
+def running(c: Cluster) -> bool:
+    """A plan is running or paused."""
+    return (c.advisor("progress")["plan"] or {}).get("status") in ("running", "paused")
 
 
 def device_class(c: Cluster) -> str:
@@ -149,8 +152,9 @@ def change(c: Cluster, scenario: str, method: str, pg_num: int, last_osd: int) -
             # the others' weight (the same block files), read before the new ones come at 0
             weight = max(c.crush_weights().values())
             old = set(c.osd_ids())
-            c.ceph("config", "set", "osd", "osd_crush_initial_weight", "0")
-        c.vstart("add-osds", "--count", "2", "--host", "hostnew")
+        # advisor-weight: the OSDs start at CRUSH weight 0 (add-osds returns once they are in)
+        with c.options("osd", {"osd_crush_initial_weight": 0} if method == "advisor-weight" else {}):
+            c.vstart("add-osds", "--count", "2", "--host", "hostnew")
         if method == "advisor-weight":
             new = sorted(set(c.osd_ids()) - old)
             c.ceph("pg-advisor", "crush-reweight", "--osd", *map(str, new), "--weight", str(weight))
@@ -165,12 +169,10 @@ def change(c: Cluster, scenario: str, method: str, pg_num: int, last_osd: int) -
             c.ceph("osd", "out", str(last_osd))
             return
         c.ceph("pg-advisor", "drain", f"osd.{last_osd}")
-        wait_until(lambda: json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))["plan"]["status"]
-                   not in ("running", "paused"), 7200, "the drain", step=2)
+        wait_until(lambda: not running(c), 7200, "the drain", step=2)
         if method == "advisor-weight":
             c.ceph("pg-advisor", "crush-reweight", "--osd", str(last_osd), "--weight", "0")
-            wait_until(lambda: (json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))["plan"] or {})
-                       .get("status") not in ("running", "paused"), 7200, "the pins' drain", step=2)
+            wait_until(lambda: not running(c), 7200, "the pins' drain", step=2)
             c.ceph("osd", "out", str(last_osd))     # weight 0 already: nothing moves
             return
         c.ceph("osd", "set", "norebalance")
@@ -186,12 +188,11 @@ def run_one(base: Path, scenario: str, method: str, a: argparse.Namespace, seed:
     c = Cluster(Path(tempfile.mkdtemp(prefix=f"lat-{scenario}-{method}-", dir=base)))
     c.vstart("start", "--store", a.store, "--osds", str(osds), "--hosts", str(osds), "--no-pool",
              "--block-gib", str(a.block_gib), "--recovery-defaults")
+    trial = Trial(scenario, method, int(a.data_gib * (1 << 30)) // OBJECT, a.pg_num or PG_NUM[scenario],
+                  osds - 1, a.window, a.timeout, a.advisor_set or ())
     try:
-        if a.store == "bluestore":
-            c.ceph("config", "set", "osd", "osd_memory_target", str(MEMORY_TARGET))
-        trial = Trial(scenario, method, int(a.data_gib * (1 << 30)) // OBJECT, a.pg_num or PG_NUM[scenario],
-                      osds - 1, a.window, a.timeout, a.advisor_set or ())
-        r = measure(c, trial, ClientLoad(a.clients, a.depth, seed))
+        with c.options("osd", {"osd_memory_target": MEMORY_TARGET} if a.store == "bluestore" else {}):
+            r = measure(c, trial, ClientLoad(a.clients, a.depth, seed))
     finally:
         c.vstart("stop")
         # bluestore fills its sparse block files (some 4 GiB each a run): only the figures,
@@ -203,33 +204,37 @@ def run_one(base: Path, scenario: str, method: str, a: argparse.Namespace, seed:
 
 def measure(c: Cluster, trial: Trial, load: ClientLoad) -> Dict[str, Any]:
     """On a running cluster: the pool, filled; the method's settings; the clients; the change
-    (the drain's of `trial.last_osd`); its end; the figures. The pool and the settings stay
-    (the live test removes them)."""
-    scenario, method, objects, pg_num = trial.scenario, trial.method, trial.objects, trial.pg_num
-    window, advisor_set = trial.window, trial.advisor_set
-    c.ceph("osd", "pool", "create", POOL, str(pg_num), str(pg_num))
-    c.ceph("osd", "pool", "set", POOL, "pg_autoscale_mode", "off")
-    c.ceph("osd", "pool", "application", "enable", POOL, "rados")
+    (the drain's of `trial.last_osd`); its end; the figures. The pool stays (the live test
+    removes it); the settings are restored."""
+    method = trial.method
+    c.create_pool(POOL, trial.pg_num, application="rados")
     t0 = time.monotonic()
-    fill(c.env["CEPH_CONF"], POOL, objects)
+    fill(c.env["CEPH_CONF"], POOL, trial.objects)
     fill_s = time.monotonic() - t0
     c.wait_clean(1800)
-    # the method's own settings, then whatever they do before the change is done
+    # the method's own settings (--advisor-set: the module's options tried), then whatever
+    # they do before the change is done
+    opts: Dict[str, str] = {}
     if method == "ceph":
         c.ceph("balancer", "mode", "upmap")
         c.ceph("balancer", "on")
     else:
-        c.ceph("config", "set", "mgr", OPT + "split_pinning", str(method != "advisor-unpinned").lower())
-        for kv in advisor_set:                  # --advisor-set: the module's options tried
-            key, _, value = kv.partition("=")
-            c.ceph("config", "set", "mgr", OPT + key, value)
+        opts = dict(kv.partition("=")[::2] for kv in trial.advisor_set)
+        opts["split_pinning"] = str(method != "advisor-unpinned").lower()
         if method == "advisor-auto":
             # no pg_num change of its own in the middle: the comparison is of the move
-            c.ceph("config", "set", "mgr", OPT + "hysteresis", "1.0")
-            c.ceph("config", "set", "mgr", OPT + "pin_on_change", "true")
-            c.ceph("config", "set", "mgr", OPT + "mode", "auto")
-    time.sleep(5)
-    wait_until(lambda: done(c), 3600, "the method's own balancing before the change", step=5)
+            opts.update(hysteresis="1.0", pin_on_change="true", mode="auto")
+    with c.options("mgr", opts):
+        time.sleep(5)
+        wait_until(lambda: done(c), 3600, "the method's own balancing before the change", step=5)
+        return dict(observe(c, trial, load), fill_s=round(fill_s),
+                    advisor_set=list(trial.advisor_set) if method != "ceph" else [])
+
+
+def observe(c: Cluster, trial: Trial, load: ClientLoad) -> Dict[str, Any]:
+    """measure()'s clients, change and figures."""
+    scenario, method, objects, pg_num, window = (trial.scenario, trial.method, trial.objects,
+                                                 trial.pg_num, trial.window)
     cls = device_class(c)
     run_dir = Path(tempfile.mkdtemp(prefix="clients-", dir=c.dir))
     running = Clients(c, objects, load, run_dir)
@@ -260,8 +265,7 @@ def measure(c: Cluster, trial: Trial, load: ClientLoad) -> Dict[str, Any]:
     worst = max(stalls, key=lambda x: x["stall_s"])
     during = int(((allops[:, 0] >= t_change) & (allops[:, 0] < t_clean)).sum())
     return {"scenario": scenario, "method": method, "pg_num": pg_num, "objects": objects,
-            "fill_s": round(fill_s), "device": cls,
-            "advisor_set": list(advisor_set) if method != "ceph" else [], **s, "ops_during": during,
+            "device": cls, **s, "ops_during": during,
             "stall_s": worst["stall_s"],
             "stall_at_s": worst["stall_at_s"],
             "mismatches": sum(r["mismatch_count"] for r in results),
