@@ -1,32 +1,19 @@
-"""Maps that mix every bucket algorithm Ceph maps (uniform, list, tree, straw, straw2),
-built by Ceph's own tools, and their references.
+"""Maps that mix every bucket algorithm Ceph maps (uniform, list, tree, straw, straw2), built
+by Ceph's own tools, and their references: each `BucketCase` is a layout whose buckets take
+their algorithm by type and name, a firstn rule, an indep one and a straw_calc_version,
+checked against osdmaptool (every PG) and crushtool --test (doc/crush.rst says how).
 
-Each `BucketCase` is a layout whose buckets take their algorithm by type and name, a
-replicated (firstn) rule and an EC-like (indep) one, and the map's straw_calc_version.
-osdmaptool makes only replicated pools and marks only one OSD out, so a case is checked
-two ways, as qa/maps/msr_maps.py's are:
-
-* every PG of the pool (`osdmaptool --test-map-pgs-dump-all`) under each rule, one OSD
-  out and some CRUSH weights changed (`--adjust-crush-weight`: Ceph recomputes a straw
-  bucket's straws then, and a tree's node weights);
-* crush_do_rule itself (`crushtool --test`, inputs 0..N) under reweights of our choice,
-  several OSDs out and some reweighted (is_out's coin), indep holes at their positions.
-
-`python3 -m qa.maps.bucket_maps [DIR]` (from the repository root) writes the unit tests'
-fixture (src/pg_advisor_testkit/fixtures/buckets): the dumps of one such map and Ceph's
-answers for it.
+`python3 -m qa.maps.bucket_maps [DIR]` writes the unit tests' fixture (fixtures/buckets).
 """
-import json
-import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from pg_advisor_testkit.dumps import FIXTURES
 
-from .crushgen import (GeneratedMap, Layout, OsdMapSpec, Tools, crush_test, crush_text, generate, rule,
-                       write_fixture_main)
+from .crushgen import (GeneratedMap, Layout, OsdMapSpec, Tools, crush_text, crushtool_runs, generate, rule,
+                       write_files, write_fixture_main)
 
 FIXTURE = FIXTURES / "buckets"
 ALGS = ("uniform", "list", "tree", "straw", "straw2")
@@ -157,33 +144,18 @@ def write_fixture(tools: Tools, dest: Path) -> None:
     straw_calc_version 0, osd.4 out, osd.10 of CRUSH weight 0), osdmaptool's up set of
     each of its 960 PGs under the firstn rule and under the indep one, and crushtool's
     results of both rules for inputs 0..1023 with and without reweights."""
-    case = FIXTURE_CASE
-    work = tools.workdir()
-    try:
-        dumps, refs = [], []
+    files: Dict[str, Any] = {}
+    with tools.work() as work:
         for pool_rule in (0, 1):
-            gm = case.make(tools, work / f"rule{pool_rule}", pool_rule)
-            dumps.append(gm.dumps())
-            refs.append(tools.run("osdmaptool", gm.path, *gm.state_args(), "--test-map-pgs-dump-all"))
+            gm = FIXTURE_CASE.make(tools, work / f"rule{pool_rule}", pool_rule)
+            osd_dump, files[f"crush_dump_rule{pool_rule}.json"] = gm.dumps()
+            files[f"osdmaptool_dump_all_rule{pool_rule}.txt"] = gm.dump_all()
             if pool_rule == 0:
-                runs = [{"rule": r, "num_rep": n, "reweight": {str(k): v for k, v in w.items()},
-                         "mappings": {str(x): m for x, m in crush_test(
-                             tools, gm.path.with_suffix(".crush"), r, n, FIXTURE_X, w).items()}}
-                        for r, n, w in case.runs()]
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    dest.mkdir(parents=True, exist_ok=True)
-    (dest / "osd_dump.json").write_text(json.dumps(dumps[0][0], indent=1, sort_keys=True) + "\n")
-    for pool_rule, ((_, crush), ref) in enumerate(zip(dumps, refs)):
-        text = json.dumps(crush, indent=1, sort_keys=True) + "\n"
-        (dest / f"crush_dump_rule{pool_rule}.json").write_text(text)
-        (dest / f"osdmaptool_dump_all_rule{pool_rule}.txt").write_text(ref)
-    (dest / "crushtool_test.json").write_text(json.dumps(runs, sort_keys=True) + "\n")
-
-
-def main(argv: Sequence[str]) -> int:
-    return write_fixture_main(argv, "bucket_maps", FIXTURE, write_fixture)
+                files["osd_dump.json"] = osd_dump
+                files["crushtool_test.json"] = crushtool_runs(tools, gm.path.with_suffix(".crush"),
+                                                              FIXTURE_CASE.runs(), FIXTURE_X)
+    write_files(dest, files)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(write_fixture_main(sys.argv[1:], "bucket_maps", FIXTURE, write_fixture))

@@ -5,45 +5,33 @@ compiles it, `osdmaptool --createsimple` makes an OSDMap around it, and
 `osdmaptool --test-map-pgs-dump-all` says where Ceph puts every PG (`crushtool --test`
 says what crush_do_rule itself returns, for inputs and reweights of one's choosing).
 
-The tools are this system's (the host's Pacific, or Tentacle's inside its chroot) unless
-a `Tools` says otherwise: `tentacle_tools()` runs Tentacle's from the host through
-qa/cluster/tentacle.sh, for maps Pacific cannot read (msr rules).
+The tools are this system's unless a `Tools` says otherwise: `tentacle_tools()` runs
+Tentacle's from the host through qa/cluster/tentacle.sh, for maps Pacific cannot read
+(msr rules). What the fixture writers (msr_maps, bucket_maps, retry_maps) share is here too.
 """
 import json
 import os
 import re
-import subprocess
+import shutil
+import sys
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
-from pg_advisor_testkit.osdmaptool_output import parse_dump_all
+from pg_advisor_testkit.osdmaptool_output import parse_dump_all, run
 
-TUNABLES = """tunable choose_local_tries 0
-tunable choose_local_fallback_tries 0
-tunable choose_total_tries 50
-tunable chooseleaf_descend_once 1
-tunable chooseleaf_vary_r 1
-tunable chooseleaf_stable 1
-tunable straw_calc_version 1
-tunable allowed_bucket_algs 54
-"""
+__all__ = ["run"]       # osdmaptool_output's, which callers here take from this module
 
-REPLICATED_HOST = """rule replicated_rule {
-\tid 0
-\ttype replicated
-\tmin_size 1
-\tmax_size 10
-\tstep take default
-\tstep chooseleaf firstn 0 type host
-\tstep emit
-}
-"""
+TUNABLES = "".join(f"tunable {k} {v}\n" for k, v in (
+    ("choose_local_tries", 0), ("choose_local_fallback_tries", 0), ("choose_total_tries", 50),
+    ("chooseleaf_descend_once", 1), ("chooseleaf_vary_r", 1), ("chooseleaf_stable", 1),
+    ("straw_calc_version", 1), ("allowed_bucket_algs", 54)))
 
 
 def rule(body: Sequence[str], name: str = "replicated_rule", rule_id: int = 0,
@@ -51,6 +39,9 @@ def rule(body: Sequence[str], name: str = "replicated_rule", rule_id: int = 0,
     steps = "".join(f"\tstep {s}\n" for s in body)
     return (f"rule {name} {{\n\tid {rule_id}\n\ttype {rule_type}\n\tmin_size 1\n"
             f"\tmax_size 20\n{steps}}}\n")
+
+
+REPLICATED_HOST = rule(["take default", "chooseleaf firstn 0 type host", "emit"])
 
 
 @dataclass
@@ -80,14 +71,13 @@ def crush_text(layout: Layout, rules: Sequence[str]) -> str:
         out.append(f"device {o} osd.{o}" + (f" class {cls}" if cls else "") + "\n")
     out.append("\n# types\ntype 0 osd\ntype 1 host\ntype 2 rack\ntype 3 root\ntype 4 room\n\n"
                "# buckets\n")
-    next_id = -1
+    ids = iter(range(-2, -1 << 30, -1))     # the root gets -1 as in a default map, emitted last
 
-    def bucket(kind: str, name: str, children: List[Tuple[str, float]]) -> None:
-        nonlocal next_id
-        next_id -= 1
+    def bucket(kind: str, name: str, children: List[Tuple[str, float]], bid: int = 0) -> Tuple[str, float]:
         items = "".join(f"\titem {c} weight {w:.5f}\n" for c, w in children)
-        out.append(f"{kind} {name} {{\n\tid {next_id}\n\talg {layout.bucket_alg(kind, name)}\n\thash 0\n"
-                   f"{items}}}\n")
+        out.append(f"{kind} {name} {{\n\tid {bid or next(ids)}\n\talg {layout.bucket_alg(kind, name)}\n"
+                   f"\thash 0\n{items}}}\n")
+        return name, sum(w for _, w in children)
 
     osd = 0
     tops: List[Tuple[str, float]] = []
@@ -95,36 +85,15 @@ def crush_text(layout: Layout, rules: Sequence[str]) -> str:
     for rm in range(max(layout.rooms, 1)):
         in_room: List[Tuple[str, float]] = []
         for rk in range(rm * racks, (rm + 1) * racks):
-            hosts: List[Tuple[str, float]] = []
+            hosts = []
             for h in range(layout.hosts):
-                name = f"host{rk * layout.hosts + h}"
                 kids = [(f"osd.{o}", layout.weight(o)) for o in range(osd, osd + layout.osds_per_host)]
                 osd += layout.osds_per_host
-                bucket("host", name, kids)
-                hosts.append((name, sum(w for _, w in kids)))
-            if layout.racks:
-                bucket("rack", f"rack{rk}", hosts)
-                in_room.append((f"rack{rk}", sum(w for _, w in hosts)))
-            else:
-                in_room.extend(hosts)
-        if layout.rooms:
-            bucket("room", f"room{rm}", in_room)
-            tops.append((f"room{rm}", sum(w for _, w in in_room)))
-        else:
-            tops.extend(in_room)
-    # the root gets id -1 as in a default map: emit it last with an explicit id
-    items = "".join(f"\titem {c} weight {w:.5f}\n" for c, w in tops)
-    out.append(f"root default {{\n\tid -1\n\talg {layout.bucket_alg('root', 'default')}\n\thash 0\n"
-               f"{items}}}\n\n# rules\n")
-    out.extend(rules)
-    return "".join(out)
-
-
-def run(*args: str) -> str:
-    p = subprocess.run(list(args), capture_output=True, text=True, timeout=900)
-    if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} failed ({p.returncode}): {p.stderr[-2000:]}")
-    return p.stdout
+                hosts.append(bucket("host", f"host{rk * layout.hosts + h}", kids))
+            in_room += [bucket("rack", f"rack{rk}", hosts)] if layout.racks else hosts
+        tops += [bucket("room", f"room{rm}", in_room)] if layout.rooms else in_room
+    bucket("root", "default", tops, -1)
+    return "".join(out + ["\n# rules\n", *rules])
 
 
 REPO = Path(__file__).resolve().parents[2]
@@ -155,6 +124,14 @@ class Tools:
         """A new directory both sides see (the caller removes it)."""
         base = None if self.root is None else self.root / "tmp"
         return Path(tempfile.mkdtemp(prefix="pg-advisor-crush-", dir=base))
+
+    @contextmanager
+    def work(self) -> Iterator[Path]:
+        d = self.workdir()
+        try:
+            yield d
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 HOST = Tools()
@@ -198,6 +175,25 @@ def crush_test(tools: Tools, crush_bin: Path, rule_id: int, num_rep: int, max_x:
     return out
 
 
+def crushtool_runs(tools: Tools, crush_bin: Path, runs: Iterable[Tuple[int, int, Dict[int, float]]],
+                   max_x: int) -> List[Dict[str, Any]]:
+    """crush_test of each (rule, num_rep, reweights), as the fixtures' crushtool_test.json holds them."""
+    return [{"rule": r, "num_rep": n, "reweight": {str(k): v for k, v in w.items()},
+             "mappings": {str(x): m for x, m in crush_test(tools, crush_bin, r, n, max_x, w).items()}}
+            for r, n, w in runs]
+
+
+def simple_map(tools: Tools, om: Path, text: str, num_osds: int, *createsimple: str) -> Path:
+    """`osdmaptool --createsimple` (its options `createsimple`) writes `om` around the CRUSH
+    map `text`, compiled to crush.bin beside it (returned)."""
+    (om.parent / "crush.txt").write_text(text)
+    crush_bin = om.parent / "crush.bin"
+    tools.run("crushtool", "-c", om.parent / "crush.txt", "-o", crush_bin)
+    tools.run("osdmaptool", "--createsimple", str(num_osds), *createsimple, "--clobber", om)
+    tools.run("osdmaptool", om, "--import-crush", crush_bin)
+    return crush_bin
+
+
 @dataclass
 class GeneratedMap:
     path: Path
@@ -212,12 +208,10 @@ class GeneratedMap:
         """osdmaptool's options that put the map in its state (every tool call gets them)."""
         if self.as_is:
             return []
-        args = ["--mark-up-in"]
         # osdmaptool keeps only the last --mark-out it is given: one OSD out at most
         if len(self.mark_out) > 1:
             raise ValueError(f"osdmaptool marks one OSD out, not {self.mark_out}")
-        for o in self.mark_out:
-            args += ["--mark-out", str(o)]
+        args = ["--mark-up-in", *(a for o in self.mark_out for a in ("--mark-out", str(o)))]
         if self.crush_weights:
             args += ["--adjust-crush-weight", ",".join(f"{o}:{w}" for o, w in self.crush_weights.items())]
         return args
@@ -253,12 +247,14 @@ class GeneratedMap:
         crush = json.loads(self.tools.run("crushtool", "-i", crush_bin, "--dump"))
         return osd_dump, crush
 
+    def dump_all(self, pg_num: Optional[int] = None) -> str:
+        """osdmaptool's --test-map-pgs-dump-all output on the map in its state."""
+        extra = [] if pg_num is None else ["--pg_num", str(pg_num)]
+        return self.tools.run("osdmaptool", self.path, *self.state_args(), "--test-map-pgs-dump-all", *extra)
+
     def reference(self, pg_num: Optional[int] = None) -> Dict[str, Tuple[List[int], int]]:
         """pgid -> (up set, up primary) according to osdmaptool."""
-        args = ["osdmaptool", str(self.path), *self.state_args(), "--test-map-pgs-dump-all"]
-        if pg_num is not None:
-            args += ["--pg_num", str(pg_num)]
-        return parse_dump_all(self.tools.run(*args))
+        return parse_dump_all(self.dump_all(pg_num))
 
 
 def mismatches(snap: snapshot.Snapshot, ref: Dict[str, Tuple[List[int], int]],
@@ -271,8 +267,7 @@ def mismatches(snap: snapshot.Snapshot, ref: Dict[str, Tuple[List[int], int]],
     for pool in snap.pools:
         m = placer.map_pool(pool, pgp_num=pgp_num)
         for i in range(m.ps.size):
-            got = (m.up_list(i), int(m.up_primary[i]))
-            want = ref[m.pgid(i)]
+            got, want = (m.up_list(i), int(m.up_primary[i])), ref[m.pgid(i)]
             seen += 1
             if got != want:
                 bad.append(f"{m.pgid(i)}: ours {got}, Ceph {want}")
@@ -298,16 +293,11 @@ def generate(tmp: Path, layout: Layout, rules: Sequence[str], osdmap: OsdMapSpec
     """Write the maps under tmp (one `tools` can reach) and return a handle on them; the
     CRUSH map is the layout's with `rules`, or `text` as given; the OSDMap around it is `osdmap`."""
     tmp.mkdir(parents=True, exist_ok=True)
-    txt = tmp / "crush.txt"
-    txt.write_text(text if text is not None else crush_text(layout, rules))
-    crush_bin = tmp / "crush.bin"
-    tools.run("crushtool", "-c", txt, "-o", crush_bin)
     om = tmp / "osdmap.bin"
-    pg_bits, pgp_bits = osdmap.pg_bits, osdmap.pgp_bits
-    tools.run("osdmaptool", "--createsimple", str(layout.num_osds), "--with-default-pool", "--clobber",
-              "--pg-bits", str(pg_bits), "--pgp-bits", str(pgp_bits if pgp_bits is not None else pg_bits),
-              f"--osd_pool_default_size={osdmap.size}", om)
-    tools.run("osdmaptool", om, "--import-crush", crush_bin)
+    pgp_bits = osdmap.pgp_bits if osdmap.pgp_bits is not None else osdmap.pg_bits
+    simple_map(tools, om, text if text is not None else crush_text(layout, rules), layout.num_osds,
+               "--with-default-pool", "--pg-bits", str(osdmap.pg_bits), "--pgp-bits", str(pgp_bits),
+               f"--osd_pool_default_size={osdmap.size}")
     return GeneratedMap(path=om, num_osds=layout.num_osds, mark_out=list(osdmap.mark_out),
                         crush_weights=dict(osdmap.crush_weights or {}), tools=tools)
 
@@ -334,9 +324,23 @@ def synthetic_pg_dump(snap: snapshot.Snapshot, sigma: float, seed: int = 1) -> D
     return {"osd_stats": [], "pool_stats": [], "pg_stats": stats}
 
 
+def write_files(dest: Path, files: Mapping[str, Any]) -> None:
+    """A fixture's files under dest: text as is, a dict as indented JSON, a list on one line."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name, v in files.items():
+        text = v if isinstance(v, str) else json.dumps(v, indent=1 if isinstance(v, dict) else None,
+                                                       sort_keys=True) + "\n"
+        (dest / name).write_text(text)
+
+
 def write_fixture_main(argv: Sequence[str], name: str, fixture: Path,
-                       write: Callable[[Tools, Path], None], tools: Tools = HOST) -> int:
-    """A fixture writer's command line: `python3 -m qa.maps.NAME [DEST]`."""
+                       write: Callable[[Tools, Path], None], tentacle: bool = False) -> int:
+    """A fixture writer's command line: `python3 -m qa.maps.NAME [DEST]`, with Tentacle's tools
+    if `tentacle`."""
+    tools, why = tentacle_tools() if tentacle else (HOST, "")
+    if tools is None:
+        print(f"{name}: {why}", file=sys.stderr)
+        return 1
     dest = Path(argv[0]) if argv else fixture
     write(tools, dest)
     print(f"{name}: fixture written to {dest}")

@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import rados
 
 from ..cluster import free_port
-from .crushgen import REPLICATED_HOST, GeneratedMap, Layout, crush_text, rule, run
+from .crushgen import HOST, REPLICATED_HOST, GeneratedMap, Layout, crush_text, rule, run, simple_map
 
 
 @dataclass
@@ -84,22 +84,17 @@ class _Mon:
         self.conf.write_text(CONF.format(fsid=fsid, port=self.port, d=d))
         # the mon and its client must not pick up the test cluster's CEPH_CONF / CEPH_ARGS
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("CEPH_")}
-        self._run("monmaptool", "--create", "--fsid", fsid, "--addv", "a",
-                  f"[v2:127.0.0.1:{self.port}]", str(d / "monmap"))
+        run("monmaptool", "--create", "--fsid", fsid, "--addv", "a", f"[v2:127.0.0.1:{self.port}]",
+            str(d / "monmap"), timeout=300, env=self.env)
         # --osdmap seeds the mon's first OSDMap (OSDs, CRUSH map and rules) at mkfs
-        self._run("ceph-mon", "-c", str(self.conf), "--mkfs", "-i", "a",
-                  "--monmap", str(d / "monmap"), "--osdmap", str(osdmap))
+        run("ceph-mon", "-c", str(self.conf), "--mkfs", "-i", "a", "--monmap", str(d / "monmap"),
+            "--osdmap", str(osdmap), timeout=300, env=self.env)
         # foreground (-f) so that this process owns it; output to a file, as a pipe could fill up
         with open(d / "stderr", "wb") as err:
             self.proc: Optional[subprocess.Popen] = subprocess.Popen(
                 ["ceph-mon", "-c", str(self.conf), "-i", "a", "-f"], env=self.env,
                 stdin=subprocess.DEVNULL, stdout=err, stderr=subprocess.STDOUT)
         self.cluster: Optional[rados.Rados] = None
-
-    def _run(self, *args: str) -> None:
-        p = subprocess.run(args, capture_output=True, text=True, timeout=300, env=self.env)
-        if p.returncode:
-            raise RuntimeError(f"{' '.join(args)} failed ({p.returncode}): {p.stderr[-2000:]}")
 
     def _state(self) -> Optional[str]:
         """The mon's state from its admin socket (a length-prefixed reply to a NUL-ended command)."""
@@ -214,17 +209,13 @@ def build(tmp: Path, layout: Layout, rules: Sequence[str], pools: Sequence[PoolS
     handle's state) the OSDs exist, down, and the map holds those items (osdmaptool cannot
     set any)."""
     tmp.mkdir(parents=True, exist_ok=True)
-    (tmp / "crush.txt").write_text(crush_text(layout, rules))
-    run("crushtool", "-c", str(tmp / "crush.txt"), "-o", str(tmp / "crush.bin"))
     seed = tmp / "osdmap0.bin"
     # no --with-default-pool: every pool comes from the mon. The OSDs stay nonexistent, as in
     # crushgen's maps: up OSDs that never booted (--mark-up-in persists when the same osdmaptool
     # call writes the map) kill the mon, "FAILED ceph_assert(osdmap.get_up_osd_features() &
     # CEPH_FEATURE_MON_STATEFUL_SUB)" in check_pg_creates_subs
-    run("osdmaptool", "--createsimple", str(layout.num_osds), "--clobber", str(seed))
-    run("osdmaptool", str(seed), "--import-crush", str(tmp / "crush.bin"))
-    crush = json.loads(run("crushtool", "-i", str(tmp / "crush.bin"), "--dump"))
-    default_rule = crush["rules"][0]["rule_name"]
+    crush_bin = simple_map(HOST, seed, crush_text(layout, rules), layout.num_osds)
+    default_rule = json.loads(run("crushtool", "-i", str(crush_bin), "--dump"))["rules"][0]["rule_name"]
 
     # not under tmp: the admin socket's path must stay within AF_UNIX's 107 bytes
     mon_dir = Path(tempfile.mkdtemp(prefix="monbuilt-mon-"))

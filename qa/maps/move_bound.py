@@ -1,29 +1,20 @@
-"""A tighter lower bound on a balance's moves: the fewest the rule's counts allow, by MILP.
+"""A tighter lower bound on a balance's moves: the fewest the rule's counts allow, by MILP
+(doc/balance.rst). The balancer's own bound (balance.Level.bound) counts replicas beyond
+an OSD's floor or ceiling; where the rule ties replicas together (EC 8+3 in 4 racks of 3
+hosts) reaching them may take more moves than that.
 
-The balancer's own bound (balance.Level.bound) counts replicas above an OSD's ceiling or
-below its floor. Where the rule ties replicas together (EC 8+3 in 4 racks of 3 hosts: a
-PG uses 11 of the 12 hosts, so a shard can only go to the one host its PG lacks) reaching
-floor/ceil may take more moves than that, and the simple bound cannot tell a balancer
-that wastes moves from a rule that demands them.
-
-The problem "every pool and every OSD's total within floor/ceil of its share, each PG's
-set within the rule's counts" as a mixed-integer program: a[r, o] in [0, 1] says PG row
-r ends with a replica on OSD o; each row keeps its number of replicas; y[r, b] in {0, 1}
-says it uses bucket b of a type the rule chooses, which holds at most the step's cap of
-its replicas; a row uses at most `span` buckets per bucket of the step before (and
-`total` in all); each OSD's count per pool and in total lies within floor/ceil of its
-share; unhealthy rows stay as they are. a is left continuous (a relaxation), so the
-solver's dual bound on the replicas leaving their OSDs is a lower bound on the moves any
-balancer needs from the same start to the same targets, even when its time limit stops
-it. The best placement it found, if 0/1 and keeping the spans, bounds the minimum from
-above: when the solver finishes, that is the exact minimum.
+a[r, o] in [0, 1]: PG row r ends with a replica on OSD o (each row keeps its number);
+y[r, b] in {0, 1}: it uses bucket b of a type the rule chooses, which holds at most the
+step's cap of its replicas, at most `span` such per bucket of the step before (`total` in
+all); each OSD's count per pool and in total within floor/ceil of its share; unhealthy rows
+stay. a is continuous (a relaxation), so the solver's dual bound on the replicas leaving
+their OSDs bounds every balancer from the same start, even when stopped by its time limit;
+its best placement, if 0/1 and keeping the spans, bounds the minimum from above.
 
     PYTHONPATH=src /usr/bin/python3 -m qa.maps.move_bound [--time-limit 900]
 
-prints both for the "multi" map with OSDs reweighted and Ceph's items set
-(qa/maps/test_balance_maps.py), beside the balancer's moves and its own bound.
-
-qa only (scipy's HiGHS), never imported by the module.
+prints both for the "multi" map with OSDs reweighted and Ceph's items set, beside the
+balancer's moves and its own bound. qa only (scipy's HiGHS), never imported by the module.
 """
 from dataclasses import dataclass
 import time
@@ -187,8 +178,7 @@ def move_bound(bal: Balancer, time_limit: float = 120.0) -> Optional[MoveBound]:
             if _spans_ok(bal, anc, finals):
                 best = int(round(shards + float(res.fun)))
     # the LP relaxes the MILP, so its bound holds too: a MILP stopped by its time limit
-    # before its search raised the dual bound past the root's reports less (a loaded CI
-    # machine's run gave 0 after 69 s, the LP 673)
+    # before its search raised the dual bound past the root's reports less
     proven = int(np.ceil(shards + float(dual) - 1e-6))
     return MoveBound(bound=max(proven, int(np.ceil(lp - 1e-6))), lp=lp, optimal=res.status == 0,
                      best=best, moves=moves, seconds=time.monotonic() - t0)

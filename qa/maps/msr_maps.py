@@ -1,20 +1,11 @@
-"""Maps with msr rules (Squid and later) built by Tentacle's own tools, and their references.
+"""Maps with msr rules (Squid and later) built by Tentacle's own tools, and their references:
+each `MsrCase` is a layout and one rule, checked against osdmaptool (every PG of its
+replicated pool, which Ceph maps by rule id alone) and crushtool --test (holes at their
+positions, reweights of our choice); doc/crush.rst says how.
 
-Each `MsrCase` is a layout and one rule. osdmaptool can make only a replicated pool
-(--createsimple) and mark only one OSD out, so a case is checked two ways:
-
-* every PG of the pool (`osdmaptool --test-map-pgs-dump-all`, one OSD out, CRUSH weights
-  of 0): OSDMap maps by the pool's rule id alone since Reef, so an msr_indep rule maps
-  the replicated pool too, its holes removed as a replicated pool's are;
-* crush_do_rule itself (`crushtool --test`, inputs 0..N) under reweights of our choice,
-  several OSDs out and some reweighted (is_out's per-input coin), holes at their positions.
-
-`python3 -m qa.maps.msr_maps [DIR]` (from the repository root, as root on the host or inside
-the chroot) writes the tests' fixture (src/pg_advisor_testkit/fixtures/msr): the dumps
-of one such map and Tentacle's answers for it.
+`python3 -m qa.maps.msr_maps [DIR]` (as root on the host, or inside the chroot) writes the
+unit tests' fixture (fixtures/msr).
 """
-import json
-import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +14,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from pg_advisor_testkit.dumps import FIXTURES
 
 from .bucket_maps import by_index
-from .crushgen import (GeneratedMap, Layout, OsdMapSpec, Tools, crush_test, crush_text, generate,
-                       tentacle_tools, write_fixture_main)
+from .crushgen import (GeneratedMap, Layout, OsdMapSpec, Tools, crush_text, crushtool_runs, generate,
+                       write_files, write_fixture_main)
 
 FIXTURE = FIXTURES / "msr"
 
@@ -193,33 +184,15 @@ def write_fixture(tools: Tools, dest: Path) -> None:
     """The dumps of a 12-OSD map (mixed weights, osd.4 out, osd.9 of CRUSH weight 0) whose
     pool uses an msr_firstn rule, osdmaptool's up set of each of its 768 PGs, and
     crushtool's results of both rules for inputs 0..1023 under reweights."""
-    work = tools.workdir()
-    try:
-        text = crush_text(FIXTURE_LAYOUT, FIXTURE_RULES)
+    with tools.work() as work:
         spec = OsdMapSpec(pg_bits=6, size=4, mark_out=(4,), crush_weights={9: 0.0})
-        gm = generate(work, FIXTURE_LAYOUT, [], spec, tools=tools, text=text)
+        gm = generate(work, FIXTURE_LAYOUT, FIXTURE_RULES, spec, tools=tools)
         osd_dump, crush = gm.dumps()
-        ref = tools.run("osdmaptool", gm.path, *gm.state_args(), "--test-map-pgs-dump-all")
-        runs = [{"rule": r, "num_rep": n, "reweight": {str(k): v for k, v in w.items()},
-                 "mappings": {str(x): m for x, m in
-                              crush_test(tools, gm.path.with_suffix(".crush"), r, n, FIXTURE_X, w).items()}}
-                for r, n, w in FIXTURE_RUNS]
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    dest.mkdir(parents=True, exist_ok=True)
-    (dest / "osd_dump.json").write_text(json.dumps(osd_dump, indent=1, sort_keys=True) + "\n")
-    (dest / "crush_dump.json").write_text(json.dumps(crush, indent=1, sort_keys=True) + "\n")
-    (dest / "osdmaptool_dump_all.txt").write_text(ref)
-    (dest / "crushtool_test.json").write_text(json.dumps(runs, sort_keys=True) + "\n")
-
-
-def main(argv: Sequence[str]) -> int:
-    tools, why = tentacle_tools()
-    if tools is None:
-        print(f"msr_maps: {why}", file=sys.stderr)
-        return 1
-    return write_fixture_main(argv, "msr_maps", FIXTURE, write_fixture, tools)
+        write_files(dest, {"osd_dump.json": osd_dump, "crush_dump.json": crush,
+                           "osdmaptool_dump_all.txt": gm.dump_all(),
+                           "crushtool_test.json": crushtool_runs(tools, gm.path.with_suffix(".crush"),
+                                                                 FIXTURE_RUNS, FIXTURE_X)})
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(write_fixture_main(sys.argv[1:], "msr_maps", FIXTURE, write_fixture, tentacle=True))

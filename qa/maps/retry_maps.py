@@ -1,23 +1,18 @@
 """A map where CRUSH retries to the end: 4 hosts of 3 OSDs, one rule per way to choose
 (firstn and indep, choose and chooseleaf, of hosts and of OSDs, one step or two), each
-asking more replicas than some reweights leave room for. Rows then retry every try,
-leave holes, stop early, or (a chooseleaf indep of devices) keep a rejected device as
-their leaf.
-
-    PYTHONPATH=src:. python3 -m qa.maps.retry_maps [DEST]
-
-writes the unit tests' fixture (pg_advisor_testkit/fixtures/retries): the map's dumps and
-crushtool's results of every rule and reweight for inputs 0..FIXTURE_X.
+asking more replicas than some reweights leave room for: rows retry every try, leave
+holes, stop early, or (a chooseleaf indep of devices) keep a rejected device as their leaf.
+`PYTHONPATH=src:. python3 -m qa.maps.retry_maps [DEST]` writes the unit tests' fixture
+(fixtures/retries): the map's dumps and crushtool's results for inputs 0..FIXTURE_X.
 """
-import json
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Tuple
 
 from pg_advisor_testkit.dumps import FIXTURES
 
-from .crushgen import (GeneratedMap, Layout, OsdMapSpec, Tools, crush_test, generate, rule,
-                       write_fixture_main)
+from .crushgen import (GeneratedMap, Layout, OsdMapSpec, Tools, crushtool_runs, generate, rule,
+                       write_files, write_fixture_main)
 
 FIXTURE = FIXTURES / "retries"
 FIXTURE_X = 63
@@ -54,27 +49,17 @@ def build(tools: Tools, tmp: Path) -> GeneratedMap:
 
 def runs(tools: Tools, gm: GeneratedMap, max_x: int) -> List[Dict[str, Any]]:
     """crushtool's result of every rule and reweight for inputs 0..max_x."""
-    crush_bin = gm.path.parent / "crush.bin"
-    return [{"rule": i, "num_rep": size, "reweight": {str(k): v for k, v in w.items()},
-             "mappings": {str(x): m for x, m in crush_test(tools, crush_bin, i, size, max_x, w).items()}}
-            for i, (_, _, size) in enumerate(CASES) for w in REWEIGHTS]
+    return crushtool_runs(tools, gm.path.parent / "crush.bin",
+                          [(i, size, w) for i, (_, _, size) in enumerate(CASES) for w in REWEIGHTS], max_x)
 
 
 def write_fixture(tools: Tools, dest: Path) -> None:
-    gm = build(tools, dest / "work")
-    osd_dump, crush = gm.dumps()
-    found = runs(tools, gm, FIXTURE_X)
-    for f in (dest / "work").iterdir():
-        f.unlink()
-    (dest / "work").rmdir()
-    (dest / "osd_dump.json").write_text(json.dumps(osd_dump, indent=1, sort_keys=True) + "\n")
-    (dest / "crush_dump.json").write_text(json.dumps(crush, indent=1, sort_keys=True) + "\n")
-    (dest / "crushtool_test.json").write_text(json.dumps(found, sort_keys=True) + "\n")
-
-
-def main(argv: Sequence[str]) -> int:
-    return write_fixture_main(argv, "retry_maps", FIXTURE, write_fixture)
+    with tools.work() as work:
+        gm = build(tools, work)
+        osd_dump, crush = gm.dumps()
+        found = runs(tools, gm, FIXTURE_X)
+    write_files(dest, {"osd_dump.json": osd_dump, "crush_dump.json": crush, "crushtool_test.json": found})
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(write_fixture_main(sys.argv[1:], "retry_maps", FIXTURE, write_fixture))

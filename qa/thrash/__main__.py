@@ -1,15 +1,8 @@
-"""pg_advisor in mode auto while the cluster is thrashed, as Ceph's own QA thrashes its
-balancer and autoscaler (teuthology's qa/tasks/thrashosds.py).
+"""pg_advisor in mode auto on a cluster of its own (8 memstore OSDs on 4 hosts, three pools, a
+checking client) while a seeded thrasher disturbs it, as teuthology's thrashosds.py does
+Ceph's balancer; every invariant checked, exit 1 when one fails (doc/testing.rst):
 
     /usr/bin/python3 -m qa.thrash --minutes 30 --seed N [--dir DIR] [--report FILE]
-
-It starts its own cluster (qa/cluster/vstart.sh: 8 memstore OSDs on 4 hosts) with three pools
-(replicated; replicated with target_size_ratio; EC 2+1), a client that writes and reads
-them throughout and checks every read (qa/thrash/client.py), and pg_advisor in mode auto
-with pin_on_change on (Ceph's balancer off). Every 20-40 s the thrasher takes one action,
-picked by a generator seeded with N. The invariants are sampled throughout
-(qa/thrash/watch.py) and printed at the end, after the cluster is left to settle; the exit
-status is 1 when any fails. doc/testing.rst has the figures of the runs.
 """
 import argparse
 import json
@@ -21,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from ..cluster import Cluster, OPT, wait_until
+from ..cluster import OPT, REPO, Cluster, wait_until
 from .client import Client
 from .thrasher import POOLS, Thrasher
 from .watch import WAIT_CLEAN_MAX, Mon, Watcher, commands_to_missing_pools
@@ -32,21 +25,16 @@ SETTLE_WITHIN = 1800        # s: and on pg_advisor's end state (pg_num, eval)
 
 def setup(c: Cluster, pg_nums: List[int], options: List[str]) -> None:
     c.vstart("start", "--osds", "8", "--hosts", "4", "--no-pool")
-    c.ceph("osd", "pool", "create", "rep", str(pg_nums[0]), str(pg_nums[0]), "replicated")
-    c.ceph("osd", "pool", "create", "ratio", str(pg_nums[1]), str(pg_nums[1]), "replicated")
-    c.ceph("osd", "pool", "set", "ratio", "target_size_ratio", "0.3")
     c.ceph("osd", "erasure-code-profile", "set", "ec21", "k=2", "m=1", "crush-failure-domain=host")
-    c.ceph("osd", "pool", "create", "ec", str(pg_nums[2]), str(pg_nums[2]), "erasure", "ec21")
+    for name, pg_num, kind in zip(POOLS, pg_nums, (["replicated"], ["replicated"], ["erasure", "ec21"])):
+        c.create_pool(name, pg_num, *kind, autoscale=True, application="rados")
+    c.ceph("osd", "pool", "set", "ratio", "target_size_ratio", "0.3")
     # min_size k: one OSD away (the thrasher takes one at a time) leaves the EC PGs active,
     # as the replicated ones; at k+1 their I/O would wait for the OSD to come back
     c.ceph("osd", "pool", "set", "ec", "min_size", "2")
-    for p in POOLS:
-        c.ceph("osd", "pool", "application", "enable", p, "rados")
-    c.ceph("config", "set", "mgr", OPT + "pin_on_change", "true")
-    for kv in options:
-        key, _, value = kv.partition("=")
+    for key, value in [("pin_on_change", "true"), *(kv.partition("=")[::2] for kv in options),
+                       ("mode", "auto")]:
         c.ceph("config", "set", "mgr", OPT + key, value)
-    c.ceph("config", "set", "mgr", OPT + "mode", "auto")
     c.wait_clean(300)
 
 
@@ -56,9 +44,8 @@ def end_state(c: Cluster, th: Thrasher) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
 
     def caught_up() -> bool:
-        """Every PG's stats show the up set the map has now: right after the thrasher's last
-        action (an OSD in: 131 PGs remapped) the stats still said active+clean on the old
-        OSDs. (Their reported_epoch does not do: an idle PG does not report each map.)"""
+        """Every PG's stats show the up set the map has now: right after an action they may
+        still say active+clean on the old OSDs (an idle PG does not report each map)."""
         ups = th.mon.up_sets(th.mon.epoch())
         return all(ups.get(r["pgid"]) == r["up"] for r in th.pgs_brief())
     try:
@@ -72,9 +59,8 @@ def end_state(c: Cluster, th: Thrasher) -> Dict[str, Any]:
     last: Dict[str, Any] = {}
 
     def settled() -> bool:
-        status = json.loads(c.ceph("pg-advisor", "status", "-f", "json"))
-        plan = json.loads(c.ceph("pg-advisor", "progress", "-f", "json")).get("plan")
-        ev = json.loads(c.ceph("pg-advisor", "eval", "-f", "json"))["distribution"]
+        status, plan = c.advisor("status"), c.advisor("progress").get("plan")
+        ev = c.advisor("eval")["distribution"]
         off = {p["name"]: [p["pg_num"], p["recommended_pg_num"]] for p in status["pools"]
                if p["pg_num"] != p["recommended_pg_num"] or p["pgp_num"] != p["pg_num"]}
         dev = {d["pool"]: d["max_deviation"] for d in ev["pools"]}
@@ -108,6 +94,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--keep", action="store_true", help="leave the cluster running")
     a = ap.parse_args(argv)
     c = Cluster(Path(a.dir))
+    sys.path.insert(0, str(REPO / "src"))      # the testkit's osdmaptool parser (watch.Mon.up_sets)
     t_start = time.monotonic()
     setup(c, [int(x) for x in a.pg_nums.split(",")], a.set)
     budget = float(c.ceph("config", "get", "mgr", "target_max_misplaced_ratio").strip())

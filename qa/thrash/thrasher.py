@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Set
 
 from ..cluster import Cluster, wait_until
 from .client import Client
-from .watch import Mon, Watcher
+from .watch import Mon, Watcher, read_pid
 
 POOLS = ("rep", "ratio", "ec")
 BAD_STATES = ("degraded", "undersized", "down", "incomplete", "peering", "stale", "unknown")
@@ -70,15 +70,12 @@ class Thrasher:
         dump = self.mon.json("pg dump", mgr=True, dumpcontents=["pgs_brief"])
         return list(dump["pg_stats"] if isinstance(dump, dict) else dump)
 
-    def pg_states(self) -> List[str]:
-        return [r["state"] for r in self.pgs_brief()]
-
     def calm(self) -> bool:
         """No OSD away and no PG short of a copy: one more OSD may go (EC 2+1 keeps one)."""
         if self.away is not None or any(not (o["up"] and o["in"]) for o in self.osds()
                                         if o["osd"] not in self.purged):
             return False
-        return not any(b in s for s in self.pg_states() for b in BAD_STATES)
+        return not any(b in r["state"] for r in self.pgs_brief() for b in BAD_STATES)
 
     def victim(self) -> Optional[int]:
         cands = [o["osd"] for o in self.osds() if o["up"] and o["in"] and o["osd"] != self.drain_osd
@@ -86,10 +83,8 @@ class Thrasher:
         return self.rng.choice(cands) if cands else None
 
     def osd_pid(self, osd: int) -> Optional[int]:
-        try:
-            return int((self.c.dir / "run" / f"osd.{osd}.pid").read_text().strip())
-        except (OSError, ValueError):
-            return None
+        pid = read_pid(self.c.dir / "run" / f"osd.{osd}.pid")
+        return pid if pid > 0 else None
 
     def wait_osd(self, osd: int, up: bool, timeout: float = 90) -> None:
         wait_until(lambda: any(o["osd"] == osd and bool(o["up"]) == up for o in self.osds()),
@@ -234,9 +229,7 @@ class Thrasher:
 
     def act_pool(self) -> bool:
         name = f"thrash-{len(self.pools_made)}"
-        if self.ceph("osd", "pool", "create", name, "8", "8") != 0:
-            return False
-        self.ceph("osd", "pool", "application", "enable", name, "rados")
+        self.c.create_pool(name, 8, autoscale=True, application="rados")
         self.pools_made[name] = self.c.pool_id(name)
         subprocess.run(["rados", "-p", name, "bench", "2", "write", "-b", "4096", "-t", "2",
                         "--no-cleanup"], env=self.c.env, capture_output=True, timeout=120)
@@ -314,10 +307,8 @@ class Thrasher:
                "reweight", "upmap", "pause", "abort")
 
     def step(self) -> None:
-        """One action, picked at random among those that can be taken now. The picks come
-        from a shuffled deck of every action, dealt until empty, then shuffled again: each
-        action comes up once in every dozen or so (a first 30-minute run with independent
-        picks never created a pool)."""
+        """One action, picked at random among those that can be taken now, from a shuffled
+        deck of every action dealt until empty (independent picks may never pick one)."""
         for refill in (False, True):
             if refill or not self.deck:
                 self.deck = list(self.ACTIONS)

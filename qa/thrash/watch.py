@@ -1,22 +1,9 @@
-"""The thrasher's invariants, sampled while it runs (python3 -m qa.thrash): the mgr's pid and active
-gid, pg_advisor's health checks, and misplaced objects against the budget plus what the
-thrasher's own actions remapped. The audit-log check (no command to a pool that is gone)
-runs at the end, on the mon's log file.
-
-The misplaced allowance, per PG: an action that changes the map (an OSD out, in, down, up,
-reweighted, added or purged; an upmap item set or removed by hand) is measured by mapping
-every PG with osdmaptool in the epochs before and after it; each PG's up positions that
-now name an OSD they did not is its share of the action (`thrash` positions). While a PG
-stays misplaced, that many copies of its objects are the thrasher's; the rest of the
-misplaced copies are pg_advisor's, and must stay within the budget (misplaced_budget, or
-target_max_misplaced_ratio) times the object copies. A PG's share ends when its stats,
-reported at or after the action's epoch, show it not misplaced (it was pinned back, or it
-recovered). Objects the client adds to a misplaced PG after its misplacement began count
-at the share they had then (the budget was spent on the copies that were there).
-"""
+"""The thrasher's invariants, sampled while it runs (python3 -m qa.thrash): the mgr's pid
+and gid, pg_advisor's health checks and plan waits, memory, and misplaced objects against the
+budget plus what the thrasher's own actions remapped (doc/testing.rst says how each is
+counted); the audit-log check (no command to a removed pool) runs at the end."""
 import json
 import re
-import subprocess
 import tempfile
 import threading
 import time
@@ -25,7 +12,6 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 NONE = 2147483647          # CRUSH_ITEM_NONE: an EC position with no OSD
-MAPPING = re.compile(r"^(\d+)\.([0-9a-f]+) raw .* up \(\[([^]]*)\], p-?\d+\) acting ", re.M)
 # pg_advisor's own mon commands (the mgr's DaemonServer sends pg_num_actual/pgp_num_actual
 # of its own, which are Ceph's, not ours)
 OURS = {"osd pg-upmap-items", "osd rm-pg-upmap-items", "osd pg-upmap", "osd rm-pg-upmap",
@@ -65,19 +51,34 @@ class Mon:
 
     def up_sets(self, epoch: int) -> Dict[str, List[int]]:
         """Every PG's up set in map `epoch`, as osdmaptool maps it (upmaps applied)."""
+        from pg_advisor_testkit.osdmaptool_output import dump_all   # src on the path: __main__
         ret, raw, err = self.call("osd getmap", epoch=epoch)
         if ret != 0:
             raise RuntimeError(f"osd getmap {epoch}: {err}")
         with tempfile.NamedTemporaryFile() as f:
             f.write(raw)
             f.flush()
-            p = subprocess.run(["osdmaptool", f.name, "--test-map-pgs-dump-all"],
-                               capture_output=True, text=True, timeout=120)
-        return {f"{m.group(1)}.{m.group(2)}": [int(x) for x in m.group(3).split(",") if x]
-                for m in MAPPING.finditer(p.stdout)}
+            return {pg: list(m.up) for pg, m in dump_all(f.name).items()}
 
     def close(self) -> None:
         self.rados.shutdown()
+
+
+def read_pid(pidfile: Path) -> int:
+    """The pid a daemon's pid file holds (-1: none)."""
+    try:
+        return int(pidfile.read_text().strip())
+    except (OSError, ValueError):
+        return -1
+
+
+def rss_mib(pid: int) -> float:
+    """A process's resident memory (0: no such process)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    return next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0) / 1024
 
 
 def moved_positions(before: List[int], after: List[int], erasure: bool) -> int:
@@ -239,18 +240,10 @@ class Watcher:
 
     def _mgr(self) -> None:
         fig = self.fig
-        try:
-            pid = int(self.pidfile.read_text().strip())
-        except (OSError, ValueError):
-            pid = -1
+        pid = read_pid(self.pidfile)
         if not fig.mgr_pids or fig.mgr_pids[-1] != pid:
             fig.mgr_pids.append(pid)
-        try:
-            rss = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-                       if line.startswith("VmRSS:")) / 1024
-            fig.mgr_rss_peak_mib = max(fig.mgr_rss_peak_mib, rss)
-        except (OSError, StopIteration):
-            pass
+        fig.mgr_rss_peak_mib = max(fig.mgr_rss_peak_mib, rss_mib(pid))
         gid = int(self.mon.json("mgr dump")["active_gid"])
         if gid and (not fig.mgr_gids or fig.mgr_gids[-1] != gid):
             fig.mgr_gids.append(gid)
@@ -262,15 +255,8 @@ class Watcher:
         avail = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
                      if line.startswith("MemAvailable:")) / 1024
         fig.mem_available_min_mib = min(fig.mem_available_min_mib, avail)
-        rss = 0
-        for f in (self.pidfile.parent).glob("osd.*.pid"):
-            try:
-                status = Path(f"/proc/{int(f.read_text().strip())}/status").read_text()
-            except (OSError, ValueError):
-                continue
-            rss += next((int(line.split()[1]) for line in status.splitlines()
-                         if line.startswith("VmRSS:")), 0)
-        fig.osds_rss_peak_mib = max(fig.osds_rss_peak_mib, rss / 1024)
+        rss = sum(rss_mib(read_pid(f)) for f in self.pidfile.parent.glob("osd.*.pid"))
+        fig.osds_rss_peak_mib = max(fig.osds_rss_peak_mib, rss)
 
     def _misplaced(self, stats: List[Dict[str, Any]]) -> None:
         fig = self.fig
@@ -335,30 +321,24 @@ def commands_to_missing_pools(audit_log: Path, removed: Dict[str, int]) -> Tuple
     bad: List[str] = []
     for line in audit_log.read_text(errors="replace").splitlines():
         m = AUDIT.search(line)
-        if not m:
-            continue
-        entity, raw, phase = m.groups()
         try:
-            cmd = json.loads(raw)
+            cmd = json.loads(m.group(2)) if m else None
         except ValueError:
             continue
         cmd = cmd[0] if isinstance(cmd, list) and cmd else cmd
-        if not isinstance(cmd, dict):
+        if m is None or not isinstance(cmd, dict):
             continue
-        prefix = cmd.get("prefix", "")
+        entity, phase, prefix = m.group(1), m.group(3), cmd.get("prefix", "")
         if prefix == "osd pool rm" and phase == "finished" and cmd.get("pool") in removed:
             gone_names.add(cmd["pool"])
             gone_ids.add(removed[cmd["pool"]])
+        elif not entity.startswith("mgr.") or phase != "dispatch":
             continue
-        if not entity.startswith("mgr.") or phase != "dispatch":
-            continue
-        if prefix == "osd pool set" and cmd.get("var") in OUR_VARS:
+        elif prefix == "osd pool set" and cmd.get("var") in OUR_VARS:
             ours += 1
-            if cmd.get("pool") in gone_names:
-                bad.append(line)
+            bad += [line] if cmd.get("pool") in gone_names else []
         elif prefix in OURS:
             ours += 1
-            pgid = str(cmd.get("pgid", ""))
-            if pgid.split(".")[0].isdigit() and int(pgid.split(".")[0]) in gone_ids:
-                bad.append(line)
+            pool = str(cmd.get("pgid", "")).split(".")[0]
+            bad += [line] if pool.isdigit() and int(pool) in gone_ids else []
     return ours, bad

@@ -3,11 +3,12 @@ as PastIntervals::is_new_interval counts them, read with osdmaptool), and where 
 of the change waited: at which kind of map epoch, at which kind of their own PG's new interval."""
 import datetime
 import re
-import subprocess
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
+
+from pg_advisor_testkit.osdmaptool_output import of_epoch, parse
 
 from ...cluster import Cluster
 from ...maps.object_hash import object_ps
@@ -16,8 +17,6 @@ from .client import name as object_name
 MODIFIED = re.compile(r"^modified (\S+)$", re.M)
 UP_THRU = re.compile(r"^osd\.(\d+) .*\bup_thru (\d+)", re.M)
 SLOW_MS = 250.0                       # an op this slow counts in the bursts' breakdown
-MAPPING = re.compile(r"^(\d+\.[0-9a-f]+) raw .* up \(\[([^]]*)\], p(-?\d+)\) "
-                     r"acting \(\[([^]]*)\], p(-?\d+)\)$", re.M)
 
 Mapping = Tuple[Tuple[int, ...], int, Tuple[int, ...], int]     # up, up primary, acting, primary
 Epoch = Tuple[float, int, int, int]   # when (wall clock), PGs whose up set changed, only their
@@ -40,19 +39,12 @@ class ChangeSpan:
 def mappings(c: Cluster, epoch: int, pool_id: int) -> Tuple[Dict[str, Mapping], float, Dict[int, int]]:
     """The pool's PGs' mappings at one epoch, when the mon made that epoch (wall clock),
     and each OSD's up_thru there."""
-    f = c.dir / f"map.{epoch}"
-    c.ceph("osd", "getmap", str(epoch), "-o", str(f))
-    p = subprocess.run(["osdmaptool", str(f), "--print", "--test-map-pgs-dump-all", "--pool", str(pool_id)],
-                       capture_output=True, text=True, timeout=120)
-    f.unlink()
-    stamp = MODIFIED.search(p.stdout)
+    text = of_epoch(c.ceph, epoch, c.dir / f"map.{epoch}", "--print", "--test-map-pgs-dump-all",
+                    "--pool", str(pool_id))
+    stamp = MODIFIED.search(text)
     when = datetime.datetime.fromisoformat(stamp.group(1)).timestamp() if stamp else float("nan")
-
-    def osds(s: str) -> Tuple[int, ...]:
-        return tuple(int(o) for o in s.split(",") if o)
-    return ({m.group(1): (osds(m.group(2)), int(m.group(3)), osds(m.group(4)), int(m.group(5)))
-             for m in MAPPING.finditer(p.stdout)}, when,
-            {int(m.group(1)): int(m.group(2)) for m in UP_THRU.finditer(p.stdout)})
+    return ({pg: (m.up, m.up_primary, m.acting, m.primary) for pg, m in parse(text).items()}, when,
+            {int(m.group(1)): int(m.group(2)) for m in UP_THRU.finditer(text)})
 
 
 def split_parents(n_old: int, n_new: int) -> Set[int]:
