@@ -6,17 +6,9 @@ from typing import Dict, List, Optional, TypedDict
 from ..model.distribution import SpreadFields
 
 
-class PoolSpread(TypedDict):
-    """One pool's spread (SpreadFields') with its pool, as the reports' rows have it."""
+class PoolSpread(SpreadFields):
+    """One pool's spread with its pool, as the reports' rows have it."""
     pool: str
-    osds: int
-    min: int
-    max: int
-    mean: float
-    stdev: float
-    max_deviation: float
-    max_over: float
-    max_under: float
     rule_limit: float        # how far the rule's shares are from shares by weight alone
 
 
