@@ -37,10 +37,8 @@ PANEL_URL = "http://127.0.0.1:9285/"     # the panel at its default server_addr/
 @pytest.fixture
 def evil_pool(cluster: Cluster) -> Iterator[Cluster]:
     """A pool whose name would run script if a page ever used it as markup."""
-    cluster.ceph("osd", "pool", "create", EVIL, "8", "8")
-    yield cluster
-    cluster.ceph("osd", "pool", "rm", EVIL, EVIL, "--yes-i-really-really-mean-it")
-    cluster.wait_clean()
+    with cluster.pool(EVIL, 8):
+        yield cluster
 
 
 # The files run in file-name order, whichever room holds them, but for test_expand_live.py,

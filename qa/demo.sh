@@ -19,13 +19,9 @@ env_line=$(bash "$here/cluster/vstart.sh" start "$@")
 eval "$env_line"
 rados -p rbd bench 3 write -t 4 -b 4096 --no-cleanup >/dev/null
 sleep 6  # one PG stats period, so the status shows the data
-echo
-ceph --version
-echo
-echo "\$ ceph pg-advisor status"
+printf '\n%s\n\n$ ceph pg-advisor status\n' "$(ceph --version)"
 ceph pg-advisor status
-echo
-echo "\$ ceph health"
+printf '\n$ ceph health\n'
 ceph health
 echo
 echo "The cluster is still running. Use it with:"
@@ -34,7 +30,6 @@ if [ "$release" = tentacle ]; then
     echo "    (or a shell there: bash qa/cluster/tentacle.sh exec bash)"
     echo "Stop it with: bash qa/cluster/vstart.sh stop"
 else
-    echo "  $env_line"
-    echo "  ceph pg-advisor status -f json-pretty"
+    printf '  %s\n  ceph pg-advisor status -f json-pretty\n' "$env_line"
     echo "Stop it with: bash qa/cluster/vstart.sh stop --ceph pacific"
 fi

@@ -4,7 +4,6 @@ import os
 import re
 import socket
 import subprocess
-import threading
 import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -98,21 +97,15 @@ class Cluster:
     def mappings(self, epoch: int, pool_id: int) -> Dict[str, Tuple[Tuple[int, ...], int]]:
         """Each PG of the pool -> (its up set, its acting primary) in map `epoch` (pg_temp
         and primary_temp applied), as osdmaptool maps the mon's own map."""
-        f = self.dir / f"map.{epoch}"
-        self.ceph("osd", "getmap", str(epoch), "-o", str(f))
-        p = subprocess.run(["osdmaptool", str(f), "--test-map-pgs-dump-all", "--pool", str(pool_id)],
-                           capture_output=True, text=True, timeout=60)
-        f.unlink()
-        return {m.group(1): (tuple(int(o) for o in m.group(2).split(",") if o), int(m.group(3)))
-                for m in re.finditer(r"^(\d+\.[0-9a-f]+) raw .* up \(\[([^]]*)\], p-?\d+\) "
-                                     r"acting \(\[[^]]*\], p(-?\d+)\)$", p.stdout, re.M)}
+        from pg_advisor_testkit.osdmaptool_output import of_epoch, parse
+        text = of_epoch(self.ceph, epoch, self.dir / f"map.{epoch}", "--test-map-pgs-dump-all",
+                        "--pool", str(pool_id))
+        return {pg: (m.up, m.primary) for pg, m in parse(text).items()}
 
     def pg_temp(self, epoch: int, pgid: str) -> Optional[List[int]]:
         """The PG's pg_temp in map `epoch` (None: it has none)."""
-        for t in self.json("osd", "dump", str(epoch))["pg_temp"]:
-            if t["pgid"] == pgid:
-                return [int(o) for o in t["osds"]]
-        return None
+        return next(([int(o) for o in t["osds"]] for t in self.json("osd", "dump", str(epoch))["pg_temp"]
+                     if t["pgid"] == pgid), None)
 
     def primary_changes(self, pool_id: int, epochs: Iterable[int],
                         remapped_only: bool = False) -> List[Tuple[int, str, int, int]]:
@@ -165,10 +158,7 @@ class Cluster:
         """The Ceph release the cluster's mon runs ('tentacle', 'pacific')."""
         # {"ceph version 20.2.4 (7f79...) tentacle (stable - RelWithDebInfo)": 1}
         version = next(iter(self.json("versions")["mon"]))
-        m = re.search(r"\)\s+(\w+)\s+\(", version)
-        if m is None:
-            raise RuntimeError(f"no release name in {version!r}")
-        return m.group(1)
+        return str(re.findall(r"\)\s+(\w+)\s+\(", version)[0])
 
     @contextmanager
     def config(self, who: str, key: str, value: str) -> Iterator[None]:
@@ -208,21 +198,31 @@ class Cluster:
         if application:
             self.ceph("osd", "pool", "application", "enable", name, application)
 
-    def remove_pool(self, name: str, wait: bool = True) -> None:
+    def remove_pool(self, name: str, wait: bool = True, timeout: float = 180) -> None:
         """The pool removed (if it is there), then every PG active+clean unless not `wait`."""
         self.run("osd", "pool", "rm", name, name, "--yes-i-really-really-mean-it")
         if wait:
-            self.wait_clean()
+            self.wait_clean(timeout)
 
     @contextmanager
     def pool(self, name: str, pg_num: int, *kind: str, autoscale: bool = False,
-             application: Optional[str] = None) -> Iterator[str]:
-        """A pool for the span of a with-block (create_pool's arguments), removed after."""
+             application: Optional[str] = None, timeout: float = 180) -> Iterator[str]:
+        """A pool for the span of a with-block (create_pool's arguments), removed after and
+        every PG active+clean within `timeout`."""
         self.create_pool(name, pg_num, *kind, autoscale=autoscale, application=application)
         try:
             yield name
         finally:
-            self.remove_pool(name)
+            self.remove_pool(name, timeout=timeout)
+
+    def plan(self) -> Dict[str, Any]:
+        """The plan `pg-advisor progress` shows ({}: none)."""
+        return self.advisor("progress").get("plan") or {}
+
+    def abort_plan(self) -> None:
+        """The plan aborted if it is open (running, paused or stopped)."""
+        if self.plan().get("status") in ("running", "paused", "stopped"):
+            self.ceph("pg-advisor", "abort")
 
     @contextmanager
     def min_compat_client(self, release: str) -> Iterator[None]:
@@ -256,62 +256,20 @@ class Cluster:
         OSDs (a PG per `ceph pg map` call: for pools of few PGs)."""
         def settled() -> bool:
             pools = self.json("osd", "pool", "ls", "detail")
-            if any(p["pg_num"] != p["pg_num_target"]
-                   or p["pg_placement_num"] != p["pg_placement_num_target"] for p in pools):
-                return False
             stats = self.json("pg", "dump")["pg_map"]["pg_stats"]
-            want = sum(p["pg_num"] for p in pools)
-            if len(stats) != want or not all(
-                    s["state"].startswith("active+clean") and "remapped" not in s["state"]
-                    for s in stats):
+            if any(p["pg_num"] != p["pg_num_target"] or p["pg_placement_num"] != p["pg_placement_num_target"]
+                   for p in pools) or len(stats) != sum(p["pg_num"] for p in pools) or not all(
+                    s["state"].startswith("active+clean") and "remapped" not in s["state"] for s in stats):
                 return False
-            if pool is None:
-                return True
             seen = {s["pgid"]: (s["up"], s["acting"]) for s in stats}
-            pool_id = self.pool_id(pool)
-            n = next(p["pg_num"] for p in pools if p["pool_name"] == pool)
-            for i in range(n):
-                m = self.json("pg", "map", f"{pool_id}.{i:x}")
-                if seen.get(m["pgid"]) != (m["up"], m["acting"]) or m["up"] != m["acting"]:
-                    return False
-            return True
+            maps = [] if pool is None else [self.json("pg", "map", f"{self.pool_id(pool)}.{i:x}") for i in
+                                            range(next(p["pg_num"] for p in pools if p["pool_name"] == pool))]
+            return all(seen.get(m["pgid"]) == (m["up"], m["acting"]) and m["up"] == m["acting"] for m in maps)
         wait_until(settled, timeout, "all PGs active+clean" + (f", {pool}'s as the OSDMap has them"
                                                                if pool else ""))
 
 
-class Writer:
-    """A client writing small objects throughout, through the rados binding; every op's
-    outcome is kept."""
-
-    def __init__(self, c: Cluster, pool: str) -> None:
-        import rados   # the system Python's binding
-        self.cluster = rados.Rados(conffile=c.env["CEPH_CONF"])
-        self.cluster.connect()
-        self.io = self.cluster.open_ioctx(pool)
-        self.ok = 0
-        self.failed: List[str] = []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        i = 0
-        while not self.stop.is_set():
-            try:
-                self.io.write_full(f"w{i}", b"x" * 4096)
-                self.ok += 1
-            except Exception as e:   # any failure is what the test counts
-                self.failed.append(repr(e))
-            i += 1
-
-    def __enter__(self) -> "Writer":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop.set()
-        self.thread.join(60)
-        self.io.close()
-        self.cluster.shutdown()
+from .rados_client import Writer  # noqa: E402,F401  (qa's one librados client)
 
 
 def wait_until(cond: Callable[[], bool], timeout: float, what: str, step: float = 1.0) -> None:
@@ -322,17 +280,12 @@ def wait_until(cond: Callable[[], bool], timeout: float, what: str, step: float 
         time.sleep(step)
 
 
-def offline(dumps: Dict[str, Any], tmp: Path, args: List[str],
-            mon_max_pg_per_osd: Optional[int] = None) -> subprocess.CompletedProcess:
+def offline(dumps: Dict[str, Any], tmp: Path, args: List[str]) -> subprocess.CompletedProcess:
     """Run `python3 -m pg_advisor` on dumps written to files, as an operator would."""
     files = []
-    for flag, key in (("--osdmap", "osd_dump"), ("--crush", "crush"),
-                      ("--pg-dump", "pg_dump"), ("--df", "df"),
-                      ("--autoscale-status", "autoscale")):
-        f = tmp / f"{key}.json"
-        f.write_text(json.dumps(dumps[key]))
-        files += [flag, str(f)]
-    if mon_max_pg_per_osd is not None:
-        files += ["--mon-max-pg-per-osd", str(mon_max_pg_per_osd)]
+    for flag, key in (("--osdmap", "osd_dump"), ("--crush", "crush"), ("--pg-dump", "pg_dump"),
+                      ("--df", "df"), ("--autoscale-status", "autoscale")):
+        (tmp / f"{key}.json").write_text(json.dumps(dumps[key]))
+        files += [flag, str(tmp / f"{key}.json")]
     return subprocess.run(["/usr/bin/python3", "-m", "pg_advisor", *files, *args],
                           cwd=REPO / "src", capture_output=True, text=True, timeout=120)

@@ -10,8 +10,7 @@ env_line=$("$here/vstart.sh" start)
 eval "$env_line"
 trap '"$here/vstart.sh" stop' EXIT
 ceph osd erasure-code-profile set ec21 k=2 m=1 crush-failure-domain=host >/dev/null
-ceph osd pool create ecpool 16 16 erasure ec21 >/dev/null
-ceph osd pool set ecpool pg_autoscale_mode off >/dev/null
+ceph osd pool create ecpool 16 16 erasure ec21 >/dev/null    # (autoscale off: vstart's default)
 ceph osd pool application enable ecpool rgw >/dev/null
 # a second device class and a pool whose rule takes only it (a shadow tree "default~ssd")
 ceph osd crush rm-device-class osd.4 osd.5 >/dev/null
@@ -20,18 +19,14 @@ ceph osd crush rule create-replicated fast default host ssd >/dev/null
 ceph osd pool create fast 8 8 replicated fast >/dev/null
 ceph osd pool set fast size 2 >/dev/null
 ceph osd pool set fast min_size 1 >/dev/null
-ceph osd pool set fast pg_autoscale_mode off >/dev/null
 ceph osd pool application enable fast rbd >/dev/null
 rados bench -p rbd 5 write -t 4 -b 4096 --no-cleanup >/dev/null
 rados bench -p ecpool 3 write -t 4 -b 8192 --no-cleanup >/dev/null
 ceph osd reweight 5 0.8 >/dev/null
 ceph osd primary-affinity 1 0.5 >/dev/null
-# move one replica of PG 1.0 to another OSD of the same host (keeps the failure domain)
-read -r from to < <(ceph pg map 1.0 -f json | /usr/bin/python3 -c '
-import json, sys
-up = json.load(sys.stdin)["up"]
-host = {0: 3, 3: 0, 1: 4, 4: 1, 2: 5, 5: 2}   # vstart puts osd.i on host (i % 3)
-print(up[0], host[up[0]])')
+# move one replica of PG 1.0 to the other OSD of its host (keeps the failure domain; vstart
+# puts osd.i on host i % 3)
+read -r from to < <(ceph pg map 1.0 -f json | jq -r '.up[0] as $o | "\($o) \(($o + 3) % 6)"')
 ceph osd pg-upmap-items 1.0 "$from" "$to" >/dev/null
 # let the stats settle: everything active+clean and the PG stats caught up with the map
 # (remapped PGs stay: a 2-host ssd tree with a reweighted OSD leaves some up sets short).
@@ -39,14 +34,10 @@ ceph osd pg-upmap-items 1.0 "$from" "$to" >/dev/null
 # the check must hold for five reads in a row.
 clean=0
 for _ in $(seq 180); do
-    if ceph pg dump -f json 2>/dev/null | jq -e '.pg_map.pg_stats | length > 0 and
+    ceph pg dump -f json 2>/dev/null | jq -e '.pg_map.pg_stats | length > 0 and
         all(.state | test("^active[+]clean") and (test("backfill|recover|wait|peering") | not))' \
-        >/dev/null; then
-        clean=$((clean + 1))
-        [ "$clean" -ge 5 ] && break
-    else
-        clean=0
-    fi
+        >/dev/null && clean=$((clean + 1)) || clean=0
+    [ "$clean" -ge 5 ] && break
     sleep 1
 done
 [ "$clean" -ge 5 ] || { echo "capture_fixtures: PGs did not settle" >&2; exit 1; }

@@ -10,19 +10,17 @@ def ceph_version(env: Optional[Dict[str, str]] = None, conf: Optional[str] = Non
     """'ceph version 20.2.4 (...) tentacle (stable ...)' and where it came from. With `env`
     (a cluster's, its CEPH_CONF) or `conf`, the mon's and mgr's versions as `ceph versions`
     reports them; without, or when the cluster does not answer, the installed `ceph`."""
-    if env is not None or conf is not None:
-        args = ["ceph", *(["-c", conf] if conf else []), "versions", "-f", "json",
-                "--connect-timeout", "20"]
-        try:
-            p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
+    try:
+        if env is not None or conf is not None:
+            p = subprocess.run(["ceph", *(["-c", conf] if conf else []), "versions", "-f", "json",
+                                "--connect-timeout", "20"], env=env, capture_output=True, text=True,
+                               timeout=60)
             if p.returncode == 0:
-                v = json.loads(p.stdout)
-                mon = " / ".join(v.get("mon", {}))
-                mgr = " / ".join(v.get("mgr", {}))
+                mon, mgr = (" / ".join(json.loads(p.stdout).get(d, {})) for d in ("mon", "mgr"))
                 return f"{mon} (the running mon's `ceph versions`" + \
                     (f"; mgr {mgr})" if mgr and mgr != mon else ")")
-        except (OSError, subprocess.TimeoutExpired, ValueError):
-            pass
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        pass
     try:
         p = subprocess.run(["ceph", "--version"], capture_output=True, text=True, timeout=60)
         return f"{p.stdout.strip()} (`ceph --version`)"
@@ -32,6 +30,5 @@ def ceph_version(env: Optional[Dict[str, str]] = None, conf: Optional[str] = Non
 
 def print_ceph_version(env: Optional[Dict[str, str]] = None, conf: Optional[str] = None) -> str:
     """Print the line `# Ceph: ...` (flushed, before any table) and return the version."""
-    v = ceph_version(env, conf)
-    print(f"# Ceph: {v}", flush=True)
+    print(f"# Ceph: {(v := ceph_version(env, conf))}", flush=True)
     return v

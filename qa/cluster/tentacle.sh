@@ -1,18 +1,15 @@
 #!/usr/bin/env bash
-# Ceph Tentacle 20.2 on this Debian 12 host: a Debian forky chroot with Debian's Ceph
-# packages and the Python the mgr embeds there (3.14), whose daemons run in a network
-# namespace of their own, so its 127.0.0.1:3300/6789 never meet a Pacific cluster on the host.
-#
-#   qa/cluster/tentacle.sh build          make the chroot (mmdebstrap, about 1.4 GB); skipped when built
-#   qa/cluster/tentacle.sh exec CMD...    run CMD inside the chroot and the namespace, the checkout
-#                                 mounted read-only at /pg_advisor and the chroot's /tmp shared
-#                                 with every other exec (a cluster started by one exec is seen
-#                                 by the next)
-#   qa/cluster/tentacle.sh path           print the chroot's directory
-#   qa/cluster/tentacle.sh inside         exit 0 when this shell already runs inside the chroot
-#
-# The chroot lives in $PG_ADVISOR_CHROOT (default /var/lib/pg-advisor/forky), the namespace
-# is `ip netns` pg-advisor-tentacle (or $PG_ADVISOR_NETNS: two clusters at once). Must run as root.
+# Ceph Tentacle 20.2 on this Debian 12 host: a Debian forky chroot with Debian's Ceph packages
+# and the Python the mgr embeds there (3.14); its daemons run in a network namespace of their
+# own, so its 127.0.0.1:3300/6789 never meet a Pacific cluster on the host. Must run as root.
+#   tentacle.sh build        make the chroot (mmdebstrap, about 1.4 GB) unless built
+#   tentacle.sh exec CMD...  CMD in the chroot and the namespace, the checkout mounted read-only
+#                            at /pg_advisor; the chroot's /tmp is every exec's (a cluster one
+#                            starts, the next sees)
+#   tentacle.sh path         the chroot's directory
+#   tentacle.sh inside       exit 0 when this shell already runs inside the chroot
+# The chroot is $PG_ADVISOR_CHROOT (default /var/lib/pg-advisor/forky), the namespace
+# pg-advisor-tentacle or $PG_ADVISOR_NETNS (two clusters at once).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -32,16 +29,14 @@ log() { echo "tentacle: $*" >&2; }
 built() { [ -x "$root/usr/bin/ceph-mgr" ] && grep -qxF "packages=$packages" "$root$marker" 2>/dev/null; }
 
 do_build() {
-    if [ -f "$marker" ]; then return 0; fi     # inside it already
-    if built; then return 0; fi
+    if [ -f "$marker" ] || built; then return 0; fi     # inside it already, or built
     # one build at a time: a second caller waits for the first, then finds it built
     mkdir -p "$(dirname "$root")"
     exec 9>"$root.lock"
     flock 9
     if built; then return 0; fi
-    command -v mmdebstrap >/dev/null || {
+    command -v mmdebstrap >/dev/null ||
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null
-    }
     local t0=$SECONDS tmp="$root.new"
     rm -rf "$tmp"
     log "building a Debian forky chroot with Ceph 20.2 in $root (a few minutes)"
@@ -61,9 +56,7 @@ do_build() {
 }
 
 ensure_netns() {
-    if ! ip netns list 2>/dev/null | grep -qw "$netns"; then
-        ip netns add "$netns"
-    fi
+    ip netns list 2>/dev/null | grep -qw "$netns" || ip netns add "$netns"
     ip netns exec "$netns" ip link set lo up
 }
 

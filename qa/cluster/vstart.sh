@@ -1,27 +1,18 @@
 #!/usr/bin/env bash
-# Start, stop or inspect a loopback Ceph cluster (1 mon, 1 mgr, N OSDs on H
-# CRUSH hosts) with the pg_advisor module loaded from this checkout.
-#
-#   qa/cluster/vstart.sh start [--ceph tentacle|pacific] [--osds N] [--hosts H] [--store memstore|bluestore]
-#                      [--dir DIR] [--no-pool] [--block-gib G] [--recovery-defaults]
-#                      (bluestore: block files of G GiB, default 2, sparse;
-#                       --recovery-defaults: Ceph's own recovery scheduler (Tentacle:
-#                       mclock) and recovery and deletion sleeps, which the tests replace
-#                       with wpq and no sleep, for speed)
-#   qa/cluster/vstart.sh add-osds --count N --host NAME [--dir DIR]
-#                      (N more OSDs on CRUSH host NAME of root default, started)
-#   qa/cluster/vstart.sh stop   [--dir DIR]
-#   qa/cluster/vstart.sh status [--dir DIR]
-#
-# --ceph (default $PG_ADVISOR_CEPH, else tentacle): which Ceph runs the cluster.
-# tentacle: Ceph 20.2 from Debian forky, in the chroot and network namespace of
-# qa/cluster/tentacle.sh (built on first use): this script runs itself in there, and DIR is a
-# directory of the chroot (run `ceph` for it with `qa/cluster/tentacle.sh exec ceph ...`).
-# pacific: Ceph 16.2 from this Debian 12 host's packages.
-#
-# Everything lives below DIR (default $PG_ADVISOR_CLUSTER_DIR or
-# /tmp/pg-advisor-cluster); the daemons are tracked by their pid files there,
-# so `stop` ends exactly what `start` started.
+# A loopback Ceph cluster (1 mon, 1 mgr, N OSDs on H CRUSH hosts) with pg_advisor loaded
+# from this checkout:
+#   qa/cluster/vstart.sh start [--ceph tentacle|pacific] [--osds N] [--hosts H] [--dir DIR]
+#       [--store memstore|bluestore] [--block-gib G] [--no-pool] [--recovery-defaults]
+#   qa/cluster/vstart.sh add-osds --count N --host NAME [--dir DIR]  (N more OSDs on host NAME)
+#   qa/cluster/vstart.sh stop|status [--dir DIR]
+# --ceph (default $PG_ADVISOR_CEPH, else tentacle): tentacle is Ceph 20.2 in the chroot and
+# network namespace of qa/cluster/tentacle.sh (built on first use), where this script runs
+# itself, DIR a directory of the chroot (`tentacle.sh exec ceph ...` reaches it); pacific is
+# this host's Ceph 16.2. --block-gib: bluestore's sparse block files (default 2);
+# --recovery-defaults: Ceph's own recovery scheduler (Tentacle: mclock) and recovery and
+# deletion sleeps, which the tests replace with wpq and no sleep, for speed.
+# Everything lives below DIR (default $PG_ADVISOR_CLUSTER_DIR or /tmp/pg-advisor-cluster);
+# the daemons are tracked by their pid files there, so `stop` ends exactly what `start` started.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -30,17 +21,9 @@ repo=$(cd "$here/../.." && pwd)
 action=${1:-}
 [ $# -gt 0 ] && shift
 all_args=("$@")
-ceph_release=${PG_ADVISOR_CEPH:-tentacle}
-osds=6
-hosts=3
-store=memstore
-dir=${PG_ADVISOR_CLUSTER_DIR:-/tmp/pg-advisor-cluster}
-make_pool=1
-pool=rbd
-count=0
-new_host=
-block_gib=2
-recovery_defaults=0
+ceph_release=${PG_ADVISOR_CEPH:-tentacle} dir=${PG_ADVISOR_CLUSTER_DIR:-/tmp/pg-advisor-cluster}
+osds=6 hosts=3 store=memstore make_pool=1 pool=rbd count=0 new_host= block_gib=2 recovery_defaults=0
+die() { echo "vstart.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --osds) osds=$2; shift 2 ;;
@@ -53,16 +36,16 @@ while [ $# -gt 0 ]; do
         --recovery-defaults) recovery_defaults=1; shift ;;
         --count) count=$2; shift 2 ;;
         --host) new_host=$2; shift 2 ;;
-        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
-        *) echo "vstart.sh: unknown argument '$1'" >&2; exit 2 ;;
+        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+        *) die "unknown argument '$1'" ;;
     esac
 done
-case "$ceph_release" in tentacle|pacific) ;; *) echo "vstart.sh: --ceph must be tentacle or pacific" >&2; exit 2 ;; esac
-case "$store" in memstore|bluestore) ;; *) echo "vstart.sh: --store must be memstore or bluestore" >&2; exit 2 ;; esac
-[[ "$osds" =~ ^[1-9][0-9]*$ ]] || { echo "vstart.sh: --osds must be a positive integer" >&2; exit 2; }
-[[ "$hosts" =~ ^[1-9][0-9]*$ ]] || { echo "vstart.sh: --hosts must be a positive integer" >&2; exit 2; }
-[[ "$block_gib" =~ ^[1-9][0-9]{0,3}$ ]] || { echo "vstart.sh: --block-gib must be 1..9999" >&2; exit 2; }
-[ "$hosts" -le "$osds" ] || { echo "vstart.sh: --hosts ($hosts) exceeds --osds ($osds)" >&2; exit 2; }
+case "$ceph_release" in tentacle|pacific) ;; *) die "--ceph must be tentacle or pacific" ;; esac
+case "$store" in memstore|bluestore) ;; *) die "--store must be memstore or bluestore" ;; esac
+[[ "$osds" =~ ^[1-9][0-9]*$ ]] || die "--osds must be a positive integer"
+[[ "$hosts" =~ ^[1-9][0-9]*$ ]] || die "--hosts must be a positive integer"
+[[ "$block_gib" =~ ^[1-9][0-9]{0,3}$ ]] || die "--block-gib must be 1..9999"
+[ "$hosts" -le "$osds" ] || die "--hosts ($hosts) exceeds --osds ($osds)"
 
 # absolute, so the CEPH_CONF the daemons carry (how `alive` knows them) is one string
 case "$dir" in /*) ;; *) dir=$PWD/$dir ;; esac
@@ -78,59 +61,49 @@ export CEPH_CONF=$conf
 
 log() { echo "vstart: $*" >&2; }
 
-install_packages() {    # the chroot has its own (qa/cluster/tentacle.sh)
-    bash "$here/tentacle.sh" inside || bash "$here/install-deps.sh"
-}
-
 # pid files are written by the daemons themselves (`pid file` below).
 pidfiles() { ls "$dir"/run/*.pid 2>/dev/null || true; }
 
 # A pid file's pid is this cluster's daemon only while it names a process (not a thread)
-# whose environment has this cluster's CEPH_CONF: pids wrap at pid_max (32768 here) and
-# threads take ids from the same space, so over a long test run an old daemon's pid can
-# come back as another process or thread, which `kill -0` would call alive (and stop
-# would kill). A zombie has an empty environment.
+# whose environment has this CEPH_CONF: over a long test run pids wrap (threads share their
+# space), and `kill -0` would call another process alive (and stop would kill it). A zombie
+# has an empty environment.
 alive() {
     [[ "${1:-}" =~ ^[0-9]+$ ]] || return 1
     [ "$(awk '$1 == "Tgid:" {print $2}' "/proc/$1/status" 2>/dev/null)" = "$1" ] || return 1
     grep -qzxF "CEPH_CONF=$conf" "/proc/$1/environ" 2>/dev/null
 }
 
-do_stop() {
-    local f pid any=0
+live_pids() {  # the pids of DIR's daemons still alive
+    local f pid
     for f in $(pidfiles); do
         pid=$(cat "$f" 2>/dev/null || true)
-        if alive "$pid"; then kill "$pid" 2>/dev/null || true; any=1; fi
+        if alive "$pid"; then echo "$pid"; fi
     done
-    # give them 10 s to exit cleanly, then force
+}
+
+do_stop() {
+    local pids
+    pids=$(live_pids)
+    [ -z "$pids" ] || kill $pids 2>/dev/null || true
+    # 10 s to exit cleanly, then forced
     for _ in $(seq 100); do
-        any=0
-        for f in $(pidfiles); do
-            pid=$(cat "$f" 2>/dev/null || true)
-            alive "$pid" && any=1
-        done
-        [ $any = 0 ] && break
+        pids=$(live_pids)
+        [ -n "$pids" ] || break
         sleep 0.1
     done
-    for f in $(pidfiles); do
-        pid=$(cat "$f" 2>/dev/null || true)
-        alive "$pid" && kill -9 "$pid" 2>/dev/null || true
-        rm -f "$f"
-    done
+    [ -z "$pids" ] || kill -9 $pids 2>/dev/null || true
+    rm -f $(pidfiles)
 }
 
 do_status() {
     local f pid n=0 up=0
     for f in $(pidfiles); do
-        n=$((n + 1))
-        pid=$(cat "$f" 2>/dev/null || true)
-        if alive "$pid"; then
-            up=$((up + 1)); echo "$(basename "$f" .pid) running pid $pid"
-        else
-            echo "$(basename "$f" .pid) not running"
-        fi
+        n=$((n + 1)) pid=$(cat "$f" 2>/dev/null || true)
+        if alive "$pid"; then up=$((up + 1)); echo "$(basename "$f" .pid) running pid $pid"
+        else echo "$(basename "$f" .pid) not running"; fi
     done
-    if [ $n = 0 ]; then echo "no cluster in $dir"; return 1; fi
+    [ $n -gt 0 ] || { echo "no cluster in $dir"; return 1; }
     echo "CEPH_CONF=$conf"
     [ $up -gt 0 ] && timeout 10 ceph -s 2>/dev/null || true
     [ $up = $n ]
@@ -191,6 +164,8 @@ osd objectstore = $store
 memstore device bytes = 1073741824
 bluestore block create = true
 bluestore block size = $((block_gib << 30))
+osd op num shards = 2
+osd op num threads per shard = 1
 EOF
     if [ "$recovery_defaults" = 0 ]; then
         cat >>"$conf" <<EOF
@@ -208,10 +183,6 @@ EOF
             printf 'osd recovery sleep degraded hdd = 0\n' >>"$conf"
         fi
     fi
-    cat >>"$conf" <<EOF
-osd op num shards = 2
-osd op num threads per shard = 1
-EOF
     for ((i = 0; i < osds; i++)); do
         h=$((i % hosts))
         printf '\n[osd.%d]\ncrush location = root=default host=host%d\n' "$i" "$h" >>"$conf"
@@ -250,7 +221,7 @@ wait_all() {  # wait_all PID...: every OSD start, or fail with where to look
 }
 
 do_start() {
-    install_packages
+    bash "$here/tentacle.sh" inside || bash "$here/install-deps.sh"    # the chroot has its own
     do_stop
     if ss -ltnH 2>/dev/null | awk '{print $4}' | grep -qE '^127\.0\.0\.1:(3300|6789)$'; then
         log "the mon ports 3300/6789 are taken: another cluster runs (stop it with its own --dir)"
@@ -281,33 +252,22 @@ do_start() {
     ceph mgr module enable pg_advisor --force >/dev/null
     ceph-mgr -i x
 
-    local i h
+    local i h uuid pids=()
     for ((h = 0; h < hosts; h++)); do
         ceph osd crush add-bucket "host$h" host root=default >/dev/null 2>&1
     done
-    local uuids=()
     for ((i = 0; i < osds; i++)); do
-        uuids[i]=$(cat /proc/sys/kernel/random/uuid)
-        id=$(ceph osd new "${uuids[i]}")
+        uuid=$(cat /proc/sys/kernel/random/uuid)
+        id=$(ceph osd new "$uuid")
         [ "$id" = "$i" ] || { log "expected osd id $i, got $id"; exit 1; }
-    done
-    local pids=()
-    for ((i = 0; i < osds; i++)); do
-        mkfs_and_start "$i" "${uuids[i]}" &
+        mkfs_and_start "$i" "$uuid" &
         pids+=($!)
     done
     wait_all "${pids[@]}"
 
     wait_for 60 "all OSDs up" bash -c "ceph osd stat -f json | jq -e '.num_up_osds == $osds and .num_in_osds == $osds'"
-    if [ "$make_pool" = 1 ]; then
+    if [ "$make_pool" = 1 ]; then    # (size, min_size, autoscale off: the conf's defaults)
         ceph osd pool create "$pool" 32 32 replicated >/dev/null 2>&1
-        # size 3 with failure domain host needs 3 hosts; fewer hosts get a smaller pool
-        if [ "$hosts" -lt 3 ]; then
-            log "only $hosts hosts: pool $pool gets size $hosts"
-            ceph osd pool set "$pool" size "$hosts" --yes-i-really-mean-it >/dev/null 2>&1
-            ceph osd pool set "$pool" min_size 1 >/dev/null 2>&1
-        fi
-        ceph osd pool set "$pool" pg_autoscale_mode off >/dev/null 2>&1
         ceph osd pool application enable "$pool" rbd >/dev/null 2>&1
     fi
     wait_for 60 "the pg_advisor module" module_ready
@@ -317,8 +277,8 @@ do_start() {
 }
 
 do_add_osds() {
-    [[ "$count" =~ ^[1-9][0-9]*$ ]] || { echo "vstart.sh: --count must be a positive integer" >&2; exit 2; }
-    [[ "$new_host" =~ ^[A-Za-z0-9_-]+$ ]] || { echo "vstart.sh: --host NAME (letters, digits, - and _)" >&2; exit 2; }
+    [[ "$count" =~ ^[1-9][0-9]*$ ]] || die "--count must be a positive integer"
+    [[ "$new_host" =~ ^[A-Za-z0-9_-]+$ ]] || die "--host NAME (letters, digits, - and _)"
     [ -f "$conf" ] || { log "no cluster in $dir"; exit 1; }
     ceph osd crush add-bucket "$new_host" host root=default >/dev/null 2>&1 || true
     local i id uuid ids=() pids=()

@@ -31,7 +31,6 @@ class Tables(HTMLParser):
         self.tables: Dict[str, List[List[str]]] = {}
         self.titles: Dict[str, List[Tuple[str, str]]] = {}    # svg id: [(rect|line, title)]
         self.texts: Dict[str, str] = {}                        # text of elements with an id
-        self.svg_attrs: Dict[str, Dict[str, str]] = {}         # svg id: its attributes
         self.attrs: Dict[str, Dict[str, str]] = {}             # any element's id: its attributes
         self.links: List[Tuple[str, str]] = []                 # (table id, href) of each link
         self.tags: List[str] = []
@@ -54,7 +53,6 @@ class Tables(HTMLParser):
         elif tag == "svg":
             self._svg = a.get("id") or ""
             self.titles[self._svg] = []
-            self.svg_attrs[self._svg] = {k: v or "" for k, v in a.items()}
         elif tag in ("rect", "line"):
             self._shape = tag
         if tag in ("td", "th", "title") or (tag in ("p", "span") and a.get("id")):
@@ -79,8 +77,7 @@ class Tables(HTMLParser):
 
 
 def dom(url: str, budget_ms: int = 8000) -> Tables:
-    t = Tables()
-    t.feed(chromium("--dump-dom", url, budget_ms=budget_ms))
+    (t := Tables()).feed(chromium("--dump-dom", url, budget_ms=budget_ms))
     return t
 
 
@@ -95,9 +92,7 @@ def fixed(v: float, digits: int) -> str:
 
 def num(v: Optional[float]) -> str:
     """A count whole, anything else with one decimal."""
-    if v is None:
-        return "-"
-    return str(int(v)) if float(v).is_integer() else fixed(v, 1)
+    return "-" if v is None else str(int(v)) if float(v).is_integer() else fixed(v, 1)
 
 
 def pct(v: Optional[float]) -> str:
@@ -122,11 +117,7 @@ def size(v: Optional[float]) -> str:
 
 def text(v: Any) -> str:
     """A value as the page writes it with String(): JavaScript prints 16.0 as 16."""
-    if v is None:
-        return "-"
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
+    return "-" if v is None else str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
 
 
 def histogram_counts(values: List[float], width: float, first: int) -> List[int]:

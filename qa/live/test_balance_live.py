@@ -1,5 +1,4 @@
 """`ceph pg-advisor eval`, `ceph pg-advisor balance` and `ceph pg-advisor drain` in the real mgr."""
-import json
 import time
 from typing import Any, Dict, Iterator, List, Tuple
 
@@ -8,7 +7,7 @@ import pytest
 from pg_advisor.execute.priming import asked_acting
 from pg_advisor_testkit.upmap_checker import check_up_set
 
-from ..cluster import Cluster, OPT, wait_until
+from ..cluster import Cluster, wait_until
 from ..maps.object_hash import object_ps
 
 
@@ -55,17 +54,17 @@ def logged_rbd(clean_upmaps: Cluster) -> Iterator[Cluster]:
 def test_eval_dry_run_and_a_bounded_round(logged_rbd: Cluster) -> None:
     c = logged_rbd
     c.wait_clean()
-    before = json.loads(c.ceph("pg-advisor", "eval", "-f", "json"))
+    before = c.advisor("eval")
     assert before["score"] > 1
     fp = c.fingerprint()
-    dry = json.loads(c.ceph("pg-advisor", "balance", "--dry-run", "-f", "json"))
+    dry = c.advisor("balance", "--dry-run")
     assert dry["commands"] and "applied" not in dry
     assert c.fingerprint() == fp
     osd_dump = c.json("osd", "dump")
     epoch = osd_dump["epoch"]
     min_size = {p["pool"]: p["min_size"] for p in osd_dump["pools"]}
     stats = {s["pgid"]: s for s in c.json("pg", "ls")["pg_stats"]}
-    done = json.loads(c.ceph("pg-advisor", "balance", "--max-items", "3", "-f", "json"))
+    done = c.advisor("balance", "--max-items", "3")
     assert done["applied"] == len(done["items"]) and done["failed"] == [] and done["moves"] <= 3
     # prime_pg_temp (on by default): in the epoch that brings a PG's items, its pg_temp is
     # the acting set its primary will ask for (none where that is the up set), so it peers
@@ -98,11 +97,7 @@ def test_eval_dry_run_and_a_bounded_round(logged_rbd: Cluster) -> None:
         up = c.json("pg", "map", pgid)["up"]
         assert not check_up_set(osd_dump, crush, pools[int(pgid.split(".")[0])], up), pgid
     c.wait_clean()
-
-    def better() -> bool:
-        return bool(json.loads(c.ceph("pg-advisor", "eval", "-f", "json"))["score"]
-                    <= before["score"])
-    wait_until(better, 30, "the score not to get worse")
+    wait_until(lambda: c.advisor("eval")["score"] <= before["score"], 30, "the score not to get worse")
 
 
 @pytest.mark.parametrize("args, code, message", [
@@ -135,15 +130,6 @@ def skewed_pool(clean_upmaps: Cluster) -> Iterator[Cluster]:
 
     import rados   # the system Python's binding, as the mgr's
     c = clean_upmaps
-    c.ceph("osd", "pool", "create", "skewed", "16", "16")
-    c.ceph("osd", "pool", "set", "skewed", "pg_autoscale_mode", "off")
-    c.wait_clean()
-    rnd = random.Random(7)
-    with rados.Rados(conffile=c.env["CEPH_CONF"]) as r:
-        with r.open_ioctx("skewed") as io:
-            for i in range(300):
-                io.write_full(f"obj{i}", b"x" * int(min(rnd.lognormvariate(10.5, 1.2), 4 << 20)))
-
     seen: list = []
 
     def settled() -> bool:
@@ -154,10 +140,15 @@ def skewed_pool(clean_upmaps: Cluster) -> Iterator[Cluster]:
         seen.append(mine)
         return (sum(m["num_objects"] for m in mine.values()) == 300 and len(seen) > 1
                 and seen[-2] == mine)
-    pool_id = c.pool_id("skewed")
-    wait_until(settled, 90, "PG stats to count the objects and settle", step=6)
-    yield c
-    c.ceph("osd", "pool", "rm", "skewed", "skewed", "--yes-i-really-really-mean-it")
+    with c.pool("skewed", 16):
+        c.wait_clean()
+        rnd = random.Random(7)
+        with rados.Rados(conffile=c.env["CEPH_CONF"]) as r, r.open_ioctx("skewed") as io:
+            for i in range(300):
+                io.write_full(f"obj{i}", b"x" * int(min(rnd.lognormvariate(10.5, 1.2), 4 << 20)))
+        pool_id = c.pool_id("skewed")
+        wait_until(settled, 90, "PG stats to count the objects and settle", step=6)
+        yield c
 
 
 def _pool_sums(pg_map: Dict[str, Any], pool_id: int) -> Dict[str, Dict[str, int]]:
@@ -175,19 +166,14 @@ def test_bytes_mode_on_the_real_cluster(skewed_pool: Cluster) -> None:
     pool_id = c.pool_id("skewed")
 
     def propose(mode: str) -> Any:
-        return json.loads(c.ceph("pg-advisor", "balance", "--pool", "skewed", "--mode", mode,
-                                 "--max-items", "200", "--dry-run", "-f", "json"))
+        return c.advisor("balance", "--pool", "skewed", "--mode", mode, "--max-items", "200", "--dry-run")
     # a round is bounded by the misplaced ratio (0.05 lets ~2 of these PGs move): lift it
-    c.ceph("config", "set", "mgr", "target_max_misplaced_ratio", "1")
-    try:
+    with c.config("mgr", "target_max_misplaced_ratio", "1"):
         pgs, byt = propose("pgs"), propose("bytes")
         assert byt["fullness"]["after"]["max_ratio"] < pgs["fullness"]["after"]["max_ratio"]
         assert byt["fullness"]["before"]["basis"] == "osd size"
         sizes = _pool_bytes(c.json("pg", "dump")["pg_map"], pool_id)
-        done = json.loads(c.ceph("pg-advisor", "balance", "--pool", "skewed", "--mode", "bytes",
-                                 "--max-items", "200", "-f", "json"))
-    finally:
-        c.ceph("config", "set", "mgr", "target_max_misplaced_ratio", "0.05")
+        done = c.advisor("balance", "--pool", "skewed", "--mode", "bytes", "--max-items", "200")
     assert done["failed"] == [] and done["applied"] == len(done["items"])
     c.wait_clean(pool="skewed")
     # fullness measured from the mon's up sets and the PG stats, not from our mapping
@@ -232,19 +218,17 @@ def test_a_drain_moves_what_it_drains_counted_from_the_mons_epochs(clean_upmaps:
     last), at most 1.1 x the replicas there plus what the rules force (the dry run's)."""
     c = clean_upmaps
     c.wait_clean()
-    for k, v in {"step_interval": "1", "poll_interval": "1"}.items():
-        c.ceph("config", "set", "mgr", OPT + k, v)
-    try:
+    with c.options("mgr", {"step_interval": 1, "poll_interval": 1}):
         osd_dump = c.json("osd", "dump")
         osd = max(o["osd"] for o in osd_dump["osds"] if o["in"] and o["up"])
         epoch0, before = _up_sets(c)
-        dry = json.loads(c.ceph("pg-advisor", "drain", f"osd.{osd}", "--dry-run", "-f", "json"))
+        dry = c.advisor("drain", f"osd.{osd}", "--dry-run")
         assert dry["replicas"] > 0 and dry["left"] == 0 and not dry["and_balance"], dry
-        r = json.loads(c.ceph("pg-advisor", "drain", f"osd.{osd}", "-f", "json"))
+        r = c.advisor("drain", f"osd.{osd}")
         assert r["plan"], r
 
         def done() -> bool:
-            p = json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))["plan"] or {}
+            p = c.plan()
             assert p.get("status") in ("running", "done"), p
             return p.get("status") == "done"
         wait_until(done, 300, "the drain plan to end", step=2)
@@ -275,6 +259,3 @@ def test_a_drain_moves_what_it_drains_counted_from_the_mons_epochs(clean_upmaps:
               f"{epoch0}..{epoch1}, {len(touched)} PGs' items changed; osd.{osd} holds {held}")
         assert held == 0
         assert dry["replicas"] <= moves <= 1.1 * dry["replicas"] + dry["forced"], (moves, dry)
-    finally:
-        for k in ("step_interval", "poll_interval"):
-            c.run("config", "rm", "mgr", OPT + k)

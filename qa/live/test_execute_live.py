@@ -1,5 +1,4 @@
 """Throttled execution on the real cluster: `ceph pg-advisor apply` and its controls."""
-import json
 import os
 import re
 import signal
@@ -9,63 +8,46 @@ from typing import Any, Dict, Iterator, List
 
 import pytest
 
-from ..cluster import Cluster, OPT, Writer, wait_until
+from ..cluster import Cluster, Writer, wait_until
 
-FAST = {"step_interval": "0", "poll_interval": "1"}
-DEFAULTS = {"step_interval": "10", "poll_interval": "2", "split_pinning": "true"}
-
-
-def progress(c: Cluster) -> Dict[str, Any]:
-    return json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))
+FAST = {"step_interval": 0, "poll_interval": 1}
 
 
-def history(c: Cluster) -> List[Dict[str, Any]]:
-    return json.loads(c.ceph("pg-advisor", "history", "-f", "json"))["history"]
+def history(c: Cluster, plan: str, *events: str) -> List[Dict[str, Any]]:
+    """The plan's history (those events only, if named)."""
+    return [h for h in c.advisor("history")["history"]
+            if h["plan"] == plan and (not events or h["event"] in events)]
 
 
-def plan_state(c: Cluster) -> str:
-    plan = progress(c)["plan"]
-    return plan["status"] if plan else "none"
+def done(c: Cluster) -> bool:
+    return c.plan().get("status") == "done"
 
 
 @pytest.fixture
 def pool(cluster: Cluster) -> Iterator[Cluster]:
     c = cluster
-    c.ceph("osd", "pool", "create", "grow", "16", "16")
-    c.ceph("osd", "pool", "set", "grow", "pg_autoscale_mode", "off")
-    for k, v in FAST.items():
-        c.ceph("config", "set", "mgr", OPT + k, v)
-    c.wait_clean()
-    yield c
-    if plan_state(c) in ("running", "paused"):
-        c.ceph("pg-advisor", "abort")
-    for k, v in DEFAULTS.items():       # `config rm` is not seen by a running 16.2 mgr
-        c.ceph("config", "set", "mgr", OPT + k, v)
-    c.ceph("osd", "pool", "rm", "grow", "grow", "--yes-i-really-really-mean-it")
-    c.wait_clean()
+    with c.pool("grow", 16), c.options("mgr", FAST):
+        c.wait_clean()
+        yield c
+        c.abort_plan()
 
 
 def issued_steps(c: Cluster, plan: str) -> List[str]:
-    return [h["detail"].split(":")[0] for h in history(c) if h["plan"] == plan and h["event"] == "issue"]
+    return [h["detail"].split(":")[0] for h in history(c, plan, "issue")]
 
 
 def sent_steps(c: Cluster, plan: str) -> List[int]:
     """The step numbers the plan sent: "issue" events, and "recovered" ones (the old mgr
     sent the step and died before it logged it; the new one found it in the cluster and
     did not send it again), one each."""
-    out = []
-    for h in history(c):
-        if h["plan"] == plan and h["event"] in ("issue", "recovered"):
-            out.append(int(h["detail"].split()[1].split("/")[0]))
-    return out
+    return [int(h["detail"].split()[1].split("/")[0]) for h in history(c, plan, "issue", "recovered")]
 
 
 def test_doubling_with_a_client_writing_survives_a_mgr_failover(pool: Cluster) -> None:
     c = pool
-    c.ceph("config", "set", "mgr", OPT + "split_pinning", "false")   # plain steps here
     first = int(c.json("osd", "dump")["epoch"])
-    with Writer(c, "grow") as w:
-        r = json.loads(c.ceph("pg-advisor", "apply", "--pool", "grow", "--pg-num", "32", "-f", "json"))
+    with c.options("mgr", {"split_pinning": "false"}), Writer(c, "grow") as w:     # plain steps here
+        r = c.advisor("apply", "--pool", "grow", "--pg-num", "32")
         plan = r["plan"]
         steps = len(r["steps"])
         assert steps >= 3 and r["steps"][0]["kind"] == "pg_num"
@@ -80,7 +62,7 @@ def test_doubling_with_a_client_writing_survives_a_mgr_failover(pool: Cluster) -
         # fail the mgr once a step is in flight: the new one resumes, no step is sent twice
         wait_until(lambda: len(issued_steps(c, plan)) >= 2, 120, "two steps issued")
         c.ceph("mgr", "fail")
-        wait_until(lambda: plan_state(c) == "done", 600, "the plan to finish", step=3)
+        wait_until(lambda: done(c), 600, "the plan to finish", step=3)
         time.sleep(2)
     assert w.failed == [] and w.ok > 100, (w.ok, w.failed[:3])
     sent = sent_steps(c, plan)
@@ -110,24 +92,23 @@ def test_doubling_with_a_client_writing_survives_a_mgr_failover(pool: Cluster) -
     print("all primary changes then:", c.primary_changes(c.pool_id("grow"), raised))
     why = [(e, pg, {x: c.pg_temp(x, pg) for x in (e - 1, e, e + 1)}) for e, pg, _, _ in changed]
     print("their pg_temp in the epochs around:", why)
-    print("history:", [(h["event"], h["detail"]) for h in history(c) if h["plan"] == plan])
+    print("history:", [(h["event"], h["detail"]) for h in history(c, plan)])
     assert len(changed) <= 1, (changed, why)
 
 
 def test_a_refused_command_is_retried_and_an_osd_down_blocks(pool: Cluster) -> None:
     c = pool
     c.ceph("osd", "pool", "set", "grow", "nopgchange", "true")
-    plan = json.loads(c.ceph("pg-advisor", "apply", "--pool", "grow", "--pg-num", "32", "-f",
-                             "json"))["plan"]
+    plan = c.advisor("apply", "--pool", "grow", "--pg-num", "32")["plan"]
 
     def failing() -> bool:
         health = c.json("health", "detail")["checks"]
-        return "PG_ADVISOR_STEP_FAILED" in health and (progress(c)["plan"]["attempts"] or 0) >= 1
+        return "PG_ADVISOR_STEP_FAILED" in health and (c.plan()["attempts"] or 0) >= 1
     wait_until(failing, 60, "the refused step to be reported")
-    assert "nopgchange" in progress(c)["plan"]["last_error"]
+    assert "nopgchange" in c.plan()["last_error"]
     c.ceph("osd", "pool", "set", "grow", "nopgchange", "false")
     wait_until(lambda: len(issued_steps(c, plan)) >= 1, 120, "the step to go through on retry")
-    assert any(h["event"] == "retry" for h in history(c) if h["plan"] == plan)
+    assert history(c, plan, "retry")
     # an OSD the pool's PGs are on goes down mid-plan: no new step until it is back
     c.ceph("pg-advisor", "pause")
     osd = c.json("pg", "map", f"{c.pool_id('grow')}.0")["up"][-1]
@@ -139,13 +120,13 @@ def test_a_refused_command_is_retried_and_an_osd_down_blocks(pool: Cluster) -> N
 
     def blocked() -> bool:
         checks = c.json("health", "detail")["checks"]
-        return "PG_ADVISOR_BLOCKED" in checks and bool(progress(c)["plan"]["blockers"])
+        return "PG_ADVISOR_BLOCKED" in checks and bool(c.plan()["blockers"])
     wait_until(blocked, 60, "the plan to say it is blocked")
     before = len(issued_steps(c, plan))
     time.sleep(5)
     assert len(issued_steps(c, plan)) == before
     subprocess.run(["ceph-osd", "-i", str(osd)], env=c.env, check=True, timeout=60)
-    wait_until(lambda: plan_state(c) == "done", 600, f"the plan to finish after osd.{osd} returns", step=3)
+    wait_until(lambda: done(c), 600, f"the plan to finish after osd.{osd} returns", step=3)
     # the mon shows the mgr's checks a report later
     wait_until(lambda: "PG_ADVISOR_BLOCKED" not in c.json("health", "detail")["checks"], 60,
                "the blocked check to clear")
@@ -155,14 +136,13 @@ def test_pinned_split_keeps_children_where_their_data_is(pool: Cluster) -> None:
     c = pool
     subprocess.run(["rados", "-p", "grow", "bench", "3", "write", "-t", "8", "-b", "4096", "--no-cleanup"],
                    env=c.env, check=True, capture_output=True, timeout=120)
-    c.ceph("config", "set", "mgr", OPT + "split_pinning", "true")
     pool_id = c.pool_id("grow")
     first = int(c.json("osd", "dump")["epoch"])
-    with Writer(c, "grow") as w:
-        r = json.loads(c.ceph("pg-advisor", "apply", "--pool", "grow", "--pg-num", "32", "-f", "json"))
+    with c.options("mgr", {"split_pinning": "true"}), Writer(c, "grow") as w:
+        r = c.advisor("apply", "--pool", "grow", "--pg-num", "32")
         pinned = [s for s in r["steps"] if s["pin"]]
         assert pinned and r["steps"][-1]["kind"] == "balance"
-        wait_until(lambda: plan_state(c) == "done", 600, "the pinned plan to finish", step=1)
+        wait_until(lambda: done(c), 600, "the pinned plan to finish", step=1)
     assert w.failed == [] and w.ok > 100
     # how many of the pool's PGs the mon kept pinned at once: every map epoch of the plan
     # read back (polling once a second can miss one: the rounds release pins that fast)
@@ -173,11 +153,11 @@ def test_pinned_split_keeps_children_where_their_data_is(pool: Cluster) -> None:
     # the map with the new pgp_num, not the old one. The pins are computed when the step
     # goes out, from where the PGs are then: compare with what it sent, not with the plan's
     # guess at apply time (the two can differ: 15 sent against 16 predicted)
-    issues = [h["detail"] for h in history(c) if h["plan"] == r["plan"] and h["event"] == "issue"]
+    issues = [h["detail"] for h in history(c, r["plan"], "issue")]
     sent = [int(m.group(1)) for m in map(re.compile(r", (\d+) pinned$").search, issues) if m]
     print("pins predicted:", [s["pgs_moving"] for s in pinned], "sent:", sent, "most kept at once:", most)
     assert len(sent) == len(pinned) and most >= sent[0] > 0, (most, sent, issues)
-    assert any(h["event"] == "round" for h in history(c) if h["plan"] == r["plan"])
+    assert history(c, r["plan"], "round")
     c.wait_clean()
     p = next(x for x in c.json("osd", "pool", "ls", "detail") if x["pool_name"] == "grow")
     assert (p["pg_num"], p["pg_placement_num"]) == (32, 32)
@@ -189,32 +169,22 @@ def test_a_pinned_split_of_one_pg_ends_with_its_two_pgs_on_two_osds(cluster: Clu
     with nothing else misplaced the balance round still moves it, and the plan is done only
     when the pool is even: the two PGs on two OSDs."""
     c = cluster
-    c.ceph("config", "set", "mon", "mon_allow_pool_size_one", "true")
-    c.ceph("osd", "pool", "create", "one", "1", "1")
-    c.ceph("osd", "pool", "set", "one", "pg_autoscale_mode", "off")
-    c.ceph("osd", "pool", "set", "one", "size", "1", "--yes-i-really-mean-it")
-    for k, v in {**FAST, "split_pinning": "true"}.items():
-        c.ceph("config", "set", "mgr", OPT + k, v)
-    try:
-        subprocess.run(["rados", "-p", "one", "bench", "3", "write", "-t", "8", "-b", "4096",
-                        "--no-cleanup"], env=c.env, check=True, capture_output=True, timeout=120)
-        c.wait_clean()
-        r = json.loads(c.ceph("pg-advisor", "apply", "--pool", "one", "--pg-num", "2", "-f", "json"))
-        assert [s["kind"] for s in r["steps"]] == ["pg_num", "pgp_num", "balance"], r["steps"]
-        wait_until(lambda: plan_state(c) == "done", 300, "the plan to finish", step=1)
-        c.wait_clean()
-        ups = list(c.up_sets("one").values())
-        assert len(ups[0]) == len(ups[1]) == 1 and ups[0] != ups[1], ups
-        rounds = [h for h in history(c) if h["plan"] == r["plan"] and h["event"] == "round"]
-        assert rounds, history(c)
-    finally:
-        if plan_state(c) in ("running", "paused"):
-            c.ceph("pg-advisor", "abort")
-        for k, v in DEFAULTS.items():
-            c.ceph("config", "set", "mgr", OPT + k, v)
-        c.run("osd", "pool", "rm", "one", "one", "--yes-i-really-really-mean-it")
-        c.ceph("config", "rm", "mon", "mon_allow_pool_size_one")
-        c.wait_clean()
+    with c.config("mon", "mon_allow_pool_size_one", "true"), c.pool("one", 1), \
+            c.options("mgr", {**FAST, "split_pinning": "true"}):
+        c.ceph("osd", "pool", "set", "one", "size", "1", "--yes-i-really-mean-it")
+        try:
+            subprocess.run(["rados", "-p", "one", "bench", "3", "write", "-t", "8", "-b", "4096",
+                            "--no-cleanup"], env=c.env, check=True, capture_output=True, timeout=120)
+            c.wait_clean()
+            r = c.advisor("apply", "--pool", "one", "--pg-num", "2")
+            assert [s["kind"] for s in r["steps"]] == ["pg_num", "pgp_num", "balance"], r["steps"]
+            wait_until(lambda: done(c), 300, "the plan to finish", step=1)
+            c.wait_clean()
+            ups = list(c.up_sets("one").values())
+            assert len(ups[0]) == len(ups[1]) == 1 and ups[0] != ups[1], ups
+            assert history(c, r["plan"], "round"), c.advisor("history")
+        finally:
+            c.abort_plan()
 
 
 @pytest.mark.parametrize("args, code, message", [

@@ -3,8 +3,8 @@ norebalance, `ceph pg-advisor pin-remapped` maps every remapped PG back onto its
 the drain moves the data onto the new OSDs within the misplaced budget while a client
 writes. Runs last (conftest.LAST): it leaves the cluster with 8 OSDs on 4 hosts."""
 import hashlib
-import json
 import time
+from contextlib import ExitStack
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import pytest
@@ -15,7 +15,7 @@ from pg_advisor.analysis.growth import placer_after, with_host
 
 from ..bench.latency.client import fill
 from ..bench.latency.run import LIVE_RATE, POOL as LAT_POOL, ClientLoad, Clients
-from ..cluster import Cluster, OPT, Writer, wait_until
+from ..cluster import Cluster, Writer, wait_until
 
 POOLS = {"exp_a": 32, "exp_b": 16, "exp_ec": 16}
 # an EC 2+1 pool across hosts beside the replicated ones: its pins must be written in an
@@ -37,16 +37,12 @@ def load(d: Dict[str, Any]) -> snapshot.Snapshot:
     return snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
 
 
-def status(c: Cluster) -> Dict[str, Any]:
-    return c.json("status")
-
-
 def misplaced(c: Cluster) -> float:
-    return float(status(c)["pgmap"].get("misplaced_ratio", 0.0))
+    return float(c.json("status")["pgmap"].get("misplaced_ratio", 0.0))
 
 
 def all_clean(c: Cluster) -> bool:
-    pgmap = status(c)["pgmap"]
+    pgmap = c.json("status")["pgmap"]
     clean = sum(s["count"] for s in pgmap["pgs_by_state"] if s["state_name"] == "active+clean")
     return clean == pgmap["num_pgs"] and not pgmap.get("misplaced_objects")
 
@@ -64,49 +60,30 @@ LEGIT_SKIPS = ("breaks the limits of its CRUSH rule", "recovery, not a move", "h
                "is down, out or of weight 0", "left to its owner")
 
 
-def plan(c: Cluster) -> Any:
-    return json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))["plan"]
-
-
 @pytest.fixture
 def filled(cluster: Cluster) -> Iterator[Cluster]:
     import rados
     c = cluster
-    for k, v in SHORT_LOG.items():
-        c.ceph("config", "set", "osd", k, v)
-    for name, n in POOLS.items():
-        if name in EC_PROFILES:
-            profile, spec = EC_PROFILES[name]
-            c.ceph("osd", "erasure-code-profile", "set", profile, *spec)
-            c.ceph("osd", "pool", "create", name, str(n), str(n), "erasure", profile)
-        else:
-            c.ceph("osd", "pool", "create", name, str(n), str(n))
-        c.ceph("osd", "pool", "set", name, "pg_autoscale_mode", "off")
-    r = rados.Rados(conffile=c.env["CEPH_CONF"])
-    r.connect()
-    try:
-        for name in POOLS:
-            with r.open_ioctx(name) as io:
-                for i in range(OBJECTS):
-                    io.write_full(f"o{i}", body(f"{name}/o{i}"))
-    finally:
-        r.shutdown()
-    for k, v in {"step_interval": "2", "poll_interval": "1"}.items():
-        c.ceph("config", "set", "mgr", OPT + k, v)
-    c.wait_clean()
-    yield c
-    if (plan(c) or {}).get("status") in ("running", "paused", "stopped"):
-        c.ceph("pg-advisor", "abort")
-    c.run("osd", "unset", "norebalance")
-    for name in POOLS:
-        c.run("osd", "pool", "rm", name, name, "--yes-i-really-really-mean-it")
-    for profile, _ in EC_PROFILES.values():
-        c.run("osd", "erasure-code-profile", "rm", profile)
-    for k in ("step_interval", "poll_interval"):
-        c.run("config", "rm", "mgr", OPT + k)
-    for k in SHORT_LOG:
-        c.run("config", "rm", "osd", k)
-    c.wait_clean()
+    with ExitStack() as stack:
+        stack.enter_context(c.options("osd", SHORT_LOG))
+        for name, n in POOLS.items():
+            kind: List[str] = []
+            if name in EC_PROFILES:
+                profile, spec = EC_PROFILES[name]
+                c.ceph("osd", "erasure-code-profile", "set", profile, *spec)
+                stack.callback(c.run, "osd", "erasure-code-profile", "rm", profile)
+                kind = ["erasure", profile]
+            stack.enter_context(c.pool(name, n, *kind))
+        with rados.Rados(conffile=c.env["CEPH_CONF"]) as r:
+            for name in POOLS:
+                with r.open_ioctx(name) as io:
+                    for i in range(OBJECTS):
+                        io.write_full(f"o{i}", body(f"{name}/o{i}"))
+        stack.enter_context(c.options("mgr", {"step_interval": 2, "poll_interval": 1}))
+        c.wait_clean()
+        yield c
+        c.abort_plan()
+        c.run("osd", "unset", "norebalance")
 
 
 @pytest.fixture
@@ -115,16 +92,14 @@ def latency_clients(filled: Cluster) -> Iterator[Clients]:
     read checked, every object read back) on a pool of their own: the short variant of the
     bench's expansion (python3 -m qa.bench.latency --scenario expand)."""
     c = filled
-    c.ceph("osd", "pool", "create", LAT_POOL, "16", "16")
-    c.ceph("osd", "pool", "set", LAT_POOL, "pg_autoscale_mode", "off")
-    fill(c.env["CEPH_CONF"], LAT_POOL, 400)
-    c.wait_clean()
-    clients = Clients(c, 400, ClientLoad(clients=2, depth=4, seed=3, rate=LIVE_RATE), c.dir)
-    try:
-        yield clients
-    finally:
-        clients.finish()               # a second time is harmless: each client already ended
-        c.run("osd", "pool", "rm", LAT_POOL, LAT_POOL, "--yes-i-really-really-mean-it")
+    with c.pool(LAT_POOL, 16):
+        fill(c.env["CEPH_CONF"], LAT_POOL, 400)
+        c.wait_clean()
+        clients = Clients(c, 400, ClientLoad(clients=2, depth=4, seed=3, rate=LIVE_RATE), c.dir)
+        try:
+            yield clients
+        finally:
+            clients.finish()               # a second time is harmless: each client already ended
 
 
 def test_a_new_host_is_pinned_clean_then_drained_within_the_budget(filled: Cluster,
@@ -149,7 +124,7 @@ def test_a_new_host_is_pinned_clean_then_drained_within_the_budget(filled: Clust
         assert wrong == [], f"simulate --add-host mispredicted {len(wrong)} PGs, e.g. {wrong[:3]}"
         wait_until(lambda: misplaced(c) > 0, 60, "CRUSH to remap PGs onto the new OSDs")
         time.sleep(3)                     # the PG stats catch up with the new map
-        r = json.loads(c.ceph("pg-advisor", "pin-remapped", "-f", "json"))
+        r = c.advisor("pin-remapped")
         assert r["pinned"] > 0 and r["failed"] == [] and r["plan"], r
         # the mgr's own OSDMap puts every pinned PG on its data
         assert r["verified"] == {"checked": r["pinned"], "mismatched": 0, "mismatched_pgs": {}}, r["verified"]
@@ -167,7 +142,7 @@ def test_a_new_host_is_pinned_clean_then_drained_within_the_budget(filled: Clust
         t0 = time.time()
         wait_until(lambda: clean_but(c, left), 60, "active+clean with 0 misplaced after pinning")
         pinned_in = time.time() - t0
-        assert plan(c)["status"] == "running" and plan(c)["blockers"], "the drain ignored norebalance"
+        assert c.plan()["status"] == "running" and c.plan()["blockers"], "the drain ignored norebalance"
         # a plan like any other: health, an event in ceph -s, pause and resume
 
         def pinned_check() -> Any:
@@ -178,9 +153,9 @@ def test_a_new_host_is_pinned_clean_then_drained_within_the_budget(filled: Clust
         events = lambda: c.json("status").get("progress_events", {}).values()   # noqa: E731
         wait_until(lambda: any("pg_advisor" in e["message"] for e in events()), 60, "the event in ceph -s")
         c.ceph("pg-advisor", "pause")
-        assert plan(c)["status"] == "paused"
+        assert c.plan()["status"] == "paused"
         c.ceph("pg-advisor", "resume")
-        assert plan(c)["status"] == "running"
+        assert c.plan()["status"] == "running"
         # the drain: balance rounds within the budget, sampled every second
         c.ceph("osd", "unset", "norebalance")
         t1 = time.time()
@@ -199,7 +174,7 @@ def test_a_new_host_is_pinned_clean_then_drained_within_the_budget(filled: Clust
     assert sum(len(o) for o in ops) > 100
     assert all(r["failed"] == 0 and r["mismatch_count"] == 0 and r["unknown"] == 0 for r in results), results
     # every OSD, the new ones too, within one PG of its share, per pool and in all
-    ev = json.loads(c.ceph("pg-advisor", "eval", "-f", "json"))
+    ev = c.advisor("eval")
     print({p["pool"]: p["max_deviation"] for p in ev["distribution"]["pools"]},
           (ev["distribution"]["total"] or {}).get("max_deviation"))
     assert ev["score"] <= 1.0, ev["score"]
@@ -212,19 +187,15 @@ def watch_plan(c: Cluster, limit: float = 600, on_round: Optional[Callable[[], N
     """Sample the misplaced ratio every second until the plan ends; the peak. `on_round`
     runs once, after the plan's first balance round."""
     peak, t0 = 0.0, time.time()
-    while (plan(c) or {}).get("status") == "running" and time.time() - t0 < limit:
+    while (p := c.plan()).get("status") == "running" and time.time() - t0 < limit:
         peak = max(peak, misplaced(c))
-        if on_round is not None and any(h["event"] == "round" for h in history(c)):
+        if on_round is not None and any(h["event"] == "round" and h["plan"] == p["id"]
+                                        for h in c.advisor("history")["history"]):
             on_round()
             on_round = None
         time.sleep(1)
-    assert (plan(c) or {}).get("status") == "done", plan(c)
+    assert c.plan().get("status") == "done", c.plan()
     return peak
-
-
-def history(c: Cluster) -> List[Dict[str, Any]]:
-    return [h for h in json.loads(c.ceph("pg-advisor", "history", "-f", "json"))["history"]
-            if h["plan"] == (plan(c) or {}).get("id")]
 
 
 def assert_intact(c: Cluster) -> None:
@@ -260,7 +231,7 @@ def test_a_drain_survives_a_mgr_failover_and_the_out_after_it_is_pinned(filled: 
     hosts = [n for n in c.json("osd", "tree")["nodes"] if n["type"] == "host" and n["children"]]
     assert len(hosts) >= 4, f"runs after the new host's test: {len(hosts)} hosts"
     with Writer(c, "exp_b") as w:
-        r = json.loads(c.ceph("pg-advisor", "drain", f"osd.{osd}", "-f", "json"))
+        r = c.advisor("drain", f"osd.{osd}")
         assert r["plan"] and r["replicas"] > 0 and r["osds"] == [osd], r
         failed_over: List[float] = []
 
@@ -282,13 +253,13 @@ def test_a_drain_survives_a_mgr_failover_and_the_out_after_it_is_pinned(filled: 
 
         def remapped_shown() -> bool:
             # every OSD's PG stats in: the count seen twice running
-            seen.append(json.loads(c.ceph("pg-advisor", "pin-remapped", "--dry-run", "-f", "json")))
+            seen.append(c.advisor("pin-remapped", "--dry-run"))
             return len(seen) > 1 and seen[-1]["remapped"] == seen[-2]["remapped"] > 0
         try:
             wait_until(remapped_shown, 60, "the PGs the out remaps, in the PG stats", step=2)
         except TimeoutError as e:
             raise AssertionError(f"{e}: {seen[-2:]}") from e
-        p = json.loads(c.ceph("pg-advisor", "pin-remapped", "-f", "json"))
+        p = c.advisor("pin-remapped")
         c.ceph("osd", "unset", "norebalance")
         assert p["remapped"] > 0 and p["pinned"] > 0, p
         wait_until(lambda: all_clean(c), 60, "active+clean with 0 misplaced after the out and the pins")
@@ -299,7 +270,7 @@ def test_a_drain_survives_a_mgr_failover_and_the_out_after_it_is_pinned(filled: 
     try:
         assert peak <= budget and peak2 <= budget
         assert w.failed == [] and w.ok > 100, (w.ok, w.failed[:3])
-        assert json.loads(c.ceph("pg-advisor", "eval", "-f", "json"))["score"] <= 1.0
+        assert c.advisor("eval")["score"] <= 1.0
         assert_intact(c)
     finally:
         c.run("osd", "in", str(osd))     # the tests after this one get every OSD in
@@ -315,12 +286,9 @@ def ec4(cluster: Cluster) -> Iterator[Cluster]:
     place all shards anyway), so no host may be drained."""
     c = cluster
     c.ceph("osd", "erasure-code-profile", "set", "k2m2", "k=2", "m=2", "crush-failure-domain=host")
-    c.ceph("osd", "pool", "create", "ec4", "8", "8", "erasure", "k2m2")
-    c.ceph("osd", "pool", "set", "ec4", "pg_autoscale_mode", "off")
-    yield c
-    if (plan(c) or {}).get("status") in ("running", "paused", "stopped"):
-        c.ceph("pg-advisor", "abort")
-    c.run("osd", "pool", "rm", "ec4", "ec4", "--yes-i-really-really-mean-it")
+    with c.pool("ec4", 8, "erasure", "k2m2"):
+        yield c
+        c.abort_plan()
 
 
 @pytest.mark.parametrize("args, code, message", [
@@ -347,7 +315,7 @@ def test_a_drain_beside_another_plan_is_refused(ec4: Cluster) -> None:
     c = ec4
     c.ceph("osd", "set", "norebalance")           # the first drain holds: it stays open
     try:
-        r = json.loads(c.ceph("pg-advisor", "drain", "osd.1", "-f", "json"))
+        r = c.advisor("drain", "osd.1")
         assert r["plan"]
         before = c.fingerprint()
         rc, _, err = c.run("pg-advisor", "drain", "osd.2")
@@ -355,7 +323,7 @@ def test_a_drain_beside_another_plan_is_refused(ec4: Cluster) -> None:
         rc, _, err = c.run("pg-advisor", "pin-remapped")
         assert rc == 16 and "plan" in err, err
         assert c.fingerprint() == before
-        dry = json.loads(c.ceph("pg-advisor", "pin-remapped", "--dry-run", "-f", "json"))
+        dry = c.advisor("pin-remapped", "--dry-run")
         assert dry["dry_run"] is True
     finally:
         c.ceph("pg-advisor", "abort")

@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
-from ..cluster import Cluster, OPT, wait_until
+from ..cluster import Cluster, wait_until
 
 STORE = "mgr/pg_advisor/"          # the module's store, as config-keys
 EXTREMES = ("0", "-1", str(2 ** 31), str(10 ** 8), str(10 ** 12))
@@ -28,10 +28,6 @@ def rss(pid: int) -> int:
 
 def health(c: Cluster) -> Dict[str, Any]:
     return dict(c.json("health", "detail").get("checks", {}))
-
-
-def plan(c: Cluster) -> Dict[str, Any]:
-    return json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))["plan"] or {}
 
 
 # (the command with N where the extreme goes, the values that are valid there)
@@ -84,13 +80,10 @@ def test_extreme_numbers_get_a_clear_error_and_the_mgr_stays_small(
 
 def test_an_option_value_the_mon_lets_through_is_reported_not_fatal(cluster: Cluster) -> None:
     c = cluster
-    c.ceph("config", "set", "mgr", OPT + "misplaced_budget", "nan")    # the mon takes nan
-    try:
+    with c.options("mgr", {"misplaced_budget": "nan"}):    # the mon takes nan
         wait_until(lambda: "PG_ADVISOR_OPTION_INVALID" in health(c), 60, "the option warning")
         assert "misplaced_budget" in json.dumps(health(c)["PG_ADVISOR_OPTION_INVALID"])
-        assert json.loads(c.ceph("pg-advisor", "status", "-f", "json"))["pools"]
-    finally:
-        c.ceph("config", "set", "mgr", OPT + "misplaced_budget", "0")
+        assert c.advisor("status")["pools"]
     wait_until(lambda: "PG_ADVISOR_OPTION_INVALID" not in health(c), 60, "the warning to clear")
 
 
@@ -102,7 +95,7 @@ def test_unreadable_plan_state_is_reported_and_abort_clears_it(cluster: Cluster,
     c.ceph("mgr", "fail")                       # a new mgr reads it from the store
     wait_until(lambda: "PG_ADVISOR_PLAN_ERROR" in health(c), 90, "PG_ADVISOR_PLAN_ERROR")
     assert "unreadable" in json.dumps(health(c)["PG_ADVISOR_PLAN_ERROR"])
-    assert json.loads(c.ceph("pg-advisor", "status", "-f", "json"))["pools"]   # it runs on
+    assert c.advisor("status")["pools"]   # it runs on
     fp = c.fingerprint()
     code, _, err = c.run("pg-advisor", "apply", "--pool", "rbd", "--pg-num", "64")
     assert code == 16 and "abort" in err
@@ -118,22 +111,16 @@ def test_unreadable_plan_state_is_reported_and_abort_clears_it(cluster: Cluster,
 def blocked_plan(cluster: Cluster) -> Iterator[Cluster]:
     """A plan on pool `held` (8 -> 32 PGs) that norebalance keeps from its first step."""
     c = cluster
-    c.ceph("osd", "pool", "create", "held", "8", "8")
-    c.ceph("osd", "pool", "set", "held", "pg_autoscale_mode", "off")
-    c.ceph("config", "set", "mgr", OPT + "poll_interval", "1")
-    c.wait_clean()
-    c.ceph("osd", "set", "norebalance")
-    try:
-        c.ceph("pg-advisor", "apply", "--pool", "held", "--pg-num", "32")
-        wait_until(lambda: bool(plan(c).get("blockers")), 30, "the plan to be blocked")
-        yield c
-    finally:
-        c.run("osd", "unset", "norebalance")
-        if plan(c).get("status") in ("running", "paused", "stopped"):
-            c.ceph("pg-advisor", "abort")
-        c.ceph("config", "set", "mgr", OPT + "poll_interval", "2")
-        c.run("osd", "pool", "rm", "held", "held", "--yes-i-really-really-mean-it")
+    with c.pool("held", 8), c.options("mgr", {"poll_interval": 1}):
         c.wait_clean()
+        c.ceph("osd", "set", "norebalance")
+        try:
+            c.ceph("pg-advisor", "apply", "--pool", "held", "--pg-num", "32")
+            wait_until(lambda: bool(c.plan().get("blockers")), 30, "the plan to be blocked")
+            yield c
+        finally:
+            c.run("osd", "unset", "norebalance")
+            c.abort_plan()
 
 
 def held(c: Cluster) -> Dict[str, Any]:
@@ -151,18 +138,16 @@ def test_a_manual_balance_is_refused_while_a_plan_runs(blocked_plan: Cluster) ->
 def test_a_recreated_pool_never_gets_the_old_plan(blocked_plan: Cluster) -> None:
     c = blocked_plan
     old_id = held(c)["pool_id"]
-    c.ceph("osd", "pool", "rm", "held", "held", "--yes-i-really-really-mean-it")
-    c.ceph("osd", "pool", "create", "held", "8", "8")
-    c.ceph("osd", "pool", "set", "held", "pg_autoscale_mode", "off")
+    c.remove_pool("held", wait=False)
+    c.create_pool("held", 8)
     c.ceph("osd", "unset", "norebalance")            # nothing holds the plan back now
     # the deleted pool drops out of the plan, whose only pool it was: the plan is done
-    wait_until(lambda: plan(c).get("status") == "done", 60, "the plan to end")
-    drops = [h["detail"] for h in json.loads(c.ceph("pg-advisor", "history", "-f", "json"))["history"]
-             if h["event"] == "drop"]
+    wait_until(lambda: c.plan().get("status") == "done", 60, "the plan to end")
+    drops = [h["detail"] for h in c.advisor("history")["history"] if h["event"] == "drop"]
     # (a tick between the two commands sees the pool gone, a later one also the new id)
     assert drops and drops[-1].startswith(f"pool held (id {old_id}) was deleted"), drops
     assert held(c)["pool_id"] != old_id
-    steps = json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))["steps"]
+    steps = c.advisor("progress")["steps"]
     assert {s["state"] for s in steps} == {"pool deleted"}
     time.sleep(5)                                     # several ticks: still nothing sent
     p = held(c)
@@ -174,8 +159,8 @@ def test_an_operators_pg_num_change_stops_the_plan_and_stands(blocked_plan: Clus
     c = blocked_plan
     c.ceph("osd", "pool", "set", "held", "pg_num", "16")
     c.ceph("osd", "unset", "norebalance")
-    wait_until(lambda: plan(c).get("status") == "stopped", 60, "the plan to stop")
-    assert "changed outside the plan to 16/16" in plan(c)["stopped_why"]
+    wait_until(lambda: c.plan().get("status") == "stopped", 60, "the plan to stop")
+    assert "changed outside the plan to 16/16" in c.plan()["stopped_why"]
     c.ceph("pg-advisor", "abort")
     c.wait_clean()
     p = held(c)
@@ -190,67 +175,55 @@ def test_a_failover_between_pgp_num_and_its_pins_resends_the_pins(cluster: Clust
     """The old mgr set pgp_num (target and actual) and died before the pins: the new one
     must send them, so the remapped PGs stay where their data is."""
     c = cluster
-    c.ceph("osd", "pool", "create", "burst", "8", "8")
-    c.ceph("osd", "pool", "set", "burst", "pg_autoscale_mode", "off")
-    subprocess.run(["rados", "-p", "burst", "bench", "3", "write", "-t", "8", "-b", "4096",
-                    "--no-cleanup"], env=c.env, check=True, capture_output=True, timeout=120)
-    c.wait_clean()
     # backfill slow enough that the PGs are still where their data is when the pins come
-    c.ceph("config", "set", "osd", "osd_recovery_sleep", "2")
-    for name, value in (("split_pinning", "true"), ("poll_interval", "1"),
-                        ("step_interval", "3600")):
-        c.ceph("config", "set", "mgr", OPT + name, value)
-    try:
-        r = json.loads(c.ceph("pg-advisor", "apply", "--pool", "burst", "--pg-num", "16",
-                              "-f", "json"))
-        k = next(i for i, s in enumerate(r["steps"]) if s["pin"])
-        step = r["steps"][k]
-        # the split goes out at once; the pinned pgp_num step waits for step_interval
-        wait_until(lambda: plan(c).get("next") == k and plan(c).get("phase") == "idle", 120,
-                   "the plan to reach its pinned step")
-        before = up_sets(c, "burst")
-        assert sorted(map(len, before.values())) == [3] * 16, before
-        c.ceph("mgr", "module", "disable", "pg_advisor")
-        wait_until(lambda: c.run("pg-advisor", "progress")[0] != 0, 60, "the module to stop")
-        # what the old mgr did: saved the step as issuing, sent pgp_num, and no pins
-        state = json.loads(c.ceph("config-key", "get", STORE + "exec_state"))
-        state.update(status="running", phase="issuing")
-        c.ceph("config-key", "set", STORE + "exec_state", json.dumps(state))
-        c.ceph("osd", "pool", "set", "burst", "pgp_num", str(step["pgp_num"]))
-        c.ceph("osd", "pool", "set", "burst", "pgp_num_actual", str(step["pgp_num"]))
-        moved = {k for k, v in up_sets(c, "burst").items() if v != before[k]}
-        assert moved, "the pgp_num change remapped nothing: the test shows nothing"
-        # step_interval stays an hour: it holds the next step (the balance rounds that
-        # would move PGs again), not the rest of this one
-        c.ceph("mgr", "module", "enable", "pg_advisor")
-        try:
-            wait_until(lambda: c.run("pg-advisor", "progress")[0] == 0 and
-                       (plan(c).get("next", 0) > k or plan(c).get("phase") == "issued"), 90,
-                       "the new mgr to take the step")
-        except TimeoutError as e:
-            raise AssertionError(f"{e}: {c.run('pg-advisor', 'progress', '-f', 'json')}") from None
-        # the new mgr pinned every remapped PG back onto the OSDs that hold its data
-        try:
-            wait_until(lambda: up_sets(c, "burst") == before, 60, "the PGs back where their data is")
-        except TimeoutError as e:
-            raise AssertionError(f"{e}: before {before}, moved {moved}, now {up_sets(c, 'burst')}, "
-                                 f"items {c.json('osd', 'dump')['pg_upmap_items']}, "
-                                 f"history {c.ceph('pg-advisor', 'history')}") from None
-        pool_id = c.pool_id("burst")
-        pinned = {u["pgid"] for u in c.json("osd", "dump")["pg_upmap_items"]
-                  if u["pgid"].startswith(f"{pool_id}.")}
-        assert moved <= pinned, (moved, pinned)
-        events = [h for h in json.loads(c.ceph("pg-advisor", "history", "-f", "json"))["history"]
-                  if h["plan"] == r["plan"]]
-        assert any(h["event"] == "issue" and h["detail"].startswith(f"step {k + 1}/")
-                   for h in events), events
-    finally:
-        c.run("mgr", "module", "enable", "pg_advisor")
-        wait_until(lambda: c.run("pg-advisor", "progress")[0] == 0, 60, "the module")
-        if plan(c).get("status") in ("running", "paused", "stopped"):
-            c.ceph("pg-advisor", "abort")
-        c.ceph("config", "rm", "osd", "osd_recovery_sleep")
-        for name in ("split_pinning", "poll_interval", "step_interval"):
-            c.ceph("config", "rm", "mgr", OPT + name)
-        c.run("osd", "pool", "rm", "burst", "burst", "--yes-i-really-really-mean-it")
+    with c.pool("burst", 8), c.config("osd", "osd_recovery_sleep", "2"), \
+            c.options("mgr", {"split_pinning": "true", "poll_interval": 1, "step_interval": 3600}):
+        subprocess.run(["rados", "-p", "burst", "bench", "3", "write", "-t", "8", "-b", "4096",
+                        "--no-cleanup"], env=c.env, check=True, capture_output=True, timeout=120)
         c.wait_clean()
+        try:
+            r = c.advisor("apply", "--pool", "burst", "--pg-num", "16")
+            k = next(i for i, s in enumerate(r["steps"]) if s["pin"])
+            step = r["steps"][k]
+            # the split goes out at once; the pinned pgp_num step waits for step_interval
+            wait_until(lambda: c.plan().get("next") == k and c.plan().get("phase") == "idle", 120,
+                       "the plan to reach its pinned step")
+            before = up_sets(c, "burst")
+            assert sorted(map(len, before.values())) == [3] * 16, before
+            c.ceph("mgr", "module", "disable", "pg_advisor")
+            wait_until(lambda: c.run("pg-advisor", "progress")[0] != 0, 60, "the module to stop")
+            # what the old mgr did: saved the step as issuing, sent pgp_num, and no pins
+            state = json.loads(c.ceph("config-key", "get", STORE + "exec_state"))
+            state.update(status="running", phase="issuing")
+            c.ceph("config-key", "set", STORE + "exec_state", json.dumps(state))
+            c.ceph("osd", "pool", "set", "burst", "pgp_num", str(step["pgp_num"]))
+            c.ceph("osd", "pool", "set", "burst", "pgp_num_actual", str(step["pgp_num"]))
+            moved = {k for k, v in up_sets(c, "burst").items() if v != before[k]}
+            assert moved, "the pgp_num change remapped nothing: the test shows nothing"
+            # step_interval stays an hour: it holds the next step (the balance rounds that
+            # would move PGs again), not the rest of this one
+            c.ceph("mgr", "module", "enable", "pg_advisor")
+            try:
+                wait_until(lambda: c.run("pg-advisor", "progress")[0] == 0 and
+                           (c.plan().get("next", 0) > k or c.plan().get("phase") == "issued"), 90,
+                           "the new mgr to take the step")
+            except TimeoutError as e:
+                raise AssertionError(f"{e}: {c.run('pg-advisor', 'progress', '-f', 'json')}") from None
+            # the new mgr pinned every remapped PG back onto the OSDs that hold its data
+            try:
+                wait_until(lambda: up_sets(c, "burst") == before, 60, "the PGs back where their data is")
+            except TimeoutError as e:
+                raise AssertionError(f"{e}: before {before}, moved {moved}, now {up_sets(c, 'burst')}, "
+                                     f"items {c.json('osd', 'dump')['pg_upmap_items']}, "
+                                     f"history {c.ceph('pg-advisor', 'history')}") from None
+            pool_id = c.pool_id("burst")
+            pinned = {u["pgid"] for u in c.json("osd", "dump")["pg_upmap_items"]
+                      if u["pgid"].startswith(f"{pool_id}.")}
+            assert moved <= pinned, (moved, pinned)
+            events = [h for h in c.advisor("history")["history"] if h["plan"] == r["plan"]]
+            assert any(h["event"] == "issue" and h["detail"].startswith(f"step {k + 1}/")
+                       for h in events), events
+        finally:
+            c.run("mgr", "module", "enable", "pg_advisor")
+            wait_until(lambda: c.run("pg-advisor", "progress")[0] == 0, 60, "the module")
+            c.abort_plan()

@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterator
 
 import pytest
 
-from ..cluster import Cluster, OPT, wait_until
+from ..cluster import Cluster, wait_until
 from ..conftest import PANEL_URL
 
 
@@ -41,17 +41,16 @@ def test_nothing_the_interpreter_shares_changes(probed: Cluster) -> None:
     c.ceph("interpreter-probe", "reset")
     before = probe(c)["samples"]
     try:
-        for full_max in ("100000", "0"):          # the full PG stats, then the brief ones
-            c.ceph("config", "set", "mgr", OPT + "pg_stats_full_max", full_max)
-            for w in ("0.95", "1"):               # a new map each time: a fresh read
-                c.ceph("osd", "reweight", "0", w)
-                for cmd in (["status"], ["plan"], ["eval"], ["balance", "--dry-run"]):
-                    c.ceph("pg-advisor", *cmd, "-f", "json")
-                for path in ("", "metrics", "api/status"):
-                    with urllib.request.urlopen(PANEL_URL + path, timeout=30) as r:
-                        assert r.status == 200
+        for full_max in (100000, 0):          # the full PG stats, then the brief ones
+            with c.options("mgr", {"pg_stats_full_max": full_max}):
+                for w in ("0.95", "1"):               # a new map each time: a fresh read
+                    c.ceph("osd", "reweight", "0", w)
+                    for cmd in (["status"], ["plan"], ["eval"], ["balance", "--dry-run"]):
+                        c.advisor(*cmd)
+                    for path in ("", "metrics", "api/status"):
+                        with urllib.request.urlopen(PANEL_URL + path, timeout=30) as r:
+                            assert r.status == 200
     finally:
-        c.ceph("config", "rm", "mgr", OPT + "pg_stats_full_max")
         c.ceph("osd", "reweight", "0", "1")
     got = probe(c)
     assert got["changes"] == [] and got["now"] == got["first"], got["changes"]

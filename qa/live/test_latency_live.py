@@ -3,39 +3,31 @@ cluster: the bench's own measure() with its two checking clients (4 KiB and 64 K
 and writes, every read checked, every object read back), a small pool, pg_advisor's
 path. No op may fail and every object must read back as last written. (The expansion's
 short variant is in test_expand_live.py, which adds the OSDs for good.)"""
-import contextlib
 from typing import Any, Dict, Iterator
 
 import pytest
 
 from ..bench.latency.run import LIVE_RATE, POOL, ClientLoad, Trial, measure
-from ..cluster import Cluster, OPT
+from ..cluster import Cluster
 
-FAST = [("mgr", OPT + "max_backfills_per_osd", "4"), ("mgr", OPT + "misplaced_budget", "0.3"),
-        ("osd", "osd_max_backfills", "4")]
+# rounds wider than the defaults (2 PGs an OSD, 5 % misplaced: the expansion test holds
+# those): the no-op-lost check is the same, the 16-PG drain not 30 rounds long;
+# split_pinning (measure() sets it) is here to be put back after
+FAST = {"step_interval": 2, "max_backfills_per_osd": 4, "misplaced_budget": 0.3, "split_pinning": "true"}
 
 
 @pytest.fixture
 def bench(cluster: Cluster) -> Iterator[Cluster]:
     c = cluster
-    c.ceph("config", "set", "mgr", OPT + "step_interval", "2")
-    with contextlib.ExitStack() as wide:
-        # rounds wider than the defaults (2 PGs an OSD, 5 % misplaced: the expansion test
-        # holds those): the no-op-lost check is the same, the 16-PG drain not 30 rounds long
-        for who, key, value in FAST:
-            wide.enter_context(c.config(who, key, value))
+    with c.options("mgr", FAST), c.config("osd", "osd_max_backfills", "4"):
         out = {o["osd"] for o in c.json("osd", "dump")["osds"] if not o["in"]}
         yield c
-        plan = c.json("pg-advisor", "progress").get("plan") or {}
-        if plan.get("status") in ("running", "paused", "stopped"):
-            c.ceph("pg-advisor", "abort")
+        c.abort_plan()
         c.run("osd", "unset", "norebalance")
         for o in c.json("osd", "dump")["osds"]:
             if not o["in"] and o["osd"] not in out:
                 c.ceph("osd", "in", str(o["osd"]))         # the drain's OSD back for the others
-        c.run("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
-        for k in ("step_interval", "split_pinning"):
-            c.run("config", "rm", "mgr", OPT + k)
+        c.remove_pool(POOL, wait=False)                     # (measure() made it)
     c.wait_clean(600)
 
 

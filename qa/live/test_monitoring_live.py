@@ -10,13 +10,14 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Set
 
 import pytest
 import yaml
 
-from ..cluster import Cluster, OPT, free_port, wait_until
+from ..cluster import Cluster, free_port, wait_until
 
 MONITORING = Path(__file__).resolve().parents[2] / "monitoring"
 RULES = MONITORING / "pg_advisor_alerts.yml"
@@ -55,12 +56,11 @@ def prometheus(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> It
             except OSError:
                 return False
         wait_until(ready, 60, "Prometheus to be ready")
-        cluster.ceph("config", "set", "mgr", OPT + "refresh_interval", "2")
-        yield url
+        with cluster.options("mgr", {"refresh_interval": 2}):
+            yield url
     finally:
         p.terminate()
         p.wait(30)
-        cluster.run("config", "rm", "mgr", OPT + "refresh_interval")
 
 
 def scraped(url: str) -> bool:
@@ -89,10 +89,6 @@ def firing(url: str, name: str) -> List[Dict[str, Any]]:
             if a["labels"]["alertname"] == name and a["state"] == "firing"]
 
 
-def plan_status(c: Cluster) -> str:
-    return (c.json("pg-advisor", "progress").get("plan") or {}).get("status", "none")
-
-
 def balance(c: Cluster) -> None:
     """`pg-advisor balance`, then clean. Right after a change the module's PG stats may
     still show a PG activating, and it refuses (EBUSY, as it should): ask again."""
@@ -109,8 +105,19 @@ def balance(c: Cluster) -> None:
 
 def deviation(c: Cluster) -> float:
     """The largest |PGs - target| over the OSDs, all pools (what the alert reads)."""
-    st = c.json("pg-advisor", "status")
+    st = c.advisor("status")
     return max(abs(o["pgs"] - o["pg_target"]) for o in st["osds"] if o["pgs"] is not None)
+
+
+def undo(c: Cluster, reweighted: List[int], items_before: Set[str]) -> None:
+    """What the alert's test changed beside its pool and options: its plan, the reweight,
+    the items."""
+    c.abort_plan()
+    for o in reweighted:
+        c.run("osd", "reweight", str(o), "1")
+    for u in c.json("osd", "dump")["pg_upmap_items"]:
+        if u["pgid"] not in items_before:
+            c.run("osd", "rm-pg-upmap-items", u["pgid"])
 
 
 def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(prometheus: str,
@@ -127,16 +134,15 @@ def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(promet
     wait_until(lambda: scraped(url), 60, "Prometheus to scrape the panel")
     items_before = {u["pgid"] for u in c.json("osd", "dump")["pg_upmap_items"]}
     reweighted: List[int] = []
-    try:
-        # advise, set (a `config rm` of the mode an earlier file set is not seen by a running
-        # Pacific mgr: left in auto, it opened a plan and the balance below was refused)
-        c.ceph("config", "set", "mgr", OPT + "mode", "advise")
-        if plan_status(c) in ("running", "paused", "stopped"):
-            c.ceph("pg-advisor", "abort")
-        # a pool of its own, whose PGs no earlier test gave items (rbd may have too few such
-        # PGs after the other files' balancing)
-        c.ceph("osd", "pool", "create", POOL, "64", "64")
-        c.ceph("osd", "pool", "set", POOL, "pg_autoscale_mode", "off")
+    # a pool of its own, whose PGs no earlier test gave items (rbd may have too few such PGs
+    # after the other files' balancing); mode advise, set (a `config rm` of the mode an
+    # earlier file set is not seen by a running Pacific mgr: left in auto, it opened a plan
+    # and the balance below was refused)
+    with ExitStack() as stack:
+        stack.enter_context(c.pool(POOL, 64, timeout=300))
+        stack.enter_context(c.options("mgr", {"mode": "advise"}))
+        stack.callback(undo, c, reweighted, items_before)
+        c.abort_plan()
         c.wait_clean(300)
         # from even (CRUSH alone leaves a fresh pool's OSDs a few PGs off): no alert
         for _ in range(20):
@@ -164,19 +170,18 @@ def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(promet
         # to raise, the evening the test's to do
         today = datetime.datetime.now(datetime.timezone.utc).strftime("%a").lower()
         other = next(d for d in ("mon", "tue", "wed", "thu", "fri", "sat", "sun") if d != today)
-        c.ceph("config", "set", "mgr", OPT + "window_days", other)
-        c.ceph("config", "set", "mgr", OPT + "mode", "auto")
+        stack.enter_context(c.options("mgr", {"window_days": other, "mode": "auto"}))
         for pg in moved:
             c.ceph("osd", "pg-upmap-items", pg, str(b), str(a))
         c.wait_clean(300, pool=POOL)
         try:
             wait_until(lambda: deviation(c) > 1.5, 60, "an OSD more than 1.5 PGs from its share")
         except Exception:
-            st = c.json("pg-advisor", "status")
+            st = c.advisor("status")
             items = {u["pgid"]: u["mappings"] for u in c.json("osd", "dump")["pg_upmap_items"]}
             raise AssertionError(([(o["id"], o["pgs"], o["pg_target"]) for o in st["osds"]],
                                   {pg: (items.get(pg), c.json("pg", "map", pg)["up"]) for pg in moved},
-                                  c.json("pg-advisor", "progress")))
+                                  c.advisor("progress")))
         t0 = time.monotonic()
         wait_until(lambda: bool(firing(url, "PgAdvisorOsdOffShare")), 120, "the imbalance alert")
         fired_in = time.monotonic() - t0
@@ -189,14 +194,13 @@ def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(promet
         try:
             wait_until(lambda: alerted() >= want, 60, f"the alert on both {sorted(want)}")
         except Exception:
-            st = c.json("pg-advisor", "status")
+            st = c.advisor("status")
             raise AssertionError((alerted(), [(o["id"], o["pgs"], o["pg_target"]) for o in st["osds"]
                                               if o["id"] in (a, b)]))
         alerts = firing(url, "PgAdvisorOsdOffShare")
         assert {x["labels"]["severity"] for x in alerts} == {"warning"}
         # the operator evens it by hand (an auto plan waiting for its window goes first)
-        if plan_status(c) in ("running", "paused", "stopped"):
-            c.ceph("pg-advisor", "abort")
+        c.abort_plan()
         t1 = time.monotonic()
         for _ in range(20):
             balance(c)
@@ -212,15 +216,3 @@ def test_the_imbalance_alert_fires_in_prometheus_and_clears_after_balance(promet
         names = {x["labels"]["alertname"] for x in api(url, "/api/v1/alerts")["data"]["alerts"]
                  if x["state"] == "firing"}
         assert not names & {"PgAdvisorPgMemoryOverBudget", "PgAdvisorStatusStale", "PgAdvisorPlanBlocked"}
-    finally:
-        if plan_status(c) in ("running", "paused", "stopped"):
-            c.run("pg-advisor", "abort")
-        c.run("config", "set", "mgr", OPT + "mode", "advise")
-        c.run("config", "rm", "mgr", OPT + "window_days")
-        for o in reweighted:
-            c.run("osd", "reweight", str(o), "1")
-        for u in c.json("osd", "dump")["pg_upmap_items"]:
-            if u["pgid"] not in items_before:
-                c.run("osd", "rm-pg-upmap-items", u["pgid"])
-        c.run("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
-        c.wait_clean(300)

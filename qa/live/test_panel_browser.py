@@ -122,7 +122,6 @@ def plan_shown(pr: Dict[str, Any], hi: Dict[str, Any]) -> Dict[str, Any]:
 
 def test_a_blocked_plan_its_steps_and_history(panel: Cluster, evil_pool: Cluster) -> None:
     c = evil_pool
-    c.ceph("osd", "pool", "set", EVIL, "pg_autoscale_mode", "off")
     c.ceph("osd", "set", "norebalance")
     try:
         c.ceph("pg-advisor", "apply", "--pool", EVIL, "--pg-num", "16")

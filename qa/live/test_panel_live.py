@@ -8,11 +8,8 @@ from typing import Any, Dict, Iterator, Tuple
 
 import pytest
 
-from ..cluster import Cluster, OPT, free_port, wait_until
+from ..cluster import Cluster, free_port, wait_until
 from ..conftest import EVIL, PANEL_URL as URL
-
-
-OPT_PORT = OPT + "server_port"
 
 
 def url_of(c: Cluster) -> str:
@@ -54,7 +51,7 @@ def test_url_json_and_metrics_match_the_status(panel: Tuple[Cluster, str]) -> No
     # the reads agree
     deadline = time.monotonic() + 90
     while True:
-        live = json.loads(c.ceph("pg-advisor", "status", "-f", "json"))
+        live = c.advisor("status")
         api = json.loads(get(url + "api/status")[1])
         code, text = get(url + "metrics")
         samples = metric_samples(text)
@@ -137,8 +134,7 @@ def test_a_new_port_moves_the_panel_and_a_busy_one_harms_nothing(cluster: Cluste
     wait_until(lambda: url_of(c) == URL, 60, "the panel")
     pid = mgr_pid(c)
     port = free_port()
-    try:
-        c.ceph("config", "set", "mgr", OPT_PORT, str(port))
+    with c.options("mgr", {"server_port": port}):
         moved = f"http://127.0.0.1:{port}/"
         wait_until(lambda: url_of(c) == moved and serving(moved), 60, "the panel on the new port")
         wait_until(lambda: port_closed(9285), 30, "the old port released")
@@ -146,12 +142,10 @@ def test_a_new_port_moves_the_panel_and_a_busy_one_harms_nothing(cluster: Cluste
         with socket.socket() as busy:
             busy.bind(("127.0.0.1", 0))
             busy.listen()
-            c.ceph("config", "set", "mgr", OPT_PORT, str(busy.getsockname()[1]))
-            wait_until(lambda: url_of(c) == "", 60, "the URL withdrawn")
-            assert port_closed(port)
-            assert mgr_pid(c) == pid and json.loads(c.ceph("pg-advisor", "status", "-f", "json"))["pools"]
-    finally:     # back with `set`: a running 16.2 mgr does not see a `config rm`
-        c.ceph("config", "set", "mgr", OPT_PORT, "9285")
+            with c.options("mgr", {"server_port": busy.getsockname()[1]}):
+                wait_until(lambda: url_of(c) == "", 60, "the URL withdrawn")
+                assert port_closed(port)
+                assert mgr_pid(c) == pid and c.advisor("status")["pools"]
     wait_until(lambda: url_of(c) == URL and serving(URL), 60, "the panel back on its default port")
     assert mgr_pid(c) == pid
 

@@ -54,7 +54,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dict[str, Any]]
 
 def histogram_shown(page: Tables, svg: str, values: List[float], fmt: Any, what: str) -> None:
     """The chart is the histogram of `values`: its bars (as the titles say) count them."""
-    attrs = page.svg_attrs[svg]
+    attrs = page.attrs[svg]
     width, first = float(attrs["data-width"]), int(attrs["data-first"])
     counts = histogram_counts(values, width, first)
     lo = [(first + i) * width for i in range(len(counts))]

@@ -23,9 +23,7 @@ def primaries_map(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) ->
     c = cluster
     if c.release() == "pacific":
         pytest.skip("pg-upmap-primary came with Reef; this cluster runs Pacific")
-    with c.min_compat_client("reef"):
-        c.ceph("osd", "pool", "create", "reads", "128", "128", "replicated")
-        c.ceph("osd", "pool", "set", "reads", "pg_autoscale_mode", "off")
+    with c.min_compat_client("reef"), c.pool("reads", 128):
         path = tmp_path_factory.mktemp("primaries") / "osdmap.bin"
         try:
             c.wait_clean()
@@ -41,9 +39,7 @@ def primaries_map(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) ->
             yield GeneratedMap(path=path, num_osds=6, mark_out=[5])
         finally:
             c.ceph("balancer", "mode", "upmap")
-            c.ceph("osd", "pool", "rm", "reads", "reads", "--yes-i-really-really-mean-it")
             c.rm_primaries()
-    c.wait_clean()
 
 
 def test_live_map_with_pg_upmap_primaries(primaries_map: GeneratedMap) -> None:

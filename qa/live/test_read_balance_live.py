@@ -10,7 +10,6 @@ the one planned, the pool's score in `ceph osd pool ls detail` is the predicted 
 Ceph's read balancer finds nothing left to do. Pacific has no pg-upmap-primary: the
 dry run shows the scores, a round is refused, nothing is sent.
 """
-import json
 import math
 import re
 import subprocess
@@ -56,7 +55,7 @@ def osdmaptool_read(c: Cluster, name: str) -> Tuple[List[str], float, float]:
 
 
 def ours(c: Cluster, *args: str) -> Dict[str, Any]:
-    r = json.loads(c.ceph("pg-advisor", "read-balance", POOL, *args, "-f", "json"))
+    r = c.advisor("read-balance", POOL, *args)
     row = next(p for p in r["pools"] if p["pool"] == POOL)
     return dict(r, row=row)
 
@@ -71,18 +70,14 @@ def reads(cluster: Cluster) -> Iterator[Cluster]:
     c = cluster
     if c.release() == "pacific":
         pytest.skip("pg-upmap-primary came with Reef; this cluster runs Pacific")
-    with c.min_compat_client("reef"):
-        c.ceph("osd", "pool", "create", POOL, str(PG_NUM), str(PG_NUM), "replicated")
-        c.ceph("osd", "pool", "set", POOL, "pg_autoscale_mode", "off")
-        c.ceph("osd", "pool", "application", "enable", POOL, "rados")
+    # (what only newer clients read goes before the older ones are let in again)
+    with c.min_compat_client("reef"), c.pool(POOL, PG_NUM, application="rados"):
         try:
             c.wait_clean()
             yield c
         finally:
             c.ceph("balancer", "mode", "upmap")
-            c.ceph("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
             c.rm_primaries()
-    c.wait_clean()
 
 
 def test_read_balance_beside_osdmaptool_and_cephs_balancer(reads: Cluster) -> None:
@@ -137,18 +132,14 @@ def test_pacific_shows_the_scores_and_refuses_a_round(cluster: Cluster) -> None:
     c = cluster
     if c.release() != "pacific":
         pytest.skip("the refusal is Pacific's (no pg-upmap-primary)")
-    c.ceph("osd", "pool", "create", POOL, "16", "16", "replicated")
-    try:
+    with c.pool(POOL, 16):
         c.wait_clean()
-        r = json.loads(c.ceph("pg-advisor", "read-balance", "--dry-run", "-f", "json"))
+        r = c.advisor("read-balance", "--dry-run")
         assert r["allowed"] is False and r["commands"] == [] and r["pools"]
         epoch = c.json("osd", "dump")["epoch"]
         code, _, err = c.run("pg-advisor", "read-balance")
         assert code == 95 and "require_min_compat_client reef" in err, (code, err)
         assert c.json("osd", "dump")["epoch"] == epoch        # nothing was set
-    finally:
-        c.ceph("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
-        c.wait_clean()
 
 
 def test_an_unknown_pool_is_refused(cluster: Cluster) -> None:

@@ -9,7 +9,7 @@ from typing import Any, Dict, Iterator
 
 import pytest
 
-from ..cluster import Cluster, OPT, Writer, wait_until
+from ..cluster import Cluster, Writer, wait_until
 
 POOL = "reweight"
 
@@ -19,22 +19,12 @@ def pool(cluster: Cluster) -> Iterator[Cluster]:
     c = cluster
     c.wait_clean(300)
     weights = c.crush_weights()
-    c.ceph("osd", "pool", "create", POOL, "32", "32")
-    c.ceph("osd", "pool", "set", POOL, "pg_autoscale_mode", "off")
-    c.ceph("osd", "pool", "application", "enable", POOL, "rados")
-    c.ceph("config", "set", "mgr", OPT + "step_interval", "2")
-    c.wait_clean(300, pool=POOL)
-    try:
+    with c.pool(POOL, 32, application="rados", timeout=600), c.options("mgr", {"step_interval": 2}):
+        c.wait_clean(300, pool=POOL)
         yield c
-    finally:
-        p = json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))["plan"] or {}
-        if p.get("status") in ("running", "paused", "stopped"):
-            c.ceph("pg-advisor", "abort")
+        c.abort_plan()
         for o, w in weights.items():
             c.ceph("osd", "crush", "reweight", f"osd.{o}", str(w))
-        c.run("config", "rm", "mgr", OPT + "step_interval")
-        c.run("osd", "pool", "rm", POOL, POOL, "--yes-i-really-really-mean-it")
-        c.wait_clean(600)
 
 
 def epoch(c: Cluster) -> int:
@@ -52,8 +42,7 @@ def weight_epoch(c: Cluster, osd: int, first: int, last: int, weight: float) -> 
 
 def reweight(c: Cluster, osd: int, weight: float) -> Dict[str, Any]:
     fp = c.fingerprint()
-    dry = json.loads(c.ceph("pg-advisor", "crush-reweight", "--osd", str(osd), "--weight", str(weight),
-                            "--dry-run", "-f", "json"))
+    dry = c.advisor("crush-reweight", "--osd", str(osd), "--weight", str(weight), "--dry-run")
     assert c.fingerprint() == fp, "the dry run changed something"
     assert dry["changed"] > 0 and dry["pinned"] > 0, dry
     first = epoch(c)
@@ -62,8 +51,7 @@ def reweight(c: Cluster, osd: int, weight: float) -> Dict[str, Any]:
                           "-f", "json"))
     assert r["plan"] and r["failed"] == [], r
     assert r["verified"]["mismatched"] == 0, r["verified"]
-    wait_until(lambda: (json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))["plan"] or {})
-               .get("status") == "done", 900, "the drain to end", step=2)
+    wait_until(lambda: c.plan().get("status") == "done", 900, "the drain to end", step=2)
     c.wait_clean(600, pool=POOL)
     took = time.monotonic() - t0
     e = weight_epoch(c, osd, first, epoch(c), weight)
@@ -87,7 +75,7 @@ def reweight(c: Cluster, osd: int, weight: float) -> Dict[str, Any]:
         f"the module says missed: {sorted(missed)}"
     # what did change there: the PGs it reorders, those it could not pin, those that missed
     assert changed <= r["reordered"] + r["skipped"] + len(missed), (changed, r["reordered"], r["skipped"])
-    ev = json.loads(c.ceph("pg-advisor", "eval", "-f", "json"))
+    ev = c.advisor("eval")
     assert ev["score"] <= 1.0, ev["score"]
     print(f"osd.{osd} -> {weight}: {r['changed']} PGs change, {r['pinned'] - len(missed)} of {r['pinned']} "
           f"pinned in epoch {e} with the weight ({len(missed)} missed it), {r['reordered']} reordered, "
@@ -105,5 +93,5 @@ def test_the_weight_and_its_pins_land_in_one_epoch_and_the_drain_evens_the_pools
         reweight(c, osd, round(2 * before, 4))
         reweight(c, osd, before)
     assert w.failed == [] and w.ok > 100, (w.ok, w.failed[:3])
-    h = json.loads(c.ceph("pg-advisor", "history", "-f", "json"))
+    h = c.advisor("history")
     assert any(ev["event"] == "pin" and "weight change" in ev["detail"] for ev in h["history"]), h

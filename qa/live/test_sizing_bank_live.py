@@ -6,11 +6,12 @@ that nothing else moves): it grows, and merges nothing without pressure. The tab
 prints is in doc/sizing.rst."""
 import json
 import subprocess
+from contextlib import ExitStack
 from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
-from ..cluster import Cluster, OPT, wait_until
+from ..cluster import Cluster, wait_until
 
 # name -> (pg_num, create options, pool sets, MB to write)
 BANK: Dict[str, Any] = {
@@ -31,10 +32,6 @@ WANT = {"bk_empty64": ("merge_avoided",), "bk_empty128": ("past_band",), "bk_bul
         "bk_data": DATA, "bk_ec": DATA}
 
 
-def status(c: Cluster) -> Dict[str, Any]:
-    return json.loads(c.ceph("pg-advisor", "status", "-f", "json"))
-
-
 def write(c: Cluster, pool: str, mb: int) -> None:
     """About `mb` MB in 4 MiB objects."""
     for i in range(max(mb // 4, 1)):
@@ -46,30 +43,24 @@ def write(c: Cluster, pool: str, mb: int) -> None:
 def bank(cluster: Cluster) -> Iterator[Cluster]:
     c = cluster
     c.ceph("osd", "erasure-code-profile", "set", "bk21", "k=2", "m=1", "crush-failure-domain=host")
-    try:
+    with ExitStack() as stack:
         for name, (pg, create, sets, mb) in BANK.items():
-            c.ceph("osd", "pool", "create", name, str(pg), str(pg), *create)
-            c.ceph("osd", "pool", "set", name, "pg_autoscale_mode", "off")
-            c.ceph("osd", "pool", "application", "enable", name, "rbd")
+            stack.enter_context(c.pool(name, pg, *create, application="rbd"))
             for k, v in sets.items():
                 c.ceph("osd", "pool", "set", name, k, v)
             if mb:
                 write(c, name, mb)
+        stack.callback(c.run, "pg-advisor", "abort")
         c.wait_clean()
         wait_until(lambda: all(p["stats"]["stored"] > 0 for p in c.json("df")["pools"]
                                if p["name"] in BANK and BANK[p["name"]][3]), 90, "the bank's data in ceph df")
         yield c
-    finally:
-        c.run("pg-advisor", "abort")
-        for name in BANK:
-            c.run("osd", "pool", "rm", name, name, "--yes-i-really-really-mean-it")
-        c.wait_clean()
 
 
 def rows(c: Cluster) -> List[Dict[str, Any]]:
     """For each bank pool: pg_autoscaler's pick, pg_advisor's, and why they differ."""
     auto = {a["pool_name"]: a for a in c.json("osd", "pool", "autoscale-status")}
-    ours = {p["name"]: p for p in status(c)["pools"]}
+    ours = {p["name"]: p for p in c.advisor("status")["pools"]}
     out = []
     for name in BANK:
         a, p = auto.get(name), ours[name]
@@ -110,7 +101,7 @@ def test_the_bank_beside_pg_autoscaler(bank: Cluster) -> None:
 
 
 def test_one_voice_for_a_pool_pg_autoscaler_warns_on(bank: Cluster) -> None:
-    st = status(bank)
+    st = bank.advisor("status")
     detail = json.dumps(bank.json("health", "detail")["checks"].get("PG_ADVISOR_TOO_FEW_PGS", {}))
     assert "bk_warn:" not in detail
     p = next(x for x in st["pools"] if x["name"] == "bk_warn")
@@ -118,22 +109,25 @@ def test_one_voice_for_a_pool_pg_autoscaler_warns_on(bank: Cluster) -> None:
 
 
 def progress(c: Cluster) -> Optional[Dict[str, Any]]:
-    r = json.loads(c.ceph("pg-advisor", "progress", "-f", "json"))
-    plan: Optional[Dict[str, Any]] = r.get("plan")
-    return r if plan and plan.get("source") == "auto" else None
+    """`pg-advisor progress` if its plan is mode auto's."""
+    r: Dict[str, Any] = c.advisor("progress")
+    return r if (r.get("plan") or {}).get("source") == "auto" else None
 
 
 def test_mode_auto_grows_and_merges_nothing_without_pressure(bank: Cluster) -> None:
     c = bank
     others = {p["pool_name"]: p["pg_autoscale_mode"] for p in c.json("osd", "dump")["pools"]
               if p["pool_name"] not in BANK and p["pg_autoscale_mode"] == "off"}
-    for name in others:        # pg_autoscaler's voice for them meanwhile: auto leaves them be
-        c.ceph("osd", "pool", "set", name, "pg_autoscale_mode", "warn")
-    rs = rows(c)
-    want = {r["pool"]: r["pg_advisor"] for r in rs if r["automatic"]}
-    pressed = {r["pool"] for r in rs if {"cap_pgs", "cap_memory", "cap_peak"} & set(r["codes"])}
-    try:
-        c.ceph("config", "set", "mgr", OPT + "sleep_interval", "2")
+    with ExitStack() as undo:
+        for name, mode in others.items():   # pg_autoscaler's voice for them meanwhile: auto leaves them be
+            undo.callback(c.ceph, "osd", "pool", "set", name, "pg_autoscale_mode", mode)
+            c.ceph("osd", "pool", "set", name, "pg_autoscale_mode", "warn")
+        rs = rows(c)
+        want = {r["pool"]: r["pg_advisor"] for r in rs if r["automatic"]}
+        pressed = {r["pool"] for r in rs if {"cap_pgs", "cap_memory", "cap_peak"} & set(r["codes"])}
+        undo.enter_context(c.options("mgr", {"sleep_interval": 2}))
+        undo.callback(c.run, "pg-advisor", "abort")
+        undo.callback(c.run, "pg-advisor", "mode", "advise")
         c.ceph("pg-advisor", "mode", "auto")
         wait_until(lambda: progress(c) is not None, 90, "mode auto to start a plan")
         r = progress(c)
@@ -146,9 +140,3 @@ def test_mode_auto_grows_and_merges_nothing_without_pressure(bank: Cluster) -> N
         for x in r["steps"]:
             if x["kind"] in ("pg_num", "pgp_num") and x["pg_num"] < BANK[x["pool"]][0]:
                 assert want[x["pool"]] < BANK[x["pool"]][0] and x["pool"] in pressed, (x, pressed)
-    finally:
-        c.run("pg-advisor", "mode", "advise")
-        c.run("pg-advisor", "abort")
-        c.ceph("config", "set", "mgr", OPT + "sleep_interval", "60")
-        for name, mode in others.items():
-            c.ceph("osd", "pool", "set", name, "pg_autoscale_mode", mode)

@@ -2,15 +2,12 @@
 checks that come and go with the cluster, options, and the memory model against the OSDs."""
 import json
 import subprocess
+from contextlib import ExitStack
 from typing import Any, Dict, Iterator
 
 import pytest
 
 from ..cluster import Cluster, OPT, wait_until
-
-
-def status(c: Cluster) -> Dict[str, Any]:
-    return json.loads(c.ceph("pg-advisor", "status", "-f", "json"))
 
 
 def checks(c: Cluster) -> Dict[str, Any]:
@@ -20,24 +17,17 @@ def checks(c: Cluster) -> Dict[str, Any]:
 @pytest.fixture(scope="module")
 def pools(cluster: Cluster) -> Iterator[Cluster]:
     """Two more empty pools, and health evaluated every 2 s."""
-    for name in ("sz_a", "sz_b"):
-        cluster.ceph("osd", "pool", "create", name, "32", "32", "replicated")
-        cluster.ceph("osd", "pool", "set", name, "pg_autoscale_mode", "off")
-        cluster.ceph("osd", "pool", "application", "enable", name, "rbd")
-    cluster.ceph("config", "set", "mgr", OPT + "sleep_interval", "2")
-    yield cluster
-    # back to the default with `set`: ceph-mgr 16.2 does not see a `config rm` of a module
-    # option until it restarts
-    cluster.ceph("config", "set", "mgr", OPT + "sleep_interval", "60")
-    for name in ("sz_a", "sz_b"):
-        cluster.ceph("osd", "pool", "rm", name, name, "--yes-i-really-really-mean-it")
-    cluster.wait_clean()
+    with ExitStack() as stack:
+        for name in ("sz_a", "sz_b"):
+            stack.enter_context(cluster.pool(name, 32, application="rbd"))
+        stack.enter_context(cluster.options("mgr", {"sleep_interval": 2}))
+        yield cluster
 
 
 def memory_errors(c: Cluster) -> Dict[int, float]:
     """Each OSD's (model - osd_pglog and osd mempools) / mempools, after the stats settle."""
     def measured() -> bool:
-        rows = status(c)["osds"]
+        rows = c.advisor("status")["osds"]
         # like with like: an OSD still deleting a removed pool's PGs (earlier tests remove
         # theirs) holds their logs, which no PG stats show (status notes it)
         if any(o["pgs_unlisted"] for o in rows):
@@ -67,36 +57,30 @@ def test_memory_estimate_against_the_osds_before_and_after_a_split(pools: Cluste
     and, in the stats, its parent's whole span (and num_write 0 after the split's scrub),
     which the model must not count once per child (doc/sizing.rst)."""
     c = pools
-    c.ceph("osd", "pool", "create", "sz_split", "32", "32", "replicated")
-    c.ceph("osd", "pool", "set", "sz_split", "pg_autoscale_mode", "off")
     # the mgr's pgp_num in one step, not one per 5 % misplaced (the split is the point)
-    with c.config("mgr", "target_max_misplaced_ratio", "1"):
-        try:
-            subprocess.run(["rados", "-p", "sz_split", "bench", "4", "write", "-t", "8", "-b", "4096",
-                            "--no-cleanup"], env=c.env, check=True, capture_output=True, timeout=120)
-            before = memory_errors(c)
-            assert before and all(abs(e) < 0.15 for e in before.values()), before
-            c.ceph("osd", "pool", "set", "sz_split", "pg_num", "64")
-            c.ceph("osd", "pool", "set", "sz_split", "pgp_num", "64")
-            c.wait_clean()
-            pool_id = c.pool_id("sz_split")
-            stats = [s for s in c.json("pg", "dump")["pg_map"]["pg_stats"]
-                     if s["pgid"].startswith(f"{pool_id}.")]
-            # what makes it a split: half the PGs born in it (seeds 32..63), reporting their
-            # parent's span (a child whose stats the OSD has since recomputed, by a scrub
-            # soon after the split, reports parent_split_bits 0: some, not all, under load)
-            born = [s for s in stats if int(s["pgid"].split(".")[1], 16) >= 32]
-            assert len(stats) == 64 and len(born) == 32
-            assert 0 < sum(s["parent_split_bits"] > 0 for s in stats) <= 32
-            after = memory_errors(c)
-            assert after and all(abs(e) < 0.15 for e in after.values()), after
-        finally:
-            c.ceph("osd", "pool", "rm", "sz_split", "sz_split", "--yes-i-really-really-mean-it")
-            c.wait_clean()
+    with c.pool("sz_split", 32), c.config("mgr", "target_max_misplaced_ratio", "1"):
+        subprocess.run(["rados", "-p", "sz_split", "bench", "4", "write", "-t", "8", "-b", "4096",
+                        "--no-cleanup"], env=c.env, check=True, capture_output=True, timeout=120)
+        before = memory_errors(c)
+        assert before and all(abs(e) < 0.15 for e in before.values()), before
+        c.ceph("osd", "pool", "set", "sz_split", "pg_num", "64")
+        c.ceph("osd", "pool", "set", "sz_split", "pgp_num", "64")
+        c.wait_clean()
+        pool_id = c.pool_id("sz_split")
+        stats = [s for s in c.json("pg", "dump")["pg_map"]["pg_stats"]
+                 if s["pgid"].startswith(f"{pool_id}.")]
+        # what makes it a split: half the PGs born in it (seeds 32..63), reporting their
+        # parent's span (a child whose stats the OSD has since recomputed, by a scrub
+        # soon after the split, reports parent_split_bits 0: some, not all, under load)
+        born = [s for s in stats if int(s["pgid"].split(".")[1], 16) >= 32]
+        assert len(stats) == 64 and len(born) == 32
+        assert 0 < sum(s["parent_split_bits"] > 0 for s in stats) <= 32
+        after = memory_errors(c)
+        assert after and all(abs(e) < 0.15 for e in after.values()), after
 
 
 def test_autoscaler_pick_is_shown_beside_ours(pools: Cluster) -> None:
-    st = {p["name"]: p for p in status(pools)["pools"]}
+    st = {p["name"]: p for p in pools.advisor("status")["pools"]}
     auto = {a["pool_name"]: a for a in pools.json("osd", "pool", "autoscale-status")}
     assert set(st) == set(auto)
     for name, p in st.items():
@@ -120,30 +104,25 @@ def test_too_few_pgs_appears_with_data_and_clears_when_acted_on(pools: Cluster) 
     subprocess.run(["rados", "-p", "sz_b", "put", "big", "-"], input=b"x" * (16 << 20), env=c.env,
                    check=True, capture_output=True, timeout=120)
     wait_until(lambda: too_few_names(c), 60, "PG_ADVISOR_TOO_FEW_PGS naming sz_b")
-    rec = {p["name"]: p for p in status(c)["pools"]}["sz_b"]["recommended_pg_num"]
+    rec = {p["name"]: p for p in c.advisor("status")["pools"]}["sz_b"]["recommended_pg_num"]
     assert rec > 32
-    plan = json.loads(c.ceph("pg-advisor", "plan", "-f", "json"))
+    plan = c.advisor("plan")
     assert {s["pool"]: s["pg_num"] for s in plan["steps"]}["sz_b"] == [32, rec]
     # the mgr's pgp_num in one step, not one per 5 % misplaced (acting on it is the point)
     with c.config("mgr", "target_max_misplaced_ratio", "1"):
         c.ceph("osd", "pool", "set", "sz_b", "pg_num", str(rec))
         wait_until(lambda: not too_few_names(c), 60, "the check to stop naming sz_b")
-        assert {p["name"]: p for p in status(c)["pools"]}["sz_b"]["recommended_pg_num"] == rec
+        assert {p["name"]: p for p in c.advisor("status")["pools"]}["sz_b"]["recommended_pg_num"] == rec
         c.wait_clean()   # let the split finish before later tests compare cluster states
 
 
 def test_limit_and_memory_checks_follow_the_options(pools: Cluster) -> None:
     c = pools
-    c.ceph("config", "set", "mgr", OPT + "pg_per_osd_headroom", "0.9")
-    c.ceph("config", "set", "mgr", OPT + "pg_memory_fraction", "0.01")
-    try:
+    with c.options("mgr", {"pg_per_osd_headroom": 0.9, "pg_memory_fraction": 0.01}):
         wait_until(lambda: {"PG_ADVISOR_PG_PER_OSD_LIMIT", "PG_ADVISOR_OSD_MEMORY"} <= set(checks(c)),
                    60, "the limit and memory checks")
         detail = checks(c)["PG_ADVISOR_PG_PER_OSD_LIMIT"]["detail"]
         assert all(d["message"].startswith("osd.") for d in detail)
-    finally:
-        c.ceph("config", "set", "mgr", OPT + "pg_per_osd_headroom", "0.2")
-        c.ceph("config", "set", "mgr", OPT + "pg_memory_fraction", "0.25")
     wait_until(lambda: not ({"PG_ADVISOR_PG_PER_OSD_LIMIT", "PG_ADVISOR_OSD_MEMORY"} & set(checks(c))),
                60, "the checks to clear")
 
@@ -166,13 +145,10 @@ def test_bad_option_values_are_refused(pools: Cluster, name: str, value: str, me
 
 def test_an_option_changes_the_recommendation(pools: Cluster) -> None:
     c = pools
-    base = {p["name"]: p["recommended_pg_num"] for p in status(c)["pools"]}
-    c.ceph("config", "set", "mgr", OPT + "min_pgs_per_pool", "64")
-    try:
-        wait_until(lambda: {p["name"]: p["recommended_pg_num"] for p in status(c)["pools"]}["sz_a"]
+    base = {p["name"]: p["recommended_pg_num"] for p in c.advisor("status")["pools"]}
+    with c.options("mgr", {"min_pgs_per_pool": 64}):
+        wait_until(lambda: {p["name"]: p["recommended_pg_num"] for p in c.advisor("status")["pools"]}["sz_a"]
                    == 64, 30, "the floor to reach sz_a")
-    finally:
-        c.ceph("config", "set", "mgr", OPT + "min_pgs_per_pool", "32")
     assert base["sz_a"] == 32
 
 
@@ -181,17 +157,14 @@ def test_the_cluster_s_own_target_is_the_one_sized_for(pools: Cluster) -> None:
     c = pools
 
     def target() -> Any:
-        return status(c)["cluster"]["sizing"]["target_pgs_per_osd"]
+        return c.advisor("status")["cluster"]["sizing"]["target_pgs_per_osd"]
     first = target()
     # (pg_autoscaler reads it from the mgr's config too: `ceph config set global` or `mgr`)
     with c.config("mgr", "mon_target_pg_per_osd", "200"):
         wait_until(lambda: target() == 200, 60, "the cluster's target of 200")
-        assert status(c)["cluster"]["sizing"]["target_source"] == "mon_target_pg_per_osd"
-        c.ceph("config", "set", "mgr", OPT + "target_pgs_per_osd", "150")
-        try:
+        assert c.advisor("status")["cluster"]["sizing"]["target_source"] == "mon_target_pg_per_osd"
+        with c.options("mgr", {"target_pgs_per_osd": 150}):
             wait_until(lambda: target() == 150, 60, "the module's own target of 150")
-        finally:
-            c.ceph("config", "set", "mgr", OPT + "target_pgs_per_osd", "0")
     wait_until(lambda: target() == first, 60, "the target back to the cluster's")
 
 
@@ -202,10 +175,10 @@ def test_each_osd_s_own_memory_target_comes_from_the_mon_s_config(pools: Cluster
     osd = c.osd_ids()[0]
 
     def budget() -> Any:
-        return {o["id"]: o["pg_memory_budget"] for o in status(c)["osds"]}[osd]
+        return {o["id"]: o["pg_memory_budget"] for o in c.advisor("status")["osds"]}[osd]
     before = budget()
     with c.config(f"osd.{osd}", "osd_memory_target", str(3 << 30)):
         wait_until(lambda: budget() == int(0.25 * (3 << 30)), 180, f"osd.{osd}'s own budget")
-        others = {o["id"]: o["pg_memory_budget"] for o in status(c)["osds"] if o["id"] != osd}
+        others = {o["id"]: o["pg_memory_budget"] for o in c.advisor("status")["osds"] if o["id"] != osd}
         assert others and all(b == before for b in others.values())
     wait_until(lambda: budget() == before, 180, f"osd.{osd}'s budget back")

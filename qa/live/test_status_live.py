@@ -5,33 +5,31 @@ import subprocess
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Dict, Tuple, Union
+from typing import Any, Dict, Iterator, Tuple, Union
 
 import pytest
 
-from ..cluster import Cluster, OPT, offline, wait_until
+from ..cluster import Cluster, offline, wait_until
 
 NONE = 0x7FFFFFFF
 
 
 @pytest.fixture(scope="module")
-def populated(cluster: Cluster) -> Cluster:
+def populated(cluster: Cluster) -> Iterator[Cluster]:
     """A second, erasure-coded pool, some data in both, one OSD reweighted."""
     cluster.ceph("osd", "erasure-code-profile", "set", "ec21", "k=2", "m=1",
                  "crush-failure-domain=host")
-    cluster.ceph("osd", "pool", "create", "ecpool", "16", "16", "erasure", "ec21")
-    cluster.ceph("osd", "pool", "set", "ecpool", "pg_autoscale_mode", "off")
-    cluster.ceph("osd", "pool", "application", "enable", "ecpool", "rgw")
-    for pool in ("rbd", "ecpool"):
-        subprocess.run(["rados", "-p", pool, "bench", "2", "write", "-t", "4", "-b", "4096",
-                        "--no-cleanup"], env=cluster.env, check=True, capture_output=True,
-                       timeout=120)
-    cluster.ceph("osd", "reweight", "2", "0.85")
-    cluster.wait_clean()
-    # pool usage reaches `ceph df` with the next stats report
-    wait_until(lambda: all(p["stats"]["objects"] > 0 for p in cluster.json("df")["pools"]
-                           if p["name"] in ("rbd", "ecpool")), 60, "the objects in ceph df")
-    return cluster
+    with cluster.pool("ecpool", 16, "erasure", "ec21", application="rgw"):
+        for pool in ("rbd", "ecpool"):
+            subprocess.run(["rados", "-p", pool, "bench", "2", "write", "-t", "4", "-b", "4096",
+                            "--no-cleanup"], env=cluster.env, check=True, capture_output=True,
+                           timeout=120)
+        cluster.ceph("osd", "reweight", "2", "0.85")
+        cluster.wait_clean()
+        # pool usage reaches `ceph df` with the next stats report
+        wait_until(lambda: all(p["stats"]["objects"] > 0 for p in cluster.json("df")["pools"]
+                               if p["name"] in ("rbd", "ecpool")), 60, "the objects in ceph df")
+        yield cluster
 
 
 def independent(pg_dump: Dict[str, Any], osd_df: Dict[str, Any], osd_dump: Dict[str, Any],
@@ -72,7 +70,7 @@ def stable_status(cluster: Cluster, tries: int = 30) -> Tuple[Dict[str, Any], Di
     around it and agree with each other."""
     for _ in range(tries):
         before = (cluster.json("pg", "dump"), cluster.json("osd", "df"), cluster.json("df"))
-        live = json.loads(cluster.ceph("pg-advisor", "status", "-f", "json"))
+        live = cluster.advisor("status")
         after = (cluster.json("pg", "dump"), cluster.json("osd", "df"), cluster.json("df"))
         ups = [{s["pgid"]: s["up"] for s in d[0]["pg_map"]["pg_stats"]} for d in (before, after)]
         used = [{n["id"]: (n["kb_used"], n["pgs"]) for n in d[1]["nodes"]} for d in (before, after)]
@@ -138,7 +136,7 @@ def test_offline_agrees_with_live(populated: Cluster, tmp_path: Path) -> None:
     last = None
     for _ in range(15):
         before = populated.dumps()
-        live = json.loads(populated.ceph("pg-advisor", "status", "-f", "json"))
+        live = populated.advisor("status")
         after = populated.dumps()
         a = offline(before, tmp_path, ["status", "-f", "json"])
         b = offline(after, tmp_path, ["status", "-f", "json"])
@@ -165,7 +163,7 @@ def test_a_reweight_shows_up(populated: Cluster) -> None:
     populated.ceph("osd", "reweight", "4", "0.5")
     try:
         def seen() -> bool:
-            r = json.loads(populated.ceph("pg-advisor", "status", "-f", "json"))
+            r = populated.advisor("status")
             return {o["id"]: o["reweight"] for o in r["osds"]}[4] == pytest.approx(0.5, abs=1e-4)
         wait_until(seen, 30, "the reweight in pg-advisor status")
     finally:
@@ -197,14 +195,10 @@ def test_the_brief_pg_stats_of_a_big_cluster_give_the_same_counts(populated: Clu
     17-32 s); set to 0 here, every count must stay what the full stats give."""
     full, _ = stable_status(populated)
     assert full["pg_source"] == "pg_stats"
-    populated.ceph("config", "set", "mgr", OPT + "pg_stats_full_max", "0")
-    try:
-        wait_until(lambda: populated.json("pg-advisor", "status")["pg_source"] == "pg_stats_brief",
+    with populated.options("mgr", {"pg_stats_full_max": 0}):
+        wait_until(lambda: populated.advisor("status")["pg_source"] == "pg_stats_brief",
                    60, "the brief PG stats to be read")
         brief, _ = stable_status(populated)
-    finally:
-        # (set back, not `config rm`: this mgr kept the removed value until it restarted)
-        populated.ceph("config", "set", "mgr", OPT + "pg_stats_full_max", "10000")
     assert brief["pg_source"] == "pg_stats_brief"
     by_id = {o["id"]: o for o in full["osds"]}
     for o in brief["osds"]:
@@ -221,6 +215,5 @@ def test_the_brief_pg_stats_of_a_big_cluster_give_the_same_counts(populated: Clu
         assert bu[end]["utilization"] == pytest.approx(fu[end]["utilization"], rel=0.05)
     assert [(p["name"], p["objects"], p["pg_num"]) for p in brief["pools"]] == \
         [(p["name"], p["objects"], p["pg_num"]) for p in full["pools"]]
-    wait_until(lambda: populated.json("pg-advisor", "status")["pg_source"] == "pg_stats", 60,
+    wait_until(lambda: populated.advisor("status")["pg_source"] == "pg_stats", 60,
                "the full PG stats again")
-    populated.ceph("config", "rm", "mgr", OPT + "pg_stats_full_max")

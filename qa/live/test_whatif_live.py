@@ -1,5 +1,4 @@
 """`ceph pg-advisor simulate` predicts, then the real cluster does it: the two must agree."""
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
@@ -27,18 +26,14 @@ def per_osd(ref: Ref) -> Counter:
 
 @pytest.fixture
 def pool(cluster: Cluster) -> Iterator[str]:
-    name = "whatif"
-    cluster.ceph("osd", "pool", "create", name, "16", "16", "replicated")
-    cluster.ceph("osd", "pool", "set", name, "pg_autoscale_mode", "off")
-    pid = next(p["pool"] for p in cluster.json("osd", "dump")["pools"] if p["pool_name"] == name)
-    # an upmap item on a parent PG: does its child inherit it? the prediction says no
-    up = cluster.json("pg", "map", f"{pid}.0")["up"]
-    mates = cluster.host_mates()
-    src, dst = next((o, m) for o in up for m in mates[o] if m not in up)
-    cluster.ceph("osd", "pg-upmap-items", f"{pid}.0", str(src), str(dst))
-    yield name
-    cluster.ceph("osd", "pool", "rm", name, name, "--yes-i-really-really-mean-it")
-    cluster.wait_clean()
+    with cluster.pool("whatif", 16) as name:
+        pid = cluster.pool_id(name)
+        # an upmap item on a parent PG: does its child inherit it? the prediction says no
+        up = cluster.json("pg", "map", f"{pid}.0")["up"]
+        mates = cluster.host_mates()
+        src, dst = next((o, m) for o in up for m in mates[o] if m not in up)
+        cluster.ceph("osd", "pg-upmap-items", f"{pid}.0", str(src), str(dst))
+        yield name
 
 
 def predict_on_the_current_map(cluster: Cluster, *args: str) -> Dict[str, Any]:
@@ -47,9 +42,9 @@ def predict_on_the_current_map(cluster: Cluster, *args: str) -> Dict[str, Any]:
     made while it was down is right for that map, not for the one the split ends on)."""
     cluster.wait_clean()
     epoch = cluster.json("osd", "dump")["epoch"]
-    wait_until(lambda: json.loads(cluster.ceph("pg-advisor", "status", "-f", "json"))["epoch"] >= epoch,
+    wait_until(lambda: cluster.advisor("status")["epoch"] >= epoch,
                30, f"the mgr's map at epoch {epoch}")
-    pred: Dict[str, Any] = json.loads(cluster.ceph("pg-advisor", "simulate", *args, "-f", "json"))
+    pred: Dict[str, Any] = cluster.advisor("simulate", *args)
     down = [o["osd"] for o in cluster.json("osd", "dump")["osds"] if not o["up"]]
     assert pred["epoch"] >= epoch and not down, (pred["epoch"], epoch, down)
     return pred
@@ -81,7 +76,7 @@ def test_split_prediction_matches_the_real_split(cluster: Cluster, pool: str,
 
 def test_out_prediction_matches_marking_out(cluster: Cluster, tmp_path: Path) -> None:
     osd = str(cluster.osd_ids(in_up=True)[-1])
-    pred = json.loads(cluster.ceph("pg-advisor", "simulate", "--out-osd", osd, "-f", "json"))
+    pred = cluster.advisor("simulate", "--out-osd", osd)
     before = ceph_mapping(cluster, tmp_path, "before")
     cluster.ceph("osd", "out", osd)
     try:

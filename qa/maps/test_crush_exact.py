@@ -209,8 +209,7 @@ def live_map(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
     the cluster is put back as it was afterwards."""
     c = cluster
     c.ceph("osd", "erasure-code-profile", "set", "ec42", "k=4", "m=2", "crush-failure-domain=osd")
-    c.ceph("osd", "pool", "create", "ec42", "32", "32", "erasure", "ec42")
-    c.ceph("osd", "pool", "set", "ec42", "pg_autoscale_mode", "off")
+    c.create_pool("ec42", 32, "erasure", "ec42")
     c.ceph("osd", "reweight", "1", "0.6")
     c.ceph("osd", "primary-affinity", "2", "0.3")
     c.ceph("osd", "out", "4")
@@ -237,7 +236,7 @@ def live_map(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
     finally:
         c.ceph("osd", "crush", "weight-set", "rm", "ec42")
         c.ceph("osd", "crush", "weight-set", "rm-compat")
-        c.ceph("osd", "pool", "rm", "ec42", "ec42", "--yes-i-really-really-mean-it")
+        c.remove_pool("ec42", wait=False)
         c.ceph("osd", "rm-pg-upmap-items", pg)
         c.ceph("osd", "in", "4")
         c.ceph("osd", "reweight", "1", "1")

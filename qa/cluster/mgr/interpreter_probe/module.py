@@ -1,12 +1,8 @@
-"""A ceph-mgr module for the integration tests only: it watches what every module in the
-mgr's Python interpreter shares (Tentacle loads them all into one) and says whether it ever
-changed. Its serve thread samples the state every few milliseconds, so a change another
-module makes for the span of one read (the cyclic collector switched off, a logging
-handler added) is seen too.
-
-    ceph interpreter-probe state    {"now": ..., "first": ..., "changes": [...], "samples": N}
-    ceph interpreter-probe reset    forget the changes seen so far
-"""
+"""A ceph-mgr module for the integration tests only: whether what every module in the mgr's
+Python interpreter shares (Tentacle loads them all into one) ever changed, sampled every few
+milliseconds, so a change another module makes for the span of one read (the cyclic
+collector off, a logging handler added) is seen too. `ceph interpreter-probe state`:
+{"now", "first", "changes", "samples", "interpreter"}; `... reset`: the changes forgotten."""
 import gc
 import json
 import logging
@@ -76,11 +72,6 @@ class Module(MgrModule):
                 return 0, "", ""
             doc = {"now": shared_state(), "first": self._first, "samples": self._samples,
                    "changes": [{"at": t, "what": k, "was": a, "became": b} for t, k, a, b in self._changes],
-                   "interpreter": "main" if self._main_interpreter() else "own"}
+                   # the mgr's shared interpreter: pg_advisor, loaded there, is imported here too
+                   "interpreter": "main" if "pg_advisor" in sys.modules else "own"}
         return 0, json.dumps(doc), ""
-
-    @staticmethod
-    def _main_interpreter() -> bool:
-        """Whether this module runs in the mgr's shared interpreter: pg_advisor's package
-        is importable from here once it is loaded there."""
-        return "pg_advisor" in sys.modules
