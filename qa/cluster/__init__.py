@@ -158,7 +158,10 @@ class Cluster:
         """The Ceph release the cluster's mon runs ('tentacle', 'pacific')."""
         # {"ceph version 20.2.4 (7f79...) tentacle (stable - RelWithDebInfo)": 1}
         version = next(iter(self.json("versions")["mon"]))
-        return str(re.findall(r"\)\s+(\w+)\s+\(", version)[0])
+        m = re.search(r"\)\s+(\w+)\s+\(", version)
+        if m is None:
+            raise RuntimeError(f"no release name in {version!r}")
+        return m.group(1)
 
     @contextmanager
     def config(self, who: str, key: str, value: str) -> Iterator[None]:
@@ -256,15 +259,25 @@ class Cluster:
         OSDs (a PG per `ceph pg map` call: for pools of few PGs)."""
         def settled() -> bool:
             pools = self.json("osd", "pool", "ls", "detail")
-            stats = self.json("pg", "dump")["pg_map"]["pg_stats"]
-            if any(p["pg_num"] != p["pg_num_target"] or p["pg_placement_num"] != p["pg_placement_num_target"]
-                   for p in pools) or len(stats) != sum(p["pg_num"] for p in pools) or not all(
-                    s["state"].startswith("active+clean") and "remapped" not in s["state"] for s in stats):
+            if any(p["pg_num"] != p["pg_num_target"]
+                   or p["pg_placement_num"] != p["pg_placement_num_target"] for p in pools):
                 return False
+            stats = self.json("pg", "dump")["pg_map"]["pg_stats"]
+            want = sum(p["pg_num"] for p in pools)
+            if len(stats) != want or not all(
+                    s["state"].startswith("active+clean") and "remapped" not in s["state"]
+                    for s in stats):
+                return False
+            if pool is None:
+                return True
             seen = {s["pgid"]: (s["up"], s["acting"]) for s in stats}
-            maps = [] if pool is None else [self.json("pg", "map", f"{self.pool_id(pool)}.{i:x}") for i in
-                                            range(next(p["pg_num"] for p in pools if p["pool_name"] == pool))]
-            return all(seen.get(m["pgid"]) == (m["up"], m["acting"]) and m["up"] == m["acting"] for m in maps)
+            pool_id = self.pool_id(pool)
+            n = next(p["pg_num"] for p in pools if p["pool_name"] == pool)
+            for i in range(n):      # one `ceph pg map` a PG: stop at the first not yet there
+                m = self.json("pg", "map", f"{pool_id}.{i:x}")
+                if seen.get(m["pgid"]) != (m["up"], m["acting"]) or m["up"] != m["acting"]:
+                    return False
+            return True
         wait_until(settled, timeout, "all PGs active+clean" + (f", {pool}'s as the OSDMap has them"
                                                                if pool else ""))
 
