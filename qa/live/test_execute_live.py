@@ -4,7 +4,7 @@ import re
 import signal
 import subprocess
 import time
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
@@ -163,28 +163,53 @@ def test_pinned_split_keeps_children_where_their_data_is(pool: Cluster) -> None:
     assert (p["pg_num"], p["pg_placement_num"]) == (32, 32)
 
 
-def test_a_pinned_split_of_one_pg_ends_with_its_two_pgs_on_two_osds(cluster: Cluster) -> None:
+# how many one-PG splits the next test makes: a plan that said done before its data moved
+# did so in 3 of 5 such splits on Pacific (issue 58); 10 for the closing figure
+SPLITS = int(os.environ.get("PG_ADVISOR_SPLIT_REPEATS", "2"))
+
+
+def settled_apart(c: Cluster, pool: str) -> Tuple[bool, str]:
+    """The pool's two PGs active+clean (the PG stats), each on one OSD of its own with
+    acting = up (the mon's map: no pg_temp left), and why not."""
+    stats = c.json("pg", "ls-by-pool", pool)
+    stats = stats.get("pg_stats", stats) if isinstance(stats, dict) else stats
+    states = {s["pgid"]: s["state"] for s in stats}
+    pool_id = c.pool_id(pool)
+    maps = c.mon_commands([{"prefix": "pg map", "pgid": f"{pool_id}.{i}"} for i in range(2)])
+    ups = [m["up"] for m in maps]
+    ok = (len(states) == 2 and all(st.startswith("active+clean") for st in states.values())
+          and all(m["up"] == m["acting"] for m in maps) and len(ups[0]) == len(ups[1]) == 1
+          and ups[0] != ups[1])
+    return ok, f"states {states}, up/acting {[(m['up'], m['acting']) for m in maps]}"
+
+
+def test_a_split_of_one_pg_is_done_only_once_its_two_pgs_are_clean_on_two_osds(cluster: Cluster) -> None:
     """The experiment of "The latency of Ceph placement group splitting", small: one PG of
-    size 1 split in two. The child is half the pool's data, far over the misplaced budget;
-    with nothing else misplaced the balance round still moves it, and the plan is done only
-    when the pool is even: the two PGs on two OSDs."""
+    size 1 split in two, a client writing. The child is half the pool's data, far over the
+    misplaced budget; with nothing else misplaced the balance round still moves it, and the
+    plan is done only once the pool is even: the two PGs clean on two OSDs when `progress`
+    first says done, not some seconds later."""
     c = cluster
-    with c.config("mon", "mon_allow_pool_size_one", "true"), c.pool("one", 1), \
+    with c.config("mon", "mon_allow_pool_size_one", "true"), \
             c.options("mgr", {**FAST, "split_pinning": "true"}):
-        c.ceph("osd", "pool", "set", "one", "size", "1", "--yes-i-really-mean-it")
-        try:
-            subprocess.run(["rados", "-p", "one", "bench", "3", "write", "-t", "8", "-b", "4096",
-                            "--no-cleanup"], env=c.env, check=True, capture_output=True, timeout=120)
-            c.wait_clean()
-            r = c.advisor("apply", "--pool", "one", "--pg-num", "2")
-            assert [s["kind"] for s in r["steps"]] == ["pg_num", "pgp_num", "balance"], r["steps"]
-            wait_until(lambda: done(c), 300, "the plan to finish", step=1)
-            c.wait_clean()
-            ups = list(c.up_sets("one").values())
-            assert len(ups[0]) == len(ups[1]) == 1 and ups[0] != ups[1], ups
-            assert history(c, r["plan"], "round"), c.advisor("history")
-        finally:
-            c.abort_plan()
+        for n in range(SPLITS):
+            with c.pool("one", 1):
+                c.ceph("osd", "pool", "set", "one", "size", "1", "--yes-i-really-mean-it")
+                try:
+                    subprocess.run(["rados", "-p", "one", "bench", "3", "write", "-t", "8", "-b", "4096",
+                                    "--no-cleanup"], env=c.env, check=True, capture_output=True,
+                                   timeout=120)
+                    c.wait_clean()
+                    with Writer(c, "one") as w:
+                        r = c.advisor("apply", "--pool", "one", "--pg-num", "2")
+                        assert [s["kind"] for s in r["steps"]] == ["pg_num", "pgp_num", "balance"], r
+                        wait_until(lambda: done(c), 300, f"split {n + 1}/{SPLITS} to finish", step=0.5)
+                        ok, why = settled_apart(c, "one")
+                    assert ok, f"split {n + 1}/{SPLITS}: done while {why}; {history(c, r['plan'])}"
+                    assert w.failed == [] and w.ok > 0, (w.ok, w.failed[:3])
+                    assert history(c, r["plan"], "round"), c.advisor("history")
+                finally:
+                    c.abort_plan()
 
 
 @pytest.mark.parametrize("args, code, message", [

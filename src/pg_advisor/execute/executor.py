@@ -19,6 +19,7 @@ from ..model.snapshot import Pool, Snapshot
 from .balance_steps import Outcome, balance_round_step, round_checked
 from .context import Tick
 from .history import Event, HistoryEvent
+from .settling import still_moving
 from .plan_state import ACTIVE, Phase, PlanState, PoolTarget, Source, Status
 from .plan_store import MISMATCH_SHOWN
 from .rounds import Send
@@ -256,10 +257,22 @@ class Executor:
             self._issue(state, t, step)
             break
         else:
-            state.status = Status.DONE
-            state.waiting = None
-            self.log(now, Event.FINISH, f"all {len(state.steps)} steps done")
+            self._finish(state, snap, now)
         self.save()
+
+    def _finish(self, state: PlanState, snap: Snapshot, now: float) -> None:
+        """Every step sent and shown: the plan is done once its pools' PGs are active+clean
+        where the map puts them (settling.py), not before."""
+        pools = [p for p in snap.pools if p.name in state.pools and p.id == state.pools[p.name].id]
+        moving = still_moving(snap, pools)
+        if moving is not None:
+            state.waiting = (f"all {len(state.steps)} steps sent; done once the data has moved: "
+                             f"{moving.pgs} PGs not yet active+clean where the map puts them "
+                             f"(e.g. {moving.example})")
+            return
+        state.status = Status.DONE
+        state.waiting = None
+        self.log(now, Event.FINISH, f"all {len(state.steps)} steps done")
 
     def _apply(self, state: PlanState, step: PlanStep, snap: Snapshot, now: float, out: Outcome) -> bool:
         """Do what a balance round asks of the plan, in Outcome's order; its `more`."""

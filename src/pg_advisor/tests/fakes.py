@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple, TypeVar
 import pytest
 
 from pg_advisor.crush import placement
+from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot
 from pg_advisor.execute.executor import Executor
 from pg_advisor.execute.pacing import Pacing
@@ -93,11 +94,29 @@ class FakeCeph:
         return 0, ""
 
     def settle(self, report: bool = True) -> None:
-        """The mon reaches the targets; with `report`, the OSDs report the new PGs."""
+        """The mon reaches the targets; with `report`, the OSDs report the new PGs and the
+        data has moved: every PG active+clean on the OSDs the map puts it on."""
         for p in self.dumps["osd_dump"]["pools"]:
             p["pg_num"], p["pg_placement_num"] = p["pg_num_target"], p["pg_placement_num_target"]
         if report:
             self.report_children()
+            self.backfill()
+
+    def backfill(self) -> None:
+        """Each PG's stats at its up set in the map now (the exact model's), clean."""
+        snap = self.snap()
+        placer = Placer.of(snap)
+        stats = {s["pgid"]: s for s in self.dumps["pg_dump"]["pg_map"]["pg_stats"]}
+        for pool in snap.pools:
+            m = placer.map_pool(pool)
+            for i in range(m.ps.size):
+                s = stats.get(m.pgid(i))
+                if s is not None:
+                    up = m.up[i].tolist()
+                    if pool.type == "replicated":
+                        up = [o for o in up if o >= 0]
+                    s["up"], s["acting"], s["state"] = up, list(up), "active+clean"
+                    s["up_primary"] = s["acting_primary"] = int(m.up_primary[i])
 
     def report_children(self) -> None:
         """Stats for the PGs a split made: born on their parent's OSDs, clean, as Ceph reports

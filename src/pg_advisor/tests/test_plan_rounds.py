@@ -45,6 +45,7 @@ def test_a_round_the_mon_drops_is_retried_later_and_reported(dumps: Dict[str, An
     for t in range(10, 400, 10):                          # the mon keeps them now
         ex.tick(tick_of(ceph.snap(), OPEN, real_send, float(t)))
         ceph.dumps["osd_dump"]["epoch"] += 1
+        ceph.backfill()                                   # and the data moves
         if not ex.active:
             break
     st = store.state or {}
@@ -162,6 +163,7 @@ def test_an_uneven_pool_with_no_legal_move_is_not_done(dumps: Dict[str, Any], mo
     for t in range(3, 400):
         ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, float(t)))
         ceph.dumps["osd_dump"]["epoch"] += 1
+        ceph.backfill()
         if not ex.active:
             break
     assert (store.state or {})["status"] == "done"
@@ -181,6 +183,7 @@ def test_a_pool_there_for_the_total_alone_does_not_hold_the_plan_open(dumps: Dic
     from pg_advisor.execute.plan_state import Source
     from pg_advisor.execute.steps import balance_step
     ceph, store = _skewed(dumps), Store()
+    ceph.backfill()                 # the skew's data in place: only the rounds hold the plan
     snap = ceph.snap()
     rbd = snap.pool_by_name("rbd")
     for stuck_pool, held in (("fast", False), ("rbd", True)):
