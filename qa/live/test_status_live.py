@@ -1,4 +1,5 @@
 """`ceph pg-advisor status` in the real ceph-mgr, checked against Ceph's own numbers."""
+import contextlib
 import json
 import statistics
 import subprocess
@@ -217,3 +218,57 @@ def test_the_brief_pg_stats_of_a_big_cluster_give_the_same_counts(populated: Clu
         [(p["name"], p["objects"], p["pg_num"]) for p in full["pools"]]
     wait_until(lambda: populated.advisor("status")["pg_source"] == "pg_stats", 60,
                "the full PG stats again")
+
+
+AUTOSCALE_FIELDS = ("pool_id", "crush_root_id", "pg_autoscale_mode", "pg_num_target", "logical_used",
+                    "target_bytes", "raw_used_rate", "subtree_capacity", "actual_raw_used", "raw_used",
+                    "actual_capacity_ratio", "capacity_ratio", "target_ratio",
+                    "effective_target_ratio", "pg_num_ideal", "pg_num_final", "would_adjust", "bias",
+                    "bulk")
+
+
+def test_pg_autoscalers_pick_is_computed_as_pg_autoscaler_computes_it(populated: Cluster) -> None:
+    """pg_advisor computes what `ceph osd pool autoscale-status` says (sizing/ceph_autoscaler.py)
+    rather than calling pg_autoscaler's private method: every field of every pool equal, on
+    pools that use each input (a target ratio, target bytes, the bulk flag, a bias,
+    pg_num_min and pg_num_max, EC and replicated, data and none), and the status's
+    autoscaler_pg_num and autoscaler_would_adjust are those."""
+    from pg_advisor.model import snapshot
+    from pg_advisor.sizing.ceph_autoscaler import Flavour, autoscale_status
+    c = populated
+    pools = {"as-ratio": {"target_size_ratio": "0.3"}, "as-bytes": {"target_size_bytes": "100000000"},
+             "as-bulk": {"bulk": "true"}, "as-bias": {"pg_autoscale_bias": "4", "pg_num_min": "4"},
+             "as-max": {"pg_num_max": "16", "target_size_ratio": "0.6"}}
+    with contextlib.ExitStack() as stack:
+        for name, settings in pools.items():
+            stack.enter_context(c.pool(name, 4))
+            c.ceph("osd", "pool", "set", name, "pg_autoscale_mode", "warn")
+            for key, value in settings.items():
+                c.ceph("osd", "pool", "set", name, key, value)
+        c.wait_clean()
+        wait_until(lambda: set(pools) <= {p["name"] for p in c.json("df")["pools"]}, 60,
+                   "the new pools in ceph df")
+        theirs = {r["pool_name"]: r for r in c.json("osd", "pool", "autoscale-status")}
+        dumps = {"osd_dump": c.json("osd", "dump"), "crush": c.json("osd", "crush", "dump"),
+                 "pg_dump": c.json("pg", "dump"), "df": c.json("df")}
+        status = {p["name"]: p for p in c.advisor("status")["pools"]}
+        again = {r["pool_name"]: r for r in c.json("osd", "pool", "autoscale-status")}
+    assert theirs == again, "the cluster changed while it was read"
+    assert set(pools) <= set(theirs), sorted(theirs)
+    major = 16 if c.release() == "pacific" else 20
+    snap = snapshot.load(dumps["osd_dump"], dumps["crush"], dumps["pg_dump"], dumps["df"],
+                         settings=snapshot.Settings(config={"mon_target_pg_per_osd": int(
+                             c.json("config", "get", "mgr", "mon_target_pg_per_osd"))}))
+    ours = {r["pool_name"]: r for r in autoscale_status(snap, Flavour.of_release(major))}
+    assert sorted(ours) == sorted(theirs)
+    for name, row in theirs.items():
+        for key in AUTOSCALE_FIELDS:
+            a, b = ours[name][key], row[key]
+            ok = (abs(a - b) <= 1e-9 * max(1.0, abs(b)) if isinstance(b, float) and not isinstance(b, bool)
+                  else a == b)
+            assert ok, (name, key, a, b, row)
+        assert status[name]["autoscaler_pg_num"] == row["pg_num_final"], (name, status[name], row)
+        assert status[name]["autoscaler_would_adjust"] == row["would_adjust"], (name, status[name], row)
+    # the inputs each made a difference somewhere
+    assert theirs["as-bulk"]["bulk"] and theirs["as-ratio"]["effective_target_ratio"] > 0, theirs
+    assert theirs["as-bytes"]["target_bytes"] > 0 and theirs["as-max"]["pg_num_final"] == 16, theirs

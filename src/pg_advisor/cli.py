@@ -1,7 +1,8 @@
 """Offline entry point: the same views as the mgr commands, computed from JSON dumps.
 
     python3 -m pg_advisor --osdmap OSD_DUMP.json --crush CRUSH_DUMP.json \
-        [--pg-dump PG_DUMP.json] [--df DF.json] [--autoscale-status AUTOSCALE.json] COMMAND ...
+        [--pg-dump PG_DUMP.json] [--df DF.json]
+        [--autoscale-status AUTOSCALE.json | --autoscaler-release MAJOR] COMMAND ...
 
     COMMAND: status [POOL] | eval [POOL] | plan | balance [POOL] [--max-items N]
              [--mode pgs|bytes] | read-balance [POOL] [--max-changes N] | map [POOL]
@@ -26,6 +27,7 @@ from .model import options, snapshot, work
 from .model.errors import AdvisorError
 from .render.format import FORMATS
 from .render.views import show
+from .sizing.ceph_autoscaler import Flavour, with_autoscale
 
 EXIT_BAD_INPUT = 2
 WORK_FILE = "PG_ADVISOR_WORK_FILE"     # where to write the work done (model/work.py)
@@ -98,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--df", metavar="DF.json", help="`ceph df -f json`")
     p.add_argument("--autoscale-status", metavar="AUTOSCALE.json",
                    help="`ceph osd pool autoscale-status -f json`, to show pg_autoscaler's pick")
+    p.add_argument("--autoscaler-release", type=int, metavar="MAJOR",
+                   help="without --autoscale-status, compute pg_autoscaler's pick by its rules in "
+                        "this Ceph release (16: Pacific; 17 and later: as Tentacle, 20)")
     p.add_argument("--mon-max-pg-per-osd", type=int, default=snapshot.CONFIG_DEFAULTS["mon_max_pg_per_osd"],
                    metavar="N", help="the cluster's mon_max_pg_per_osd (default "
                    f"{snapshot.CONFIG_DEFAULTS['mon_max_pg_per_osd']}, Pacific's default)")
@@ -180,6 +185,10 @@ def run(argv: List[str], out: TextIO) -> int:
     if not 0 < args.target_max_misplaced_ratio <= 1:     # NaN too
         raise AdvisorError.invalid(f"--target-max-misplaced-ratio must be within (0, 1], "
                                    f"not {args.target_max_misplaced_ratio}")
+    if args.autoscaler_release is not None and (args.autoscale_status is not None
+                                                or not 1 <= args.autoscaler_release <= 99):
+        raise AdvisorError.invalid("--autoscaler-release takes a release number (16, 20) and "
+                                   "no --autoscale-status")
     bounds.check_flags((args.max_pgs, args.max_sparse_cells, args.max_sparse_work),
                        ("--max-pgs", "--max-sparse-cells", "--max-sparse-work"))
     snap = snapshot.load(
@@ -190,6 +199,8 @@ def run(argv: List[str], out: TextIO) -> int:
                                    config={"osd_memory_target": args.osd_memory_target,
                                            "mon_target_pg_per_osd": args.mon_target_pg_per_osd},
                                    config_dump=_read_json(args.config_dump, "--config-dump")))
+    if args.autoscaler_release is not None:
+        snap = with_autoscale(snap, Flavour.of_release(args.autoscaler_release))
     bounds.check(cmd.name, snap, args.max_pgs, args.max_sparse_cells, args.max_sparse_work)
     # offline there is no balancer to ask: 'auto' means CRUSH as it falls
     inputs = Inputs(snap, opts, opts.assume_balanced is options.AssumeBalanced.YES,

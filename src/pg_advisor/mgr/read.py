@@ -10,6 +10,8 @@ process's heap is handed back (give_back_memory).
 import ctypes
 import functools
 import json
+import math
+import re
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -20,6 +22,7 @@ from ..model.errors import AdvisorError
 from ..model.options import Options
 from ..model.pg_brief import brief_pg_map, parse_brief
 from ..model.reuse import ChangeKey, SnapshotReuse
+from ..sizing.ceph_autoscaler import THRESHOLD, Flavour, with_autoscale
 from .mon import mon_mapping
 
 MAP_WAIT = 10.0     # seconds a write command waits for the mgr's map to show what it set
@@ -31,6 +34,7 @@ PG_SUMMARY_KEYS = ("pgs_by_state", "num_pgs", "num_pools", "num_objects", "data_
 # the cluster settings the sizing model reads, as the mgr sees them
 NATIVE_OPTIONS = tuple(snapshot.CONFIG_DEFAULTS)
 CONFIG_DUMP_AGE = 60.0      # seconds a `config dump` answer serves (its settings change rarely)
+LATEST = 20                 # the release whose pg_autoscaler rules apply when the mgr's is unknown
 
 
 def give_back_memory() -> None:
@@ -122,12 +126,14 @@ class MgrReader:
             pg_dump = timed("pg_dump", functools.partial(get, "pg_dump"))
         else:
             pg_dump = timed("pg_stats_brief", lambda: self._brief_pg_map(pg_status, df))
-        auto = timed("pg_autoscaler", self._autoscale_status)
         config_dump = timed("config_dump", self._config_dump)
         snap: snapshot.Snapshot = timed("load", lambda: snapshot.load(
-            osd_map, crush, pg_dump, df, autoscale=auto, settings=snapshot.Settings(
+            osd_map, crush, pg_dump, df, settings=snapshot.Settings(
                 mon_max_pg_per_osd=int(config["mon_max_pg_per_osd"]), config=config,
                 config_dump=config_dump, strict=False)))
+        # pg_autoscaler's picks, computed here by its rules (sizing/ceph_autoscaler.py):
+        # asking that module costs a CRUSH dump per pool (22 s at 10,000 OSDs on Tentacle)
+        snap = timed("pg_autoscaler", lambda: with_autoscale(snap, self._autoscaler_flavour()))
         # what a read costs, by part: on a big cluster this is where the mgr's time goes
         total = sum(took.values())
         (self.mgr.log.info if total > 1.0 else self.mgr.log.debug)(
@@ -185,17 +191,16 @@ class MgrReader:
             return None
         return dump if isinstance(dump, list) else None
 
-    def _autoscale_status(self) -> Optional[List[Dict[str, Any]]]:
-        """What Ceph's pg_autoscaler would pick: its own `autoscale-status -f json`."""
+    def _autoscaler_flavour(self) -> Flavour:
+        """pg_autoscaler's rules for this mgr's release, with its `threshold` option."""
+        found = re.search(r"(\d+)\.\d+", str(getattr(self.mgr, "version", "")))
+        major = int(found.group(1)) if found else LATEST
         try:
-            code, out, err = self.mgr.remote("pg_autoscaler", "_command_autoscale_status", format="json")
-        except Exception as e:  # the autoscaler is an always-on module, but may be failing
-            self.mgr.log.warning("pg_advisor: pg_autoscaler status unavailable: %s", e)
-            return None
-        if code != 0:
-            return None
-        status: List[Dict[str, Any]] = json.loads(out)
-        return status
+            threshold = float(self.mgr.get_module_option_ex("pg_autoscaler", "threshold", THRESHOLD))
+        except (TypeError, ValueError):
+            threshold = THRESHOLD
+        return Flavour.of_release(major, threshold if math.isfinite(threshold) and threshold >= 1.0
+                                  else THRESHOLD)
 
     # -- the maps after a command ----------------------------------------------------------------
 

@@ -121,6 +121,7 @@ class Pool:
     hashpspool: bool = True
     data_chunks: int = 1      # EC k: a shard holds 1/k of a PG's bytes; replicas hold all
     bulk: bool = False        # the pool's `bulk` flag: its operator says it will be big
+    bytes_used: Optional[int] = None   # raw bytes on its OSDs (df's bytes_used), when known
 
 
 @dataclass(frozen=True)

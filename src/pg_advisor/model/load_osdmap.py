@@ -125,7 +125,7 @@ def _data_chunks(ptype: int, p: Json, profiles: Json, size: int, what: str) -> i
     return int_field(profile, "k", f"osd dump: erasure code profile {name}", 1, size)
 
 
-def load_pools(osd_dump: Json, usage: Mapping[int, Tuple[int, int]]) -> Tuple[Pool, ...]:
+def load_pools(osd_dump: Json, usage: Mapping[int, Tuple[int, int, Optional[int]]]) -> Tuple[Pool, ...]:
     pools: Dict[int, Pool] = {}
     profiles = map_field(osd_dump, "erasure_code_profiles", "osd dump")
     for p in list_field(osd_dump, "pools", "osd dump"):
@@ -144,7 +144,7 @@ def load_pools(osd_dump: Json, usage: Mapping[int, Tuple[int, int]]) -> Tuple[Po
         twin = next((q.id for q in pools.values() if q.name == name), None)
         if twin is not None:
             raise AdvisorError.invalid(f"{what}: its name is also pool {twin}'s")
-        stored, objects = usage.get(pid, (None, None))
+        stored, objects, raw = usage.get(pid, (None, None, None))
         pools[pid] = Pool(
             id=pid, name=name,
             type=POOL_TYPES[ptype],
@@ -158,7 +158,8 @@ def load_pools(osd_dump: Json, usage: Mapping[int, Tuple[int, int]]) -> Tuple[Po
             stored=stored, objects=objects,
             hashpspool=bool(int_field(p, "flags", what, 0, (1 << 64) - 1, 1) & 1),
             data_chunks=_data_chunks(ptype, p, profiles, size, what),
-            bulk="bulk" in str_field(p, "flags_names", what, "").split(","))
+            bulk="bulk" in str_field(p, "flags_names", what, "").split(","),
+            bytes_used=raw)
     # every PG of every pool is mapped at once: bound the whole before any mapping
     replicas = sum(max(q.pg_num, q.pg_num_target) * q.size for q in pools.values())
     if replicas > MAX_PG_REPLICAS:

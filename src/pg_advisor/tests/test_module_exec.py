@@ -177,12 +177,12 @@ def test_the_plan_is_an_event_in_ceph_s_closed_once(wired: Any) -> None:
     # updated by the background while the plan runs; an abort fails it at once; then
     # nothing more is sent for it
     m, ceph, _ = wired
-    autoscaler = m.remote
+    other = m.remote
     sent: List[Tuple[str, Tuple[Any, ...], Dict[str, Any]]] = []
 
     def remote(module: str, method: str, *args: Any, **kw: Any) -> Any:
         if module != "progress":
-            return autoscaler(module, method, **kw)
+            return other(module, method, *args, **kw)
         sent.append((method, args, kw))
     setattr(m, "remote", remote)
     plan = cmd(m, "apply", pool="rbd", pg_num=64)[1]["plan"]

@@ -3,13 +3,13 @@ the CLI's, malformed dumps refused with a sentence, and when a kept snapshot is 
 (model/reuse.py)."""
 import copy
 import dataclasses
-import json
 from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 import pytest
 
 from pg_advisor.model import load_pgs, snapshot
+from pg_advisor.sizing.ceph_autoscaler import Flavour, autoscale_status
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.model.constants import NO_OSD
 from pg_advisor.module import Module
@@ -77,17 +77,30 @@ def test_mgr_form_of_pg_dump_gives_the_same_snapshot(dumps: Dict[str, Any]) -> N
     assert np.array_equal(a.pgs.up, b.pgs.up) and np.array_equal(a.osds.bytes_used, b.osds.bytes_used)
 
 
-def test_the_mgrs_read_loads_its_settings_and_the_autoscalers_status(module: Module) -> None:
+def test_the_mgrs_read_loads_its_settings_and_computes_the_autoscalers_status(module: Module) -> None:
     # what mgr/read.py hands snapshot.load beside the maps: each setting the mgr has (one it has
-    # not keeps its default) and pg_autoscaler's own status
+    # not keeps its default); pg_autoscaler's status is computed by the rules of the mgr's
+    # release with pg_autoscaler's `threshold` option, never asked of that module
     fake = mgr_stub.BaseMgrModule.fake
     fake.options.update(mon_max_pg_per_osd=300, mon_target_pg_per_osd=200, osd_memory_target=8 << 30)
-    status = [{"pool_name": "rbd", "pg_num_final": 64, "would_adjust": True}]
-    setattr(module, "remote", lambda mod, meth, **kw: (0, json.dumps(status), ""))
+    fast = next(p for p in fake.docs["osd_map"]["pools"] if p["pool_name"] == "fast")
+    fast["crush_rule"] = 0           # one root: pg_autoscaler sizes every pool (no overlap)
+
+    def remote(mod: str, *args: Any, **kw: Any) -> Any:
+        raise AssertionError(f"remote call to {mod}")
+    setattr(module, "remote", remote)
     snap = module.reader.take_snapshot()
     assert snap.config == dict(snapshot.CONFIG_DEFAULTS, mon_max_pg_per_osd=300,
                                mon_target_pg_per_osd=200, osd_memory_target=8 << 30)
-    assert snap.autoscale == {"rbd": status[0]}
+    pacific = autoscale_status(snap, Flavour.of_release(16))
+    assert len(pacific) == 3 and snap.autoscale == {r["pool_name"]: r for r in pacific}
+    # a Tentacle mgr, with pg_autoscaler's threshold at 1.5
+    setattr(module, "_version", "20.2.0")
+    fake.module_options[("pg_autoscaler", "threshold")] = 1.5
+    fake.docs["osd_map"]["epoch"] += 1
+    snap = module.reader.take_snapshot(fresh=True)
+    tentacle = autoscale_status(snap, Flavour.of_release(20, 1.5))
+    assert snap.autoscale == {r["pool_name"]: r for r in tentacle} and tentacle != pacific
 
 
 def test_ec_holes_become_no_osd(dumps: Dict[str, Any]) -> None:
