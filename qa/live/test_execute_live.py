@@ -190,6 +190,12 @@ def test_a_split_of_one_pg_is_done_only_once_its_two_pgs_are_clean_on_two_osds(c
     plan is done only once the pool is even: the two PGs clean on two OSDs when `progress`
     first says done, not some seconds later."""
     c = cluster
+    left: List[int] = []          # the backfill's bytes left, as progress showed them
+
+    def finished() -> bool:
+        r = c.advisor("progress")
+        left.extend([r["backfill"]["bytes_left"]] if r.get("backfill") else [])
+        return (r.get("plan") or {}).get("status") == "done"
     with c.config("mon", "mon_allow_pool_size_one", "true"), \
             c.options("mgr", {**FAST, "split_pinning": "true"}):
         for n in range(SPLITS):
@@ -203,13 +209,15 @@ def test_a_split_of_one_pg_is_done_only_once_its_two_pgs_are_clean_on_two_osds(c
                     with Writer(c, "one") as w:
                         r = c.advisor("apply", "--pool", "one", "--pg-num", "2")
                         assert [s["kind"] for s in r["steps"]] == ["pg_num", "pgp_num", "balance"], r
-                        wait_until(lambda: done(c), 300, f"split {n + 1}/{SPLITS} to finish", step=0.5)
+                        wait_until(finished, 300, f"split {n + 1}/{SPLITS} to finish", step=0.5)
                         ok, why = settled_apart(c, "one")
                     assert ok, f"split {n + 1}/{SPLITS}: done while {why}; {history(c, r['plan'])}"
                     assert w.failed == [] and w.ok > 0, (w.ok, w.failed[:3])
                     assert history(c, r["plan"], "round"), c.advisor("history")
                 finally:
                     c.abort_plan()
+    # the child's move copied half the pool, which progress showed while it was left
+    assert left and max(left) > 0, left
 
 
 @pytest.mark.parametrize("args, code, message", [

@@ -19,6 +19,7 @@ from ..sizing.memory import MemoryModel, pg_log_lengths
 from ..sizing.sizer import SizingResult, memory_model, recommend
 from ..sizing.versus import autoscaler_difference, sizing_summary
 from ..rules.legality import ancestors
+from .backfill import full_reservations
 from .read_balance import read_balance
 from .status_types import ClusterSummary, Distribution, OsdRow, PoolEntry, StatusReport
 from ..rules.share import rule_share
@@ -162,6 +163,7 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
         "osds": [_osd_row(snap, f, o) for o in np.flatnonzero(f.shown).tolist()],
         "distribution": _distribution(snap, f, whole=pool_name is None),
         "cluster": _cluster(snap, f),
+        "backfill": full_reservations(snap),
         "notes": f.notes,
     }
 

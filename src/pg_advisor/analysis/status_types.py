@@ -70,6 +70,19 @@ class ClusterSummary(TypedDict):
     sizing: Optional[Dict[str, Any]]
 
 
+class FullOsd(TypedDict):
+    osd: int
+    local: int       # backfills it is the primary of
+    remote: int      # backfills into it
+
+
+class Backfill(TypedDict, total=False):
+    waiting_pgs: int          # PGs in backfill_wait
+    osd_max_backfills: int
+    full_osds: List[FullOsd]  # at most FULL_SHOWN, fullest first
+    full_osds_total: int      # how many there are (only when some PG waits)
+
+
 class StatusReport(TypedDict):
     epoch: int
     pool_filter: Optional[str]
@@ -79,4 +92,5 @@ class StatusReport(TypedDict):
     osds: List[OsdRow]
     distribution: Distribution
     cluster: ClusterSummary
+    backfill: Backfill
     notes: List[str]

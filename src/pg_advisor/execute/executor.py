@@ -19,6 +19,7 @@ from ..model.snapshot import Pool, Snapshot
 from .balance_steps import Outcome, balance_round_step, round_checked
 from .context import Tick
 from .history import Event, HistoryEvent
+from ..analysis.backfill import BackfillRate, bytes_left
 from .settling import still_moving
 from .plan_state import ACTIVE, Phase, PlanState, PoolTarget, Source, Status
 from .plan_store import MISMATCH_SHOWN
@@ -55,6 +56,7 @@ class Executor:
         self.held = False       # within a PlanService transaction: it writes once, at its end,
         self.changed = False    # if the plan or its history changed within it
         self.up_sets: UpSets = model_up_sets
+        self.rate = BackfillRate()      # the running plan's backfill, sampled each tick
 
     # -- plan lifecycle -------------------------------------------------------------------------
 
@@ -210,6 +212,7 @@ class Executor:
         state = self.state
         if state is None or state.status != Status.RUNNING:
             return
+        self.rate.add(state.id, now, bytes_left(snap, self._pools(state, snap)))
         for name, p in sorted(state.pools.items()):
             why = self._changed(state, snap, name, p)
             if why and not any(q.id == p.id for q in snap.pools):
@@ -263,8 +266,7 @@ class Executor:
     def _finish(self, state: PlanState, snap: Snapshot, now: float) -> None:
         """Every step sent and shown: the plan is done once its pools' PGs are active+clean
         where the map puts them (settling.py), not before."""
-        pools = [p for p in snap.pools if p.name in state.pools and p.id == state.pools[p.name].id]
-        moving = still_moving(snap, pools)
+        moving = still_moving(snap, self._pools(state, snap))
         if moving is not None:
             state.waiting = (f"all {len(state.steps)} steps sent; done once the data has moved: "
                              f"{moving.pgs} PGs not yet active+clean where the map puts them "
@@ -273,6 +275,11 @@ class Executor:
         state.status = Status.DONE
         state.waiting = None
         self.log(now, Event.FINISH, f"all {len(state.steps)} steps done")
+
+    @staticmethod
+    def _pools(state: PlanState, snap: Snapshot) -> List[Pool]:
+        """The plan's pools as they are in `snap` (one deleted or recreated is not)."""
+        return [p for p in snap.pools if p.name in state.pools and p.id == state.pools[p.name].id]
 
     def _apply(self, state: PlanState, step: PlanStep, snap: Snapshot, now: float, out: Outcome) -> bool:
         """Do what a balance round asks of the plan, in Outcome's order; its `more`."""
@@ -398,7 +405,8 @@ class Executor:
             return "done" if i < upto else now_at if i == upto else "pending"
         steps = [dict(s.to_json(), description=s.describe(), state=where(i, s))
                  for i, s in enumerate(state.steps)]
-        return {"plan": state.public(), "steps": steps}
+        backfill = self.rate.view() if self.rate.plan == state.id else None
+        return {"plan": state.public(), "steps": steps, "backfill": backfill}
 
     # -- persistence ----------------------------------------------------------------------------
 

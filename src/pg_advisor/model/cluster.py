@@ -31,6 +31,7 @@ CONFIG_DEFAULTS: Mapping[str, int] = {
     "osd_max_pg_log_entries": 10000,
     "osd_target_pg_log_entries_per_osd": 300000,
     "osd_pg_log_dups_tracked": 3000,
+    "osd_max_backfills": 1,         # backfill reservations per OSD, local and remote
 }
 
 Json = Mapping[str, Any]

@@ -105,6 +105,11 @@ FAMILIES: Dict[str, str] = {
     "pg_advisor_plan_blocked": "1 while the running plan is blocked",
     "pg_advisor_plan_blocked_reason": "why the running plan is blocked (1 per reason)",
     "pg_advisor_pins_waiting": "PGs pinned onto their old OSDs (pin-remapped) still holding their items",
+    "pg_advisor_plan_backfill_bytes_left": "bytes the running plan's backfill has left to copy (at most)",
+    "pg_advisor_plan_backfill_rate_bytes": "bytes per second the running plan's backfill copies, over "
+                                           "the last minutes",
+    "pg_advisor_backfill_waiting_pgs": "PGs waiting for a backfill reservation (backfill_wait)",
+    "pg_advisor_backfill_full_osds": "OSDs whose backfill reservations are full while PGs wait",
     "pg_advisor_misplaced_ratio": "object copies misplaced, 0..1",
     "pg_advisor_misplaced_budget_ratio": "misplaced ratio a plan may reach (misplaced_budget or "
                                          "target_max_misplaced_ratio)",
@@ -167,6 +172,12 @@ def metrics(status: StatusReport, progress: Dict[str, Any], served: Optional[Dic
         out["pg_advisor_plan_blocked_reason"].append(((("reason", why),), 1))
     out["pg_advisor_pins_waiting"].append(((), (plan or {}).get("pins_left", 0) if now in (
         "running", "paused", "stopped") else 0))
+    running = progress.get("backfill") if now == "running" else None
+    out["pg_advisor_plan_backfill_bytes_left"].append(((), (running or {}).get("bytes_left")))
+    out["pg_advisor_plan_backfill_rate_bytes"].append(((), (running or {}).get("rate")))
+    waits = status["backfill"]
+    out["pg_advisor_backfill_waiting_pgs"].append(((), waits["waiting_pgs"]))
+    out["pg_advisor_backfill_full_osds"].append(((), waits.get("full_osds_total", 0)))
     out["pg_advisor_misplaced_ratio"].append(((), served.get("misplaced_ratio")))
     out["pg_advisor_misplaced_budget_ratio"].append(((), served.get("misplaced_budget")))
     out["pg_advisor_status_timestamp_seconds"].append(((), served.get("at")))

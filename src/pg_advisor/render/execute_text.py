@@ -2,6 +2,7 @@
 import datetime
 from typing import Any, List, Mapping
 
+from ..model.units import human_bytes
 from .format import printable, table
 
 
@@ -28,9 +29,21 @@ def progress_text(r: Mapping[str, Any]) -> str:
     if plan.get("mismatched"):
         out.append(f"{plan['mismatched']} PGs not where their items should put them:")
         out.extend(f"  {printable(m)}" for m in plan["mismatch_detail"])
+    b = r.get("backfill")
+    if b:
+        rate = (f"{human_bytes(int(b['rate']))}/s over the last {b['measured_over']:.0f} s"
+                if b["rate"] else "rate not measured yet")
+        eta = f", done in about {_duration(b['eta_seconds'])}" if b["eta_seconds"] else ""
+        out.append(f"backfill: {human_bytes(b['bytes_left'])} left to copy (at most), {rate}{eta}")
     out.append(table(["step", "state", "does"],
                      [[i + 1, s["state"], s["description"]] for i, s in enumerate(r["steps"])]))
     return "\n".join(out)
+
+
+def _duration(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h} h {m:02d} min" if h else f"{m} min {s:02d} s" if m else f"{s} s"
 
 
 def history_text(r: Mapping[str, Any]) -> str:

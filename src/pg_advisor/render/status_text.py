@@ -58,6 +58,12 @@ def status_text(doc: Mapping[str, Any]) -> str:
         hi, lo = ext["by_utilization"]["fullest"], ext["by_utilization"]["emptiest"]
         out.append(f"fullest by space used: osd.{hi['osd']} ({hi['utilization']:.2f}%); "
                    f"emptiest: osd.{lo['osd']} ({lo['utilization']:.2f}%)")
+    b = r["backfill"]
+    if b.get("full_osds"):
+        full = ", ".join(f"osd.{o['osd']} ({o['local']} local, {o['remote']} remote)" for o in b["full_osds"])
+        more = b.get("full_osds_total", 0) - len(b["full_osds"])
+        out.append(f"backfill: {b['waiting_pgs']} PGs wait for a reservation; full at osd_max_backfills "
+                   f"{b['osd_max_backfills']}: {full}" + (f" and {more} more" if more > 0 else ""))
     for n in r["notes"]:
         out.append(f"note: {printable(n)}")
     return "\n".join(out)

@@ -242,6 +242,8 @@ def as_captured(doc: Dict[str, Any]) -> Dict[str, Any]:
     if dist["total"] is not None:
         dist["total"] = {k: v for k, v in dist["total"].items() if k != "target_max_deviation"}
     out["distribution"] = dist
+    assert set(doc["backfill"]) >= {"waiting_pgs", "osd_max_backfills", "full_osds"}
+    del out["backfill"]               # added since the capture
     return without_sizing(out)
 
 

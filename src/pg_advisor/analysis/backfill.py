@@ -1,0 +1,118 @@
+"""The backfill itself, as an operator watching a plan asks of it: how many bytes are left to
+copy, at what rate they go, when it ends; and which OSDs' backfill reservations are full
+(the reason PGs sit in backfill_wait).
+
+Bytes left: each PG of the plan's pools that is not yet whole where it is up copies its
+data to every OSD of its up set that is not in its acting set (a replica holds the PG's
+bytes, an EC shard 1/k of them). A PG part-way through counts whole: the brief stats a big
+cluster is read through give no per-PG progress, so the figure is an upper bound that
+falls a PG at a time. The rate is the fall of that figure over the last RATE_WINDOW
+seconds, the ETA what is left at that rate.
+
+Reservations: a backfilling PG holds one of osd_max_backfills local reservations on its
+primary (taken here as the first of its acting set) and one remote reservation on each OSD
+it copies to; a PG in backfill_wait waits for one of them. An OSD is named when it holds
+osd_max_backfills of either kind while some PG waits.
+"""
+import collections
+from dataclasses import dataclass, field
+from typing import Any, Deque, Dict, Iterable, List, Optional, Tuple
+
+import numpy as np
+
+from ..model.constants import NO_OSD
+from ..model.snapshot import Pool, Snapshot
+from .status_types import Backfill
+
+RATE_WINDOW = 300.0       # seconds of samples the rate is measured over
+RATE_MIN_SPAN = 20.0      # a rate from less than this is not shown (too noisy)
+SAMPLES_MAX = 600         # samples kept at most (a tick every second for the window, and more)
+FULL_SHOWN = 10           # OSDs named at most
+
+
+def _new_copies(pgs: Any, rows: np.ndarray) -> np.ndarray:
+    """Per row: how many OSDs of its up set are not in its acting set."""
+    up, acting = pgs.up[rows], pgs.acting[rows]
+    held = (up[:, :, None] == acting[:, None, :]).any(axis=2)
+    return ((up != NO_OSD) & ~held).sum(axis=1)
+
+
+def bytes_left(snap: Snapshot, pools: Iterable[Pool]) -> Optional[int]:
+    """Bytes still to copy for the PGs of `pools` (module docstring); None without stats."""
+    pgs = snap.pgs
+    if pgs is None:
+        return None
+    total = 0
+    for pool in pools:
+        rows = np.flatnonzero(pgs.pool == pool.id)
+        if not rows.size:
+            continue
+        copies = _new_copies(pgs, rows)
+        total += int((pgs.bytes[rows] * copies).sum()) // max(1, pool.data_chunks)
+    return total
+
+
+def _window() -> Deque[Tuple[float, int]]:
+    return collections.deque(maxlen=SAMPLES_MAX)
+
+
+@dataclass
+class BackfillRate:
+    """Samples of bytes left over time, for one plan (kept in memory: a failover starts a
+    new window, as the rate is of the backfill now)."""
+    plan: str = ""
+    samples: Deque[Tuple[float, int]] = field(default_factory=_window)
+
+    def add(self, plan: str, now: float, left: Optional[int]) -> None:
+        if plan != self.plan:
+            self.plan = plan
+            self.samples.clear()
+        if left is None:
+            return
+        self.samples.append((now, left))
+        while self.samples and now - self.samples[0][0] > RATE_WINDOW:
+            self.samples.popleft()
+
+    def view(self) -> Optional[Dict[str, Any]]:
+        """{bytes_left, rate (bytes/s, None while unknown), eta_seconds, measured_over} or None."""
+        if not self.samples:
+            return None
+        t1, left = self.samples[-1]
+        t0, first = self.samples[0]
+        span = t1 - t0
+        rate = (first - left) / span if span >= RATE_MIN_SPAN and first > left else None
+        return {"bytes_left": left, "rate": rate, "measured_over": round(span, 1),
+                "eta_seconds": round(left / rate, 1) if rate else (0.0 if left == 0 else None)}
+
+
+def full_reservations(snap: Snapshot) -> Backfill:
+    """PGs waiting for a backfill reservation, and the OSDs whose reservations are full."""
+    pgs = snap.pgs
+    limit = int(snap.config.get("osd_max_backfills", 1))
+    out: Backfill = {"waiting_pgs": 0, "osd_max_backfills": limit, "full_osds": []}
+    if pgs is None or not pgs.count:
+        return out
+    verdict = {s: ("backfill_wait" in s, "backfilling" in s) for s in set(pgs.state)}
+    kinds = np.array(list(map(verdict.__getitem__, pgs.state)), dtype=bool).reshape(-1, 2)
+    waiting, active = kinds[:, 0], kinds[:, 1]
+    out["waiting_pgs"] = int(waiting.sum())
+    rows = np.flatnonzero(active)
+    if not out["waiting_pgs"] or not rows.size or limit <= 0:
+        return out
+    n = snap.osds.count
+    local = np.zeros(n, np.int64)
+    remote = np.zeros(n, np.int64)
+    primary = pgs.acting[rows, 0]
+    ok = (primary >= 0) & (primary < n)
+    np.add.at(local, primary[ok], 1)
+    up, acting = pgs.up[rows], pgs.acting[rows]
+    new = (up != NO_OSD) & ~(up[:, :, None] == acting[:, None, :]).any(axis=2)
+    targets = up[new]
+    np.add.at(remote, targets[(targets >= 0) & (targets < n)], 1)
+    full = np.flatnonzero((local >= limit) | (remote >= limit))
+    most = np.maximum(local, remote)
+    ranked: List[int] = sorted(full.tolist(), key=lambda o: (-int(most[o]), o))
+    out["full_osds"] = [{"osd": o, "local": int(local[o]), "remote": int(remote[o])}
+                        for o in ranked[:FULL_SHOWN]]
+    out["full_osds_total"] = int(full.size)
+    return out
