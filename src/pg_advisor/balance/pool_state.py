@@ -11,6 +11,7 @@ from ..rules.share import rule_share, weight_share
 from ..crush.placement import Placer
 from ..model.constants import CRUSH_ITEM_NONE
 from ..model.distribution import up_counts
+from ..model.pg_states import not_well
 from ..model.snapshot import Pool, Rule, Snapshot
 from .budget import Budget
 
@@ -58,7 +59,7 @@ class PoolState:
     by_weight: np.ndarray    # the same replicas in proportion to weight alone
     allowed: np.ndarray      # OSDs the rule may use (root/class, weight, up, in)
     shape: RuleShape
-    healthy: np.ndarray      # rows that may be moved (complete, all OSDs up)
+    healthy: np.ndarray      # rows that may be moved (complete, all OSDs up, active and whole)
     objects: np.ndarray      # per row: objects (what a move misplaces), 0 without PG stats
     bytes: np.ndarray        # per row: bytes one replica (EC: one shard) holds
     primary: np.ndarray      # per row: the primary before balancing (-1: none)
@@ -224,10 +225,12 @@ def build_state(src: StateSource, pool: Pool, notes: List[str]) -> PoolState:
     full = ((cur.up >= 0) & (cur.up != CRUSH_ITEM_NONE)).all(axis=1)
     objects, size = np.zeros(cur.up.shape[0]), np.zeros(cur.up.shape[0])
     pgs = snap.pgs
+    unwell = np.zeros(full.size, dtype=bool)     # not active or not whole (stats): not moved
     if pgs is not None:
         mine = (pgs.pool == pool.id) & (pgs.ps < objects.size)
         objects[pgs.ps[mine]] = pgs.objects[mine]
         size[pgs.ps[mine]] = pgs.bytes[mine] / max(pool.data_chunks, 1)
+        unwell[pgs.ps[mine]] = not_well(snap)[mine]
     stuck = full & breaks(shape, anc, raw.up)
     if stuck.any():
         notes.append(
@@ -262,5 +265,5 @@ def build_state(src: StateSource, pool: Pool, notes: List[str]) -> PoolState:
                      base=cur.up.copy(), broken=broken,
                      share=share, by_weight=weight_share(pool, w, placed),
                      allowed=(w > 0) & usable,
-                     shape=shape, healthy=full & ~stuck & ~owned, objects=objects, bytes=size,
+                     shape=shape, healthy=full & ~stuck & ~owned & ~unwell, objects=objects, bytes=size,
                      primary=cur.up_primary.copy())

@@ -1,18 +1,28 @@
-"""When the cluster may be changed at all: the conditions every action checks first."""
-from typing import Iterable, List, Optional
+"""When the cluster may be changed at all: the conditions every action checks first.
+
+The PG states asked of are scoped: a step, or an operator's round, waits for the PGs of
+the pools it acts on (not active, or not whole), never for a degraded PG of another pool.
+On a big cluster a failed disk is the normal state, and the drain an operator wants is
+often of that disk's neighbours: Ceph's balancer waits for the whole cluster (no degraded,
+unknown or inactive PG anywhere), pgremapper and TheJJ's balancer do not look at all.
+Other pools' backfills are paced apart (max_backfills_per_osd counts the PGs backfilling
+into and out of each OSD, whatever their pool).
+"""
+from typing import Collection, Iterable, List, Optional
 
 import numpy as np
 
+from ..model.pg_states import INACTIVE, UNWELL, not_well
 from ..model.snapshot import Pool, Snapshot
 
 MOVE_FLAGS = ("norebalance", "nobackfill", "pause")
-UNWELL = ("degraded", "unknown", "peering", "down", "incomplete", "stale")
 
 
 def cluster_blockers(snap: Snapshot, flags: Iterable[str] = MOVE_FLAGS,
-                     pg_states: bool = True) -> List[str]:
-    """Flags that forbid moving data, and (`pg_states`) PGs that are not active and whole,
-    as sentences."""
+                     pg_states: bool = True, pools: Optional[Collection[int]] = None,
+                     degraded: bool = True) -> List[str]:
+    """Flags that forbid moving data, and (`pg_states`) PGs that are not active and whole
+    (with `degraded` off: not active) in `pools` (ids; None: every pool), as sentences."""
     out: List[str] = []
     set_ = sorted(set(snap.flags) & set(flags))
     if set_:
@@ -21,10 +31,20 @@ def cluster_blockers(snap: Snapshot, flags: Iterable[str] = MOVE_FLAGS,
         return out
     if snap.pgs is None:
         out.append("no PG stats yet")
-    else:
-        bad = [s for s in snap.pgs.state if not s.startswith("active") or any(w in s for w in UNWELL)]
-        if bad:
-            out.append(f"{len(bad)} PGs are not active and whole (e.g. {bad[0]})")
+        return out
+    pgs = snap.pgs
+    unwell = not_well(snap, UNWELL if degraded else INACTIVE)
+    if pools is not None:
+        unwell = unwell & np.isin(pgs.pool, np.fromiter(pools, np.int64, len(pools)))
+    bad = np.flatnonzero(unwell)
+    if bad.size:
+        i = int(bad[0])
+        names = {p.id: p.name for p in snap.pools}
+        pid = int(pgs.pool[i])
+        where = "" if pools is None else f" of pool {names.get(pid, pid)}" if len(pools) == 1 else \
+            " of the pools it acts on"
+        out.append(f"{bad.size} PGs{where} are not active{' and whole' if degraded else ''} (e.g. "
+                   f"{pid}.{int(pgs.ps[i]):x} {pgs.state[i]})")
     return out
 
 

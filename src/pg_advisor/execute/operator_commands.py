@@ -52,11 +52,16 @@ def apply(plans: PlanService, ctx: Context, pool: Optional[str], pg_num: Optiona
         return out
 
 
-def _check_round(plans: PlanService, ctx: Context, what: str, doing: str = "no balancing") -> None:
+def _check_round(plans: PlanService, ctx: Context, what: str, doing: str = "no balancing",
+                 pools: Optional[Sequence[str]] = None) -> None:
     """Refuse an operator's round (EBUSY) while a plan is open, Ceph's balancer is
-    active, or the cluster is not fit to change (cluster_blockers)."""
+    active, or the cluster is not fit to change (cluster_blockers); with `pools` (names),
+    as a plan's balance round: while a PG of those pools is not active (a PG that is not
+    whole is not moved)."""
     plans.check_idle(what)
-    why = [balancer_conflict(ctx.balancer_active, doing)] + cluster_blockers(ctx.snap)
+    scope = None if pools is None else [ctx.snap.pool_by_name(p).id for p in pools]
+    why = [balancer_conflict(ctx.balancer_active, doing)] + cluster_blockers(
+        ctx.snap, pools=scope or None, degraded=pools is None)
     refused = next((w for w in why if w), None)
     if refused:
         raise AdvisorError.busy(f"not {what}: {refused}")
@@ -76,7 +81,7 @@ def balance(plans: PlanService, ctx: Context, req: BalanceRequest,
     if req.dry_run:
         return report
     with plans.look() as ex:
-        _check_round(plans, ctx, "balancing")
+        _check_round(plans, ctx, "balancing", pools=req.pools or [p.name for p in ctx.snap.pools])
         rnd.apply(ctx.sender(), ctx.opts.prime_pg_temp)
         failed, mismatched = rnd.check(items_after, ex.up_sets)
         report.update({"applied": len(rnd.items) - len(failed), "failed": failed,

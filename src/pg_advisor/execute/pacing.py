@@ -84,11 +84,16 @@ class StepTraits:
     half_sent: bool = False  # the rest of a step a failover interrupted: PGs made unwell by its
     #                          first half must not hold it back
     pg_num: bool = True      # it changes pg_num or pgp_num (pg_autoscaler's business; items are not)
+    pools: Tuple[int, ...] = ()  # the pools it acts on (ids; none: the blocked pool's alone)
 
 
 def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float,
              step: StepTraits = StepTraits()) -> List[Blocker]:
-    """Conditions under which no step is taken."""
+    """Conditions under which no step is taken. PG states count in the pools the step acts on
+    alone (gates.py): a pg_num or pgp_num step waits for every PG of its pool to be active
+    and whole (it may move any of them) and for the OSDs its rule uses to be up; a balance
+    round waits only for its pools' PGs to be active, as it moves no PG that is not whole
+    (balance/pool_state.py: healthy) and loads no OSD that is down."""
     upmaps, half_sent, pg_num = step.upmaps, step.half_sent, step.pg_num
     out: List[Blocker] = []
     conflict = balancer_conflict(upmaps and p.balancer_active,
@@ -99,9 +104,10 @@ def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float,
         out.append(Blocker(BlockerKind.CONFLICT, f"pool {pool.name}: pg_autoscaler manages it "
                                                  f"(pg_autoscale_mode on); pg_advisor does not fight it"))
     out.extend(Blocker(BlockerKind.CLUSTER, b) for b in
-               cluster_blockers(snap, MOVE_FLAGS + ("noautoscale",), pg_states=not half_sent))
+               cluster_blockers(snap, MOVE_FLAGS + ("noautoscale",), pg_states=not half_sent,
+                                pools=step.pools or (pool.id,), degraded=pg_num))
     rule = snap.rules.get(pool.crush_rule)
-    if rule is not None:     # the OSDs the pool's rule can use, down but still in
+    if rule is not None and pg_num:     # the OSDs the pool's rule can use, down but still in
         o = snap.osds
         down = np.flatnonzero((rule_weights(snap, rule) > 0) & ~o.up).tolist()
         if down:

@@ -16,8 +16,9 @@ def may_issue(state: PlanState, t: Tick, pool: Pool, step: PlanStep, half_sent: 
     """May the step be sent now? What blocks it goes to the state's blockers (and its
     conflicts), what it waits for to its waiting line."""
     snap, pacing, now = t.snap, t.pacing, t.now
-    traits = StepTraits(upmaps=step.pin or step.kind is StepKind.BALANCE, half_sent=half_sent,
-                        pg_num=step.kind is not StepKind.BALANCE)
+    balance = step.kind is StepKind.BALANCE
+    traits = StepTraits(upmaps=step.pin or balance, half_sent=half_sent, pg_num=not balance,
+                        pools=tuple(sorted(p.id for p in state.pools.values())) if balance else ())
     found = blockers(snap, pool, pacing, now, traits)
     state.blockers = [b.text for b in found]
     # by kind, not by what the text says (a pool may be named "balancer-x")

@@ -268,3 +268,20 @@ def test_a_tick_failing_now_and_then_does_not_stop_the_plan(
             break
     st = drv.executor.state
     assert failed > 0 and st is not None and st.status == Status.DONE, drv.executor.report()
+
+
+def test_a_pg_that_is_not_whole_is_left_where_it_is(dumps: Dict[str, Any]) -> None:
+    # a drain moves the PGs it can and waits for the others (execute/gates.py): a degraded
+    # PG is not moved, the rest of the OSD is emptied
+    d = dumps
+    snap = snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
+    up0 = Placer(snap).map_pool(snap.pool_by_name("rbd")).up
+    ps = int(np.flatnonzero((up0 == 0).any(axis=1))[0])
+    stat = next(s for s in d["pg_dump"]["pg_map"]["pg_stats"] if s["pgid"] == f"1.{ps:x}")
+    stat["state"] = "active+recovering+degraded"
+    snap = snapshot.load(d["osd_dump"], d["crush"], d["pg_dump"], d["df"])
+    r = drain_report(snap, "osd.0")
+    assert f"1.{ps:x}" not in r["items"]
+    items = {k: tuple(tuple(p) for p in v) for k, v in r["items"].items() if v}
+    after = dataclasses.replace(snap, pg_upmap_items={**snap.pg_upmap_items, **items})
+    assert pgs_on(after, 0) == 1            # the degraded PG's replica stays
