@@ -337,6 +337,10 @@ def _cluster(snap: Snapshot, f: Figures) -> ClusterSummary:
                              if total is not None and n_in else None),
         "max_pgs_ratio_of_limit": round(mx / snap.mon_max_pg_per_osd, 6) if mx is not None else None,
         "sizing": sizing_summary(sizing) if sizing is not None else None,
+        "upmap_entries": {"pg_upmap_items": len(snap.pg_upmap_items),
+                          "pg_upmap_items_pairs": sum(len(v) for v in snap.pg_upmap_items.values()),
+                          "pg_upmap": len(snap.pg_upmap),
+                          "pg_upmap_primaries": len(snap.pg_upmap_primaries)},
     }
 
 

@@ -56,6 +56,14 @@ class Distribution(TypedDict):
     extremes: Dict[str, Any]
 
 
+class UpmapEntries(TypedDict):
+    """The upmap entries the OSDMap holds (each is in every map the mons build and send)."""
+    pg_upmap_items: int           # PGs with items
+    pg_upmap_items_pairs: int     # (from, to) pairs in them
+    pg_upmap: int                 # PGs with a full mapping
+    pg_upmap_primaries: int
+
+
 class ClusterSummary(TypedDict):
     osds: int
     osds_up: int
@@ -68,6 +76,7 @@ class ClusterSummary(TypedDict):
     pgs_per_osd_mean: Optional[float]
     max_pgs_ratio_of_limit: Optional[float]
     sizing: Optional[Dict[str, Any]]
+    upmap_entries: UpmapEntries
 
 
 class FullOsd(TypedDict):

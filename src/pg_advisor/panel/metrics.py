@@ -110,6 +110,8 @@ FAMILIES: Dict[str, str] = {
                                            "the last minutes",
     "pg_advisor_backfill_waiting_pgs": "PGs waiting for a backfill reservation (backfill_wait)",
     "pg_advisor_backfill_full_osds": "OSDs whose backfill reservations are full while PGs wait",
+    "pg_advisor_upmap_entries": "upmap entries the OSDMap holds, by kind (pg_upmap_items counts "
+                                "PGs, pg_upmap_items_pairs their pairs)",
     "pg_advisor_misplaced_ratio": "object copies misplaced, 0..1",
     "pg_advisor_misplaced_budget_ratio": "misplaced ratio a plan may reach (misplaced_budget or "
                                          "target_max_misplaced_ratio)",
@@ -178,6 +180,11 @@ def metrics(status: StatusReport, progress: Dict[str, Any], served: Optional[Dic
     waits = status["backfill"]
     out["pg_advisor_backfill_waiting_pgs"].append(((), waits["waiting_pgs"]))
     out["pg_advisor_backfill_full_osds"].append(((), waits.get("full_osds_total", 0)))
+    e = status["cluster"]["upmap_entries"]
+    for kind, n in (("pg_upmap_items", e["pg_upmap_items"]),
+                    ("pg_upmap_items_pairs", e["pg_upmap_items_pairs"]),
+                    ("pg_upmap", e["pg_upmap"]), ("pg_upmap_primaries", e["pg_upmap_primaries"])):
+        out["pg_advisor_upmap_entries"].append(((("kind", kind),), n))
     out["pg_advisor_misplaced_ratio"].append(((), served.get("misplaced_ratio")))
     out["pg_advisor_misplaced_budget_ratio"].append(((), served.get("misplaced_budget")))
     out["pg_advisor_status_timestamp_seconds"].append(((), served.get("at")))

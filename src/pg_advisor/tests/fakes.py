@@ -243,7 +243,10 @@ def as_captured(doc: Dict[str, Any]) -> Dict[str, Any]:
         dist["total"] = {k: v for k, v in dist["total"].items() if k != "target_max_deviation"}
     out["distribution"] = dist
     assert set(doc["backfill"]) >= {"waiting_pgs", "osd_max_backfills", "full_osds"}
-    del out["backfill"]               # added since the capture
+    del out["backfill"]               # added since the capture, as the cluster's upmap entries
+    assert set(doc["cluster"]["upmap_entries"]) == {"pg_upmap_items", "pg_upmap_items_pairs", "pg_upmap",
+                                                    "pg_upmap_primaries"}
+    out["cluster"] = {k: v for k, v in doc["cluster"].items() if k != "upmap_entries"}
     return without_sizing(out)
 
 

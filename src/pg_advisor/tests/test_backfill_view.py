@@ -105,3 +105,20 @@ def test_progress_shows_the_plans_backfill(dumps: Dict[str, Any]) -> None:
     ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 40.0))
     b = ex.report()["backfill"]
     assert b == {"bytes_left": 0, "rate": want / 40.0, "measured_over": 40.0, "eta_seconds": 0.0}
+
+
+def test_status_and_metrics_count_the_upmap_entries_the_map_holds(dumps: Dict[str, Any]) -> None:
+    from pg_advisor.panel.metrics import metrics
+    d = copy.deepcopy(dumps)
+    d["osd_dump"]["pg_upmap_items"] = [
+        {"pgid": "1.0", "mappings": [{"from": 0, "to": 1}, {"from": 2, "to": 3}]},
+        {"pgid": "1.1", "mappings": [{"from": 4, "to": 5}]}]
+    d["osd_dump"]["pg_upmap"] = [{"pgid": "1.2", "osds": [0, 1, 2]}]
+    d["osd_dump"]["pg_upmap_primaries"] = [{"pgid": "1.3", "primary_osd": 4}]
+    r = status_report(load(d))
+    assert r["cluster"]["upmap_entries"] == {"pg_upmap_items": 2, "pg_upmap_items_pairs": 3,
+                                             "pg_upmap": 1, "pg_upmap_primaries": 1}
+    assert "upmap entries in the OSDMap: 2 pg_upmap_items (3 pairs), 1 pg_upmap, 1 pg_upmap_primaries" \
+        in status_text(r)
+    text = metrics(r, {"plan": None, "steps": []})
+    assert 'pg_advisor_upmap_entries{kind="pg_upmap_items_pairs"} 3' in text
