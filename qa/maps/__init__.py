@@ -1,3 +1,1 @@
-"""CRUSH and OSD maps built for the tests and benchmarks with Ceph's own tools (crushtool,
-osdmaptool, a throw-away mon), and the tests that set pg_advisor's answers beside those
-tools' on them."""
+"""CRUSH and OSD maps built with Ceph's own tools, and the tests that check pg_advisor against them."""

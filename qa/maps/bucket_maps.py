@@ -1,19 +1,16 @@
-"""Maps that mix every bucket algorithm Ceph maps (uniform, list, tree, straw, straw2), built
-by Ceph's own tools, and their references: each `BucketCase` is a layout whose buckets take
-their algorithm by type and name, a firstn rule, an indep one and a straw_calc_version,
-checked against osdmaptool (every PG) and crushtool --test (doc/crush.rst says how).
-
+"""Maps that mix every bucket algorithm Ceph maps (uniform, list, tree, straw, straw2): each
+`BucketCase` is a layout whose buckets take their algorithm by type and name, a firstn rule, an
+indep one and a straw_calc_version, checked against osdmaptool and crushtool --test (doc/crush.rst).
 `python3 -m qa.maps.bucket_maps [DIR]` writes the unit tests' fixture (fixtures/buckets).
 """
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from pg_advisor_testkit.dumps import FIXTURES
 
-from .crushgen import (GeneratedMap, Layout, OsdMapSpec, Tools, crush_text, crushtool_runs, generate, rule,
-                       write_files, write_fixture_main)
+from .crushgen import Layout, MapCase, Tools, crush_text, map_files, rule, write_files, write_fixture_main
 
 FIXTURE = FIXTURES / "buckets"
 ALGS = ("uniform", "list", "tree", "straw", "straw2")
@@ -43,38 +40,21 @@ def uniform_hosts_even(host_algs: Sequence[str], per_host: int) -> Callable[[int
     return weight
 
 
-FIRSTN = ("take default", "chooseleaf firstn 0 type host", "emit")
-INDEP = ("set_chooseleaf_tries 5", "set_choose_tries 100", "take default",
-         "chooseleaf indep 0 type host", "emit")
-
-
 @dataclass
-class BucketCase:
-    name: str
-    layout: Layout
-    firstn: Tuple[str, ...] = FIRSTN      # rule 0
-    indep: Tuple[str, ...] = INDEP        # rule 1
-    size: int = 3                         # the pool's (osdmaptool maps it under each rule)
+class BucketCase(MapCase):
+    indep: Tuple[str, ...] = ("set_chooseleaf_tries 5", "set_choose_tries 100", "take default",
+                              "chooseleaf indep 0 type host", "emit")
     ec_size: int = 6                      # crushtool's num_rep for the indep rule
-    pg_bits: int = 6                      # pg_num = OSDs << pg_bits
     straw_calc_version: int = 1
-    mark_out: Tuple[int, ...] = ()
-    crush_weights: Dict[int, float] = field(default_factory=dict)
-    reweights: Tuple[Dict[int, float], ...] = ({},)
+
+    def rules(self, pool_rule: int = 0) -> List[str]:
+        """The firstn rule (`steps`) and the indep one; the pool's (`pool_rule` 0: firstn) gets id 0."""
+        ids = (0, 1) if pool_rule == 0 else (1, 0)
+        return [rule(self.steps, "firstn", ids[0]), rule(self.indep, "indep", ids[1])]
 
     def text(self, pool_rule: int = 0) -> str:
-        """The CRUSH map; the rule osdmaptool's pool takes (`pool_rule`: 0 firstn, 1 indep)
-        gets id 0, the other id 1."""
-        ids = (0, 1) if pool_rule == 0 else (1, 0)
-        rules = [rule(list(self.firstn), "firstn", ids[0]), rule(list(self.indep), "indep", ids[1])]
-        return crush_text(self.layout, rules).replace(
+        return crush_text(self.layout, self.rules(pool_rule)).replace(
             "tunable straw_calc_version 1\n", f"tunable straw_calc_version {self.straw_calc_version}\n")
-
-    def make(self, tools: Tools, tmp: Path, pool_rule: int = 0) -> GeneratedMap:
-        """The map with its pool under the firstn rule (0) or the indep one (1)."""
-        spec = OsdMapSpec(pg_bits=self.pg_bits, size=self.size, mark_out=self.mark_out,
-                          crush_weights=self.crush_weights)
-        return generate(tmp, self.layout, [], spec, tools=tools, text=self.text(pool_rule))
 
     def runs(self) -> List[Tuple[int, int, Dict[int, float]]]:
         """crushtool --test runs on the map of pool_rule 0: (rule, num_rep, reweights)."""
@@ -84,6 +64,7 @@ class BucketCase:
 EVERY = ALGS
 WIDE = ("uniform", "list", "tree", "straw")
 RACKED_HOSTS = ("straw", "list", "tree")    # 3 OSDs each; a rack of these weighs like another
+UNIFORM = by_index(("uniform",), ("uniform",), "uniform")
 CASES: List[BucketCase] = [
     # hosts of every algorithm under a straw root, both straw_calc_versions
     *(BucketCase(f"hosts-of-every-alg-v{v}",
@@ -92,8 +73,8 @@ CASES: List[BucketCase] = [
                  reweights=({}, {1: 0.0, 2: 0.5, 13: 0.0, 18: 0.3, 21: 0.75, 33: 0.0}))
       for v in (0, 1)),
     # a root of each older algorithm over hosts that weigh alike
-    *(BucketCase(f"{root}-root", Layout(0, 6, 5, weight=ties, alg_of=by_index(("straw", "list", "tree",
-                                                                              "straw2"), root_alg=root)),
+    *(BucketCase(f"{root}-root", Layout(0, 6, 5, weight=ties,
+                                        alg_of=by_index(("straw", "list", "tree", "straw2"), root_alg=root)),
                  straw_calc_version=0, mark_out=(4,), crush_weights={9: 0.0},
                  reweights=({}, {0: 0.0, 6: 0.5, 11: 0.0, 27: 0.25}))
       for root in ("uniform", "list", "tree")),
@@ -101,26 +82,26 @@ CASES: List[BucketCase] = [
     BucketCase("racks-of-three-algs",
                Layout(3, 3, 3, weight=lambda o: (1.0, 2.0, 2.0)[o % 3],
                       alg_of=by_index(RACKED_HOSTS, ("straw", "list", "uniform"), "tree")),
-               firstn=("take default", "choose firstn 0 type rack", "chooseleaf firstn 1 type host", "emit"),
+               steps=("take default", "choose firstn 0 type rack", "chooseleaf firstn 1 type host", "emit"),
                indep=("set_choose_tries 100", "take default", "choose indep 3 type rack",
                       "choose indep 2 type osd", "emit"),
                straw_calc_version=0, mark_out=(20,), crush_weights={3: 0.0, 10: 1.0},
                reweights=({}, {0: 0.0, 1: 0.0, 9: 0.5, 19: 0.0, 22: 0.6})),
     # uniform all the way down: indep retries a uniform bucket whose size the count
     # divides with r + (numrep + 1) * ftotal (3 racks for 3 or 6, 2 hosts of 2 for 2)
-    BucketCase("uniform-indep", Layout(3, 2, 2, alg_of=by_index(("uniform",), ("uniform",), "uniform")),
+    BucketCase("uniform-indep", Layout(3, 2, 2, alg_of=UNIFORM),
                indep=("set_choose_tries 100", "take default", "choose indep 3 type rack",
                       "chooseleaf indep 2 type host", "emit"),
                ec_size=6, pg_bits=7, mark_out=(5,),
                reweights=({}, {0: 0.0, 4: 0.5, 9: 0.0}, {2: 0.0, 3: 0.0, 7: 0.25})),
-    BucketCase("uniform-indep-3", Layout(3, 2, 2, alg_of=by_index(("uniform",), ("uniform",), "uniform")),
+    BucketCase("uniform-indep-3", Layout(3, 2, 2, alg_of=UNIFORM),
                ec_size=3, pg_bits=7, mark_out=(1,), reweights=({}, {6: 0.0, 7: 0.5})),
     # OSDs straight from one wide host of each older algorithm, with a third of them out in
     # crushtool's runs: many collisions and retries (uniform's permutation built far along,
     # a tree of 4 levels)
     *(BucketCase(f"osds-of-one-{alg}-host",
                  Layout(0, 4, 12, weight=uniform_hosts_even(WIDE, 12), alg_of=by_index(WIDE)),
-                 firstn=(f"take host{h}", "choose firstn 0 type osd", "emit"),
+                 steps=(f"take host{h}", "choose firstn 0 type osd", "emit"),
                  indep=(f"take host{h}", "choose indep 0 type osd", "emit"),
                  size=6, ec_size=9, pg_bits=5, straw_calc_version=h % 2, mark_out=(12 * h + 3,),
                  reweights=({}, {12 * h + o: 0.0 for o in (0, 2, 5, 7)} | {12 * h + 9: 0.5},
@@ -128,8 +109,6 @@ CASES: List[BucketCase] = [
       for h, alg in enumerate(WIDE)),
 ]
 
-
-# -- the unit tests' fixture -----------------------------------------------------------------
 
 FIXTURE_CASE = BucketCase(
     "fixture", Layout(0, 5, 3, weight=lambda o: (1.0, 1.0, 2.0)[o % 3] if o // 3 else 1.0,
@@ -140,20 +119,17 @@ FIXTURE_X = 1023
 
 
 def write_fixture(tools: Tools, dest: Path) -> None:
-    """The dumps of a 15-OSD map (a host of each algorithm under a straw root,
-    straw_calc_version 0, osd.4 out, osd.10 of CRUSH weight 0), osdmaptool's up set of
-    each of its 960 PGs under the firstn rule and under the indep one, and crushtool's
-    results of both rules for inputs 0..1023 with and without reweights."""
+    """A 15-OSD map (a host of each algorithm under a straw root, straw_calc_version 0, osd.4 out,
+    osd.10 of CRUSH weight 0): its dumps, osdmaptool's PGs under each rule, crushtool's results."""
     files: Dict[str, Any] = {}
     with tools.work() as work:
         for pool_rule in (0, 1):
-            gm = FIXTURE_CASE.make(tools, work / f"rule{pool_rule}", pool_rule)
-            osd_dump, files[f"crush_dump_rule{pool_rule}.json"] = gm.dumps()
-            files[f"osdmaptool_dump_all_rule{pool_rule}.txt"] = gm.dump_all()
+            got = map_files(FIXTURE_CASE.make(tools, work / f"rule{pool_rule}", pool_rule),
+                            FIXTURE_CASE.runs() if pool_rule == 0 else (), FIXTURE_X)
+            files[f"crush_dump_rule{pool_rule}.json"] = got.pop("crush_dump.json")
+            files[f"osdmaptool_dump_all_rule{pool_rule}.txt"] = got.pop("osdmaptool_dump_all.txt")
             if pool_rule == 0:
-                files["osd_dump.json"] = osd_dump
-                files["crushtool_test.json"] = crushtool_runs(tools, gm.path.with_suffix(".crush"),
-                                                              FIXTURE_CASE.runs(), FIXTURE_X)
+                files.update(got)
     write_files(dest, files)
 
 

@@ -1,13 +1,7 @@
-"""Generate CRUSH/OSD maps with Ceph's own tools, and Ceph's mapping of them as a reference.
-
-A layout (racks x hosts x OSDs, weights, device classes) becomes CRUSH text, `crushtool -c`
-compiles it, `osdmaptool --createsimple` makes an OSDMap around it, and
-`osdmaptool --test-map-pgs-dump-all` says where Ceph puts every PG (`crushtool --test`
-says what crush_do_rule itself returns, for inputs and reweights of one's choosing).
-
-The tools are this system's unless a `Tools` says otherwise: `tentacle_tools()` runs
-Tentacle's from the host through qa/cluster/tentacle.sh, for maps Pacific cannot read
-(msr rules). What the fixture writers (msr_maps, bucket_maps, retry_maps) share is here too.
+"""CRUSH maps and OSDMaps made by Ceph's own tools from a `Layout` and rules, or from a
+`MapCase` (data): crushtool compiles the CRUSH text, `osdmaptool --createsimple` makes the
+OSDMap; osdmaptool --test-map-pgs-dump-all and crushtool --test give Ceph's mapping as the
+reference. `tentacle_tools()` runs Tentacle's tools (msr rules) through qa/cluster/tentacle.sh.
 """
 import json
 import os
@@ -35,10 +29,11 @@ TUNABLES = "".join(f"tunable {k} {v}\n" for k, v in (
 
 
 def rule(body: Sequence[str], name: str = "replicated_rule", rule_id: int = 0,
-         rule_type: str = "replicated") -> str:
+         rule_type: str = "replicated", sizes: bool = True) -> str:
+    """A rule's text; without `sizes` as Tentacle's crushtool takes it (min/max_size gone since Reef)."""
     steps = "".join(f"\tstep {s}\n" for s in body)
-    return (f"rule {name} {{\n\tid {rule_id}\n\ttype {rule_type}\n\tmin_size 1\n"
-            f"\tmax_size 20\n{steps}}}\n")
+    limits = "\tmin_size 1\n\tmax_size 20\n" if sizes else ""
+    return f"rule {name} {{\n\tid {rule_id}\n\ttype {rule_type}\n{limits}{steps}}}\n"
 
 
 REPLICATED_HOST = rule(["take default", "chooseleaf firstn 0 type host", "emit"])
@@ -102,10 +97,8 @@ CHROOT_MARKER = Path("/etc/pg-advisor-tentacle")     # qa/cluster/tentacle.sh's,
 
 @dataclass(frozen=True)
 class Tools:
-    """Where crushtool and osdmaptool run: here (`root` None), or in the Tentacle chroot
-    at `root` through qa/cluster/tentacle.sh exec, where the chroot's /tmp is `root`/tmp here:
-    files the tools read or write must lie there (`workdir`), and paths are passed as
-    the chroot sees them."""
+    """Where crushtool and osdmaptool run: here (`root` None), or in the chroot at `root`
+    (tentacle.sh exec), whose /tmp is `root`/tmp here: their files must lie there (`workdir`)."""
     root: Optional[Path] = None
 
     def run(self, *args: Union[str, Path]) -> str:
@@ -121,7 +114,6 @@ class Tools:
         return text
 
     def workdir(self) -> Path:
-        """A new directory both sides see (the caller removes it)."""
         base = None if self.root is None else self.root / "tmp"
         return Path(tempfile.mkdtemp(prefix="pg-advisor-crush-", dir=base))
 
@@ -139,7 +131,7 @@ HOST = Tools()
 
 def tentacle_tools() -> Tuple[Optional[Tools], str]:
     """(Tentacle's tools, or None and why not): this system's inside the chroot, else the
-    chroot's (qa/cluster/tentacle.sh build makes it) run from the host, which takes root."""
+    chroot's run from the host, which takes root."""
     if CHROOT_MARKER.exists():
         return HOST, ""
     root = Path(os.environ.get("PG_ADVISOR_CHROOT", "/var/lib/pg-advisor/forky"))
@@ -177,15 +169,13 @@ def crush_test(tools: Tools, crush_bin: Path, rule_id: int, num_rep: int, max_x:
 
 def crushtool_runs(tools: Tools, crush_bin: Path, runs: Iterable[Tuple[int, int, Dict[int, float]]],
                    max_x: int) -> List[Dict[str, Any]]:
-    """crush_test of each (rule, num_rep, reweights), as the fixtures' crushtool_test.json holds them."""
     return [{"rule": r, "num_rep": n, "reweight": {str(k): v for k, v in w.items()},
              "mappings": {str(x): m for x, m in crush_test(tools, crush_bin, r, n, max_x, w).items()}}
             for r, n, w in runs]
 
 
 def simple_map(tools: Tools, om: Path, text: str, num_osds: int, *createsimple: str) -> Path:
-    """`osdmaptool --createsimple` (its options `createsimple`) writes `om` around the CRUSH
-    map `text`, compiled to crush.bin beside it (returned)."""
+    """`osdmaptool --createsimple` writes `om` around `text`, compiled to crush.bin beside it."""
     (om.parent / "crush.txt").write_text(text)
     crush_bin = om.parent / "crush.bin"
     tools.run("crushtool", "-c", om.parent / "crush.txt", "-o", crush_bin)
@@ -216,16 +206,6 @@ class GeneratedMap:
             args += ["--adjust-crush-weight", ",".join(f"{o}:{w}" for o, w in self.crush_weights.items())]
         return args
 
-    def _marked(self, osd_dump: Dict) -> Dict:
-        """What --mark-up-in and --mark-out do to an `osd dump` of a new map (every OSD up
-        to max_osd made, up and in; the CRUSH weights are in the exported CRUSH map)."""
-        osd_dump["osds"] = [
-            {"osd": i, "up": 1, "in": 0 if i in self.mark_out else 1,
-             "weight": 0.0 if i in self.mark_out else 1.0, "primary_affinity": 1.0,
-             "state": ["exists", "up"]}
-            for i in range(osd_dump["max_osd"])]
-        return osd_dump
-
     def dumps(self, pg_num: Optional[int] = None) -> Tuple[Dict, Dict]:
         """(osd dump, crush dump) JSON as Ceph prints them, in the marked state."""
         try:
@@ -237,7 +217,11 @@ class GeneratedMap:
             if "failed (-11)" not in str(e) or self.as_is:
                 raise
             text = self.tools.run("osdmaptool", self.path, "--dump", "json")
-            osd_dump = self._marked(json.loads(text[text.index("{"):]))
+            osd_dump = json.loads(text[text.index("{"):])
+            # what --mark-up-in and --mark-out do (CRUSH weights: in the exported CRUSH map)
+            osd_dump["osds"] = [{"osd": i, "up": 1, "in": int(i not in self.mark_out),
+                                 "weight": 0.0 if i in self.mark_out else 1.0, "primary_affinity": 1.0,
+                                 "state": ["exists", "up"]} for i in range(osd_dump["max_osd"])]
         if pg_num is not None:   # what osdmaptool's --pg_num does to the pools
             for p in osd_dump["pools"]:
                 p["pg_num"] = p["pg_num_target"] = pg_num
@@ -259,8 +243,7 @@ class GeneratedMap:
 
 def mismatches(snap: snapshot.Snapshot, ref: Dict[str, Tuple[List[int], int]],
                pgp_num: Optional[int] = None) -> List[str]:
-    """Every PG whose up set or primary pg_advisor maps otherwise than `ref` (a
-    GeneratedMap's reference()), named; fails unless both mapped the same PGs."""
+    """Every PG pg_advisor maps otherwise than `ref` (reference()), named; both must map the same PGs."""
     placer = Placer(snap)
     bad = []
     seen = 0
@@ -277,34 +260,75 @@ def mismatches(snap: snapshot.Snapshot, ref: Dict[str, Tuple[List[int], int]],
 
 @dataclass(frozen=True)
 class OsdMapSpec:
-    """The OSDMap `osdmaptool --createsimple` makes around a CRUSH map: its one pool (PGs
-    per OSD 2^pg_bits, placed 2^pgp_bits, None: as many; `size` replicas), and the state
-    every tool call then puts it in (GeneratedMap.state_args: `mark_out`, at most one OSD
-    out; `crush_weights`, OSD -> CRUSH weight)."""
+    """--createsimple's pool (PGs per OSD 2^pg_bits, placed 2^pgp_bits, None: as many; `size`
+    replicas), and the state every tool call puts the map in (GeneratedMap.state_args)."""
     pg_bits: int = 6
     pgp_bits: Optional[int] = None
     size: int = 3
-    mark_out: Sequence[int] = ()
+    mark_out: Sequence[int] = ()        # at most one OSD
     crush_weights: Optional[Mapping[int, float]] = None
+
+    def handle(self, path: Path, num_osds: int, tools: Tools = HOST) -> "GeneratedMap":
+        return GeneratedMap(path=path, num_osds=num_osds, mark_out=list(self.mark_out),
+                            crush_weights=dict(self.crush_weights or {}), tools=tools)
 
 
 def generate(tmp: Path, layout: Layout, rules: Sequence[str], osdmap: OsdMapSpec = OsdMapSpec(),
              tools: Tools = HOST, text: Optional[str] = None) -> GeneratedMap:
-    """Write the maps under tmp (one `tools` can reach) and return a handle on them; the
-    CRUSH map is the layout's with `rules`, or `text` as given; the OSDMap around it is `osdmap`."""
+    """The maps under tmp: the layout's CRUSH map with `rules` (or `text`), in the OSDMap `osdmap`."""
     tmp.mkdir(parents=True, exist_ok=True)
     om = tmp / "osdmap.bin"
     pgp_bits = osdmap.pgp_bits if osdmap.pgp_bits is not None else osdmap.pg_bits
     simple_map(tools, om, text if text is not None else crush_text(layout, rules), layout.num_osds,
                "--with-default-pool", "--pg-bits", str(osdmap.pg_bits), "--pgp-bits", str(pgp_bits),
                f"--osd_pool_default_size={osdmap.size}")
-    return GeneratedMap(path=om, num_osds=layout.num_osds, mark_out=list(osdmap.mark_out),
-                        crush_weights=dict(osdmap.crush_weights or {}), tools=tools)
+    return osdmap.handle(om, layout.num_osds, tools)
+
+
+@dataclass
+class MapCase:
+    """One rule (id 0) over a layout, in --createsimple's map (2^pg_bits PGs per OSD; `pool_size`
+    or `size` replicas) in the state `mark_out`, `crush_weights`; crushtool runs under `reweights`."""
+    name: str
+    layout: Layout
+    steps: Tuple[str, ...] = ("take default", "chooseleaf firstn 0 type host", "emit")
+    size: int = 3
+    pg_bits: int = 6
+    rule_type: str = "replicated"
+    mark_out: Tuple[int, ...] = ()
+    crush_weights: Dict[int, float] = field(default_factory=dict)
+    reweights: Tuple[Dict[int, float], ...] = ({},)
+    pool_size: Optional[int] = None     # osdmaptool's pool, when not `size` (it makes 10 at most)
+    tunables: str = ""                  # CRUSH text before the map's: tunable lines
+    extra: str = ""                     # CRUSH text after its rules: weight sets
+
+    def rules(self, pool_rule: int = 0) -> List[str]:
+        """Rule 0 `steps` (without min/max_size, as Tentacle's crushtool takes msr rules)."""
+        return [rule(self.steps, "msr", 0, self.rule_type, sizes=False)]
+
+    def text(self, pool_rule: int = 0) -> str:
+        return self.tunables + crush_text(self.layout, self.rules(pool_rule)) + self.extra
+
+    def make(self, tools: Tools, tmp: Path, pool_rule: int = 0) -> GeneratedMap:
+        spec = OsdMapSpec(pg_bits=self.pg_bits, size=self.pool_size or self.size, mark_out=self.mark_out,
+                          crush_weights=self.crush_weights)
+        return generate(tmp, self.layout, [], spec, tools=tools, text=self.text(pool_rule))
+
+
+def map_files(gm: GeneratedMap, runs: Iterable[Tuple[int, int, Dict[int, float]]], max_x: int,
+              dump_all: bool = True, crush_bin: Optional[Path] = None) -> Dict[str, Any]:
+    """A fixture's files of a map: its dumps, osdmaptool's PGs, crushtool's results of `runs`."""
+    osd_dump, crush = gm.dumps()
+    files: Dict[str, Any] = {"osd_dump.json": osd_dump, "crush_dump.json": crush}
+    if dump_all:
+        files["osdmaptool_dump_all.txt"] = gm.dump_all()
+    files["crushtool_test.json"] = crushtool_runs(gm.tools, crush_bin or gm.path.with_suffix(".crush"),
+                                                  runs, max_x)
+    return files
 
 
 def synthetic_pg_dump(snap: snapshot.Snapshot, sigma: float, seed: int = 1) -> Dict[str, Any]:
-    """A `pg dump` of the map's PGs where PG sizes spread lognormally (sigma), as skewed
-    object sizes or hot buckets make them."""
+    """A `pg dump` of the map's PGs, their sizes spread lognormally (sigma)."""
     rng = np.random.default_rng(seed)
     logs = np.random.default_rng(seed + 1)      # apart, so the sizes stay what they were
     stats = []
@@ -335,8 +359,7 @@ def write_files(dest: Path, files: Mapping[str, Any]) -> None:
 
 def write_fixture_main(argv: Sequence[str], name: str, fixture: Path,
                        write: Callable[[Tools, Path], None], tentacle: bool = False) -> int:
-    """A fixture writer's command line: `python3 -m qa.maps.NAME [DEST]`, with Tentacle's tools
-    if `tentacle`."""
+    """`python3 -m qa.maps.NAME [DEST]`, with Tentacle's tools if `tentacle`."""
     tools, why = tentacle_tools() if tentacle else (HOST, "")
     if tools is None:
         print(f"{name}: {why}", file=sys.stderr)

@@ -1,6 +1,6 @@
-"""Benchmark OSDMaps that `osdmaptool --createsimple` cannot make: erasure-coded pools, a pool per
-rule, any pg_num. A throw-away ceph-mon without OSDs, seeded with our CRUSH map, creates the pools
-exactly as a cluster would, and we keep its binary OSDMap (about 2 s for 10,000 OSDs).
+"""OSDMaps `osdmaptool --createsimple` cannot make (EC pools, a pool per rule, any pg_num): a
+throw-away ceph-mon without OSDs, seeded with our CRUSH map, creates the pools as a cluster
+would, and we keep its binary OSDMap (about 2 s for 10,000 OSDs).
 
     PYTHONPATH=src /usr/bin/python3 -m qa.maps.monbuilt --demo [--big] [--out DIR]
 """
@@ -8,21 +8,20 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-import rados
-
 from ..cluster import free_port
-from .crushgen import HOST, REPLICATED_HOST, GeneratedMap, Layout, crush_text, rule, run, simple_map
+from ..cluster.rados_client import Rados
+from .crushgen import (HOST, REPLICATED_HOST, GeneratedMap, Layout, OsdMapSpec, crush_text, rule, run,
+                       simple_map)
 
 
 @dataclass
@@ -94,49 +93,28 @@ class _Mon:
             self.proc: Optional[subprocess.Popen] = subprocess.Popen(
                 ["ceph-mon", "-c", str(self.conf), "-i", "a", "-f"], env=self.env,
                 stdin=subprocess.DEVNULL, stdout=err, stderr=subprocess.STDOUT)
-        self.cluster: Optional[rados.Rados] = None
-
-    def _state(self) -> Optional[str]:
-        """The mon's state from its admin socket (a length-prefixed reply to a NUL-ended command)."""
-        try:
-            with socket.socket(socket.AF_UNIX) as s:
-                s.settimeout(5)
-                s.connect(str(self.d / "run" / "mon.a.asok"))
-                s.sendall(b'{"prefix": "mon_status"}\0')
-                data = b""
-                while chunk := s.recv(65536):
-                    data += chunk
-            return str(json.loads(data[4:])["state"])
-        except (OSError, ValueError, KeyError):
-            return None
+        self.client: Optional[Rados] = None
 
     def connect(self, timeout: float = 30) -> None:
-        # wait for the mon to lead before librados connects: a mon that lost its port to someone
-        # else exits only after its bind retries, and librados would hang on the stranger's port
-        deadline = time.monotonic() + timeout
-        while self._state() != "leader":
+        try:
+            self.client = Rados(str(self.conf), connect_timeout=int(timeout))
+        except Exception as e:
             assert self.proc is not None
-            if self.proc.poll() is not None:
-                err = (self.d / "stderr").read_text(errors="replace")
-                raise RuntimeError(f"ceph-mon exited ({self.proc.returncode}): {err[-2000:]}"
-                                   f" (mon in {self.d})")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"ceph-mon did not lead in {timeout} s (mon in {self.d})")
-            time.sleep(0.05)
-        self.cluster = rados.Rados(conffile=str(self.conf))
-        self.cluster.connect(timeout=int(timeout))
+            err = (self.d / "stderr").read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"no mon in {timeout} s (exit code {self.proc.poll()}): {e}: {err}"
+                               f" (mon in {self.d})") from e
 
-    def command(self, prefix: str, **args: Any) -> bytes:
-        assert self.cluster is not None
-        ret, out, err = self.cluster.mon_command(json.dumps({"prefix": prefix, **args}), b"")
-        if ret:
-            raise RuntimeError(f"mon command {prefix} {args} failed ({ret}): {err} (mon in {self.d})")
-        return out
+    def command(self, prefix: str, **args: Any) -> Any:
+        """A mon command's JSON answer; "osd getmap"'s bytes."""
+        assert self.client is not None
+        if prefix == "osd getmap":
+            return self.client.raw("mon", prefix, 600)[1]
+        return self.client.command("mon", prefix, 600, **args)
 
     def stop(self) -> None:
-        if self.cluster is not None:
-            self.cluster.shutdown()
-            self.cluster = None
+        if self.client is not None:
+            self.client.shutdown()
+            self.client = None
         if self.proc is not None:
             # SIGKILL: the store is thrown away, and a clean shutdown first waits out the mon's
             # background PG mapping job (2.5 s at 10,000 OSDs)
@@ -161,8 +139,7 @@ def _create_pool(mon: _Mon, p: PoolSpec, default_rule: str) -> None:
 
 
 def make_osds(mon: _Mon, n: int) -> None:
-    """OSDs 0..n-1 existing and in, never booted (down): CRUSH maps every PG onto them,
-    none is up."""
+    """OSDs 0..n-1 existing and in, never booted (down): CRUSH maps PGs onto them, none is up."""
     def one(i: int) -> None:
         mon.command("osd new", uuid=str(uuid.uuid4()), id=i)
     with ThreadPoolExecutor(32) as pool:
@@ -170,97 +147,54 @@ def make_osds(mon: _Mon, n: int) -> None:
     mon.command("osd in", ids=["all"])
 
 
-@dataclass(frozen=True)
-class OsdStates:
-    """The OSDs' states a map's handle sets for every tool (GeneratedMap.state_args): the
-    OSDs `mark_out` out (osdmaptool marks one at most), and the CRUSH weights
-    `crush_weights` (OSD -> weight)."""
-    mark_out: Sequence[int] = ()
-    crush_weights: Mapping[int, float] = field(default_factory=dict)
-
-
-def _states_for_items(mon: _Mon, num_osds: int, states: OsdStates) -> None:
-    """What the mon needs to keep items: it keeps one only on OSDs that exist and are in,
-    and only where CRUSH picks its source (OSDMap::check_pg_upmaps after each change). So
-    the OSDs made (before the pools: each OSD is a map epoch, cheap while no PG maps), the
-    out ones out and the CRUSH weights set, as the handle's osdmaptool options set them."""
-    make_osds(mon, num_osds)
-    if states.mark_out:
-        mon.command("osd out", ids=[str(o) for o in states.mark_out])
-    for o, w in states.crush_weights.items():
-        mon.command("osd crush reweight", name=f"osd.{o}", weight=float(w))
-    mon.command("osd set-require-min-compat-client", version="luminous", yes_i_really_mean_it=True)
-
-
-def _set_items(mon: _Mon, items: Mapping[str, Sequence[Tuple[int, int]]]) -> None:
-    def one(kv: Tuple[str, Sequence[Tuple[int, int]]]) -> None:
-        mon.command("osd pg-upmap-items", pgid=kv[0], id=[int(x) for pair in kv[1] for x in pair])
-    # concurrent: the commands that wait on one proposal go into the next map epoch together
-    with ThreadPoolExecutor(32) as pool:
-        list(pool.map(one, [(k, v) for k, v in items.items() if v]))
-
-
 def build(tmp: Path, layout: Layout, rules: Sequence[str], pools: Sequence[PoolSpec],
-          states: OsdStates = OsdStates(),
+          states: OsdMapSpec = OsdMapSpec(),
           items: Optional[Mapping[str, Sequence[Tuple[int, int]]]] = None) -> GeneratedMap:
-    """Write tmp/osdmap.bin holding the layout, the rules and the pools; return a handle on it.
-    The OSDs do not exist in it (as with --createsimple): the handle marks them up and in,
-    then sets `states`. With `items` (pg-upmap-items, as a balancer proposes them for the
-    handle's state) the OSDs exist, down, and the map holds those items (osdmaptool cannot
-    set any)."""
+    """tmp/osdmap.bin holding the layout, the rules and the pools, and a handle on it in
+    `states`. Its OSDs do not exist (as with --createsimple) unless there are `items`
+    (pg-upmap-items for the handle's state, which osdmaptool cannot set): then they exist, down."""
     tmp.mkdir(parents=True, exist_ok=True)
     seed = tmp / "osdmap0.bin"
-    # no --with-default-pool: every pool comes from the mon. The OSDs stay nonexistent, as in
-    # crushgen's maps: up OSDs that never booted (--mark-up-in persists when the same osdmaptool
-    # call writes the map) kill the mon, "FAILED ceph_assert(osdmap.get_up_osd_features() &
-    # CEPH_FEATURE_MON_STATEFUL_SUB)" in check_pg_creates_subs
+    # no --with-default-pool: every pool comes from the mon. The OSDs stay nonexistent: up OSDs
+    # that never booted kill the mon ("FAILED ceph_assert(osdmap.get_up_osd_features() &
+    # CEPH_FEATURE_MON_STATEFUL_SUB)" in check_pg_creates_subs)
     crush_bin = simple_map(HOST, seed, crush_text(layout, rules), layout.num_osds)
     default_rule = json.loads(run("crushtool", "-i", str(crush_bin), "--dump"))["rules"][0]["rule_name"]
-
     # not under tmp: the admin socket's path must stay within AF_UNIX's 107 bytes
     mon_dir = Path(tempfile.mkdtemp(prefix="monbuilt-mon-"))
-    mon: Optional[_Mon] = None
+    mon = _Mon(mon_dir, seed)
     ok = False
     try:
-        mon = _Mon(mon_dir, seed)
         mon.connect()
         if items:
-            _states_for_items(mon, layout.num_osds, states)
+            # the mon keeps an item only on OSDs that exist and are in (check_pg_upmaps): they
+            # are made before the pools (each is a map epoch, cheap while no PG maps)
+            make_osds(mon, layout.num_osds)
+            if states.mark_out:
+                mon.command("osd out", ids=[str(o) for o in states.mark_out])
+            for o, w in (states.crush_weights or {}).items():
+                mon.command("osd crush reweight", name=f"osd.{o}", weight=float(w))
+            mon.command("osd set-require-min-compat-client", version="luminous", yes_i_really_mean_it=True)
         for p in pools:
             _create_pool(mon, p, default_rule)
-        made = {d["pool_name"]: d for d in json.loads(mon.command(
-            "osd pool ls", detail="detail", format="json"))}
-        for p in pools:
-            d = made[p.name]
+        asked = {p.name: p.pg_num for p in pools}
+        for d in mon.command("osd pool ls", detail="detail", format="json"):
             got = (d["pg_num"], d["pg_num_target"], d["pg_placement_num"], d["pg_placement_num_target"])
-            if got != (p.pg_num,) * 4:
-                raise RuntimeError(f"pool {p.name}: asked pg_num {p.pg_num}, mon made (pg_num, "
-                                   f"target, pgp_num, target) = {got}")
-        if items:
-            _set_items(mon, items)
+            if got != (asked[d["pool_name"]],) * 4:
+                raise RuntimeError(f"pool {d['pool_name']}: asked pg_num {asked[d['pool_name']]}, mon made "
+                                   f"(pg_num, target, pgp_num, target) = {got}")
+        pairs = [(pgid, [int(x) for pair in v for x in pair]) for pgid, v in (items or {}).items() if v]
+        # concurrent: the commands that wait on one proposal go into the next map epoch together
+        with ThreadPoolExecutor(32) as ex:
+            list(ex.map(lambda a: mon.command("osd pg-upmap-items", pgid=a[0], id=a[1]), pairs))
         om = tmp / "osdmap.bin"
         om.write_bytes(mon.command("osd getmap"))
         ok = True
     finally:
-        if mon is not None:
-            mon.stop()
+        mon.stop()
         if ok:   # after a failure its log stays for the post-mortem (errors name the dir)
             shutil.rmtree(mon_dir, ignore_errors=True)
-    return GeneratedMap(path=om, num_osds=layout.num_osds, mark_out=list(states.mark_out),
-                        crush_weights=dict(states.crush_weights))
-
-
-def pools_of(gm: GeneratedMap) -> List[Dict[str, Any]]:
-    osd_dump, crush = gm.dumps()
-    rules = {r["rule_id"]: r["rule_name"] for r in crush["rules"]}
-    return [{"id": p["pool"], "name": p["pool_name"], "type": {1: "replicated", 3: "erasure"}[p["type"]],
-             "size": p["size"], "pg_num": p["pg_num"], "pgp_num": p["pg_placement_num"],
-             "rule": rules[p["crush_rule"]]} for p in osd_dump["pools"]]
-
-
-def _multi_weight(o: int) -> float:
-    # rooms of unequal weight (1 : 2 : 3), OSDs of two sizes within each
-    return (1.0, 2.0, 3.0)[o // 24] * (1.0, 1.5)[o % 2]
+    return states.handle(om, layout.num_osds)
 
 
 HDD = "take default class hdd"
@@ -296,7 +230,8 @@ CASES: Dict[str, Tuple[Layout, List[str], List[PoolSpec]]] = {
               PoolSpec("p_rack_host", 1024, "rack_then_host"), PoolSpec("ec42", 1024, ec=(4, 2))]),
     "10000": (Layout(20, 25, 20, weight=lambda o: (1.0, 2.0, 4.0)[o % 3]), [REPLICATED_HOST],
               [PoolSpec("rbd", 81920)]),
-    "multi": (Layout(2, 3, 4, weight=_multi_weight, rooms=3,
+    # rooms of unequal weight (1 : 2 : 3), OSDs of two sizes within each
+    "multi": (Layout(2, 3, 4, weight=lambda o: (1.0, 2.0, 3.0)[o // 24] * (1.0, 1.5)[o % 2], rooms=3,
                      device_class=lambda o: "ssd" if o % 4 == 3 else "hdd"),
               MULTI_RULES,
               [PoolSpec("ec83", 512, "ec83_racks", ec=(8, 3)), PoolSpec("rep4", 512, "two_racks", size=4),
@@ -310,18 +245,19 @@ CASES: Dict[str, Tuple[Layout, List[str], List[PoolSpec]]] = {
                     MULTI384_POOLS + [PoolSpec("rgw", 512, "one_per_room")]),
 }
 # OSD states of a case, set as osdmaptool sets them for every tool: out, CRUSH weight
-STATES: Dict[str, OsdStates] = {
-    "multi": OsdStates([30], {10: 0.0, 50: 0.0}),
-    "multi384": OsdStates([141], {10: 0.0, 150: 0.0, 77: 0.5, 260: 1.2}),
+STATES: Dict[str, OsdMapSpec] = {
+    "multi": OsdMapSpec(mark_out=[30], crush_weights={10: 0.0, 50: 0.0}),
+    "multi384": OsdMapSpec(mark_out=[141], crush_weights={10: 0.0, 150: 0.0, 77: 0.5, 260: 1.2}),
     # more OSDs of other CRUSH weights, in every room
-    "multi384rgw": OsdStates([141], {10: 0.0, 150: 0.0, 77: 0.5, 260: 1.2, 20: 2.5, 33: 0.3, 300: 0.4}),
+    "multi384rgw": OsdMapSpec(mark_out=[141], crush_weights={10: 0.0, 150: 0.0, 77: 0.5, 260: 1.2, 20: 2.5,
+                                                             33: 0.3, 300: 0.4}),
 }
 
 
 def build_case(tmp: Path, name: str,
                items: Optional[Mapping[str, Sequence[Tuple[int, int]]]] = None) -> GeneratedMap:
     layout, rules, pools = CASES[name]
-    return build(tmp, layout, rules, pools, STATES.get(name, OsdStates()), items)
+    return build(tmp, layout, rules, pools, STATES.get(name, OsdMapSpec()), items)
 
 
 # Items Ceph's own balancer (`osdmaptool --upmap`: it chooses at random, so recorded)
@@ -361,8 +297,14 @@ def demo(big: bool, out: Optional[Path]) -> None:
             gm = build((out or Path(d)) / label, layout, rules, pools)
             dt = time.monotonic() - t0
             print(f"{label} OSDs: built in {dt:.1f} s" + (f" -> {gm.path}" if out else ""))
-            for p in pools_of(gm):
-                print("  " + "  ".join(f"{k}={v}" for k, v in p.items()))
+            osd_dump, crush = gm.dumps()
+            rule_of = {r["rule_id"]: r["rule_name"] for r in crush["rules"]}
+            for p in osd_dump["pools"]:
+                cells = {"id": p["pool"], "name": p["pool_name"],
+                         "type": {1: "replicated", 3: "erasure"}[p["type"]], "size": p["size"],
+                         "pg_num": p["pg_num"], "pgp_num": p["pg_placement_num"],
+                         "rule": rule_of[p["crush_rule"]]}
+                print("  " + "  ".join(f"{k}={v}" for k, v in cells.items()))
 
 
 if __name__ == "__main__":

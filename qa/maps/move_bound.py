@@ -1,20 +1,13 @@
-"""A tighter lower bound on a balance's moves: the fewest the rule's counts allow, by MILP
-(doc/balance.rst). The balancer's own bound (balance.Level.bound) counts replicas beyond
-an OSD's floor or ceiling; where the rule ties replicas together (EC 8+3 in 4 racks of 3
-hosts) reaching them may take more moves than that.
-
-a[r, o] in [0, 1]: PG row r ends with a replica on OSD o (each row keeps its number);
-y[r, b] in {0, 1}: it uses bucket b of a type the rule chooses, which holds at most the
-step's cap of its replicas, at most `span` such per bucket of the step before (`total` in
-all); each OSD's count per pool and in total within floor/ceil of its share; unhealthy rows
-stay. a is continuous (a relaxation), so the solver's dual bound on the replicas leaving
-their OSDs bounds every balancer from the same start, even when stopped by its time limit;
-its best placement, if 0/1 and keeping the spans, bounds the minimum from above.
+"""A tighter lower bound on a balance's moves than the balancer's own (balance.Level.bound):
+the fewest the rule's counts allow, by MILP (doc/balance.rst). a[r, o] in [0, 1]: row r ends
+with a replica on OSD o; y[r, b] in {0, 1}: it uses bucket b of a type the rule chooses, which
+holds at most the step's cap, at most `span` such per bucket of the step before (`total` in
+all); each OSD's count per pool and in total within floor/ceil of its share. a is relaxed, so
+the solver's dual bound holds for every balancer even when stopped by its time limit.
 
     PYTHONPATH=src /usr/bin/python3 -m qa.maps.move_bound [--time-limit 900]
 
-prints both for the "multi" map with OSDs reweighted and Ceph's items set, beside the
-balancer's moves and its own bound. qa only (scipy's HiGHS), never imported by the module.
+prints it for the reweighted "multi" map beside the balancer's moves. qa only (scipy's HiGHS).
 """
 from dataclasses import dataclass
 import time
@@ -50,18 +43,19 @@ class Rows:
         self.b: List[np.ndarray] = []
         self.count = 0
 
-    def add(self, local_row: np.ndarray, cols: np.ndarray, coef: float, rhs: np.ndarray) -> None:
-        """Entries (local_row[i], cols[i]) of a block of rhs.size new rows."""
-        self.add_terms([(local_row, cols, coef)], rhs)
-
-    def add_terms(self, terms: List[Tuple[np.ndarray, np.ndarray, float]], rhs: np.ndarray) -> None:
-        """rhs.size new rows, each a sum over several blocks of entries."""
+    def add(self, rhs: np.ndarray, *terms: Tuple[np.ndarray, np.ndarray, float]) -> None:
+        """rhs.size new rows: entries (local_row[i], cols[i]) times coef of each term."""
         for local_row, cols, coef in terms:
             self.r.append(local_row + self.count)
             self.c.append(cols)
             self.v.append(np.full(cols.size, coef))
         self.b.append(np.asarray(rhs, dtype=float))
         self.count += rhs.size
+
+    def within_share(self, rows: np.ndarray, cols: np.ndarray, share: np.ndarray) -> None:
+        """floor(share) <= each row's sum <= ceil(share)."""
+        self.add(np.ceil(share - EPS), (rows, cols, 1.0))
+        self.add(-np.floor(share + EPS), (rows, cols, -1.0))
 
     def matrix(self, nvars: int) -> Tuple[sparse.csr_matrix, np.ndarray]:
         m = sparse.csr_matrix((np.concatenate(self.v), (np.concatenate(self.r), np.concatenate(self.c))),
@@ -78,10 +72,22 @@ def move_bound(bal: Balancer, time_limit: float = 120.0) -> Optional[MoveBound]:
         return None
     anc = ancestors(bal.snap)
     eq, le = Rows(), Rows()
-    lbs, ubs, objs, integer = [], [], [], []
+    lbs: List[np.ndarray] = []
+    ubs: List[np.ndarray] = []
+    objs: List[np.ndarray] = []
+    integer: List[np.ndarray] = []
     layout: List[Tuple[int, np.ndarray, int, int]] = []
     tot_cols, tot_osds = [], []
     col0 = 0
+
+    def new_vars(lb: np.ndarray, ub: np.ndarray, obj: np.ndarray, integral: float) -> np.ndarray:
+        """Columns for lb.shape new variables."""
+        nonlocal col0
+        for out, v in ((lbs, lb), (ubs, ub), (objs, obj), (integer, np.full(lb.shape, integral))):
+            out.append(v.reshape(-1).astype(float))
+        col0 += lb.size
+        return col0 - lb.size + np.arange(lb.size).reshape(lb.shape)
+
     for st in bal.states:
         base = st.base
         valid = (base >= 0) & (base < n)
@@ -93,15 +99,10 @@ def move_bound(bal: Balancer, time_limit: float = 120.0) -> Optional[MoveBound]:
         # a healthy row may take any allowed OSD or keep one it holds; others stay put
         ub = np.where(st.healthy[:, None], st.allowed[cand][None, :] | on_base, on_base)
         lb = np.where(st.healthy[:, None], False, on_base)
-        var = col0 + np.arange(R * C).reshape(R, C)
-        lbs.append(lb.reshape(-1).astype(float))
-        ubs.append(ub.reshape(-1).astype(float))
-        objs.append(-on_base.reshape(-1).astype(float))
-        integer.append(np.zeros(R * C))
         layout.append((col0, cand, R, C))
+        var = new_vars(lb, ub, -1.0 * on_base, 0.0)
         # each row keeps its number of replicas
-        eq.add(np.repeat(np.arange(R), C), var.reshape(-1), 1.0, valid.sum(axis=1))
-        col0 += R * C
+        eq.add(valid.sum(axis=1), (np.repeat(np.arange(R), C), var.reshape(-1), 1.0))
         # a bucket of a type the rule chooses holds at most `cap` of one PG's replicas, and
         # a PG uses at most `span` such buckets (per bucket of the step before) and `total`
         # in all: y[r, b] = 1 when row r uses bucket b, integer so that spans bind
@@ -112,16 +113,11 @@ def move_bound(bal: Balancer, time_limit: float = 120.0) -> Optional[MoveBound]:
             bucket_ids, bucket = np.unique(anc[lim.type][cand], return_inverse=True)
             nb = bucket_ids.size
             cap = min(lim.cap, width)
-            y = col0 + np.arange(R * nb).reshape(R, nb)
-            col0 += R * nb
-            lbs.append(np.zeros(R * nb))
-            ubs.append(np.ones(R * nb))
-            objs.append(np.zeros(R * nb))
-            integer.append(np.ones(R * nb))
+            y = new_vars(np.zeros((R, nb)), np.ones((R, nb)), np.zeros((R, nb)), 1.0)
             # sum of a over the bucket - cap * y <= 0
             rows = (np.arange(R)[:, None] * nb + bucket[None, :]).reshape(-1)
-            le.add_terms([(rows, var.reshape(-1), 1.0), (np.arange(R * nb), y.reshape(-1), -float(cap))],
-                         np.zeros(R * nb))
+            le.add(np.zeros(R * nb), (rows, var.reshape(-1), 1.0),
+                   (np.arange(R * nb), y.reshape(-1), -float(cap)))
             # at most `span` buckets per bucket of the step before (or in all)
             if lim.above is None:
                 group = np.zeros(nb, np.int64)
@@ -129,20 +125,16 @@ def move_bound(bal: Balancer, time_limit: float = 120.0) -> Optional[MoveBound]:
                 first = np.array([np.flatnonzero(bucket == b)[0] for b in range(nb)])
                 _, group = np.unique(anc[lim.above][cand[first]], return_inverse=True)
             ng = int(group.max(initial=-1)) + 1
-            le.add((np.arange(R)[:, None] * ng + group[None, :]).reshape(-1), y.reshape(-1),
-                   1.0, np.full(R * ng, float(lim.span)))
+            le.add(np.full(R * ng, float(lim.span)),
+                   ((np.arange(R)[:, None] * ng + group[None, :]).reshape(-1), y.reshape(-1), 1.0))
             if lim.total is not None:
-                le.add(np.repeat(np.arange(R), nb), y.reshape(-1), 1.0, np.full(R, float(lim.total)))
-        # per OSD of the pool: floor(share) <= count <= ceil(share)
-        per_osd = np.broadcast_to(np.arange(C), (R, C)).reshape(-1)
-        le.add(per_osd, var.reshape(-1), 1.0, np.ceil(st.share[cand] - EPS))
-        le.add(per_osd, var.reshape(-1), -1.0, -np.floor(st.share[cand] + EPS))
+                le.add(np.full(R, float(lim.total)), (np.repeat(np.arange(R), nb), y.reshape(-1), 1.0))
+        # each OSD's count in the pool within its share
+        le.within_share(np.broadcast_to(np.arange(C), (R, C)).reshape(-1), var.reshape(-1), st.share[cand])
         tot_cols.append(var.reshape(-1))
         tot_osds.append(np.broadcast_to(cand, (R, C)).reshape(-1))
     if len(bal.states) > 1:      # each OSD's total over the pools, the same way
-        cols, osds = np.concatenate(tot_cols), np.concatenate(tot_osds)
-        le.add(osds, cols, 1.0, np.ceil(bal.total.share - EPS))
-        le.add(osds, cols, -1.0, -np.floor(bal.total.share + EPS))
+        le.within_share(np.concatenate(tot_osds), np.concatenate(tot_cols), bal.total.share)
     A_ub, b_ub = le.matrix(col0)
     A_eq, b_eq = eq.matrix(col0)
     c = np.concatenate(objs)

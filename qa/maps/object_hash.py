@@ -1,7 +1,5 @@
-"""Which PG an object is in, as librados computes it: Ceph's string hash
-(ceph_str_hash_rjenkins, Bob Jenkins' lookup2 over the name's bytes, for pools with
-object_hash rjenkins and no namespace), then the stable mod over pg_num. The latency
-bench lays each slow op at its own PG's peering with it."""
+"""Which PG an object is in, as librados computes it (object_hash rjenkins, no namespace):
+ceph_str_hash_rjenkins (lookup2) over the name, then the stable mod over pg_num."""
 from typing import Tuple
 
 M32 = 0xFFFFFFFF
@@ -9,7 +7,7 @@ GOLDEN = 0x9E3779B9
 
 
 def _mix(a: int, b: int, c: int) -> Tuple[int, int, int]:
-    # lookup2's mix: the shifts of ceph_hash.cc, on 32-bit words
+    """lookup2's mix: the shifts of ceph_hash.cc, on 32-bit words."""
     for sa, sb, sc in ((13, 8, 13), (12, 16, 5), (3, 10, 15)):
         a = ((a - b - c) & M32) ^ (c >> sa)
         b = ((b - c - a) & M32) ^ ((a << sb) & M32)

@@ -1,9 +1,7 @@
-"""A map where CRUSH retries to the end: 4 hosts of 3 OSDs, one rule per way to choose
-(firstn and indep, choose and chooseleaf, of hosts and of OSDs, one step or two), each
-asking more replicas than some reweights leave room for: rows retry every try, leave
-holes, stop early, or (a chooseleaf indep of devices) keep a rejected device as their leaf.
-`PYTHONPATH=src:. python3 -m qa.maps.retry_maps [DEST]` writes the unit tests' fixture
-(fixtures/retries): the map's dumps and crushtool's results for inputs 0..FIXTURE_X.
+"""A map where CRUSH retries to the end: 4 hosts of 3 OSDs, one rule per way to choose, each
+asking more replicas than some reweights leave room for (rows retry every try, leave holes,
+stop early, or keep a rejected device as their leaf). `python3 -m qa.maps.retry_maps [DEST]`
+writes the unit tests' fixture (fixtures/retries) for inputs 0..FIXTURE_X.
 """
 import sys
 from pathlib import Path
@@ -11,7 +9,7 @@ from typing import Any, Dict, List, Tuple
 
 from pg_advisor_testkit.dumps import FIXTURES
 
-from .crushgen import (GeneratedMap, Layout, OsdMapSpec, Tools, crushtool_runs, generate, rule,
+from .crushgen import (GeneratedMap, Layout, OsdMapSpec, Tools, crushtool_runs, generate, map_files, rule,
                        write_files, write_fixture_main)
 
 FIXTURE = FIXTURES / "retries"
@@ -47,18 +45,19 @@ def build(tools: Tools, tmp: Path) -> GeneratedMap:
     return generate(tmp, LAYOUT, rules, OsdMapSpec(pg_bits=2), tools=tools)
 
 
+RUNS = [(i, size, w) for i, (_, _, size) in enumerate(CASES) for w in REWEIGHTS]
+
+
 def runs(tools: Tools, gm: GeneratedMap, max_x: int) -> List[Dict[str, Any]]:
     """crushtool's result of every rule and reweight for inputs 0..max_x."""
-    return crushtool_runs(tools, gm.path.parent / "crush.bin",
-                          [(i, size, w) for i, (_, _, size) in enumerate(CASES) for w in REWEIGHTS], max_x)
+    return crushtool_runs(tools, gm.path.parent / "crush.bin", RUNS, max_x)
 
 
 def write_fixture(tools: Tools, dest: Path) -> None:
     with tools.work() as work:
         gm = build(tools, work)
-        osd_dump, crush = gm.dumps()
-        found = runs(tools, gm, FIXTURE_X)
-    write_files(dest, {"osd_dump.json": osd_dump, "crush_dump.json": crush, "crushtool_test.json": found})
+        files = map_files(gm, RUNS, FIXTURE_X, dump_all=False, crush_bin=work / "crush.bin")
+    write_files(dest, files)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,5 @@
-"""The balance figures of the 384-OSD maps with every pool at its bound: per pool and in total,
-the largest deviation from the share before and after, the moves against the lower bound
-and the run's time, wall and CPU, the dumps' load included (doc/balance.rst).
+"""The balance figures of the 384-OSD maps (doc/balance.rst): per pool and in total, the largest
+deviation from the share before and after, the moves against the lower bound, wall and CPU time.
 
     PG_ADVISOR_CEPH=pacific PYTHONPATH=src:. /usr/bin/python3 -m qa.maps.total_figures
 """
@@ -62,8 +61,7 @@ def devs(states: List[Any], n: int, start: bool) -> Dict[str, float]:
 def row(label: str, osd_dump: Dict[str, Any], crush: Dict[str, Any]) -> str:
     t0, c0 = time.perf_counter(), time.process_time()
     snap = snapshot.load(osd_dump, crush)
-    b = Balancer(snap)
-    res = b.run()
+    res = Balancer(snap).run()
     took, cpu = time.perf_counter() - t0, time.process_time() - c0
     n = snap.osds.count
     before, after = devs(res.pools, n, True), devs(res.pools, n, False)
