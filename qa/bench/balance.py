@@ -12,8 +12,6 @@ default) and 1; every result is measured the same way, with pg_advisor's exact C
 RSS is osdmaptool's own, pg_advisor's this process's so far. The columns: doc/balance.rst.
 """
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -30,7 +28,7 @@ from pg_advisor_testkit.proposals import applied, changed_primaries, replica_mov
 from ..cluster.ceph_release import print_ceph_version
 from ..maps.crushgen import GeneratedMap, synthetic_pg_dump
 from ..maps.monbuilt import build_case
-from .common import Items, map_label, parser, self_peak_mib, table, timed, upmap
+from .common import Items, each_map, map_label, parser, self_peak_mib, table, timed, upmap
 
 COUNT_COLS = [("map", "<32"), ("balancer", "<30"), ("pool_dev", ">8.2f"), ("tot_dev", ">7.2f"),
               ("stdev", ">6.2f"), ("items", ">6"), ("moves", ">6"), ("bound", ">6"), ("broken", ">6"),
@@ -129,15 +127,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser(__doc__, only="60,1000,multi,10000,bytes", tool_timeout=300.0,
                   bytes_sigma=0.5).parse_args(argv)
     print_ceph_version()      # osdmaptool's and the throw-away mons' (no cluster runs)
-    rows: List[List[Any]] = []
-    byte_rows: List[List[Any]] = []
-    for name in args.only.split(","):
-        with tempfile.TemporaryDirectory(prefix="pga-bal-") as tmp:
-            gm = build_case(Path(tmp), "60" if name == "bytes" else name)
-            if name == "bytes":
-                byte_rows = bytes_rows(gm, args.tool_timeout, args.bytes_sigma)
-            else:
-                rows += count_rows(gm, args.tool_timeout)
+    names = args.only.split(",")
+    rows = each_map([n for n in names if n != "bytes"], "pga-bal-",
+                    lambda name, tmp: count_rows(build_case(tmp, name), args.tool_timeout))
+    byte_rows = each_map([n for n in names if n == "bytes"][:1], "pga-bal-", lambda _, tmp: bytes_rows(
+        build_case(tmp, "60"), args.tool_timeout, args.bytes_sigma))
     if rows:
         table(COUNT_COLS, rows)
     if byte_rows:

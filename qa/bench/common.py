@@ -2,7 +2,6 @@
 (wall time, peak RSS, a time limit), osdmaptool on a built map and its pg-upmap-items, the
 offline CLI on dumps, and the tables they print."""
 import argparse
-import json
 import os
 import re
 import resource
@@ -16,12 +15,14 @@ from typing import IO, Any, Callable, Dict, Iterable, List, Mapping, Optional, S
 
 from pg_advisor.model import snapshot
 
+from ..cluster import dump_flags
 from ..maps.crushgen import GeneratedMap
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 T = TypeVar("T")
 Items = Dict[str, Tuple[Tuple[int, int], ...]]     # pgid -> pg-upmap-items pairs (empty: removed)
-ITEMS_RE = re.compile(r"^ceph osd (rm-)?pg-upmap-items (\S+)(.*)$", re.M)
+# the mon commands osdmaptool writes (--upmap: items, --read: primary)
+COMMAND_RE = re.compile(r"^ceph osd (rm-)?pg-upmap-(items|primary) (\S+)(.*)$", re.M)
 ASSERT_RE = re.compile(r"FAILED ceph_assert\(.*\)")
 
 
@@ -75,6 +76,12 @@ class Run:
                 (failed.group(0) if failed else (self.err or self.out)[-200:])
         return "done"
 
+    def ok(self) -> "Run":
+        """This run, or RuntimeError if it failed."""
+        if self.code:
+            raise RuntimeError(f"failed: {self.status}")
+        return self
+
 
 # Linux carries a process's peak RSS over fork and exec, so a child of this (big) process
 # would report at least this one's: a small python forks the command, kills it past the
@@ -126,26 +133,29 @@ def upmap(gm: GeneratedMap, deviation: Optional[int], out: Path, limit: float) -
     if run.code and not run.killed:
         raise RuntimeError(f"osdmaptool {' '.join(args)}: {run.status}")
     items: Items = {}
-    for m in ITEMS_RE.finditer(out.read_text() if out.exists() else ""):
-        v = [int(x) for x in m.group(3).split()]
-        items[m.group(2)] = () if m.group(1) else tuple(zip(v[0::2], v[1::2]))
+    for m in COMMAND_RE.finditer(out.read_text() if out.exists() else ""):
+        v = [int(x) for x in m.group(4).split()]
+        items[m.group(3)] = () if m.group(1) else tuple(zip(v[0::2], v[1::2]))
     return items, run
 
 
 def write_dumps(d: Path, docs: Mapping[str, Any]) -> List[str]:
-    """The dumps in `docs` (osd_dump, crush, pg_dump) written as d/KEY.json: the offline
-    CLI's flags for them."""
-    flags: List[str] = []
-    for key, flag in (("osd_dump", "--osdmap"), ("crush", "--crush"), ("pg_dump", "--pg-dump")):
-        if key in docs:
-            (d / f"{key}.json").write_text(json.dumps(docs[key]))
-            flags += [flag, str(d / f"{key}.json")]
-    return flags
+    """qa.cluster.dump_flags of the dumps in `docs` a benchmark passes: osd_dump, crush, pg_dump."""
+    return dump_flags(d, docs, ("osd_dump", "crush", "pg_dump"))
 
 
 def cli(flags: Sequence[str], *args: str) -> Run:
     """The offline CLI as a user runs it: `python3 -m pg_advisor FLAGS ARGS`."""
     return measured([sys.executable, "-m", "pg_advisor", *flags, *args])
+
+
+def each_map(names: Iterable[str], prefix: str, rows: Callable[[str, Path], List[T]]) -> List[T]:
+    """rows(name, a temporary directory of its own) of each name, joined."""
+    out: List[T] = []
+    for name in names:
+        with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+            out += rows(name, Path(tmp))
+    return out
 
 
 def map_label(num_osds: int, snap: snapshot.Snapshot) -> str:

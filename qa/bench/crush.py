@@ -30,8 +30,7 @@ def main() -> int:
         gm = generate(Path(tmp), layout, [REPLICATED_HOST], OsdMapSpec(pg_bits=args.pg_bits))
         osd_dump, crush = gm.dumps(args.pg_num)
         pool_pgp = osd_dump["pools"][0]["pg_placement_num"]
-        tool = osdmaptool(gm, "--test-map-pgs", "--pg_num", str(args.pg_num))
-        assert tool.code == 0, tool.status
+        tool = osdmaptool(gm, "--test-map-pgs", "--pg_num", str(args.pg_num)).ok()
         ref = gm.reference(args.pg_num)
         snap = snapshot.load(osd_dump, crush)
         pool = snap.pools[0]

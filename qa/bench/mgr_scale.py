@@ -5,16 +5,12 @@
     bash qa/cluster/tentacle.sh exec env PYTHONPATH=src:. python3 -m qa.bench.mgr_scale ...   (on Tentacle)
 
 Per size, a real ceph-mon holds a map of that many OSDs (racks of 20 hosts of 10 OSDs,
-weights 4/8/16 TB; in, no daemon: every PG "unknown") and a pool of 32 PGs per OSD; a real
-ceph-mgr runs Ceph's default modules and this checkout's pg_advisor. Phases of
---phase-seconds (disabled and idle after --settle-seconds from the mgr's (re)start):
-disabled (the baseline); idle; panel (GET /api/status every 10 s); commands (`pg-advisor
-status` and `balance --dry-run` every 30 s); plan (an `apply` of a pg_num change). Every
-2 s `ceph balancer status` (another module's command) is timed, the mgr's CPU (whole and
-by thread: "ours" is the threads named pg_advisor and its commands' finisher), RSS and
-failovers sampled. Goals at 10,000 OSDs: no failover; p99 within 1.5 x and +200 ms of the
-baseline; CPU at most 5 % idle with the panel on, 25 % with a plan; RSS +1 GiB at most;
-status within 5 s. doc/status.rst has the runs.
+weights 4/8/16 TB; in, no daemon) and a pool of 32 PGs per OSD; a real ceph-mgr runs Ceph's
+default modules and this checkout's pg_advisor, through phases of --phase-seconds: disabled
+(the baseline), idle, panel (GET /api/status every 10 s), commands (`pg-advisor status`
+and `balance --dry-run` every 30 s), plan (an `apply`). Every 2 s `ceph balancer status`
+is timed, the mgr's CPU (whole and "ours": OUR_THREADS), RSS and failovers sampled.
+doc/status.rst has the goals and the runs.
 """
 import argparse
 import json
@@ -32,18 +28,19 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import rados
 
-from ..cluster import OPT, free_port
+from ..cluster import OPT, free_port, wait_until
 from ..cluster.ceph_release import print_ceph_version
 from ..cluster.rados_client import Rados
-from ..maps.crushgen import REPLICATED_HOST, Layout, crush_text, run
+from ..maps.crushgen import HOST, REPLICATED_HOST, Layout, crush_text, run, simple_map
 from ..maps.monbuilt import PoolSpec, _create_pool, _Mon, make_osds
+from ..thrash.watch import rss_mib
+from .common import table
+from .latency.run import proc_cpu
 
 REPO = Path(__file__).resolve().parents[2]
-# mgr module load expiration: Tentacle 20.2.4's mgr, once activating has taken this long
-# (20 s by default), calls itself available and asks for its modules' services before its
-# modules exist: ceph_assert(active_modules) in send_beacon. Here that is when enabling
-# pg_advisor respawns the mgr: it asks the mon for each OSD's metadata, which these OSDs,
-# never started, lack (10,000 failed asks, about 50 s), before it makes its modules
+# mgr module load expiration: Tentacle 20.2.4's mgr, activating longer than that (20 s by
+# default; here asking for the metadata of 10,000 never started OSDs), asks for its modules'
+# services before they exist: ceph_assert(active_modules) in send_beacon
 MGR_CONF = """
 [mgr]
 mgr data = {d}/mgr.$id
@@ -52,6 +49,8 @@ log file = {d}/$name.log
 mgr module load expiration = 600000
 """
 TICK = 2.0          # seconds between samples of the other module's command
+# the threads named pg_advisor (serve loop, panel) and the mgr's finisher thread for our
+# commands ("m-fin-" and the name, cut to 15 characters)
 OUR_THREADS = ("pg_advisor", "m-fin-pg_adviso")
 
 
@@ -67,7 +66,7 @@ class Samples:
     ours_ms: List[float] = field(default_factory=list)        # `ceph pg-advisor status` / panel
     cpu: List[Tuple[float, float, Dict[str, float]]] = field(default_factory=list)
     #      (monotonic, the mgr's cpu seconds, its threads' cpu seconds by name)
-    rss: List[int] = field(default_factory=list)
+    rss: List[float] = field(default_factory=list)        # MiB
     gids: List[int] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
 
@@ -76,14 +75,10 @@ class Rig:
     """One mon seeded with the map, one mgr, a client; stop() ends them all."""
 
     def __init__(self, osds: int, pgs: int, tmp: Path) -> None:
-        self.tmp = tmp
         tmp.mkdir(parents=True, exist_ok=True)
         lay = layout(osds)
-        (tmp / "crush.txt").write_text(crush_text(lay, [REPLICATED_HOST]))
-        run("crushtool", "-c", str(tmp / "crush.txt"), "-o", str(tmp / "crush.bin"))
         seed = tmp / "osdmap0.bin"
-        run("osdmaptool", "--createsimple", str(lay.num_osds), "--clobber", str(seed))
-        run("osdmaptool", str(seed), "--import-crush", str(tmp / "crush.bin"))
+        crush_bin = simple_map(HOST, seed, crush_text(lay, [REPLICATED_HOST]), lay.num_osds)
         # the mon's directory: short, for the admin socket's path
         self.d = Path(tempfile.mkdtemp(prefix="pga-mgrscale-"))
         self.mon = _Mon(self.d, seed)
@@ -92,7 +87,7 @@ class Rig:
         self.mgr: Optional[Any] = None
         self.last_error = ""
         make_osds(self.mon, lay.num_osds)
-        crush = json.loads(run("crushtool", "-i", str(tmp / "crush.bin"), "--dump"))
+        crush = json.loads(run("crushtool", "-i", str(crush_bin), "--dump"))
         _create_pool(self.mon, PoolSpec("rbd", pgs), crush["rules"][0]["rule_name"])
         self.panel_port = free_port()
         self._start_mgr()
@@ -113,11 +108,8 @@ class Rig:
             self.mgr = subprocess.Popen(["ceph-mgr", "-c", str(self.mon.conf), "-i", "x", "-f"],
                                         env=self.mon.env, stdin=subprocess.DEVNULL, stdout=err,
                                         stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 300
-        while not self.client.command("mon", "mgr stat", format="json")["available"]:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"ceph-mgr not available in 300 s (in {self.d})")
-            time.sleep(1)
+        wait_until(lambda: self.client.command("mon", "mgr stat", format="json")["available"], 300,
+                   f"ceph-mgr to be available (in {self.d})")
         # (the mon knows a module's options once the mgr has reported its modules)
         self.client.command("mon", "config set", who="mgr", name=OPT + "server_port",
                             value=str(self.panel_port), force=True)
@@ -151,12 +143,6 @@ class Rig:
         shutil.rmtree(self.d, ignore_errors=True)
 
 
-def _cpu_seconds(stat_path: str) -> float:
-    with open(stat_path) as f:
-        parts = f.read().rsplit(")", 1)[1].split()
-    return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _threads_cpu(pid: int) -> Dict[str, float]:
     """CPU seconds of the mgr's threads by name: the mgr names each module's threads after
     it (serve loops, servers); the command handlers run in its own threads ("fn_anonymous")."""
@@ -165,7 +151,7 @@ def _threads_cpu(pid: int) -> Dict[str, float]:
         try:
             with open(f"/proc/{pid}/task/{tid}/comm") as f:
                 name = f.read().strip()
-            by[name] = by.get(name, 0.0) + _cpu_seconds(f"/proc/{pid}/task/{tid}/stat")
+            by[name] = by.get(name, 0.0) + proc_cpu(f"/proc/{pid}/task/{tid}/stat")
         except OSError:      # a thread that ended meanwhile
             continue
     return by
@@ -181,13 +167,11 @@ def phase(rig: Rig, name: str, seconds: float) -> Dict[str, Any]:
         while not stop.is_set():
             try:
                 at = time.time()
-                code, dt = rig.mgr_command("balancer status", timeout=120)
-                s.other_ms.append(dt * 1000)
+                s.other_ms.append(rig.mgr_command("balancer status", timeout=120)[1] * 1000)
                 s.other_at.append(at)
                 by = _threads_cpu(pid)
-                s.cpu.append((time.monotonic(), _cpu_seconds(f"/proc/{pid}/stat"), by))
-                with open(f"/proc/{pid}/status") as f:
-                    s.rss.append(next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("VmRSS:")))
+                s.cpu.append((time.monotonic(), proc_cpu(f"/proc/{pid}/stat"), by))
+                s.rss.append(rss_mib(pid))
                 s.gids.append(rig.active_gid())
             except (rados.Error, OSError, ValueError) as e:
                 s.errors.append(f"{type(e).__name__}: {e}")
@@ -230,13 +214,11 @@ def phase(rig: Rig, name: str, seconds: float) -> Dict[str, Any]:
         first, last = s.cpu[0][2], s.cpu[-1][2]
         by_thread = {k: round(max(v - first.get(k, 0.0), 0.0) / span * 100, 2)
                      for k, v in last.items()}
-        # ours: the threads named pg_advisor (serve loop, panel) and the mgr's finisher
-        # thread for our commands ("m-fin-" and the name, cut to 15 characters)
         ours_cpu = sum(v for k, v in by_thread.items() if k in OUR_THREADS)
     lat = sorted(s.other_ms) or [float("nan")]
     return {"phase": name, "failovers": len(set(s.gids)) - 1 if s.gids else -1, "cpu_pct": cpu,
             "ours_pct": ours_cpu,
-            "rss_mib": max(s.rss, default=0) / 2**20, "other_p50": statistics.median(lat),
+            "rss_mib": max(s.rss, default=0), "other_p50": statistics.median(lat),
             "other_p99": lat[min(len(lat) - 1, int(len(lat) * 0.99))], "other_max": lat[-1],
             "ours_max": max(s.ours_ms, default=float("nan")), "errors": len(s.errors),
             "first_error": s.errors[0] if s.errors else "",
@@ -245,10 +227,9 @@ def phase(rig: Rig, name: str, seconds: float) -> Dict[str, Any]:
 
 
 def settle(rig: Rig, seconds: float, ours: bool) -> None:
-    """Let the mgr finish (re)starting before a phase: enabling or disabling a module
-    respawns the mgr, and its modules' first passes over a big map (progress's "Processing
-    OSDMap change", pg_advisor's first read) are its start, not its steady state. With
-    `ours`, first until `pg-advisor status` answers."""
+    """Let the mgr finish (re)starting before a phase (a module enabled or disabled respawns
+    it; its modules' first passes over a big map are not steady state); with `ours`, first
+    until `pg-advisor status` answers."""
     deadline = time.monotonic() + 600
     while ours and time.monotonic() < deadline and rig.status_ms() is None:
         time.sleep(5)
@@ -287,8 +268,14 @@ def bench(osds: int, seconds: float, settle_s: float, raw: Optional[Path]) -> Li
     return rows
 
 
-def _head_commit() -> str:
-    """The checkout's commit from .git itself (short), "" when it cannot be read."""
+def head_commit() -> str:
+    """The checkout's `git describe`, else (no git: the Tentacle chroot) its commit from .git
+    itself, short; "" when it cannot be read."""
+    try:
+        return subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"],
+                              capture_output=True, text=True).stdout.strip()
+    except OSError:
+        pass
     git = REPO / ".git"
     try:
         head = (git / "HEAD").read_text().strip()
@@ -302,6 +289,11 @@ def _head_commit() -> str:
         return ""
 
 
+COLS = [("OSDs", ">6"), ("phase", "<9"), ("failover", ">8"), ("CPU %", ">6.1f"), ("ours %", ">6.1f"),
+        ("RSS MiB", ">8.0f"), ("other p50", ">9.0f"), ("p99", ">7.0f"), ("max", ">7.0f"),
+        ("status ms", ">9.0f"), ("errors", ">6"), ("", "")]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--osds", default="1000,4000,10000")
@@ -311,22 +303,13 @@ def main() -> int:
     ap.add_argument("--raw", type=Path, help="keep each size's mgr log and timed samples here")
     args = ap.parse_args()
     rows: List[Dict[str, Any]] = []
-    try:
-        head = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"],
-                              capture_output=True, text=True).stdout.strip()
-    except OSError:       # no git (the Tentacle chroot has none): the checked-out commit
-        head = _head_commit()
     print_ceph_version()      # the installed Ceph's; each size's mon's below
-    print(f"# pg_advisor at {head or 'unknown'}, {args.phase_seconds:.0f} s phases", flush=True)
+    print(f"# pg_advisor at {head_commit() or 'unknown'}, {args.phase_seconds:.0f} s phases", flush=True)
     for n in (int(x) for x in args.osds.split(",")):
         rows += bench(n, args.phase_seconds, args.settle_seconds, args.raw)
-        print(f"{'OSDs':>6} {'phase':<9} {'failover':>8} {'CPU %':>6} {'ours %':>6} {'RSS MiB':>8} "
-              f"{'other p50':>9} {'p99':>7} {'max':>7} {'status ms':>9} {'errors':>6}")
-        for r in rows:
-            print(f"{r['osds']:>6} {r['phase']:<9} {r['failovers']:>8} {r['cpu_pct']:>6.1f} "
-                  f"{r['ours_pct']:>6.1f} {r['rss_mib']:>8.0f} {r['other_p50']:>9.0f} {r['other_p99']:>7.0f} "
-                  f"{r['other_max']:>7.0f} {r['ours_max']:>9.0f} {r['errors']:>6}  "
-                  f"{r.get('note', '')} {r['first_error'][:80]}", flush=True)
+        table(COLS, ([r["osds"], r["phase"], r["failovers"], r["cpu_pct"], r["ours_pct"], r["rss_mib"],
+                      r["other_p50"], r["other_p99"], r["other_max"], r["ours_max"], r["errors"],
+                      f" {r.get('note', '')} {r['first_error'][:80]}"] for r in rows))
     return 0
 
 

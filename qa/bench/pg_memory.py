@@ -6,20 +6,15 @@ pg_advisor's memory model (src/pg_advisor/sizing/memory.py); fits its constants.
         [--pgs 100,200,400] [--scale 5] [--down-writes 0.5] [--objects-per-pg N]
         [--block-gib 4] [--dir DIR] [--keep]
 
-Its own loopback cluster (vstart.sh --store bluestore, 3 OSDs on 3 hosts; beside another
-Tentacle cluster, in a PG_ADVISOR_NETNS of its own). The PG log options are Ceph's defaults
-over --scale (LogSettings), so 400 PGs' logs fill in minutes; bytes per entry, dup and PG do
-not depend on a log's length. Per level a pool of size 3 with pg_num = level - 1 (.mgr's
-PG the last), empty write_fulls spread evenly over its PGs (qa/maps/object_hash.py), no log
-naming an object twice (--objects-per-pg): steady (target + dups_tracked + 2 trim_min
-writes per PG, active+clean); degraded and recovery (noout, osd.2 stopped while --down-writes
-x the target are written per PG, then back with writes going on, each OSD's largest PG
-memory until active+clean, at most 300 s); max-log (osd_min_pg_log_entries raised to the
-max: every log at its maximum). Measured per OSD: dump_mempools (osd_pglog, osd, total),
-VmRSS, its PGs' log_size and log_dups_size; beside the model's `current` with the module's
-constants, steady rows also its `steady_state` and Tentacle's steady dups (tentacle_plan);
-fitted by least squares: osd_pglog = e x entries + d x dups + p x PGs, osd = q x PGs,
-bytes_per_pg = p + q. doc/sizing.rst has the calibration.
+Its own loopback cluster (vstart.sh --store bluestore, 3 OSDs on 3 hosts), the PG log
+options Ceph's defaults over --scale (LogSettings). Per level a pool of size 3, pg_num =
+level - 1, empty write_fulls spread evenly over its PGs (--objects-per-pg), through the
+states steady, degraded and recovery (osd.2 down while --down-writes x the log target are
+written per PG, then back; each OSD's largest PG memory until clean), max-log (every log
+at its maximum). Per OSD: dump_mempools (osd_pglog, osd, total), VmRSS, its PGs' log_size
+and log_dups_size, beside the model's `current` (steady rows also its `steady_state` and
+tentacle_plan); fitted by least squares: osd_pglog = e x entries + d x dups + p x PGs, osd
+= q x PGs, bytes_per_pg = p + q. doc/sizing.rst has the calibration.
 """
 import argparse
 import json
@@ -43,6 +38,8 @@ from ..cluster import Cluster, wait_until
 from ..cluster.ceph_release import print_ceph_version
 from ..cluster.rados_client import InFlight, Rados
 from ..maps.object_hash import object_ps
+from ..thrash.watch import read_pid, rss_mib
+from .common import table
 
 # the module's constants (bytes_per_log_entry, bytes_per_log_dup, bytes_per_pg): its defaults
 _DEFAULTS = options.make({})
@@ -73,19 +70,6 @@ class LogSettings:
     def target(self, pgs: int) -> int:
         # OSD::get_target_pg_log_entries: an even share of the OSD's budget, clamped
         return max(min(self.target_per_osd // pgs, self.max_log), self.min_log)
-
-
-@dataclass(frozen=True)
-class Workload:
-    """What is written: `down_writes` x the log target per PG while osd.2 is down, to
-    `objects_per_pg` objects per PG in turn (0: max_log + 2 trim_min, so that no log
-    holds an object twice, as with writes spread over many objects: the log's object
-    index then has a node per entry)."""
-    down_writes: float
-    objects_per_pg: int = 0
-
-    def objects(self, s: LogSettings) -> int:
-        return self.objects_per_pg or s.max_log + 2 * s.trim_min
 
 
 @dataclass(frozen=True)
@@ -121,14 +105,14 @@ def flush_stats(conn: Rados, osds: Sequence[int]) -> None:
 
 
 class Writer:
-    """Empty write_fulls, `DEPTH` in flight, the same number to every PG of the pool: a
-    round is one write to each PG (to its names in turn), so each PG's log grows alike."""
+    """Empty write_fulls, `DEPTH` in flight, in rounds of one to each PG (to its names in
+    turn, a log window naming each once): each PG's log grows alike."""
 
     def __init__(self, conn: Rados, pool: str, names: List[List[str]]) -> None:
         self.io = conn.ioctx(pool)
         self.writes = InFlight(self.io, DEPTH)
         self.names = names
-        self.next = 0        # rounds go on through the names: a log window names each object once
+        self.next = 0
         self.stop = threading.Event()
         self.thread: Optional[threading.Thread] = None
 
@@ -173,16 +157,7 @@ def names_per_pg(pg_num: int, k: int) -> List[List[str]]:
 
 
 def osd_pid(c: Cluster, osd: int) -> int:
-    return int((c.dir / "run" / f"osd.{osd}.pid").read_text().strip())
-
-
-def rss(c: Cluster, osd: int) -> int:
-    """The OSD process's VmRSS in bytes (0 when it is not running)."""
-    try:
-        status = Path(f"/proc/{osd_pid(c, osd)}/status").read_text().splitlines()
-        return next((int(ln.split()[1]) * 1024 for ln in status if ln.startswith("VmRSS:")), 0)
-    except (OSError, ValueError):
-        return 0
+    return read_pid(c.dir / "run" / f"osd.{osd}.pid")
 
 
 def settled_stats(conn: Rados, osds: Sequence[int]) -> Dict[str, Any]:
@@ -200,10 +175,8 @@ def settled_stats(conn: Rados, osds: Sequence[int]) -> Dict[str, Any]:
 
 
 def measure(c: Cluster, conn: Rados, dump: Dict[str, Any], osd: int) -> Sample:
-    """One OSD's sample: its mempools now, its PGs' logs from `dump`. level and state are
-    filled in by the caller."""
-    # every PG: the bench's pools have size 3 on 3 OSDs, so each OSD holds each PG (an OSD
-    # coming back loads them all at once, before the lagging stats list it again)
+    """One OSD's sample (level and state left to the caller): its mempools now, its PGs'
+    logs from `dump`: every PG (size 3 on 3 OSDs), as the stats lag an OSD coming back."""
     mine = list(dump["pg_stats"])
     pools = conn.command(osd, "dump_mempools", timeout=30)["mempool"]
     by = pools["by_pool"]
@@ -211,7 +184,7 @@ def measure(c: Cluster, conn: Rados, dump: Dict[str, Any], osd: int) -> Sample:
                   float(sum(s.get("log_dups_size", 0) for s in mine)),
                   int(by["osd_pglog"]["items"]), int(by["osd_pglog"]["bytes"]),
                   int(by["osd"]["items"]), int(by["osd"]["bytes"]), int(pools["total"]["bytes"]),
-                  rss(c, osd))
+                  int(rss_mib(osd_pid(c, osd)) * MIB))
 
 
 def sample_all(c: Cluster, conn: Rados, level: int, state: str) -> List[Sample]:
@@ -246,17 +219,15 @@ def wait_osds_hold(c: Cluster, conn: Rados, pgs: int) -> None:
 
 def recovery_peak(c: Cluster, conn: Rados, writer: Writer, level: int,
                   down_rounds: int) -> List[Sample]:
-    """osd.2 down (noout) while `down_rounds` rounds are written, then back with writes
-    going on: the degraded OSDs' samples, then each OSD's largest PG memory while it
-    recovers, until active+clean."""
+    """osd.2 down (noout) while `down_rounds` rounds are written, then back with writes going
+    on: the degraded OSDs' samples, then each OSD's largest PG memory until active+clean."""
     c.ceph("osd", "set", "noout")
     try:
         stop_osd(c, DOWN_OSD)
         writer.rounds(down_rounds)
         out = sample_all(c, conn, level, "degraded")
         start_osd(c, DOWN_OSD)
-        # writes resume once it is up: while it boots they would outrun the short logs
-        # of 400 PGs and turn its log-based recovery into a backfill
+        # writes resume once it is up: while it boots they would outrun 400 PGs' short logs
         wait_until(lambda: DOWN_OSD in c.osd_ids(in_up=True), 120, f"osd.{DOWN_OSD} up")
         writer.start()
         peak: Dict[int, Sample] = {}
@@ -285,26 +256,25 @@ def recovery_peak(c: Cluster, conn: Rados, writer: Writer, level: int,
     return out + [replace(s, level=level, state="recovery", seen=tag) for _, s in sorted(peak.items())]
 
 
-def run_level(c: Cluster, conn: Rados, level: int, s: LogSettings, load: Workload) -> List[Sample]:
+def run_level(c: Cluster, conn: Rados, level: int, s: LogSettings, a: argparse.Namespace) -> List[Sample]:
     """One pool giving every OSD `level` PGs, through steady, recovery and max-log (the
-    logs' floor, osd_min_pg_log_entries, raised to their ceiling)."""
+    logs' floor, osd_min_pg_log_entries, raised to their ceiling); main's --down-writes and
+    --objects-per-pg (0: max_log + 2 trim_min, so that no log names an object twice)."""
     pool, pg_num = f"pgmem{level}", level - 1
     c.create_pool(pool, pg_num)
     c.wait_clean(600)
-    writer = Writer(conn, pool, names_per_pg(pg_num, load.objects(s)))
+    writer = Writer(conn, pool, names_per_pg(pg_num, a.objects_per_pg or s.max_log + 2 * s.trim_min))
     with c.config("osd", "osd_min_pg_log_entries", str(s.min_log)):
         t0 = time.monotonic()
-        # enough that each log is trimmed to its target and its dups reach their cap: Tentacle
-        # keeps a trimmed entry as a dup when it is within dups_tracked versions of the head,
-        # and drops dups only past dups_tracked of them (PGLog::IndexedLog::trim), not once
-        # entries and dups span dups_tracked
+        # enough that each log is trimmed to its target and its dups reach their cap
+        # (dups_tracked of them: PGLog::IndexedLog::trim)
         steady = s.target(level) + s.dups_tracked + 2 * s.trim_min
         writer.rounds(steady)
         print(f"# {level} PGs/OSD: {steady * pg_num} writes in "
               f"{time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
         c.wait_clean(600)
         out = sample_all(c, conn, level, "steady")
-        out += recovery_peak(c, conn, writer, level, max(1, int(load.down_writes * s.target(level))))
+        out += recovery_peak(c, conn, writer, level, max(1, int(a.down_writes * s.target(level))))
         c.wait_clean(600)
     with c.config("osd", "osd_min_pg_log_entries", str(s.max_log)):
         writer.rounds(s.max_log + 2 * s.trim_min)
@@ -334,8 +304,7 @@ def fit(samples: List[Sample]) -> Tuple[float, float, float, float]:
 
 def tentacle_plan(m: MemoryModel, pgs: int) -> float:
     """Steady PG memory for `pgs` PGs with Tentacle's dups: dups_tracked of them while the
-    log is shorter than that (a trimmed entry within dups_tracked of the head becomes a
-    dup; dups are dropped only past dups_tracked), none once it is as long."""
+    log is shorter than that, none once it is as long."""
     entries = float(m.log_entries_per_pg(np.array([pgs]))[0])
     dups = float(m.dups_tracked) if entries < float(m.dups_tracked) else 0.0
     return pgs * (entries * m.bytes_per_log_entry + dups * m.bytes_per_log_dup + m.bytes_per_pg)
@@ -356,25 +325,25 @@ def report(samples: List[Sample], s: LogSettings, base: List[Sample]) -> None:
     print("PG memory = osd_pglog + osd mempool bytes; model: today's constants "
           f"{TODAY[0]}/{TODAY[1]}/{TODAY[2]} on the measured entries and dups (err %), "
           "plan: its steady-state formula for that many PGs; fit: the constants fitted below")
-    head = (f"{'PGs/OSD':>7} {'state':<9} {'osd':>3} {'PGs':>4} {'entries/PG':>10} {'dups/PG':>7} "
-            f"{'pglog items':>11} {'B/item':>6} {'B/(e+d)':>7} {'osd B/PG':>8} {'mempools MiB':>12} "
-            f"{'RSS MiB':>7} {'PG mem MiB':>10} {'model MiB':>9} {'err %':>6} {'plan MiB':>8} "
-            f"{'err %':>6} {'fit err %':>9} {'plan fit err %':>14}  seen")
-    print(head)
+    cols = [("PGs/OSD", ">7"), ("state", "<9"), ("osd", ">3"), ("PGs", ">4"), ("entries/PG", ">10.0f"),
+            ("dups/PG", ">7.0f"), ("pglog items", ">11"), ("B/item", ">6.0f"), ("B/(e+d)", ">7.0f"),
+            ("osd B/PG", ">8.0f"), ("mempools MiB", ">12.1f"), ("RSS MiB", ">7.0f"), ("PG mem MiB", ">10.1f"),
+            ("model MiB", ">9.1f"), ("err %", ">6"), ("plan MiB", ">8.1f"), ("err %", ">6"),
+            ("fit err %", ">9"), ("plan fit err %", ">14"), (" seen", "")]
+    rows = []
     for x in base + samples:
-        n = max(x.pgs, 1)
-        pred = float(today.current(np.array(x.entries), np.array(x.dups), np.array(x.pgs)))
-        fpred = float(fitted.current(np.array(x.entries), np.array(x.dups), np.array(x.pgs)))
-        plan = float(today.steady_state(np.array([x.pgs]))[0]) if x.state == "steady" else None
-        tplan = tentacle_plan(fitted, x.pgs) if x.state == "steady" else None
-        print(f"{x.level:>7} {x.state:<9} {x.osd:>3} {x.pgs:>4} {x.entries / n:>10.0f} "
-              f"{x.dups / n:>7.0f} {x.pglog_items:>11} {x.pglog_bytes / max(x.pglog_items, 1):>6.0f} "
-              f"{x.pglog_bytes / max(x.entries + x.dups, 1):>7.0f} {x.osd_bytes / n:>8.0f} "
-              f"{x.total_bytes / MIB:>12.1f} {x.rss / MIB:>7.0f} {x.pg_memory / MIB:>10.1f} "
-              f"{pred / MIB:>9.1f} {err(pred, x.pg_memory):>6} "
-              f"{'-' if plan is None else f'{plan / MIB:.1f}':>8} "
-              f"{'-' if plan is None else err(plan, x.pg_memory):>6} {err(fpred, x.pg_memory):>9} "
-              f"{'-' if tplan is None else err(tplan, x.pg_memory):>14}  {x.seen}")
+        n, got = max(x.pgs, 1), x.pg_memory
+        pred, fpred = (float(m.current(np.array(x.entries), np.array(x.dups), np.array(x.pgs)))
+                       for m in (today, fitted))
+        steady = x.state == "steady"
+        plan = float(today.steady_state(np.array([x.pgs]))[0]) if steady else None
+        rows.append([x.level, x.state, x.osd, x.pgs, x.entries / n, x.dups / n, x.pglog_items,
+                     x.pglog_bytes / max(x.pglog_items, 1), x.pglog_bytes / max(x.entries + x.dups, 1),
+                     x.osd_bytes / n, x.total_bytes / MIB, x.rss / MIB, got / MIB, pred / MIB, err(pred, got),
+                     None if plan is None else plan / MIB, None if plan is None else err(plan, got),
+                     err(fpred, got), err(tentacle_plan(fitted, x.pgs), got) if steady else None,
+                     " " + x.seen])
+    table(cols, rows)
     print(f"fitted over {len(samples)} samples (least squares): bytes_per_log_entry {e:.0f}, "
           f"bytes_per_log_dup {d:.0f}, per PG {p:.0f} (osd_pglog) + {q:.0f} (osd mempool) = "
           f"bytes_per_pg {p + q:.0f}; today's: {TODAY[0]} / {TODAY[1]} / {TODAY[2]}")
@@ -400,7 +369,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--keep", action="store_true", help="leave the cluster running")
     args = ap.parse_args(argv)
     s = LogSettings.scaled(args.scale)
-    load = Workload(args.down_writes, args.objects_per_pg)
     c = Cluster(args.dir or Path(tempfile.mkdtemp(prefix="pga-pgmem-")))
     c.vstart("start", "--no-pool", "--store", "bluestore", "--osds", "3", "--hosts", "3",
              "--block-gib", str(args.block_gib))
@@ -418,7 +386,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 Rados(c.env["CEPH_CONF"]) as conn:
             base = [replace(x, state="idle") for x in sample_all(c, conn, 0, "")]
             for level in [int(x) for x in args.pgs.split(",")]:
-                samples += run_level(c, conn, level, s, load)
+                samples += run_level(c, conn, level, s, args)
     finally:
         if not args.keep:
             c.vstart("stop")

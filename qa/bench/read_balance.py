@@ -10,7 +10,6 @@ read_balance_score, before balancing and after each run, beside the count figure
 must be the same or better with the tie-break on (doc/balance.rst).
 """
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -23,7 +22,7 @@ from pg_advisor_testkit.proposals import applied
 
 from ..maps.monbuilt import build_case
 from .balance import advised, measure
-from .common import Items, map_label, parser, table
+from .common import Items, each_map, map_label, parser, table
 
 COLS = [("map", "<32"), ("balancer", "<32"), ("pool_dev", ">8.2f"), ("tot_dev", ">7.2f"), ("moves", ">6"),
         ("prim", ">5"), ("pri_max", ">7.2f"), ("pri_sd", ">6.2f"), ("score", ">6.2f"), ("seconds", ">8.2f")]
@@ -68,10 +67,7 @@ def rows_for(name: str, tmp: Path) -> List[List[Any]]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parser(__doc__, only="60,1000,multi,10000").parse_args(argv)
-    rows: List[List[Any]] = []
-    for name in args.only.split(","):
-        with tempfile.TemporaryDirectory(prefix="pga-read-") as tmp:
-            rows += rows_for(name, Path(tmp))
+    rows = each_map(args.only.split(","), "pga-read-", rows_for)
     table(COLS, rows)
     return 0
 

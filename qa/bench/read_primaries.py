@@ -3,30 +3,27 @@
     bash qa/cluster/tentacle.sh exec env PYTHONPATH=src:. python3 -m qa.bench.read_primaries \\
         [--only 60,1000,multi,10000] [--variants even,uneven] [--tool-timeout 600]
 
-Tentacle's chroot: Pacific's osdmaptool has no --read. Maps: qa/bench/balance.py's, each as
-CRUSH leaves it ("even") and "uneven": per replicated pool, one OSD in 20 of those the pool
-uses is given, by pg_upmap_primaries, every PG whose CRUSH set holds it past the first slot.
-The mon cannot set those entries here (the OSDs do not exist, and up OSDs that never booted
-crash it: qa/maps/monbuilt.py), so they are written into the encoded OSDMap
-(write_primaries) and read back through osdmaptool.
+Tentacle's chroot: Pacific's osdmaptool has no --read. Maps: qa/bench/balance.py's, as CRUSH
+leaves them ("even") and "uneven": per replicated pool, one OSD in 20 of the pool's gets, by
+pg_upmap_primaries, every PG whose CRUSH set holds it past the first slot. The mon cannot
+set those here (the OSDs do not exist, and up OSDs that never booted crash it:
+qa/maps/monbuilt.py): they are written into the encoded OSDMap (write_primaries).
 
-Per replicated pool (osdmaptool --read takes one pool a run, never an EC one): the pool's
-read_balance score (score_stable) and the most primaries one OSD holds, before; for
-`osdmaptool MAP --read OUT --read-pool POOL`: its commands, the score and max once they are
-applied, wall time, peak RSS; for pg_advisor's plan_primaries without a bound on changes:
-its commands, score, max, its lower bound on the max ("floor"), wall time and peak Python
-heap (tracemalloc, in a second run); and pg_advisor held to as many changes as osdmaptool
-made. Every result is scored by pg_advisor's model of Reef's score; osdmaptool's own printed
-scores must agree within 0.01 and its entries be ones the mon keeps (OSD in CRUSH's own set
-of the PG, not its first): the notes under the table say where not. osdmaptool --read never
-checks require_min_compat_client; pg_advisor plans on a copy of the snapshot set to reef.
+Per replicated pool (osdmaptool --read takes one, never an EC one): its read_balance score
+(score_stable) and the most primaries one OSD holds, before; after `osdmaptool MAP --read
+OUT --read-pool POOL`'s commands (wall time, peak RSS); after pg_advisor's plan_primaries
+unbounded (its lower bound on the max, "floor"; wall time; peak Python heap, tracemalloc,
+in a second run), and held to as many changes as osdmaptool made. pg_advisor's model of
+Reef's score scores them all; osdmaptool's printed scores must agree within 0.01 and its
+entries be ones the mon keeps (OSD in CRUSH's set of the PG, not its first): the notes
+under the table say where not. osdmaptool --read never checks require_min_compat_client;
+pg_advisor plans on a copy of the snapshot set to reef.
 """
 import dataclasses
 import functools
 import re
 import struct
 import sys
-import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -41,13 +38,12 @@ from pg_advisor.model import snapshot
 
 from ..maps.crushgen import GeneratedMap
 from ..maps.monbuilt import build_case
-from .common import Run, osdmaptool, parser, table, timed
+from .common import COMMAND_RE, Run, each_map, osdmaptool, parser, table, timed
 
 # osdmaptool --read's output: the score is printed before and after (only when it changes
-# something), then the count; the file holds the mon commands
+# something), then the count; the file holds the mon commands (COMMAND_RE)
 SCORE_RE = re.compile(r"read_balance_score of '[^']*': ([0-9.eE+-]+|inf|nan)")
 CHANGES_RE = re.compile(r"num changes: (\d+)")
-CMD_RE = re.compile(r"ceph osd (rm-)?pg-upmap-primary (\S+)(?: (\d+))?")
 UNBOUNDED = 1 << 30
 HOT_EVERY = 20       # uneven maps: one OSD in this many of a pool's gets the extra primaries
 Entries = Dict[str, Optional[int]]   # pgid -> entry OSD, None: entry removed
@@ -150,15 +146,11 @@ def osdmaptool_read(gm: GeneratedMap, pool: str, out: Path, timeout: float) -> T
     crash = out.with_name("crash")
     crash.mkdir(exist_ok=True)
     run = osdmaptool(gm, "--read", str(out), "--read-pool", pool, "--crash_dir", str(crash), limit=timeout)
-    entries: Entries = {}
-    commands = 0
-    if out.exists() and run.status == "done":
-        for m in CMD_RE.finditer(out.read_text()):
-            commands += 1
-            entries[m.group(2)] = None if m.group(1) else int(m.group(3))
+    cmds = list(COMMAND_RE.finditer(out.read_text() if out.exists() and run.status == "done" else ""))
+    entries: Entries = {m.group(3): None if m.group(1) else int(m.group(4)) for m in cmds}
     scores = [float(x) for x in SCORE_RE.findall(run.out + run.err)]
     n = CHANGES_RE.search(run.out + run.err)
-    return ToolRun(entries, commands, int(n.group(1)) if n else 0, scores[0] if scores else None,
+    return ToolRun(entries, len(cmds), int(n.group(1)) if n else 0, scores[0] if scores else None,
                    scores[-1] if len(scores) > 1 else None, run)
 
 
@@ -275,7 +267,7 @@ def pool_row(label: str, snap: snapshot.Snapshot, gm: GeneratedMap, pool: str, t
             ours_max, int(report["floor"]), secs, traced_peak(snap, pool), *held]
 
 
-def map_rows(name: str, variants: Sequence[str], tmp: Path, timeout: float,
+def map_rows(name: str, tmp: Path, variants: Sequence[str], timeout: float,
              notes: List[str]) -> List[List[Any]]:
     gm, secs = timed(lambda: build_case(tmp, name))
     snap = snapshot.load(*gm.dumps())
@@ -295,12 +287,10 @@ def map_rows(name: str, variants: Sequence[str], tmp: Path, timeout: float,
 def main(argv: Optional[List[str]] = None) -> int:
     args = parser(__doc__, only="60,1000,multi,10000", variants="even,uneven",
                   tool_timeout=600.0).parse_args(argv)
-    rows: List[List[Any]] = []
     notes: List[str] = []
     t0 = time.perf_counter()
-    for name in args.only.split(","):
-        with tempfile.TemporaryDirectory(prefix="pga-read-") as tmp:
-            rows += map_rows(name, args.variants.split(","), Path(tmp), args.tool_timeout, notes)
+    rows = each_map(args.only.split(","), "pga-read-", lambda name, tmp: map_rows(
+        name, tmp, args.variants.split(","), args.tool_timeout, notes))
     print()
     table(COLS, rows)
     print("\n".join(["", *notes, f"in all {time.perf_counter() - t0:.0f} s"]))

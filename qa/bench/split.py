@@ -7,27 +7,16 @@ through `ceph pg-advisor apply`. Prints one table.
         [--client-set OPTION=VALUE] [--dir DIR] [--keep]
     bash qa/cluster/tentacle.sh exec env PYTHONPATH=src:. python3 -m qa.bench.split ...   (on Tentacle)
 
-The experiment of "The latency of Ceph placement group splitting" (one PG of size 1 on 2
-OSDs, zero-length objects, split in two):
-
-    PYTHONPATH=src /usr/bin/python3 -m qa.bench.split --pg-num 1 --size 1 --osds 2 \
-        --hosts 2 --zero --concurrency 1 --objects 95000,250000
-
-It starts its own loopback cluster (qa/cluster/vstart.sh, the test cluster's ports: not
-beside it). Per object count and method: a fresh pool of --pg-num PGs filled with that many
-4 KiB objects; a client keeps --concurrency writes in flight (4096 objects of 4 KiB
-rewritten; --zero: new empty ones), every op timed; after 10 s pg_num doubles, by (ceph)
-`osd pool set POOL pg_num N` or (advisor) `pg-advisor apply --pool POOL --pg-num N`,
-split_pinning off or on; the client runs until 10 s after the pool is active+clean at the
-new pg_num as the OSDMap has it and pg_advisor's plan is done. Reported: the longest stall
-(no op completing, from 5 s before the change) and when it began, p50/p99/p99.9 of the ops
-started before, during and after, failed ops, the time to clean, PGs per OSD at the end
-beside CRUSH alone's (a new pool's id decides whether CRUSH moves the child at all: --repeat
-K runs each method on K pools, --crush spread/together recreates the pool until CRUSH alone
-spreads its PGs after the split, or does not), "prim": changes of a PG's acting primary
-(the mon's maps, by osdmaptool), "laggy": ops the client logged as laggy (unanswered within
-its objecter_timeout, as when an OSD stops being a PG's primary and drops the ops in
-flight there). doc/execute.rst has the runs.
+It starts its own loopback cluster (qa/cluster/vstart.sh). Per object count and method: a
+fresh pool of --pg-num PGs filled with that many 4 KiB objects; a client keeps --concurrency
+writes in flight (--zero: new empty objects), every op timed; after 10 s pg_num doubles by
+(ceph) `osd pool set` or (advisor) `pg-advisor apply`, split_pinning off or on, until 10 s
+after the pool is active+clean at the new pg_num and pg_advisor's plan is done. Reported:
+the longest stall and when it began, p50/p99/p99.9 of the ops started before, during and
+after, failed ops, the time to clean, PGs per OSD at the end beside CRUSH alone's (--repeat,
+--crush), "prim": acting primary changes (the mon's maps), "laggy": ops the client logged
+as laggy. doc/execute.rst has the runs and the experiment of "The latency of Ceph placement
+group splitting" (--pg-num 1 --size 1 --osds 2 --hosts 2 --zero --concurrency 1).
 """
 import argparse
 import json
@@ -37,7 +26,6 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -49,6 +37,7 @@ from pg_advisor.crush.placement import Placer
 from ..cluster import Cluster, OPT, wait_until
 from ..cluster.ceph_release import print_ceph_version
 from ..cluster.rados_client import InFlight, Rados, fill as write_all
+from .common import parser
 
 POOL = "splitbench"
 CLIENT_OBJECTS = 4096   # the client creates these, then keeps rewriting them (memstore OSDs
@@ -56,16 +45,15 @@ CLIENT_OBJECTS = 4096   # the client creates these, then keeps rewriting them (m
 
 
 class Client:
-    """Writes small objects with a fixed number in flight; keeps (start, end, ok) per op."""
+    """Writes small objects with a fixed number in flight; keeps (start, end, ok) per op;
+    with `run_dir`, its admin socket and Objecter log there (objecter_counters)."""
 
     def __init__(self, conffile: str, pool: str, concurrency: int, zero: bool = False,
                  conf: Optional[Dict[str, str]] = None, run_dir: Optional[Path] = None) -> None:
         self.zero, self.run_dir = zero, run_dir
         self.counters: Dict[str, int] = {}
         conf = dict(conf or {})
-        if run_dir is not None:
-            # its resends from its admin socket; the ops it found laggy from its own log
-            # (the Objecter logs each at level 2; its op_laggy counter is only the last tick's)
+        if run_dir is not None:     # (the Objecter's op_laggy counter is only the last tick's)
             conf.setdefault("admin_socket", str(run_dir / "bench-client.asok"))
             conf.setdefault("log_file", str(run_dir / "bench-client.log"))
             conf.setdefault("debug_objecter", "2/2")
@@ -98,8 +86,7 @@ class Client:
 
 
 def objecter_counters(run_dir: Path) -> Dict[str, int]:
-    """The ops the client itself found laggy (no answer within objecter_timeout, after
-    which it asks the mon for a newer map and resends) and the ops it resent."""
+    """The ops the client found laggy (unanswered within objecter_timeout), and resent."""
     p = subprocess.run(["ceph", "--admin-daemon", str(run_dir / "bench-client.asok"), "perf", "dump"],
                        capture_output=True, text=True, timeout=30)
     resent = int(json.loads(p.stdout).get("objecter", {}).get("op_resend", 0)) if p.returncode == 0 else -1
@@ -130,71 +117,54 @@ def spread(counts: List[int], osds: int, copies: int) -> bool:
     return max(counts) - min(counts) <= 1 and len(counts) == min(osds, copies)
 
 
-@dataclass(frozen=True)
-class PoolSetup:
-    """The bench's pool: `pg_num` PGs, doubled by the run; `size` replicas (None: Ceph's);
-    `crush`, where CRUSH alone is to put its PGs after the split on the cluster's `osds`
-    OSDs ("spread", "together", or "any": new_pool)."""
-    pg_num: int
-    size: Optional[int] = None
-    crush: str = "any"
-    osds: int = 6
-
-
-@dataclass(frozen=True)
-class ClientLoad:
-    """What the measuring client writes: `concurrency` ops in flight, each a 4 KiB rewrite
-    or (`zero`) a new zero-length object, as the pool was filled; `conf`, Ceph options of
-    its own."""
-    concurrency: int
-    zero: bool = False
-    conf: Optional[Dict[str, str]] = None
-
-
-def new_pool(c: Cluster, pool: PoolSetup) -> None:
-    """The bench's pool; with crush "spread" or "together", recreated (each time a new pool
-    id, so a new CRUSH placement) until CRUSH alone puts the PGs after the split spread
-    over the OSDs, or not: every method then starts from the same placement."""
-    pg_num, size, crush = pool.pg_num, pool.size, pool.crush
+def new_pool(c: Cluster, a: argparse.Namespace) -> None:
+    """The pool (main's --pg-num, --size); with --crush spread or together, recreated (a new
+    pool id: a new CRUSH placement) until CRUSH alone spreads its PGs after the split, or not."""
     for _ in range(40):
-        c.create_pool(POOL, pg_num)
-        if size is not None:
-            c.ceph("osd", "pool", "set", POOL, "size", str(size), "--yes-i-really-mean-it")
-        if crush == "any":
+        c.create_pool(POOL, a.pg_num)
+        if a.size is not None:
+            c.ceph("osd", "pool", "set", POOL, "size", str(a.size), "--yes-i-really-mean-it")
+        if a.crush == "any":
             return
-        after = crush_alone(c, c.pool_id(POOL), 2 * pg_num)
-        if spread(after, pool.osds, 2 * pg_num * (size or 3)) == (crush == "spread"):
+        after = crush_alone(c, c.pool_id(POOL), 2 * a.pg_num)
+        if spread(after, a.osds, 2 * a.pg_num * (a.size or 3)) == (a.crush == "spread"):
             return
         c.remove_pool(POOL, wait=False)
-    raise RuntimeError(f"no pool id in 40 gave a CRUSH placement '{crush}'")
+    raise RuntimeError(f"no pool id in 40 gave a CRUSH placement '{a.crush}'")
 
 
-def run_one(c: Cluster, method: str, objects: int, pool: PoolSetup, load: ClientLoad) -> Dict[str, Any]:
-    new_pool(c, pool)
-    fill(c.env["CEPH_CONF"], POOL, objects, load.zero)
+def double_pg_num(c: Cluster, pool: str, method: str, pg_num: int) -> None:
+    """The split: by Ceph's own path (method "ceph") or pg_advisor's."""
+    if method == "ceph":
+        c.ceph("osd", "pool", "set", pool, "pg_num", str(2 * pg_num))
+    else:
+        c.ceph("pg-advisor", "apply", "--pool", pool, "--pg-num", str(2 * pg_num))
+
+
+def run_one(c: Cluster, a: argparse.Namespace, method: str, objects: int) -> Dict[str, Any]:
+    """A fresh pool (new_pool) of `objects` objects, split by `method` under main's options."""
+    new_pool(c, a)
+    fill(c.env["CEPH_CONF"], POOL, objects, a.zero)
     c.wait_clean(1800)
     with c.config("mgr", OPT + "split_pinning", str(method == "advisor-pinned").lower()):
-        return split(c, method, objects, pool.pg_num, load)
+        return split(c, a, method, objects)
 
 
-def split(c: Cluster, method: str, objects: int, pg_num: int, load: ClientLoad) -> Dict[str, Any]:
+def split(c: Cluster, a: argparse.Namespace, method: str, objects: int) -> Dict[str, Any]:
     """run_one()'s client, split and figures."""
-    run_dir = c.dir / f"bench-{method}-{time.time():.0f}"
-    run_dir.mkdir()
-    client = Client(c.env["CEPH_CONF"], POOL, load.concurrency, load.zero, load.conf, run_dir)
+    pg_num = a.pg_num
+    run_dir = Path(tempfile.mkdtemp(prefix=f"bench-{method}-", dir=c.dir))
+    client = Client(c.env["CEPH_CONF"], POOL, a.concurrency, a.zero,
+                    dict(kv.split("=", 1) for kv in a.client_set), run_dir)
     client.start()
     time.sleep(10)
     first_epoch = int(c.json("osd", "dump")["epoch"])
     t_change = time.monotonic()
     wall_change = time.time()      # to find the stall in the daemons' and client's logs
-    if method == "ceph":
-        c.ceph("osd", "pool", "set", POOL, "pg_num", str(2 * pg_num))
-    else:
-        c.ceph("pg-advisor", "apply", "--pool", POOL, "--pg-num", str(2 * pg_num))
+    double_pg_num(c, POOL, method, pg_num)
     wait_until(lambda: pool_at(c, 2 * pg_num), 1800, "the new pg_num", step=1)
     if method != "ceph":    # pinned: the release rounds still move PGs after the split
-        wait_until(lambda: c.advisor("progress")["plan"]["status"] == "done", 1800, "the plan to finish",
-                   step=1)
+        wait_until(lambda: c.plan()["status"] == "done", 1800, "the plan to finish", step=1)
     c.wait_clean(1800, pool=POOL)     # the stats lag a remap: clean as the OSDMap has it
     t_clean = time.monotonic()
     ended = placement(c)
@@ -216,9 +186,8 @@ def split(c: Cluster, method: str, objects: int, pg_num: int, load: ClientLoad) 
 
 
 def crush_alone(c: Cluster, pool_id: int, pg_num: Optional[int] = None) -> List[int]:
-    """Where CRUSH itself, without items, puts the pool's PGs (at pg_num = pgp_num, default
-    the pool's own; PGs per OSD, as placement()): the new pool id decides whether plain Ceph
-    moves the child at all."""
+    """PGs per OSD (as placement()) where CRUSH alone puts the pool's PGs at pg_num = pgp_num
+    (default the pool's own): the pool id decides whether plain Ceph moves the child."""
     snap = snapshot.load(c.json("osd", "dump"), c.json("osd", "crush", "dump"))
     up = Placer(snap).map_pool(next(p for p in snap.pools if p.id == pool_id), pg_num, pg_num,
                                upmaps=False).up
@@ -226,15 +195,13 @@ def crush_alone(c: Cluster, pool_id: int, pg_num: Optional[int] = None) -> List[
     return sorted((int(x) for x in counts if x), reverse=True)
 
 
-def summarize(ops: List[Tuple[float, float, bool]], t_change: float, t_clean: float) -> Dict[str, Any]:
-    start = np.array([o[0] for o in ops])
-    end = np.array([o[1] for o in ops])
-    ok = np.array([o[2] for o in ops])
+def summarize(ops: Any, t_change: float, t_clean: float) -> Dict[str, Any]:
+    """The figures of ops given as (start, end, ok) rows (a list, or an array's columns)."""
+    start, end, ok = np.asarray(ops, dtype=np.float64).reshape(-1, 3).T
     lat = (end - start) * 1000.0
-    out: Dict[str, Any] = {"ops": len(ops), "failed": int((~ok).sum()),
+    out: Dict[str, Any] = {"ops": len(start), "failed": int((ok == 0).sum()),
                            "to_clean_s": round(t_clean - t_change, 1)}
-    # to the client's end, 10 s after clean: what the move leaves behind (the old copy's
-    # removal) counts too
+    # to the client's end, 10 s after clean: the old copy's removal counts too
     ends = np.sort(end[end >= t_change - 5])
     gaps = np.diff(ends)
     out["stall_s"] = round(float(gaps.max(initial=0.0)), 2)
@@ -247,13 +214,14 @@ def summarize(ops: List[Tuple[float, float, bool]], t_change: float, t_clean: fl
     return out
 
 
+def ms3(v: List[Optional[float]]) -> str:
+    """p50/p99/p99.9 as summarize() gives them."""
+    return "/".join("-" if x is None else f"{x:g}" for x in v)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--objects", default="2000,20000")
-    ap.add_argument("--pg-num", type=int, default=16)
-    ap.add_argument("--methods", default="ceph,advisor,advisor-pinned")
-    ap.add_argument("--concurrency", type=int, default=8)
-    ap.add_argument("--osds", type=int, default=6)
+    ap = parser(__doc__, objects="2000,20000", pg_num=16, methods="ceph,advisor,advisor-pinned",
+                concurrency=8, osds=6)
     ap.add_argument("--hosts", type=int, default=3)
     ap.add_argument("--size", type=int, help="the pool's size (default: Ceph's)")
     ap.add_argument("--zero", action="store_true", help="zero-length objects, the client creating them")
@@ -270,19 +238,17 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="a Ceph option for the measuring client only, e.g. objecter_timeout=2 "
                     "or debug_objecter=10 with log_file=PATH (repeatable)")
     args = ap.parse_args(argv)
-    pool = PoolSetup(args.pg_num, args.size, args.crush, args.osds)
-    load = ClientLoad(args.concurrency, args.zero, dict(kv.split("=", 1) for kv in args.client_set))
     c = Cluster(args.dir or Path(tempfile.mkdtemp(prefix="pga-split-")))
     c.vstart("start", "--no-pool", "--osds", str(args.osds), "--hosts", str(args.hosts))
     rows = []
-    runs = [(n, m) for n in [int(x) for x in args.objects.split(",")] for _ in range(args.repeat)
-            for m in args.methods.split(",")]
+    objects = [int(x) for x in args.objects.split(",")]
+    runs = [(n, m) for n in objects for _ in range(args.repeat) for m in args.methods.split(",")]
     try:
         with c.options("mgr", {"step_interval": 0, **dict(kv.split("=", 1) for kv in args.set)}), \
                 c.options("mon", {"mon_allow_pool_size_one": "true"} if args.size == 1 else {}):
             print_ceph_version(c.env)
             for n, m in runs:
-                rows.append(run_one(c, m, n, pool, load))
+                rows.append(run_one(c, args, m, n))
                 print(json.dumps(rows[-1]), file=sys.stderr)
     finally:
         if not args.keep:
@@ -294,16 +260,15 @@ def main(argv: Optional[List[str]] = None) -> int:
           f"{'during':>19} {'after':>17} {'failed':>6} {'ops':>7} {'to clean s':>10} {'prim':>4} "
           f"{'laggy':>5}  ended (CRUSH alone)")
     for r in rows:
-        fmt = (lambda v: "/".join("-" if x is None else f"{x:g}" for x in v))
         print(f"{r['objects']:>8} {r['method']:<15} {r['pool']:>4} {r['stall_s']:>7} "
-              f"{r['stall_at_s']!s:>5} {fmt(r['before']):>17} {fmt(r['during']):>19} "
-              f"{fmt(r['after']):>17} {r['failed']:>6} {r['ops']:>7} "
+              f"{r['stall_at_s']!s:>5} {ms3(r['before']):>17} {ms3(r['during']):>19} "
+              f"{ms3(r['after']):>17} {r['failed']:>6} {r['ops']:>7} "
               f"{r['to_clean_s']:>10} {len(r['primary_changes']):>4} {r.get('op_laggy', '-')!s:>5}  "
               f"{'/'.join(map(str, r['ended']))} ({'/'.join(map(str, r['crush']))})")
     if args.repeat > 1:
         print(f"\nper object count and method, over {args.repeat} pools: longest stall s (median, "
               f"worst), runs that ended with the PGs spread as evenly as the OSDs allow")
-        for n in [int(x) for x in args.objects.split(",")]:
+        for n in objects:
             for m in args.methods.split(","):
                 rs = [r for r in rows if r["objects"] == n and r["method"] == m]
                 st = [r["stall_s"] for r in rs]

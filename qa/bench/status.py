@@ -19,7 +19,7 @@ from pg_advisor.model import snapshot
 
 from ..maps.crushgen import REPLICATED_HOST, Layout, synthetic_pg_dump
 from ..maps.monbuilt import PoolSpec, build
-from .common import Run, cli, measured, osdmaptool, parser, table, timed, write_dumps
+from .common import cli, measured, osdmaptool, parser, table, timed, write_dumps
 
 # in a child process: the phases of `status` with their times
 PHASES = """
@@ -43,12 +43,6 @@ print(json.dumps({"parse_s": t1 - t0, "load_s": t2 - t1, "status_s": t3 - t2, "j
 COLS = [("", "<34"), ("wall s", ">7.1f"), ("peak MiB", ">9.0f"), (" what", "")]
 
 
-def ok(r: Run) -> Run:
-    if r.code:
-        raise RuntimeError(f"failed: {r.status}")
-    return r
-
-
 def main(argv: List[str]) -> int:
     a = parser(__doc__, osds_per_host=20, pools=10, pg_num=32768).parse_args(argv)
     pools = [PoolSpec(f"ec{i}", a.pg_num, ec=(4, 2)) if i >= a.pools - 2 else PoolSpec(f"rbd{i}", a.pg_num)
@@ -66,15 +60,15 @@ def main(argv: List[str]) -> int:
         print(f"map: {gm.num_osds} OSDs, {len(osd_dump['pools'])} pools, {n_pgs} PGs, {replicas} replicas "
               f"(built in {secs:.0f} s); dumps: "
               + ", ".join(f"{p.name} {p.stat().st_size / 2**20:.0f} MiB" for p in sorted(d.glob("*.json"))))
-        r = ok(osdmaptool(gm, "--test-map-pgs"))
+        r = osdmaptool(gm, "--test-map-pgs").ok()
         rows: List[List[Any]] = [["osdmaptool --test-map-pgs (Ceph)", r.seconds, r.peak_mib,
                                   " maps every PG, counts per OSD"]]
-        r = ok(measured([sys.executable, "-c", PHASES, str(d)]))
+        r = measured([sys.executable, "-c", PHASES, str(d)]).ok()
         ph: Dict[str, Any] = json.loads(r.out)
         rows.append(["pg_advisor status, in phases", r.seconds, r.peak_mib,
                      f" parse JSON {ph['parse_s']:.1f} s, snapshot {ph['load_s']:.1f} s, "
                      f"status {ph['status_s']:.1f} s, to JSON {ph['json_s']:.1f} s"])
-        r = ok(cli(flags, "status", "-f", "json"))
+        r = cli(flags, "status", "-f", "json").ok()
         out = json.loads(r.out)
         assert len(out["osds"]) == gm.num_osds and len(out["pools"]) == len(pools), (len(out["osds"]),)
         rows.append(["pg_advisor status -f json (CLI)", r.seconds, r.peak_mib,

@@ -1,17 +1,13 @@
 """One measuring client of qa/bench/latency/, in a process of its own (so that the bench's
-own work and the other client do not share its GIL):
-
-    /usr/bin/python3 -m qa.bench.latency.client --conf CONF --pool POOL --objects N --client K
-        --clients C [--depth 8] [--seed S] [--rate R] --out FILE.npy
+own work and the other client do not share its GIL); run.py's Clients starts it (no
+pg_advisor import: the live tests start it without src on its path).
 
 It works on the objects lat{i} (16 blocks of 4 KiB) with i % C == K, which fill() wrote at
 version 0, keeping --depth ops in flight (4 KiB and 64 KiB reads and writes in equal parts,
 each on an object with no other op in flight), every read checked against each block's
-last version. On "stop" from stdin (or its end) it waits for its ops, reads back every
-object it owns and saves a row per op: monotonic start and end (CLOCK_MONOTONIC, shared by
-this machine's processes), 1 if it succeeded, its kind (KINDS), its object's number i. It
-prints one JSON line: ops, failed, mismatches (reads of other data than the last write, the
-read-back's included), unknown (objects whose last write failed, left out of the check).
+last version. On "stop" from stdin it waits for its ops, reads back every object it owns,
+saves a row per op (monotonic start and end, 1 if it succeeded, its KINDS index, i) and
+prints one JSON line: ops, failed, mismatches, unknown (objects whose last write failed).
 """
 import argparse
 import json
@@ -129,15 +125,13 @@ class Client:
 
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--conf", required=True)
-    ap.add_argument("--pool", required=True)
-    ap.add_argument("--objects", type=int, required=True)
-    ap.add_argument("--client", type=int, required=True)
-    ap.add_argument("--clients", type=int, required=True)
+    for opt in ("--conf", "--pool", "--out"):
+        ap.add_argument(opt, required=True)
+    for opt in ("--objects", "--client", "--clients"):
+        ap.add_argument(opt, type=int, required=True)
     ap.add_argument("--depth", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rate", type=float, default=0.0, help="ops a second at most (0: no limit)")
-    ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     owned = list(range(a.client, a.objects, a.clients))
     # an op that waits 300 s fails (and is counted) rather than hanging the bench

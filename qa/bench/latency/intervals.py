@@ -1,6 +1,6 @@
-"""What the mon's own maps say happened to the pool's PGs during a change (new intervals,
-as PastIntervals::is_new_interval counts them, read with osdmaptool), and where the slow ops
-of the change waited: at which kind of map epoch, at which kind of their own PG's new interval."""
+"""What the mon's maps say happened to the pool's PGs during a change (new intervals, as
+PastIntervals::is_new_interval counts them, by osdmaptool), and where the change's slow ops
+waited: at which kind of map epoch, at which kind of their own PG's new interval."""
 import datetime
 import re
 from dataclasses import dataclass
@@ -27,18 +27,15 @@ PEER_S = 3.0                          # a PG peers this long at most after its n
 
 @dataclass(frozen=True)
 class ChangeSpan:
-    """When the change ran, on the clients' clock (time.monotonic, as their ops are
-    stamped): from `t_change` until the cluster was clean again (`t_clean`); and the wall
-    clock less that one (`wall_minus_mono`), which places the mon's epochs (stamped by the
-    wall clock) on it."""
+    """The change from `t_change` to clean (`t_clean`) on the clients' clock (monotonic);
+    `wall_minus_mono` places the mon's epochs (wall clock) on it."""
     t_change: float
     t_clean: float
     wall_minus_mono: float
 
 
 def mappings(c: Cluster, epoch: int, pool_id: int) -> Tuple[Dict[str, Mapping], float, Dict[int, int]]:
-    """The pool's PGs' mappings at one epoch, when the mon made that epoch (wall clock),
-    and each OSD's up_thru there."""
+    """The pool's PGs' mappings at an epoch, when the mon made it (wall clock), each OSD's up_thru."""
     text = of_epoch(c.ceph, epoch, c.dir / f"map.{epoch}", "--print", "--test-map-pgs-dump-all",
                     "--pool", str(pool_id))
     stamp = MODIFIED.search(text)
@@ -48,8 +45,8 @@ def mappings(c: Cluster, epoch: int, pool_id: int) -> Tuple[Dict[str, Mapping], 
 
 
 def split_parents(n_old: int, n_new: int) -> Set[int]:
-    """The PGs (their seeds) that split when pg_num grows from n_old to n_new: a child's
-    parent is its seed with the top bit cleared until it is below n_old."""
+    """The PGs (seeds) that split when pg_num grows from n_old to n_new: a child's parent is
+    its seed with the top bit cleared until it is below n_old."""
     out: Set[int] = set()
     for child in range(n_old, n_new):
         seed = child
@@ -61,10 +58,10 @@ def split_parents(n_old: int, n_new: int) -> Set[int]:
 
 def intervals(c: Cluster, pool_id: int, first: int,
               last: int) -> Tuple[Dict[str, int], List[Epoch], List[Change]]:
-    """Over the map epochs first+1..last: new intervals (peerings) of the pool's PGs,
-    acting primary changes, and the PGs at the end; each epoch's time, its PGs whose up
-    set changed (a remap, a split) or only their acting set (pg_temp), and its OSDs whose
-    up_thru moved (a primary's peering waits for that epoch); and each PG's new intervals."""
+    """Over epochs first+1..last: the pool's PGs' new intervals (peerings), acting primary
+    changes, PGs at the end; per epoch its time, its PGs whose up set changed (a remap, a
+    split) or only their acting set (pg_temp), its OSDs whose up_thru moved; each PG's new
+    intervals."""
     peerings = primaries = 0
     epochs: List[Epoch] = []
     changes: List[Change] = []
@@ -74,14 +71,14 @@ def intervals(c: Cluster, pool_id: int, first: int,
         split = split_parents(len(prev), len(cur)) if len(cur) > len(prev) > 0 else set()
         up = acting = 0
         for pg, m in cur.items():
-            old = prev.get(pg)
-            if old is None or old != m or int(pg.split(".")[1], 16) in split:
+            old, parent = prev.get(pg), int(pg.split(".")[1], 16) in split
+            if old is None or old != m or parent:
                 peerings += 1            # born (a split child), remapped, or split
-                if old is None or old[:2] != m[:2] or int(pg.split(".")[1], 16) in split:
+                if old is None or old[:2] != m[:2] or parent:
                     up += 1
                 else:
                     acting += 1
-                changes.append((when, pg, change_kind(old, m, int(pg.split(".")[1], 16) in split)))
+                changes.append((when, pg, change_kind(old, m, parent)))
             if old is not None and old[3] != m[3]:
                 primaries += 1
         epochs.append((when, up, acting, sum(1 for o, v in thru.items() if thru0.get(o) != v)))
@@ -93,12 +90,10 @@ PG_KINDS = ("move", "remap", "temp", "drop", "order")
 
 
 def change_kind(old: Optional[Mapping], new: Mapping, split: bool) -> str:
-    """What a PG's new interval is: "move" (its up set's OSDs changed, its acting set's
-    did not: a pg_temp in the same epoch, primed, holds it on its data; or it split or was
-    born), "remap" (both changed: unprimed, the PG went to OSDs without its data), "temp"
-    (only its acting set's OSDs, to other than its up set: a pg_temp set), "drop" (only
-    its acting set's OSDs, to its up set: the pg_temp dropped, as at the end of a
-    backfill) or "order" (the same OSDs, in another order or with another primary)."""
+    """A PG's new interval: "move" (its up set's OSDs changed, not its acting set's: primed;
+    or it split or was born), "remap" (both: unprimed), "temp" (only its acting set's, away
+    from its up set: a pg_temp set), "drop" (only its acting set's, to its up set: the
+    pg_temp dropped) or "order" (the same OSDs, in another order or primary)."""
     if old is None or split:
         return "move"
     if set(old[0]) != set(new[0]):
@@ -110,19 +105,15 @@ def change_kind(old: Optional[Mapping], new: Mapping, split: bool) -> str:
 
 def slow_by_pg(ops: np.ndarray, changes: Sequence[Change], span: ChangeSpan, pool_id: int,
                pg_nums: Tuple[int, int]) -> Dict[str, int]:
-    """The slow ops of the change laid at their own PG's peering: per kind of the PG's
-    newest new interval made while the op waited or up to PEER_S before it started (a PG
-    peers for that long), how many; "none": its PG did not peer then (the op waited on
-    something else: the disk, another PG's op ahead of it). An object's PG is taken at
-    both pg_nums (a split's parent and child). Also per kind: the PG intervals of the
-    change, and how many of them held a slow op."""
+    """The change's slow ops laid at their own PG's peering: per kind of the PG's newest
+    new interval made while the op waited or up to PEER_S before it started, how many
+    ("none": its PG did not peer then); an object's PG at both pg_nums (a split's parent
+    and child). Per kind also the change's PG intervals and how many held a slow op."""
     t_change, t_clean, wall_minus_mono = span.t_change, span.t_clean, span.wall_minus_mono
     start, end = ops[:, 0], ops[:, 1]
     slow = np.flatnonzero((start >= t_change) & (start < t_clean) & ((end - start) * 1000.0 > SLOW_MS))
     by_pg: Dict[str, List[Tuple[float, str]]] = {}
-    out = {"none": 0}
-    for k in PG_KINDS:
-        out.update({k: 0, f"{k}_intervals": 0, f"{k}_with_slow": 0})
+    out = {"none": 0, **{k + x: 0 for k in PG_KINDS for x in ("", "_intervals", "_with_slow")}}
     for when, pg, kind in changes:
         by_pg.setdefault(pg, []).append((when - wall_minus_mono, kind))
         if t_change <= when - wall_minus_mono < t_clean:
@@ -145,26 +136,20 @@ def slow_by_pg(ops: np.ndarray, changes: Sequence[Change], span: ChangeSpan, poo
 
 
 def bursts(ops: np.ndarray, epochs: Sequence[Epoch], span: ChangeSpan) -> Dict[str, Any]:
-    """Where the slow ops of the change come from. An epoch is "up" if some PG's up set
-    changed in it (a remap or split: peering on the new OSDs), "acting" if only acting sets
-    did (pg_temp set or cleared by backfill), else "up_thru" if an OSD's up_thru moved (what
-    a primary's peering waits for: WaitUpThru), else "other". Per
-    kind: the epochs, and the median and largest over them of the slowest op in flight when
-    the epoch was made (and the same at each whole second of the change: the baseline); and
-    how many of the ops over SLOW_MS started during the change had an epoch of each kind
-    made while they waited (an op may count under several)."""
+    """Where the change's slow ops come from. An epoch is "up" if some PG's up set changed
+    in it, "acting" if only acting sets did (pg_temp), else "up_thru" if an OSD's up_thru
+    moved (WaitUpThru), else "other". Per kind: the epochs, the median and largest over them
+    of the slowest op in flight at each (and at each whole second: the baseline), and how
+    many of the change's ops over SLOW_MS had an epoch of that kind made while they waited."""
     t_change, t_clean, wall_minus_mono = span.t_change, span.t_clean, span.wall_minus_mono
     start, end = ops[:, 0], ops[:, 1]
-    lat = (end - start) * 1000.0
-    during = (start >= t_change) & (start < t_clean)
-    slow = during & (lat > SLOW_MS)
+    slow = (start >= t_change) & (start < t_clean) & ((end - start) * 1000.0 > SLOW_MS)
     out: Dict[str, Any] = {"slow_ops": int(slow.sum())}
     order = np.argsort(start)
     s_sorted, e_by_start = start[order], end[order]
 
     def worst(t: float) -> float:
-        """The slowest op in flight at t: started before it (the last 30 s of starts
-        suffice: no op waits longer in these runs), ended after."""
+        """The slowest op in flight at t (of the last 30 s of starts: none waits longer)."""
         lo, hi = np.searchsorted(s_sorted, [t - 30.0, t])
         inflight = e_by_start[lo:hi] > t
         return float(((e_by_start[lo:hi] - s_sorted[lo:hi]) * 1000.0)[inflight].max(initial=0.0))

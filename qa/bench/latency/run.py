@@ -1,10 +1,26 @@
-"""One run of the latency benchmark (python3 -m qa.bench.latency, its __main__ says what
-is measured): a cluster of its own, the pool filled, the clients, the change by one method,
-its end, the figures. The live tests run measure() on the session's cluster."""
+"""Benchmark: client latency while a pool splits, a host of OSDs comes in or an OSD is
+drained, through Ceph's own path or pg_advisor's, on bluestore. Prints one table per
+scenario.
+
+    PYTHONPATH=src /usr/bin/python3 -m qa.bench.latency --scenario split|expand|drain[,...]
+        [--store bluestore|memstore] [--repeat N] [--methods M,...] [--data-gib 2]
+        [--osds N] [--pg-num N] [--depth 8] [--clients 2] [--window 30] [--timeout 3600]
+        [--advisor-set KEY=VALUE ...] [--dir DIR] [--json FILE]
+
+Every run starts its own loopback cluster (vstart.sh --recovery-defaults; bluestore on sparse
+--block-gib files, osd_memory_target 1.5 GiB), fills one pool (size 3, a host each) with
+--data-gib of 64 KiB objects and runs --clients checking clients (client.py) of --depth ops
+each; after --window seconds, the change by one method (METHODS) until every PG is
+active+clean, nothing misplaced and no plan running, then --window seconds more; the
+methods' order reversed every other repeat. The live tests run measure() on their cluster.
+doc/testing.rst ("Client latency on bluestore") says what each method does and each figure
+means.
+"""
 import argparse
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -14,9 +30,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ...cluster import Cluster, wait_until
-from ..split import summarize
+from ..split import double_pg_num, summarize
 from .client import OBJECT, fill
-from .intervals import ChangeSpan, bursts, intervals, slow_by_pg
+from .intervals import SLOW_MS, ChangeSpan, bursts, intervals, slow_by_pg
+from .tables import burst_table, goals, pg_table, table
 
 POOL = "latbench"
 METHODS = {"split": ("ceph", "advisor", "advisor-unpinned"),
@@ -25,16 +42,14 @@ METHODS = {"split": ("ceph", "advisor", "advisor-unpinned"),
 OSDS = {"split": 5, "expand": 4, "drain": 5}          # one host each
 PG_NUM = {"split": 32, "expand": 128, "drain": 128}
 MEMORY_TARGET = 1536 << 20
-# ops a second per client in the live tests' short variants (test_latency_live,
-# test_expand_live): enough to see every peering, not so many that the clients take the
-# OSDs' CPU from the backfill (the bench itself runs them flat out)
+# ops a second per client in the live tests: enough to see every peering, not so many that
+# the clients take the OSDs' CPU from the backfill (the bench runs them flat out)
 LIVE_RATE = 150.0
 
 
 @dataclass(frozen=True)
 class ClientLoad:
-    """The measuring clients: `clients` processes, each keeping `depth` ops in flight, at
-    most `rate` ops a second (0: as many as they can), their ops drawn from `seed`."""
+    """`clients` processes, each `depth` ops in flight, at most `rate` a second (0: no limit)."""
     clients: int
     depth: int
     seed: int
@@ -43,10 +58,9 @@ class ClientLoad:
 
 @dataclass(frozen=True)
 class Trial:
-    """One run's change: the `scenario`'s by `method` (a drain's of `last_osd`; `advisor_set`:
-    KEY=VALUE pg_advisor options for its methods) on a pool of `pg_num` PGs filled with
-    `objects` objects; measured `window` s before it and after its end, which may take
-    `timeout` s."""
+    """The `scenario`'s change by `method` (a drain's of `last_osd`; `advisor_set`: KEY=VALUE
+    module options) on `pg_num` PGs of `objects` objects, `window` s measured before and
+    after, `timeout` s for the change."""
     scenario: str
     method: str
     objects: int
@@ -76,8 +90,7 @@ class Clients:
                 raise RuntimeError("a latency client did not start")
 
     def finish(self) -> Tuple[List[np.ndarray], List[Dict[str, Any]]]:
-        """Stop the clients, wait for their read-back; their ops and results (once: a
-        second call returns the same)."""
+        """Stop the clients, wait for their read-back: their ops and results (once)."""
         if self.done is None:
             results = []
             for p in self.procs:
@@ -87,18 +100,21 @@ class Clients:
         return self.done
 
 
+def proc_cpu(stat: str) -> float:
+    """User + system CPU seconds of a process or thread (its /proc/.../stat)."""
+    fields = Path(stat).read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds(c: Cluster) -> Dict[str, float]:
-    """CPU time (user + system) so far of the cluster's daemons, summed per kind (mon,
-    mgr, osd), from their pid files and /proc."""
-    tick = os.sysconf("SC_CLK_TCK")
+    """CPU seconds so far of the cluster's daemons, summed per kind (mon, mgr, osd)."""
     out: Dict[str, float] = {}
     for f in (c.dir / "run").glob("*.pid"):
         try:
-            fields = Path(f"/proc/{int(f.read_text().strip())}/stat").read_text().rsplit(")", 1)[1].split()
+            kind = f.name.split(".")[0]
+            out[kind] = out.get(kind, 0.0) + proc_cpu(f"/proc/{int(f.read_text().strip())}/stat")
         except (OSError, ValueError):
             continue
-        kind = f.name.split(".")[0]
-        out[kind] = out.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / tick
     return out
 
 
@@ -126,7 +142,7 @@ def done(c: Cluster) -> bool:
 
 def running(c: Cluster) -> bool:
     """A plan is running or paused."""
-    return (c.advisor("progress")["plan"] or {}).get("status") in ("running", "paused")
+    return c.plan().get("status") in ("running", "paused")
 
 
 def device_class(c: Cluster) -> str:
@@ -139,10 +155,7 @@ def device_class(c: Cluster) -> str:
 def change(c: Cluster, scenario: str, method: str, pg_num: int, last_osd: int) -> None:
     """Make the scenario's change by the method's path; returns once it is under way."""
     if scenario == "split":
-        if method == "ceph":
-            c.ceph("osd", "pool", "set", POOL, "pg_num", str(2 * pg_num))
-        else:
-            c.ceph("pg-advisor", "apply", "--pool", POOL, "--pg-num", str(2 * pg_num))
+        double_pg_num(c, POOL, method, pg_num)
         wait_until(lambda: c.json("osd", "pool", "get", POOL, "pg_num")["pg_num"] > pg_num, 600,
                    "the split to start")
     elif scenario == "expand":
@@ -195,25 +208,22 @@ def run_one(base: Path, scenario: str, method: str, a: argparse.Namespace, seed:
             r = measure(c, trial, ClientLoad(a.clients, a.depth, seed))
     finally:
         c.vstart("stop")
-        # bluestore fills its sparse block files (some 4 GiB each a run): only the figures,
-        # the clients' ops and the logs are kept
+        # bluestore fills its sparse block files (some 4 GiB a run): not kept
         for block in c.dir.glob("osd.*/block"):
             block.unlink()
     return dict(r, osds=osds)
 
 
 def measure(c: Cluster, trial: Trial, load: ClientLoad) -> Dict[str, Any]:
-    """On a running cluster: the pool, filled; the method's settings; the clients; the change
-    (the drain's of `trial.last_osd`); its end; the figures. The pool stays (the live test
-    removes it); the settings are restored."""
+    """On a running cluster: the pool, filled; the method's settings; the clients; the change;
+    its end; the figures. The pool stays (the live test removes it), the settings do not."""
     method = trial.method
     c.create_pool(POOL, trial.pg_num, application="rados")
     t0 = time.monotonic()
     fill(c.env["CEPH_CONF"], POOL, trial.objects)
     fill_s = time.monotonic() - t0
     c.wait_clean(1800)
-    # the method's own settings (--advisor-set: the module's options tried), then whatever
-    # they do before the change is done
+    # the method's own settings, then whatever they do before the change is done
     opts: Dict[str, str] = {}
     if method == "ceph":
         c.ceph("balancer", "mode", "upmap")
@@ -233,23 +243,21 @@ def measure(c: Cluster, trial: Trial, load: ClientLoad) -> Dict[str, Any]:
 
 def observe(c: Cluster, trial: Trial, load: ClientLoad) -> Dict[str, Any]:
     """measure()'s clients, change and figures."""
-    scenario, method, objects, pg_num, window = (trial.scenario, trial.method, trial.objects,
-                                                 trial.pg_num, trial.window)
+    pg_num = trial.pg_num
     cls = device_class(c)
-    run_dir = Path(tempfile.mkdtemp(prefix="clients-", dir=c.dir))
-    running = Clients(c, objects, load, run_dir)
-    time.sleep(window)
+    running = Clients(c, trial.objects, load, Path(tempfile.mkdtemp(prefix="clients-", dir=c.dir)))
+    time.sleep(trial.window)
     first = int(c.json("osd", "dump")["epoch"])
     moved0 = recovery_bytes(c)
     cpu0 = cpu_seconds(c)
     t_change = time.monotonic()
-    change(c, scenario, method, pg_num, trial.last_osd)
+    change(c, trial.scenario, trial.method, pg_num, trial.last_osd)
     time.sleep(5)
     wait_until(lambda: done(c), trial.timeout, "the change to end", step=2)
     t_clean = time.monotonic()
     cpu1 = cpu_seconds(c)
     wall_minus_mono = time.time() - time.monotonic()
-    time.sleep(window)
+    time.sleep(trial.window)
     ops, results = running.finish()
     moved = recovery_bytes(c) - moved0
     last = int(c.json("osd", "dump")["epoch"])
@@ -257,17 +265,13 @@ def observe(c: Cluster, trial: Trial, load: ClientLoad) -> Dict[str, Any]:
     iv, epochs, changes = intervals(c, pool_id, first, last)
     span = ChangeSpan(t_change, t_clean, wall_minus_mono)
     allops = np.concatenate(ops)
-    order = np.argsort(allops[:, 0])
-    s = summarize([(float(r[0]), float(r[1]), bool(r[2])) for r in allops[order]], t_change, t_clean)
+    s = summarize(allops[:, :3], t_change, t_clean)
     # the longest stall one client saw (the other may have had ops on other OSDs meanwhile)
-    stalls = [summarize([(float(r[0]), float(r[1]), bool(r[2])) for r in o], t_change, t_clean)
-              for o in ops if len(o)]
-    worst = max(stalls, key=lambda x: x["stall_s"])
+    worst = max((summarize(o[:, :3], t_change, t_clean) for o in ops if len(o)), key=lambda x: x["stall_s"])
     during = int(((allops[:, 0] >= t_change) & (allops[:, 0] < t_clean)).sum())
-    return {"scenario": scenario, "method": method, "pg_num": pg_num, "objects": objects,
-            "device": cls, **s, "ops_during": during,
-            "stall_s": worst["stall_s"],
-            "stall_at_s": worst["stall_at_s"],
+    return {"scenario": trial.scenario, "method": trial.method, "pg_num": pg_num,
+            "objects": trial.objects, "device": cls, **s, "ops_during": during,
+            "stall_s": worst["stall_s"], "stall_at_s": worst["stall_at_s"],
             "mismatches": sum(r["mismatch_count"] for r in results),
             "mismatch_examples": [m for r in results for m in r["mismatches"]][:5],
             "unknown": sum(r["unknown"] for r in results), "bytes_moved": moved,
@@ -276,3 +280,59 @@ def observe(c: Cluster, trial: Trial, load: ClientLoad) -> Dict[str, Any]:
             "cpu_s": {k: round(cpu1[k] - cpu0.get(k, 0.0), 1) for k in sorted(cpu1)},
             "bursts": bursts(allops, epochs, span),
             "slow_by_pg": slow_by_pg(allops, changes, span, pool_id, (pg_num, iv["pgs"]))}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m qa.bench.latency",
+                                 description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--scenario", default="split")
+    ap.add_argument("--store", choices=("bluestore", "memstore"), default="bluestore")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--start", type=int, default=0, help="the first repeat's number (a series resumed: "
+                    "its order and seed follow the number)")
+    ap.add_argument("--methods", help="comma-separated (default: the scenario's all)")
+    ap.add_argument("--data-gib", type=float, default=2.0)
+    ap.add_argument("--block-gib", type=int, default=8)
+    ap.add_argument("--osds", type=int, help="OSDs before the change, one host each (default: "
+                    "split 5, expand 4, drain 5)")
+    ap.add_argument("--pg-num", type=int, help="the pool's pg_num (default: split 32, else 128)")
+    ap.add_argument("--depth", type=int, default=8, help="ops in flight per client")
+    ap.add_argument("--clients", type=int, default=2)
+    ap.add_argument("--window", type=float, default=30, help="seconds measured before and after")
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds the change may take")
+    ap.add_argument("--advisor-set", action="append", metavar="KEY=VALUE",
+                    help="a pg_advisor option for its methods' runs (mgr/pg_advisor/KEY), repeatable")
+    ap.add_argument("--dir", type=Path)
+    ap.add_argument("--json", type=Path, help="append each run's figures here, a line each")
+    a = ap.parse_args(argv)
+    scenarios = a.scenario.split(",")
+    if any(s not in METHODS for s in scenarios):
+        ap.error(f"--scenario: one or more of {', '.join(METHODS)}")
+    if a.repeat < 1 or a.start < 0 or a.clients < 1 or a.depth < 1 or a.data_gib <= 0:
+        ap.error("--repeat, --clients, --depth and --data-gib must be positive")
+    base = a.dir or Path(tempfile.mkdtemp(prefix="bench-latency-"))
+    base.mkdir(parents=True, exist_ok=True)
+    for scenario in scenarios:
+        methods = a.methods.split(",") if a.methods else list(METHODS[scenario])
+        rows = []
+        for k in range(a.start, a.start + a.repeat):
+            for m in (methods if k % 2 == 0 else methods[::-1]):
+                rows.append(dict(run_one(base, scenario, m, a, seed=k), repeat=k))
+                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+                if a.json:
+                    with a.json.open("a") as f:
+                        f.write(json.dumps(rows[-1]) + "\n")
+        rows.sort(key=lambda r: (r["repeat"], methods.index(r["method"])))
+        r0 = rows[0]
+        print(f"\n{scenario}: {r0['osds']} {a.store} OSDs ({r0['device']}), pool of {r0['pg_num']} PGs, "
+              f"{r0['objects']} objects of 64 KiB, {a.clients} clients x {a.depth} ops in flight "
+              f"(4 KiB / 64 KiB, reads / writes); latency p50/p99/p99.9")
+        print("\n".join(table(rows)))
+        print(f"\nWhere the slow ops (over {SLOW_MS:g} ms) waited, and the daemons' CPU during the change:")
+        print("\n".join(burst_table(rows)))
+        print("\nThe slow ops by their own PG's new interval while they waited (move: its up set changed, "
+              "its acting set held; remap: both changed; temp: a pg_temp set; drop: its pg_temp dropped; "
+              "order: the same OSDs reordered; none: it did not peer):")
+        print("\n".join(pg_table(rows)))
+        print("\n".join(goals(rows, methods)))
+    return 0

@@ -3,11 +3,11 @@ from typing import Any, Dict, List
 
 import numpy as np
 
+from ..split import ms3 as fmt
 from .intervals import PG_KINDS
 
 
 def table(rows: List[Dict[str, Any]]) -> List[str]:
-    fmt = (lambda v: "/".join("-" if x is None else f"{x:g}" for x in v))
     out = [f"{'method':<17} {'before ms':>15} {'during ms':>19} {'after ms':>15} {'stall s':>7} "
            f"{'failed':>6} {'bad':>3} {'clean s':>7} {'moved MiB':>9} {'prim':>5} {'peer/PG':>7}"]
     for r in rows:
@@ -19,39 +19,30 @@ def table(rows: List[Dict[str, Any]]) -> List[str]:
 
 
 def burst_table(rows: List[Dict[str, Any]]) -> List[str]:
-    """Per run and epoch kind: the epochs of the change, the median/largest slowest op in
-    flight at each, and the ops over SLOW_MS in flight at one (at each whole second: the
-    baseline); the ops over SLOW_MS at no epoch; the daemons' CPU seconds."""
+    """Per run and epoch kind (bursts()): the epochs, the median/largest slowest op in flight
+    at each, the slow ops at one; at each second; at no epoch; the daemons' CPU seconds."""
     kinds = ("up", "acting", "up_thru", "other")
     out = [f"{'method':<17} " + " ".join(f"{k + ': n, worst ms, slow':>27}" for k in kinds)
            + f" {'each second: worst ms':>22} {'none':>5} {'cpu s mon/mgr/osd':>18}"]
     for r in rows:
         b, cpu = r["bursts"], r["cpu_s"]
-        cells = []
-        for k in kinds:
-            w = b.get(f"{k}_worst_ms")
-            cells.append("-" if f"{k}_epochs" not in b else
-                         f"{b[k + '_epochs']}, {'-' if not w else f'{w[0]:g}/{w[1]:g}'}, {b[f'slow_at_{k}']}")
-        w = b["any_second_worst_ms"]
+        cells = [f"{b[k + '_epochs']}, {fmt(b[k + '_worst_ms'] or [None])}, {b['slow_at_' + k]}"
+                 for k in kinds]
         out.append(f"{r['method']:<17} " + " ".join(f"{c:>27}" for c in cells)
-                   + f" {'-' if not w else f'{w[0]:g}/{w[1]:g}':>22} {b['slow_at_none']:>5} "
+                   + f" {fmt(b['any_second_worst_ms'] or [None]):>22} {b['slow_at_none']:>5} "
                    f"{cpu.get('mon', 0):>8g}/{cpu.get('mgr', 0):g}/{cpu.get('osd', 0):g}")
     return out
 
 
 def pg_table(rows: List[Dict[str, Any]]) -> List[str]:
     """Per run and kind of a PG's new interval (slow_by_pg): the slow ops laid at one, and
-    how many of the change's intervals of that kind held a slow op, of how many."""
+    how many of the change's intervals of that kind held one, of how many."""
     out = [f"{'method':<17} {'slow ops':>8} " + " ".join(f"{k + ': slow, held/n':>19}" for k in PG_KINDS)
            + f" {'none':>5}"]
     for r in rows:
-        p = r.get("slow_by_pg")
-        if p is None:
-            continue
-        # rows of runs before a kind was told apart have no entry for it: "-"
-        cells = [f"{p[k]}, {p[k + '_with_slow']}/{p[k + '_intervals']}" if k + "_with_slow" in p
-                 else str(p.get(k, "-")) for k in PG_KINDS]
-        out.append(f"{r['method']:<17} {sum(p.get(k, 0) for k in PG_KINDS) + p['none']:>8} "
+        p = r["slow_by_pg"]
+        cells = [f"{p[k]}, {p[k + '_with_slow']}/{p[k + '_intervals']}" for k in PG_KINDS]
+        out.append(f"{r['method']:<17} {sum(p[k] for k in PG_KINDS) + p['none']:>8} "
                    + " ".join(f"{c:>19}" for c in cells) + f" {p['none']:>5}")
     return out
 
