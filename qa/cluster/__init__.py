@@ -7,7 +7,9 @@ import subprocess
 import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+
+from .rados_client import Rados, Writer  # noqa: F401  (qa's one librados client)
 
 HERE = Path(__file__).resolve().parent      # vstart.sh beside it
 OPT = "mgr/pg_advisor/"      # the prefix of the module's options in `ceph config set mgr ...`
@@ -54,8 +56,7 @@ class Cluster:
         return int(next(p["pool"] for p in self.json("osd", "dump")["pools"] if p["pool_name"] == pool))
 
     def osd_ids(self, in_up: bool = False) -> List[int]:
-        """The map's OSDs (with in_up, those in and up): tests must not assume six, as one
-        that adds or drains OSDs may have run before them."""
+        """The map's OSDs (with in_up, those in and up): not always six (a test may add some)."""
         return sorted(o["osd"] for o in self.json("osd", "dump")["osds"]
                       if not in_up or (o["in"] and o["up"]))
 
@@ -76,15 +77,8 @@ class Cluster:
     def mon_commands(self, cmds: List[Dict[str, Any]]) -> List[Any]:
         """Mon commands over one rados connection (a `ceph` call costs ~0.3 s each): their
         JSON answers (None where a command prints nothing); RuntimeError on a failure."""
-        import rados   # the system Python's binding
-        out: List[Any] = []
-        with rados.Rados(conffile=self.env["CEPH_CONF"]) as r:
-            for cmd in cmds:
-                code, buf, err = r.mon_command(json.dumps({**cmd, "format": "json"}), b"", timeout=60)
-                if code != 0:
-                    raise RuntimeError(f"{cmd} failed ({code}): {err}")
-                out.append(json.loads(buf) if buf.strip() else None)
-        return out
+        with Rados(self.env["CEPH_CONF"]) as r:
+            return [r.command("mon", **dict(cmd, format="json")) for cmd in cmds]
 
     def up_sets(self, pool: str) -> Dict[str, List[int]]:
         """Each PG's up set as the OSDMap has it now (`pg map`, not the PG stats that lag)."""
@@ -110,13 +104,9 @@ class Cluster:
     def primary_changes(self, pool_id: int, epochs: Iterable[int],
                         remapped_only: bool = False) -> List[Tuple[int, str, int, int]]:
         """Each change of a PG's acting primary in the given epochs (from the epoch before
-        each): (epoch, pgid, old, new). The OSD that stops being a PG's primary drops the
-        client ops in flight there without an answer or a newer map: such a client waits
-        for its objecter_timeout (10 s) before it asks the mon and resends.
-
-        `remapped_only`: only PGs whose up set changed in that epoch (what the epoch's own
-        change remapped), not a PG whose backfill ended then (its pg_temp gone, its up set
-        the same): that one change at the end is the one priming leaves each moved PG."""
+        each): (epoch, pgid, old, new); a client's ops in flight at the old primary wait
+        objecter_timeout (10 s) to be resent. `remapped_only`: only PGs whose up set changed
+        in that epoch, not one whose backfill ended then (priming leaves each moved PG that)."""
         seen: Dict[int, Dict[str, Tuple[Tuple[int, ...], int]]] = {}
 
         def at(e: int) -> Dict[str, Tuple[Tuple[int, ...], int]]:
@@ -138,9 +128,8 @@ class Cluster:
                 "autoscale": self.json("osd", "pool", "autoscale-status")}
 
     def fingerprint(self) -> Dict[str, Any]:
-        """What a pg_advisor command could change: pools, upmaps, OSD weights, flags, config.
-
-        (Not the osdmap epoch: Ceph bumps that by itself, e.g. as pg_temp entries go.)"""
+        """What a pg_advisor command could change: pools, upmaps, OSD weights, flags, config
+        (not the epoch: Ceph bumps that by itself, e.g. as pg_temp entries go)."""
         d = self.json("osd", "dump")
         return {
             "pools": [{k: p[k] for k in ("pool_name", "pg_num", "pg_num_target", "pg_placement_num",
@@ -156,7 +145,6 @@ class Cluster:
 
     def release(self) -> str:
         """The Ceph release the cluster's mon runs ('tentacle', 'pacific')."""
-        # {"ceph version 20.2.4 (7f79...) tentacle (stable - RelWithDebInfo)": 1}
         version = next(iter(self.json("versions")["mon"]))
         m = re.search(r"\)\s+(\w+)\s+\(", version)
         if m is None:
@@ -165,10 +153,8 @@ class Cluster:
 
     @contextmanager
     def config(self, who: str, key: str, value: str) -> Iterator[None]:
-        """`ceph config set who key value` for the span of a with-block, then removed: set
-        back to what it was first (a running mgr module may not hear of a bare `config rm`:
-        it kept a latency test's misplaced_budget, which the panel test then read), then
-        removed."""
+        """`ceph config set who key value` for the span of a with-block, then set back to what
+        it was (a running mgr module may not hear of a bare `config rm`) and removed."""
         before = self.ceph("config", "get", who, key).strip()
         self.ceph("config", "set", who, key, value)
         try:
@@ -202,7 +188,7 @@ class Cluster:
             self.ceph("osd", "pool", "application", "enable", name, application)
 
     def remove_pool(self, name: str, wait: bool = True, timeout: float = 180) -> None:
-        """The pool removed (if it is there), then every PG active+clean unless not `wait`."""
+        """The pool removed (if there), then every PG active+clean unless not `wait`."""
         self.run("osd", "pool", "rm", name, name, "--yes-i-really-really-mean-it")
         if wait:
             self.wait_clean(timeout)
@@ -254,9 +240,8 @@ class Cluster:
 
     def wait_clean(self, timeout: float = 180, pool: Optional[str] = None) -> None:
         """All PGs active+clean, no pg_num/pgp_num change pending, stats caught up. With
-        `pool`, also each of its PGs' stats show the up and acting sets the OSDMap has now:
-        for a second or two after a remap the stats still say active+clean on the old
-        OSDs (a PG per `ceph pg map` call: for pools of few PGs)."""
+        `pool` (of few PGs: one `ceph pg map` each), also its PGs' stats show the OSDMap's up
+        and acting sets, which for a second or two after a remap they do not."""
         def settled() -> bool:
             pools = self.json("osd", "pool", "ls", "detail")
             if any(p["pg_num"] != p["pg_num_target"]
@@ -273,16 +258,13 @@ class Cluster:
             seen = {s["pgid"]: (s["up"], s["acting"]) for s in stats}
             pool_id = self.pool_id(pool)
             n = next(p["pg_num"] for p in pools if p["pool_name"] == pool)
-            for i in range(n):      # one `ceph pg map` a PG: stop at the first not yet there
+            for i in range(n):      # stop at the first not yet there
                 m = self.json("pg", "map", f"{pool_id}.{i:x}")
                 if seen.get(m["pgid"]) != (m["up"], m["acting"]) or m["up"] != m["acting"]:
                     return False
             return True
         wait_until(settled, timeout, "all PGs active+clean" + (f", {pool}'s as the OSDMap has them"
                                                                if pool else ""))
-
-
-from .rados_client import Writer  # noqa: E402,F401  (qa's one librados client)
 
 
 def wait_until(cond: Callable[[], bool], timeout: float, what: str, step: float = 1.0) -> None:
@@ -293,12 +275,20 @@ def wait_until(cond: Callable[[], bool], timeout: float, what: str, step: float 
         time.sleep(step)
 
 
+DUMP_FLAGS = {"osd_dump": "--osdmap", "crush": "--crush", "pg_dump": "--pg-dump", "df": "--df",
+              "autoscale": "--autoscale-status"}
+
+
+def dump_flags(d: Path, docs: Mapping[str, Any], keys: Iterable[str] = DUMP_FLAGS) -> List[str]:
+    """The dumps of `keys` that `docs` has, written as d/KEY.json: the offline CLI's flags."""
+    flags: List[str] = []
+    for key in (k for k in keys if k in docs):
+        (d / f"{key}.json").write_text(json.dumps(docs[key]))
+        flags += [DUMP_FLAGS[key], str(d / f"{key}.json")]
+    return flags
+
+
 def offline(dumps: Dict[str, Any], tmp: Path, args: List[str]) -> subprocess.CompletedProcess:
     """Run `python3 -m pg_advisor` on dumps written to files, as an operator would."""
-    files = []
-    for flag, key in (("--osdmap", "osd_dump"), ("--crush", "crush"), ("--pg-dump", "pg_dump"),
-                      ("--df", "df"), ("--autoscale-status", "autoscale")):
-        (tmp / f"{key}.json").write_text(json.dumps(dumps[key]))
-        files += [flag, str(tmp / f"{key}.json")]
-    return subprocess.run(["/usr/bin/python3", "-m", "pg_advisor", *files, *args],
+    return subprocess.run(["/usr/bin/python3", "-m", "pg_advisor", *dump_flags(tmp, dumps), *args],
                           cwd=REPO / "src", capture_output=True, text=True, timeout=120)

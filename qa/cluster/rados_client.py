@@ -50,6 +50,10 @@ class Rados:
             raise RuntimeError(f"{to}: {prefix} {args} failed ({code}): {err}")
         return json.loads(out) if out.strip() else None
 
+    def json(self, to: Union[str, int], prefix: str, **args: Any) -> Any:
+        """command() with its output asked for as JSON."""
+        return self.command(to, prefix, format="json", **args)
+
     def shutdown(self) -> None:
         self.rados.shutdown()
 

@@ -110,7 +110,6 @@ do_status() {
 }
 
 write_conf() {
-    local h i
     # replicas one per host, at most 3 (with fewer hosts the default pools stay whole)
     local pool_size=$((hosts < 3 ? hosts : 3))
     local pool_min_size=$((pool_size > 2 ? 2 : 1))
@@ -183,10 +182,6 @@ EOF
             printf 'osd recovery sleep degraded hdd = 0\n' >>"$conf"
         fi
     fi
-    for ((i = 0; i < osds; i++)); do
-        h=$((i % hosts))
-        printf '\n[osd.%d]\ncrush location = root=default host=host%d\n' "$i" "$h" >>"$conf"
-    done
 }
 
 wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
@@ -215,9 +210,21 @@ mkfs_and_start() {  # mkfs_and_start ID UUID: a new OSD's store, then the daemon
         ceph-osd -i "$1" 2>>"$dir/log/osd.$1.start"
 }
 
-wait_all() {  # wait_all PID...: every OSD start, or fail with where to look
-    local p
-    for p in "$@"; do wait "$p" || { log "an OSD failed to start (see $dir/log)"; exit 1; }; done
+# new_osds COUNT [HOST]: COUNT new OSDs on HOST (default: host(i % hosts), from osd.0 on),
+# each placing itself at its crush location when it starts; their ids in `ids`
+new_osds() {
+    local i id uuid p pids=()
+    ids=()
+    for ((i = 0; i < $1; i++)); do
+        uuid=$(cat /proc/sys/kernel/random/uuid)
+        id=$(ceph osd new "$uuid")
+        [ -n "${2:-}" ] || [ "$id" = "$i" ] || { log "expected osd id $i, got $id"; exit 1; }
+        ids+=("$id")
+        printf '\n[osd.%d]\ncrush location = root=default host=%s\n' "$id" "${2:-host$((i % hosts))}" >>"$conf"
+        mkfs_and_start "$id" "$uuid" &
+        pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p" || { log "an OSD failed to start (see $dir/log)"; exit 1; }; done
 }
 
 do_start() {
@@ -252,18 +259,11 @@ do_start() {
     ceph mgr module enable pg_advisor --force >/dev/null
     ceph-mgr -i x
 
-    local i h uuid pids=()
+    local h
     for ((h = 0; h < hosts; h++)); do
         ceph osd crush add-bucket "host$h" host root=default >/dev/null 2>&1
     done
-    for ((i = 0; i < osds; i++)); do
-        uuid=$(cat /proc/sys/kernel/random/uuid)
-        id=$(ceph osd new "$uuid")
-        [ "$id" = "$i" ] || { log "expected osd id $i, got $id"; exit 1; }
-        mkfs_and_start "$i" "$uuid" &
-        pids+=($!)
-    done
-    wait_all "${pids[@]}"
+    new_osds "$osds"
 
     wait_for 60 "all OSDs up" bash -c "ceph osd stat -f json | jq -e '.num_up_osds == $osds and .num_in_osds == $osds'"
     if [ "$make_pool" = 1 ]; then    # (size, min_size, autoscale off: the conf's defaults)
@@ -281,17 +281,8 @@ do_add_osds() {
     [[ "$new_host" =~ ^[A-Za-z0-9_-]+$ ]] || die "--host NAME (letters, digits, - and _)"
     [ -f "$conf" ] || { log "no cluster in $dir"; exit 1; }
     ceph osd crush add-bucket "$new_host" host root=default >/dev/null 2>&1 || true
-    local i id uuid ids=() pids=()
-    for ((i = 0; i < count; i++)); do
-        uuid=$(cat /proc/sys/kernel/random/uuid)
-        id=$(ceph osd new "$uuid")
-        ids+=("$id")
-        # the OSD places itself at its crush location when it starts (osd crush update on start)
-        printf '\n[osd.%d]\ncrush location = root=default host=%s\n' "$id" "$new_host" >>"$conf"
-        mkfs_and_start "$id" "$uuid" &
-        pids+=($!)
-    done
-    wait_all "${pids[@]}"
+    local id
+    new_osds "$count" "$new_host"
     for id in "${ids[@]}"; do
         wait_for 60 "osd.$id up" bash -c "ceph osd dump -f json | jq -e '.osds[] | select(.osd == $id) | .up == 1 and .in == 1'"
     done

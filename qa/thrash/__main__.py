@@ -11,19 +11,21 @@ import signal
 import sys
 import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from ..cluster import OPT, REPO, Cluster, wait_until
-from .client import Client
+from ..cluster import REPO, Cluster, wait_until
+from ..cluster.rados_client import Rados
+from .client import OP_TIMEOUT, Client
 from .thrasher import POOLS, Thrasher
-from .watch import WAIT_CLEAN_MAX, Mon, Watcher, commands_to_missing_pools
+from .watch import WAIT_CLEAN_MAX, Watcher, commands_to_missing_pools
 
 CLEAN_WITHIN = 600          # s: the issue's bound on active+clean after the thrasher stops
 SETTLE_WITHIN = 1800        # s: and on pg_advisor's end state (pg_num, eval)
 
 
-def setup(c: Cluster, pg_nums: List[int], options: List[str]) -> None:
+def setup(c: Cluster, pg_nums: List[int], options: List[str], stack: ExitStack) -> None:
     c.vstart("start", "--osds", "8", "--hosts", "4", "--no-pool")
     c.ceph("osd", "erasure-code-profile", "set", "ec21", "k=2", "m=1", "crush-failure-domain=host")
     for name, pg_num, kind in zip(POOLS, pg_nums, (["replicated"], ["replicated"], ["erasure", "ec21"])):
@@ -32,9 +34,8 @@ def setup(c: Cluster, pg_nums: List[int], options: List[str]) -> None:
     # min_size k: one OSD away (the thrasher takes one at a time) leaves the EC PGs active,
     # as the replicated ones; at k+1 their I/O would wait for the OSD to come back
     c.ceph("osd", "pool", "set", "ec", "min_size", "2")
-    for key, value in [("pin_on_change", "true"), *(kv.partition("=")[::2] for kv in options),
-                       ("mode", "auto")]:
-        c.ceph("config", "set", "mgr", OPT + key, value)
+    sets = {k: v for k, _, v in (kv.partition("=") for kv in options)}
+    stack.enter_context(c.options("mgr", {"pin_on_change": "true", **sets, "mode": "auto"}))
     c.wait_clean(300)
 
 
@@ -46,7 +47,7 @@ def end_state(c: Cluster, th: Thrasher) -> Dict[str, Any]:
     def caught_up() -> bool:
         """Every PG's stats show the up set the map has now: right after an action they may
         still say active+clean on the old OSDs (an idle PG does not report each map)."""
-        ups = th.mon.up_sets(th.mon.epoch())
+        ups = th.watch.mapped()[1]
         return all(ups.get(r["pgid"]) == r["up"] for r in th.pgs_brief())
     try:
         wait_until(caught_up, CLEAN_WITHIN, "every PG's stats to show the map's up set", step=2)
@@ -59,17 +60,15 @@ def end_state(c: Cluster, th: Thrasher) -> Dict[str, Any]:
     last: Dict[str, Any] = {}
 
     def settled() -> bool:
-        status, plan = c.advisor("status"), c.advisor("progress").get("plan")
-        ev = c.advisor("eval")["distribution"]
+        status, plan, ev = c.advisor("status"), c.plan(), c.advisor("eval")["distribution"]
         off = {p["name"]: [p["pg_num"], p["recommended_pg_num"]] for p in status["pools"]
                if p["pg_num"] != p["recommended_pg_num"] or p["pgp_num"] != p["pg_num"]}
         dev = {d["pool"]: d["max_deviation"] for d in ev["pools"]}
         dev["total"] = ev["total"]["max_deviation"]
-        last.update(off=off, deviation=dev, plan=(plan or {}).get("status"))
+        last.update(off=off, deviation=dev, plan=plan.get("status"))
         th.say(f"  end state: pools off {off}, largest deviation {max(dev.values())}, "
                f"plan {last['plan']}")
-        running = plan is not None and plan.get("status") in ("running", "paused")
-        return not off and max(dev.values()) <= 1.0 and not running
+        return not off and max(dev.values()) <= 1.0 and last["plan"] not in ("running", "paused")
     try:
         wait_until(settled, SETTLE_WITHIN, "pools at pg_advisor's pg_num and every OSD within "
                    "1 PG of its share", step=30)
@@ -94,16 +93,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--keep", action="store_true", help="leave the cluster running")
     a = ap.parse_args(argv)
     c = Cluster(Path(a.dir))
-    sys.path.insert(0, str(REPO / "src"))      # the testkit's osdmaptool parser (watch.Mon.up_sets)
+    sys.path.insert(0, str(REPO / "src"))      # the testkit's osdmaptool parser (Watcher.mapped)
     t_start = time.monotonic()
-    setup(c, [int(x) for x in a.pg_nums.split(",")], a.set)
+    stack = ExitStack()        # unless --keep, on the way out: the options set back, the cluster stopped
+    stack.callback(c.vstart, "stop")
+    setup(c, [int(x) for x in a.pg_nums.split(",")], a.set, stack)
     budget = float(c.ceph("config", "get", "mgr", "target_max_misplaced_ratio").strip())
-    mon = Mon(c.env["CEPH_CONF"])
+    mon = Rados(c.env["CEPH_CONF"], op_timeout=OP_TIMEOUT)      # the watcher's, thrasher's, client's
     watch = Watcher(mon, c.dir / "run", budget)
-    client = Client(c.env["CEPH_CONF"], list(POOLS), a.objects, a.seed, a.rate)
+    client = Client(mon, list(POOLS), a.objects, a.seed, a.rate)
     th = Thrasher(c, mon, watch, client, random.Random(a.seed))
-    report: Dict[str, Any] = {"seed": a.seed, "minutes": a.minutes, "options": a.set,
-                              "rate": a.rate}
+    report: Dict[str, Any] = {"seed": a.seed, "minutes": a.minutes, "options": a.set, "rate": a.rate}
     # the first Ctrl-C ends the thrashing early and still settles and reports (a
     # KeyboardInterrupt inside a rados call crashed the binding and lost the report)
     interrupted = threading.Event()
@@ -130,11 +130,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     finally:
         fig = watch.finish()
         problems = client.finish()
-        mon.close()
+        mon.shutdown()
         report.update(actions=dict(th.counts), refused=dict(th.refused), client=client.figures(),
                       interrupted=interrupted.is_set())
-        audit = c.dir / "log" / "ceph.audit.log"
-        ours, bad = commands_to_missing_pools(audit, th.removed)
+        ours, bad = commands_to_missing_pools(c.dir / "log" / "ceph.audit.log", th.removed)
         cluster_log = (c.dir / "log" / "ceph.log").read_text(errors="replace")
         failures = client.failures()
         gids = len(fig.mgr_gids) - 1
@@ -171,7 +170,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if a.report:
             Path(a.report).write_text(json.dumps(report, indent=1, default=str))
         if not a.keep:
-            c.vstart("stop")
+            stack.close()
     ok = all(checks.values())
     print(("PASS" if ok else "FAIL") + ": "
           + "; ".join(f"{k}: {'ok' if v else 'FAILED'}" for k, v in checks.items()))

@@ -1,20 +1,16 @@
 """The thrasher's client: writes and reads objects in each pool throughout, checking every
-read against what it last wrote, and times every op (python3 -m qa.thrash).
-
-One thread per pool, each with a fixed set of objects it overwrites with new versions, so
-the object count stays put (the misplaced allowance scales with objects, qa/thrash/watch.py).
-`fill` writes a burst of larger objects into a pool, kept and read back at the end too.
-"""
+read against what it last wrote, and times every op. One thread per pool, each with a fixed
+set of objects it overwrites with new versions, so the object count stays put (the misplaced
+allowance scales with objects); `fill`'s larger objects are read back at the end too."""
 import random
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from ..cluster.rados_client import Rados, payload
+from ..cluster.rados_client import InFlight, Rados, payload
 
-# an op unanswered this long fails, to be counted, rather than waited on for ever: far
-# above any stall a healthy cluster shows
+# an op unanswered this long fails, to be counted: far above any stall a healthy cluster shows
 OP_TIMEOUT = 300
 
 
@@ -32,11 +28,12 @@ class PoolLoad:
 
 
 class Client:
-    """Writers and readers over the given pools, `rate` ops a second per pool at most
-    (memstore keeps the OSDs' PG logs in RAM: unthrottled, they outgrow the machine)."""
+    """Writers and readers over the given pools on connection `rados` (made with OP_TIMEOUT),
+    `rate` ops a second per pool at most (memstore keeps the OSDs' PG logs in RAM:
+    unthrottled, they outgrow the machine)."""
 
-    def __init__(self, conf: str, pools: List[str], objects: int, seed: int, rate: float) -> None:
-        self.rados = Rados(conf, op_timeout=OP_TIMEOUT)
+    def __init__(self, rados: Rados, pools: List[str], objects: int, seed: int, rate: float) -> None:
+        self.rados = rados
         self.loads = {p: PoolLoad(p, objects) for p in pools}
         self.fills: Dict[str, Dict[str, Tuple[int, int]]] = {p: {} for p in pools}
         self.fill_failed: List[str] = []
@@ -67,12 +64,10 @@ class Client:
 
     def _run(self, load: PoolLoad, index: int) -> None:
         rng = random.Random(self.seed * 1000 + index)
-        io = self.rados.ioctx(load.pool)
-        try:
-            # first every object once, then random overwrites and checked reads
-            names = [f"obj-{i}" for i in range(load.objects)]
-            todo = list(names)
-            next_at = time.monotonic()
+        names = [f"obj-{i}" for i in range(load.objects)]
+        todo = list(names)              # first every object once, then overwrites and checked reads
+        next_at = time.monotonic()
+        with self.rados.ioctx(load.pool) as io:
             while not self.stop.is_set():
                 next_at += 1.0 / self.rate
                 time.sleep(max(0.0, next_at - time.monotonic()))
@@ -89,20 +84,18 @@ class Client:
                 problem = got is not None and check(name, got, load.versions[name], load.unsure.get(name))
                 if problem:
                     load.failed.append(f"read {load.pool}/{name}: {problem}")
-        finally:
-            io.close()
 
     def fill(self, pool: str, count: int, size: int) -> None:
         """Write `count` objects of `size` bytes into `pool` (in the caller's thread)."""
+        with self.lock:
+            names = [f"fill-{len(self.fills[pool]) + i}" for i in range(count)]
+            self.fills[pool].update((name, (1, size)) for name in names)
         with self.rados.ioctx(pool) as io:
-            for _ in range(count):
-                with self.lock:
-                    name = f"fill-{len(self.fills[pool])}"
-                    self.fills[pool][name] = (1, size)
-                try:
-                    io.write_full(name, payload(name, 1, size))
-                except Exception as e:
-                    self.fill_failed.append(f"fill {pool}/{name}: {e!r}")
+            writes = InFlight(io, 4)
+            for name in names:
+                writes.write_full(name, payload(name, 1, size))
+            writes.flush()
+        self.fill_failed += [f"fill {pool}: a write failed ({code})" for code in writes.failed]
 
     def finish(self) -> List[str]:
         """Stop the load, then read back every object the run wrote: the problems found."""
@@ -119,7 +112,6 @@ class Client:
                         problem = repr(e)
                     if problem:
                         problems.append(f"final read {pool}/{name}: {problem}")
-        self.rados.shutdown()
         return problems
 
     def figures(self) -> Dict[str, Any]:

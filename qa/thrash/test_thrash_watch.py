@@ -141,3 +141,15 @@ def test_a_plan_waiting_on_backfill_with_every_pg_clean_is_timed() -> None:
                                               "the budget 5.00%"}
     assert w.update(180.0, budget, clean=True) == 0.0
     assert w.update(200.0, budget, clean=True) == 20.0
+
+
+def test_the_audit_check_reads_lines_as_both_releases_write_them(tmp_path: Path) -> None:
+    # a finished command's list is quoted (both releases); Tentacle writes ` : dispatch`: the
+    # pattern before matched neither, so the check could never fail
+    rm = {"prefix": "osd pool rm", "pool": "thrash-0", "pool2": "thrash-0"}
+    item = {"prefix": "osd pg-upmap-items", "pgid": "7.3", "id": [1, 2], "format": "json"}
+    lines = [f"mon.a audit [INF] entity='client.admin' cmd='[{json.dumps(rm)}]': finished",
+             f"mon.a audit [INF] entity='mgr.x' cmd={json.dumps(item)} : dispatch"]
+    log = tmp_path / "audit.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert commands_to_missing_pools(log, {"thrash-0": 7}) == (1, [lines[1]])

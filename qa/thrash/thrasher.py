@@ -1,7 +1,6 @@
 """The thrasher: one action at a time on the running cluster (an OSD killed or out, a mgr
 failed, OSDs added, a drain, norebalance, a pool made and removed, a fill, a reweight, an
-upmap, pg_advisor paused or its plan aborted), each undone later, dealt from a seeded deck
-(python3 -m qa.thrash runs it: __main__.py)."""
+upmap, pg_advisor paused or its plan aborted), each undone later, dealt from a seeded deck."""
 import json
 import os
 import random
@@ -10,12 +9,12 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ..cluster import Cluster, wait_until
+from ..cluster.rados_client import Rados
 from .client import Client
-from .watch import Mon, Watcher, read_pid
+from .watch import Watcher, read_pid
 
 POOLS = ("rep", "ratio", "ec")
 BAD_STATES = ("degraded", "undersized", "down", "incomplete", "peering", "stale", "unknown")
@@ -23,36 +22,23 @@ FILL_MIB = 64               # one fill action: 64 objects of 1 MiB
 FILL_MAX = 8                # fills in a run at most (memstore OSDs hold 1 GiB each)
 
 
-@dataclass
-class Later:
-    at: float
-    what: str
-    fn: Callable[[], None]
-
-
 class Thrasher:
-    def __init__(self, c: Cluster, mon: Mon, watch: Watcher, client: Client, rng: random.Random) -> None:
+    def __init__(self, c: Cluster, mon: Rados, watch: Watcher, client: Client, rng: random.Random) -> None:
         self.c, self.mon, self.watch, self.client, self.rng = c, mon, watch, client, rng
         self.counts: Counter = Counter()
         self.refused: Counter = Counter()
-        self.later: List[Later] = []
+        self.later: List[Tuple[float, str, Callable[[], Any]]] = []    # (when, what, undo)
         self.deck: List[str] = []                # actions still to deal (step)
         self.away: Optional[int] = None          # the OSD this thrasher has down or out
         self.drain_osd: Optional[int] = None
         self.drain_started = 0.0
-        self.drained = False
         self.added = False
         self.purged: Set[int] = set()
-        self.norebalance = False
-        self.paused = False
         self.fails = 0                           # `ceph mgr fail`s
-        self.fills = 0
         self.pools_made: Dict[str, int] = {}
         self.removed: Dict[str, int] = {}
         self.fill_threads: List[threading.Thread] = []
         self.t0 = time.monotonic()
-
-    # -- helpers ------------------------------------------------------------------------
 
     def say(self, text: str) -> None:
         print(f"[{time.monotonic() - self.t0:7.1f}] {text}", flush=True)
@@ -63,11 +49,11 @@ class Thrasher:
         return code
 
     def osds(self) -> List[Dict[str, Any]]:
-        return list(self.mon.json("osd dump")["osds"])
+        return list(self.mon.json("mon", "osd dump")["osds"])
 
     def pgs_brief(self) -> List[Dict[str, Any]]:
         """Each PG's state, up and acting set (`pg dump pgs_brief`)."""
-        dump = self.mon.json("pg dump", mgr=True, dumpcontents=["pgs_brief"])
+        dump = self.mon.json("mgr", "pg dump", dumpcontents=["pgs_brief"])
         return list(dump["pg_stats"] if isinstance(dump, dict) else dump)
 
     def calm(self) -> bool:
@@ -90,45 +76,44 @@ class Thrasher:
         wait_until(lambda: any(o["osd"] == osd and bool(o["up"]) == up for o in self.osds()),
                    timeout, f"osd.{osd} {'up' if up else 'down'}")
 
+    def stop_osd(self, osd: int) -> None:
+        pid = self.osd_pid(osd)
+        if pid:
+            os.kill(pid, signal.SIGTERM)
+        self.wait_osd(osd, False)
+
     def charged(self, what: str, fn: Callable[[], Any]) -> Any:
         """Run a map-changing `fn` and charge what it remapped to the thrasher."""
-        start = self.watch.before()
+        start = self.watch.mapped()
         out = fn()
-        moved = self.watch.after(start, what)
-        self.say(f"  {what}: {moved} PGs remapped")
+        self.say(f"  {what}: {self.watch.after(start)} PGs remapped")
         return out
 
-    def after(self, lo: float, hi: float, what: str, fn: Callable[[], None]) -> None:
-        self.later.append(Later(time.monotonic() + self.rng.uniform(lo, hi), what, fn))
+    def after(self, lo: float, hi: float, what: str, fn: Callable[[], Any]) -> None:
+        self.later.append((time.monotonic() + self.rng.uniform(lo, hi), what, fn))
 
     def run_due(self, everything: bool = False) -> None:
         now = time.monotonic()
-        due = [x for x in self.later if everything or x.at <= now]
+        due = [x for x in self.later if everything or x[0] <= now]
         self.later = [x for x in self.later if x not in due]
-        for x in sorted(due, key=lambda x: x.at):
-            self.say(f"later: {x.what}")
+        for _, what, fn in sorted(due, key=lambda x: x[0]):
+            self.say(f"later: {what}")
             try:
-                x.fn()
+                fn()
             except Exception as e:        # reported; the run goes on
-                self.say(f"  {x.what} failed: {e!r}")
-                self.refused[f"later: {x.what.split(':')[0]}"] += 1
+                self.say(f"  {what} failed: {e!r}")
+                self.refused[f"later: {what.split(':')[0]}"] += 1
 
     # -- the actions: each returns False when it cannot be taken now -----------------------
 
     def act_kill(self) -> bool:
         victim = self.victim() if self.calm() else None
-        pid = self.osd_pid(victim) if victim is not None else None
-        if victim is None or pid is None:
+        if victim is None or self.osd_pid(victim) is None:
             return False
         osd: int = victim
         self.away = osd
-        self.say(f"kill osd.{osd} (pid {pid})")
-
-        def kill() -> None:
-            assert pid is not None
-            os.kill(pid, signal.SIGTERM)
-            self.wait_osd(osd, False)
-        self.charged(f"osd.{osd} down", kill)
+        self.say(f"kill osd.{osd} (pid {self.osd_pid(osd)})")
+        self.charged(f"osd.{osd} down", lambda: self.stop_osd(osd))
         self.after(30, 60, f"revive osd.{osd}", lambda: self.revive(osd))
         return True
 
@@ -172,9 +157,7 @@ class Thrasher:
         return True
 
     def act_drain(self) -> bool:
-        if self.drain_osd is not None or not self.calm():
-            return False
-        osd = self.victim()
+        osd = self.victim() if self.drain_osd is None and self.calm() else None
         if osd is None:
             return False
         code = self.ceph("pg-advisor", "drain", f"osd.{osd}")
@@ -193,10 +176,9 @@ class Thrasher:
         osd = self.drain_osd
         assert osd is not None
         left = sum(1 for r in self.pgs_brief() if osd in r["up"] or osd in r["acting"])
-        late = time.monotonic() - self.drain_started > 900
-        if left and not late:
+        if left and time.monotonic() - self.drain_started <= 900:
             plan = json.loads(self.c.run("pg-advisor", "progress", "-f", "json")[1] or "{}").get("plan")
-            if not plan or plan.get("status") not in ("running", "paused"):
+            if (plan or {}).get("status") not in ("running", "paused"):
                 self.ceph("pg-advisor", "drain", f"osd.{osd}")
             self.say(f"  osd.{osd}: {left} PGs still on it")
             self.after(15, 15, f"drain osd.{osd}: check", self.drain_check)
@@ -206,26 +188,17 @@ class Thrasher:
         self.charged(f"drained osd.{osd} out", lambda: self.ceph("osd", "out", str(osd)))
         wait_until(lambda: self.c.run("osd", "safe-to-destroy", str(osd))[0] == 0, 900,
                    f"osd.{osd} safe to destroy")
-        pid = self.osd_pid(osd)
-        if pid:
-            os.kill(pid, signal.SIGTERM)
-        self.wait_osd(osd, False)
+        self.stop_osd(osd)
         self.charged(f"osd.{osd} purged",
                      lambda: self.ceph("osd", "purge", str(osd), "--yes-i-really-mean-it"))
         self.purged.add(osd)
-        self.drained = True
 
     def act_norebalance(self) -> bool:
-        if self.norebalance:
+        if "norebalance" in self.mon.json("mon", "osd dump")["flags"]:
             return False
-        self.norebalance = True
         self.ceph("osd", "set", "norebalance")
-        self.after(30, 90, "unset norebalance", self.unset_norebalance)
+        self.after(30, 90, "unset norebalance", lambda: self.ceph("osd", "unset", "norebalance"))
         return True
-
-    def unset_norebalance(self) -> None:
-        self.ceph("osd", "unset", "norebalance")
-        self.norebalance = False
 
     def act_pool(self) -> bool:
         name = f"thrash-{len(self.pools_made)}"
@@ -241,9 +214,8 @@ class Thrasher:
             self.removed[name] = self.pools_made[name]
 
     def act_fill(self) -> bool:
-        if self.fills >= FILL_MAX:
+        if len(self.fill_threads) >= FILL_MAX:
             return False
-        self.fills += 1
         pool = self.rng.choice(POOLS)
         self.say(f"fill {pool} with {FILL_MIB} MiB")
         t = threading.Thread(target=self.client.fill, args=(pool, FILL_MIB, 1 << 20), daemon=True)
@@ -260,19 +232,17 @@ class Thrasher:
         return True
 
     def act_upmap(self) -> bool:
-        items = self.mon.json("osd dump")["pg_upmap_items"]
+        items = self.mon.json("mon", "osd dump")["pg_upmap_items"]
         if items and self.rng.random() < 0.5:
             pgid = self.rng.choice(items)["pgid"]
             self.charged(f"rm upmap item {pgid}", lambda: self.ceph("osd", "rm-pg-upmap-items", pgid))
             return True
-        ids = {self.pools_made.get(p) or self.c.pool_id(p) for p in POOLS}
-        rows = [r for r in self.pgs_brief()
-                if int(r["pgid"].split(".")[0]) in ids]
-        row = self.rng.choice(rows)
-        host_of = {o: h for h, mates in self._hosts().items() for o in mates}
-        used = {host_of.get(o) for o in row["up"]}
+        ids = {self.c.pool_id(p) for p in POOLS}
+        row = self.rng.choice([r for r in self.pgs_brief() if int(r["pgid"].split(".")[0]) in ids])
+        mates = self.c.host_mates()           # to an OSD of a host the PG does not use
+        used = set(row["up"]) | {m for o in row["up"] for m in mates.get(o, [])}
         up_osds = {o["osd"] for o in self.osds() if o["up"] and o["in"]}
-        to = [o for o, h in host_of.items() if h not in used and o in up_osds and o != self.drain_osd]
+        to = [o for o in mates if o not in used and o in up_osds and o != self.drain_osd]
         if not to or not row["up"]:
             return False
         frm, dst = self.rng.choice(row["up"]), self.rng.choice(to)
@@ -280,27 +250,17 @@ class Thrasher:
                      lambda: self.ceph("osd", "pg-upmap-items", row["pgid"], str(frm), str(dst)))
         return True
 
-    def _hosts(self) -> Dict[str, List[int]]:
-        return {n["name"]: [k for k in n.get("children", []) if k >= 0]
-                for n in self.mon.json("osd tree")["nodes"] if n["type"] == "host"}
-
     def act_pause(self) -> bool:
-        if self.paused or self.ceph("pg-advisor", "pause") != 0:
+        if self.ceph("pg-advisor", "pause") != 0:       # no plan running
             return False
-        self.paused = True
-        self.after(30, 90, "resume", self.resume)
+        self.after(30, 90, "resume", lambda: self.ceph("pg-advisor", "resume"))
         return True
-
-    def resume(self) -> None:
-        self.ceph("pg-advisor", "resume")
-        self.paused = False
 
     def act_abort(self) -> bool:
         if self.ceph("pg-advisor", "abort") != 0:
             return False
-        self.paused = False
         # an operator who aborts and wants auto mode back says so (auto waits an hour else)
-        self.after(30, 90, "mode auto again", lambda: (self.ceph("pg-advisor", "mode", "auto"), None)[1])
+        self.after(30, 90, "mode auto again", lambda: self.ceph("pg-advisor", "mode", "auto"))
         return True
 
     ACTIONS = ("kill", "out", "mgr_fail", "add_osds", "drain", "norebalance", "pool", "fill",
@@ -338,7 +298,7 @@ class Thrasher:
     def wind_down(self) -> None:
         """Undo what is pending (revive, in, unset, resume, remove) and finish the drain."""
         self.run_due(everything=True)
-        while self.drain_osd is not None and not self.drained and self.later:
+        while self.drain_osd is not None and self.drain_osd not in self.purged and self.later:
             time.sleep(5)
             self.run_due()
         for t in self.fill_threads:

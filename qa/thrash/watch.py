@@ -1,7 +1,6 @@
-"""The thrasher's invariants, sampled while it runs (python3 -m qa.thrash): the mgr's pid
-and gid, pg_advisor's health checks and plan waits, memory, and misplaced objects against the
-budget plus what the thrasher's own actions remapped (doc/testing.rst says how each is
-counted); the audit-log check (no command to a removed pool) runs at the end."""
+"""The thrasher's invariants, sampled while it runs (doc/testing.rst says how each is
+counted): the mgr's pid and gid, health checks, plan waits, memory, misplaced objects against
+the budget plus what the thrasher remapped; at the end, no command to a removed pool."""
 import json
 import re
 import tempfile
@@ -11,57 +10,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Set, Tuple
 
+from ..cluster.rados_client import Rados
+
 NONE = 2147483647          # CRUSH_ITEM_NONE: an EC position with no OSD
 # pg_advisor's own mon commands (the mgr's DaemonServer sends pg_num_actual/pgp_num_actual
 # of its own, which are Ceph's, not ours)
 OURS = {"osd pg-upmap-items", "osd rm-pg-upmap-items", "osd pg-upmap", "osd rm-pg-upmap",
         "osd pg-temp", "osd primary-temp"}
 OUR_VARS = {"pg_num", "pgp_num"}
-# a plan's waits on the cluster's backfill (executor.py): held back by the misplaced budget
-# or an OSD's backfills, which a clean cluster no longer has
+# a plan's waits on backfill (executor.py), which a clean cluster no longer has
 THROTTLE_WAIT = re.compile(r"holds the next balance round back|would pass the budget|PGs backfilling")
-WAIT_CLEAN_MAX = 120.0     # seconds a plan may wait so while every PG is active+clean (the
-#                           snapshot it reads shows a change within a tick or two)
-
-
-class Mon:
-    """Mon and mgr commands through the rados binding (a `ceph` CLI call costs 0.2 s)."""
-
-    def __init__(self, conf: str) -> None:
-        import rados
-        self.rados = rados.Rados(conffile=conf, conf={"rados_mon_op_timeout": "60"})
-        self.rados.connect()
-        self.lock = threading.Lock()
-
-    def call(self, prefix: str, mgr: bool = False, **args: Any) -> Tuple[int, bytes, str]:
-        cmd = json.dumps({"prefix": prefix, "format": "json", **args})
-        with self.lock:
-            if mgr:
-                return self.rados.mgr_command(cmd, b"", timeout=60)
-            return self.rados.mon_command(cmd, b"", timeout=60)
-
-    def json(self, prefix: str, mgr: bool = False, **args: Any) -> Any:
-        ret, out, err = self.call(prefix, mgr, **args)
-        if ret != 0:
-            raise RuntimeError(f"{prefix} {args}: {ret} {err}")
-        return json.loads(out)
-
-    def epoch(self) -> int:
-        return int(self.json("osd dump")["epoch"])
-
-    def up_sets(self, epoch: int) -> Dict[str, List[int]]:
-        """Every PG's up set in map `epoch`, as osdmaptool maps it (upmaps applied)."""
-        from pg_advisor_testkit.osdmaptool_output import dump_all   # src on the path: __main__
-        ret, raw, err = self.call("osd getmap", epoch=epoch)
-        if ret != 0:
-            raise RuntimeError(f"osd getmap {epoch}: {err}")
-        with tempfile.NamedTemporaryFile() as f:
-            f.write(raw)
-            f.flush()
-            return {pg: list(m.up) for pg, m in dump_all(f.name).items()}
-
-    def close(self) -> None:
-        self.rados.shutdown()
+WAIT_CLEAN_MAX = 120.0     # s a plan may wait so with every PG active+clean
 
 
 def read_pid(pidfile: Path) -> int:
@@ -149,10 +108,11 @@ class CleanWait:
         return now - self.since
 
 
-class Watcher:
+class Watcher(threading.Thread):
     """Samples the invariants every `interval` seconds in a thread of its own."""
 
-    def __init__(self, mon: Mon, run_dir: Path, budget: float, interval: float = 2.0) -> None:
+    def __init__(self, mon: Rados, run_dir: Path, budget: float, interval: float = 2.0) -> None:
+        super().__init__(daemon=True)
         self.mon = mon
         self.pidfile = run_dir / "mgr.x.pid"
         self.fig = Figures(budget=budget)
@@ -164,20 +124,24 @@ class Watcher:
         self.clean_wait = CleanWait()
         self.lock = threading.Lock()
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
 
-    # -- the thrasher's side --------------------------------------------------------------
+    def mapped(self) -> Tuple[int, Dict[str, List[int]]]:
+        """The map's epoch and every PG's up set in it, as osdmaptool maps it (upmaps applied)."""
+        from pg_advisor_testkit.osdmaptool_output import dump_all   # src on the path: __main__
+        e = int(self.mon.json("mon", "osd dump")["epoch"])
+        code, raw, err = self.mon.raw("mon", "osd getmap", epoch=e)
+        if code != 0:
+            raise RuntimeError(f"osd getmap {e}: {err}")
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(raw)
+            f.flush()
+            return e, {pg: list(m.up) for pg, m in dump_all(f.name).items()}
 
-    def before(self) -> Tuple[int, Dict[str, List[int]]]:
-        e = self.mon.epoch()
-        return e, self.mon.up_sets(e)
-
-    def after(self, start: Tuple[int, Dict[str, List[int]]], what: str) -> int:
-        """Charge the PGs the map changes since `start` moved to the thrasher; how many."""
-        e1 = self.mon.epoch()
+    def after(self, start: Tuple[int, Dict[str, List[int]]]) -> int:
+        """Charge the PGs the map changes since `start` (mapped()) moved to the thrasher; how many."""
+        e1, ups = self.mapped()
         if e1 == start[0]:
             return 0
-        ups = self.mon.up_sets(e1)
         moved = 0
         with self.lock:
             for pgid, up in ups.items():
@@ -191,17 +155,12 @@ class Watcher:
                     moved += 1
         return moved
 
-    # -- sampling -------------------------------------------------------------------------
-
-    def start(self) -> None:
-        self.thread.start()
-
     def finish(self) -> Figures:
         self.stop.set()
-        self.thread.join(120)
+        self.join(120)
         return self.fig
 
-    def _run(self) -> None:
+    def run(self) -> None:
         while not self.stop.wait(self.interval):
             try:
                 self.sample()
@@ -212,18 +171,17 @@ class Watcher:
     def sample(self) -> None:
         fig = self.fig
         fig.samples += 1
-        self._mgr()
-        self._memory()
-        health = self.mon.json("health", detail="detail").get("checks", {})
+        self._processes()
+        health = self.mon.json("mon", "health", detail="detail").get("checks", {})
         for name, c in health.items():
             fig.checks_seen[name] = fig.checks_seen.get(name, 0) + 1
             if name == "PG_ADVISOR_PLAN_ERROR":
                 msg = f"{time.strftime('%H:%M:%S')} {c.get('summary', {}).get('message', '')}"
                 fig.plan_errors.append(msg)
-        pools = self.mon.json("osd pool ls", detail="detail")
+        pools = self.mon.json("mon", "osd pool ls", detail="detail")
         self.erasure = {int(p["pool_id"]) for p in pools if p.get("erasure_code_profile")
                         and p.get("type") in (3, "erasure")}
-        dump = self.mon.json("pg dump", mgr=True, dumpcontents=["pgs"])
+        dump = self.mon.json("mgr", "pg dump", dumpcontents=["pgs"])
         stats = dump["pg_stats"] if "pg_stats" in dump else dump["pg_map"]["pg_stats"]
         self._misplaced(stats)
         if fig.samples % 5 == 0:      # every 10 s: the plan's state from the module itself
@@ -231,27 +189,24 @@ class Watcher:
 
     def _plan_wait(self, stats: List[Dict[str, Any]]) -> None:
         fig = self.fig
-        plan = self.mon.json("pg-advisor progress", mgr=True).get("plan")
+        plan = self.mon.json("mgr", "pg-advisor progress").get("plan")
         clean = all(s.get("state") == "active+clean" for s in stats)
         waited = self.clean_wait.update(time.monotonic(), plan, clean)
         if waited > fig.wait_clean_longest_s:
             fig.wait_clean_longest_s = waited
             fig.wait_clean_at = f"{time.strftime('%H:%M:%S')}: {self.clean_wait.text}"
 
-    def _mgr(self) -> None:
+    def _processes(self) -> None:
+        """The mgr's pid, gid and RSS; the machine's free memory and the OSDs' RSS (a run that
+        ran the machine out of memory proves nothing)."""
         fig = self.fig
         pid = read_pid(self.pidfile)
         if not fig.mgr_pids or fig.mgr_pids[-1] != pid:
             fig.mgr_pids.append(pid)
         fig.mgr_rss_peak_mib = max(fig.mgr_rss_peak_mib, rss_mib(pid))
-        gid = int(self.mon.json("mgr dump")["active_gid"])
+        gid = int(self.mon.json("mon", "mgr dump")["active_gid"])
         if gid and (not fig.mgr_gids or fig.mgr_gids[-1] != gid):
             fig.mgr_gids.append(gid)
-
-    def _memory(self) -> None:
-        """The machine's free memory and the OSDs' RSS: a run that ran the machine out of
-        memory (the kernel kills an OSD, the mon fails a starved mgr) proves nothing."""
-        fig = self.fig
         avail = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
                      if line.startswith("MemAvailable:")) / 1024
         fig.mem_available_min_mib = min(fig.mem_available_min_mib, avail)
@@ -266,9 +221,7 @@ class Watcher:
         # the budget on the most copies of the last two minutes: a pool removed since
         # pg_advisor's last step shrinks the total its gate saw
         budget_copies = fig.budget * max(c for _, c in self.totals)
-        ours = 0.0
-        theirs = 0
-        misplaced = 0
+        ours, theirs, misplaced = 0.0, 0, 0
         with self.lock:
             # a split child of a charged PG is charged alike (before any share ends below)
             known = dict(self.shares)
@@ -306,9 +259,8 @@ class Watcher:
                             f"over the budget {budget_copies:.0f} (thrasher's {theirs})")
 
 
-# -- the audit log -------------------------------------------------------------------------
-
-AUDIT = re.compile(r"entity='([^']*)' cmd=(\[.*\]|\{.*\}): (dispatch|finished)")
+# Pacific and Tentacle write `cmd=[...]: dispatch` or `cmd={...} : dispatch`, `cmd='[...]': finished`
+AUDIT = re.compile(r"entity='([^']*)' cmd='?(\[.*\]|\{.*\})'? ?: (dispatch|finished)")
 
 
 def commands_to_missing_pools(audit_log: Path, removed: Dict[str, int]) -> Tuple[int, List[str]]:
@@ -317,8 +269,7 @@ def commands_to_missing_pools(audit_log: Path, removed: Dict[str, int]) -> Tuple
     many of ours it shows in all, and the offending lines."""
     gone_names: Set[str] = set()
     gone_ids: Set[int] = set()
-    ours = 0
-    bad: List[str] = []
+    ours, bad = 0, []
     for line in audit_log.read_text(errors="replace").splitlines():
         m = AUDIT.search(line)
         try:
