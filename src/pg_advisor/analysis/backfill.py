@@ -30,11 +30,23 @@ SAMPLES_MAX = 600         # samples kept at most (a tick every second for the wi
 FULL_SHOWN = 10           # OSDs named at most
 
 
-def _new_copies(pgs: Any, rows: np.ndarray) -> np.ndarray:
-    """Per row: how many OSDs of its up set are not in its acting set."""
-    up, acting = pgs.up[rows], pgs.acting[rows]
-    held = (up[:, :, None] == acting[:, None, :]).any(axis=2)
-    return ((up != NO_OSD) & ~held).sum(axis=1)
+def _new_slots(up: np.ndarray, acting: np.ndarray) -> np.ndarray:
+    """Per row and up slot: an OSD of the up set that is not in the acting set (a copy to make)."""
+    return (up != NO_OSD) & ~(up[:, :, None] == acting[:, None, :]).any(axis=2)
+
+
+def _to_copy(snap: Snapshot) -> np.ndarray:
+    """Per row of the PG stats: its bytes times the copies it still makes; once a snapshot
+    (a running plan asks on every tick, and the mgr keeps an unchanged snapshot)."""
+    pgs = snap.pgs
+    assert pgs is not None
+    known = snap.memo.get("bytes_to_copy")
+    if known is None:
+        made = pgs.bytes * _new_slots(pgs.up, pgs.acting).sum(axis=1)
+        made.setflags(write=False)
+        known = snap.memo.setdefault("bytes_to_copy", made)
+    out: np.ndarray = known
+    return out
 
 
 def bytes_left(snap: Snapshot, pools: Iterable[Pool]) -> Optional[int]:
@@ -42,14 +54,8 @@ def bytes_left(snap: Snapshot, pools: Iterable[Pool]) -> Optional[int]:
     pgs = snap.pgs
     if pgs is None:
         return None
-    total = 0
-    for pool in pools:
-        rows = np.flatnonzero(pgs.pool == pool.id)
-        if not rows.size:
-            continue
-        copies = _new_copies(pgs, rows)
-        total += int((pgs.bytes[rows] * copies).sum()) // max(1, pool.data_chunks)
-    return total
+    per_row = _to_copy(snap)
+    return sum(int(per_row[pgs.pool == pool.id].sum()) // max(1, pool.data_chunks) for pool in pools)
 
 
 def _window() -> Deque[Tuple[float, int]]:
@@ -105,9 +111,8 @@ def full_reservations(snap: Snapshot) -> Backfill:
     primary = pgs.acting[rows, 0]
     ok = (primary >= 0) & (primary < n)
     np.add.at(local, primary[ok], 1)
-    up, acting = pgs.up[rows], pgs.acting[rows]
-    new = (up != NO_OSD) & ~(up[:, :, None] == acting[:, None, :]).any(axis=2)
-    targets = up[new]
+    up = pgs.up[rows]
+    targets = up[_new_slots(up, pgs.acting[rows])]
     np.add.at(remote, targets[(targets >= 0) & (targets < n)], 1)
     full = np.flatnonzero((local >= limit) | (remote >= limit))
     most = np.maximum(local, remote)

@@ -106,8 +106,11 @@ def autoscale_status(snap: Snapshot, flavour: Flavour) -> List[Dict[str, Any]]:
             rooted.append((p, take))
     subtree: Dict[int, _Subtree] = {}
     overlapped: Set[int] = set()
+    under: Dict[int, Set[int]] = {}       # many pools share a root: its OSDs listed once
     for pool, root in rooted:
-        osds = _osds(snap, root)
+        if root not in under:
+            under[root] = _osds(snap, root)
+        osds = under[root]
         s = None
         for other, prev in subtree.items():
             if osds & prev.osds:
