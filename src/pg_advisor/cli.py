@@ -111,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mon-target-pg-per-osd", type=int, metavar="N",
                    help="the cluster's mon_target_pg_per_osd: the PGs per OSD sizing aims at unless "
                         "--target-pgs-per-osd is given (default 100, Tentacle's default)")
+    p.add_argument("--mgr-max-pg-num-change", type=int, metavar="N",
+                   help="the cluster's mgr_max_pg_num_change: the most PGs one pg_num step of a "
+                        "split takes (default 128, Ceph's default)")
     p.add_argument("--config-dump", metavar="CONFIG_DUMP.json",
                    help="`ceph config dump -f json`: each OSD's own osd_memory_target and PG-log "
                         "settings (per OSD, host or class; cephadm's autotune)")
@@ -197,7 +200,8 @@ def run(argv: List[str], out: TextIO) -> int:
         autoscale=_read_json(args.autoscale_status, "--autoscale-status"),
         settings=snapshot.Settings(mon_max_pg_per_osd=args.mon_max_pg_per_osd,
                                    config={"osd_memory_target": args.osd_memory_target,
-                                           "mon_target_pg_per_osd": args.mon_target_pg_per_osd},
+                                           "mon_target_pg_per_osd": args.mon_target_pg_per_osd,
+                                           "mgr_max_pg_num_change": args.mgr_max_pg_num_change},
                                    config_dump=_read_json(args.config_dump, "--config-dump")))
     if args.autoscaler_release is not None:
         snap = with_autoscale(snap, Flavour.of_release(args.autoscaler_release))

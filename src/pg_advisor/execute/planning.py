@@ -12,9 +12,15 @@ from ..sizing.sizer import Sizer
 from .steps import PlanStep, StepPlanner, Throttles
 
 
-def throttles(opts: Options, cluster_ratio: float) -> Throttles:
+def throttles(snap: Snapshot, opts: Options, cluster_ratio: float) -> Throttles:
+    """The options' throttles. A split's chunk is the cluster's mgr_max_pg_num_change unless
+    the operator fixed a smaller one (max_pgs_splitting), never larger: with pgp_num held,
+    Ceph's mgr raises pg_num no further than that ahead of pgp_num, so a larger pg_num step
+    would never be done."""
+    most = snap.config["mgr_max_pg_num_change"]
     return Throttles(misplaced_max=misplaced_max(opts, cluster_ratio),
-                     max_splitting=opts.max_pgs_splitting,
+                     max_splitting=min(opts.max_pgs_splitting or most, most),
+                     fit_chunk=not opts.max_pgs_splitting,
                      max_backfills_per_osd=opts.max_backfills_per_osd,
                      pin=opts.split_pinning)
 
@@ -37,7 +43,7 @@ def targets(snap: Snapshot, opts: Options, balanced: bool, pool: Optional[str],
 def plan_steps(snap: Snapshot, opts: Options, cluster_ratio: float,
                want: Dict[str, int]) -> List[PlanStep]:
     """The steps that take each pool of `want` to its pg_num."""
-    planner = StepPlanner(snap, throttles(opts, cluster_ratio))
+    planner = StepPlanner(snap, throttles(snap, opts, cluster_ratio))
     steps: List[PlanStep] = []
     for name, target in want.items():
         pool = snap.pool_by_name(name)

@@ -3,6 +3,10 @@
 Growth: split at most `max_splitting` PGs at a time with pgp_num held (the children stay
 with their parents, nothing moves), then raise pgp_num in increments whose predicted
 movement fits the misplaced budget and the per-OSD backfill limit; then the next chunk.
+The chunk comes from the cluster unless the operator fixed it: Ceph's mgr_max_pg_num_change
+(as Ceph's mgr keeps pg_num at most that far ahead of pgp_num), and, unpinned, no more
+children than the pgp_num step after it can place at once within those throttles, so a
+split is one pg_num step and one pgp_num step a chunk, as large as the cluster allows.
 Shrink: lower pgp_num the same way (each PG to be merged moves onto its target), then
 pg_num in chunks (the merges themselves move nothing). Movement is predicted with the
 crush layer: the up sets before and after each pgp_num step, exactly.
@@ -39,6 +43,7 @@ class Throttles:
     max_splitting: int          # PGs split or merged by one step
     max_backfills_per_osd: int  # PGs one step may move into or out of one OSD
     pin: bool = False           # pin split children where their data is (see above)
+    fit_chunk: bool = False     # a split's chunk no larger than its pgp_num step can place
 
 
 class StepKind(enum.StrEnum):
@@ -165,6 +170,22 @@ class StepPlanner:
         return PlanStep(StepKind.PGP_NUM, pool.name, pool.id, pg_num, best, best_mv[0], best_mv[1],
                         self._fraction(pool, pg_num, best_mv[1]), best_mv[2])
 
+    def _split_end(self, pool: Pool, pg: int, target: int) -> int:
+        """Where the next pg_num step of a split goes from `pg` (pgp_num caught up with it):
+        max_splitting further at most; fitted, no further than the one pgp_num step after
+        it can reach (at least one PG: a step always makes progress)."""
+        end = min(target, pg + self.t.max_splitting)
+        if not self.t.fit_chunk or self.t.pin:
+            return end
+        # shrink to the pgp_num step's reach until it reaches the whole chunk (each child
+        # holds more of the data the fewer are split, so once may not be enough)
+        while end > pg + 1:
+            reach = self._pgp_step(pool, end, pg, end).pgp_num
+            if reach >= end:
+                break
+            end = reach
+        return end
+
     def plan(self, pool: Pool, target: int) -> List[PlanStep]:
         """The steps to `target`, checked against the mon's bounds first."""
         check_pg_num(self.snap, pool, target)
@@ -183,7 +204,7 @@ class StepPlanner:
                 steps.append(self._pgp_step(pool, pg, pgp, pg))
                 pgp = steps[-1].pgp_num
             while pg < target:
-                pg = min(target, pg + self.t.max_splitting)
+                pg = self._split_end(pool, pg, target)
                 steps.append(PlanStep(StepKind.PG_NUM, pool.name, pool.id, pg, pgp))
                 while pgp < pg:
                     steps.append(self._pgp_step(pool, pg, pgp, pg, self.t.pin))

@@ -32,6 +32,7 @@ CONFIG_DEFAULTS: Mapping[str, int] = {
     "osd_target_pg_log_entries_per_osd": 300000,
     "osd_pg_log_dups_tracked": 3000,
     "osd_max_backfills": 1,         # backfill reservations per OSD, local and remote
+    "mgr_max_pg_num_change": 128,   # how far Ceph's mgr moves pg_num ahead of pgp_num at once
 }
 
 Json = Mapping[str, Any]

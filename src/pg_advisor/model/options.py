@@ -104,7 +104,10 @@ class Options:
     misplaced_budget: float = _opt(
         0.0, "fraction of object copies a plan may have misplaced at once (0: the cluster's "
         "target_max_misplaced_ratio)", 0.0, 1.0)
-    max_pgs_splitting: int = _opt(16, "PGs one step may split or merge", 1, 4096)
+    max_pgs_splitting: int = _opt(
+        0, "PGs one step may split or merge (0: the cluster's mgr_max_pg_num_change, and a split "
+        "no further than the next pgp_num step can place within the misplaced budget and "
+        "max_backfills_per_osd)", 0, 4096)
     max_backfills_per_osd: int = _opt(
         2, "PGs one step may move into or out of a single OSD", 1, 1024)
     split_pinning: bool = _opt(

@@ -44,6 +44,7 @@ CONFIG_BOUNDS: Mapping[str, Tuple[int, int, bool]] = {
     "mon_max_pool_pg_num": (1, MAX_PG_NUM, True),
     "mon_target_pg_per_osd": (1, 1 << 20, False),
     "osd_memory_target": (1, 1 << 50, False),
+    "mgr_max_pg_num_change": (1, 1 << 20, True),
 }
 
 

@@ -160,6 +160,7 @@ def test_a_dump_parses_with_the_collector_paused_and_its_state_given_back(
     (BASE + ["simulate", "--out", "osd.1"], "'osd.1'"),     # not a number
     (BASE + ["--split-pinning", "maybe", "status"], "split_pinning"),
     (BASE + ["--window-begin", "25:99", "status"], "window_begin"),
+    (BASE + ["--mgr-max-pg-num-change", "0", "status"], "mgr_max_pg_num_change is 0"),
     (BASE + ["--target-pgs-per-osd", "1_00", "status"], "target_pgs_per_osd"),
     (BASE + ["--target-max-misplaced-ratio", "nan", "status"], "target-max-misplaced-ratio"),
     (BASE + ["simulate", "--add-host", "h9", "--osds", "1", "--weight", "1", "--backfill-mib-s", "nan"],

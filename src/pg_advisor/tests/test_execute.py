@@ -14,7 +14,9 @@ from pg_advisor.crush.placement import Placer
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.execute.executor import Executor
 from pg_advisor.execute.pacing import check_pacing, in_window
+from pg_advisor.execute.planning import throttles
 from pg_advisor.execute.steps import StepKind, StepPlanner, balance_step
+from pg_advisor.model import options
 from pg_advisor.model.distribution import object_copies
 from pg_advisor.analysis.whatif import Change, simulate
 from pg_advisor.execute.plan_state import Source
@@ -42,6 +44,40 @@ def test_growth_plan_splits_in_chunks_then_places_within_the_throttles(snap: sna
             sim = simulate(at, Change(pool="rbd", pg_num=pg, pgp_num=s.pgp_num))
             assert sim["total"]["shards_moved"] == s.shards_moving
         pg, pgp = s.pg_num, s.pgp_num
+
+
+def test_a_splits_chunk_is_the_clusters_fitted_to_what_its_pgp_num_step_can_place(
+        snap: snapshot.Snapshot) -> None:
+    rbd = snap.pool_by_name("rbd")
+    # by default the chunk is mgr_max_pg_num_change, fitted; an operator's smaller chunk is
+    # fixed; a larger one is capped (Ceph's mgr would hold pg_num there with pgp_num held)
+    t = throttles(snap, options.make({"split_pinning": False}), 0.05)
+    assert (t.max_splitting, t.fit_chunk) == (snap.config["mgr_max_pg_num_change"], True) == (128, True)
+    assert throttles(snap, options.make({"max_pgs_splitting": 16}), 0.05).max_splitting == 16
+    assert throttles(snap, options.make({"max_pgs_splitting": 4096}), 0.05).max_splitting == 128
+    few = dataclasses.replace(snap, config={**snap.config, "mgr_max_pg_num_change": 32})
+    assert throttles(few, options.make(), 0.05).max_splitting == 32
+
+    def growth(t: Any) -> list:
+        steps = StepPlanner(snap, t).plan(rbd, rbd.pg_num + 256)
+        return [(s.kind, s.pg_num, s.pgp_num) for s in steps]
+    # nothing binds: two chunks of 128, each one pg_num step and one pgp_num step
+    loose = dataclasses.replace(t, misplaced_max=1.0, max_backfills_per_osd=1024)
+    assert growth(loose) == [("pg_num", 160, 32), ("pgp_num", 160, 160), ("pg_num", 288, 160),
+                             ("pgp_num", 288, 288), ("balance", 288, 288)]
+    # the backfill limit binds on 6 OSDs: each chunk is what its pgp_num step places at once,
+    # so pg_num is never split further than the data can follow (a fixed chunk of 128 splits
+    # 128 and then places them over dozens of pgp_num steps)
+    fitted = growth(t)
+    fixed = growth(dataclasses.replace(t, fit_chunk=False))
+    assert fixed[0] == ("pg_num", 160, 32) and fixed[2][0] == "pgp_num"
+    chunks = [i for i, s in enumerate(fitted) if s[0] == "pg_num"]
+    assert len(chunks) > 2 and all(fitted[i + 1] == ("pgp_num", fitted[i][1], fitted[i][1])
+                                   for i in chunks)
+    pg = rbd.pg_num
+    for i in chunks:
+        assert 0 < fitted[i][1] - pg < 128
+        pg = fitted[i][1]
 
 
 def test_shrink_plan_places_first_then_merges(snap: snapshot.Snapshot) -> None:
