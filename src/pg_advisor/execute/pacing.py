@@ -133,12 +133,3 @@ def backfill_load(snap: Snapshot) -> np.ndarray:
             if 0 <= o < n:
                 load[o] += 1
     return load
-
-
-def backfills(snap: Snapshot) -> Tuple[int, int]:
-    """(the OSD with the most, how many) PGs backfilling or waiting to, into or out of it."""
-    if snap.pgs is None:
-        return -1, 0
-    load = backfill_load(snap)
-    o = int(np.argmax(load)) if load.size else -1
-    return o, int(load[o]) if load.size else 0

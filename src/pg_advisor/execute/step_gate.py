@@ -3,13 +3,15 @@ and what it waits for (a retry, the interval, the misplaced budget, backfills), 
 sentences the state shows."""
 import datetime
 
+import numpy as np
+
 from ..model.misplaced import misplaced_ratio, step_fits
 from ..model.snapshot import Pool
 from .context import Tick
 from .gates import unreported_pgs
-from .pacing import BlockerKind, StepTraits, backfills, blockers
+from .pacing import BlockerKind, StepTraits, backfill_load, blockers
 from .plan_state import PlanState
-from .steps import PlanStep, StepKind
+from .steps import PlanStep, StepKind, step_load
 
 
 def may_issue(state: PlanState, t: Tick, pool: Pool, step: PlanStep, half_sent: bool = False) -> bool:
@@ -42,11 +44,18 @@ def may_issue(state: PlanState, t: Tick, pool: Pool, step: PlanStep, half_sent: 
     if not step_fits(ratio, step.misplaced, pacing.misplaced_max):
         waits.append(f"misplaced {100 * ratio:.2f}% + this step's {100 * step.misplaced:.2f}% "
                      f"would pass the budget {100 * pacing.misplaced_max:.2f}%")
-    if pacing.max_backfills and step.max_osd_backfills:
-        osd, busy = backfills(snap)
-        if busy and busy + step.max_osd_backfills > pacing.max_backfills:
-            waits.append(f"osd.{osd} has {busy} PGs backfilling; this step adds up to "
-                         f"{step.max_osd_backfills} (limit {pacing.max_backfills})")
+    if pacing.max_backfills and step.max_osd_backfills and step.kind is StepKind.PGP_NUM:
+        # per OSD: what backfills into or out of it now and what the step adds there (not
+        # the busiest OSD anywhere plus the step's busiest: on thousands of OSDs some OSD
+        # always backfills, and that held each step until the last one's data had moved)
+        load = backfill_load(snap)
+        adds = step_load(snap, pool, step.pgp_num)
+        over = np.flatnonzero((adds > 0) & (load + adds > pacing.max_backfills))
+        if over.size:
+            osd = int(over[np.argmax(load[over])])
+            waits.append(f"osd.{osd} has {load[osd]} PGs backfilling; this step adds "
+                         f"{adds[osd]} (limit {pacing.max_backfills})"
+                         + (f", and {over.size - 1} more OSDs" if over.size > 1 else ""))
     state.waiting = "; ".join(waits) or None
     return not waits
 

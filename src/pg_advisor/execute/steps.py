@@ -97,6 +97,34 @@ def balance_step(pool: Pool, pg_num: int, pgp_num: int, shards: int, copies: flo
                     misplaced=misplaced_fraction(pool, pg_num, shards, copies))
 
 
+def movement(snap: Snapshot, placer: Placer, pool: Pool, a: int, b: int,
+             rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(shards moving per row, PGs moving into or out of each OSD) for pgp_num a -> b of
+    the PGs `rows`."""
+    before = placer.up_rows(pool, a, rows)
+    after = placer.up_rows(pool, b, rows)
+    n = snap.osds.count
+    if pool.type == "replicated":
+        gone = (before[:, :, None] != after[:, None, :]).all(axis=2) & (before >= 0)
+        came = (after[:, :, None] != before[:, None, :]).all(axis=2) & (after >= 0)
+    else:
+        gone = (before != after) & (before >= 0) & (before < n)
+        came = (before != after) & (after >= 0) & (after < n)
+    load = np.zeros(n, np.int64)
+    for side, mask in ((before, gone), (after, came)):
+        ok = mask & (side >= 0) & (side < n)
+        np.add.at(load, side[ok], 1)
+    return gone.sum(axis=1), load
+
+
+def step_load(snap: Snapshot, pool: Pool, pgp_num: int) -> np.ndarray:
+    """Per OSD, the PGs that moving the pool's pgp_num from where it is to `pgp_num`
+    moves into or out of it (the PGs whose placement seed changes alone are mapped)."""
+    ps = np.arange(pool.pg_num, dtype=np.int64)
+    rows = ps[stable_mod(ps, pool.pgp_num) != stable_mod(ps, pgp_num)]
+    return movement(snap, Placer.of(snap), pool, pool.pgp_num, pgp_num, rows)[1]
+
+
 class StepPlanner:
     def __init__(self, snap: Snapshot, throttles: Throttles, placer: Optional[Placer] = None) -> None:
         self.snap = snap
@@ -109,20 +137,7 @@ class StepPlanner:
         where `rows` are the PGs whose placement seed differs between a and b: only those
         can move, so only those are mapped (a step of 16 PGs of a 320,000-PG pool maps some
         32 PGs, not the pool)."""
-        before = self.placer.up_rows(pool, a, rows)
-        after = self.placer.up_rows(pool, b, rows)
-        n = self.snap.osds.count
-        if pool.type == "replicated":
-            gone = (before[:, :, None] != after[:, None, :]).all(axis=2) & (before >= 0)
-            came = (after[:, :, None] != before[:, None, :]).all(axis=2) & (after >= 0)
-        else:
-            gone = (before != after) & (before >= 0) & (before < n)
-            came = (before != after) & (after >= 0) & (after < n)
-        per_pg = gone.sum(axis=1)
-        load = np.zeros(n, np.int64)
-        for side, mask in ((before, gone), (after, came)):
-            ok = mask & (side >= 0) & (side < n)
-            np.add.at(load, side[ok], 1)
+        per_pg, load = movement(self.snap, self.placer, pool, a, b, rows)
         return int((per_pg > 0).sum()), int(per_pg.sum()), int(load.max(initial=0))
 
     def _uneven(self, pool: Pool, pg_num: int, pgp_num: int) -> int:

@@ -15,7 +15,7 @@ from pg_advisor.model.errors import AdvisorError
 from pg_advisor.execute.executor import Executor
 from pg_advisor.execute.pacing import check_pacing, in_window
 from pg_advisor.execute.planning import throttles
-from pg_advisor.execute.steps import StepKind, StepPlanner, balance_step
+from pg_advisor.execute.steps import StepKind, StepPlanner, balance_step, step_load
 from pg_advisor.model import options
 from pg_advisor.model.distribution import object_copies
 from pg_advisor.analysis.whatif import Change, simulate
@@ -204,6 +204,37 @@ def test_backfills_in_flight_hold_the_next_step(dumps: Dict[str, Any]) -> None:
         s["state"] = "active+clean"
     ex.tick(tick_of(ceph.snap(), limited, ceph.send, 2.0))
     assert len(ceph.sent) > n
+
+
+@pytest.mark.parametrize("touched", [False, True])
+def test_backfills_hold_a_step_only_on_the_osds_it_moves_pgs_into_or_out_of(
+        dumps: Dict[str, Any], touched: bool) -> None:
+    ceph, store = FakeCeph(dumps), Store()
+    ex = start(ceph, store, 33)       # one child: its pgp_num step loads some OSDs, not all
+    limited = dataclasses.replace(OPEN, max_backfills=2)
+    ex.tick(tick_of(ceph.snap(), limited, ceph.send, 0.0))            # the split (moves nothing)
+    ceph.settle()
+    snap = ceph.snap()
+    step = (store.state or {})["steps"][1]       # the pgp_num step after the split
+    assert step["kind"] == "pgp_num" and step["max_osd_backfills"] > 0
+    adds = step_load(snap, snap.pool_by_name("rbd"), step["pgp_num"])
+    free = np.flatnonzero(adds == 0)
+    assert free.size and adds.max() <= 2       # the fixture has an OSD the step leaves alone
+    busy = int(np.argmax(adds) if touched else free[0])
+    # three PGs of the other pool backfill into `busy`: over the limit of 2 there
+    stats = [s for s in ceph.dumps["pg_dump"]["pg_map"]["pg_stats"] if s["pgid"].startswith("2.")]
+    moving = [s for s in stats if busy not in s["up"] and busy not in s["acting"]][:3]
+    assert len(moving) == 3
+    for s in moving:
+        s["state"] = "active+remapped+backfilling"
+        s["up"] = s["up"][:-1] + [busy]
+    n = len(ceph.sent)
+    ex.tick(tick_of(ceph.snap(), limited, ceph.send, 1.0))
+    waiting = (store.state or {})["waiting"]
+    if touched:
+        assert len(ceph.sent) == n and f"osd.{busy} has 3 PGs backfilling" in waiting
+    else:
+        assert len(ceph.sent) > n, waiting
 
 
 def test_pause_resume_abort(dumps: Dict[str, Any]) -> None:
