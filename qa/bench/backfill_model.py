@@ -26,8 +26,9 @@ class Backfills:
     """The PGs queued and backfilling, advanced tick by tick."""
 
     def __init__(self, osds: int, max_backfills: int, rate: float, copies_bytes: float) -> None:
-        self.local = np.zeros(osds, np.int64)
-        self.remote = np.zeros(osds, np.int64)
+        self.osds = osds
+        self.local = [0] * osds      # reservations held (Python ints: checked per PG, per tick)
+        self.remote = [0] * osds
         self.max = max_backfills
         self.rate = rate                      # bytes per second, one backfill
         self.copies_bytes = copies_bytes      # every copy of every object: the misplaced ratio's base
@@ -36,9 +37,12 @@ class Backfills:
         self.peak_running = 0
         self.peak_misplaced = 0.0
         self.moved = 0.0                      # bytes copied, summed over targets
+        self.left = 0.0                       # bytes still to copy, summed over targets
 
     def add(self, pgs: Iterable[PgBackfill]) -> None:
-        self.queued.extend(pgs)
+        for b in pgs:
+            self.queued.append(b)
+            self.left += b.left * len(b.targets)
         self._start()
 
     def advance(self, dt: float) -> None:
@@ -46,25 +50,28 @@ class Backfills:
         step = self.rate * dt
         done = False
         for b in self.running:
-            got = min(step, b.left)
-            b.left -= got
-            self.moved += got * len(b.targets)
+            got = min(step, b.left) * len(b.targets)
+            b.left -= step
+            self.moved += got
+            self.left -= got
             done = done or b.left <= 0
         if done:
             for b in self.running:
                 if b.left <= 0:
                     self.local[b.primary] -= 1
-                    self.remote[list(b.targets)] -= 1
+                    for t in b.targets:
+                        self.remote[t] -= 1
             self.running = [b for b in self.running if b.left > 0]
-        self._start()
+            self._start()
 
     def _start(self) -> None:
         waiting = []
+        local, remote, most = self.local, self.remote, self.max
         for b in self.queued:
-            t = list(b.targets)
-            if self.local[b.primary] < self.max and (self.remote[t] < self.max).all():
-                self.local[b.primary] += 1
-                self.remote[t] += 1
+            if local[b.primary] < most and all(remote[t] < most for t in b.targets):
+                local[b.primary] += 1
+                for t in b.targets:
+                    remote[t] += 1
                 self.running.append(b)
             else:
                 waiting.append(b)
@@ -74,13 +81,12 @@ class Backfills:
 
     def misplaced(self) -> float:
         """Misplaced object copies as a share of all (the ratio Ceph's gates read)."""
-        left = sum(b.left * len(b.targets) for b in self.queued + self.running)
-        return left / self.copies_bytes if self.copies_bytes > 0 else 0.0
+        return max(self.left, 0.0) / self.copies_bytes if self.copies_bytes > 0 else 0.0
 
     def load(self) -> np.ndarray:
         """Per OSD: PGs backfilling or waiting to, into or out of it (the executor's
         backfill_load)."""
-        return ends(self.queued + self.running, self.local.size)
+        return ends(self.queued + self.running, self.osds)
 
     def idle(self) -> bool:
         return not self.queued and not self.running
@@ -88,10 +94,8 @@ class Backfills:
 
 def ends(pgs: Iterable[PgBackfill], osds: int) -> np.ndarray:
     """Per OSD: the PGs of `pgs` moving into or out of it."""
-    out = np.zeros(osds, np.int64)
-    for b in pgs:
-        out[list(b.targets + b.leaving)] += 1
-    return out
+    every = [o for b in pgs for o in b.targets + b.leaving]
+    return np.bincount(np.array(every, np.int64), minlength=osds) if every else np.zeros(osds, np.int64)
 
 
 def pg_backfills(before: np.ndarray, after: np.ndarray, nbytes: float) -> List[PgBackfill]:

@@ -35,7 +35,7 @@ from typing import Callable, List, Optional, Sequence
 import numpy as np
 
 from pg_advisor.balance.drain import drain_plan
-from pg_advisor.crush.placement import Placer, stable_mod
+from pg_advisor.crush.placement import Placer
 from pg_advisor.execute.planning import throttles
 from pg_advisor.execute.steps import StepKind, StepPlanner
 from pg_advisor.model import options, snapshot
@@ -82,11 +82,23 @@ def build(a: argparse.Namespace) -> Snapshot:
     return replace(snap, pools=(pool,))
 
 
-def reseeded(pool: Pool, pg_num: int, a: int, b: int, placer: Placer, nbytes: float) -> List[PgBackfill]:
-    """The backfills of pgp_num a -> b at pg_num: the PGs whose placement seed changes."""
-    ps = np.arange(pg_num, dtype=np.int64)
-    rows = ps[stable_mod(ps, a) != stable_mod(ps, b)]
-    return pg_backfills(placer.up_rows(pool, a, rows), placer.up_rows(pool, b, rows), nbytes)
+class Split:
+    """The up sets a split from the pool's pg_num to `to` (at most a doubling) moves its
+    children between, each mapped once: before, at the old pgp_num (a child on its
+    parent's seed), and after, at `to` (on its own). pgp_num a -> b within the split
+    reseeds exactly the children in [a, b)."""
+
+    def __init__(self, placer: Placer, pool: Pool, to: int, nbytes: float) -> None:
+        if not pool.pg_num < to <= 2 * pool.pg_num or pool.pgp_num != pool.pg_num:
+            raise SystemExit(f"--to {to}: a split of a placed pool to at most twice its pg_num")
+        self.first = pool.pg_num
+        self.before = placer.map_pool(pool, pg_num=to, pgp_num=pool.pgp_num).up
+        self.after = placer.map_pool(pool, pg_num=to, pgp_num=to).up
+        self.nbytes = nbytes
+
+    def backfills(self, a: int, b: int) -> List[PgBackfill]:
+        """pgp_num a -> b (a >= the old pg_num)."""
+        return pg_backfills(self.before[a:b], self.after[a:b], self.nbytes)
 
 
 def run(out: Outcome, back: Backfills, act: Callable[[float], bool], limit: float) -> Outcome:
@@ -115,6 +127,7 @@ class Model:
         self.a = a
         self.opts = options.make()
         self.limit = a.days * DAY
+        self.split = Split(self.placer, self.pool, a.to, self.pg_bytes / 2)     # a child: half its parent
 
     def backfills(self) -> Backfills:
         return Backfills(self.snap.osds.count, self.a.osd_max_backfills,
@@ -128,14 +141,13 @@ class Model:
         most = self.snap.config["mgr_max_pg_num_change"]
         out = Outcome(f"Ceph: pg_num {target} at once")
         pg, pgp = pool.pg_num, pool.pgp_num
-        child = self.pg_bytes / 2
 
         def act(t: float) -> bool:
             nonlocal pg, pgp
             ratio = back.misplaced()
             if pgp < pg and ratio <= BUDGET:
                 nxt = min(pg, pgp + max(int(pg * min(BUDGET - ratio, BUDGET / 2)), 1))
-                back.add(reseeded(pool, pg, pgp, nxt, self.placer, child))
+                back.add(self.split.backfills(pgp, nxt))
                 pgp, out.changes, out.last_change = nxt, out.changes + 1, t
             if pg < target and pg - pgp < most:
                 pg += min(most - (pg - pgp), target - pg, 1024)
@@ -156,7 +168,6 @@ class Model:
         if last.kind is StepKind.BALANCE:
             out.note = f"then a balance step: up to {last.shards_moving} shard moves (not run)"
         pgp, i, sent_at = pool.pgp_num, 0, -math.inf
-        child = self.pg_bytes / 2
 
         def act(t: float) -> bool:
             nonlocal pgp, i, sent_at
@@ -168,8 +179,8 @@ class Model:
             if s.kind is StepKind.PGP_NUM and not s.pin:
                 if not step_fits(back.misplaced(), s.misplaced, o.misplaced_budget or BUDGET):
                     return True
-                pgs = reseeded(pool, s.pg_num, pgp, s.pgp_num, self.placer, child)
-                adds = ends(pgs, back.local.size)
+                pgs = self.split.backfills(pgp, s.pgp_num)
+                adds = ends(pgs, back.osds)
                 if ((adds > 0) & (back.load() + adds > o.max_backfills_per_osd)).any():
                     return True
                 back.add(pgs)
