@@ -86,7 +86,8 @@ verdict tox unit-tentacle pacific-subset container
 SECOND=(qa/live/test_latency_live.py qa/live/test_sizing_live.py qa/live/test_monitoring_live.py
         qa/live/test_gates_live.py qa/live/test_panel_browser.py qa/live/test_panel_live.py
         qa/live/test_panel_scale.py qa/live/test_hardening_live.py qa/live/test_sizing_bank_live.py
-        qa/live/test_whatif_live.py qa/live/test_reweight_live.py)
+        qa/live/test_whatif_live.py qa/live/test_reweight_live.py qa/live/test_primaries_live.py
+        qa/live/test_read_balance_live.py)
 ignore=()
 for f in "${SECOND[@]}"; do ignore+=("--ignore=$f"); done
 t1=$SECONDS

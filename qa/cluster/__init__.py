@@ -80,6 +80,10 @@ class Cluster:
         with Rados(self.env["CEPH_CONF"]) as r:
             return [r.command("mon", **dict(cmd, format="json")) for cmd in cmds]
 
+    def pool_detail(self, pool: str) -> Dict[str, Any]:
+        """The pool's entry in `osd pool ls detail` (pg_num, pg_placement_num, targets, ...)."""
+        return next(p for p in self.json("osd", "pool", "ls", "detail") if p["pool_name"] == pool)
+
     def up_sets(self, pool: str) -> Dict[str, List[int]]:
         """Each PG's up set as the OSDMap has it now (`pg map`, not the PG stats that lag)."""
         pool_id = self.pool_id(pool)

@@ -72,7 +72,7 @@ def test_doubling_with_a_client_writing_survives_a_mgr_failover(pool: Cluster) -
     assert r["steps"][-1]["kind"] == "balance"
     assert sorted(sent) == list(range(1, steps)), sent
     c.wait_clean()
-    p = next(x for x in c.json("osd", "pool", "ls", "detail") if x["pool_name"] == "grow")
+    p = c.pool_detail("grow")
     assert (p["pg_num"], p["pg_placement_num"]) == (32, 32)
     assert not any("pg_advisor" in e["message"]
                    for e in c.json("status").get("progress_events", {}).values())
@@ -159,7 +159,7 @@ def test_pinned_split_keeps_children_where_their_data_is(pool: Cluster) -> None:
     assert len(sent) == len(pinned) and most >= sent[0] > 0, (most, sent, issues)
     assert history(c, r["plan"], "round")
     c.wait_clean()
-    p = next(x for x in c.json("osd", "pool", "ls", "detail") if x["pool_name"] == "grow")
+    p = c.pool_detail("grow")
     assert (p["pg_num"], p["pg_placement_num"]) == (32, 32)
 
 

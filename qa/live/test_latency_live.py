@@ -56,7 +56,7 @@ def test_a_split_through_pg_advisor_loses_no_op_and_no_data(bench: Cluster) -> N
     r = measure(c, Trial("split", "advisor", objects=400, pg_num=8, last_osd=-1, window=5, timeout=600),
                 ClientLoad(clients=2, depth=4, seed=1, rate=LIVE_RATE))
     check(r)
-    pool = next(p for p in c.json("osd", "pool", "ls", "detail") if p["pool_name"] == POOL)
+    pool = c.pool_detail(POOL)
     assert pool["pg_num"] == pool["pg_placement_num"] == 16
     assert r["pgs"] == 16
 

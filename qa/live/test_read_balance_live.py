@@ -28,7 +28,7 @@ SCORE = re.compile(r"read_balance_score of '[^']*': ([0-9.]+)")
 
 
 def pool_row(c: Cluster) -> Dict[str, Any]:
-    return next(p for p in c.json("osd", "pool", "ls", "detail") if p["pool_name"] == POOL)
+    return c.pool_detail(POOL)
 
 
 def uneven(c: Cluster) -> int:

@@ -57,7 +57,7 @@ def test_split_prediction_matches_the_real_split(cluster: Cluster, pool: str,
     cluster.ceph("osd", "pool", "set", pool, "pg_num", "32")
 
     def split_done() -> bool:
-        p = next(p for p in cluster.json("osd", "pool", "ls", "detail") if p["pool_name"] == pool)
+        p = cluster.pool_detail(pool)
         return p["pg_num"] == 32 and p["pg_placement_num"] == 32
     wait_until(split_done, 240, "pg_num and pgp_num 32")
     after = ceph_mapping(cluster, tmp_path, "after")
