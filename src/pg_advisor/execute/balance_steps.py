@@ -37,11 +37,21 @@ class Outcome:
 
 
 BALANCE_ROUNDS_MAX = 1000
+ROUND_PGS = 16      # PGs a round of a step that names no count of its own moves at most
+
 ROUND_CHECK_WAIT = 30.0     # seconds for a round's items to show in the map before they are checked
 # PGs of a round whose items and wanted up sets the state keeps for the checks after it (the
 # state entry stays far below the mon's 64 KiB: ~25 bytes of items and ~30 of up set a PG);
 # a bigger round is checked on these
 ROUND_CHECK_MAX = 300
+
+
+def rounds_max(step: PlanStep) -> int:
+    """Rounds after which a pool still uneven stops the plan: 1000, or four times the rounds
+    the step's predicted moves take at a round's size, if more (a 32,768 -> 65,536 split
+    pinned on 10,000 OSDs predicts up to 98,274 moves: some 6,000 rounds of 16)."""
+    per_round = max(1, step.pgs_moving or ROUND_PGS)
+    return max(BALANCE_ROUNDS_MAX, 4 * -(-step.shards_moving // per_round))
 
 
 def topology_key(snap: Snapshot) -> str:
@@ -71,7 +81,7 @@ def balance_round_step(state: PlanState, t: Tick, step: PlanStep) -> Outcome:
     room = np.maximum(pacing.max_backfills - load, 0) if pacing.max_backfills else None
     budget = MisplacedBudget.of(snap, pacing.misplaced_max)
     even = state.and_balance or not state.drain
-    rnd = balance_round(snap, RoundSpec(sorted(state.pools), max(1, step.pgs_moving or 16),
+    rnd = balance_round(snap, RoundSpec(sorted(state.pools), max(1, step.pgs_moving or ROUND_PGS),
                                         pacing.balance_mode, budget, pacing.min_gain, pacing.min_spread,
                                         state.drain, room, even))
     r = rnd.proposal
@@ -102,8 +112,8 @@ def balance_round_step(state: PlanState, t: Tick, step: PlanStep) -> Outcome:
         return Outcome()
     if not r.items:
         return Outcome(more=False, advance=f" ({state.rounds} rounds)")
-    if state.rounds >= BALANCE_ROUNDS_MAX:
-        return Outcome(stop=f"pool {step.pool}: still not even after {BALANCE_ROUNDS_MAX} balance rounds")
+    if state.rounds >= rounds_max(step):
+        return Outcome(stop=f"pool {step.pool}: still not even after {state.rounds} balance rounds")
     state.rounds += 1
     sent = rnd.apply(t.burst, pacing.prime)
     failed = sent.messages()

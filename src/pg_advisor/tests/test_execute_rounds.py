@@ -7,7 +7,9 @@ from typing import Any, Dict, List, Tuple
 
 from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
+from pg_advisor.execute.balance_steps import BALANCE_ROUNDS_MAX, rounds_max
 from pg_advisor.execute.priming import ASYNC_MIN_COST, asked_acting, primed_commands
+from pg_advisor.execute.steps import balance_step
 from pg_advisor.model.units import human_bytes
 
 from .fakes import OPEN, FakeCeph, Store, acting_sets, balance_plan, run, start, tick_of
@@ -243,3 +245,24 @@ def test_set_items_sends_small_primed_bursts_and_keeps_refusals_by_pg(snap: snap
     bursts.clear()
     plain = set_items(snap, items, burst, prime=False)
     assert plain.primed == 0 and all(c["prefix"] == "osd pg-upmap-items" for b in bursts for c in b)
+
+
+def test_an_uneven_pool_stops_the_plan_after_the_rounds_its_predicted_moves_allow(
+        dumps: Dict[str, Any]) -> None:
+    ceph = FakeCeph(dumps)
+    rbd = ceph.snap().pool_by_name("rbd")
+    # a split's balance step predicts its moves: as many rounds as they take, four times
+    big = balance_step(rbd, rbd.pg_num, rbd.pgp_num, 98_274, 1.0)
+    assert rounds_max(big) == 4 * 6_143 > BALANCE_ROUNDS_MAX
+    assert rounds_max(balance_step(rbd, rbd.pg_num, rbd.pgp_num, 10, 1.0)) == BALANCE_ROUNDS_MAX
+    for done, step, stops in ((BALANCE_ROUNDS_MAX - 1, None, False), (BALANCE_ROUNDS_MAX, None, True),
+                              (BALANCE_ROUNDS_MAX, big, False)):
+        store = Store()
+        ex = balance_plan(ceph, store)
+        assert ex.state is not None
+        if step is not None:
+            ex.state.steps = [step]
+        ex.state.rounds = done
+        ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 0.0))
+        said = (store.state or {}).get("stopped_why") or ""
+        assert ("still not even after 1000 balance rounds" in said) is stops, said
