@@ -49,6 +49,29 @@ def _to_copy(snap: Snapshot) -> np.ndarray:
     return out
 
 
+def incoming_bytes(snap: Snapshot) -> np.ndarray:
+    """Per OSD: the bytes still to copy onto it (for each PG, a replica or an EC shard on
+    each OSD of its up set not in its acting set); once a snapshot, read-only."""
+    known = snap.memo.get("bytes_incoming")
+    if known is None:
+        n = snap.osds.count
+        known = np.zeros(n, np.float64)
+        pgs = snap.pgs
+        if pgs is not None and pgs.count:
+            chunks = {p.id: max(1, p.data_chunks) for p in snap.pools}
+            ids, of_row = np.unique(pgs.pool, return_inverse=True)
+            k = np.array([chunks.get(int(i), 1) for i in ids], np.float64)
+            new = _new_slots(pgs.up, pgs.acting)
+            onto = pgs.up[new]
+            size = np.broadcast_to((pgs.bytes / k[of_row])[:, None], new.shape)[new]
+            ok = (onto >= 0) & (onto < n)
+            np.add.at(known, onto[ok], size[ok])
+        known.setflags(write=False)
+        known = snap.memo.setdefault("bytes_incoming", known)
+    out: np.ndarray = known
+    return out
+
+
 def bytes_left(snap: Snapshot, pools: Iterable[Pool]) -> Optional[int]:
     """Bytes still to copy for the PGs of `pools` (module docstring); None without stats."""
     pgs = snap.pgs

@@ -23,7 +23,8 @@ from ..model.errors import AdvisorError
 from ..model.misplaced import MisplacedBudget
 from ..model.snapshot import Pool, Rule, Snapshot
 from ..model.work import count
-from .budget import Budget
+from ..analysis.space import fill_room, full_note
+from .budget import Budget, Limits, Stop
 from .pool_state import (EPS, BalanceResult, build_state, ChainMove, Level, moves_between, PoolState,
                          StateSource)
 from .search import MOVE_COST, MoveSearch, Primaries
@@ -61,8 +62,8 @@ def _weakly(method: Callable[..., Any]) -> Callable[..., Any]:
 
 class Balancer:
     def __init__(self, snap: Snapshot, placer: Optional[Placer] = None,
-                 pools: Optional[List[str]] = None, misplaced: Optional[MisplacedBudget] = None,
-                 drain: Sequence[int] = (), osd_room: Optional[np.ndarray] = None) -> None:
+                 pools: Optional[List[str]] = None, limits: Limits = Limits(),
+                 drain: Sequence[int] = ()) -> None:
         self.snap = snap
         # OSDs to empty (`drain`): no share and never a destination, so every replica on
         # them is excess the moves take off. A stored drain plan may name an OSD the map no
@@ -82,15 +83,22 @@ class Balancer:
         crush = copy.copy(self.placer.work)
         self._build_states(pools)
         self._sum_total()
+        # space (analysis/space.py): an OSD takes PGs only while it has room for the largest
+        # PG of the run's pools, so no move passes the fill limit, however the run goes on
+        self.fill = limits.fill
+        self.room = np.array(fill_room(snap, self.fill), dtype=np.float64)
+        self.reserve = max((float(st.bytes.max(initial=0.0)) for st in self.states), default=0.0)
+        self.full: List[int] = []
+        self._close(np.flatnonzero(self.usable & ((self.room < self.reserve) | (self.room <= 0))))
         # the work so far (see WORK_MAX): the states' cost, CRUSH's where this run mapped
         # the pools (a placer that mapped them before, as the mgr's between changes, did it)
         self.built_cost = ((self.placer.work.draws - crush.draws) * DRAW_COST
                            + (self.placer.work.replicas - crush.replicas) * CRUSH_REPLICA_COST
                            + sum(st.up.size for st in self.states) * STATE_REPLICA_COST
                            + len(self.states) * STATE_POOL_COST)
-        m = misplaced or MisplacedBudget(None, False)     # (None: no misplaced bound)
+        m = limits.misplaced or MisplacedBudget(None, False)     # (None: no misplaced bound)
         self.budget = Budget(m.copies, m.first_free,
-                             osd_room, self.built_cost, WORK_MAX, _weakly(self._note_work_stop))
+                             limits.osd_room, self.built_cost, WORK_MAX, _weakly(self._note_work_stop))
         for st in self.states:
             st.budget = self.budget
         self.lb = 0
@@ -132,6 +140,33 @@ class Balancer:
         self.primaries.count(self.states)
         return self
 
+    def _close(self, osds: np.ndarray) -> None:
+        """No more PGs onto `osds`: they are at the fill limit (said in the run's notes)."""
+        if osds.size:
+            for st in self.states:
+                st.allowed[osds] = False
+            self.full = sorted(set(self.full) | set(osds.tolist()))
+
+    def _fits(self, st: PoolState, row: int, after: List[int]) -> bool:
+        """Has each OSD that PG `row` newly goes to room for it?"""
+        size = float(st.bytes[row])
+        kept = set(st.start[row].tolist()) | set(st.up[row].tolist())
+        return size <= 0 or all(self.room[o] >= size for o in after if o not in kept and o >= 0)
+
+    def _fill(self, st: PoolState, row: int, before: List[int]) -> None:
+        """The room PG `row`'s moves took (a copy it no longer makes gives it back)."""
+        size = float(st.bytes[row])
+        start, after = set(st.start[row].tolist()), set(st.up[row].tolist())
+        gone, came = set(before) - after - start, after - set(before) - start
+        for o in gone:
+            if o >= 0:
+                self.room[o] += size
+        for o in came:
+            if o >= 0:
+                self.room[o] -= size
+        self._close(np.array([o for o in came if o >= 0 and self.room[o] < max(self.reserve, 1e-9)],
+                             dtype=np.int64))
+
     def _state(self, pool: Pool) -> PoolState:
         return build_state(self._source, pool, self.notes)
 
@@ -171,6 +206,9 @@ class Balancer:
         both (then the run stops): half a chain leaves its middle OSD past its count and its
         backfill room (the middle OSD backfills twice, in and then out)."""
         objects = [float(first[0].objects[first[1]]), float(second[0].objects[second[1]])]
+        if not all(self._fits(m[0], m[1], self._after(m[0], m[1], [(m[2], m[3])])) for m in (first, second)):
+            self.budget.halt(Stop.SPACE)
+            return False
         if not self.budget.payable(objects, [first[2], first[3], second[2], second[3]]):
             return False
         try:
@@ -189,9 +227,11 @@ class Balancer:
         stops): a group's moves are legal only all at once. The move budget counts one PG's
         item list as one, however many replicas it moves."""
         replicated = st.pool.type == "replicated"
-        after = st.up[row].tolist()
-        for src, dst in moves:
-            after[after.index(src)] = dst
+        before = st.up[row].tolist()
+        after = self._after(st, row, moves)
+        if not self._fits(st, row, after):
+            self.budget.halt(Stop.SPACE)     # (a destination that filled up mid-run)
+            return False
         start = st.start[row].tolist()
         earlier = moves_between(start, st.up[row].tolist(), replicated)
         if earlier and not moves_between(start, after, replicated):
@@ -204,7 +244,15 @@ class Balancer:
             st.move(row, src, dst)
             self.total.counts[src] -= 1
             self.total.counts[dst] += 1
+        self._fill(st, row, before)
         return True
+
+    @staticmethod
+    def _after(st: PoolState, row: int, moves: List[Tuple[int, int]]) -> List[int]:
+        after = st.up[row].tolist()
+        for src, dst in moves:
+            after[after.index(src)] = dst
+        return after
 
     # -- results --------------------------------------------------------------------------------
 
@@ -259,6 +307,8 @@ class Balancer:
         items = self.items()     # first: a PG items cannot express is moved back
         moves = int(sum(((st.up != st.start) & (st.start >= 0)).sum() for st in self.states))
         repairs = int(sum(((st.base != st.start) & (st.start >= 0)).sum() for st in self.states))
+        if self.full:
+            self.notes.append(full_note(self.snap, self.full, self.fill))
         return BalanceResult(pools=self.states, items=items, moves=moves,
                              lower_bound=self.lb, notes=self.notes, repairs=repairs)
 

@@ -6,11 +6,25 @@ work it may do (legality checks, see balancer.WORK_MAX). The first bound reached
 the run; the work bound stops it even after another did, since its answer is partial.
 """
 import enum
+from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from ..model.misplaced import affordable
+from ..model.misplaced import MisplacedBudget, affordable
+from ..model.options import FillLimit
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a run may spend: at most `max_items` replica moves, the object copies the
+    `misplaced` budget allows (model/misplaced.py; None: no bound), and the PGs each OSD
+    may still take in or give off (`osd_room`; None: any); no PG goes to an OSD it
+    would take past `fill` (analysis/space.py)."""
+    max_items: int = 1 << 20
+    misplaced: Optional[MisplacedBudget] = None
+    osd_room: Optional[np.ndarray] = None
+    fill: FillLimit = FillLimit.NEARFULL
 
 
 class Stop(enum.Enum):
@@ -18,6 +32,7 @@ class Stop(enum.Enum):
     MISPLACED = "misplaced"    # the misplaced budget is spent
     ROOM = "room"              # an OSD's backfill room is used up
     WORK = "work"              # the run's work bound: its items are a partial answer
+    SPACE = "space"            # a destination filled up mid-run (balancer.py's fill limit)
 
 
 class Budget:

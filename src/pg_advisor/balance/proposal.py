@@ -8,10 +8,10 @@ import numpy as np
 from ..crush.placement import Placer
 from ..model.distribution import spread, up_counts
 from ..model.errors import AdvisorError
-from ..model.misplaced import MisplacedBudget
 from ..model.options import BalanceMode
 from ..model.snapshot import Snapshot
 from .balancer import BalanceResult, Balancer, PoolState
+from .budget import Limits
 from .drain_moves import drained_left
 from .evener import ByteEvener, fullness
 from .report_types import BalanceRun, EvalReport, PoolSpread, Spreads, pool_spread, Fullness
@@ -143,14 +143,21 @@ class Proposal:
     @property
     def uneven(self) -> Dict[str, str]:
         """Pools with an OSD more than a PG off its share even after these items."""
-        return {st.pool.name: uneven_osd(st) for st in self.result.pools if not st.level.clear()}
+        return {st.pool.name: uneven_osd(st) + self._space()
+                for st in self.result.pools if not st.level.clear()}
 
     @property
     def undrained(self) -> Dict[str, str]:
         """Pools with replicas still on the drained OSDs after these items."""
         return {name: (f"{n} replicas of pool {name} are still on the drained OSDs: no legal "
-                       f"move takes them off")
+                       f"move takes them off{self._space()}")
                 for name, n in drained_left(self.balancer).items()}
+
+    def _space(self) -> str:
+        """Why fewer moves were legal, if some OSDs were at their fill limit."""
+        full = self.balancer.full
+        return (f" ({len(full)} OSDs take no PG: at fill_limit {self.balancer.fill.value}, "
+                f"osd.{full[0]} first)" if full else "")
 
     @property
     def throttled(self) -> bool:
@@ -179,16 +186,6 @@ class Aim:
     even: bool = True
 
 
-@dataclass(frozen=True)
-class Limits:
-    """What a run may spend: at most `max_items` replica moves, the object copies the
-    `misplaced` budget allows (model/misplaced.py; None: no bound), and the PGs each OSD
-    may still take in or give off (`osd_room`; None: any)."""
-    max_items: int = 1 << 20
-    misplaced: Optional[MisplacedBudget] = None
-    osd_room: Optional[np.ndarray] = None
-
-
 def propose(snap: Snapshot, aim: Aim = Aim(), limits: Limits = Limits(), *,
             placer: Optional[Placer] = None, balancer: Optional[Balancer] = None) -> Proposal:
     """Balance PG counts (per pool, then in total), then in bytes mode how full the OSDs
@@ -202,7 +199,7 @@ def propose(snap: Snapshot, aim: Aim = Aim(), limits: Limits = Limits(), *,
         raise AdvisorError.invalid(f"--max-items must be at least 1, not {limits.max_items}")
     for name in aim.pools or []:
         snap.pool_by_name(name)
-    b = balancer or Balancer(snap, placer, aim.pools, limits.misplaced, aim.drain, limits.osd_room)
+    b = balancer or Balancer(snap, placer, aim.pools, limits, aim.drain)
 
     def bytes_after_counts() -> None:
         if mode is not BalanceMode.BYTES:

@@ -21,7 +21,7 @@ from .pacing import backfill_load
 from .plan_state import PlanState, RoundInFlight
 from .rounds import balance_round, RoundSpec, unset_full
 from .step_commands import pgs_bytes
-from .steps import PlanStep
+from .steps import ROUND_PGS, PlanStep
 
 
 @dataclass
@@ -37,7 +37,6 @@ class Outcome:
 
 
 BALANCE_ROUNDS_MAX = 1000
-ROUND_PGS = 16      # PGs a round of a step that names no count of its own moves at most
 
 ROUND_CHECK_WAIT = 30.0     # seconds for a round's items to show in the map before they are checked
 # PGs of a round whose items and wanted up sets the state keeps for the checks after it (the
@@ -83,7 +82,7 @@ def balance_round_step(state: PlanState, t: Tick, step: PlanStep) -> Outcome:
     even = state.and_balance or not state.drain
     rnd = balance_round(snap, RoundSpec(sorted(state.pools), max(1, step.pgs_moving or ROUND_PGS),
                                         pacing.balance_mode, budget, pacing.min_gain, pacing.min_spread,
-                                        state.drain, room, even))
+                                        state.drain, room, even, pacing.fill))
     r = rnd.proposal
     in_flight = misplaced_ratio(snap) > 0 or bool(load.any())
     if not r.items and r.throttled and in_flight:

@@ -24,7 +24,7 @@ from .plan_service import PlanService
 from .planning import plan_steps, targets
 from ..model.options import Mode
 from .rounds import RoundSpec, balance_round, set_primaries
-from .steps import balance_step
+from .steps import spanning_steps
 
 # the map's pg_upmap_primaries and those PGs' up primaries, after an epoch (the module's)
 PrimariesAfter = Callable[[int, Sequence[str]], Tuple[Mapping[str, int], Mapping[str, int]]]
@@ -75,7 +75,7 @@ def balance(plans: PlanService, ctx: Context, req: BalanceRequest,
     the map puts the PGs it moved."""
     snap = ctx.snap
     rnd = balance_round(snap, RoundSpec(req.pools, req.max_items, req.mode, ctx.budget(),
-                                        min_gain=ctx.opts.balance_min_gain))
+                                        min_gain=ctx.opts.balance_min_gain, fill=ctx.opts.fill_limit))
     report = proposal_json(rnd.proposal)
     report["dry_run"] = req.dry_run
     if req.dry_run:
@@ -172,7 +172,7 @@ def drain(plans: PlanService, ctx: Context,
     `and_balance`: the rounds even the pools too."""
     snap, now = ctx.snap, ctx.now
     with plans.change() as ex:
-        plan = drain_plan(snap, target, and_balance)
+        plan = drain_plan(snap, target, and_balance, ctx.opts.fill_limit)
         out = dict(drain_json(plan), dry_run=dry_run)
         osds, touched = plan.osds, plan.touched
         if dry_run:
@@ -183,8 +183,7 @@ def drain(plans: PlanService, ctx: Context,
             raise AdvisorError.busy(f"not draining: {conflict}")
         pacing(ctx.opts, ctx.cluster_ratio)
         copies = object_copies(snap)
-        shards = max(16, plan.replicas)      # a round spans the plan's pools
-        steps = [balance_step(t.pool, t.pool.pg_num, t.pool.pgp_num, shards, copies) for t in touched]
+        steps = spanning_steps([t.pool for t in touched], plan.replicas, copies)
         state = ex.start(steps, [t.pool for t in touched], Source.DRAIN, now, drain=osds)
         state.and_balance = and_balance
         what = f"{describe(osds)}: {plan.replicas} replicas in {len(touched)} pools to move"

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..rules.reach import rule_weights
 from ..model.misplaced import misplaced_max
-from ..model.options import WEEKDAYS, BalanceMode, Options, check_window, minutes, weekdays
+from ..model.options import WEEKDAYS, BalanceMode, FillLimit, Options, check_window, minutes, weekdays
 from ..model.snapshot import Pool, Snapshot
 from .gates import MOVE_FLAGS, balancer_conflict, cluster_blockers
 
@@ -35,6 +35,7 @@ class Pacing:
     prime: bool = False             # pg_temps with items and pgp_num steps (priming.py)
     min_gain: float = 0.005         # option balance_min_gain
     min_spread: float = BYTES_SPREAD    # see BYTES_SPREAD
+    fill: FillLimit = FillLimit.NEARFULL    # option fill_limit
 
 
 def check_pacing(p: Pacing) -> None:
@@ -48,7 +49,8 @@ def pacing(opts: Options, cluster_ratio: float, balancer_active: bool = False) -
                window_begin=opts.window_begin, window_end=opts.window_end,
                window_days=opts.window_days, balancer_active=balancer_active,
                balance_mode=opts.balance_mode, max_backfills=opts.max_backfills_per_osd,
-               prime=opts.prime_pg_temp, min_gain=opts.balance_min_gain)
+               prime=opts.prime_pg_temp, min_gain=opts.balance_min_gain,
+               fill=opts.fill_limit)
     check_pacing(p)
     return p
 
@@ -121,12 +123,26 @@ def blockers(snap: Snapshot, pool: Pool, p: Pacing, now: float,
 
 
 def backfill_load(snap: Snapshot) -> np.ndarray:
-    """Per OSD: PGs backfilling or waiting to, into or out of it."""
+    """Per OSD: PGs backfilling or waiting to, into or out of it (the OSDs of the up set
+    not acting, and of the acting set not up: the ends that move). Once a snapshot: a
+    plan's gate asks on every poll, and the mgr keeps an unchanged snapshot (read-only)."""
+    known = snap.memo.get("backfill_load")
+    if known is not None:
+        out: np.ndarray = known
+        return out
     n = snap.osds.count
     load = np.zeros(n, np.int64)
     pgs = snap.pgs
-    if pgs is None:
-        return load
+    if pgs is not None:
+        moving = {s: "backfill" in s for s in set(pgs.state)}      # one verdict per state
+        rows = np.fromiter(map(moving.__getitem__, pgs.state), bool, pgs.count)
+        up, acting = pgs.up[rows], pgs.acting[rows]
+        for side, other in ((up, acting), (acting, up)):
+            ends = side[(side[:, :, None] != other[:, None, :]).all(axis=2)]
+            np.add.at(load, ends[(ends >= 0) & (ends < n)], 1)
+    load.setflags(write=False)
+    kept: np.ndarray = snap.memo.setdefault("backfill_load", load)
+    return kept
     for i in np.flatnonzero(["backfill" in s for s in pgs.state]).tolist():
         osds = set(pgs.up[i].tolist()) ^ set(pgs.acting[i].tolist())   # the ends that move
         for o in osds:

@@ -12,7 +12,7 @@ from .executor import Executor
 from .history import Event
 from .plan_state import Source
 from .rounds import set_full, set_items, set_with, unset_full
-from .steps import balance_step
+from .steps import spanning_steps
 
 
 class PinBook:
@@ -57,8 +57,7 @@ class PinBook:
         pools = list(snap.pools)
         copies = object_copies(snap)
         # each round spans all the plan's pools; the budget, not a count, bounds it
-        shards = max(16, sum(max(len(pins.items.get(k, ())), 1) for k in done))
-        steps = [balance_step(p, p.pg_num, p.pgp_num, shards, copies) for p in pools]
+        steps = spanning_steps(pools, sum(max(len(pins.items.get(k, ())), 1) for k in done), copies)
         state = ex.start(steps, pools, source, now, hold=True)
         out["plan"] = state.id
         # what PG_ADVISOR_PINNED counts down as the drain takes the items out (a PG pinned

@@ -21,7 +21,7 @@ when the pool is even.
 """
 import enum
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -91,10 +91,29 @@ class PlanStep:
         return PlanStep(**d)
 
 
+ROUND_PGS = 16      # PGs a round of a step that names no count of its own moves at most
+
+
 def balance_step(pool: Pool, pg_num: int, pgp_num: int, shards: int, copies: float) -> PlanStep:
     """Balance rounds on the pool, predicted to move about `shards` shards in all."""
     return PlanStep(StepKind.BALANCE, pool.name, pool.id, pg_num, pgp_num, shards_moving=shards,
                     misplaced=misplaced_fraction(pool, pg_num, shards, copies))
+
+
+def spanning_steps(pools: Sequence[Pool], shards: int, copies: float) -> List[PlanStep]:
+    """A balance step on each of `pools` whose rounds span them all (a drain's): each
+    predicts the plan's `shards` in all, one round's worth at least."""
+    held = max(ROUND_PGS, shards)
+    return [balance_step(p, p.pg_num, p.pgp_num, held, copies) for p in pools]
+
+
+def reseeder(pg_num: int, a: int) -> Callable[[int], np.ndarray]:
+    """For pgp_num `a` -> b, the PGs of `pg_num` whose placement seed changes: only those
+    can move, so only those are mapped (a step of 16 PGs of a 320,000-PG pool maps some 32
+    PGs). The seeds at `a` are computed once, not per b tried."""
+    ps = np.arange(pg_num, dtype=np.int64)
+    seeds = stable_mod(ps, a)
+    return lambda b: ps[seeds != stable_mod(ps, b)]     # (the seed's hash is 1:1)
 
 
 def movement(snap: Snapshot, placer: Placer, pool: Pool, a: int, b: int,
@@ -120,9 +139,15 @@ def movement(snap: Snapshot, placer: Placer, pool: Pool, a: int, b: int,
 def step_load(snap: Snapshot, pool: Pool, pgp_num: int) -> np.ndarray:
     """Per OSD, the PGs that moving the pool's pgp_num from where it is to `pgp_num`
     moves into or out of it (the PGs whose placement seed changes alone are mapped)."""
-    ps = np.arange(pool.pg_num, dtype=np.int64)
-    rows = ps[stable_mod(ps, pool.pgp_num) != stable_mod(ps, pgp_num)]
-    return movement(snap, Placer.of(snap), pool, pool.pgp_num, pgp_num, rows)[1]
+    key = ("step_load", pool.id, pool.pg_num, pool.pgp_num, pgp_num)
+    known = snap.memo.get(key)      # a waiting step's gate asks again on every poll
+    if known is None:
+        rows = reseeder(pool.pg_num, pool.pgp_num)(pgp_num)
+        known = movement(snap, Placer.of(snap), pool, pool.pgp_num, pgp_num, rows)[1]
+        known.setflags(write=False)
+        known = snap.memo.setdefault(key, known)
+    out: np.ndarray = known
+    return out
 
 
 class StepPlanner:
@@ -134,9 +159,7 @@ class StepPlanner:
 
     def _movement(self, pool: Pool, a: int, b: int, rows: np.ndarray) -> Tuple[int, int, int]:
         """(PGs moving, shards moving, most PGs moving in or out of one OSD) for pgp a -> b,
-        where `rows` are the PGs whose placement seed differs between a and b: only those
-        can move, so only those are mapped (a step of 16 PGs of a 320,000-PG pool maps some
-        32 PGs, not the pool)."""
+        where `rows` are the PGs whose placement seed differs between a and b (reseeder)."""
         per_pg, load = movement(self.snap, self.placer, pool, a, b, rows)
         return int((per_pg > 0).sum()), int(per_pg.sum()), int(load.max(initial=0))
 
@@ -158,12 +181,10 @@ class StepPlanner:
         """The farthest pgp_num from `cur` toward `goal` whose movement fits the throttles
         (at least one PG: a step always makes progress). Pinned, nothing moves at once:
         only the number of PGs remapped (peering together) is bounded."""
-        ps = np.arange(pg_num, dtype=np.int64)
-        seeds_now = stable_mod(ps, cur)     # once per step, not per try of the search
+        reseeded = reseeder(pg_num, cur)
 
         def fits(p: int) -> Tuple[bool, Tuple[int, int, int]]:
-            reseeded = ps[seeds_now != stable_mod(ps, p)]     # (the seed's hash is 1:1)
-            mv = self._movement(pool, cur, p, reseeded)
+            mv = self._movement(pool, cur, p, reseeded(p))
             if pin:
                 return mv[0] <= self.t.max_splitting, mv
             return (self._fraction(pool, pg_num, mv[1]) <= self.t.misplaced_max
@@ -185,21 +206,22 @@ class StepPlanner:
         return PlanStep(StepKind.PGP_NUM, pool.name, pool.id, pg_num, best, best_mv[0], best_mv[1],
                         self._fraction(pool, pg_num, best_mv[1]), best_mv[2])
 
-    def _split_end(self, pool: Pool, pg: int, target: int) -> int:
+    def _split_end(self, pool: Pool, pg: int, target: int) -> Tuple[int, Optional[PlanStep]]:
         """Where the next pg_num step of a split goes from `pg` (pgp_num caught up with it):
         max_splitting further at most; fitted, no further than the one pgp_num step after
-        it can reach (at least one PG: a step always makes progress)."""
+        it can reach (at least one PG: a step always makes progress). With it, that pgp_num
+        step where the fitting computed it."""
         end = min(target, pg + self.t.max_splitting)
         if not self.t.fit_chunk or self.t.pin:
-            return end
+            return end, None
         # shrink to the pgp_num step's reach until it reaches the whole chunk (each child
         # holds more of the data the fewer are split, so once may not be enough)
         while end > pg + 1:
-            reach = self._pgp_step(pool, end, pg, end).pgp_num
-            if reach >= end:
-                break
-            end = reach
-        return end
+            step = self._pgp_step(pool, end, pg, end)
+            if step.pgp_num >= end:
+                return end, step
+            end = step.pgp_num
+        return end, None
 
     def plan(self, pool: Pool, target: int) -> List[PlanStep]:
         """The steps to `target`, checked against the mon's bounds first."""
@@ -219,10 +241,11 @@ class StepPlanner:
                 steps.append(self._pgp_step(pool, pg, pgp, pg))
                 pgp = steps[-1].pgp_num
             while pg < target:
-                pg = self._split_end(pool, pg, target)
+                pg, fitted = self._split_end(pool, pg, target)
                 steps.append(PlanStep(StepKind.PG_NUM, pool.name, pool.id, pg, pgp))
                 while pgp < pg:
-                    steps.append(self._pgp_step(pool, pg, pgp, pg, self.t.pin))
+                    steps.append(fitted or self._pgp_step(pool, pg, pgp, pg, self.t.pin))
+                    fitted = None
                     pgp = steps[-1].pgp_num
             if target > pool.pg_num:
                 # pinned: at most what the pins held back (the rounds move only what evens

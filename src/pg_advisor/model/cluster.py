@@ -4,7 +4,7 @@ The types only; model/snapshot.py builds them from the dumps (a loader per dump 
 it), and every layer above reads them. Nothing here reads the mgr or a file.
 """
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -180,6 +180,15 @@ class Pgs:
         return np.flatnonzero(np.isin((self.pool.astype(np.int64) << 32) | self.ps.astype(np.int64), want))
 
 
+class FillRatios(NamedTuple):
+    """The OSDMap's fullness ratios (`ceph osd set-nearfull-ratio` and its kin; Ceph's
+    defaults here): past nearfull the cluster warns, past backfillfull an OSD refuses
+    backfill into it (backfill_toofull), past full writes stop."""
+    nearfull: float = 0.85
+    backfillfull: float = 0.90
+    full: float = 0.95
+
+
 @dataclass(frozen=True)
 class Snapshot:
     epoch: int
@@ -212,6 +221,7 @@ class Snapshot:
     # the osd dump's require_min_compat_client ("luminous", "reef"; "" when the dump has
     # none): the oldest client release the mon lets in, which gates pg-upmap-primary (Reef)
     require_min_compat_client: str = ""
+    fill_ratios: FillRatios = FillRatios()
     # what is computed from this snapshot alone and may be shared by whoever reads it (the
     # mgr reuses a snapshot while the cluster is unchanged: its CRUSH results, its status);
     # not an argument, so dataclasses.replace gives a changed copy a memo of its own

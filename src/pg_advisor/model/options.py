@@ -33,6 +33,13 @@ class BalanceMode(enum.StrEnum):
     BYTES = "bytes"
 
 
+class FillLimit(enum.StrEnum):
+    """The fullness past which no move sends a PG to an OSD: the cluster's nearfull_ratio,
+    or its backfillfull_ratio (past which the OSD itself refuses the backfill)."""
+    NEARFULL = "nearfull"
+    BACKFILLFULL = "backfillfull"
+
+
 @dataclass(frozen=True)
 class Spec:
     name: str
@@ -135,6 +142,9 @@ class Options:
     balance_min_gain: float = _opt(
         0.005, "bytes mode: a move must bring the fullest OSD down (or the emptiest up) by this "
         "fraction of the mean fullness", 0.0001, 1.0)
+    fill_limit: FillLimit = _opt(
+        FillLimit.NEARFULL, "no move sends a PG to an OSD that would pass the cluster's nearfull_ratio "
+        "(nearfull) or backfillfull_ratio (backfillfull), counting what already backfills into it")
     read_balance: bool = _opt(
         False, "mode auto: once the balance rounds leave nothing to move, even each replicated "
         "pool's primaries with pg-upmap-primary entries, read_max_changes a round (Reef on, "

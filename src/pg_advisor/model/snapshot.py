@@ -13,8 +13,8 @@ cluster settings (Settings). The types are in cluster.py, named here too for the
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
-from .checks import MAX_INT64, MAX_PG_NUM, as_int, int_field, map_field, str_field
-from .cluster import CONFIG_DEFAULTS, POOL_TYPES, Bucket, Json, Osds, Pgs, Pool, Rule, Snapshot
+from .checks import MAX_INT64, MAX_PG_NUM, as_int, float_field, int_field, map_field, str_field
+from .cluster import CONFIG_DEFAULTS, POOL_TYPES, Bucket, FillRatios, Json, Osds, Pgs, Pool, Rule, Snapshot
 from .errors import AdvisorError
 from .load_crush import (STEP_ARGS, TUNABLES, add_weight_above, bucket_parents, load_buckets,
                          load_choose_args, load_rules, load_tunables, load_types, walk_up)
@@ -160,9 +160,17 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
             autoscale=_load_autoscale(autoscale),
             misplaced_objects=int_field(stat_sum, "num_objects_misplaced", "pg dump: pg_stats_sum",
                                         0, MAX_INT64, 0),
-            require_min_compat_client=str_field(osd_dump, "require_min_compat_client", "osd dump", ""))
+            require_min_compat_client=str_field(osd_dump, "require_min_compat_client", "osd dump", ""),
+            fill_ratios=_fill_ratios(osd_dump))
     except AdvisorError:
         raise
     except (LookupError, TypeError, ValueError, AttributeError, ArithmeticError) as e:
         # anything the field checks above did not anticipate still gets one clear line
         raise AdvisorError.invalid(f"malformed dump: {type(e).__name__}: {e}") from None
+
+
+def _fill_ratios(osd_dump: Json) -> FillRatios:
+    """The osd dump's nearfull, backfillfull and full ratios; Ceph's default where the dump
+    has none, or 0 (a map from before Luminous kept them in the PG map)."""
+    ratios = {k: float_field(osd_dump, f"{k}_ratio", "osd dump", 0.0, 1.0, 0.0) for k in FillRatios._fields}
+    return FillRatios(**{k: v or getattr(FillRatios(), k) for k, v in ratios.items()})

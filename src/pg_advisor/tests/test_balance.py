@@ -7,7 +7,8 @@ import pytest
 
 from pg_advisor.model import snapshot
 from pg_advisor.balance.balancer import MOVE_COST, Balancer
-from pg_advisor.balance.proposal import Aim, Limits
+from pg_advisor.balance.budget import Limits
+from pg_advisor.balance.proposal import Aim
 from pg_advisor.balance import report_types as rt
 from pg_advisor_testkit.loose import balance_report, eval_report
 from pg_advisor.crush.placement import Placer

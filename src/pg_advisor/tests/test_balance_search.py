@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from pg_advisor.model import snapshot
+from pg_advisor.balance.budget import Limits
 from pg_advisor.balance.balancer import WORK_MAX, Balancer
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.misplaced import MisplacedBudget
@@ -158,8 +159,8 @@ def test_a_pg_moved_back_within_a_run_gives_its_budget_back(snap: snapshot.Snaps
     room for nothing; with every OSD's room at 2 the round then set no item and waited,
     "throttled", for a backfill that never came (a thrash run's plan, 4 minutes and
     counting with every PG active+clean). Moved back, the PG costs nothing."""
-    b = Balancer(snap, None, ["rbd"], MisplacedBudget(1000.0, snap.misplaced_objects == 0), (),
-                 np.full(snap.osds.count, 1))
+    b = Balancer(snap, None, ["rbd"], Limits(misplaced=MisplacedBudget(1000.0, snap.misplaced_objects == 0),
+                                             osd_room=np.full(snap.osds.count, 1)))
     b._begin(10)
     st = b.states[0]
     row = 0

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from pg_advisor.rules.legality import ancestors, breaks, rule_shape
+from pg_advisor.balance.budget import Limits
 from pg_advisor.balance.balancer import Balancer
 from pg_advisor.balance.drain import drain_osds, drain_report
 from pg_advisor.balance.drain_moves import caps
@@ -114,7 +115,7 @@ def test_a_chain_is_paid_whole_or_not_made_under_a_backfill_room(
         for room in range(1, 12):
             rooms = np.full(n, 1000)
             rooms[y] = room
-            b = Balancer(snap, drain=osds, osd_room=rooms)
+            b = Balancer(snap, limits=Limits(osd_room=rooms), drain=osds)
             most = {id(st): caps(st.level)[0] for st in b.states}
             b.run(even=False)
             for st in b.states:

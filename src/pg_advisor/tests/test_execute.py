@@ -13,7 +13,7 @@ from pg_advisor.model import snapshot
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.execute.executor import Executor
-from pg_advisor.execute.pacing import check_pacing, in_window
+from pg_advisor.execute.pacing import backfill_load, check_pacing, in_window
 from pg_advisor.execute.planning import throttles
 from pg_advisor.execute.steps import StepKind, StepPlanner, balance_step, step_load
 from pg_advisor.model import options
@@ -235,6 +235,24 @@ def test_backfills_hold_a_step_only_on_the_osds_it_moves_pgs_into_or_out_of(
         assert len(ceph.sent) == n and f"osd.{busy} has 3 PGs backfilling" in waiting
     else:
         assert len(ceph.sent) > n, waiting
+
+
+def test_backfill_load_counts_the_ends_of_each_backfilling_pg_once_a_snapshot(dumps: Dict[str, Any]) -> None:
+    ceph = FakeCeph(dumps)
+    stats = ceph.dumps["pg_dump"]["pg_map"]["pg_stats"]
+    for i, s in enumerate(stats[:12]):     # backfilling, waiting, and one only remapped
+        s["state"] = ("active+remapped+backfilling", "active+remapped+backfill_wait",
+                      "active+remapped")[i % 3]
+        s["up"] = s["up"][:-1] + [next(o for o in range(6) if o not in s["up"])]
+    snap = ceph.snap()
+    want = np.zeros(snap.osds.count, np.int64)      # the ends, by sets, row by row
+    for s in stats:
+        if "backfill" in s["state"]:
+            for o in set(s["up"]) ^ set(s["acting"]):
+                want[o] += 1
+    got = backfill_load(snap)
+    assert want.sum() == 16 and got.tolist() == want.tolist()
+    assert backfill_load(snap) is got and not got.flags.writeable     # kept on the snapshot
 
 
 def test_pause_resume_abort(dumps: Dict[str, Any]) -> None:

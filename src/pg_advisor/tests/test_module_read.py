@@ -144,7 +144,8 @@ def test_a_balance_dry_run_shows_the_entries_its_items_unseat(snap: Any) -> None
     the PG's primary, so the proposal may differ from the one without it: each is checked
     against its own items.)"""
     import dataclasses
-    from pg_advisor.balance.proposal import Aim, Limits, balance_report
+    from pg_advisor.balance.budget import Limits
+    from pg_advisor.balance.proposal import Aim, balance_report
     from pg_advisor.model.options import BalanceMode
     first = balance_report(snap, Aim(["rbd"], BalanceMode.PGS), Limits(50))
     moved = [(pgid, pairs) for pgid, pairs in first["items"].items() if pairs][:6]

@@ -1,0 +1,111 @@
+"""Space-aware moves: no item sends a PG to an OSD that would pass the fill limit (the
+cluster's nearfull_ratio, or backfillfull_ratio), counting what is already being copied
+onto it; a drain that cannot place its replicas under it names the OSDs."""
+from typing import Any, Dict, List
+
+import pytest
+
+from pg_advisor.analysis.space import fill_room
+from pg_advisor.balance.budget import Limits
+from pg_advisor.balance.balancer import Balancer, BalanceResult
+from pg_advisor.balance.drain import drain_report
+from pg_advisor.model import snapshot
+from pg_advisor.model.options import FillLimit
+from pg_advisor.model.load_pgs import pg_map_of
+
+GIB = 1 << 30
+
+
+def load(dumps: Dict[str, Any]) -> snapshot.Snapshot:
+    return snapshot.load(dumps["osd_dump"], dumps["crush"], dumps["pg_dump"], dumps["df"])
+
+
+def gained(res: BalanceResult) -> Dict[int, List[float]]:
+    """Per OSD: the bytes of each PG the run newly puts there."""
+    out: Dict[int, List[float]] = {}
+    for st in res.pools:
+        for r in range(st.up.shape[0]):
+            for o in set(st.up[r].tolist()) - set(st.start[r].tolist()):
+                out.setdefault(o, []).append(float(st.bytes[r]))
+    return out
+
+
+def osd_stats(dumps: Dict[str, Any], osd: int) -> Dict[str, Any]:
+    return next(s for s in pg_map_of(dumps["pg_dump"])["osd_stats"] if s["osd"] == osd)
+
+
+def busiest(dumps: Dict[str, Any]) -> int:
+    """The OSD the plain run (the fixture's OSDs are 4 % full) sends the most PGs to."""
+    got = gained(Balancer(load(dumps)).run())
+    return max(got, key=lambda o: len(got[o]))
+
+
+def fill(dumps: Dict[str, Any], osd: int, ratio: float) -> None:
+    s = osd_stats(dumps, osd)
+    s["kb_used"] = int(s["kb"] * ratio)
+
+
+@pytest.mark.parametrize("limit, takes", [(FillLimit.NEARFULL, False), (FillLimit.BACKFILLFULL, True)])
+def test_an_osd_past_nearfull_takes_no_pg_unless_the_limit_is_backfillfull(
+        dumps: Dict[str, Any], limit: FillLimit, takes: bool) -> None:
+    d = busiest(dumps)
+    fill(dumps, d, 0.86)            # past nearfull 0.85, short of backfillfull 0.90
+    res = Balancer(load(dumps), limits=Limits(fill=limit)).run()
+    assert (d in gained(res)) is takes
+    named = [n for n in res.notes if "take no PG" in n]
+    assert bool(named) is not takes
+    if named:
+        assert f"osd.{d} (86%)" in named[0] and "nearfull_ratio 85%" in named[0]
+
+
+def test_what_is_already_copied_onto_an_osd_counts_against_its_room(dumps: Dict[str, Any]) -> None:
+    d = busiest(dumps)
+    fill(dumps, d, 0.80)
+    # three PGs of 20 MiB each backfill into d: 60 MiB of the 1 GiB OSD's last 5 %
+    stats = [s for s in pg_map_of(dumps["pg_dump"])["pg_stats"]
+             if d not in s["up"] and s["pgid"].startswith("1.")][:3]
+    for s in stats:
+        s["stat_sum"]["num_bytes"] = 20 << 20
+    assert d in gained(Balancer(load(dumps)).run())       # the bytes alone: room left
+    for s in stats:
+        s["up"] = s["up"][:-1] + [d]
+        s["state"] = "active+remapped+backfilling"
+    snap = load(dumps)
+    assert fill_room(snap)[d] < 0
+    assert d not in gained(Balancer(snap).run())
+
+
+def test_an_osd_takes_pgs_only_while_they_fit_under_the_limit(dumps: Dict[str, Any]) -> None:
+    d = busiest(dumps)
+    snap = load(dumps)
+    largest = max(float(st.bytes.max()) for st in Balancer(snap).states)
+    # room for two and a half of the largest PGs: fewer than the plain run sends there
+    kb = osd_stats(dumps, d)["kb"]
+    osd_stats(dumps, d)["kb_used"] = int((snap.fill_ratios.nearfull * kb * 1024 - 2.5 * largest) / 1024)
+    snap = load(dumps)
+    room = float(fill_room(snap)[d])
+    res = Balancer(snap).run()
+    took = gained(res).get(d, [])
+    assert took and sum(took) <= room
+    assert any(f"osd.{d} " in n for n in res.notes)
+
+
+def test_osds_with_no_stats_are_not_bounded(dumps: Dict[str, Any]) -> None:
+    d = busiest(dumps)
+    fill(dumps, d, 0.99)
+    snap = load(dumps)
+    no_stats = snapshot.load(dumps["osd_dump"], dumps["crush"], None, None)
+    assert fill_room(snap)[d] < 0 and fill_room(no_stats)[d] == float("inf")
+
+
+def test_a_drain_onto_full_osds_leaves_what_does_not_fit_and_names_them(dumps: Dict[str, Any]) -> None:
+    snap = load(dumps)
+    others = list(range(1, snap.osds.count))
+    plain = drain_report(snap, "osd.0")
+    assert plain["left"] == 0 and plain["replicas"] > 0
+    for o in others:
+        fill(dumps, o, 0.95)
+    full = drain_report(load(dumps), "osd.0")
+    assert full["left"] == plain["replicas"] and not full["items"]
+    note = next(n for n in full["notes"] if "take no PG" in n)
+    assert all(f"osd.{o} (95%)" in note for o in others)
