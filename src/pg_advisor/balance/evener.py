@@ -1,7 +1,9 @@
 """Bytes mode: once the counts are balanced, even out how full the OSDs are.
 
 Fullness is the bytes of the PG replicas on an OSD (an EC shard holds 1/k of its PG)
-over the OSD's size (from the OSD stats; its CRUSH weight when sizes are unknown). Counts
+over the OSD's size (from the OSD stats; its CRUSH weight when sizes are unknown), against
+the mean fullness of the OSDs of its CRUSH root and device class: an ssd root of a few
+small pools is emptier than the hdd one by design, and no move evens the two. Counts
 stay within floor/ceil of their shares, per pool and in total: a replica moves alone only
 where both ends have room; otherwise two PGs of one pool swap places between a fuller
 and an emptier OSD, the bigger going down. The fullest OSD comes down, or the emptiest
@@ -14,7 +16,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from ..rules.legality import replaceable
+from ..rules.legality import has_ancestor, replaceable
 from .balancer import Balancer
 from .budget import Stop
 from .pool_state import moves_primary, PoolState
@@ -48,16 +50,42 @@ class Move:
 
 def capacity(b: Balancer) -> Tuple[np.ndarray, np.ndarray, str]:
     """(OSDs any balanced pool may use, their sizes, the basis): all in one unit, their
-    sizes if all are known, else CRUSH weights."""
+    sizes if all are known, else CRUSH weights. An OSD at the fill limit counts: it takes no
+    PG, but moves off it are what bring it down."""
     n = b.snap.osds.count
     considered = np.zeros(n, bool)
     for st in b.states:
-        considered |= st.allowed
+        considered |= st.members
     o = b.snap.osds
     sized = bool((o.bytes_total[considered] > 0).all())
     cap = np.where(considered, o.bytes_total if sized else o.crush_weight, 1.0).astype(float)
     cap[cap <= 0] = 1.0
     return considered, cap, "osd size" if sized else "crush weight"
+
+
+def groups(b: Balancer) -> np.ndarray:
+    """Per OSD: its group, one per CRUSH root (its topmost ancestor) and device class."""
+    n = b.snap.osds.count
+    root, found = np.zeros(n, np.int64), np.zeros(n, bool)
+    for t in sorted(b.anc, reverse=True):       # the highest type an OSD has is its root's
+        if t:
+            a = b.anc[t]
+            real = has_ancestor(a) & ~found
+            root[real], found = a[real], found | real
+    _, cls = np.unique(np.array([c or "" for c in b.snap.osds.device_class], dtype=object).astype(str),
+                       return_inverse=True)
+    _, g = np.unique(np.stack([root, cls.reshape(-1).astype(np.int64)]), axis=1, return_inverse=True)
+    out: np.ndarray = g.reshape(-1)
+    return out
+
+
+def group_mean(g: np.ndarray, considered: np.ndarray, cap: np.ndarray, used: np.ndarray) -> np.ndarray:
+    """Per OSD: the mean fullness of the considered OSDs of its group (0 where none holds data)."""
+    k = int(g.max(initial=0)) + 1
+    num = np.bincount(g[considered], weights=used[considered], minlength=k)
+    den = np.bincount(g[considered], weights=cap[considered], minlength=k)
+    out: np.ndarray = np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)[g]
+    return out
 
 
 def used_bytes(b: Balancer, start: bool = False) -> np.ndarray:
@@ -72,28 +100,47 @@ def used_bytes(b: Balancer, start: bool = False) -> np.ndarray:
     return used
 
 
-def fullness(b: Balancer, start: bool = False) -> Fullness:
-    """How full the fullest and emptiest OSDs are, against the mean (and of their size)."""
+def relative(b: Balancer, start: bool = False) -> Tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    """(the considered OSDs, their fullness, their group's mean fullness, the basis)."""
     considered, cap, basis = capacity(b)
     used = used_bytes(b, start)
-    if not considered.any() or used[considered].sum() <= 0:
+    return considered, used / cap, group_mean(groups(b), considered, cap, used), basis
+
+
+def fullness(b: Balancer, start: bool = False) -> Fullness:
+    """The fullest and the emptiest OSD against the mean of their root and class (and how
+    full each is of its size)."""
+    considered, u, mean, basis = relative(b, start)
+    live = np.flatnonzero(considered & (mean > 0))
+    if not live.size:
         return Fullness(basis=basis, max_ratio=None, min_ratio=None, max_used=None, min_used=None)
-    u = used[considered] / cap[considered]
-    mean = used[considered].sum() / cap[considered].sum()
+    rel = u[live] / mean[live]
+    hi, lo = live[int(np.argmax(rel))], live[int(np.argmin(rel))]
     sized = basis == "osd size"
-    return Fullness(basis=basis, max_ratio=round(float(u.max() / mean), 6),
-                    min_ratio=round(float(u.min() / mean), 6),
-                    max_used=round(float(u.max()), 6) if sized else None,
-                    min_used=round(float(u.min()), 6) if sized else None)
+    return Fullness(basis=basis, max_ratio=round(float(rel.max()), 6), min_ratio=round(float(rel.min()), 6),
+                    max_used=round(float(u[hi]), 6) if sized else None,
+                    min_used=round(float(u[lo]), 6) if sized else None)
+
+
+def byte_spread(b: Balancer) -> float:
+    """How far of its size the OSD furthest from its group's mean fullness is from it (0
+    without data or sizes)."""
+    considered, u, mean, basis = relative(b)
+    live = considered & (mean > 0)
+    return float(np.abs(u - mean)[live].max(initial=0.0)) if basis == "osd size" else 0.0
 
 
 class ByteEvener:
     def __init__(self, balancer: Balancer, min_gain: float) -> None:
         self.balancer = balancer
-        self.considered, self.cap, _ = capacity(balancer)
+        self.considered, cap, _ = capacity(balancer)
         self.used = used_bytes(balancer)
         total = self.used[self.considered].sum()
-        self.mean = total / self.cap[self.considered].sum() if self.considered.any() else 0.0
+        self.mean = total / cap[self.considered].sum() if self.considered.any() else 0.0
+        # each OSD's size scaled by its group's mean over the whole mean: used / cap is then
+        # its fullness against its own root and class, in the units of the whole mean
+        gm = group_mean(groups(balancer), self.considered, cap, self.used)
+        self.cap = cap * np.where(gm > 0, gm / self.mean if self.mean > 0 else 1.0, 1.0)
         self.min_gain = min_gain * self.mean
         # a hard stop besides the gain: each step moves the extremes strictly inwards
         self.steps_left = 20 * int(self.considered.sum()) + 100

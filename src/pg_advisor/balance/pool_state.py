@@ -57,7 +57,8 @@ class PoolState:
     broken: np.ndarray       # rows whose items break the rule's counts (CRUSH's own set does not)
     share: np.ndarray        # share per OSD: weight-proportional within the rule's caps
     by_weight: np.ndarray    # the same replicas in proportion to weight alone
-    allowed: np.ndarray      # OSDs the rule may use (root/class, weight, up, in)
+    allowed: np.ndarray      # OSDs the rule may use (root/class, weight, up, in) as destinations:
+    #                          less those at the fill limit (balancer.py), unlike `members`
     shape: RuleShape
     healthy: np.ndarray      # rows that may be moved (complete, all OSDs up, active and whole)
     objects: np.ndarray      # per row: objects (what a move misplaces), 0 without PG stats
@@ -78,10 +79,12 @@ class PoolState:
     budget: Optional[Budget] = None
     # OSD -> (its rows when last taken, the window a move looks at first): see look.windows
     cursor: Dict[int, Tuple[np.ndarray, int]] = field(default_factory=dict)
+    members: np.ndarray = field(init=False)        # `allowed` as built: the OSDs whose fullness counts
     moves: int = 0                      # replica moves made on this state so far
     last: Tuple[int, int] = (-1, -1)    # the last one's (row, source)
 
     def __post_init__(self) -> None:
+        self.members = self.allowed.copy()
         n = self.share.shape[0]
         self.level = Level(up_counts(self.up, n), self.share)
         rows = np.flatnonzero(self.healthy)

@@ -13,8 +13,8 @@ from ..model.snapshot import Snapshot
 from .balancer import BalanceResult, Balancer, PoolState
 from .budget import Limits
 from .drain_moves import drained_left
-from .evener import ByteEvener, fullness
-from .report_types import BalanceRun, EvalReport, PoolSpread, Spreads, pool_spread, Fullness
+from .evener import ByteEvener, byte_spread, fullness
+from .report_types import BalanceRun, EvalReport, PoolSpread, Spreads, pool_spread
 
 MODES = tuple(BalanceMode)
 
@@ -176,7 +176,7 @@ class Aim:
     each byte move gaining at least `min_gain` of the mean; `min_spread`: bytes mode evens
     fullness only where, with the counts even, the fullest OSD is at least this fraction of
     its size fuller than the mean (or the emptiest that much emptier); OSD sizes unknown,
-    not at all (see spread_small). The OSDs in `drain` are emptied; with them, `even` (the
+    not at all (evener.byte_spread). The OSDs in `drain` are emptied; with them, `even` (the
     drain's --and-balance) evens the pools too, else only the drain's own moves are made."""
     pools: Optional[List[str]] = None
     mode: BalanceMode = BalanceMode.BYTES
@@ -206,23 +206,14 @@ def propose(snap: Snapshot, aim: Aim = Aim(), limits: Limits = Limits(), *,
             return
         if snap.pgs is None:
             b.notes.append("bytes mode needs PG stats (offline: --pg-dump): PG counts balanced only")
-        elif aim.min_spread > 0 and spread_small(fullness(b), aim.min_spread):
-            b.notes.append(f"fullness within {aim.min_spread:.1%} of the OSDs' size of the mean: "
-                           f"bytes left as they are")
+        elif aim.min_spread > 0 and byte_spread(b) < aim.min_spread:
+            b.notes.append(f"fullness within {aim.min_spread:.1%} of the OSDs' size of the mean of "
+                           f"their root and class: bytes left as they are")
         else:
             ByteEvener(b, aim.min_gain).run()
     even = aim.even or not b.drain.size
     return Proposal(snap, mode, b, b.run(limits.max_items, bytes_after_counts, even),
                     limits.misplaced.copies if limits.misplaced is not None else None)
-
-
-def spread_small(f: Fullness, min_spread: float) -> bool:
-    """Whether fullness `f` (evener.fullness) is within `min_spread` of the OSDs' size of
-    the mean at both ends, or cannot be told in those terms (no OSD sizes, no data)."""
-    if f["max_used"] is None or f["min_used"] is None or not f["max_ratio"]:
-        return True
-    mean = f["max_used"] / f["max_ratio"]
-    return f["max_used"] - mean < min_spread and mean - f["min_used"] < min_spread
 
 
 def balance_report(snap: Snapshot, aim: Aim = Aim(), limits: Limits = Limits(), *,

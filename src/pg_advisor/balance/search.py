@@ -30,7 +30,7 @@ class Primaries:
     primaries it holds and its fair share of them (analysis/read_balance), kept as moves
     change them. A primary that must move goes to the OSD most short of its share, and a
     pull takes one from the OSD most over it. `read_ties`: the tie-break on; off, only to
-    measure what it gives (qa/bench/read_balance.py: the count figures are the same)."""
+    measure what it gives (qa/bench/balance.py --mode read-ties: the count figures are the same)."""
 
     def __init__(self, snap: Snapshot, states: Sequence[PoolState], read_ties: bool = True) -> None:
         self.snap = snap

@@ -57,8 +57,8 @@ def eval_text(r: Mapping[str, Any]) -> str:
 def fullness_line(label: str, f: Dict[str, Any]) -> str:
     if f["max_ratio"] is None:
         return f"{label} no PG bytes yet"
-    line = (f"{label} fullest OSD {f['max_ratio']:.3f} x the mean, emptiest {f['min_ratio']:.3f} x "
-            f"(by {printable(f['basis'])})")
+    line = (f"{label} fullest OSD {f['max_ratio']:.3f} x the mean of its root and class, emptiest "
+            f"{f['min_ratio']:.3f} x (by {printable(f['basis'])})")
     if f["max_used"] is not None:
         line += f"; {100 * f['max_used']:.2f}% .. {100 * f['min_used']:.2f}% of their size in PG data"
     return line

@@ -126,7 +126,7 @@ def test_a_primary_a_pull_must_take_comes_off_the_osd_most_over_its_primaries(
 
 def test_the_read_tie_break_changes_no_count_figure(dumps: Dict[str, Any]) -> None:
     # on and off: as many moves, as even per pool and in total, no more primaries changed
-    # (qa/bench/read_balance.py measures the primaries' spread on the benchmark's maps)
+    # (qa/bench/balance.py --mode read-ties measures the primaries' spread on the benchmark's maps)
     racked = copy.deepcopy(dumps)
     use_rule(racked, "rbd", OSDS_ANYWHERE)
     for d in (dumps, racked):

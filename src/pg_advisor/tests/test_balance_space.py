@@ -3,14 +3,17 @@ cluster's nearfull_ratio, or backfillfull_ratio), counting what is already being
 onto it; a drain that cannot place its replicas under it names the OSDs."""
 from typing import Any, Dict, List
 
+import numpy as np
 import pytest
 
 from pg_advisor.analysis.space import fill_room
 from pg_advisor.balance.budget import Limits
 from pg_advisor.balance.balancer import Balancer, BalanceResult
 from pg_advisor.balance.drain import drain_report
+from pg_advisor.balance.evener import fullness, used_bytes
+from pg_advisor.balance.proposal import Aim, propose
 from pg_advisor.model import snapshot
-from pg_advisor.model.options import FillLimit
+from pg_advisor.model.options import BalanceMode, FillLimit
 from pg_advisor.model.load_pgs import pg_map_of
 
 GIB = 1 << 30
@@ -109,3 +112,33 @@ def test_a_drain_onto_full_osds_leaves_what_does_not_fit_and_names_them(dumps: D
     assert full["left"] == plain["replicas"] and not full["items"]
     note = next(n for n in full["notes"] if "take no PG" in n)
     assert all(f"osd.{o} (95%)" in note for o in others)
+
+
+def test_bytes_mode_moves_pgs_off_an_osd_past_the_limit_and_none_onto_it(dumps: Dict[str, Any]) -> None:
+    snap = load(dumps)
+    first = propose(snap, Aim(mode=BalanceMode.BYTES))
+    used = used_bytes(first.balancer, start=True)
+    fullest = int(np.argmax(used))
+    fill(dumps, fullest, 0.90)
+    p = propose(load(dumps), Aim(mode=BalanceMode.BYTES))
+    assert fullest in p.balancer.full and fullest not in gained(p.result)
+    assert used_bytes(p.balancer)[fullest] < used[fullest]      # it still gives PGs away
+    # and its fullness is in the report's figures (the fullest before is this OSD)
+    assert p.balancer.full and fullness(p.balancer, start=True)["max_ratio"] == \
+        fullness(first.balancer, start=True)["max_ratio"]
+
+
+def test_bytes_mode_compares_each_osd_with_the_mean_of_its_root_and_class(dumps: Dict[str, Any]) -> None:
+    snap = load(dumps)       # one root; osd.0-3 hdd, osd.4-5 ssd (the ssd pool is small)
+    b = propose(snap, Aim(mode=BalanceMode.PGS)).balancer
+    used = used_bytes(b)
+    size = snap.osds.bytes_total.astype(float)
+    cls = np.array(snap.osds.device_class)
+    means = {c: used[cls == c].sum() / size[cls == c].sum() for c in ("hdd", "ssd")}
+    rel = np.array([used[o] / size[o] / means[cls[o]] for o in range(6)])
+    f = fullness(b)
+    assert f["max_ratio"] == pytest.approx(rel.max(), abs=1e-6)
+    assert f["min_ratio"] == pytest.approx(rel.min(), abs=1e-6)
+    assert f["max_used"] == pytest.approx(used[rel.argmax()] / size[rel.argmax()], abs=1e-6)
+    one = used / size / (used.sum() / size.sum())        # against one mean, as before
+    assert abs(one.max() - rel.max()) > 0.01 or abs(one.min() - rel.min()) > 0.01
