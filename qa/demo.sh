@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
-# The demo: install what is needed, start a loopback Ceph cluster (1 mon, 1 mgr, 6 OSDs on
-# 3 hosts) with pg_advisor loaded in its mgr, put some data in, and print the module's status.
-# Ceph Tentacle 20.2 by default (in the chroot of qa/cluster/tentacle.sh); `--ceph pacific` for the
-# host's Ceph 16.2. Other arguments go to `qa/cluster/vstart.sh start`.
-# The cluster keeps running; `qa/cluster/vstart.sh stop [--ceph pacific]` ends it.
+# The demo: a loopback cluster (qa/cluster/vstart.sh start, whose arguments it takes: Tentacle
+# 20.2 in qa/cluster/tentacle.sh's chroot, or --ceph pacific) with pg_advisor loaded and some
+# data, and the module's status. The cluster keeps running.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 release=${PG_ADVISOR_CEPH:-tentacle}

@@ -1,16 +1,12 @@
 #!/usr/bin/env bash
-# Every test pg_advisor has, on both Ceph releases it supports (what .ci/run runs). Installs
-# what it needs (apt; the Debian forky chroot with Ceph Tentacle 20.2 of qa/cluster/tentacle.sh),
-# then two stages, each one's parts side by side (they mostly wait on their clusters: on 2
-# cores some 20 minutes shorter in all), each part's log printed whole when it ends:
-#   1. tox (unit tests, flake8, mypy, promtool) on the host's Python 3.11 (Pacific's mgr); the
-#      unit tests on the chroot's Python 3.14 (Tentacle's mgr); a compatibility subset on a
-#      Pacific 16.2 cluster of the host's packages; the container image's test (podman on the
-#      host; Ceph's image the chroot; a Tentacle cluster of its own, netns pg-advisor-ctr);
-#   2. every integration test on a Tentacle cluster (the chroot), and a 3-minute thrash of
-#      mode auto on another, in a network namespace of its own.
-# A deprecation warning fails a test on either Python (tox.ini's [pytest]). Extra arguments
-# go to the Tentacle integration run (e.g. -k status).
+# Every test on both Ceph releases (what .ci/run runs): installs what it needs (apt, and
+# qa/cluster/tentacle.sh's chroot), then two stages, each one's parts side by side (they mostly
+# wait on their clusters), each part's log printed whole when it ends:
+#   1. tox (unit tests, flake8, mypy, promtool) on the host's Python 3.11 (Pacific's mgr), the
+#      unit tests on the chroot's 3.14 (Tentacle's), a subset on a Pacific 16.2 cluster, and the
+#      container image's test (podman on the host, a Tentacle cluster in netns pg-advisor-ctr);
+#   2. every integration test on Tentacle clusters, and a 3-minute thrash of mode auto.
+# Extra arguments go to the Tentacle integration run (e.g. -k status).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -34,9 +30,8 @@ collect() {  # collect NAME...: wait for each, then print its log whole
         cat "$(logof "$n")"
     done
 }
-# exit 1 unless every NAME passed, after a failed run's reasons again (a long log's middle
-# may be cut where only its head and tail are kept: pytest's FAILURES section up to its
-# summary, bounded) and every exit code
+# exit 1 unless every NAME passed, after a failed run's FAILURES again (a long log's middle
+# may be cut where only its head and tail are kept) and every exit code
 verdict() {
     local n failed=0 codes=""
     for n in "$@"; do
@@ -54,9 +49,7 @@ t1=$SECONDS
 bash qa/cluster/install-deps.sh --tentacle
 took "installing"
 
-# the host's tox and the chroot's unit tests (CPU, one core each) beside the Pacific subset
-# and the container test (mostly waiting on their clusters): the four share nothing (the
-# container test's cluster is in a network namespace and a directory of its own)
+# the four share nothing (the container test's cluster has a netns and directory of its own)
 t1=$SECONDS
 spawn pacific-subset "compatibility subset on Ceph Pacific 16.2 (the host)" \
     env PG_ADVISOR_CEPH=pacific PG_ADVISOR_SPLIT_REPEATS=1 /usr/bin/python3 -m pytest -v --durations=10 \
@@ -77,12 +70,9 @@ collect unit-tentacle pacific-subset container
 took "tox, the chroot's unit tests, the Pacific subset and the container test"
 verdict tox unit-tentacle pacific-subset container
 
-# Stage 2, three Tentacle clusters side by side, each in a network namespace of its own (the
-# same ports, another loopback): the integration tests in two sessions of one cluster each
-# (they mostly wait on their clusters' peering and recovery: one after another they took
-# 50 minutes), and a 3-minute thrash of mode auto, every invariant checked (the full runs:
-# doc/testing.rst). The second session runs the files of SECOND; the first all the others,
-# so a new test file lands in the first unless it is named here.
+# Stage 2, three Tentacle clusters side by side, each in a network namespace of its own: the
+# integration tests in two sessions (one after another they took 50 minutes; the second runs
+# SECOND, the first all other files) and a 3-minute thrash (doc/testing.rst).
 SECOND=(qa/live/test_latency_live.py qa/live/test_sizing_live.py qa/live/test_monitoring_live.py
         qa/live/test_gates_live.py qa/live/test_panel_browser.py qa/live/test_panel_live.py
         qa/live/test_panel_scale.py qa/live/test_hardening_live.py qa/live/test_sizing_bank_live.py

@@ -28,11 +28,14 @@ ASSERT_RE = re.compile(r"FAILED ceph_assert\(.*\)")
 
 def parser(doc: Optional[str], **options: Any) -> argparse.ArgumentParser:
     """A benchmark's command line: its docstring's first paragraph, and per keyword an
-    option (--tool-timeout for tool_timeout) of that default and of its type (None: str)."""
+    option (--tool-timeout for tool_timeout) of that default, or (default, help), and of its
+    type (None: str; False: a flag)."""
     ap = argparse.ArgumentParser(description=" ".join((doc or "").split("\n\n")[0].split()))
-    for key, default in options.items():
-        ap.add_argument("--" + key.replace("_", "-"), default=default, help=HELP.get(key),
-                        type=str if default is None else type(default))
+    for key, value in options.items():
+        default, text = value if isinstance(value, tuple) else (value, HELP.get(key))
+        kind: Dict[str, Any] = {"action": "store_true"} if default is False else \
+            {"default": default, "type": str if default is None else type(default)}
+        ap.add_argument("--" + key.replace("_", "-"), help=text, **kind)
     return ap
 
 

@@ -6,11 +6,9 @@
         [--timeout 900] [--osd-set OPTION=VALUE] [--dir DIR]
     bash qa/cluster/tentacle.sh exec env PYTHONPATH=src:. python3 -m qa.bench.expand ...   (on Tentacle)
 
-Each run starts its own loopback cluster (qa/cluster/vstart.sh: 6 memstore OSDs on 3 hosts,
-PG logs of 10 entries so that a new OSD's copy is a backfill), fills a pool, keeps a client
-writing, and after 10 s starts the new OSDs: "ceph" with its balancer on (upmap mode);
-"advisor" under norebalance, then `ceph pg-advisor pin-remapped` and the flag off, the drain
-within the misplaced budget (5 %). The columns and runs: doc/expand.rst.
+Each run starts its own cluster (6 memstore OSDs on 3 hosts, PG logs of 10 entries: a new
+OSD's copy is a backfill), fills a pool, keeps a client writing and adds the OSDs (expand).
+The columns and runs: doc/expand.rst.
 """
 import json
 import tempfile

@@ -51,8 +51,9 @@ def _pools(d: Docs, proto: Dict[str, Any], n: int, pg_num: int, **fields: Any) -
         _pg_num(p, pg_num)
 
 
-def _no_stats() -> Dict[str, Any]:
-    return {"pg_map": {"pg_stats": [], "osd_stats": [], "pool_stats": []}}
+def _no_stats(built: Tuple[GeneratedMap, Docs]) -> Tuple[Optional[GeneratedMap], Docs]:
+    built[1]["pg_dump"] = {"pg_map": {"pg_stats": [], "osd_stats": [], "pool_stats": []}}
+    return built
 
 
 def _map(tmp: Path, layout: Layout, pg_bits: int) -> Tuple[GeneratedMap, Docs]:
@@ -78,10 +79,14 @@ def _six(pools: int = 0, pg_num: int = 1 << 20, **fields: Any) -> Docs:
     return d
 
 
-def map384(tmp: Path) -> Tuple[GeneratedMap, Docs]:
-    # 8 and 16 TiB hosts alternating; --createsimple's pool: 384 << 3 PGs, set to 16,384
+def map384(tmp: Path, pg_num: int = 16384, pools: int = 0) -> Tuple[GeneratedMap, Docs]:
+    """8 and 16 TiB hosts alternating, --createsimple's pool set to `pg_num` PGs or, with
+    `pools`, that many of 1,024 instead (1,000 of 4,096 pass the loader's bound of 4,194,304
+    PG replicas and are refused before any work)."""
     gm, d = _map(tmp, Layout(4, 8, 12, weight=lambda o: (0.8, 1.6)[(o // 12) % 2]), 3)
-    _pg_num(d["osd_dump"]["pools"][0], 16384)
+    _pg_num(d["osd_dump"]["pools"][0], pg_num)
+    if pools:
+        _pools(d, d["osd_dump"]["pools"][0], pools, 1024)
     return gm, d
 
 
@@ -112,27 +117,9 @@ def out50(tmp: Path) -> Tuple[Optional[GeneratedMap], Docs]:
     return gm, d
 
 
-def pg2p20_384(tmp: Path) -> Tuple[Optional[GeneratedMap], Docs]:
-    gm, d = map384(tmp)
-    _pg_num(d["osd_dump"]["pools"][0], 1 << 20)
-    d["pg_dump"] = _no_stats()
-    return gm, d
-
-
-def pools_1000(tmp: Path) -> Tuple[Optional[GeneratedMap], Docs]:
-    """1,000 pools of 1,024 PGs on the 384-OSD map (1,000 of 4,096 pass the loader's bound
-    of 4,194,304 PG replicas and are refused before any work)."""
-    gm, d = map384(tmp)
-    _pools(d, d["osd_dump"]["pools"][0], 1000, 1024)
-    d["pg_dump"] = _no_stats()
-    return gm, d
-
-
 def ten_thousand(tmp: Path) -> Tuple[Optional[GeneratedMap], Docs]:
     # 4, 8 and 16 TB drives (scaled: crushtool's bucket weights are 16.16 fixed point)
-    gm, d = _map(tmp, Layout(25, 20, 20, weight=lambda o: (0.4, 0.8, 1.6)[o % 3]), 5)
-    d["pg_dump"] = _no_stats()
-    return gm, d
+    return _no_stats(_map(tmp, Layout(25, 20, 20, weight=lambda o: (0.4, 0.8, 1.6)[o % 3]), 5))
 
 
 def ten_thousand_stats(tmp: Path) -> Tuple[Optional[GeneratedMap], Docs]:
@@ -189,7 +176,8 @@ def multi384_2p20(tmp: Path) -> Tuple[Optional[GeneratedMap], Docs]:
 
 CASES: Dict[str, Callable[[Path], Tuple[Optional[GeneratedMap], Docs]]] = {
     "6osd-pg2^20": lambda tmp: (None, _six()), "384osd-maxosd2^20": max_osd_2p20, "384osd-out50": out50,
-    "384osd-pg2^20": pg2p20_384, "384osd-1000pools": pools_1000, "10000osd": ten_thousand,
+    "384osd-pg2^20": lambda tmp: _no_stats(map384(tmp, 1 << 20)),
+    "384osd-1000pools": lambda tmp: _no_stats(map384(tmp, pools=1000)), "10000osd": ten_thousand,
     "10000osd-stats": ten_thousand_stats,
     "6osd-1000pools-size1": lambda tmp: (None, _six(1000, 4096, size=1, min_size=1)),
     "multi384-osd2^20": multi384_2p20, "6osd-60pools-osd2^20": six_60_pools_2p20,

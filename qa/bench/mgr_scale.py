@@ -4,15 +4,11 @@
         [--phase-seconds 600] [--settle-seconds 60] [--raw DIR]
     bash qa/cluster/tentacle.sh exec env PYTHONPATH=src:. python3 -m qa.bench.mgr_scale ...   (on Tentacle)
 
-Per size, a real ceph-mon holds a map of that many OSDs (racks of 20 hosts of 10 OSDs,
-weights 4/8/16 TB; in, no daemon) and a pool of 32 PGs per OSD; a real ceph-mgr runs Ceph's
-default modules and this checkout's pg_advisor, through phases of --phase-seconds: disabled
-(the baseline), idle, panel (GET /api/status every 10 s), commands (`pg-advisor status`
-and `balance --dry-run` every 30 s), plan (an `apply`). Every 2 s `ceph balancer status`
-is timed, the mgr's CPU (whole and "ours": OUR_THREADS), RSS and failovers sampled.
-doc/status.rst has the goals and the runs.
+Per size a real ceph-mon holds the map (no OSD daemon) and a pool of 32 PGs per OSD; a real
+ceph-mgr runs Ceph's default modules and this checkout's pg_advisor through phases (bench):
+disabled, idle, panel, commands, plan. Every 2 s `ceph balancer status` is timed, the mgr's
+CPU (whole and OUR_THREADS), RSS and failovers sampled. doc/status.rst has the goals and runs.
 """
-import argparse
 import json
 import os
 import shutil
@@ -34,7 +30,7 @@ from ..cluster.rados_client import Rados
 from ..maps.crushgen import HOST, REPLICATED_HOST, Layout, crush_text, run, simple_map
 from ..maps.monbuilt import PoolSpec, _create_pool, _Mon, make_osds
 from ..thrash.watch import rss_mib
-from .common import table
+from .common import parser, table
 from .latency.run import proc_cpu
 
 REPO = Path(__file__).resolve().parents[2]
@@ -295,18 +291,14 @@ COLS = [("OSDs", ">6"), ("phase", "<9"), ("failover", ">8"), ("CPU %", ">6.1f"),
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--osds", default="1000,4000,10000")
-    ap.add_argument("--phase-seconds", type=float, default=600.0)
-    ap.add_argument("--settle-seconds", type=float, default=60.0,
-                    help="wait after the mgr (re)starts before the disabled and idle phases")
-    ap.add_argument("--raw", type=Path, help="keep each size's mgr log and timed samples here")
-    args = ap.parse_args()
+    args = parser(__doc__, osds="1000,4000,10000", phase_seconds=600.0,
+                  settle_seconds=(60.0, "wait after the mgr (re)starts before the disabled and idle phases"),
+                  raw=(None, "keep each size's mgr log and timed samples here")).parse_args()
     rows: List[Dict[str, Any]] = []
     print_ceph_version()      # the installed Ceph's; each size's mon's below
     print(f"# pg_advisor at {head_commit() or 'unknown'}, {args.phase_seconds:.0f} s phases", flush=True)
     for n in (int(x) for x in args.osds.split(",")):
-        rows += bench(n, args.phase_seconds, args.settle_seconds, args.raw)
+        rows += bench(n, args.phase_seconds, args.settle_seconds, args.raw and Path(args.raw))
         table(COLS, ([r["osds"], r["phase"], r["failovers"], r["cpu_pct"], r["ours_pct"], r["rss_mib"],
                       r["other_p50"], r["other_p99"], r["other_max"], r["ours_max"], r["errors"],
                       f" {r.get('note', '')} {r['first_error'][:80]}"] for r in rows))

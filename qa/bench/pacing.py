@@ -1,28 +1,16 @@
 """Benchmark (offline, no cluster): how many map changes and how long a pool's split and a
 host's drain take under pg_advisor's default pacing, beside Ceph's own path, on one map.
-Prints one table and the model's assumptions.
 
     PYTHONPATH=src /usr/bin/python3 -m qa.bench.pacing [--racks 50] [--hosts 20]
         [--osds-per-host 10] [--pg-num 32768] [--to 65536] [--pg-gib 100]
         [--backfill-mib-s 100] [--osd-max-backfills 1] [--limits 2,8] [--only split,drain]
 
-The map: crushtool's and osdmaptool's (qa/maps/crushgen), racks x hosts x OSDs of equal
-weight, one replicated pool of size 3 and --pg-num PGs of --pg-gib each. What each map
-change moves is exact (pg_advisor's CRUSH: the up sets before and after). How long the
-data takes is a model (qa/bench/backfill_model.py): Ceph's backfill reservations,
-osd_max_backfills local and remote, each backfill at --backfill-mib-s. The clock ticks
-every 2 s: Ceph's mgr adjusts pg_num and pgp_num on its tick (mgr_tick_period, 2 s;
-DaemonServer::adjust_pgs), pg_advisor's plan polls as often (poll_interval 2).
-
-Paths. Split: Ceph's, pg_num set to --to at once (the mgr raises pg_num at most
-mgr_max_pg_num_change ahead of pgp_num, and pgp_num by at most half of
-target_max_misplaced_ratio's room while the misplaced ratio is within it); pg_advisor's
-`apply` with split_pinning off, and on (the default: its pgp_num steps move nothing and
-leave an upmap item per child; the last balance step, which evens the pool, is predicted,
-not run). Drain: Ceph's, the host's OSDs marked out; pg_advisor's `drain host0`, its
-balance rounds (at most 16 PGs each, max_backfills_per_osd, the budget) taking the
-moves of its plan in order (the mgr plans each round afresh). pg_advisor's unpinned split
-and its drain run once per --limits value of max_backfills_per_osd (2 is its default).
+A crushgen map of equal weights, one replicated pool of size 3. What each map change moves
+is exact (pg_advisor's CRUSH); how long the data takes is a model (backfill_model.py), on a
+2 s tick (the mgr's, and the plan's poll). Paths: Ceph's split (pg_num set at once, the
+mgr's adjust_pgs) and drain (the host's OSDs out); pg_advisor's `apply` with split_pinning
+off (once per --limits value of max_backfills_per_osd) and on, and `drain host0` (per
+--limits value). The paths and runs: doc/execute.rst, "Pacing at scale".
 """
 import argparse
 import math
@@ -91,7 +79,6 @@ class Split:
     def __init__(self, placer: Placer, pool: Pool, to: int, nbytes: float) -> None:
         if not pool.pg_num < to <= 2 * pool.pg_num or pool.pgp_num != pool.pg_num:
             raise SystemExit(f"--to {to}: a split of a placed pool to at most twice its pg_num")
-        self.first = pool.pg_num
         self.before = placer.map_pool(pool, pg_num=to, pgp_num=pool.pgp_num).up
         self.after = placer.map_pool(pool, pg_num=to, pgp_num=to).up
         self.nbytes = nbytes

@@ -6,15 +6,10 @@ pg_advisor's memory model (src/pg_advisor/sizing/memory.py); fits its constants.
         [--pgs 100,200,400] [--scale 5] [--down-writes 0.5] [--objects-per-pg N]
         [--block-gib 4] [--dir DIR] [--keep]
 
-Its own loopback cluster (vstart.sh --store bluestore, 3 OSDs on 3 hosts), the PG log
-options Ceph's defaults over --scale (LogSettings). Per level a pool of size 3, pg_num =
-level - 1, empty write_fulls spread evenly over its PGs (--objects-per-pg), through the
-states steady, degraded and recovery (osd.2 down while --down-writes x the log target are
-written per PG, then back; each OSD's largest PG memory until clean), max-log (every log
-at its maximum). Per OSD: dump_mempools (osd_pglog, osd, total), VmRSS, its PGs' log_size
-and log_dups_size, beside the model's `current` (steady rows also its `steady_state` and
-tentacle_plan); fitted by least squares: osd_pglog = e x entries + d x dups + p x PGs, osd
-= q x PGs, bytes_per_pg = p + q. doc/sizing.rst has the calibration.
+Its own cluster (3 BlueStore OSDs on 3 hosts), the PG log options Ceph's defaults over
+--scale. Per level a pool of size 3, its PGs' logs grown alike, through the states steady,
+degraded and recovery (osd.2 down, then back), max-log; per OSD its mempools, RSS and PGs'
+logs beside the model; fitted by least squares (fit). doc/sizing.rst has the calibration.
 """
 import argparse
 import json
@@ -39,7 +34,7 @@ from ..cluster.ceph_release import print_ceph_version
 from ..cluster.rados_client import InFlight, Rados
 from ..maps.object_hash import object_ps
 from ..thrash.watch import read_pid, rss_mib
-from .common import table
+from .common import parser, table
 
 # the module's constants (bytes_per_log_entry, bytes_per_log_dup, bytes_per_pg): its defaults
 _DEFAULTS = options.make({})
@@ -357,19 +352,16 @@ def report(samples: List[Sample], s: LogSettings, base: List[Sample]) -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--pgs", default="100,200,400", help="PGs per OSD, one pool each")
-    ap.add_argument("--scale", type=int, default=5, help="PG log options = Ceph's defaults / this")
-    ap.add_argument("--down-writes", type=float, default=0.5,
-                    help="writes per PG while osd.2 is down, times the log target (past 1: backfill)")
-    ap.add_argument("--objects-per-pg", type=int, default=0,
-                    help="objects each PG's writes cycle over (0: max_log + 2 trim_min, none twice in a log)")
-    ap.add_argument("--block-gib", type=int, default=4, help="each OSD's sparse block file")
-    ap.add_argument("--dir", type=Path)
-    ap.add_argument("--keep", action="store_true", help="leave the cluster running")
-    args = ap.parse_args(argv)
+    args = parser(__doc__, pgs=("100,200,400", "PGs per OSD, one pool each"),
+                  scale=(5, "PG log options = Ceph's defaults / this"),
+                  down_writes=(0.5, "writes per PG while osd.2 is down, times the log target "
+                                    "(past 1: backfill)"),
+                  objects_per_pg=(0, "objects each PG's writes cycle over (0: max_log + 2 trim_min, none "
+                                     "twice in a log)"),
+                  block_gib=(4, "each OSD's sparse block file"), dir=None,
+                  keep=(False, "leave the cluster running")).parse_args(argv)
     s = LogSettings.scaled(args.scale)
-    c = Cluster(args.dir or Path(tempfile.mkdtemp(prefix="pga-pgmem-")))
+    c = Cluster(Path(args.dir or tempfile.mkdtemp(prefix="pga-pgmem-")))
     c.vstart("start", "--no-pool", "--store", "bluestore", "--osds", "3", "--hosts", "3",
              "--block-gib", str(args.block_gib))
     samples: List[Sample] = []

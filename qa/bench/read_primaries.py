@@ -5,19 +5,16 @@
 
 Tentacle's chroot: Pacific's osdmaptool has no --read. Maps: qa/bench/balance.py's, as CRUSH
 leaves them ("even") and "uneven": per replicated pool, one OSD in 20 of the pool's gets, by
-pg_upmap_primaries, every PG whose CRUSH set holds it past the first slot. The mon cannot
-set those here (the OSDs do not exist, and up OSDs that never booted crash it:
-qa/maps/monbuilt.py): they are written into the encoded OSDMap (write_primaries).
+pg_upmap_primaries written into the encoded OSDMap (write_primaries: the mon cannot set them
+for OSDs that do not exist), every PG whose CRUSH set holds it past the first slot.
 
-Per replicated pool (osdmaptool --read takes one, never an EC one): its read_balance score
-(score_stable) and the most primaries one OSD holds, before; after `osdmaptool MAP --read
-OUT --read-pool POOL`'s commands (wall time, peak RSS); after pg_advisor's plan_primaries
-unbounded (its lower bound on the max, "floor"; wall time; peak Python heap, tracemalloc,
-in a second run), and held to as many changes as osdmaptool made. pg_advisor's model of
-Reef's score scores them all; osdmaptool's printed scores must agree within 0.01 and its
-entries be ones the mon keeps (OSD in CRUSH's set of the PG, not its first): the notes
-under the table say where not. osdmaptool --read never checks require_min_compat_client;
-pg_advisor plans on a copy of the snapshot set to reef.
+Per replicated pool (osdmaptool --read takes one, never an EC one): its score_stable and the
+most primaries one OSD holds, before; after osdmaptool's commands (wall time, peak RSS); after
+pg_advisor's plan_primaries unbounded ("floor": its lower bound on the max; wall time; peak
+Python heap, tracemalloc, in a second run) and held to as many changes as osdmaptool made.
+pg_advisor's model of Reef's score scores them all; osdmaptool's printed scores must agree
+within 0.01 and its entries be ones the mon keeps: the notes under the table say where not.
+pg_advisor plans on a copy set to reef (osdmaptool --read never checks the compat client).
 """
 import dataclasses
 import functools

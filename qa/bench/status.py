@@ -2,12 +2,10 @@
 
     PYTHONPATH=src /usr/bin/python3 -m qa.bench.status [--osds-per-host 20] [--pools 10]
 
-The map is made by a throw-away mon (qa/maps/monbuilt.py): 20 racks x 25 hosts x 20 OSDs of
-three sizes, 10 pools of 32,768 PGs (8 replicated size 3 by host, 2 EC 4+2), with synthetic
-PG stats (qa/maps/crushgen.py). Each measurement runs in its own process, so its peak RSS is
-its own: the offline CLI's `status -f json` on the dumps, the same split into its phases,
-and osdmaptool --test-map-pgs, Ceph's own tool mapping every PG and counting them per OSD
-(no shares, stats or report). Goal: status under 5 s and 1 GiB (doc/status.rst).
+The map is made by a throw-away mon: 20 racks x 25 hosts x 20 OSDs of three sizes, 10 pools
+of 32,768 PGs (8 replicated, 2 EC 4+2), with synthetic PG stats. Each measurement runs in a
+process of its own: the offline CLI's `status -f json`, the same in its phases, and
+osdmaptool --test-map-pgs. Goal: status under 5 s and 1 GiB (doc/status.rst).
 """
 import json
 import sys

@@ -14,11 +14,14 @@ from .rados_client import Rados, Writer  # noqa: F401  (qa's one librados client
 HERE = Path(__file__).resolve().parent      # vstart.sh beside it
 OPT = "mgr/pg_advisor/"      # the prefix of the module's options in `ceph config set mgr ...`
 REPO = HERE.parents[1]
+# the dumps the offline CLI reads: key -> (its flag, the `ceph` command)
+DUMPS = {"osd_dump": ("--osdmap", "osd dump"), "crush": ("--crush", "osd crush dump"),
+         "pg_dump": ("--pg-dump", "pg dump"), "df": ("--df", "df"),
+         "autoscale": ("--autoscale-status", "osd pool autoscale-status")}
 
 
 def free_port() -> int:
-    """A loopback port nothing listens on: the kernel's pick, never 3300/6789 (below the
-    ephemeral range), which the test cluster uses."""
+    """A loopback port nothing listens on (the kernel's pick: never the mon's 3300/6789)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -61,8 +64,7 @@ class Cluster:
                       if not in_up or (o["in"] and o["up"]))
 
     def host_mates(self) -> Dict[int, List[int]]:
-        """Each OSD -> the other OSDs of its host in the CRUSH tree (an upmap item from one
-        to another keeps a host-rule PG on distinct hosts)."""
+        """Each OSD -> the other OSDs of its CRUSH host (an upmap item keeping the failure domain)."""
         out: Dict[int, List[int]] = {}
         for n in self.json("osd", "tree")["nodes"]:
             if n["type"] == "host":
@@ -75,8 +77,7 @@ class Cluster:
         return {n["id"]: float(n["crush_weight"]) for n in self.json("osd", "tree")["nodes"] if n["id"] >= 0}
 
     def mon_commands(self, cmds: List[Dict[str, Any]]) -> List[Any]:
-        """Mon commands over one rados connection (a `ceph` call costs ~0.3 s each): their
-        JSON answers (None where a command prints nothing); RuntimeError on a failure."""
+        """Mon commands over one rados connection (a `ceph` call costs ~0.3 s): JSON answers."""
         with Rados(self.env["CEPH_CONF"]) as r:
             return [r.command("mon", **dict(cmd, format="json")) for cmd in cmds]
 
@@ -93,8 +94,7 @@ class Cluster:
         return {p: m["up"] for p, m in zip(pgids, maps)}
 
     def mappings(self, epoch: int, pool_id: int) -> Dict[str, Tuple[Tuple[int, ...], int]]:
-        """Each PG of the pool -> (its up set, its acting primary) in map `epoch` (pg_temp
-        and primary_temp applied), as osdmaptool maps the mon's own map."""
+        """Each PG of the pool -> (up set, acting primary) in map `epoch`, as osdmaptool maps it."""
         from pg_advisor_testkit.osdmaptool_output import of_epoch, parse
         text = of_epoch(self.ceph, epoch, self.dir / f"map.{epoch}", "--test-map-pgs-dump-all",
                         "--pool", str(pool_id))
@@ -107,10 +107,8 @@ class Cluster:
 
     def primary_changes(self, pool_id: int, epochs: Iterable[int],
                         remapped_only: bool = False) -> List[Tuple[int, str, int, int]]:
-        """Each change of a PG's acting primary in the given epochs (from the epoch before
-        each): (epoch, pgid, old, new); a client's ops in flight at the old primary wait
-        objecter_timeout (10 s) to be resent. `remapped_only`: only PGs whose up set changed
-        in that epoch, not one whose backfill ended then (priming leaves each moved PG that)."""
+        """Each change of a PG's acting primary in `epochs` (from the epoch before): (epoch,
+        pgid, old, new). `remapped_only`: only PGs whose up set changed then, not a backfill's end."""
         seen: Dict[int, Dict[str, Tuple[Tuple[int, ...], int]]] = {}
 
         def at(e: int) -> Dict[str, Tuple[Tuple[int, ...], int]]:
@@ -127,13 +125,10 @@ class Cluster:
 
     def dumps(self) -> Dict[str, Any]:
         """The dumps the offline CLI reads."""
-        return {"osd_dump": self.json("osd", "dump"), "crush": self.json("osd", "crush", "dump"),
-                "pg_dump": self.json("pg", "dump"), "df": self.json("df"),
-                "autoscale": self.json("osd", "pool", "autoscale-status")}
+        return {key: self.json(*cmd.split()) for key, (_, cmd) in DUMPS.items()}
 
     def fingerprint(self) -> Dict[str, Any]:
-        """What a pg_advisor command could change: pools, upmaps, OSD weights, flags, config
-        (not the epoch: Ceph bumps that by itself, e.g. as pg_temp entries go)."""
+        """What a pg_advisor command could change (not the epoch: Ceph bumps that itself)."""
         d = self.json("osd", "dump")
         return {
             "pools": [{k: p[k] for k in ("pool_name", "pg_num", "pg_num_target", "pg_placement_num",
@@ -157,8 +152,8 @@ class Cluster:
 
     @contextmanager
     def config(self, who: str, key: str, value: str) -> Iterator[None]:
-        """`ceph config set who key value` for the span of a with-block, then set back to what
-        it was (a running mgr module may not hear of a bare `config rm`) and removed."""
+        """`ceph config set who key value` for a with-block, then set back (a running mgr module
+        may not hear of a bare `config rm`) and removed."""
         before = self.ceph("config", "get", who, key).strip()
         self.ceph("config", "set", who, key, value)
         try:
@@ -169,8 +164,7 @@ class Cluster:
 
     @contextmanager
     def options(self, who: str, values: Dict[str, Any]) -> Iterator[None]:
-        """Several `config` settings for the span of a with-block, each restored as `config`
-        restores one; a key under mgr without a slash is the module's (OPT + key)."""
+        """Several config() settings at once; a key under mgr without a slash is OPT + key."""
         with ExitStack() as stack:
             for key, value in values.items():
                 full = OPT + key if who == "mgr" and "/" not in key else key
@@ -183,8 +177,7 @@ class Cluster:
 
     def create_pool(self, name: str, pg_num: int, *kind: str, autoscale: bool = False,
                     application: Optional[str] = None) -> None:
-        """`osd pool create NAME PG_NUM PG_NUM KIND...` (kind: e.g. "erasure", PROFILE),
-        pg_autoscale_mode off unless asked (the module's tests size pools themselves)."""
+        """`osd pool create NAME PG_NUM PG_NUM KIND...`, pg_autoscale_mode off unless asked."""
         self.ceph("osd", "pool", "create", name, str(pg_num), str(pg_num), *kind)
         if not autoscale:
             self.ceph("osd", "pool", "set", name, "pg_autoscale_mode", "off")
@@ -200,8 +193,7 @@ class Cluster:
     @contextmanager
     def pool(self, name: str, pg_num: int, *kind: str, autoscale: bool = False,
              application: Optional[str] = None, timeout: float = 180) -> Iterator[str]:
-        """A pool for the span of a with-block (create_pool's arguments), removed after and
-        every PG active+clean within `timeout`."""
+        """A pool (create_pool's arguments) for a with-block, removed after, clean within `timeout`."""
         self.create_pool(name, pg_num, *kind, autoscale=autoscale, application=application)
         try:
             yield name
@@ -219,9 +211,8 @@ class Cluster:
 
     @contextmanager
     def min_compat_client(self, release: str) -> Iterator[None]:
-        """require_min_compat_client `release` (what pg-upmap-primary or an msr rule needs)
-        for the span of a with-block, then what it was; whatever only newer clients read
-        (pg_upmap_primaries: rm_primaries) must be gone by then."""
+        """require_min_compat_client `release` for a with-block, then what it was (what only
+        newer clients read, such as pg_upmap_primaries, must be gone by then)."""
         was = self.json("osd", "dump")["require_min_compat_client"]
         self.ceph("osd", "set-require-min-compat-client", release)
         try:
@@ -230,8 +221,7 @@ class Cluster:
             self.ceph("osd", "set-require-min-compat-client", was, "--yes-i-really-mean-it")
 
     def hand_primaries(self, pool: str, osd: int) -> int:
-        """Every PG of `pool` with `osd` past its first slot gets it as its primary (a
-        pg-upmap-primary each, over one connection): how many."""
+        """A pg-upmap-primary to `osd` for each PG of `pool` with `osd` past its first slot: how many."""
         cmds = [{"prefix": "osd pg-upmap-primary", "pgid": pgid, "id": osd}
                 for pgid, up in self.up_sets(pool).items() if osd in up[1:]]
         self.mon_commands(cmds)
@@ -243,9 +233,8 @@ class Cluster:
                            for e in self.json("osd", "dump")["pg_upmap_primaries"]])
 
     def wait_clean(self, timeout: float = 180, pool: Optional[str] = None) -> None:
-        """All PGs active+clean, no pg_num/pgp_num change pending, stats caught up. With
-        `pool` (of few PGs: one `ceph pg map` each), also its PGs' stats show the OSDMap's up
-        and acting sets, which for a second or two after a remap they do not."""
+        """All PGs active+clean, no pg_num/pgp_num change pending; with `pool` (few PGs: a `pg
+        map` each), also its PGs' stats show the OSDMap's up and acting sets (they lag a remap)."""
         def settled() -> bool:
             pools = self.json("osd", "pool", "ls", "detail")
             if any(p["pg_num"] != p["pg_num_target"]
@@ -279,16 +268,12 @@ def wait_until(cond: Callable[[], bool], timeout: float, what: str, step: float 
         time.sleep(step)
 
 
-DUMP_FLAGS = {"osd_dump": "--osdmap", "crush": "--crush", "pg_dump": "--pg-dump", "df": "--df",
-              "autoscale": "--autoscale-status"}
-
-
-def dump_flags(d: Path, docs: Mapping[str, Any], keys: Iterable[str] = DUMP_FLAGS) -> List[str]:
+def dump_flags(d: Path, docs: Mapping[str, Any], keys: Iterable[str] = DUMPS) -> List[str]:
     """The dumps of `keys` that `docs` has, written as d/KEY.json: the offline CLI's flags."""
     flags: List[str] = []
     for key in (k for k in keys if k in docs):
         (d / f"{key}.json").write_text(json.dumps(docs[key]))
-        flags += [DUMP_FLAGS[key], str(d / f"{key}.json")]
+        flags += [DUMPS[key][0], str(d / f"{key}.json")]
     return flags
 
 

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# Regenerate the unit-test fixtures from a real cluster: start one, give it a second
-# (erasure-coded) pool, some data, a reweighted OSD and an upmap item, and save the four
-# JSON dumps the snapshot layer reads. Usage: qa/cluster/capture_fixtures.sh [OUTDIR]
+# The unit tests' fixtures from a real cluster with an EC pool, a device-class pool, data, a
+# reweighted OSD and an upmap item. Usage: qa/cluster/capture_fixtures.sh [OUTDIR]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:-$here/../../src/pg_advisor_testkit/fixtures/cluster6}
@@ -24,14 +23,11 @@ rados bench -p rbd 5 write -t 4 -b 4096 --no-cleanup >/dev/null
 rados bench -p ecpool 3 write -t 4 -b 8192 --no-cleanup >/dev/null
 ceph osd reweight 5 0.8 >/dev/null
 ceph osd primary-affinity 1 0.5 >/dev/null
-# move one replica of PG 1.0 to the other OSD of its host (keeps the failure domain; vstart
-# puts osd.i on host i % 3)
+# one replica of PG 1.0 to the other OSD of its host (vstart puts osd.i on host i % 3)
 read -r from to < <(ceph pg map 1.0 -f json | jq -r '.up[0] as $o | "\($o) \(($o + 3) % 6)"')
 ceph osd pg-upmap-items 1.0 "$from" "$to" >/dev/null
-# let the stats settle: everything active+clean and the PG stats caught up with the map
-# (remapped PGs stay: a 2-host ssd tree with a reweighted OSD leaves some up sets short).
-# Stats lag the map: a read just after the upmap can still show the old, clean state, so
-# the check must hold for five reads in a row.
+# settled: active+clean (remapped may stay: the 2-host ssd tree leaves some up sets short)
+# for five reads in a row, as the stats lag the map
 clean=0
 for _ in $(seq 180); do
     ceph pg dump -f json 2>/dev/null | jq -e '.pg_map.pg_stats | length > 0 and
@@ -45,9 +41,7 @@ sleep 6
 mkdir -p "$out"
 ceph osd dump -f json >"$out/osd_dump.json"
 ceph osd crush dump -f json >"$out/crush_dump.json"
-# the PG stats move every few seconds: keep a set of dumps only if the mgr's PG map
-# (its version) did not change while they were taken, so the module's own status saw
-# exactly the stats the other files hold
+# a set of dumps only if the PG map's version held still while they were taken
 same=0
 for _ in $(seq 30); do
     ceph pg dump -f json 2>/dev/null >"$out/pg_dump.json"

@@ -1,15 +1,12 @@
-"""The Ceph a benchmark ran against, for the first line of its output: the running mon's
-`ceph versions` where a cluster runs, else this system's `ceph --version` (the host's
-Pacific, or Tentacle's inside qa/cluster/tentacle.sh's chroot)."""
+"""The Ceph a benchmark ran against, for the first line of its output."""
 import json
 import subprocess
 from typing import Dict, Optional
 
 
 def ceph_version(env: Optional[Dict[str, str]] = None, conf: Optional[str] = None) -> str:
-    """'ceph version 20.2.4 (...) tentacle (stable ...)' and where it came from. With `env`
-    (a cluster's, its CEPH_CONF) or `conf`, the mon's and mgr's versions as `ceph versions`
-    reports them; without, or when the cluster does not answer, the installed `ceph`."""
+    """'ceph version 20.2.4 (...) tentacle (stable ...)' and where it came from: with `env` (a
+    cluster's) or `conf`, `ceph versions`' mon and mgr; else, or unanswered, the installed `ceph`."""
     try:
         if env is not None or conf is not None:
             p = subprocess.run(["ceph", *(["-c", conf] if conf else []), "versions", "-f", "json",

@@ -1,9 +1,6 @@
 #!/usr/bin/env bash
-# Install what pg_advisor's cluster, demo and tests need, from Debian's packages only (Ceph
-# Pacific, the mgr's Python libraries, test and lint tools, scipy for the balance tests' bound,
-# Chromium for the panel's, Prometheus and promtool for the alert rules, jsonnet for the
-# dashboard, podman and runc for the container image's test); no apt when all are there. As
-# root. With --tentacle, also the Debian forky chroot with Ceph 20.2 (tentacle.sh build).
+# What the cluster, demo and tests need, from Debian's packages (no apt when all are there).
+# As root. With --tentacle, also the forky chroot with Ceph 20.2 (tentacle.sh build).
 set -euo pipefail
 packages=(ceph-mon ceph-osd ceph-mgr ceph-common ceph-base
           python3-numpy python3-cherrypy3 python3-pytest python3-scipy jq iproute2

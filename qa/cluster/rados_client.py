@@ -1,6 +1,5 @@
-"""qa's one librados client (the system Python's `rados` binding): a connection with its
-mon, mgr and OSD commands and pools; aio writes bounded by the ops in flight; payloads a
-read is checked against without keeping the bytes; `Writer`, a test's background writes."""
+"""qa's one librados client (the system Python's `rados`): a connection and its commands,
+bounded aio writes, checkable payloads, and `Writer`, a test's background writes."""
 import hashlib
 import json
 import threading
@@ -18,8 +17,7 @@ def payload(name: str, version: int, size: int) -> bytes:
 
 
 class Rados:
-    """One connection. `op_timeout`: an op (to the mons or OSDs) unanswered that long fails,
-    to be counted, rather than hanging its caller; `conf`: more options of the client's own."""
+    """One connection. `op_timeout`: an op unanswered that long fails rather than hang its caller."""
 
     def __init__(self, conffile: str, op_timeout: int = 0, conf: Optional[Dict[str, str]] = None,
                  connect_timeout: int = 0) -> None:
@@ -65,8 +63,7 @@ class Rados:
 
 
 class InFlight:
-    """Aio write_fulls to one pool, at most `depth` in flight; each op's (start, end, ok) to
-    `record` if given; the codes of failed ones in `failed`."""
+    """Aio write_fulls, at most `depth` in flight; (start, end, ok) to `record`; failed codes kept."""
 
     def __init__(self, io: Any, depth: int,
                  record: Optional[Callable[[float, float, bool], None]] = None) -> None:
@@ -106,8 +103,7 @@ def fill(conffile: str, pool: str, objects: Iterable[Tuple[str, bytes]], depth: 
 
 
 class Writer:
-    """A client writing small objects throughout, in a thread of its own (a with-block's
-    span); every op's outcome is kept."""
+    """Small objects written throughout a with-block, in a thread of its own; outcomes kept."""
 
     def __init__(self, c: "Cluster", pool: str) -> None:
         self.client = Rados(c.env["CEPH_CONF"])

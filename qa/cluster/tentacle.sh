@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
-# Ceph Tentacle 20.2 on this Debian 12 host: a Debian forky chroot with Debian's Ceph packages
-# and the Python the mgr embeds there (3.14); its daemons run in a network namespace of their
-# own, so its 127.0.0.1:3300/6789 never meet a Pacific cluster on the host. Must run as root.
+# Ceph Tentacle 20.2 on this Debian 12 host: a Debian forky chroot with its Ceph packages and
+# Python 3.14, run in a network namespace of its own (its 127.0.0.1:3300/6789 never meet a
+# Pacific cluster on the host). As root.
 #   tentacle.sh build        make the chroot (mmdebstrap, about 1.4 GB) unless built
 #   tentacle.sh exec CMD...  CMD in the chroot and the namespace, the checkout mounted read-only
-#                            at /pg_advisor; the chroot's /tmp is every exec's (a cluster one
-#                            starts, the next sees)
+#                            at /pg_advisor; the chroot's /tmp is shared by every exec
 #   tentacle.sh path         the chroot's directory
 #   tentacle.sh inside       exit 0 when this shell already runs inside the chroot
 # The chroot is $PG_ADVISOR_CHROOT (default /var/lib/pg-advisor/forky), the namespace
-# pg-advisor-tentacle or $PG_ADVISOR_NETNS (two clusters at once).
+# $PG_ADVISOR_NETNS (default pg-advisor-tentacle; another for a second cluster).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -17,10 +16,7 @@ root=${PG_ADVISOR_CHROOT:-/var/lib/pg-advisor/forky}
 netns=${PG_ADVISOR_NETNS:-pg-advisor-tentacle}
 marker=/etc/pg-advisor-tentacle
 mirror=${PG_ADVISOR_MIRROR:-http://deb.debian.org/debian}
-# what a cluster, the module and its tests need there (the host's lint tools stay on the
-# host): Ceph, the mgr's Python libraries, pytest, scipy (the balance tests' bound), Chromium
-# (the panel's browser tests), Prometheus and jsonnet (the monitoring tests), cmake and make
-# (the install test)
+# what a cluster, the module and its tests need there (the lint tools stay on the host)
 packages=ceph-mon,ceph-osd,ceph-mgr,ceph-common,ceph-base,python3-numpy,python3-cherrypy3,python3-pytest,python3-scipy,python3-yaml,jq,iproute2,procps,chromium,fonts-liberation,prometheus,jsonnet,cmake,make
 
 log() { echo "tentacle: $*" >&2; }
@@ -30,10 +26,9 @@ built() { [ -x "$root/usr/bin/ceph-mgr" ] && grep -qxF "packages=$packages" "$ro
 
 do_build() {
     if [ -f "$marker" ] || built; then return 0; fi     # inside it already, or built
-    # one build at a time: a second caller waits for the first, then finds it built
     mkdir -p "$(dirname "$root")"
     exec 9>"$root.lock"
-    flock 9
+    flock 9       # one build at a time: a second caller finds it built
     if built; then return 0; fi
     command -v mmdebstrap >/dev/null ||
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null
@@ -63,12 +58,9 @@ ensure_netns() {
 do_exec() {
     [ $# -gt 0 ] || { echo "usage: $0 exec CMD..." >&2; exit 2; }
     if [ -f "$marker" ]; then exec "$@"; fi
-    # a chroot of an older package list still runs; `build` renews it
     [ -x "$root/usr/bin/ceph-mgr" ] || do_build
     ensure_netns
-    # a mount namespace of this exec's own: the binds vanish with its last process, and
-    # daemons it starts keep theirs (the chroot's /tmp is a directory of the chroot, so
-    # it is the same for every exec)
+    # a mount namespace of this exec's own: the binds vanish with its last process
     local cwd=/pg_advisor
     case "$PWD/" in "$repo"/*) cwd=/pg_advisor${PWD#"$repo"} ;; esac
     exec ip netns exec "$netns" unshare --mount --propagation private -- \

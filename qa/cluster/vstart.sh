@@ -5,14 +5,12 @@
 #       [--store memstore|bluestore] [--block-gib G] [--no-pool] [--recovery-defaults]
 #   qa/cluster/vstart.sh add-osds --count N --host NAME [--dir DIR]  (N more OSDs on host NAME)
 #   qa/cluster/vstart.sh stop|status [--dir DIR]
-# --ceph (default $PG_ADVISOR_CEPH, else tentacle): tentacle is Ceph 20.2 in the chroot and
-# network namespace of qa/cluster/tentacle.sh (built on first use), where this script runs
-# itself, DIR a directory of the chroot (`tentacle.sh exec ceph ...` reaches it); pacific is
-# this host's Ceph 16.2. --block-gib: bluestore's sparse block files (default 2);
-# --recovery-defaults: Ceph's own recovery scheduler (Tentacle: mclock) and recovery and
-# deletion sleeps, which the tests replace with wpq and no sleep, for speed.
+# --ceph (default $PG_ADVISOR_CEPH, else tentacle): tentacle is Ceph 20.2, this script run
+# again in qa/cluster/tentacle.sh's chroot (DIR is the chroot's); pacific is the host's 16.2.
+# --block-gib: bluestore's sparse block files (default 2); --recovery-defaults: Ceph's own
+# recovery scheduler and sleeps, which the tests replace with wpq and no sleep, for speed.
 # Everything lives below DIR (default $PG_ADVISOR_CLUSTER_DIR or /tmp/pg-advisor-cluster);
-# the daemons are tracked by their pid files there, so `stop` ends exactly what `start` started.
+# `stop` ends exactly the daemons of DIR's pid files.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -26,31 +24,25 @@ osds=6 hosts=3 store=memstore make_pool=1 pool=rbd count=0 new_host= block_gib=2
 die() { echo "vstart.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
-        --osds) osds=$2; shift 2 ;;
-        --hosts) hosts=$2; shift 2 ;;
-        --store) store=$2; shift 2 ;;
-        --dir) dir=$2; shift 2 ;;
+        --osds|--hosts|--store|--dir|--count) printf -v "${1#--}" %s "$2"; shift 2 ;;
         --ceph) ceph_release=$2; shift 2 ;;
         --no-pool) make_pool=0; shift ;;
         --block-gib) block_gib=$2; shift 2 ;;
         --recovery-defaults) recovery_defaults=1; shift ;;
-        --count) count=$2; shift 2 ;;
         --host) new_host=$2; shift 2 ;;
-        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done
 case "$ceph_release" in tentacle|pacific) ;; *) die "--ceph must be tentacle or pacific" ;; esac
 case "$store" in memstore|bluestore) ;; *) die "--store must be memstore or bluestore" ;; esac
-[[ "$osds" =~ ^[1-9][0-9]*$ ]] || die "--osds must be a positive integer"
-[[ "$hosts" =~ ^[1-9][0-9]*$ ]] || die "--hosts must be a positive integer"
+for v in osds hosts; do [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--$v must be a positive integer"; done
 [[ "$block_gib" =~ ^[1-9][0-9]{0,3}$ ]] || die "--block-gib must be 1..9999"
 [ "$hosts" -le "$osds" ] || die "--hosts ($hosts) exceeds --osds ($osds)"
 
 # absolute, so the CEPH_CONF the daemons carry (how `alive` knows them) is one string
 case "$dir" in /*) ;; *) dir=$PWD/$dir ;; esac
 
-# Tentacle runs in its chroot: the same script, there, with the same arguments
 if [ "$ceph_release" = tentacle ] && ! bash "$here/tentacle.sh" inside; then
     [ "$action" = start ] && bash "$here/install-deps.sh" --tentacle
     exec bash "$here/tentacle.sh" exec env PG_ADVISOR_CLUSTER_DIR="$dir" \
@@ -61,20 +53,17 @@ export CEPH_CONF=$conf
 
 log() { echo "vstart: $*" >&2; }
 
-# pid files are written by the daemons themselves (`pid file` below).
 pidfiles() { ls "$dir"/run/*.pid 2>/dev/null || true; }
 
-# A pid file's pid is this cluster's daemon only while it names a process (not a thread)
-# whose environment has this CEPH_CONF: over a long test run pids wrap (threads share their
-# space), and `kill -0` would call another process alive (and stop would kill it). A zombie
-# has an empty environment.
+# a pid file's pid is DIR's daemon only while it names a process (not a thread, not a zombie)
+# with this CEPH_CONF: pids wrap over a long test run, and stop would kill another process
 alive() {
     [[ "${1:-}" =~ ^[0-9]+$ ]] || return 1
     [ "$(awk '$1 == "Tgid:" {print $2}' "/proc/$1/status" 2>/dev/null)" = "$1" ] || return 1
     grep -qzxF "CEPH_CONF=$conf" "/proc/$1/environ" 2>/dev/null
 }
 
-live_pids() {  # the pids of DIR's daemons still alive
+live_pids() {
     local f pid
     for f in $(pidfiles); do
         pid=$(cat "$f" 2>/dev/null || true)
@@ -82,11 +71,10 @@ live_pids() {  # the pids of DIR's daemons still alive
     done
 }
 
-do_stop() {
+do_stop() {   # 10 s to exit cleanly, then forced
     local pids
     pids=$(live_pids)
     [ -z "$pids" ] || kill $pids 2>/dev/null || true
-    # 10 s to exit cleanly, then forced
     for _ in $(seq 100); do
         pids=$(live_pids)
         [ -n "$pids" ] || break
@@ -111,8 +99,7 @@ do_status() {
 
 write_conf() {
     # replicas one per host, at most 3 (with fewer hosts the default pools stay whole)
-    local pool_size=$((hosts < 3 ? hosts : 3))
-    local pool_min_size=$((pool_size > 2 ? 2 : 1))
+    local pool_size=$((hosts < 3 ? hosts : 3)) t
     cat >"$conf" <<EOF
 [global]
 fsid = $fsid
@@ -126,7 +113,7 @@ auth client required = none
 run dir = $dir/run
 crash dir = $dir/crash
 osd pool default size = $pool_size
-osd pool default min size = $pool_min_size
+osd pool default min size = $((pool_size > 2 ? 2 : 1))
 osd pool default pg autoscale mode = off
 mon allow pool delete = true
 mon data avail warn = 1
@@ -136,28 +123,16 @@ mon warn on insecure global id reclaim allowed = false
 mon warn on pool no redundancy = false
 mgr initial modules = iostat
 mgr module path = $dir/mgr-modules
-
-[mon]
-admin socket = $dir/run/\$name.asok
-# the cluster log and the audit log (every command, whose entity sent it) beside the others
-mon cluster log file = default=$dir/log/ceph.\$channel.log cluster=$dir/log/ceph.log
-pid file = $dir/run/\$name.pid
-log file = $dir/log/\$name.log
-mon data = $dir/mon.\$id
-
-[mgr]
-admin socket = $dir/run/\$name.asok
-pid file = $dir/run/\$name.pid
-log file = $dir/log/\$name.log
-mgr data = $dir/mgr.\$id
-
-[osd]
-admin socket = $dir/run/\$name.asok
-pid file = $dir/run/\$name.pid
-log file = $dir/log/\$name.log
-osd data = $dir/osd.\$id
-# Debian forky's Ceph 20.2 defaults this to a relative path (lib/x86_64-linux-gnu/...), so
-# no object class loads (cls_lock: EOPNOTSUPP, and the mgr's sqlite database fails)
+EOF
+    for t in mon mgr osd; do
+        printf '\n[%s]\n' "$t"
+        printf '%s = %s\n' "admin socket" "$dir/run/\$name.asok" "pid file" "$dir/run/\$name.pid" \
+            "log file" "$dir/log/\$name.log" "$t data" "$dir/$t.\$id"
+        # the cluster log and the audit log (every command and its sender) beside the others
+        [ "$t" != mon ] || echo "mon cluster log file = default=$dir/log/ceph.\$channel.log cluster=$dir/log/ceph.log"
+    done >>"$conf"
+    # Debian forky's Ceph 20.2 defaults osd class dir to a relative path: no object class loads
+    cat >>"$conf" <<EOF
 osd class dir = $(dirname "$(ls /usr/lib/*/rados-classes/libcls_lock.so /usr/lib/rados-classes/libcls_lock.so 2>/dev/null | head -1)")
 osd objectstore = $store
 memstore device bytes = 1073741824
@@ -166,21 +141,12 @@ bluestore block size = $((block_gib << 30))
 osd op num shards = 2
 osd op num threads per shard = 1
 EOF
+    # memstore says rotational: a removed pool's PGs would be deleted at hdd pace, holding their
+    # logs (the PG memory check); Tentacle's mclock backfilled 2 objects in 20 s there, and its
+    # degraded recovery sleeps 0.1 s an object: wpq with no sleep, as on Pacific
     if [ "$recovery_defaults" = 0 ]; then
-        cat >>"$conf" <<EOF
-osd recovery sleep hdd = 0
-# memstore says rotational, so a removed pool's PGs would be deleted at hdd pace (5 s a
-# batch): they hold their logs until then, which the PG memory check would count as missed
-osd delete sleep hdd = 0
-# Tentacle schedules recovery with mclock (Pacific: wpq), which on memstore's made-up
-# "rotational" capacity backfilled 2 objects in 20 s; wpq with no sleep, as on Pacific
-osd op queue = wpq
-EOF
-        # Tentacle also sleeps 0.1 s between degraded objects' recovery ops on "hdd" (a
-        # degraded PG of a drain under client writes recovered 4 objects a second)
-        if [ "$ceph_release" = tentacle ]; then
-            printf 'osd recovery sleep degraded hdd = 0\n' >>"$conf"
-        fi
+        printf '%s\n' "osd recovery sleep hdd = 0" "osd delete sleep hdd = 0" "osd op queue = wpq" >>"$conf"
+        [ "$ceph_release" != tentacle ] || echo "osd recovery sleep degraded hdd = 0" >>"$conf"
     fi
 }
 
@@ -200,16 +166,6 @@ healthy() {
     jq -e '.pgmap.num_pgs > 0 and ([.pgmap.pgs_by_state[] | select(.state_name == "active+clean") | .count] | add) == .pgmap.num_pgs' <<<"$s" >/dev/null || [ "$make_pool" = 0 ]
 }
 
-module_ready() {
-    ceph mgr services >/dev/null && ceph pg-advisor status >/dev/null
-}
-
-mkfs_and_start() {  # mkfs_and_start ID UUID: a new OSD's store, then the daemon
-    mkdir -p "$dir/osd.$1"
-    ceph-osd -i "$1" --mkfs --osd-uuid "$2" >"$dir/log/osd.$1.mkfs" 2>&1 &&
-        ceph-osd -i "$1" 2>>"$dir/log/osd.$1.start"
-}
-
 # new_osds COUNT [HOST]: COUNT new OSDs on HOST (default: host(i % hosts), from osd.0 on),
 # each placing itself at its crush location when it starts; their ids in `ids`
 new_osds() {
@@ -221,7 +177,9 @@ new_osds() {
         [ -n "${2:-}" ] || [ "$id" = "$i" ] || { log "expected osd id $i, got $id"; exit 1; }
         ids+=("$id")
         printf '\n[osd.%d]\ncrush location = root=default host=%s\n' "$id" "${2:-host$((i % hosts))}" >>"$conf"
-        mkfs_and_start "$id" "$uuid" &
+        { mkdir -p "$dir/osd.$id" &&
+            ceph-osd -i "$id" --mkfs --osd-uuid "$uuid" >"$dir/log/osd.$id.mkfs" 2>&1 &&
+            ceph-osd -i "$id" 2>>"$dir/log/osd.$id.start"; } &
         pids+=($!)
     done
     for p in "${pids[@]}"; do wait "$p" || { log "an OSD failed to start (see $dir/log)"; exit 1; }; done
@@ -236,41 +194,33 @@ do_start() {
     fi
     rm -rf "$dir"
     mkdir -p "$dir"/{run,log,crash,mgr-modules,mon.a,mgr.x}
-    local t0=$SECONDS
+    local t0=$SECONDS m h
     fsid=$(cat /proc/sys/kernel/random/uuid)
     write_conf
-
-    # mgr module path takes one directory: Ceph's modules plus ours
-    local m
-    for m in /usr/share/ceph/mgr/*; do ln -s "$m" "$dir/mgr-modules/"; done
+    # mgr module path takes one directory: Ceph's modules, ours, the tests' own (qa/cluster/mgr)
+    for m in /usr/share/ceph/mgr/* "$repo"/qa/cluster/mgr/*/; do ln -s "${m%/}" "$dir/mgr-modules/"; done
     ln -s "$repo/src/pg_advisor" "$dir/mgr-modules/pg_advisor"
-    # the integration tests' own modules (qa/cluster/mgr), off until a test enables one
-    for m in "$repo"/qa/cluster/mgr/*/; do ln -s "${m%/}" "$dir/mgr-modules/"; done
 
     monmaptool --create --fsid "$fsid" --addv a '[v2:127.0.0.1:3300,v1:127.0.0.1:6789]' \
         "$dir/monmap" >/dev/null
     ceph-mon --mkfs -i a --monmap "$dir/monmap" >/dev/null
     ceph-mon -i a
     wait_for 30 "the mon" ceph mon stat
-
     # settings the mgr must see on its first start
     ceph config set mgr mgr/balancer/active false --force >/dev/null
     ceph config set mgr mgr/devicehealth/enable_monitoring false --force >/dev/null
     ceph mgr module enable pg_advisor --force >/dev/null
     ceph-mgr -i x
-
-    local h
     for ((h = 0; h < hosts; h++)); do
         ceph osd crush add-bucket "host$h" host root=default >/dev/null 2>&1
     done
     new_osds "$osds"
-
     wait_for 60 "all OSDs up" bash -c "ceph osd stat -f json | jq -e '.num_up_osds == $osds and .num_in_osds == $osds'"
     if [ "$make_pool" = 1 ]; then    # (size, min_size, autoscale off: the conf's defaults)
         ceph osd pool create "$pool" 32 32 replicated >/dev/null 2>&1
         ceph osd pool application enable "$pool" rbd >/dev/null 2>&1
     fi
-    wait_for 60 "the pg_advisor module" module_ready
+    wait_for 60 "the pg_advisor module" bash -c "ceph mgr services && ceph pg-advisor status"
     wait_for 90 "HEALTH_OK with all PGs active+clean" healthy
     log "cluster healthy in $((SECONDS - t0)) s ($osds OSDs on $hosts hosts, $store)"
     echo "export CEPH_CONF=$conf"

@@ -18,15 +18,13 @@ def load(path: Path) -> Any:
 
 
 def parsed(spec: Dict[str, Any]) -> Any:
-    """cephadm's own parse of a service spec (what `ceph orch apply -i` runs first), from
-    the release's Python package (ceph.deployment)."""
+    """cephadm's own parse of a service spec (what `ceph orch apply -i` runs first)."""
     from ceph.deployment.service_spec import ServiceSpec
     return ServiceSpec.from_json(copy.deepcopy(spec))
 
 
 def container_args(spec: Any) -> List[str]:
-    """The arguments cephadm adds to the container's command line: Reef on keep them as
-    ArgumentSpec (a string split on spaces), Pacific as the strings themselves."""
+    """The arguments cephadm adds to the container's command line (Reef on: ArgumentSpecs)."""
     out: List[str] = []
     for a in spec.extra_container_args or []:
         out += a.to_args() if hasattr(a, "to_args") else [a]

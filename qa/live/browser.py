@@ -23,8 +23,7 @@ def chromium(*args: str, budget_ms: int = 8000) -> str:
 
 
 class Tables(HTMLParser):
-    """Rows of cell texts per table id; the titles of the bars and lines per SVG id; every
-    element tag seen."""
+    """Rows of cell texts per table id, the titles of bars and lines per SVG id, every tag."""
 
     def __init__(self) -> None:
         super().__init__()

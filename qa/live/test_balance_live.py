@@ -192,6 +192,31 @@ def test_bytes_mode_on_the_real_cluster(skewed_pool: Cluster) -> None:
     assert max(ratio.values()) / mean < pgs["fullness"]["after"]["max_ratio"]
 
 
+def test_no_pg_goes_to_an_osd_past_the_nearfull_ratio(skewed_pool: Cluster) -> None:
+    """With nearfull_ratio set just under the usage of the fullest OSD the plain proposal
+    sends PGs to, no PG goes to any OSD at or past it, and the notes name that OSD."""
+    c = skewed_pool
+
+    def onto() -> Tuple[Any, set]:
+        r = c.advisor("balance", "--pool", "skewed", "--max-items", "200", "--dry-run")
+        return r, {pair[1] for pairs in r["items"].values() for pair in pairs}   # (no items before)
+    with c.config("mgr", "target_max_misplaced_ratio", "1"):
+        _, plain = onto()
+        assert plain
+        used = {n["id"]: n["kb_used"] / n["kb"] for n in c.json("osd", "df")["nodes"]}
+        hot = max(plain, key=lambda o: used[o])
+        ratio = used[hot] - 0.0005
+        past = {o for o, u in used.items() if u >= ratio}
+        try:
+            c.ceph("osd", "set-nearfull-ratio", f"{ratio:.6f}")
+            spaced, got = onto()
+        finally:
+            c.ceph("osd", "set-nearfull-ratio", "0.85")
+    assert not got & past, (sorted(got & past), ratio, used)
+    note = next(n for n in spaced["notes"] if "take no PG" in n)
+    assert f"osd.{hot} (" in note and "nearfull_ratio" in note, note
+
+
 def test_unknown_mode_is_refused(clean_upmaps: Cluster) -> None:
     fp = clean_upmaps.fingerprint()
     got, _, err = clean_upmaps.run("pg-advisor", "balance", "--mode", "weight")

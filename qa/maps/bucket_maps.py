@@ -61,14 +61,13 @@ class BucketCase(MapCase):
         return [(r, n, w) for w in self.reweights for r, n in ((0, self.size), (1, self.ec_size))]
 
 
-EVERY = ALGS
 WIDE = ("uniform", "list", "tree", "straw")
 RACKED_HOSTS = ("straw", "list", "tree")    # 3 OSDs each; a rack of these weighs like another
 UNIFORM = by_index(("uniform",), ("uniform",), "uniform")
 CASES: List[BucketCase] = [
     # hosts of every algorithm under a straw root, both straw_calc_versions
     *(BucketCase(f"hosts-of-every-alg-v{v}",
-                 Layout(0, 10, 5, weight=uniform_hosts_even(EVERY, 5), alg_of=by_index(EVERY)),
+                 Layout(0, 10, 5, weight=uniform_hosts_even(ALGS, 5), alg_of=by_index(ALGS)),
                  straw_calc_version=v, mark_out=(12,), crush_weights={7: 0.0, 11: 5.0, 16: 3.0, 23: 0.5},
                  reweights=({}, {1: 0.0, 2: 0.5, 13: 0.0, 18: 0.3, 21: 0.75, 33: 0.0}))
       for v in (0, 1)),
@@ -112,7 +111,7 @@ CASES: List[BucketCase] = [
 
 FIXTURE_CASE = BucketCase(
     "fixture", Layout(0, 5, 3, weight=lambda o: (1.0, 1.0, 2.0)[o % 3] if o // 3 else 1.0,
-                      alg_of=by_index(EVERY)),
+                      alg_of=by_index(ALGS)),
     straw_calc_version=0, pg_bits=6, mark_out=(4,), crush_weights={10: 0.0},
     reweights=({}, {1: 0.0, 5: 0.5, 7: 0.0, 11: 0.75}))
 FIXTURE_X = 1023

@@ -1,8 +1,6 @@
-"""CRUSH maps and OSDMaps made by Ceph's own tools from a `Layout` and rules, or from a
-`MapCase` (data): crushtool compiles the CRUSH text, `osdmaptool --createsimple` makes the
-OSDMap; osdmaptool --test-map-pgs-dump-all and crushtool --test give Ceph's mapping as the
-reference. `tentacle_tools()` runs Tentacle's tools (msr rules) through qa/cluster/tentacle.sh.
-"""
+"""CRUSH maps and OSDMaps made by Ceph's own tools (crushtool, `osdmaptool --createsimple`) from a
+`Layout` and rules or a `MapCase`, and Ceph's mapping on them as the reference; `tentacle_tools()`
+runs Tentacle's tools (msr rules) through qa/cluster/tentacle.sh."""
 import json
 import os
 import re
@@ -98,28 +96,20 @@ CHROOT_MARKER = Path("/etc/pg-advisor-tentacle")     # qa/cluster/tentacle.sh's,
 @dataclass(frozen=True)
 class Tools:
     """Where crushtool and osdmaptool run: here (`root` None), or in the chroot at `root`
-    (tentacle.sh exec), whose /tmp is `root`/tmp here: their files must lie there (`workdir`)."""
+    (tentacle.sh exec), whose /tmp is `root`/tmp here: their files must lie there (`work`)."""
     root: Optional[Path] = None
 
     def run(self, *args: Union[str, Path]) -> str:
         if self.root is None:
             return run(*(str(a) for a in args))
+        root = str(self.root)
         return run("bash", str(REPO / "qa" / "cluster" / "tentacle.sh"), "exec",
-                   *(self.inside(a) for a in args))
-
-    def inside(self, arg: Union[str, Path]) -> str:
-        text = str(arg)
-        if self.root is not None and text.startswith(str(self.root) + "/"):
-            return text[len(str(self.root)):]
-        return text
-
-    def workdir(self) -> Path:
-        base = None if self.root is None else self.root / "tmp"
-        return Path(tempfile.mkdtemp(prefix="pg-advisor-crush-", dir=base))
+                   *(str(a)[len(root):] if str(a).startswith(root + "/") else str(a) for a in args))
 
     @contextmanager
     def work(self) -> Iterator[Path]:
-        d = self.workdir()
+        base = None if self.root is None else self.root / "tmp"
+        d = Path(tempfile.mkdtemp(prefix="pg-advisor-crush-", dir=base))
         try:
             yield d
         finally:
@@ -241,14 +231,13 @@ class GeneratedMap:
         return parse_dump_all(self.dump_all(pg_num))
 
 
-def mismatches(snap: snapshot.Snapshot, ref: Dict[str, Tuple[List[int], int]],
-               pgp_num: Optional[int] = None) -> List[str]:
+def mismatches(snap: snapshot.Snapshot, ref: Dict[str, Tuple[List[int], int]]) -> List[str]:
     """Every PG pg_advisor maps otherwise than `ref` (reference()), named; both must map the same PGs."""
     placer = Placer(snap)
     bad = []
     seen = 0
     for pool in snap.pools:
-        m = placer.map_pool(pool, pgp_num=pgp_num)
+        m = placer.map_pool(pool)
         for i in range(m.ps.size):
             got, want = (m.up_list(i), int(m.up_primary[i])), ref[m.pgid(i)]
             seen += 1

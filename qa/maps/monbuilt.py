@@ -14,7 +14,7 @@ import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -31,8 +31,7 @@ class PoolSpec:
     rule: Optional[str] = None             # a rule of the CRUSH text; replicated default: the first,
     #                                        EC default: one the mon writes from the profile
     size: int = 3                          # replicated only; an EC pool has k + m
-    ec: Optional[Tuple[int, int]] = None   # (k, m) for an erasure pool
-    failure_domain: str = "host"           # EC, for the mon's rule
+    ec: Optional[Tuple[int, int]] = None   # (k, m) for an erasure pool, failure domain host
 
 
 # What a pool-creating mon without OSDs needs, on its own port (never the test cluster's 3300/6789)
@@ -124,26 +123,21 @@ class _Mon:
 
 
 def _create_pool(mon: _Mon, p: PoolSpec, default_rule: str) -> None:
-    if p.ec is None:
-        mon.command("osd pool create", pool=p.name, pg_num=p.pg_num, pgp_num=p.pg_num,
-                    pool_type="replicated", rule=p.rule or default_rule, size=p.size)
-        return
-    k, m = p.ec
-    profile = f"{p.name}_profile"
-    mon.command("osd erasure-code-profile set", name=profile,
-                profile=[f"k={k}", f"m={m}", f"crush-failure-domain={p.failure_domain}"])
-    # without a rule the mon writes an indep one, named after the pool, from the profile
-    rule_arg = {"rule": p.rule} if p.rule else {}
-    mon.command("osd pool create", pool=p.name, pg_num=p.pg_num, pgp_num=p.pg_num,
-                pool_type="erasure", erasure_code_profile=profile, **rule_arg)
+    kind: Dict[str, Any] = {"pool_type": "replicated", "rule": p.rule or default_rule, "size": p.size}
+    if p.ec is not None:
+        profile = f"{p.name}_profile"
+        mon.command("osd erasure-code-profile set", name=profile,
+                    profile=[f"k={p.ec[0]}", f"m={p.ec[1]}", "crush-failure-domain=host"])
+        # without a rule the mon writes an indep one, named after the pool, from the profile
+        kind = {"pool_type": "erasure", "erasure_code_profile": profile}
+        kind.update({"rule": p.rule} if p.rule else {})
+    mon.command("osd pool create", pool=p.name, pg_num=p.pg_num, pgp_num=p.pg_num, **kind)
 
 
 def make_osds(mon: _Mon, n: int) -> None:
     """OSDs 0..n-1 existing and in, never booted (down): CRUSH maps PGs onto them, none is up."""
-    def one(i: int) -> None:
-        mon.command("osd new", uuid=str(uuid.uuid4()), id=i)
     with ThreadPoolExecutor(32) as pool:
-        list(pool.map(one, range(n)))
+        list(pool.map(lambda i: mon.command("osd new", uuid=str(uuid.uuid4()), id=i), range(n)))
     mon.command("osd in", ids=["all"])
 
 
@@ -208,8 +202,15 @@ MULTI_RULES = [
     rule(["take default class ssd", "chooseleaf firstn 0 type host", "emit"], "ssd_host", 3),
 ]
 
-MULTI384 = Layout(4, 4, 8, weight=lambda o: (1.0, 2.0, 3.0)[o // 128] * (1.0, 1.5)[o % 2],
-                  rooms=3, device_class=lambda o: "ssd" if o % 8 == 7 else "hdd")
+
+def rooms(racks: int, hosts: int, per_host: int) -> Layout:
+    """3 rooms of unequal weight (1 : 2 : 3), OSDs of two sizes within each, one ssd per host."""
+    per_room = racks * hosts * per_host
+    return Layout(racks, hosts, per_host, weight=lambda o: (1.0, 2.0, 3.0)[o // per_room] * (1.0, 1.5)[o % 2],
+                  rooms=3, device_class=lambda o: "ssd" if o % per_host == per_host - 1 else "hdd")
+
+
+MULTI384 = rooms(4, 4, 8)
 MULTI384_POOLS = [PoolSpec("ec83", 2048, "ec83_racks", ec=(8, 3)),
                   PoolSpec("rep4", 2048, "two_racks", size=4),
                   PoolSpec("rep6", 1024, "three_rooms", size=6), PoolSpec("ssd", 512, "ssd_host")]
@@ -230,12 +231,7 @@ CASES: Dict[str, Tuple[Layout, List[str], List[PoolSpec]]] = {
               PoolSpec("p_rack_host", 1024, "rack_then_host"), PoolSpec("ec42", 1024, ec=(4, 2))]),
     "10000": (Layout(20, 25, 20, weight=lambda o: (1.0, 2.0, 4.0)[o % 3]), [REPLICATED_HOST],
               [PoolSpec("rbd", 81920)]),
-    # rooms of unequal weight (1 : 2 : 3), OSDs of two sizes within each
-    "multi": (Layout(2, 3, 4, weight=lambda o: (1.0, 2.0, 3.0)[o // 24] * (1.0, 1.5)[o % 2], rooms=3,
-                     device_class=lambda o: "ssd" if o % 4 == 3 else "hdd"),
-              MULTI_RULES,
-              [PoolSpec("ec83", 512, "ec83_racks", ec=(8, 3)), PoolSpec("rep4", 512, "two_racks", size=4),
-               PoolSpec("rep6", 256, "three_rooms", size=6), PoolSpec("ssd", 128, "ssd_host")]),
+    "multi": (rooms(2, 3, 4), MULTI_RULES, [replace(p, pg_num=p.pg_num // 4) for p in MULTI384_POOLS]),
     # "multi" at 384 OSDs (3 rooms of 4 racks of 4 hosts of 8), one ssd per host: a map
     # on which a balancer can leave the pools' totals over 1 PG from their shares
     "multi384": (MULTI384, MULTI_RULES, MULTI384_POOLS),
@@ -290,21 +286,19 @@ def reweighted_multi(tmp: Path) -> Tuple[GeneratedMap, Dict[str, Any], Dict[str,
 
 
 def demo(big: bool, out: Optional[Path]) -> None:
-    cases = [(k, *v) for k, v in CASES.items() if big or k != "10000"]
     with tempfile.TemporaryDirectory(prefix="monbuilt-") as d:
-        for label, layout, rules, pools in cases:
+        for label, (layout, rules, pools) in CASES.items():
+            if label == "10000" and not big:
+                continue
             t0 = time.monotonic()
             gm = build((out or Path(d)) / label, layout, rules, pools)
-            dt = time.monotonic() - t0
-            print(f"{label} OSDs: built in {dt:.1f} s" + (f" -> {gm.path}" if out else ""))
+            print(f"{label} OSDs: built in {time.monotonic() - t0:.1f} s" + (f" -> {gm.path}" if out else ""))
             osd_dump, crush = gm.dumps()
             rule_of = {r["rule_id"]: r["rule_name"] for r in crush["rules"]}
             for p in osd_dump["pools"]:
-                cells = {"id": p["pool"], "name": p["pool_name"],
-                         "type": {1: "replicated", 3: "erasure"}[p["type"]], "size": p["size"],
-                         "pg_num": p["pg_num"], "pgp_num": p["pg_placement_num"],
-                         "rule": rule_of[p["crush_rule"]]}
-                print("  " + "  ".join(f"{k}={v}" for k, v in cells.items()))
+                kind, rule_name = {1: "replicated", 3: "erasure"}[p["type"]], rule_of[p["crush_rule"]]
+                print(f"  id={p['pool']}  name={p['pool_name']}  type={kind}  size={p['size']}"
+                      f"  pg_num={p['pg_num']}  pgp_num={p['pg_placement_num']}  rule={rule_name}")
 
 
 if __name__ == "__main__":

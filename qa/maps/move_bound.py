@@ -1,13 +1,8 @@
-"""A tighter lower bound on a balance's moves than the balancer's own (balance.Level.bound):
-the fewest the rule's counts allow, by MILP (doc/balance.rst). a[r, o] in [0, 1]: row r ends
-with a replica on OSD o; y[r, b] in {0, 1}: it uses bucket b of a type the rule chooses, which
-holds at most the step's cap, at most `span` such per bucket of the step before (`total` in
-all); each OSD's count per pool and in total within floor/ceil of its share. a is relaxed, so
-the solver's dual bound holds for every balancer even when stopped by its time limit.
-
-    PYTHONPATH=src /usr/bin/python3 -m qa.maps.move_bound [--time-limit 900]
-
-prints it for the reweighted "multi" map beside the balancer's moves. qa only (scipy's HiGHS).
+"""A tighter lower bound on a balance's moves than the balancer's own, by MILP (doc/balance.rst).
+The fewest the rule's counts allow (scipy's HiGHS): a[r, o] in [0, 1]: row r ends with a replica
+on OSD o (relaxed, so the dual bound holds even at the time limit); y[r, b] in {0, 1}: it uses
+bucket b, under the rule's caps, spans and totals; each OSD within floor/ceil of its shares.
+`PYTHONPATH=src /usr/bin/python3 -m qa.maps.move_bound [--time-limit 900]`: on the reweighted "multi" map.
 """
 from dataclasses import dataclass
 import time
@@ -64,8 +59,8 @@ class Rows:
 
 
 def move_bound(bal: Balancer, time_limit: float = 120.0) -> Optional[MoveBound]:
-    """The LP bound for a Balancer that has run (its states hold base and up); None when
-    the problem is too large or no placement meets the targets under the rule's counts."""
+    """The bound for a Balancer that has run (its states hold base and up); None when too
+    large or no placement meets the targets under the rule's counts."""
     t0 = time.monotonic()
     n = bal.snap.osds.count
     if sum(st.base.shape[0] * int(st.allowed.sum()) for st in bal.states) > MAX_VARIABLES:
@@ -81,7 +76,6 @@ def move_bound(bal: Balancer, time_limit: float = 120.0) -> Optional[MoveBound]:
     col0 = 0
 
     def new_vars(lb: np.ndarray, ub: np.ndarray, obj: np.ndarray, integral: float) -> np.ndarray:
-        """Columns for lb.shape new variables."""
         nonlocal col0
         for out, v in ((lbs, lb), (ubs, ub), (objs, obj), (integer, np.full(lb.shape, integral))):
             out.append(v.reshape(-1).astype(float))
@@ -103,9 +97,7 @@ def move_bound(bal: Balancer, time_limit: float = 120.0) -> Optional[MoveBound]:
         var = new_vars(lb, ub, -1.0 * on_base, 0.0)
         # each row keeps its number of replicas
         eq.add(valid.sum(axis=1), (np.repeat(np.arange(R), C), var.reshape(-1), 1.0))
-        # a bucket of a type the rule chooses holds at most `cap` of one PG's replicas, and
-        # a PG uses at most `span` such buckets (per bucket of the step before) and `total`
-        # in all: y[r, b] = 1 when row r uses bucket b, integer so that spans bind
+        # y[r, b] = 1 when row r uses bucket b (integer so that spans bind)
         width = int(valid.sum(axis=1).max(initial=0))
         for lim in st.shape.limits:
             if lim.type == 0:
@@ -169,8 +161,7 @@ def move_bound(bal: Balancer, time_limit: float = 120.0) -> Optional[MoveBound]:
         else:
             if _spans_ok(bal, anc, finals):
                 best = int(round(shards + float(res.fun)))
-    # the LP relaxes the MILP, so its bound holds too: a MILP stopped by its time limit
-    # before its search raised the dual bound past the root's reports less
+    # the LP's bound holds too (a MILP stopped early may report less)
     proven = int(np.ceil(shards + float(dual) - 1e-6))
     return MoveBound(bound=max(proven, int(np.ceil(lp - 1e-6))), lp=lp, optimal=res.status == 0,
                      best=best, moves=moves, seconds=time.monotonic() - t0)

@@ -112,7 +112,7 @@ def with_foreign_items(tools: Tools, tmp: Path) -> GeneratedMap:
     failure domain osd, then an msr rule of 2 hosts x 2 OSDs in its place."""
     lay = Layout(0, 4, 3, weight=lambda o: (1.0, 3.0, 1.0, 2.0)[o // 3] * (1 + o % 3))
     osd_rule = msr_rule(("take default", "chooseleaf firstn 0 type osd", "emit"), "replicated", "by-osd")
-    gm = generate(tmp, lay, [], OsdMapSpec(pg_bits=7, size=4), tools=tools, text=crush_text(lay, [osd_rule]))
+    gm = generate(tmp, lay, [osd_rule], OsdMapSpec(pg_bits=7, size=4), tools=tools)
     tools.run("osdmaptool", gm.path, "--mark-up-in", "--upmap", tmp / "items.txt", "--upmap-deviation", "1",
               "--upmap-max", "2000", "--upmap-active", "--save")
     (tmp / "msr.txt").write_text(crush_text(lay, [msr_rule(HOSTS22, "msr_firstn")]))

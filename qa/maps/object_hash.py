@@ -1,18 +1,8 @@
 """Which PG an object is in, as librados computes it (object_hash rjenkins, no namespace):
 ceph_str_hash_rjenkins (lookup2) over the name, then the stable mod over pg_num."""
-from typing import Tuple
+from pg_advisor.crush.hashing import M32, _mix1 as _mix   # lookup2's mix is CRUSH's rjenkins1 mix
 
-M32 = 0xFFFFFFFF
 GOLDEN = 0x9E3779B9
-
-
-def _mix(a: int, b: int, c: int) -> Tuple[int, int, int]:
-    """lookup2's mix: the shifts of ceph_hash.cc, on 32-bit words."""
-    for sa, sb, sc in ((13, 8, 13), (12, 16, 5), (3, 10, 15)):
-        a = ((a - b - c) & M32) ^ (c >> sa)
-        b = ((b - c - a) & M32) ^ ((a << sb) & M32)
-        c = ((c - a - b) & M32) ^ (b >> sc)
-    return a, b, c
 
 
 def str_hash(name: str) -> int:

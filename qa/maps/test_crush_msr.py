@@ -7,7 +7,6 @@ Any mismatch fails the test and names the first PGs or inputs that differ.
 """
 import dataclasses
 import json
-import shutil
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
@@ -37,11 +36,8 @@ def tools() -> Tools:
 @pytest.fixture
 def work(tools: Tools) -> Iterator[Path]:
     """A directory the tools can reach (the chroot's /tmp from the host), removed after."""
-    d = tools.workdir()
-    try:
+    with tools.work() as d:
         yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def as_erasure(osd_dump: Dict[str, Any], k: int) -> Dict[str, Any]:

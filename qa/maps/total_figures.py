@@ -3,7 +3,6 @@ deviation from the share before and after, the moves against the lower bound, wa
 
     PG_ADVISOR_CEPH=pacific PYTHONPATH=src:. /usr/bin/python3 -m qa.maps.total_figures
 """
-import copy
 import tempfile
 import time
 from pathlib import Path
@@ -72,15 +71,13 @@ def row(label: str, osd_dump: Dict[str, Any], crush: Dict[str, Any]) -> str:
 
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="total384-") as d:
-        osd_dump, crush = build_case(Path(d) / "384", "multi384").dumps()
-        set_states(osd_dump, REWEIGHTS_384)
-        print(row("384", osd_dump, crush))
-        osd_dump, crush = build_case(Path(d) / "rgw", "multi384rgw").dumps()
-        set_states(osd_dump, RGW_REWEIGHTS, RGW_OUT)
-        print(row("384rgw", osd_dump, crush))
-        pinned = copy.deepcopy(osd_dump)
-        pin(pinned, crush)
-        print(row("384rgw-pin", pinned, crush))
+        for label, case, reweights, out in (("384", "multi384", REWEIGHTS_384, ()),
+                                            ("384rgw", "multi384rgw", RGW_REWEIGHTS, RGW_OUT)):
+            osd_dump, crush = build_case(Path(d) / label, case).dumps()
+            set_states(osd_dump, reweights, out)
+            print(row(label, osd_dump, crush))
+        pin(osd_dump, crush)        # the rgw map's
+        print(row("384rgw-pin", osd_dump, crush))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,6 @@
 """pg_advisor in mode auto on a cluster of its own (8 memstore OSDs on 4 hosts, three pools, a
 checking client) while a seeded thrasher disturbs it, as teuthology's thrashosds.py does
-Ceph's balancer; every invariant checked, exit 1 when one fails (doc/testing.rst):
-
-    /usr/bin/python3 -m qa.thrash --minutes 30 --seed N [--dir DIR] [--report FILE]
-"""
+Ceph's balancer; every invariant checked, exit 1 when one fails (doc/testing.rst)."""
 import argparse
 import json
 import random
@@ -17,9 +14,8 @@ from typing import Any, Dict, List, Optional
 
 from ..cluster import REPO, Cluster, wait_until
 from ..cluster.rados_client import Rados
-from .client import OP_TIMEOUT, Client
 from .thrasher import POOLS, Thrasher
-from .watch import WAIT_CLEAN_MAX, Watcher, commands_to_missing_pools
+from .watch import OP_TIMEOUT, WAIT_CLEAN_MAX, Client, Watcher, commands_to_missing_pools
 
 CLEAN_WITHIN = 600          # s: the issue's bound on active+clean after the thrasher stops
 SETTLE_WITHIN = 1800        # s: and on pg_advisor's end state (pg_num, eval)
@@ -45,8 +41,7 @@ def end_state(c: Cluster, th: Thrasher) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
 
     def caught_up() -> bool:
-        """Every PG's stats show the up set the map has now: right after an action they may
-        still say active+clean on the old OSDs (an idle PG does not report each map)."""
+        """Every PG's stats show the map's up set (an idle PG does not report each map)."""
         ups = th.watch.mapped()[1]
         return all(ups.get(r["pgid"]) == r["up"] for r in th.pgs_brief())
     try:
@@ -80,7 +75,7 @@ def end_state(c: Cluster, th: Thrasher) -> Dict[str, Any]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m qa.thrash", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python3 -m qa.thrash", description=__doc__)
     ap.add_argument("--minutes", type=float, default=30.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--dir", default="/tmp/pg-advisor-thrash")
@@ -104,8 +99,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     client = Client(mon, list(POOLS), a.objects, a.seed, a.rate)
     th = Thrasher(c, mon, watch, client, random.Random(a.seed))
     report: Dict[str, Any] = {"seed": a.seed, "minutes": a.minutes, "options": a.set, "rate": a.rate}
-    # the first Ctrl-C ends the thrashing early and still settles and reports (a
-    # KeyboardInterrupt inside a rados call crashed the binding and lost the report)
+    # the first Ctrl-C ends the thrashing early and still reports (a KeyboardInterrupt in a
+    # rados call crashed the binding)
     interrupted = threading.Event()
 
     def on_sigint(signum: int, frame: Any) -> None:

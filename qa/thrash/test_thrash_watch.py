@@ -4,8 +4,8 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List
 
-from .client import check, payload
-from .watch import CleanWait, Share, Watcher, commands_to_missing_pools, moved_positions, parent_pg
+from .watch import (CleanWait, Share, Watcher, check, commands_to_missing_pools, moved_positions,
+                    parent_pg, payload)
 
 
 def test_moved_positions_count_copies_that_must_move() -> None:

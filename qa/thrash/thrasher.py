@@ -13,8 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ..cluster import Cluster, wait_until
 from ..cluster.rados_client import Rados
-from .client import Client
-from .watch import Watcher, read_pid
+from .watch import Client, Watcher, read_pid
 
 POOLS = ("rep", "ratio", "ec")
 BAD_STATES = ("degraded", "undersized", "down", "incomplete", "peering", "stale", "unknown")
@@ -171,8 +170,8 @@ class Thrasher:
         return True
 
     def drain_check(self) -> None:
-        """Out and purge the drained OSD once no PG is on it; re-ask for the drain when its
-        plan ended (an abort) before that; after 15 minutes let Ceph move the rest."""
+        """Out and purge the drained OSD once no PG is on it (after 15 minutes Ceph moves the
+        rest); ask for the drain again if its plan ended (an abort) before."""
         osd = self.drain_osd
         assert osd is not None
         left = sum(1 for r in self.pgs_brief() if osd in r["up"] or osd in r["acting"])
@@ -267,8 +266,8 @@ class Thrasher:
                "reweight", "upmap", "pause", "abort")
 
     def step(self) -> None:
-        """One action, picked at random among those that can be taken now, from a shuffled
-        deck of every action dealt until empty (independent picks may never pick one)."""
+        """One action that can be taken now, from a shuffled deck dealt until empty (independent
+        picks may never pick one)."""
         for refill in (False, True):
             if refill or not self.deck:
                 self.deck = list(self.ACTIONS)

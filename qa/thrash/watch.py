@@ -1,7 +1,9 @@
-"""The thrasher's invariants, sampled while it runs (doc/testing.rst says how each is
-counted): the mgr's pid and gid, health checks, plan waits, memory, misplaced objects against
-the budget plus what the thrasher remapped; at the end, no command to a removed pool."""
+"""What the thrash checks (doc/testing.rst says how each is counted): the invariants sampled
+while it runs (the mgr's pid and gid, health checks, plan waits, memory, misplaced objects
+against the budget plus what the thrasher remapped), the client's data, and at the end no
+command to a removed pool."""
 import json
+import random
 import re
 import tempfile
 import threading
@@ -10,11 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from ..cluster.rados_client import Rados
+from ..cluster.rados_client import InFlight, Rados, payload
 
 NONE = 2147483647          # CRUSH_ITEM_NONE: an EC position with no OSD
-# pg_advisor's own mon commands (the mgr's DaemonServer sends pg_num_actual/pgp_num_actual
-# of its own, which are Ceph's, not ours)
+# pg_advisor's own mon commands (pg_num_actual/pgp_num_actual from the mgr are Ceph's)
 OURS = {"osd pg-upmap-items", "osd rm-pg-upmap-items", "osd pg-upmap", "osd rm-pg-upmap",
         "osd pg-temp", "osd primary-temp"}
 OUR_VARS = {"pg_num", "pgp_num"}
@@ -90,8 +91,8 @@ class Figures:
 
 
 class CleanWait:
-    """How long a running plan waited for backfill (THROTTLE_WAIT) that was not there: every
-    PG active+clean. A wait like that is the plan reading a stale cluster."""
+    """How long a running plan waited for backfill (THROTTLE_WAIT) with every PG active+clean:
+    the plan reading a stale cluster."""
 
     def __init__(self) -> None:
         self.since: Optional[float] = None
@@ -197,8 +198,7 @@ class Watcher(threading.Thread):
             fig.wait_clean_at = f"{time.strftime('%H:%M:%S')}: {self.clean_wait.text}"
 
     def _processes(self) -> None:
-        """The mgr's pid, gid and RSS; the machine's free memory and the OSDs' RSS (a run that
-        ran the machine out of memory proves nothing)."""
+        """The mgr's pid, gid and RSS; the machine's free memory and the OSDs' RSS."""
         fig = self.fig
         pid = read_pid(self.pidfile)
         if not fig.mgr_pids or fig.mgr_pids[-1] != pid:
@@ -264,9 +264,8 @@ AUDIT = re.compile(r"entity='([^']*)' cmd='?(\[.*\]|\{.*\})'? ?: (dispatch|finis
 
 
 def commands_to_missing_pools(audit_log: Path, removed: Dict[str, int]) -> Tuple[int, List[str]]:
-    """pg_advisor's commands (from the mgr) the mon's audit log shows after the removal of
-    the pool they name (`removed`: name -> id, each removed once, ids never reused): how
-    many of ours it shows in all, and the offending lines."""
+    """How many of pg_advisor's commands the audit log shows, and those sent after the removal
+    of the pool they name (`removed`: name -> id, each removed once, ids never reused)."""
     gone_names: Set[str] = set()
     gone_ids: Set[int] = set()
     ours, bad = 0, []
@@ -293,3 +292,127 @@ def commands_to_missing_pools(audit_log: Path, removed: Dict[str, int]) -> Tuple
             pool = str(cmd.get("pgid", "")).split(".")[0]
             bad += [line] if pool.isdigit() and int(pool) in gone_ids else []
     return ours, bad
+
+
+OP_TIMEOUT = 300      # s: an op unanswered so long fails, far above a healthy cluster's stalls
+
+
+@dataclass
+class PoolLoad:
+    pool: str
+    objects: int
+    ok: int = 0
+    failed: List[str] = field(default_factory=list)
+    longest: float = 0.0                  # the slowest op, seconds
+    longest_at: float = 0.0
+    # name -> (version, size) it holds; a failed write leaves both versions possible
+    versions: Dict[str, Tuple[int, int]] = field(default_factory=dict)
+    unsure: Dict[str, Set[Tuple[int, int]]] = field(default_factory=dict)
+
+
+class Client:
+    """The checking client: a thread per pool overwrites a fixed set of objects (the object
+    count, which scales the misplaced allowance, stays put) and checks every read, at `rate`
+    ops a second at most (memstore keeps PG logs in RAM); `fill`'s objects are read back at
+    the end too. `rados` is made with OP_TIMEOUT."""
+
+    def __init__(self, rados: Rados, pools: List[str], objects: int, seed: int, rate: float) -> None:
+        self.rados = rados
+        self.loads = {p: PoolLoad(p, objects) for p in pools}
+        self.fills: Dict[str, Dict[str, Tuple[int, int]]] = {p: {} for p in pools}
+        self.fill_failed: List[str] = []
+        self.seed, self.rate = seed, rate
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self._run, args=(self.loads[p], i), daemon=True)
+                        for i, p in enumerate(pools)]
+        self.lock = threading.Lock()
+
+    def start(self) -> None:
+        for t in self.threads:
+            t.start()
+
+    def _op(self, load: PoolLoad, what: str, name: str, fn: Any, *args: Any) -> Any:
+        """fn(name, *args), timed and counted; None if it failed."""
+        t0 = time.monotonic()
+        try:
+            out = fn(name, *args)
+        except Exception as e:     # any failure is what the run counts
+            load.failed.append(f"{what} {load.pool}/{name}: {e!r}")
+            return None
+        finally:
+            took = time.monotonic() - t0
+            if took > load.longest:
+                load.longest, load.longest_at = took, time.time()
+        load.ok += 1
+        return True if out is None else out
+
+    def _run(self, load: PoolLoad, index: int) -> None:
+        rng = random.Random(self.seed * 1000 + index)
+        names = [f"obj-{i}" for i in range(load.objects)]
+        todo = list(names)              # first every object once, then overwrites and checked reads
+        next_at = time.monotonic()
+        with self.rados.ioctx(load.pool) as io:
+            while not self.stop.is_set():
+                next_at += 1.0 / self.rate
+                time.sleep(max(0.0, next_at - time.monotonic()))
+                name = todo.pop() if todo else rng.choice(names)
+                if todo or name not in load.versions or rng.random() < 0.5:
+                    old = load.versions.get(name)
+                    new = load.versions[name] = ((old[0] if old else 0) + 1, rng.choice((4096, 16384, 65536)))
+                    if self._op(load, "write", name, io.write_full, payload(name, *new)):
+                        load.unsure.pop(name, None)
+                    else:    # it may or may not have been applied: either version may be read
+                        load.unsure.setdefault(name, set()).update({new} | ({old} if old else set()))
+                    continue
+                got = self._op(load, "read", name, io.read, 1 << 20)
+                problem = got is not None and check(name, got, load.versions[name], load.unsure.get(name))
+                if problem:
+                    load.failed.append(f"read {load.pool}/{name}: {problem}")
+
+    def fill(self, pool: str, count: int, size: int) -> None:
+        """Write `count` objects of `size` bytes into `pool` (in the caller's thread)."""
+        with self.lock:
+            names = [f"fill-{len(self.fills[pool]) + i}" for i in range(count)]
+            self.fills[pool].update((name, (1, size)) for name in names)
+        with self.rados.ioctx(pool) as io:
+            writes = InFlight(io, 4)
+            for name in names:
+                writes.write_full(name, payload(name, 1, size))
+            writes.flush()
+        self.fill_failed += [f"fill {pool}: a write failed ({code})" for code in writes.failed]
+
+    def finish(self) -> List[str]:
+        """Stop the load, then read back every object the run wrote: the problems found."""
+        self.stop.set()
+        for t in self.threads:
+            t.join(OP_TIMEOUT + 60)
+        problems: List[str] = []
+        for pool, load in self.loads.items():
+            with self.rados.ioctx(pool) as io:
+                for name, version in sorted({**load.versions, **self.fills[pool]}.items()):
+                    try:
+                        problem = check(name, io.read(name, 1 << 22), version, load.unsure.get(name))
+                    except Exception as e:
+                        problem = repr(e)
+                    if problem:
+                        problems.append(f"final read {pool}/{name}: {problem}")
+        return problems
+
+    def figures(self) -> Dict[str, Any]:
+        # longest_op_ended (UTC, as the log's start line): to find the action behind it
+        return {p: {"ok": ld.ok, "failed": len(ld.failed), "longest_op_s": round(ld.longest, 2),
+                    "longest_op_ended": time.strftime("%H:%M:%S", time.gmtime(ld.longest_at)),
+                    "fill_objects": len(self.fills[p])}
+                for p, ld in self.loads.items()}
+
+    def failures(self) -> List[str]:
+        return [f for ld in self.loads.values() for f in ld.failed] + self.fill_failed
+
+
+def check(name: str, got: bytes, version: Tuple[int, int],
+          unsure: Optional[Set[Tuple[int, int]]]) -> str:
+    """'' if `got` is the version written last (or, after a failed write, one it may hold)."""
+    for v, size in sorted(unsure or {version}):
+        if got == payload(name, v, size):
+            return ""
+    return f"{len(got)} bytes that are not version {version[0]} ({version[1]} bytes)"

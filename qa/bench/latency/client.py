@@ -1,13 +1,9 @@
-"""One measuring client of qa/bench/latency/, in a process of its own (so that the bench's
-own work and the other client do not share its GIL); run.py's Clients starts it (no
-pg_advisor import: the live tests start it without src on its path).
-
-It works on the objects lat{i} (16 blocks of 4 KiB) with i % C == K, which fill() wrote at
-version 0, keeping --depth ops in flight (4 KiB and 64 KiB reads and writes in equal parts,
-each on an object with no other op in flight), every read checked against each block's
-last version. On "stop" from stdin it waits for its ops, reads back every object it owns,
-saves a row per op (monotonic start and end, 1 if it succeeded, its KINDS index, i) and
-prints one JSON line: ops, failed, mismatches, unknown (objects whose last write failed).
+"""One measuring client of the latency bench, in a process of its own (its GIL not the bench's
+nor the other client's, no pg_advisor on its path): --depth ops in flight on the objects
+lat{i} with i % C == K (16 blocks of 4 KiB, fill()'s version 0), 4 KiB and 64 KiB reads and
+writes, none on a busy object, every read checked against each block's last version. On
+"stop" on stdin: every object read back, a row per op saved (start, end, ok, its KINDS
+index, i) and one JSON line printed (ops, failed, mismatches, unknown: last write failed).
 """
 import argparse
 import json
@@ -112,15 +108,11 @@ class Client:
 
     def read_back(self) -> None:
         for k, i in enumerate(self.owned):
-            if k in self.unknown:
-                continue
             try:
-                data = self.io.read(name(i), OBJECT, 0)
+                if k not in self.unknown and self.io.read(name(i), OBJECT, 0) != whole(i, self.versions[k]):
+                    self.mismatches.append(f"{name(i)} read back differs")
             except Exception as e:    # a lost object is what the check reports
                 self.mismatches.append(f"{name(i)} read back: {e!r}")
-                continue
-            if data != whole(i, self.versions[k]):
-                self.mismatches.append(f"{name(i)} read back differs")
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -1,10 +1,9 @@
-"""What the mon's maps say happened to the pool's PGs during a change (new intervals, as
-PastIntervals::is_new_interval counts them, by osdmaptool), and where the change's slow ops
-waited: at which kind of map epoch, at which kind of their own PG's new interval."""
+"""The mon's maps read back after a change: the pool's new intervals (as
+PastIntervals::is_new_interval counts them, by osdmaptool) and where the change's slow ops
+waited, at which kind of map epoch and at which kind of their own PG's new interval."""
 import datetime
 import re
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -14,21 +13,20 @@ from ...cluster import Cluster
 from ...maps.object_hash import object_ps
 from .client import name as object_name
 
+SLOW_MS = 250.0                       # an op this slow counts in the slow ops' breakdowns
+PEER_S = 3.0                          # a PG peers this long at most after its new interval
+EPOCH_KINDS = ("up", "acting", "up_thru", "other")
+PG_KINDS = ("move", "remap", "temp", "drop", "order")
 MODIFIED = re.compile(r"^modified (\S+)$", re.M)
 UP_THRU = re.compile(r"^osd\.(\d+) .*\bup_thru (\d+)", re.M)
-SLOW_MS = 250.0                       # an op this slow counts in the bursts' breakdown
-
 Mapping = Tuple[Tuple[int, ...], int, Tuple[int, ...], int]     # up, up primary, acting, primary
 Epoch = Tuple[float, int, int, int]   # when (wall clock), PGs whose up set changed, only their
 #                                       acting set, OSDs whose up_thru changed
 Change = Tuple[float, str, str]       # when (wall clock), a PG, change_kind() of its new interval
-PEER_S = 3.0                          # a PG peers this long at most after its new interval
 
 
-@dataclass(frozen=True)
-class ChangeSpan:
-    """The change from `t_change` to clean (`t_clean`) on the clients' clock (monotonic);
-    `wall_minus_mono` places the mon's epochs (wall clock) on it."""
+class ChangeSpan(NamedTuple):
+    """The change on the clients' (monotonic) clock; `wall_minus_mono` puts the mon's epochs on it."""
     t_change: float
     t_clean: float
     wall_minus_mono: float
@@ -45,8 +43,7 @@ def mappings(c: Cluster, epoch: int, pool_id: int) -> Tuple[Dict[str, Mapping], 
 
 
 def split_parents(n_old: int, n_new: int) -> Set[int]:
-    """The PGs (seeds) that split when pg_num grows from n_old to n_new: a child's parent is
-    its seed with the top bit cleared until it is below n_old."""
+    """The PGs that split when pg_num grows: a child's seed, top bits cleared until below n_old."""
     out: Set[int] = set()
     for child in range(n_old, n_new):
         seed = child
@@ -58,10 +55,7 @@ def split_parents(n_old: int, n_new: int) -> Set[int]:
 
 def intervals(c: Cluster, pool_id: int, first: int,
               last: int) -> Tuple[Dict[str, int], List[Epoch], List[Change]]:
-    """Over epochs first+1..last: the pool's PGs' new intervals (peerings), acting primary
-    changes, PGs at the end; per epoch its time, its PGs whose up set changed (a remap, a
-    split) or only their acting set (pg_temp), its OSDs whose up_thru moved; each PG's new
-    intervals."""
+    """Over epochs first+1..last: peerings, acting primary changes, PGs; each Epoch and Change."""
     peerings = primaries = 0
     epochs: List[Epoch] = []
     changes: List[Change] = []
@@ -79,14 +73,10 @@ def intervals(c: Cluster, pool_id: int, first: int,
                 else:
                     acting += 1
                 changes.append((when, pg, change_kind(old, m, parent)))
-            if old is not None and old[3] != m[3]:
-                primaries += 1
+            primaries += old is not None and old[3] != m[3]
         epochs.append((when, up, acting, sum(1 for o, v in thru.items() if thru0.get(o) != v)))
         prev, thru0 = cur, thru
     return {"peerings": peerings, "primary_changes": primaries, "pgs": len(prev)}, epochs, changes
-
-
-PG_KINDS = ("move", "remap", "temp", "drop", "order")
 
 
 def change_kind(old: Optional[Mapping], new: Mapping, split: bool) -> str:
@@ -103,15 +93,18 @@ def change_kind(old: Optional[Mapping], new: Mapping, split: bool) -> str:
     return "drop" if set(new[2]) == set(new[0]) else "temp"
 
 
+def slow_ops(ops: np.ndarray, span: ChangeSpan) -> np.ndarray:
+    """Which ops started during the change took over SLOW_MS."""
+    start, end = ops[:, 0], ops[:, 1]
+    return (start >= span.t_change) & (start < span.t_clean) & ((end - start) * 1000.0 > SLOW_MS)
+
+
 def slow_by_pg(ops: np.ndarray, changes: Sequence[Change], span: ChangeSpan, pool_id: int,
                pg_nums: Tuple[int, int]) -> Dict[str, int]:
-    """The change's slow ops laid at their own PG's peering: per kind of the PG's newest
-    new interval made while the op waited or up to PEER_S before it started, how many
-    ("none": its PG did not peer then); an object's PG at both pg_nums (a split's parent
-    and child). Per kind also the change's PG intervals and how many held a slow op."""
-    t_change, t_clean, wall_minus_mono = span.t_change, span.t_clean, span.wall_minus_mono
-    start, end = ops[:, 0], ops[:, 1]
-    slow = np.flatnonzero((start >= t_change) & (start < t_clean) & ((end - start) * 1000.0 > SLOW_MS))
+    """The change's slow ops per kind of their PG's newest new interval (at both pg_nums) made
+    while they waited or up to PEER_S before ("none": none); per kind the change's intervals
+    and how many held a slow op."""
+    t_change, t_clean, wall_minus_mono = span
     by_pg: Dict[str, List[Tuple[float, str]]] = {}
     out = {"none": 0, **{k + x: 0 for k in PG_KINDS for x in ("", "_intervals", "_with_slow")}}
     for when, pg, kind in changes:
@@ -119,10 +112,8 @@ def slow_by_pg(ops: np.ndarray, changes: Sequence[Change], span: ChangeSpan, poo
         if t_change <= when - wall_minus_mono < t_clean:
             out[f"{kind}_intervals"] += 1
     held: Set[Tuple[str, float, str]] = set()
-    for row in slow.tolist():
-        s, e = float(start[row]), float(end[row])
-        name = object_name(int(ops[row, 4]))
-        pgs = {f"{pool_id}.{object_ps(name, n):x}" for n in pg_nums}
+    for s, e, obj in ops[slow_ops(ops, span)][:, [0, 1, 4]].tolist():
+        pgs = {f"{pool_id}.{object_ps(object_name(int(obj)), n):x}" for n in pg_nums}
         near = [(t, kind, pg) for pg in pgs for t, kind in by_pg.get(pg, ()) if s - PEER_S <= t <= e]
         if not near:
             out["none"] += 1
@@ -136,14 +127,13 @@ def slow_by_pg(ops: np.ndarray, changes: Sequence[Change], span: ChangeSpan, poo
 
 
 def bursts(ops: np.ndarray, epochs: Sequence[Epoch], span: ChangeSpan) -> Dict[str, Any]:
-    """Where the change's slow ops come from. An epoch is "up" if some PG's up set changed
-    in it, "acting" if only acting sets did (pg_temp), else "up_thru" if an OSD's up_thru
-    moved (WaitUpThru), else "other". Per kind: the epochs, the median and largest over them
-    of the slowest op in flight at each (and at each whole second: the baseline), and how
-    many of the change's ops over SLOW_MS had an epoch of that kind made while they waited."""
-    t_change, t_clean, wall_minus_mono = span.t_change, span.t_clean, span.wall_minus_mono
+    """Where the change's slow ops come from, per kind of epoch (a PG's up set changed, else
+    only acting sets: pg_temp, else an OSD's up_thru: WaitUpThru, else other): the epochs,
+    the median and largest slowest op in flight at one (and at each second: the baseline),
+    the slow ops in flight at one."""
+    t_change, t_clean, wall_minus_mono = span
     start, end = ops[:, 0], ops[:, 1]
-    slow = (start >= t_change) & (start < t_clean) & ((end - start) * 1000.0 > SLOW_MS)
+    slow = slow_ops(ops, span)
     out: Dict[str, Any] = {"slow_ops": int(slow.sum())}
     order = np.argsort(start)
     s_sorted, e_by_start = start[order], end[order]
@@ -153,7 +143,7 @@ def bursts(ops: np.ndarray, epochs: Sequence[Epoch], span: ChangeSpan) -> Dict[s
         lo, hi = np.searchsorted(s_sorted, [t - 30.0, t])
         inflight = e_by_start[lo:hi] > t
         return float(((e_by_start[lo:hi] - s_sorted[lo:hi]) * 1000.0)[inflight].max(initial=0.0))
-    kinds = {"up": [], "acting": [], "up_thru": [], "other": []}     # type: Dict[str, List[float]]
+    kinds: Dict[str, List[float]] = {k: [] for k in EPOCH_KINDS}
     hit = {k: np.zeros(len(ops), dtype=bool) for k in kinds}
     for when, up, acting, thru in epochs:
         t = when - wall_minus_mono
@@ -169,5 +159,5 @@ def bursts(ops: np.ndarray, epochs: Sequence[Epoch], span: ChangeSpan) -> Dict[s
         out[f"{k}_worst_ms"] = [round(float(np.median(v)), 1), round(max(v), 1)] if v else None
         if k in hit:
             out[f"slow_at_{k}"] = int((slow & hit[k]).sum())
-    out["slow_at_none"] = int((slow & ~(hit["up"] | hit["acting"] | hit["up_thru"] | hit["other"])).sum())
+    out["slow_at_none"] = int((slow & ~np.logical_or.reduce(list(hit.values()))).sum())
     return out

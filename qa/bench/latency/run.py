@@ -1,39 +1,25 @@
 """Benchmark: client latency while a pool splits, a host of OSDs comes in or an OSD is
-drained, through Ceph's own path or pg_advisor's, on bluestore. Prints one table per
-scenario.
-
-    PYTHONPATH=src /usr/bin/python3 -m qa.bench.latency --scenario split|expand|drain[,...]
-        [--store bluestore|memstore] [--repeat N] [--methods M,...] [--data-gib 2]
-        [--osds N] [--pg-num N] [--depth 8] [--clients 2] [--window 30] [--timeout 3600]
-        [--advisor-set KEY=VALUE ...] [--dir DIR] [--json FILE]
-
-Every run starts its own loopback cluster (vstart.sh --recovery-defaults; bluestore on sparse
---block-gib files, osd_memory_target 1.5 GiB), fills one pool (size 3, a host each) with
---data-gib of 64 KiB objects and runs --clients checking clients (client.py) of --depth ops
-each; after --window seconds, the change by one method (METHODS) until every PG is
-active+clean, nothing misplaced and no plan running, then --window seconds more; the
-methods' order reversed every other repeat. The live tests run measure() on their cluster.
-doc/testing.rst ("Client latency on bluestore") says what each method does and each figure
-means.
+drained, through Ceph's own path or pg_advisor's, on bluestore. Prints per scenario a table,
+where the slow ops waited (by map epoch, by their PG's new interval) and the issue's goals.
+Each run on a cluster of its own (the live tests run measure() on theirs); the methods and
+figures: doc/testing.rst ("Client latency on bluestore"); qa/bench/split.py its shared core.
 """
 import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ...cluster import Cluster, wait_until
-from ..split import double_pg_num, summarize
+from ..split import double_pg_num, lines, ms3 as fmt, record, summarize
 from .client import OBJECT, fill
-from .intervals import SLOW_MS, ChangeSpan, bursts, intervals, slow_by_pg
-from .tables import burst_table, goals, pg_table, table
+from .intervals import EPOCH_KINDS, PG_KINDS, SLOW_MS, ChangeSpan, bursts, intervals, slow_by_pg
 
 POOL = "latbench"
 METHODS = {"split": ("ceph", "advisor", "advisor-unpinned"),
@@ -58,9 +44,8 @@ class ClientLoad:
 
 @dataclass(frozen=True)
 class Trial:
-    """The `scenario`'s change by `method` (a drain's of `last_osd`; `advisor_set`: KEY=VALUE
-    module options) on `pg_num` PGs of `objects` objects, `window` s measured before and
-    after, `timeout` s for the change."""
+    """The `scenario`'s change by `method` (a drain's of `last_osd`; `advisor_set`: module
+    options) on `pg_num` PGs of `objects` objects, `window` s measured before and after."""
     scenario: str
     method: str
     objects: int
@@ -75,13 +60,14 @@ class Clients:
     """The measuring clients, a process each."""
 
     def __init__(self, c: Cluster, objects: int, load: ClientLoad, run_dir: Path) -> None:
-        n, depth, seed, rate = load.clients, load.depth, load.seed, load.rate
+        n = load.clients
         self.outs = [run_dir / f"client{k}.npy" for k in range(n)]
         self.done: Optional[Tuple[List[np.ndarray], List[Dict[str, Any]]]] = None
         self.procs = [subprocess.Popen(
             ["/usr/bin/python3", "-m", "qa.bench.latency.client", "--conf", c.env["CEPH_CONF"],
              "--pool", POOL, "--objects", str(objects), "--client", str(k), "--clients", str(n),
-             "--depth", str(depth), "--seed", str(seed), "--rate", str(rate), "--out", str(self.outs[k])],
+             "--depth", str(load.depth), "--seed", str(load.seed), "--rate", str(load.rate),
+             "--out", str(self.outs[k])],
             cwd=Path(__file__).resolve().parents[3], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             text=True) for k in range(n)]
         for p in self.procs:
@@ -92,10 +78,8 @@ class Clients:
     def finish(self) -> Tuple[List[np.ndarray], List[Dict[str, Any]]]:
         """Stop the clients, wait for their read-back: their ops and results (once)."""
         if self.done is None:
-            results = []
-            for p in self.procs:
-                out, _ = p.communicate("stop\n", timeout=900)
-                results.append(json.loads(out.strip().splitlines()[-1]))
+            results = [json.loads(p.communicate("stop\n", timeout=900)[0].strip().splitlines()[-1])
+                       for p in self.procs]
             self.done = ([np.load(f) for f in self.outs], results)
         return self.done
 
@@ -119,25 +103,19 @@ def cpu_seconds(c: Cluster) -> Dict[str, float]:
 
 
 def recovery_bytes(c: Cluster) -> int:
-    total = 0
-    for o in c.osd_ids():
-        code, out, _ = c.run("tell", f"osd.{o}", "perf", "dump", timeout=60)
-        if code == 0:
-            total += int(json.loads(out).get("osd", {}).get("recovery_bytes", 0))
-    return total
+    perf = [c.run("tell", f"osd.{o}", "perf", "dump", timeout=60) for o in c.osd_ids()]
+    return sum(int(json.loads(out).get("osd", {}).get("recovery_bytes", 0))
+               for code, out, _ in perf if code == 0)
 
 
 def done(c: Cluster) -> bool:
     """Every PG active+clean, nothing misplaced, no pg_num change pending, no plan running."""
-    pools = c.json("osd", "pool", "ls", "detail")
     if any(p["pg_num"] != p["pg_num_target"] or p["pg_placement_num"] != p["pg_placement_num_target"]
-           for p in pools):
+           for p in c.json("osd", "pool", "ls", "detail")):
         return False
     pgmap = c.json("status")["pgmap"]
     clean = sum(s["count"] for s in pgmap["pgs_by_state"] if s["state_name"] == "active+clean")
-    if clean != pgmap["num_pgs"] or pgmap.get("misplaced_objects"):
-        return False
-    return not running(c)
+    return clean == pgmap["num_pgs"] and not pgmap.get("misplaced_objects") and not running(c)
 
 
 def running(c: Cluster) -> bool:
@@ -152,47 +130,51 @@ def device_class(c: Cluster) -> str:
     return f"class {','.join(classes)}, rotational {','.join(rot)}"
 
 
+def pinned(c: Cluster, move: Callable[[], None], pause: float) -> None:
+    """move() under norebalance, then its remapped PGs pinned where their data is."""
+    c.ceph("osd", "set", "norebalance")
+    move()
+    time.sleep(pause)
+    c.ceph("pg-advisor", "pin-remapped")
+    c.ceph("osd", "unset", "norebalance")
+
+
 def change(c: Cluster, scenario: str, method: str, pg_num: int, last_osd: int) -> None:
     """Make the scenario's change by the method's path; returns once it is under way."""
+    def add() -> None:
+        c.vstart("add-osds", "--count", "2", "--host", "hostnew")
+        if method == "advisor":
+            wait_until(lambda: bool(c.json("status")["pgmap"].get("misplaced_objects")), 120,
+                       "CRUSH to remap PGs onto the new OSDs")
+
+    def out() -> None:
+        c.ceph("osd", "out", str(last_osd))
     if scenario == "split":
         double_pg_num(c, POOL, method, pg_num)
         wait_until(lambda: c.json("osd", "pool", "get", POOL, "pg_num")["pg_num"] > pg_num, 600,
                    "the split to start")
+    elif scenario == "expand" and method == "advisor":
+        pinned(c, add, 2)
+    elif scenario == "expand" and method == "advisor-weight":
+        # the others' weight (the same block files), read before the new ones come at 0
+        weight, old = max(c.crush_weights().values()), set(c.osd_ids())
+        with c.options("osd", {"osd_crush_initial_weight": 0}):     # add-osds returns once they are in
+            add()
+        c.ceph("pg-advisor", "crush-reweight", "--osd", *map(str, sorted(set(c.osd_ids()) - old)),
+               "--weight", str(weight))
     elif scenario == "expand":
-        if method == "advisor":
-            c.ceph("osd", "set", "norebalance")
-        if method == "advisor-weight":
-            # the others' weight (the same block files), read before the new ones come at 0
-            weight = max(c.crush_weights().values())
-            old = set(c.osd_ids())
-        # advisor-weight: the OSDs start at CRUSH weight 0 (add-osds returns once they are in)
-        with c.options("osd", {"osd_crush_initial_weight": 0} if method == "advisor-weight" else {}):
-            c.vstart("add-osds", "--count", "2", "--host", "hostnew")
-        if method == "advisor-weight":
-            new = sorted(set(c.osd_ids()) - old)
-            c.ceph("pg-advisor", "crush-reweight", "--osd", *map(str, new), "--weight", str(weight))
-        if method == "advisor":
-            wait_until(lambda: bool(c.json("status")["pgmap"].get("misplaced_objects")), 120,
-                       "CRUSH to remap PGs onto the new OSDs")
-            time.sleep(2)
-            c.ceph("pg-advisor", "pin-remapped")
-            c.ceph("osd", "unset", "norebalance")
+        add()
+    elif method == "ceph":
+        out()
     else:
-        if method == "ceph":
-            c.ceph("osd", "out", str(last_osd))
-            return
         c.ceph("pg-advisor", "drain", f"osd.{last_osd}")
         wait_until(lambda: not running(c), 7200, "the drain", step=2)
-        if method == "advisor-weight":
-            c.ceph("pg-advisor", "crush-reweight", "--osd", str(last_osd), "--weight", "0")
-            wait_until(lambda: not running(c), 7200, "the pins' drain", step=2)
-            c.ceph("osd", "out", str(last_osd))     # weight 0 already: nothing moves
+        if method != "advisor-weight":
+            pinned(c, out, 3)
             return
-        c.ceph("osd", "set", "norebalance")
-        c.ceph("osd", "out", str(last_osd))
-        time.sleep(3)
-        c.ceph("pg-advisor", "pin-remapped")
-        c.ceph("osd", "unset", "norebalance")
+        c.ceph("pg-advisor", "crush-reweight", "--osd", str(last_osd), "--weight", "0")
+        wait_until(lambda: not running(c), 7200, "the pins' drain", step=2)
+        out()     # weight 0 already: nothing moves
 
 
 def run_one(base: Path, scenario: str, method: str, a: argparse.Namespace, seed: int) -> Dict[str, Any]:
@@ -208,22 +190,20 @@ def run_one(base: Path, scenario: str, method: str, a: argparse.Namespace, seed:
             r = measure(c, trial, ClientLoad(a.clients, a.depth, seed))
     finally:
         c.vstart("stop")
-        # bluestore fills its sparse block files (some 4 GiB a run): not kept
-        for block in c.dir.glob("osd.*/block"):
+        for block in c.dir.glob("osd.*/block"):     # bluestore's sparse files fill: some 4 GiB a run
             block.unlink()
     return dict(r, osds=osds)
 
 
 def measure(c: Cluster, trial: Trial, load: ClientLoad) -> Dict[str, Any]:
-    """On a running cluster: the pool, filled; the method's settings; the clients; the change;
-    its end; the figures. The pool stays (the live test removes it), the settings do not."""
+    """On a running cluster: the pool, filled; the method's settings; the clients; the change
+    until done; the figures. The pool stays (the live test removes it), the settings do not."""
     method = trial.method
     c.create_pool(POOL, trial.pg_num, application="rados")
     t0 = time.monotonic()
     fill(c.env["CEPH_CONF"], POOL, trial.objects)
     fill_s = time.monotonic() - t0
     c.wait_clean(1800)
-    # the method's own settings, then whatever they do before the change is done
     opts: Dict[str, str] = {}
     if method == "ceph":
         c.ceph("balancer", "mode", "upmap")
@@ -231,46 +211,36 @@ def measure(c: Cluster, trial: Trial, load: ClientLoad) -> Dict[str, Any]:
     else:
         opts = dict(kv.partition("=")[::2] for kv in trial.advisor_set)
         opts["split_pinning"] = str(method != "advisor-unpinned").lower()
-        if method == "advisor-auto":
-            # no pg_num change of its own in the middle: the comparison is of the move
+        if method == "advisor-auto":     # no pg_num change of its own: the comparison is of the move
             opts.update(hysteresis="1.0", pin_on_change="true", mode="auto")
     with c.options("mgr", opts):
         time.sleep(5)
         wait_until(lambda: done(c), 3600, "the method's own balancing before the change", step=5)
-        return dict(observe(c, trial, load), fill_s=round(fill_s),
-                    advisor_set=list(trial.advisor_set) if method != "ceph" else [])
-
-
-def observe(c: Cluster, trial: Trial, load: ClientLoad) -> Dict[str, Any]:
-    """measure()'s clients, change and figures."""
-    pg_num = trial.pg_num
-    cls = device_class(c)
-    running = Clients(c, trial.objects, load, Path(tempfile.mkdtemp(prefix="clients-", dir=c.dir)))
-    time.sleep(trial.window)
-    first = int(c.json("osd", "dump")["epoch"])
-    moved0 = recovery_bytes(c)
-    cpu0 = cpu_seconds(c)
-    t_change = time.monotonic()
-    change(c, trial.scenario, trial.method, pg_num, trial.last_osd)
-    time.sleep(5)
-    wait_until(lambda: done(c), trial.timeout, "the change to end", step=2)
-    t_clean = time.monotonic()
-    cpu1 = cpu_seconds(c)
-    wall_minus_mono = time.time() - time.monotonic()
-    time.sleep(trial.window)
-    ops, results = running.finish()
-    moved = recovery_bytes(c) - moved0
-    last = int(c.json("osd", "dump")["epoch"])
-    pool_id = c.pool_id(POOL)
-    iv, epochs, changes = intervals(c, pool_id, first, last)
+        cls = device_class(c)
+        clients = Clients(c, trial.objects, load, Path(tempfile.mkdtemp(prefix="clients-", dir=c.dir)))
+        time.sleep(trial.window)
+        first = int(c.json("osd", "dump")["epoch"])
+        moved0, cpu0 = recovery_bytes(c), cpu_seconds(c)
+        t_change = time.monotonic()
+        change(c, trial.scenario, method, trial.pg_num, trial.last_osd)
+        time.sleep(5)
+        wait_until(lambda: done(c), trial.timeout, "the change to end", step=2)
+        t_clean = time.monotonic()
+        cpu1 = cpu_seconds(c)
+        wall_minus_mono = time.time() - time.monotonic()
+        time.sleep(trial.window)
+        ops, results = clients.finish()
+        moved = recovery_bytes(c) - moved0
+        last = int(c.json("osd", "dump")["epoch"])
+        pool_id = c.pool_id(POOL)
+        iv, epochs, changes = intervals(c, pool_id, first, last)
     span = ChangeSpan(t_change, t_clean, wall_minus_mono)
     allops = np.concatenate(ops)
-    s = summarize(allops[:, :3], t_change, t_clean)
     # the longest stall one client saw (the other may have had ops on other OSDs meanwhile)
     worst = max((summarize(o[:, :3], t_change, t_clean) for o in ops if len(o)), key=lambda x: x["stall_s"])
-    during = int(((allops[:, 0] >= t_change) & (allops[:, 0] < t_clean)).sum())
-    return {"scenario": trial.scenario, "method": trial.method, "pg_num": pg_num,
-            "objects": trial.objects, "device": cls, **s, "ops_during": during,
+    return {"scenario": trial.scenario, "method": method, "pg_num": trial.pg_num,
+            "objects": trial.objects, "device": cls, **summarize(allops[:, :3], t_change, t_clean),
+            "ops_during": int(((allops[:, 0] >= t_change) & (allops[:, 0] < t_clean)).sum()),
             "stall_s": worst["stall_s"], "stall_at_s": worst["stall_at_s"],
             "mismatches": sum(r["mismatch_count"] for r in results),
             "mismatch_examples": [m for r in results for m in r["mismatches"]][:5],
@@ -279,7 +249,63 @@ def observe(c: Cluster, trial: Trial, load: ClientLoad) -> Dict[str, Any]:
             "peerings_per_pg": round(iv["peerings"] / max(iv["pgs"], 1), 2),
             "cpu_s": {k: round(cpu1[k] - cpu0.get(k, 0.0), 1) for k in sorted(cpu1)},
             "bursts": bursts(allops, epochs, span),
-            "slow_by_pg": slow_by_pg(allops, changes, span, pool_id, (pg_num, iv["pgs"]))}
+            "slow_by_pg": slow_by_pg(allops, changes, span, pool_id, (trial.pg_num, iv["pgs"])),
+            "fill_s": round(fill_s), "advisor_set": list(trial.advisor_set) if method != "ceph" else []}
+
+
+# ---- the tables, and the issue's goals checked pair by pair ----
+
+def table(rows: List[Dict[str, Any]]) -> List[str]:
+    cols = [("method", "<17"), ("before ms", ">15"), ("during ms", ">19"), ("after ms", ">15"),
+            ("stall s", ">7"), ("failed", ">6"), ("bad", ">3"), ("clean s", ">7"), ("moved MiB", ">9.0f"),
+            ("prim", ">5"), ("peer/PG", ">7")]
+    return lines(cols, ([r["method"], fmt(r["before"]), fmt(r["during"]), fmt(r["after"]), r["stall_s"],
+                         r["failed"], r["mismatches"], r["to_clean_s"], r["bytes_moved"] / (1 << 20),
+                         r["primary_changes"], r["peerings_per_pg"]] for r in rows))
+
+
+def burst_table(rows: List[Dict[str, Any]]) -> List[str]:
+    """bursts() per run, and the daemons' CPU seconds."""
+    cols = [("method", "<17"), *((k + ": n, worst ms, slow", ">27") for k in EPOCH_KINDS),
+            ("each second: worst ms", ">22"), ("none", ">5"), (" cpu s mon/mgr/osd", "")]
+    return lines(cols, ([r["method"], *(f"{b[k + '_epochs']}, {fmt(b[k + '_worst_ms'] or [None])}, "
+                                        f"{b['slow_at_' + k]}" for k in EPOCH_KINDS),
+                         fmt(b["any_second_worst_ms"] or [None]), b["slow_at_none"],
+                         "{:>8g}/{:g}/{:g}".format(*(r["cpu_s"].get(k, 0) for k in ("mon", "mgr", "osd")))]
+                        for r in rows for b in [r["bursts"]]))
+
+
+def pg_table(rows: List[Dict[str, Any]]) -> List[str]:
+    """slow_by_pg() per run."""
+    cols = [("method", "<17"), ("slow ops", ">8"), *((k + ": slow, held/n", ">19") for k in PG_KINDS),
+            ("none", ">5")]
+    return lines(cols, ([r["method"], sum(p[k] for k in PG_KINDS) + p["none"],
+                         *(f"{p[k]}, {p[k + '_with_slow']}/{p[k + '_intervals']}" for k in PG_KINDS),
+                         p["none"]] for r in rows for p in [r["slow_by_pg"]]))
+
+
+def goals(rows: List[Dict[str, Any]], methods: List[str]) -> List[str]:
+    """The issue's goals, per pg_advisor method against the ceph runs of the same repeat."""
+    out = []
+    ceph = [r for r in rows if r["method"] == "ceph"]
+    for m in methods:
+        ours = [r for r in rows if r["method"] == m]
+        pairs = list(zip(ours, ceph))
+        if m == "ceph" or not pairs:
+            continue
+        p999 = [(o["during"][2], t["during"][2]) for o, t in pairs]
+        each = all(x is not None and y is not None and x <= y for x, y in p999)
+        med_o = float(np.median([x for x, _ in p999 if x is not None] or [np.nan]))
+        med_c = float(np.median([y for _, y in p999 if y is not None] or [np.nan]))
+        stall = max(o["stall_s"] for o in ours)
+        slow = max(o["to_clean_s"] / t["to_clean_s"] for o, t in pairs if t["to_clean_s"])
+        out.append(f"{m}: p99.9 during <= Ceph's in every pair: {'yes' if each else 'NO'} "
+                   f"({', '.join(f'{x}/{y}' for x, y in p999)} ms); median {med_o:g} vs Ceph's {med_c:g} "
+                   f"(goal <= half: {'yes' if med_o <= med_c / 2 else 'NO'}); longest stall {stall} s "
+                   f"(goal <= 5: {'yes' if stall <= 5 else 'NO'}); time to clean up to {slow:.2f} x "
+                   f"Ceph's (goal <= 2: {'yes' if slow <= 2 else 'NO'}); failed ops "
+                   f"{sum(o['failed'] for o in ours)}, bad reads {sum(o['mismatches'] for o in ours)}")
+    return out
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -293,8 +319,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--methods", help="comma-separated (default: the scenario's all)")
     ap.add_argument("--data-gib", type=float, default=2.0)
     ap.add_argument("--block-gib", type=int, default=8)
-    ap.add_argument("--osds", type=int, help="OSDs before the change, one host each (default: "
-                    "split 5, expand 4, drain 5)")
+    ap.add_argument("--osds", type=int, help=f"OSDs before, a host each (default: {OSDS})")
     ap.add_argument("--pg-num", type=int, help="the pool's pg_num (default: split 32, else 128)")
     ap.add_argument("--depth", type=int, default=8, help="ops in flight per client")
     ap.add_argument("--clients", type=int, default=2)
@@ -318,10 +343,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         for k in range(a.start, a.start + a.repeat):
             for m in (methods if k % 2 == 0 else methods[::-1]):
                 rows.append(dict(run_one(base, scenario, m, a, seed=k), repeat=k))
-                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-                if a.json:
-                    with a.json.open("a") as f:
-                        f.write(json.dumps(rows[-1]) + "\n")
+                record(rows[-1], a.json)
         rows.sort(key=lambda r: (r["repeat"], methods.index(r["method"])))
         r0 = rows[0]
         print(f"\n{scenario}: {r0['osds']} {a.store} OSDs ({r0['device']}), pool of {r0['pg_num']} PGs, "

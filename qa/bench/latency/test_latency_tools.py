@@ -14,7 +14,7 @@ import numpy as np
 from ...maps.object_hash import object_ps, stable_mod
 from .client import BLOCKS, OBJECT, Client, name, whole
 from .intervals import ChangeSpan, bursts, change_kind, slow_by_pg, split_parents
-from .tables import burst_table, pg_table
+from .run import burst_table, pg_table
 
 
 class _Completion:

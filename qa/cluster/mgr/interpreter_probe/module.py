@@ -1,8 +1,6 @@
-"""A ceph-mgr module for the integration tests only: whether what every module in the mgr's
-Python interpreter shares (Tentacle loads them all into one) ever changed, sampled every few
-milliseconds, so a change another module makes for the span of one read (the cyclic
-collector off, a logging handler added) is seen too. `ceph interpreter-probe state`:
-{"now", "first", "changes", "samples", "interpreter"}; `... reset`: the changes forgotten."""
+"""A ceph-mgr module for the integration tests only: whether the state every module in the
+mgr's interpreter shares ever changed, sampled every few ms (a change made for one read shows
+too). `ceph interpreter-probe state`: {"now", "first", "changes", "samples", "interpreter"}."""
 import gc
 import json
 import logging
