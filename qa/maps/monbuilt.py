@@ -145,8 +145,9 @@ def build(tmp: Path, layout: Layout, rules: Sequence[str], pools: Sequence[PoolS
           states: OsdMapSpec = OsdMapSpec(),
           items: Optional[Mapping[str, Sequence[Tuple[int, int]]]] = None) -> GeneratedMap:
     """tmp/osdmap.bin holding the layout, the rules and the pools, and a handle on it in
-    `states`. Its OSDs do not exist (as with --createsimple) unless there are `items`
-    (pg-upmap-items for the handle's state, which osdmaptool cannot set): then they exist, down."""
+    `states`. Its OSDs do not exist (as with --createsimple) unless `items` is given
+    (pg-upmap-items for the handle's state, which osdmaptool cannot set; {}: none): then they
+    exist, down."""
     tmp.mkdir(parents=True, exist_ok=True)
     seed = tmp / "osdmap0.bin"
     # no --with-default-pool: every pool comes from the mon. The OSDs stay nonexistent: up OSDs
@@ -160,7 +161,7 @@ def build(tmp: Path, layout: Layout, rules: Sequence[str], pools: Sequence[PoolS
     ok = False
     try:
         mon.connect()
-        if items:
+        if items is not None:
             # the mon keeps an item only on OSDs that exist and are in (check_pg_upmaps): they
             # are made before the pools (each is a map epoch, cheap while no PG maps)
             make_osds(mon, layout.num_osds)

@@ -85,10 +85,13 @@ class Balancer:
         self._sum_total()
         # space (analysis/space.py): an OSD takes PGs only while it has room for the largest
         # PG of the run's pools, so no move passes the fill limit, however the run goes on
-        self.fill = limits.fill
+        self.fill = limits.guards.fill
         self.room = np.array(fill_room(snap, self.fill), dtype=np.float64)
         self.reserve = max((float(st.bytes.max(initial=0.0)) for st in self.states), default=0.0)
         self.full: List[int] = []
+        # PGs with pg_upmap_items in the map, as the run changes them (a bound: upmap_max)
+        self.listed, self.upmap_max = len(snap.pg_upmap_items), limits.guards.upmap_max
+        self._bound_lists()
         self._close(np.flatnonzero(self.usable & ((self.room < self.reserve) | (self.room <= 0))))
         # the work so far (see WORK_MAX): the states' cost, CRUSH's where this run mapped
         # the pools (a placer that mapped them before, as the mgr's between changes, did it)
@@ -153,6 +156,30 @@ class Balancer:
         kept = set(st.start[row].tolist()) | set(st.up[row].tolist())
         return size <= 0 or all(self.room[o] >= size for o in after if o not in kept and o >= 0)
 
+    def at_upmap_max(self) -> bool:
+        return self.upmap_max is not None and self.listed >= self.upmap_max
+
+    def _bound_lists(self) -> None:
+        """At upmap_max, only the PGs with item lists move (their lists change or go)."""
+        for st in self.states:
+            st.only_listed = self.at_upmap_max()
+
+    @staticmethod
+    def _listed(st: PoolState, row: int, up: List[int]) -> int:
+        """1 if PG `row` at up set `up` needs an item list (it is not CRUSH's own set)."""
+        return int(bool(moves_between(st.raw[row].tolist(), up, st.pool.type == "replicated")))
+
+    def _refused(self, changes: List[Tuple[PoolState, int, List[int]]]) -> Optional[Stop]:
+        """Why these PGs' new up sets, (state, row, up set) each, may not be made (None: they
+        may): a destination without room, or item lists past upmap_max."""
+        if not all(self._fits(st, row, after) for st, row, after in changes):
+            return Stop.SPACE       # (a destination that filled up mid-run)
+        more = sum(self._listed(st, row, after) - self._listed(st, row, st.up[row].tolist())
+                   for st, row, after in changes)
+        if self.upmap_max is not None and more > 0 and self.listed + more > self.upmap_max:
+            return Stop.ENTRIES
+        return None
+
     def _fill(self, st: PoolState, row: int, before: List[int]) -> None:
         """The room PG `row`'s moves took (a copy it no longer makes gives it back)."""
         size = float(st.bytes[row])
@@ -206,8 +233,9 @@ class Balancer:
         both (then the run stops): half a chain leaves its middle OSD past its count and its
         backfill room (the middle OSD backfills twice, in and then out)."""
         objects = [float(first[0].objects[first[1]]), float(second[0].objects[second[1]])]
-        if not all(self._fits(m[0], m[1], self._after(m[0], m[1], [(m[2], m[3])])) for m in (first, second)):
-            self.budget.halt(Stop.SPACE)
+        why = self._refused([(m[0], m[1], self._after(m[0], m[1], [(m[2], m[3])])) for m in (first, second)])
+        if why is not None:
+            self.budget.halt(why)
             return False
         if not self.budget.payable(objects, [first[2], first[3], second[2], second[3]]):
             return False
@@ -229,8 +257,9 @@ class Balancer:
         replicated = st.pool.type == "replicated"
         before = st.up[row].tolist()
         after = self._after(st, row, moves)
-        if not self._fits(st, row, after):
-            self.budget.halt(Stop.SPACE)     # (a destination that filled up mid-run)
+        why = self._refused([(st, row, after)])
+        if why is not None:
+            self.budget.halt(why)
             return False
         start = st.start[row].tolist()
         earlier = moves_between(start, st.up[row].tolist(), replicated)
@@ -245,6 +274,10 @@ class Balancer:
             self.total.counts[src] -= 1
             self.total.counts[dst] += 1
         self._fill(st, row, before)
+        more = self._listed(st, row, after) - self._listed(st, row, before)
+        if more:
+            self.listed += more
+            self._bound_lists()
         return True
 
     @staticmethod
@@ -309,6 +342,11 @@ class Balancer:
         repairs = int(sum(((st.base != st.start) & (st.start >= 0)).sum() for st in self.states))
         if self.full:
             self.notes.append(full_note(self.snap, self.full, self.fill))
+        if self.at_upmap_max():
+            self.notes.append(f"stopped at {self.listed:,} PGs with pg_upmap_items in the map, the "
+                              f"bound upmap_max ({self.upmap_max:,}): no new item list past it, only "
+                              f"the lists there changed or removed (each is in every OSDMap the mons "
+                              f"build and send; option max_upmap_items)")
         return BalanceResult(pools=self.states, items=items, moves=moves,
                              lower_bound=self.lb, notes=self.notes, repairs=repairs)
 

@@ -12,19 +12,31 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from ..model.misplaced import MisplacedBudget, affordable
-from ..model.options import FillLimit
+from ..model.options import FillLimit, Options
+
+
+@dataclass(frozen=True)
+class Guards:
+    """What no move may pass, whatever it gains: the fill limit of the OSDs it sends PGs to
+    (analysis/space.py), and `upmap_max` PGs with pg_upmap_items in the map, past which
+    no new item list is made (None: no bound)."""
+    fill: FillLimit = FillLimit.NEARFULL
+    upmap_max: Optional[int] = None
+
+    @staticmethod
+    def of(opts: Options) -> "Guards":
+        return Guards(opts.fill_limit, opts.max_upmap_items or None)
 
 
 @dataclass(frozen=True)
 class Limits:
     """What a run may spend: at most `max_items` replica moves, the object copies the
     `misplaced` budget allows (model/misplaced.py; None: no bound), and the PGs each OSD
-    may still take in or give off (`osd_room`; None: any); no PG goes to an OSD it
-    would take past `fill` (analysis/space.py)."""
+    may still take in or give off (`osd_room`; None: any), within the `guards`."""
     max_items: int = 1 << 20
     misplaced: Optional[MisplacedBudget] = None
     osd_room: Optional[np.ndarray] = None
-    fill: FillLimit = FillLimit.NEARFULL
+    guards: Guards = Guards()
 
 
 class Stop(enum.Enum):
@@ -33,6 +45,7 @@ class Stop(enum.Enum):
     ROOM = "room"              # an OSD's backfill room is used up
     WORK = "work"              # the run's work bound: its items are a partial answer
     SPACE = "space"            # a destination filled up mid-run (balancer.py's fill limit)
+    ENTRIES = "entries"        # the map holds the PGs with items the bound allows
 
 
 class Budget:

@@ -19,12 +19,12 @@ import numpy as np
 from ..rules.legality import ancestors
 from ..crush.placement import Placer
 from ..model.errors import AdvisorError
-from ..model.options import BalanceMode, FillLimit
+from ..model.options import BalanceMode
 from ..model.distribution import up_counts
 from ..model.snapshot import Snapshot
 from .balancer import Balancer, PoolState
 from .drain_moves import drained_left
-from .budget import Limits
+from .budget import Guards, Limits
 from .proposal import Aim, Proposal, items_json, propose
 
 OSD_NAME = re.compile(r"(?:osd\.)?([0-9]{1,9})")
@@ -91,12 +91,12 @@ class DrainPlan:
 
 
 def drain_plan(snap: Snapshot, target: str, and_balance: bool = False,
-               fill: FillLimit = FillLimit.NEARFULL) -> DrainPlan:
+               guards: Guards = Guards()) -> DrainPlan:
     """What draining `target` would move (with `and_balance`, and evening the pools it
-    touches), checked first; no replica goes to an OSD it would take past `fill`."""
+    touches), checked first, within the `guards`."""
     osds = drain_osds(snap, target)
     # every pool's state once: to find the pools with a replica there, then to move them
-    b = Balancer(snap, Placer.of(snap), limits=Limits(fill=fill), drain=osds)
+    b = Balancer(snap, Placer.of(snap), limits=Limits(guards=guards), drain=osds)
     touched = touched_pools(b, osds)
     names = [st.pool.name for st in touched]
     replicas = int(sum(st.level.counts[osds].sum() for st in touched))    # before the moves
@@ -140,5 +140,5 @@ def drain_json(plan: DrainPlan) -> Dict[str, Any]:
 
 
 def drain_report(snap: Snapshot, target: str, and_balance: bool = False,
-                 fill: FillLimit = FillLimit.NEARFULL) -> Dict[str, Any]:
-    return drain_json(drain_plan(snap, target, and_balance, fill))
+                 guards: Guards = Guards()) -> Dict[str, Any]:
+    return drain_json(drain_plan(snap, target, and_balance, guards))

@@ -80,6 +80,8 @@ class PoolState:
     # OSD -> (its rows when last taken, the window a move looks at first): see look.windows
     cursor: Dict[int, Tuple[np.ndarray, int]] = field(default_factory=dict)
     members: np.ndarray = field(init=False)        # `allowed` as built: the OSDs whose fullness counts
+    # only the PGs with item lists may move (the map holds the most the run allows: balancer.py)
+    only_listed: bool = False
     moves: int = 0                      # replica moves made on this state so far
     last: Tuple[int, int] = (-1, -1)    # the last one's (row, source)
 
@@ -127,7 +129,15 @@ class PoolState:
                 a = np.unique(np.concatenate([a, np.array(added, dtype=np.int64)]))
             a = self._rows[osd] = a[self.holds(a, osd)]
             self._stale.discard(osd)
-        return a
+        return a[self.listed(a)] if self.only_listed else a
+
+    def listed(self, rows: np.ndarray) -> np.ndarray:
+        """Per row: does its up set need an item list (is it not CRUSH's own set)?"""
+        up, raw = self.up[rows], self.raw[rows]
+        if self.pool.type == "replicated":
+            return ~((up[:, :, None] == raw[:, None, :]).any(axis=2) | (up < 0)).all(axis=1)
+        out: np.ndarray = (up != raw).any(axis=1)
+        return out
 
     def move(self, row: int, src: int, dst: int) -> None:
         """The replica of `row` on `src` goes to `dst`."""

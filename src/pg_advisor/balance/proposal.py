@@ -154,10 +154,13 @@ class Proposal:
                 for name, n in drained_left(self.balancer).items()}
 
     def _space(self) -> str:
-        """Why fewer moves were legal, if some OSDs were at their fill limit."""
-        full = self.balancer.full
-        return (f" ({len(full)} OSDs take no PG: at fill_limit {self.balancer.fill.value}, "
-                f"osd.{full[0]} first)" if full else "")
+        """Why fewer moves were legal: OSDs at their fill limit, the bound on item lists."""
+        b, why = self.balancer, []
+        if b.full:
+            why.append(f"{len(b.full)} OSDs take no PG: at fill_limit {b.fill.value}, osd.{b.full[0]} first")
+        if b.at_upmap_max():
+            why.append(f"the map holds upmap_max ({b.upmap_max:,}) PGs with items")
+        return f" ({'; '.join(why)})" if why else ""
 
     @property
     def throttled(self) -> bool:

@@ -11,7 +11,7 @@ from ..balance.drain import drain_report
 from ..balance.primaries import plan_primaries
 from ..balance.read_report import read_report
 from ..balance.remapped import pin_remapped, pins_report
-from ..balance.budget import Limits
+from ..balance.budget import Guards, Limits
 from ..balance.proposal import Aim, balance_report, eval_report
 from ..balance.reweighted import reweight_pins, reweight_report
 from ..model.misplaced import MisplacedBudget, misplaced_max
@@ -64,7 +64,7 @@ def answer_simulate(i: Inputs, v: Values) -> Report:
 def answer_balance(i: Inputs, v: Values) -> Report:
     aim = Aim([v["pool"]] if v["pool"] else None, v["mode"] or i.opts.balance_mode, i.opts.balance_min_gain)
     limits = Limits(v["max_items"] or MAX_BALANCE_ITEMS,
-                    MisplacedBudget.from_options(i.snap, i.opts, i.cluster_ratio), fill=i.opts.fill_limit)
+                    MisplacedBudget.from_options(i.snap, i.opts, i.cluster_ratio), guards=Guards.of(i.opts))
     report = balance_report(i.snap, aim, limits)
     report["dry_run"] = True
     return report
@@ -86,5 +86,5 @@ def answer_crush_reweight(i: Inputs, v: Values) -> Report:
 
 
 def answer_drain(i: Inputs, v: Values) -> Report:
-    return dict(drain_report(i.snap, v["osd_or_bucket"], v["and_balance"], i.opts.fill_limit),
+    return dict(drain_report(i.snap, v["osd_or_bucket"], v["and_balance"], Guards.of(i.opts)),
                 dry_run=True)

@@ -7,7 +7,7 @@ rounds for the pools the balancer would change, else a round of primary changes.
 from typing import Dict
 
 from ..balance.primaries import allows_primaries, plan_primaries
-from ..balance.budget import Limits
+from ..balance.budget import Guards, Limits
 from ..balance.proposal import Aim, propose
 from ..balance.remapped import pin_remapped
 from ..model.distribution import object_copies
@@ -86,7 +86,7 @@ def start_balancing(ex: Executor, snap: Snapshot, opts: Options, now: float) -> 
     """A plan of balance rounds for the pools the balancer would change (none: no plan,
     and False)."""
     r = propose(snap, Aim(None, opts.balance_mode, opts.balance_min_gain, BYTES_SPREAD),
-                Limits(fill=opts.fill_limit))
+                Limits(guards=Guards.of(opts)))
     shards: Dict[int, int] = {}
     for pgid, pairs in r.items.items():   # a PG's items changed: at least one shard moves
         pid = int(pgid.split(".")[0])

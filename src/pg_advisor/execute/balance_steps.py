@@ -82,7 +82,7 @@ def balance_round_step(state: PlanState, t: Tick, step: PlanStep) -> Outcome:
     even = state.and_balance or not state.drain
     rnd = balance_round(snap, RoundSpec(sorted(state.pools), max(1, step.pgs_moving or ROUND_PGS),
                                         pacing.balance_mode, budget, pacing.min_gain, pacing.min_spread,
-                                        state.drain, room, even, pacing.fill))
+                                        state.drain, room, even, pacing.guards))
     r = rnd.proposal
     in_flight = misplaced_ratio(snap) > 0 or bool(load.any())
     if not r.items and r.throttled and in_flight:

@@ -4,6 +4,7 @@ eight arguments each; the executor's tick takes the part it uses (Tick)."""
 from dataclasses import dataclass
 from typing import List, Optional
 
+from ..balance.budget import Guards
 from ..model.misplaced import MisplacedBudget
 from ..model.options import BalanceMode, Options
 from ..model.snapshot import Snapshot
@@ -26,6 +27,10 @@ class Context:
         """What one round may misplace: the misplaced budget of the options (or the cluster's
         ratio), as plan rounds take it."""
         return MisplacedBudget.from_options(self.snap, self.opts, self.cluster_ratio)
+
+    def guards(self) -> Guards:
+        """What no move may pass: the options' fill limit and bound on item lists."""
+        return Guards.of(self.opts)
 
     def sender(self) -> Burst:
         """The burst, or the commands one after another where there is none."""

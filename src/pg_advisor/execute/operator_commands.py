@@ -75,7 +75,7 @@ def balance(plans: PlanService, ctx: Context, req: BalanceRequest,
     the map puts the PGs it moved."""
     snap = ctx.snap
     rnd = balance_round(snap, RoundSpec(req.pools, req.max_items, req.mode, ctx.budget(),
-                                        min_gain=ctx.opts.balance_min_gain, fill=ctx.opts.fill_limit))
+                                        min_gain=ctx.opts.balance_min_gain, guards=ctx.guards()))
     report = proposal_json(rnd.proposal)
     report["dry_run"] = req.dry_run
     if req.dry_run:
@@ -172,7 +172,7 @@ def drain(plans: PlanService, ctx: Context,
     `and_balance`: the rounds even the pools too."""
     snap, now = ctx.snap, ctx.now
     with plans.change() as ex:
-        plan = drain_plan(snap, target, and_balance, ctx.opts.fill_limit)
+        plan = drain_plan(snap, target, and_balance, ctx.guards())
         out = dict(drain_json(plan), dry_run=dry_run)
         osds, touched = plan.osds, plan.touched
         if dry_run:

@@ -8,9 +8,10 @@ from typing import List, NamedTuple, Tuple
 
 import numpy as np
 
+from ..balance.budget import Guards
 from ..rules.reach import rule_weights
 from ..model.misplaced import misplaced_max
-from ..model.options import WEEKDAYS, BalanceMode, FillLimit, Options, check_window, minutes, weekdays
+from ..model.options import WEEKDAYS, BalanceMode, Options, check_window, minutes, weekdays
 from ..model.snapshot import Pool, Snapshot
 from .gates import MOVE_FLAGS, balancer_conflict, cluster_blockers
 
@@ -35,7 +36,7 @@ class Pacing:
     prime: bool = False             # pg_temps with items and pgp_num steps (priming.py)
     min_gain: float = 0.005         # option balance_min_gain
     min_spread: float = BYTES_SPREAD    # see BYTES_SPREAD
-    fill: FillLimit = FillLimit.NEARFULL    # option fill_limit
+    guards: Guards = Guards()       # options fill_limit and max_upmap_items
 
 
 def check_pacing(p: Pacing) -> None:
@@ -50,7 +51,7 @@ def pacing(opts: Options, cluster_ratio: float, balancer_active: bool = False) -
                window_days=opts.window_days, balancer_active=balancer_active,
                balance_mode=opts.balance_mode, max_backfills=opts.max_backfills_per_osd,
                prime=opts.prime_pg_temp, min_gain=opts.balance_min_gain,
-               fill=opts.fill_limit)
+               guards=Guards.of(opts))
     check_pacing(p)
     return p
 

@@ -7,11 +7,11 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..balance.budget import Limits
+from ..balance.budget import Guards, Limits
 from ..balance.proposal import Aim, Proposal, items_json, propose, unkept, unseats_primary
 from ..crush.upmap import map_mismatches
 from ..model.misplaced import MisplacedBudget
-from ..model.options import BalanceMode, FillLimit
+from ..model.options import BalanceMode
 from ..model.mon_commands import items_commands, rm_upmap, rm_upmap_primary, upmap, upmap_items
 from ..model.snapshot import Snapshot
 from .priming import PRIME_BATCH, Command, item_results, primed_commands
@@ -172,11 +172,11 @@ class RoundSpec:
     drain: Sequence[int] = ()
     osd_room: Optional[np.ndarray] = None
     even: bool = True
-    fill: FillLimit = FillLimit.NEARFULL
+    guards: Guards = Guards()
 
 
 def balance_round(snap: Snapshot, spec: RoundSpec) -> Round:
     """Propose one round."""
     aim = Aim(spec.pools, spec.mode, spec.min_gain, spec.min_spread, spec.drain, spec.even)
     return Round(propose(snap, aim,
-                         Limits(spec.max_items, spec.budget, spec.osd_room, spec.fill)))
+                         Limits(spec.max_items, spec.budget, spec.osd_room, spec.guards)))

@@ -145,6 +145,10 @@ class Options:
     fill_limit: FillLimit = _opt(
         FillLimit.NEARFULL, "no move sends a PG to an OSD that would pass the cluster's nearfull_ratio "
         "(nearfull) or backfillfull_ratio (backfillfull), counting what already backfills into it")
+    max_upmap_items: int = _opt(
+        10000, "PGs with pg_upmap_items the OSDMap may hold: past it balance rounds and drains set no new "
+        "item list, only change or remove those there (each is in every OSDMap the mons build, "
+        "check and send; 0: no bound)", 0, 1 << 24)
     read_balance: bool = _opt(
         False, "mode auto: once the balance rounds leave nothing to move, even each replicated "
         "pool's primaries with pg-upmap-primary entries, read_max_changes a round (Reef on, "

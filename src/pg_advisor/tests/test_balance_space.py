@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pg_advisor.analysis.space import fill_room
-from pg_advisor.balance.budget import Limits
+from pg_advisor.balance.budget import Guards, Limits
 from pg_advisor.balance.balancer import Balancer, BalanceResult
 from pg_advisor.balance.drain import drain_report
 from pg_advisor.balance.evener import fullness, used_bytes
@@ -53,7 +53,7 @@ def test_an_osd_past_nearfull_takes_no_pg_unless_the_limit_is_backfillfull(
         dumps: Dict[str, Any], limit: FillLimit, takes: bool) -> None:
     d = busiest(dumps)
     fill(dumps, d, 0.86)            # past nearfull 0.85, short of backfillfull 0.90
-    res = Balancer(load(dumps), limits=Limits(fill=limit)).run()
+    res = Balancer(load(dumps), limits=Limits(guards=Guards(fill=limit))).run()
     assert (d in gained(res)) is takes
     named = [n for n in res.notes if "take no PG" in n]
     assert bool(named) is not takes
