@@ -160,9 +160,12 @@ class Balancer:
         return self.upmap_max is not None and self.listed >= self.upmap_max
 
     def _bound_lists(self) -> None:
-        """At upmap_max, only the PGs with item lists move (their lists change or go)."""
-        for st in self.states:
-            st.only_listed = self.at_upmap_max()
+        """At upmap_max, only the PGs with item lists move (their lists change or go); told
+        to the states only when that changes (a thousand pools, tens of thousands of moves)."""
+        at = self.at_upmap_max()
+        if any(st.only_listed != at for st in self.states[:1]):
+            for st in self.states:
+                st.only_listed = at
 
     @staticmethod
     def _listed(st: PoolState, row: int, up: List[int]) -> int:
