@@ -30,8 +30,9 @@ SAMPLES_MAX = 600         # samples kept at most (a tick every second for the wi
 FULL_SHOWN = 10           # OSDs named at most
 
 
-def _new_slots(up: np.ndarray, acting: np.ndarray) -> np.ndarray:
-    """Per row and up slot: an OSD of the up set that is not in the acting set (a copy to make)."""
+def new_slots(up: np.ndarray, acting: np.ndarray) -> np.ndarray:
+    """Per row and up slot: an OSD of the up set that is not in the acting set (a copy to
+    make; the sets swapped: a copy to drop)."""
     return (up != NO_OSD) & ~(up[:, :, None] == acting[:, None, :]).any(axis=2)
 
 
@@ -42,7 +43,7 @@ def _to_copy(snap: Snapshot) -> np.ndarray:
     assert pgs is not None
     known = snap.memo.get("bytes_to_copy")
     if known is None:
-        made = pgs.bytes * _new_slots(pgs.up, pgs.acting).sum(axis=1)
+        made = pgs.bytes * new_slots(pgs.up, pgs.acting).sum(axis=1)
         made.setflags(write=False)
         known = snap.memo.setdefault("bytes_to_copy", made)
     out: np.ndarray = known
@@ -61,7 +62,7 @@ def incoming_bytes(snap: Snapshot) -> np.ndarray:
             chunks = {p.id: max(1, p.data_chunks) for p in snap.pools}
             ids, of_row = np.unique(pgs.pool, return_inverse=True)
             k = np.array([chunks.get(int(i), 1) for i in ids], np.float64)
-            new = _new_slots(pgs.up, pgs.acting)
+            new = new_slots(pgs.up, pgs.acting)
             onto = pgs.up[new]
             size = np.broadcast_to((pgs.bytes / k[of_row])[:, None], new.shape)[new]
             ok = (onto >= 0) & (onto < n)
@@ -135,7 +136,7 @@ def full_reservations(snap: Snapshot) -> Backfill:
     ok = (primary >= 0) & (primary < n)
     np.add.at(local, primary[ok], 1)
     up = pgs.up[rows]
-    targets = up[_new_slots(up, pgs.acting[rows])]
+    targets = up[new_slots(up, pgs.acting[rows])]
     np.add.at(remote, targets[(targets >= 0) & (targets < n)], 1)
     full = np.flatnonzero((local >= limit) | (remote >= limit))
     most = np.maximum(local, remote)

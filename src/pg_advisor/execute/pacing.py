@@ -8,6 +8,7 @@ from typing import List, NamedTuple, Tuple
 
 import numpy as np
 
+from ..analysis.backfill import new_slots
 from ..balance.budget import Guards
 from ..rules.reach import rule_weights
 from ..model.misplaced import misplaced_max
@@ -139,14 +140,8 @@ def backfill_load(snap: Snapshot) -> np.ndarray:
         rows = np.fromiter(map(moving.__getitem__, pgs.state), bool, pgs.count)
         up, acting = pgs.up[rows], pgs.acting[rows]
         for side, other in ((up, acting), (acting, up)):
-            ends = side[(side[:, :, None] != other[:, None, :]).all(axis=2)]
+            ends = side[new_slots(side, other)]
             np.add.at(load, ends[(ends >= 0) & (ends < n)], 1)
     load.setflags(write=False)
     kept: np.ndarray = snap.memo.setdefault("backfill_load", load)
     return kept
-    for i in np.flatnonzero(["backfill" in s for s in pgs.state]).tolist():
-        osds = set(pgs.up[i].tolist()) ^ set(pgs.acting[i].tolist())   # the ends that move
-        for o in osds:
-            if 0 <= o < n:
-                load[o] += 1
-    return load
