@@ -34,13 +34,18 @@ from .strategies import CountEvener
 # pool_state's and search's: here for the callers that read them beside the run)
 __all__ = ["Balancer", "BalanceResult", "EPS", "Level", "MOVE_COST", "PoolState", "WORK_MAX"]
 
-# The work one run may do, in units of one (PG, OSD) legality check (some 40 ns): the
-# pools' states first, then the checks, at least MOVE_COST a look. Past it a run stops
-# with a note and the next continues from its items; sized so that the largest maps of
-# doc/balance.rst and doc/robustness.rst end within it (qa/bench/large_inputs.py).
+# The work one run's search may do, in units of one (PG, OSD) legality check (some 40 ns),
+# at least MOVE_COST a look. Past it a run stops with a note and the next continues from
+# its items; sized so that the largest maps of doc/balance.rst and doc/robustness.rst end
+# within it (qa/bench/large_inputs.py). Building the pools' states is not charged to it:
+# that cost follows the PGs, which are bounded before any mapping (commands/bounds.py
+# offline, the loader's replica bound in the mgr), and charged here it left nothing for
+# the moves: 2^20 PGs on 20,000 OSDs cost 377,797,233 units to build, and every run of
+# that map stopped with no move made (issue 58).
 WORK_MAX = 220_000_000
 # what building the states costs, in those units (a hash 31 ns, CRUSH's bookkeeping
-# 0.8 us a replica, a state's arrays 0.36 us a replica and 0.54 ms a pool)
+# 0.8 us a replica, a state's arrays 0.36 us a replica and 0.54 ms a pool): said in the
+# work bound's note and counted with the search (model/work.py), not bounded here
 DRAW_COST = 1           # a (PG, bucket item) pair CRUSH hashed
 CRUSH_REPLICA_COST = 20     # a replica CRUSH mapped
 STATE_REPLICA_COST = 9      # a replica of a pool's state
@@ -93,15 +98,15 @@ class Balancer:
         self.listed, self.upmap_max = len(snap.pg_upmap_items), limits.guards.upmap_max
         self._bound_lists()
         self._close(np.flatnonzero(self.usable & ((self.room < self.reserve) | (self.room <= 0))))
-        # the work so far (see WORK_MAX): the states' cost, CRUSH's where this run mapped
-        # the pools (a placer that mapped them before, as the mgr's between changes, did it)
+        # what the states cost (see WORK_MAX), CRUSH's where this run mapped the pools (a
+        # placer that mapped them before, as the mgr's between changes, did it)
         self.built_cost = ((self.placer.work.draws - crush.draws) * DRAW_COST
                            + (self.placer.work.replicas - crush.replicas) * CRUSH_REPLICA_COST
                            + sum(st.up.size for st in self.states) * STATE_REPLICA_COST
                            + len(self.states) * STATE_POOL_COST)
         m = limits.misplaced or MisplacedBudget(None, False)     # (None: no misplaced bound)
         self.budget = Budget(m.copies, m.first_free,
-                             limits.osd_room, self.built_cost, WORK_MAX, _weakly(self._note_work_stop))
+                             limits.osd_room, 0, WORK_MAX, _weakly(self._note_work_stop))
         for st in self.states:
             st.budget = self.budget
         self.lb = 0
@@ -221,9 +226,10 @@ class Balancer:
         moved = int(sum(((st.up != st.start) & (st.start >= 0)).sum() for st in self.states))
         per_osd = max((float(st.counts.sum()) / max(int(st.allowed.sum()), 1) for st in self.states),
                       default=0.0)
-        self.notes.append(f"stopped at {self.budget.work_max:,} units of work, the bound of one run "
-                          f"(the pools' states cost {self.built_cost:,}, the rest were legality "
-                          f"checks; {moved:,} replica moves made; the largest pool holds "
+        self.notes.append(f"stopped at {self.budget.work_max:,} units of work, the bound of one run's "
+                          f"search (legality checks; building the pools' states cost "
+                          f"{self.built_cost:,} beside it; {moved:,} replica moves made; "
+                          f"the largest pool holds "
                           f"{per_osd:,.0f} PGs per OSD it may use): the items are a partial "
                           f"answer, and another run continues from them")
 
@@ -362,5 +368,5 @@ class Balancer:
         CountEvener(self).balance(even)     # (made per run: it refers back to this one)
         if then is not None and even:
             then()
-        count("balance_work", self.budget.work)
+        count("balance_work", self.built_cost + self.budget.work)     # (the states, then the search)
         return self._result()

@@ -177,6 +177,10 @@ class Drainer:
                                 for p, c in enumerate(checked)], axis=1)
         order = order[:, np.argsort(order[2], kind="stable")]
         cost = [self._cost(c[0])[c[3]] for c in checked]
+        # moves made onto each OSD: each adds the total's part to every pool's cost there,
+        # added as a row is scored (per move over every pool's costs: 1,000 pools x 5,401
+        # replicas took 13.5 s)
+        onto = np.zeros(T.counts.size)
         made = 0
         again: List[List[int]] = [[] for _ in checked]
         for p, i in zip(order[0].tolist(), order[1].tolist()):
@@ -185,7 +189,7 @@ class Drainer:
                 break
             hi = self.caps[id(st)][0]
             room = (hi[cand] > st.level.counts[cand]) & (self.total_hi[cand] > T.counts[cand])
-            score = np.where(ok[i] & room, cost[p], np.inf)
+            score = np.where(ok[i] & room, cost[p] + TOTAL_WEIGHT * onto[cand], np.inf)
             j = int(np.argmin(score)) if score.size else 0
             if not score.size or score[j] == np.inf:
                 again[p].append(i)
@@ -195,8 +199,7 @@ class Drainer:
                 break
             made += 1
             cost[p][j] += 1
-            for q, c in enumerate(checked):     # the total's part of every pool's cost there
-                cost[q][c[3] == d] += TOTAL_WEIGHT
+            onto[d] += 1
         return made, [np.array(a, dtype=np.int64) for a in again]
 
     def _chain(self, st: PoolState, row: int, x: int, hi: np.ndarray) -> bool:

@@ -88,7 +88,10 @@ class MoveSearch:
              cost: np.ndarray) -> Optional[Tuple[int, int]]:
         """The best (row, destination) for a replica on `src`: lowest `cost` among `take`,
         and of equals a row where src is not CRUSH's own choice (that undoes an item), then
-        one where src is not the primary (see moves_primary)."""
+        one where src is not the primary (see moves_primary). None once the run has
+        stopped: nothing found could be made, and a look costs a window's checks."""
+        if self.budget.stopped:
+            return None
         look = self._look
         if look is not None and look.still(st, src):
             # the window the last look found its move in, as a fresh look would see it
@@ -144,8 +147,9 @@ class MoveSearch:
 
     def pull(self, st: PoolState, dst: int, give: np.ndarray,
              pref: np.ndarray) -> Optional[Tuple[int, int]]:
-        """The best (row, source) to bring a replica onto `dst`: highest `pref` among `give`."""
-        if not st.allowed[dst]:
+        """The best (row, source) to bring a replica onto `dst`: highest `pref` among `give`
+        (None once the run has stopped, as push)."""
+        if self.budget.stopped or not st.allowed[dst]:
             return None
         srcs = np.flatnonzero(give)
         srcs = srcs[srcs != dst]

@@ -124,6 +124,8 @@ class CountEvener:
         made = 0
         cost = self._cost(st, slice(None))
         for src in _order(L.dev(), L.excess()):
+            if self.stopped:        # (a stopped run still walked 18,734 OSDs' windows)
+                return made
             while L.counts[src] > L.hi[src]:
                 mv = search.push(st, src, L.counts < L.hi, cost)
                 if mv is None or not self.run.apply_move(st, mv[0], src, mv[1]):
@@ -131,6 +133,8 @@ class CountEvener:
                 cost[[src, mv[1]]] = self._cost(st, [src, mv[1]])
                 made += 1
         for dst in _order(-L.dev(), L.deficit()):
+            if self.stopped:
+                return made
             while L.counts[dst] < L.lo[dst]:
                 pref = T.dev() + FIRST * L.excess() + TIE * L.dev()
                 mv = search.pull(st, dst, L.counts > L.lo, pref)

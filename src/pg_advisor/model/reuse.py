@@ -76,6 +76,12 @@ class SnapshotReuse:
         self._lock = threading.Lock()
         self._reading = threading.Lock()
 
+    @property
+    def last(self) -> Optional[Snapshot]:
+        """The snapshot kept, however old (None: none): what a new read may take results
+        from where they still hold (crush/placement.Placer.carry)."""
+        return self._snap
+
     def get(self, key: Optional[ChangeKey], load: Callable[[], Snapshot], now: float,
             fresh: bool = False, lazy: bool = False) -> Snapshot:
         """The kept snapshot if `key` is the one it was read under (and it is younger than

@@ -7,7 +7,7 @@ import pytest
 
 from pg_advisor.model import snapshot
 from pg_advisor.balance.balancer import MOVE_COST, Balancer
-from pg_advisor.balance.budget import Limits
+from pg_advisor.balance.budget import Limits, Stop
 from pg_advisor.balance.evener import byte_spread
 from pg_advisor.balance.proposal import Aim, propose
 from pg_advisor.balance import report_types as rt
@@ -238,14 +238,15 @@ def test_work_bound_stops_the_run_with_a_note(snap: snapshot.Snapshot,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     whole = balance_report(snap, Aim(mode=PGS), Limits(misplaced=MisplacedBudget(1e18, False)))
     assert whole["moves"] > 2 and not any("units of work" in n for n in whole["notes"])
-    # the states' cost counts: a bound just above it leaves room for two looks
+    # the bound is the search's: a bound below what the states cost still leaves two looks
+    # (charged to it, 2^20 PGs on 20,000 OSDs spent it all on the states, no move in any run)
     built = Balancer(snap).built_cost
-    assert built > 0
-    bound = built + 2 * MOVE_COST
+    bound = 2 * MOVE_COST
+    assert built > bound
     monkeypatch.setattr("pg_advisor.balance.balancer.WORK_MAX", bound)
     cut = balance_report(snap, Aim(mode=PGS), Limits(misplaced=MisplacedBudget(1e18, False)))
     note = next(n for n in cut["notes"] if f"stopped at {bound:,} units of work" in n)
-    assert f"the pools' states cost {built:,}" in note, note
+    assert f"building the pools' states cost {built:,} beside it" in note, note
     # the figures as they are: the moves made, and the fixture's ~27 PGs per OSD (not "thousands")
     assert f"; {cut['moves']:,} replica moves made; the largest pool holds " in note, note
     assert 0 < cut["moves"] <= 2, note
@@ -253,6 +254,34 @@ def test_work_bound_stops_the_run_with_a_note(snap: snapshot.Snapshot,
     assert cut["moves"] < whole["moves"]
     # the work bound is not the misplaced budget: the executor must not wait on it
     assert cut["throttled"] is False
+
+
+def test_a_stopped_run_looks_at_no_more_windows(snap: snapshot.Snapshot,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # once a bound stops the run, no search looks at an OSD's PGs again: a stopped run of
+    # 20,000 OSDs still walked 18,734 OSDs' windows, 36 s for moves it could not make
+    from pg_advisor.balance import search
+    looked: List[bool] = []     # per window: was the run stopped when it was taken
+    taken = search.windows
+
+    def windows(st: Any, osd: int) -> Any:
+        for w in taken(st, osd):
+            looked.append(st.budget.stopped)
+            yield w
+
+    monkeypatch.setattr(search, "windows", windows)
+    monkeypatch.setattr("pg_advisor.balance.balancer.WORK_MAX", 2 * MOVE_COST)
+    for limits in (Limits(misplaced=MisplacedBudget(1e18, False)), Limits(max_items=1)):
+        looked.clear()
+        p = propose(snap, Aim(mode=PGS), limits)
+        assert p.balancer.stopped and looked and not any(looked), (limits, looked)
+    # and a pull, which takes windows of many sources at once, takes none once stopped
+    b = Balancer(snap)
+    st = b.states[0]
+    b.budget.halt(Stop.WORK)
+    looked.clear()
+    assert b.search.pull(st, 0, np.ones(st.allowed.size, bool), np.zeros(st.allowed.size)) is None
+    assert looked == []
 
 
 def test_bytes_mode_steps_count_against_the_work_bound(snap: snapshot.Snapshot,

@@ -234,19 +234,26 @@ def test_an_unchanged_cluster_is_read_once_and_mapped_once(
     for _ in range(3):
         everything()
     assert (fake.reads["pg_dump"], runs[0], asked[0]) == (reads, crush, scaler)
-    # a new map: read and mapped again, once
+    # a new map: read again, once; where it changed nothing CRUSH reads (a round's items),
+    # its CRUSH sets are the last snapshot's (crush/placement.Placer.carry)
     fake.docs["osd_map"]["epoch"] += 1
     everything()
     everything()
-    assert fake.reads["pg_dump"] == reads + 1 and runs[0] > crush
-    # new PG stats (objects written): read again (CRUSH too: a new snapshot maps anew)
+    assert fake.reads["pg_dump"] == reads + 1 and runs[0] == crush
+    # an OSD reweighted: mapped again
+    fake.docs["osd_map"]["epoch"] += 1
+    fake.docs["osd_map"]["osds"][0]["weight"] = 0.5
+    everything()
+    assert fake.reads["pg_dump"] == reads + 2 and runs[0] > crush
+    # new PG stats (objects written): read again, CRUSH's sets kept
+    crush = runs[0]
     fake.docs["pg_dump"]["pg_stats_sum"]["stat_sum"]["num_objects"] += 10
     everything()
-    assert fake.reads["pg_dump"] == reads + 2
+    assert fake.reads["pg_dump"] == reads + 3 and runs[0] == crush
     # a summary that cannot be read: nothing is kept, every read is fresh
     del fake.docs["pg_dump"]["pg_stats"]
     code = module._handle_command(None, {"prefix": "pg-advisor status"})[0]
-    assert code == -22 and fake.reads["pg_dump"] == reads + 3
+    assert code == -22 and fake.reads["pg_dump"] == reads + 4
 
 
 def test_the_status_refresh_takes_one_snapshot(module: Module, monkeypatch: pytest.MonkeyPatch) -> None:
