@@ -235,7 +235,8 @@ def main() -> int:
                 bad += not ok
                 line(COLS, [name, " ".join(cmd), r.code, r.seconds, r.peak_mib, "yes" if ok else "NO",
                             _balanced(cmd, r.out) or (r.err.splitlines() or [""])[0][:90]])
-    print(f"\n{bad} commands outside the contract (exit 0/2, < {LIMIT_S:g} s, < {LIMIT_MIB} MiB)")
+    print(f"\n{bad} commands outside the contract (exit 0/2, < {LIMIT_S:g} s ({SCALE_S:g} s for "
+          f"{', '.join(SCALE)}), < {LIMIT_MIB} MiB)")
     return 0
 
 
