@@ -232,6 +232,8 @@ CASES: Dict[str, Tuple[Layout, List[str], List[PoolSpec]]] = {
               PoolSpec("p_rack_host", 1024, "rack_then_host"), PoolSpec("ec42", 1024, ec=(4, 2))]),
     "10000": (Layout(20, 25, 20, weight=lambda o: (1.0, 2.0, 4.0)[o % 3]), [REPLICATED_HOST],
               [PoolSpec("rbd", 81920)]),
+    "4000": (Layout(10, 20, 20, weight=lambda o: (1.0, 2.0, 4.0)[o % 3]), [REPLICATED_HOST],
+             [PoolSpec("rbd", 32768)]),
     "multi": (rooms(2, 3, 4), MULTI_RULES, [replace(p, pg_num=p.pg_num // 4) for p in MULTI384_POOLS]),
     # "multi" at 384 OSDs (3 rooms of 4 racks of 4 hosts of 8), one ssd per host: a map
     # on which a balancer can leave the pools' totals over 1 PG from their shares
@@ -289,7 +291,7 @@ def reweighted_multi(tmp: Path) -> Tuple[GeneratedMap, Dict[str, Any], Dict[str,
 def demo(big: bool, out: Optional[Path]) -> None:
     with tempfile.TemporaryDirectory(prefix="monbuilt-") as d:
         for label, (layout, rules, pools) in CASES.items():
-            if label == "10000" and not big:
+            if label in ("10000", "4000") and not big:
                 continue
             t0 = time.monotonic()
             gm = build((out or Path(d)) / label, layout, rules, pools)

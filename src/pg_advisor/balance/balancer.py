@@ -29,6 +29,7 @@ from .pool_state import (EPS, BalanceResult, build_state, ChainMove, Level, move
                          StateSource)
 from .search import MOVE_COST, MoveSearch, Primaries
 from .strategies import CountEvener
+from .unlist import remove_needless
 
 # what the other modules import from here, the run's module (EPS and MOVE_COST are
 # pool_state's and search's: here for the callers that read them beside the run)
@@ -84,7 +85,10 @@ class Balancer:
         self.states: List[PoolState] = []
         self._notes_of: Dict[str, List[str]] = {}     # pool name -> the notes its state gave
         self._by_rule: Dict[int, Tuple[np.ndarray, List[int]]] = {}   # rule -> weights, OSDs lost
-        self._source = StateSource(snap, self.placer, self.anc, self.usable, _weakly(self._rule_weights))
+        # the goal's width: floor to ceiling of each share, `deviation` - 1 PGs more each way
+        self.slack = max(limits.guards.deviation, 1) - 1
+        self._source = StateSource(snap, self.placer, self.anc, self.usable, _weakly(self._rule_weights),
+                                   self.slack)
         crush = copy.copy(self.placer.work)
         self._build_states(pools)
         self._sum_total()
@@ -135,7 +139,7 @@ class Balancer:
     def _sum_total(self) -> None:
         n = self.snap.osds.count
         self.total = Level(sum((st.counts for st in self.states), np.zeros(n, np.int64)),
-                           sum((st.share for st in self.states), np.zeros(n)))
+                           sum((st.share for st in self.states), np.zeros(n)), self.slack)
 
     def only(self, names: Sequence[str]) -> "Balancer":
         """Keep the states of these pools alone (before any move): a caller that has looked
@@ -327,9 +331,9 @@ class Balancer:
         missing below its floor, whichever is more, summed; or the same for the totals, if
         that is more (every move fixes at most one unit of each)."""
         n = self.snap.osds.count
-        pools = sum(Level(up_counts(st.base, n), st.share).bound() for st in self.states)
+        pools = sum(Level(up_counts(st.base, n), st.share, self.slack).bound() for st in self.states)
         total = Level(sum((up_counts(st.base, n) for st in self.states), np.zeros(n, np.int64)),
-                      self.total.share).bound()
+                      self.total.share, self.slack).bound()
         return max(pools, total)
 
     def _repair(self) -> None:
@@ -360,11 +364,17 @@ class Balancer:
                              lower_bound=self.lb, notes=self.notes, repairs=repairs)
 
     def run(self, max_moves: int = 1 << 30, then: Optional[Callable[[], None]] = None,
-            even: bool = True) -> BalanceResult:
+            even: bool = True, fullness: bool = False) -> BalanceResult:
         """Balance PG counts with at most `max_moves` replica moves (item lists), then run
         `then` (bytes mode's evener) within what is left of the budget. Not `even`: only
-        empty the drained OSDs (evening the rest is `balance`'s)."""
+        empty the drained OSDs (evening the rest is `balance`'s). `fullness`: bytes mode,
+        whose lists may be there for fullness (unlist.py)."""
         self._begin(max_moves)
+        if even and not self.drain.size:
+            removed = remove_needless(self, fullness)
+            if removed:
+                self.notes.append(f"{removed:,} PGs' pg_upmap_items removed first: CRUSH's own set "
+                                  f"keeps each OSD within the goal")
         CountEvener(self).balance(even)     # (made per run: it refers back to this one)
         if then is not None and even:
             then()

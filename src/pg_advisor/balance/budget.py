@@ -18,14 +18,16 @@ from ..model.options import FillLimit, Options
 @dataclass(frozen=True)
 class Guards:
     """What no move may pass, whatever it gains: the fill limit of the OSDs it sends PGs to
-    (analysis/space.py), and `upmap_max` PGs with pg_upmap_items in the map, past which
-    no new item list is made (None: no bound)."""
+    (analysis/space.py), `upmap_max` PGs with pg_upmap_items in the map, past which no new
+    item list is made (None: no bound), and the evenness past which none is needed: an OSD
+    within `deviation` PGs of its share (pool_state.Level) is not moved for."""
     fill: FillLimit = FillLimit.NEARFULL
     upmap_max: Optional[int] = None
+    deviation: int = 1
 
     @staticmethod
     def of(opts: Options) -> "Guards":
-        return Guards(opts.fill_limit, opts.max_upmap_items or None)
+        return Guards(opts.fill_limit, opts.max_upmap_items or None, opts.upmap_max_deviation)
 
 
 @dataclass(frozen=True)

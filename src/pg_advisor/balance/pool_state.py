@@ -20,13 +20,14 @@ EPS = 1e-9      # shares are floats: a count within EPS of one is at it
 
 
 class Level:
-    """PG counts per OSD beside their share; the goal is floor(share) <= count <= ceil(share)."""
+    """PG counts per OSD beside their share; the goal is floor(share) <= count <= ceil(share),
+    widened by `slack` PGs each way (a deviation of slack + 1: Guards.deviation)."""
 
-    def __init__(self, counts: np.ndarray, share: np.ndarray) -> None:
+    def __init__(self, counts: np.ndarray, share: np.ndarray, slack: int = 0) -> None:
         self.counts = counts.astype(np.int64)
         self.share = share
-        self.lo = np.floor(share + EPS)
-        self.hi = np.ceil(share - EPS)
+        self.lo = np.maximum(np.floor(share + EPS) - slack, 0.0)
+        self.hi = np.ceil(share - EPS) + slack
 
     def dev(self) -> np.ndarray:
         return self.counts - self.share
@@ -82,13 +83,14 @@ class PoolState:
     members: np.ndarray = field(init=False)        # `allowed` as built: the OSDs whose fullness counts
     # only the PGs with item lists may move (the map holds the most the run allows: balancer.py)
     only_listed: bool = False
+    slack: int = 0                      # the goal's PGs each way past floor and ceiling (Level)
     moves: int = 0                      # replica moves made on this state so far
     last: Tuple[int, int] = (-1, -1)    # the last one's (row, source)
 
     def __post_init__(self) -> None:
         self.members = self.allowed.copy()
         n = self.share.shape[0]
-        self.level = Level(up_counts(self.up, n), self.share)
+        self.level = Level(up_counts(self.up, n), self.share, self.slack)
         rows = np.flatnonzero(self.healthy)
         osd = self.up[rows].reshape(-1)
         row = np.repeat(rows, self.up.shape[1])
@@ -217,6 +219,7 @@ class StateSource:
     usable: np.ndarray      # per OSD: may a move use it (up, in, weighted, not drained)
     # a rule's weights per OSD (0 where the run gives no share) and the OSDs it cannot reach
     weights: Callable[[Rule], Tuple[np.ndarray, List[int]]]
+    slack: int = 0          # the goal's PGs past floor and ceiling of the share (Level)
 
 
 def build_state(src: StateSource, pool: Pool, notes: List[str]) -> PoolState:
@@ -279,4 +282,4 @@ def build_state(src: StateSource, pool: Pool, notes: List[str]) -> PoolState:
                      share=share, by_weight=weight_share(pool, w, placed),
                      allowed=(w > 0) & usable,
                      shape=shape, healthy=full & ~stuck & ~owned & ~unwell, objects=objects, bytes=size,
-                     primary=cur.up_primary.copy())
+                     primary=cur.up_primary.copy(), slack=src.slack)

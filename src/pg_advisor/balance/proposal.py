@@ -215,7 +215,8 @@ def propose(snap: Snapshot, aim: Aim = Aim(), limits: Limits = Limits(), *,
         else:
             ByteEvener(b, aim.min_gain).run()
     even = aim.even or not b.drain.size
-    return Proposal(snap, mode, b, b.run(limits.max_items, bytes_after_counts, even),
+    return Proposal(snap, mode, b, b.run(limits.max_items, bytes_after_counts, even,
+                                         fullness=mode is BalanceMode.BYTES and snap.pgs is not None),
                     limits.misplaced.copies if limits.misplaced is not None else None)
 
 

@@ -145,6 +145,10 @@ class Options:
     fill_limit: FillLimit = _opt(
         FillLimit.NEARFULL, "no move sends a PG to an OSD that would pass the cluster's nearfull_ratio "
         "(nearfull) or backfillfull_ratio (backfillfull), counting what already backfills into it")
+    upmap_max_deviation: int = _opt(
+        1, "balance moves no replica for an OSD within this many PGs of its share, in a pool and in "
+        "total (1: within floor and ceiling of the share; Ceph's balancer's option of that name is "
+        "5 by default): a larger one leaves fewer pg_upmap_items in the map", 1, 1000)
     max_upmap_items: int = _opt(
         10000, "PGs with pg_upmap_items the OSDMap may hold: past it balance rounds and drains set no new "
         "item list, only change or remove those there (each is in every OSDMap the mons build, "

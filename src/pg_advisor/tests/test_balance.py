@@ -271,7 +271,7 @@ def test_a_stopped_run_looks_at_no_more_windows(snap: snapshot.Snapshot,
 
     monkeypatch.setattr(search, "windows", windows)
     monkeypatch.setattr("pg_advisor.balance.balancer.WORK_MAX", 2 * MOVE_COST)
-    for limits in (Limits(misplaced=MisplacedBudget(1e18, False)), Limits(max_items=1)):
+    for limits in (Limits(misplaced=MisplacedBudget(1e18, False)), Limits(max_items=2)):
         looked.clear()
         p = propose(snap, Aim(mode=PGS), limits)
         assert p.balancer.stopped and looked and not any(looked), (limits, looked)
