@@ -98,6 +98,15 @@ def test_eval_dry_run_and_a_bounded_round(logged_rbd: Cluster) -> None:
         assert not check_up_set(osd_dump, crush, pools[int(pgid.split(".")[0])], up), pgid
     c.wait_clean()
     wait_until(lambda: c.advisor("eval")["score"] <= before["score"], 30, "the score not to get worse")
+    # status counts the lists this round set among pg_advisor's (mgr/mon.OwnedItems), within
+    # the map's; its snapshot shows the new map within a minute
+    set_ = sum(1 for pairs in done["items"].values() if pairs)
+
+    def entries() -> Dict[str, Any]:
+        return c.advisor("status")["cluster"]["upmap_entries"]
+    wait_until(lambda: entries()["pg_upmap_items_ours"] >= set_, 90, "status to count the round's lists")
+    e = entries()
+    assert e["pg_upmap_items_ours"] <= e["pg_upmap_items"] == len(c.json("osd", "dump")["pg_upmap_items"])
 
 
 @pytest.mark.parametrize("args, code, message", [

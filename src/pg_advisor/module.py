@@ -56,6 +56,8 @@ class Module(MgrModule):
         self.progress = PlanProgress()
         self.commands = LiveCommands(self)
         self.background = MgrServe(self, self._wake)
+        # the item lists pg_advisor set (status's count of them): told by send and burst
+        self.owned = mon.OwnedItems(self.get_store, self.set_store)
 
     # -- the options -----------------------------------------------------------------------------
 
@@ -100,18 +102,23 @@ class Module(MgrModule):
 
     def inputs(self) -> Inputs:
         opts = self.current_options()
-        return Inputs(self.reader.take_snapshot(lazy=True), opts, self.balanced(opts), self.cluster_ratio())
+        return Inputs(self.reader.take_snapshot(lazy=True), opts, self.balanced(opts), self.cluster_ratio(),
+                      self.owned.ours)
 
     # -- the mon (mgr/mon.py): what the Driver sends through -------------------------------------
 
     def send(self, cmd: Dict[str, Any]) -> Tuple[int, str]:
-        return mon.send(self, cmd)
+        out = mon.send(self, cmd)
+        self.owned.sent([cmd], [out])
+        return out
 
     def send_nowait(self, cmd: Dict[str, Any]) -> mon.Wait:
         return mon.send_nowait(self, cmd)
 
     def burst(self, cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
-        return mon.burst(self.send_nowait, cmds)
+        out = mon.burst(self.send_nowait, cmds)
+        self.owned.sent(cmds, out)
+        return out
 
     @property
     def driver(self) -> Driver:

@@ -107,6 +107,17 @@ def status_of(snap: Snapshot, pool_name: Optional[str] = None,
     return copy.copy(doc)
 
 
+def with_ours(report: StatusReport, ours: Optional[int]) -> StatusReport:
+    """The report with the count of the map's item lists pg_advisor set (the mgr's record,
+    mgr/mon.OwnedItems): a copy down to where it changes (status_of's stays as memoized)."""
+    cluster = copy.copy(report["cluster"])
+    cluster["upmap_entries"] = copy.copy(cluster["upmap_entries"])
+    cluster["upmap_entries"]["pg_upmap_items_ours"] = ours
+    out = copy.copy(report)
+    out["cluster"] = cluster
+    return out
+
+
 @dataclass
 class Figures:
     """What the status view shows, computed: per pool (rows of snap.pools) and OSD."""
@@ -340,7 +351,8 @@ def _cluster(snap: Snapshot, f: Figures) -> ClusterSummary:
         "upmap_entries": {"pg_upmap_items": len(snap.pg_upmap_items),
                           "pg_upmap_items_pairs": sum(len(v) for v in snap.pg_upmap_items.values()),
                           "pg_upmap": len(snap.pg_upmap),
-                          "pg_upmap_primaries": len(snap.pg_upmap_primaries)},
+                          "pg_upmap_primaries": len(snap.pg_upmap_primaries),
+                          "pg_upmap_items_ours": None},     # (the mgr's record: mgr/mon.OwnedItems)
     }
 
 

@@ -62,6 +62,7 @@ class UpmapEntries(TypedDict):
     pg_upmap_items_pairs: int     # (from, to) pairs in them
     pg_upmap: int                 # PGs with a full mapping
     pg_upmap_primaries: int
+    pg_upmap_items_ours: Optional[int]    # those pg_advisor set (None offline: unknown)
 
 
 class ClusterSummary(TypedDict):

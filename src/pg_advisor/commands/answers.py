@@ -1,11 +1,11 @@
 """The reports of the commands that only read: the same function answers `ceph pg-advisor X`
 in the mgr and `python3 -m pg_advisor ... X` offline, from a snapshot and the options."""
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from ..analysis.growth import NewHost, growth_report
 from ..analysis.plan import plan_report
-from ..analysis.status import status_of
+from ..analysis.status import status_of, with_ours
 from ..analysis.whatif import Change, pg_map, simulate
 from ..balance.drain import drain_report
 from ..balance.primaries import plan_primaries
@@ -32,10 +32,13 @@ class Inputs:
     opts: Options
     balanced: bool
     cluster_ratio: float
+    # how many of the map's item lists are pg_advisor's (the mgr's record; offline: unknown)
+    owned: Optional[Callable[[Mapping[str, Sequence[Tuple[int, int]]]], int]] = None
 
 
 def answer_status(i: Inputs, v: Values) -> Report:
-    return status_of(i.snap, v["pool"], i.opts, i.balanced)
+    report = status_of(i.snap, v["pool"], i.opts, i.balanced)
+    return with_ours(report, i.owned(i.snap.pg_upmap_items)) if i.owned is not None else report
 
 
 def answer_eval(i: Inputs, v: Values) -> Report:

@@ -5,6 +5,7 @@ import logging
 from typing import Any, Dict, List, Protocol
 
 from ..commands.answers import Inputs
+from .mon import OwnedItems
 from ..execute.context import Context
 from ..execute.driver import Driver
 from .panel import Panel
@@ -18,6 +19,7 @@ class ModuleFace(Protocol):
     reader: MgrReader
     panel: Panel
     progress: PlanProgress
+    owned: OwnedItems
 
     @property
     def log(self) -> logging.Logger: ...

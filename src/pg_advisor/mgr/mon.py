@@ -1,13 +1,22 @@
 """The mon commands themselves, through the mgr: one waited for, one sent without waiting,
-a burst that the mon takes into one map epoch; and Ceph's own mapping of a PG in the
-mgr's OSDMap."""
+a burst that the mon takes into one map epoch; Ceph's own mapping of a PG in the mgr's
+OSDMap; and which of the map's pg_upmap_items are pg_advisor's (OwnedItems).
+
+Those are the item lists it set, by PG, as the mon acknowledged them (every command goes
+out through the module's send and burst, which tell OwnedItems). A PG's list counts as
+pg_advisor's while the map holds exactly what pg_advisor set there; another tool's change,
+or the mon dropping it, ends that. Kept in the mgr store (a failover keeps the count); a
+stored value that cannot be read counts as none kept."""
 import errno
 import json
+import threading
 import time
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from mgr_module import MgrModule
 from mgr_module import CommandResult as MonResult
+
+from ..model.mon_commands import PG_UPMAP_ITEMS as SET, RM_PG_UPMAP_ITEMS as REMOVE
 
 BURST_WAIT = 120.0  # seconds a burst's commands may take to answer, all together
 
@@ -56,3 +65,70 @@ def mon_mapping(osdmap: Any, pgid: str) -> Dict[str, Any]:
     mgr's OSDMap."""
     head, tail = pgid.split(".")
     return dict(osdmap.pg_to_up_acting_osds(int(head), int(tail, 16)))
+
+
+STORE_KEY = "owned_upmap_items"
+# entries kept beyond those the map holds: lists just set that a snapshot may not show yet;
+# past it the ones the map does not hold go (a kept record never outgrows the map by more)
+SLACK = 4096
+MOST = 1 << 21      # entries a stored value may hold: more is not a record this module wrote
+
+
+class OwnedItems:
+    def __init__(self, get: Callable[[str], Optional[str]],
+                 put: Callable[[str, Optional[str]], None]) -> None:
+        self._get, self._put = get, put
+        self._lock = threading.Lock()
+        self._items: Optional[Dict[str, Tuple[int, ...]]] = None     # read at first use
+
+    def _read(self) -> Dict[str, Tuple[int, ...]]:
+        if self._items is None:
+            self._items = _parse(self._get(STORE_KEY))
+        return self._items
+
+    def sent(self, cmds: Sequence[Mapping[str, Any]], results: Sequence[Tuple[int, str]]) -> None:
+        """Commands sent to the mon and their answers: record the item lists it took."""
+        changed = False
+        with self._lock:
+            items = self._read()
+            for c, (code, _) in zip(cmds, results):
+                prefix = c.get("prefix")
+                if code != 0 or prefix not in (SET, REMOVE):
+                    continue
+                pgid = str(c.get("pgid"))
+                ids = tuple(int(x) for x in c.get("id", ())) if prefix == SET else ()
+                if ids:
+                    items[pgid] = ids
+                else:
+                    items.pop(pgid, None)
+                changed = True
+            if changed:
+                self._put(STORE_KEY, json.dumps({k: list(v) for k, v in items.items()}))
+
+    def ours(self, in_map: Mapping[str, Sequence[Tuple[int, int]]]) -> int:
+        """How many of the map's item lists (`in_map`, a snapshot's) are pg_advisor's; the
+        record is trimmed to the map's (and SLACK more) as it is read."""
+        with self._lock:
+            items = self._read()
+            n = sum(1 for pgid, pairs in in_map.items()
+                    if items.get(pgid) == tuple(o for p in pairs for o in p))
+            if len(items) > len(in_map) + SLACK:
+                for pgid in [k for k in items if k not in in_map]:
+                    del items[pgid]
+            return n
+
+
+def _parse(raw: Optional[str]) -> Dict[str, Tuple[int, ...]]:
+    """The stored record, or none if it is not one (never an error: it only counts)."""
+    try:
+        doc = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    if not isinstance(doc, dict) or len(doc) > MOST:
+        return {}
+    out: Dict[str, Tuple[int, ...]] = {}
+    for k, v in doc.items():
+        if isinstance(v, list) and 0 < len(v) <= 64 and len(v) % 2 == 0 and all(
+                isinstance(x, int) and not isinstance(x, bool) for x in v):
+            out[str(k)] = tuple(v)
+    return out

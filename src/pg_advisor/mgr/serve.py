@@ -12,7 +12,7 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional
 
-from ..analysis.status import status_of
+from ..analysis.status import status_of, with_ours
 from ..analysis.status_types import StatusReport
 from ..model import health_checks as checks_of, snapshot
 from ..model.errors import AdvisorError
@@ -133,7 +133,9 @@ class MgrServe:
 
     def status(self, pool: Optional[str] = None, snap: Optional[snapshot.Snapshot] = None) -> StatusReport:
         opts = self.mgr.current_options()
-        return status_of(snap or self.mgr.reader.take_snapshot(), pool, opts, self.mgr.balanced(opts))
+        snap = snap or self.mgr.reader.take_snapshot()
+        report = status_of(snap, pool, opts, self.mgr.balanced(opts))
+        return with_ours(report, self.mgr.owned.ours(snap.pg_upmap_items))
 
     def refresh_status(self) -> None:
         """The status the panel and /metrics serve (and the sizing checks read): the costly

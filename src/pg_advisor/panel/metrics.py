@@ -111,7 +111,8 @@ FAMILIES: Dict[str, str] = {
     "pg_advisor_backfill_waiting_pgs": "PGs waiting for a backfill reservation (backfill_wait)",
     "pg_advisor_backfill_full_osds": "OSDs whose backfill reservations are full while PGs wait",
     "pg_advisor_upmap_entries": "upmap entries the OSDMap holds, by kind (pg_upmap_items counts "
-                                "PGs, pg_upmap_items_pairs their pairs)",
+                                "PGs, pg_upmap_items_pairs their pairs, pg_upmap_items_ours the "
+                                "PGs whose items pg_advisor set)",
     "pg_advisor_misplaced_ratio": "object copies misplaced, 0..1",
     "pg_advisor_misplaced_budget_ratio": "misplaced ratio a plan may reach (misplaced_budget or "
                                          "target_max_misplaced_ratio)",
@@ -185,6 +186,8 @@ def metrics(status: StatusReport, progress: Dict[str, Any], served: Optional[Dic
                     ("pg_upmap_items_pairs", e["pg_upmap_items_pairs"]),
                     ("pg_upmap", e["pg_upmap"]), ("pg_upmap_primaries", e["pg_upmap_primaries"])):
         out["pg_advisor_upmap_entries"].append(((("kind", kind),), n))
+    if e.get("pg_upmap_items_ours") is not None:
+        out["pg_advisor_upmap_entries"].append(((("kind", "pg_upmap_items_ours"),), e["pg_upmap_items_ours"]))
     out["pg_advisor_misplaced_ratio"].append(((), served.get("misplaced_ratio")))
     out["pg_advisor_misplaced_budget_ratio"].append(((), served.get("misplaced_budget")))
     out["pg_advisor_status_timestamp_seconds"].append(((), served.get("at")))

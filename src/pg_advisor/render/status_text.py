@@ -13,8 +13,11 @@ def status_text(doc: Mapping[str, Any]) -> str:
     out.append(f"osdmap epoch {r['epoch']}: {c['osds']} OSDs ({c['osds_up']} up, {c['osds_in']} in), "
                f"{c['pools']} pools, {c['pgs']} PGs ({c['pg_replicas']} replicas/shards)")
     u = c["upmap_entries"]
+    ours = u.get("pg_upmap_items_ours")
     out.append(f"upmap entries in the OSDMap: {u['pg_upmap_items']} pg_upmap_items "
-               f"({u['pg_upmap_items_pairs']} pairs), {u['pg_upmap']} pg_upmap, "
+               f"({u['pg_upmap_items_pairs']} pairs"
+               + (f", {ours} set by pg_advisor" if ours is not None else "")
+               + f"), {u['pg_upmap']} pg_upmap, "
                f"{u['pg_upmap_primaries']} pg_upmap_primaries")
     ratio = c["max_pgs_ratio_of_limit"]
     if c["pgs_per_osd_max"] is not None and ratio is not None:

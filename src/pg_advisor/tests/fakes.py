@@ -245,7 +245,7 @@ def as_captured(doc: Dict[str, Any]) -> Dict[str, Any]:
     assert set(doc["backfill"]) >= {"waiting_pgs", "osd_max_backfills", "full_osds"}
     del out["backfill"]               # added since the capture, as the cluster's upmap entries
     assert set(doc["cluster"]["upmap_entries"]) == {"pg_upmap_items", "pg_upmap_items_pairs", "pg_upmap",
-                                                    "pg_upmap_primaries"}
+                                                    "pg_upmap_primaries", "pg_upmap_items_ours"}
     out["cluster"] = {k: v for k, v in doc["cluster"].items() if k != "upmap_entries"}
     return without_sizing(out)
 

@@ -117,7 +117,8 @@ def test_status_and_metrics_count_the_upmap_entries_the_map_holds(dumps: Dict[st
     d["osd_dump"]["pg_upmap_primaries"] = [{"pgid": "1.3", "primary_osd": 4}]
     r = status_report(load(d))
     assert r["cluster"]["upmap_entries"] == {"pg_upmap_items": 2, "pg_upmap_items_pairs": 3,
-                                             "pg_upmap": 1, "pg_upmap_primaries": 1}
+                                             "pg_upmap": 1, "pg_upmap_primaries": 1,
+                                             "pg_upmap_items_ours": None}
     assert "upmap entries in the OSDMap: 2 pg_upmap_items (3 pairs), 1 pg_upmap, 1 pg_upmap_primaries" \
         in status_text(r)
     text = metrics(r, {"plan": None, "steps": []})
