@@ -105,8 +105,8 @@ def test_eval_dry_run_and_a_bounded_round(logged_rbd: Cluster) -> None:
     def entries() -> Dict[str, Any]:
         return c.advisor("status")["cluster"]["upmap_entries"]
     wait_until(lambda: entries()["pg_upmap_items_ours"] >= set_, 90, "status to count the round's lists")
-    e = entries()
-    assert e["pg_upmap_items_ours"] <= e["pg_upmap_items"] == len(c.json("osd", "dump")["pg_upmap_items"])
+    held, in_map = entries(), len(c.json("osd", "dump")["pg_upmap_items"])
+    assert held["pg_upmap_items_ours"] <= held["pg_upmap_items"] == in_map
 
 
 @pytest.mark.parametrize("args, code, message", [

@@ -57,7 +57,7 @@ class Module(MgrModule):
         self.commands = LiveCommands(self)
         self.background = MgrServe(self, self._wake)
         # the item lists pg_advisor set (status's count of them): told by send and burst
-        self.owned = mon.OwnedItems(self.get_store, self.set_store)
+        self.owned = mon.OwnedItems(self.get_store_prefix, self.set_store)
 
     # -- the options -----------------------------------------------------------------------------
 

@@ -67,66 +67,90 @@ def mon_mapping(osdmap: Any, pgid: str) -> Dict[str, Any]:
     return dict(osdmap.pg_to_up_acting_osds(int(head), int(tail, 16)))
 
 
-STORE_KEY = "owned_upmap_items"
+STORE_PREFIX = "owned_upmap_items/"     # + "<pool>.<ps // SHARD_PGS>": one store entry each
+# PGs a store entry holds at most: the mon refuses a value over mon_config_key_max_entry_size
+# (64 KiB) and the mgr only logs it; 256 lists of 11 pairs of 5-digit ids stay within it
+SHARD_PGS = 256
 # entries kept beyond those the map holds: lists just set that a snapshot may not show yet;
 # past it the ones the map does not hold go (a kept record never outgrows the map by more)
 SLACK = 4096
-MOST = 1 << 21      # entries a stored value may hold: more is not a record this module wrote
+MOST = SHARD_PGS    # entries a stored value may hold: more is not a record this module wrote
+Shard = Dict[str, Tuple[int, ...]]
+
+
+def shard_of(pgid: str) -> str:
+    """The store key of a PG's entry."""
+    pool, _, ps = pgid.partition(".")
+    try:
+        return f"{STORE_PREFIX}{int(pool)}.{int(ps, 16) // SHARD_PGS}"
+    except ValueError:
+        return f"{STORE_PREFIX}other"
 
 
 class OwnedItems:
-    def __init__(self, get: Callable[[str], Optional[str]],
+    def __init__(self, get_prefix: Callable[[str], Mapping[str, str]],
                  put: Callable[[str, Optional[str]], None]) -> None:
-        self._get, self._put = get, put
+        self._get_prefix, self._put = get_prefix, put
         self._lock = threading.Lock()
-        self._items: Optional[Dict[str, Tuple[int, ...]]] = None     # read at first use
+        self._shards: Optional[Dict[str, Shard]] = None     # store key -> its entries; read at first use
+        self._dirty: set = set()                            # shards changed since written
 
-    def _read(self) -> Dict[str, Tuple[int, ...]]:
-        if self._items is None:
-            self._items = _parse(self._get(STORE_KEY))
-        return self._items
+    def _read(self) -> Dict[str, Shard]:
+        if self._shards is None:
+            self._shards = {k: _parse(v) for k, v in self._get_prefix(STORE_PREFIX).items()}
+        return self._shards
 
     def sent(self, cmds: Sequence[Mapping[str, Any]], results: Sequence[Tuple[int, str]]) -> None:
-        """Commands sent to the mon and their answers: record the item lists it took."""
-        changed = False
+        """Commands sent to the mon and their answers: record the item lists it took, and
+        write the store entries that changed."""
         with self._lock:
-            items = self._read()
+            shards = self._read()
             for c, (code, _) in zip(cmds, results):
                 prefix = c.get("prefix")
                 if code != 0 or prefix not in (SET, REMOVE):
                     continue
                 pgid = str(c.get("pgid"))
+                key = shard_of(pgid)
                 ids = tuple(int(x) for x in c.get("id", ())) if prefix == SET else ()
                 if ids:
-                    items[pgid] = ids
+                    shards.setdefault(key, {})[pgid] = ids
                 else:
-                    items.pop(pgid, None)
-                changed = True
-            if changed:
-                self._put(STORE_KEY, json.dumps({k: list(v) for k, v in items.items()}))
+                    shards.get(key, {}).pop(pgid, None)
+                self._dirty.add(key)
+            for key in sorted(self._dirty):
+                entries = shards.get(key) or {}
+                self._put(key, json.dumps({k: list(v) for k, v in entries.items()}) if entries else None)
+                if not entries:
+                    shards.pop(key, None)
+            self._dirty.clear()
 
     def ours(self, in_map: Mapping[str, Sequence[Tuple[int, int]]]) -> int:
         """How many of the map's item lists (`in_map`, a snapshot's) are pg_advisor's; the
-        record is trimmed to the map's (and SLACK more) as it is read."""
+        record is trimmed to the map's (and SLACK more) as it is read (written with the
+        next change)."""
         with self._lock:
-            items = self._read()
+            shards = self._read()
             n = sum(1 for pgid, pairs in in_map.items()
-                    if items.get(pgid) == tuple(o for p in pairs for o in p))
-            if len(items) > len(in_map) + SLACK:
-                for pgid in [k for k in items if k not in in_map]:
-                    del items[pgid]
+                    if shards.get(shard_of(pgid), {}).get(pgid) == tuple(o for p in pairs for o in p))
+            if sum(len(e) for e in shards.values()) > len(in_map) + SLACK:
+                for key, entries in shards.items():
+                    gone = [k for k in entries if k not in in_map]
+                    for pgid in gone:
+                        del entries[pgid]
+                    if gone:
+                        self._dirty.add(key)
             return n
 
 
-def _parse(raw: Optional[str]) -> Dict[str, Tuple[int, ...]]:
-    """The stored record, or none if it is not one (never an error: it only counts)."""
+def _parse(raw: Optional[str]) -> Shard:
+    """A stored entry, or none if it is not one (never an error: it only counts)."""
     try:
         doc = json.loads(raw) if raw else {}
     except ValueError:
         return {}
     if not isinstance(doc, dict) or len(doc) > MOST:
         return {}
-    out: Dict[str, Tuple[int, ...]] = {}
+    out: Shard = {}
     for k, v in doc.items():
         if isinstance(v, list) and 0 < len(v) <= 64 and len(v) % 2 == 0 and all(
                 isinstance(x, int) and not isinstance(x, bool) for x in v):

@@ -124,6 +124,9 @@ class BaseMgrModule:
     def _ceph_get_store(self, key: str) -> Optional[str]:
         return self.fake.store.get(key)
 
+    def _ceph_get_store_prefix(self, prefix: str) -> Dict[str, str]:
+        return {k: v for k, v in self.fake.store.items() if k.startswith(prefix)}
+
     def _ceph_set_store(self, key: str, value: Optional[str]) -> None:
         if value is None:
             self.fake.store.pop(key, None)

@@ -2,7 +2,7 @@
 took from the module's own commands, while the map holds them as set; kept across a
 failover in the mgr store; a stored value that is not a record counts as none."""
 import json
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import pytest
 
@@ -17,8 +17,16 @@ from .conftest import cmd
 
 
 def _store() -> Any:
-    kept: Dict[str, Optional[str]] = {}
-    return kept, kept.get, kept.__setitem__
+    """A mgr store: (its entries, get_store_prefix, set_store)."""
+    kept: Dict[str, str] = {}
+
+    def put(key: str, value: Optional[str]) -> None:
+        if value is None:
+            kept.pop(key, None)
+        else:
+            assert len(value) < 60000, (key, len(value))     # the mon's 64 KiB per entry
+            kept[key] = value
+    return kept, lambda prefix: {k: v for k, v in kept.items() if k.startswith(prefix)}, put
 
 
 def test_the_lists_the_mon_took_count_while_the_map_holds_them_as_set() -> None:
@@ -34,14 +42,31 @@ def test_the_lists_the_mon_took_count_while_the_map_holds_them_as_set() -> None:
     assert o.ours(in_map) == 1
     # a failover: a new module reads the record back
     assert OwnedItems(get, put).ours(in_map) == 1
-    assert json.loads(kept[owned.STORE_KEY]) == {"1.1": [2, 3, 4, 5]}
+    assert {k: json.loads(v) for k, v in kept.items()} == {"owned_upmap_items/1.0": {"1.1": [2, 3, 4, 5]}}
+
+
+def test_the_record_is_kept_in_entries_the_mon_takes() -> None:
+    # 40,000 lists of 11 pairs (EC 8+3) in two pools: each store entry under 60,000 bytes,
+    # written only where it changed
+    kept, get, put = _store()
+    o = OwnedItems(get, put)
+    pairs = [(10000 + i, 20000 + i) for i in range(11)]
+    cmds = [upmap_items(f"{pool}.{ps:x}", pairs) for pool in (3, 7) for ps in range(20000)]
+    o.sent(cmds, [(0, "")] * len(cmds))
+    assert len(kept) == 2 * 20000 // owned.SHARD_PGS + 2 - 2 * (20000 % owned.SHARD_PGS == 0)
+    in_map = {c["pgid"]: tuple(pairs) for c in cmds}
+    assert OwnedItems(get, put).ours(in_map) == 40000
+    writes: List[str] = []
+    o2 = OwnedItems(get, lambda key, value: writes.append(key))
+    o2.sent([upmap_items("7.4e20", [])], [(0, "")])
+    assert writes == [owned.shard_of("7.4e20")] == ["owned_upmap_items/7.78"]
 
 
 @pytest.mark.parametrize("raw", ["", "{", "[1, 2]", json.dumps({"1.0": "x"}), json.dumps({"1.0": [1]}),
                                  json.dumps({"1.0": [True, 1]}), json.dumps({"1.0": list(range(66))}),
                                  "null", json.dumps({"1.0": [0, 1], "1.1": {"a": 1}})])
 def test_a_stored_value_that_is_not_a_record_counts_as_none(raw: str) -> None:
-    o = OwnedItems(lambda key: raw, lambda key, value: None)
+    o = OwnedItems(lambda prefix: {prefix + "1.0": raw}, lambda key, value: None)
     in_map = {"1.0": ((0, 1),), "1.1": ((2, 3),)}
     assert o.ours(in_map) == (1 if raw.startswith('{"1.0": [0, 1]') else 0)
 
