@@ -69,12 +69,19 @@ def expected(st: Dict[str, Any]) -> Dict[str, Any]:
         ("rect", f"osd.{o['id']}: {size(o['pg_memory_now'])} now, {size(o['pg_memory_steady'])} full")
         for o in st["osds"] if o["pg_memory_now"] is not None] + [("line", f"budget: {size(budget)}")]
     want["budget"] = f"PG memory budget per OSD: {size(budget)}"
+    sp = st["space"]        # (the test cluster's OSDs are nearly empty: no OSD past it)
+    limit = f"{sp['fill_limit']}_ratio {pct(100 * sp['ratio'])}"
+    more = sp["osds_total"] - len(sp["osds"])
+    named = ", ".join(f"osd.{o['osd']} ({pct(100 * o['used_ratio'])})" for o in sp["osds"])
+    want["space"] = (f"no OSD past {limit}" if not sp["osds_total"] else
+                     f"{sp['osds_total']} OSDs take no PG (past {limit}, counting what is copied onto "
+                     f"them): {named}" + (f" and {more} more" if more > 0 else ""))
     return want
 
 
 def shown(page: Tables) -> Dict[str, Any]:
     return {"tables": {k: page.tables.get(k, [])[1:] for k in ("pools", "osds", "extremes")},
-            "titles": page.titles, "budget": page.texts.get("budget")}
+            "titles": page.titles, "budget": page.texts.get("budget"), "space": page.texts.get("space")}
 
 
 def test_rendered_numbers_are_the_status_and_a_hostile_name_stays_text(
@@ -95,6 +102,7 @@ def test_rendered_numbers_are_the_status_and_a_hostile_name_stays_text(
     assert got["tables"] == want["tables"]
     assert got["titles"] == want["titles"]     # one bar per OSD in each chart, its figures
     assert got["budget"] == want["budget"]
+    assert got["space"] == want["space"]
     # the cluster has several pools, each charted; every OSD up and in reports its size, so
     # its space is charted (an OSD out or down may not)
     assert len(st["pools"]) >= 2 and len(want["titles"]["chart"]) > 0

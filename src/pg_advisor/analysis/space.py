@@ -16,6 +16,7 @@ import numpy as np
 from ..model.options import FillLimit
 from ..model.snapshot import Snapshot
 from .backfill import incoming_bytes
+from .status_types import FullByBytes, Space
 
 NAMED = 8       # OSDs a note names at most
 
@@ -42,3 +43,18 @@ def full_note(snap: Snapshot, osds: List[int], limit: FillLimit) -> str:
     more = f" and {len(osds) - NAMED} more" if len(osds) > NAMED else ""
     return (f"{len(osds)} OSDs take no PG: they would pass {name} {ratio:.0%} counting what is "
             f"being copied onto them: {shown}{more} (fill_limit {limit.value})")
+
+
+def space_summary(snap: Snapshot, limit: FillLimit) -> Space:
+    """The OSDs in use that take no PG now: past the fill limit counting what is being
+    copied onto them (the balancer and drains leave them out: balance/balancer.py), the
+    fullest first, NAMED of them named."""
+    o = snap.osds
+    room = fill_room(snap, limit)
+    at = np.flatnonzero(o.exists & o.up & o.in_ & (room <= 0))
+    used = np.where(o.bytes_total > 0, o.bytes_used / np.maximum(o.bytes_total, 1), 0.0)
+    at = at[np.argsort(-used[at], kind="stable")]
+    shown: List[FullByBytes] = [{"osd": int(x), "used_ratio": round(float(used[x]), 6)}
+                                for x in at[:NAMED].tolist()]
+    return {"fill_limit": limit.value, "ratio": round(fill_ratio(snap, limit), 6), "osds": shown,
+            "osds_total": int(at.size)}

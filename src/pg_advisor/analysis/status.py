@@ -20,6 +20,7 @@ from ..sizing.sizer import SizingResult, memory_model, recommend
 from ..sizing.versus import autoscaler_difference, sizing_summary
 from ..rules.legality import ancestors
 from .backfill import full_reservations
+from .space import space_summary
 from .read_balance import read_balance
 from .status_types import ClusterSummary, Distribution, OsdRow, PoolEntry, StatusReport
 from ..rules.share import rule_share
@@ -175,6 +176,7 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
         "distribution": _distribution(snap, f, whole=pool_name is None),
         "cluster": _cluster(snap, f),
         "backfill": full_reservations(snap),
+        "space": space_summary(snap, f.opts.fill_limit),
         "notes": f.notes,
     }
 

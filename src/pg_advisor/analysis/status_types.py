@@ -93,6 +93,19 @@ class Backfill(TypedDict, total=False):
     full_osds_total: int      # how many there are (only when some PG waits)
 
 
+class FullByBytes(TypedDict):
+    osd: int
+    used_ratio: float          # bytes used / size
+
+
+class Space(TypedDict):
+    """The OSDs that take no PG now: past the fill limit, counting what is copied onto them."""
+    fill_limit: str            # nearfull or backfillfull (option fill_limit)
+    ratio: float               # the cluster's ratio for it
+    osds: List[FullByBytes]    # at most space.NAMED, fullest first
+    osds_total: int
+
+
 class StatusReport(TypedDict):
     epoch: int
     pool_filter: Optional[str]
@@ -103,4 +116,5 @@ class StatusReport(TypedDict):
     distribution: Distribution
     cluster: ClusterSummary
     backfill: Backfill
+    space: Space
     notes: List[str]

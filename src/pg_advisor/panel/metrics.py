@@ -110,6 +110,8 @@ FAMILIES: Dict[str, str] = {
                                            "the last minutes",
     "pg_advisor_backfill_waiting_pgs": "PGs waiting for a backfill reservation (backfill_wait)",
     "pg_advisor_backfill_full_osds": "OSDs whose backfill reservations are full while PGs wait",
+    "pg_advisor_osds_past_fill_limit": "OSDs that take no PG: past the fill limit (nearfull_ratio or "
+                                       "backfillfull_ratio), counting what is copied onto them",
     "pg_advisor_upmap_entries": "upmap entries the OSDMap holds, by kind (pg_upmap_items counts "
                                 "PGs, pg_upmap_items_pairs their pairs, pg_upmap_items_ours the "
                                 "PGs whose items pg_advisor set)",
@@ -181,6 +183,7 @@ def metrics(status: StatusReport, progress: Dict[str, Any], served: Optional[Dic
     waits = status["backfill"]
     out["pg_advisor_backfill_waiting_pgs"].append(((), waits["waiting_pgs"]))
     out["pg_advisor_backfill_full_osds"].append(((), waits.get("full_osds_total", 0)))
+    out["pg_advisor_osds_past_fill_limit"].append(((), status["space"]["osds_total"]))
     e = status["cluster"]["upmap_entries"]
     for kind, n in (("pg_upmap_items", e["pg_upmap_items"]),
                     ("pg_upmap_items_pairs", e["pg_upmap_items_pairs"]),

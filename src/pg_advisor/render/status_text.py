@@ -71,6 +71,13 @@ def status_text(doc: Mapping[str, Any]) -> str:
         more = b.get("full_osds_total", 0) - len(b["full_osds"])
         out.append(f"backfill: {b['waiting_pgs']} PGs wait for a reservation; full at osd_max_backfills "
                    f"{b['osd_max_backfills']}: {full}" + (f" and {more} more" if more > 0 else ""))
+    sp = r["space"]
+    if sp["osds_total"]:
+        full = ", ".join(f"osd.{o['osd']} ({o['used_ratio']:.0%})" for o in sp["osds"])
+        more = sp["osds_total"] - len(sp["osds"])
+        out.append(f"space: {sp['osds_total']} OSDs take no PG, past {sp['fill_limit']}_ratio "
+                   f"{sp['ratio']:.0%} counting what is copied onto them: {full}"
+                   + (f" and {more} more" if more > 0 else ""))
     for n in r["notes"]:
         out.append(f"note: {printable(n)}")
     return "\n".join(out)

@@ -244,6 +244,8 @@ def as_captured(doc: Dict[str, Any]) -> Dict[str, Any]:
     out["distribution"] = dist
     assert set(doc["backfill"]) >= {"waiting_pgs", "osd_max_backfills", "full_osds"}
     del out["backfill"]               # added since the capture, as the cluster's upmap entries
+    assert set(doc["space"]) == {"fill_limit", "ratio", "osds", "osds_total"}
+    del out["space"]
     assert set(doc["cluster"]["upmap_entries"]) == {"pg_upmap_items", "pg_upmap_items_pairs", "pg_upmap",
                                                     "pg_upmap_primaries", "pg_upmap_items_ours"}
     out["cluster"] = {k: v for k, v in doc["cluster"].items() if k != "upmap_entries"}

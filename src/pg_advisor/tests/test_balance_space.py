@@ -142,3 +142,25 @@ def test_bytes_mode_compares_each_osd_with_the_mean_of_its_root_and_class(dumps:
     assert f["max_used"] == pytest.approx(used[rel.argmax()] / size[rel.argmax()], abs=1e-6)
     one = used / size / (used.sum() / size.sum())        # against one mean, as before
     assert abs(one.max() - rel.max()) > 0.01 or abs(one.min() - rel.min()) > 0.01
+
+
+def test_status_its_text_and_metrics_name_the_osds_past_the_fill_limit(dumps: Dict[str, Any]) -> None:
+    from pg_advisor.analysis.status import status_report
+    from pg_advisor.model.options import make
+    from pg_advisor.panel.metrics import metrics
+    from pg_advisor.render.status_text import status_text
+    clear = status_report(load(dumps))["space"]
+    assert clear == {"fill_limit": "nearfull", "ratio": 0.85, "osds": [], "osds_total": 0}
+    fill(dumps, 1, 0.86)
+    fill(dumps, 4, 0.93)
+    snap = load(dumps)
+    r = status_report(snap)
+    assert r["space"]["osds_total"] == 2 and [o["osd"] for o in r["space"]["osds"]] == [4, 1]
+    assert "space: 2 OSDs take no PG, past nearfull_ratio 85% counting what is copied onto them: " \
+           "osd.4 (93%), osd.1 (86%)" in status_text(r)
+    assert "pg_advisor_osds_past_fill_limit 2" in metrics(r, {"plan": None, "steps": []})
+    # at backfillfull (90 %) only osd.4; the balancer leaves out the same OSDs
+    back = status_report(snap, opts=make({"fill_limit": "backfillfull"}))["space"]
+    assert [o["osd"] for o in back["osds"]] == [4] and back["ratio"] == 0.9
+    b = Balancer(snap)
+    assert b.full == [1, 4]
