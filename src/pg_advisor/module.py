@@ -109,7 +109,7 @@ class Module(MgrModule):
 
     def send(self, cmd: Dict[str, Any]) -> Tuple[int, str]:
         out = mon.send(self, cmd)
-        self.owned.sent([cmd], [out])
+        self._record([cmd], [out])
         return out
 
     def send_nowait(self, cmd: Dict[str, Any]) -> mon.Wait:
@@ -117,8 +117,16 @@ class Module(MgrModule):
 
     def burst(self, cmds: List[Dict[str, Any]]) -> List[Tuple[int, str]]:
         out = mon.burst(self.send_nowait, cmds)
-        self.owned.sent(cmds, out)
+        self._record(cmds, out)
         return out
+
+    def _record(self, cmds: List[Dict[str, Any]], results: List[Tuple[int, str]]) -> None:
+        """What the mon took, for the count of pg_advisor's item lists: a failure here only
+        loses the count, never the commands' answers."""
+        try:
+            self.owned.sent(cmds, results)
+        except Exception as e:      # (a store the mgr cannot write, a bug)
+            self.log.warning("pg_advisor: the record of its item lists not kept: %s", e)
 
     @property
     def driver(self) -> Driver:

@@ -47,8 +47,9 @@ def full_note(snap: Snapshot, osds: List[int], limit: FillLimit) -> str:
 
 def space_summary(snap: Snapshot, limit: FillLimit) -> Space:
     """The OSDs in use that take no PG now: past the fill limit counting what is being
-    copied onto them (the balancer and drains leave them out: balance/balancer.py), the
-    fullest first, NAMED of them named."""
+    copied onto them, the fullest first, NAMED of them named. The balancer and drains leave
+    these out, and also those with less room left than the run's largest PG
+    (balance/balancer.py)."""
     o = snap.osds
     room = fill_room(snap, limit)
     at = np.flatnonzero(o.exists & o.up & o.in_ & (room <= 0))

@@ -367,11 +367,11 @@ class Balancer:
             even: bool = True, fullness: bool = False) -> BalanceResult:
         """Balance PG counts with at most `max_moves` replica moves (item lists), then run
         `then` (bytes mode's evener) within what is left of the budget. Not `even`: only
-        empty the drained OSDs (evening the rest is `balance`'s). `fullness`: bytes mode,
-        whose lists may be there for fullness (unlist.py)."""
+        empty the drained OSDs (evening the rest is `balance`'s). `fullness`: bytes mode with
+        PG stats, whose lists may be there for fullness (none is removed: unlist.py)."""
         self._begin(max_moves)
-        if even and not self.drain.size:
-            removed = remove_needless(self, fullness)
+        if even and not self.drain.size and not fullness:
+            removed = remove_needless(self)
             if removed:
                 self.notes.append(f"{removed:,} PGs' pg_upmap_items removed first: CRUSH's own set "
                                   f"keeps each OSD within the goal")

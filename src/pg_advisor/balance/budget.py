@@ -20,7 +20,8 @@ class Guards:
     """What no move may pass, whatever it gains: the fill limit of the OSDs it sends PGs to
     (analysis/space.py), `upmap_max` PGs with pg_upmap_items in the map, past which no new
     item list is made (None: no bound), and the evenness past which none is needed: an OSD
-    within `deviation` PGs of its share (pool_state.Level) is not moved for."""
+    whose count is within floor(share) - (deviation - 1) and ceil(share) + (deviation - 1)
+    (pool_state.Level) is not moved for."""
     fill: FillLimit = FillLimit.NEARFULL
     upmap_max: Optional[int] = None
     deviation: int = 1

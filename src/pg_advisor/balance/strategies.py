@@ -110,7 +110,8 @@ class CountEvener:
     def fix_pool(self, st: PoolState) -> None:
         # first the buckets of the rule's first choose type, whole PGs' groups at a time:
         # cheaper than finding, OSD by OSD, that no single move crosses them
-        while self._regroup(st, strict=True):
+        # (not while every OSD is within the goal: a wider one would still be given lists)
+        while not st.level.clear() and self._regroup(st, strict=True):
             pass
         while not self.stopped:
             if self._direct(st) == 0 and (st.level.clear() or not (

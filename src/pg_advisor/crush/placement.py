@@ -138,10 +138,16 @@ class Placer:
             return False
         new = Placer(snap, old.crush)
         new._inputs = old._inputs
+        # only the new map's pools at their own pg_num and pgp_num: what a split's search or
+        # a deleted pool left would fill the cache for good
+        live = {Placer._key(p, None, None) for p in snap.pools}
+        seeds = {Placer._seed_key(p) for p in snap.pools}
         with old._tables:      # (tables the old one's readers may still grow: copied)
-            new._cache = dict(old._cache)          # (read-only arrays: shared)
-            new._seeds = {k: (sets.copy(), known.copy()) for k, (sets, known) in old._seeds.items()}
-            new._cached = old._cached
+            new._cache = {k: v for k, v in old._cache.items() if k in live}     # (read-only: shared)
+            new._seeds = {k: (sets.copy(), known.copy()) for k, (sets, known) in old._seeds.items()
+                          if k in seeds}
+        new._cached = (sum(v[2].size for v in new._cache.values())
+                       + sum(sets.size for sets, _ in new._seeds.values()))
         return snap.memo.setdefault("placer", new) is new
 
     def inputs(self) -> bytes:

@@ -11,7 +11,8 @@ import errno
 import json
 import threading
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+import zlib
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from mgr_module import MgrModule
 from mgr_module import CommandResult as MonResult
@@ -69,13 +70,15 @@ def mon_mapping(osdmap: Any, pgid: str) -> Dict[str, Any]:
 
 STORE_PREFIX = "owned_upmap_items/"     # + "<pool>.<ps // SHARD_PGS>": one store entry each
 # PGs a store entry holds at most: the mon refuses a value over mon_config_key_max_entry_size
-# (64 KiB) and the mgr only logs it; 256 lists of 11 pairs of 5-digit ids stay within it
-SHARD_PGS = 256
+# (64 KiB) and the mgr only logs it. An entry keeps each PG as "ps=crc;" (the list's CRC-32,
+# not the list: 18 bytes at most), so 3,000 stay within it, and a burst of a pool's lists
+# (a split's pins, thousands) writes a few entries, not one per 256 PGs
+SHARD_PGS = 3000
 # entries kept beyond those the map holds: lists just set that a snapshot may not show yet;
-# past it the ones the map does not hold go (a kept record never outgrows the map by more)
+# past it the ones the map does not hold, recorded over TRIM_AGE seconds ago, go
 SLACK = 4096
-MOST = SHARD_PGS    # entries a stored value may hold: more is not a record this module wrote
-Shard = Dict[str, Tuple[int, ...]]
+TRIM_AGE = 600.0
+Shard = Dict[str, Tuple[int, float]]        # pgid -> (its list's CRC-32, when recorded)
 
 
 def shard_of(pgid: str) -> str:
@@ -87,72 +90,92 @@ def shard_of(pgid: str) -> str:
         return f"{STORE_PREFIX}other"
 
 
+def list_crc(ids: Sequence[int]) -> int:
+    return zlib.crc32(",".join(str(int(x)) for x in ids).encode())
+
+
 class OwnedItems:
     def __init__(self, get_prefix: Callable[[str], Mapping[str, str]],
-                 put: Callable[[str, Optional[str]], None]) -> None:
-        self._get_prefix, self._put = get_prefix, put
-        self._lock = threading.Lock()
-        self._shards: Optional[Dict[str, Shard]] = None     # store key -> its entries; read at first use
-        self._dirty: set = set()                            # shards changed since written
+                 put: Callable[[str, Optional[str]], None],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._get_prefix, self._put, self._clock = get_prefix, put, clock
+        self._lock = threading.Lock()           # the record
+        self._writing = threading.Lock()        # the store's writes, in order (not the record's lock)
+        self._shards: Optional[Dict[str, Shard]] = None     # store key -> its PGs; read at first use
+        self._dirty: Set[str] = set()                       # shards changed since written
 
     def _read(self) -> Dict[str, Shard]:
         if self._shards is None:
-            self._shards = {k: _parse(v) for k, v in self._get_prefix(STORE_PREFIX).items()}
+            now = self._clock()
+            self._shards = {k: _parse(k, v, now) for k, v in self._get_prefix(STORE_PREFIX).items()}
         return self._shards
 
     def sent(self, cmds: Sequence[Mapping[str, Any]], results: Sequence[Tuple[int, str]]) -> None:
         """Commands sent to the mon and their answers: record the item lists it took, and
-        write the store entries that changed."""
+        write the store entries that changed (outside the record's lock: status reads on)."""
         with self._lock:
-            shards = self._read()
+            shards, now = self._read(), self._clock()
             for c, (code, _) in zip(cmds, results):
                 prefix = c.get("prefix")
                 if code != 0 or prefix not in (SET, REMOVE):
                     continue
                 pgid = str(c.get("pgid"))
                 key = shard_of(pgid)
-                ids = tuple(int(x) for x in c.get("id", ())) if prefix == SET else ()
+                ids = [int(x) for x in c.get("id", ())] if prefix == SET else []
                 if ids:
-                    shards.setdefault(key, {})[pgid] = ids
+                    shards.setdefault(key, {})[pgid] = (list_crc(ids), now)
                 else:
                     shards.get(key, {}).pop(pgid, None)
                 self._dirty.add(key)
-            for key in sorted(self._dirty):
-                entries = shards.get(key) or {}
-                self._put(key, json.dumps({k: list(v) for k, v in entries.items()}) if entries else None)
-                if not entries:
-                    shards.pop(key, None)
-            self._dirty.clear()
+        self.flush()
+
+    def flush(self) -> None:
+        """Write the store entries changed since the last write."""
+        with self._writing:
+            with self._lock:
+                shards = self._read()
+                values = {k: _encode(shards.get(k, {})) for k in sorted(self._dirty)}
+                self._dirty.clear()
+            for key, value in values.items():
+                self._put(key, value)
 
     def ours(self, in_map: Mapping[str, Sequence[Tuple[int, int]]]) -> int:
         """How many of the map's item lists (`in_map`, a snapshot's) are pg_advisor's; the
-        record is trimmed to the map's (and SLACK more) as it is read (written with the
-        next change)."""
+        record is trimmed to the map's (module doc) as it is read, written with the next change."""
         with self._lock:
-            shards = self._read()
-            n = sum(1 for pgid, pairs in in_map.items()
-                    if shards.get(shard_of(pgid), {}).get(pgid) == tuple(o for p in pairs for o in p))
+            shards, now = self._read(), self._clock()
+            n = 0
+            for pgid, pairs in in_map.items():
+                got = shards.get(shard_of(pgid), {}).get(pgid)
+                n += got is not None and got[0] == list_crc([o for p in pairs for o in p])
             if sum(len(e) for e in shards.values()) > len(in_map) + SLACK:
                 for key, entries in shards.items():
-                    gone = [k for k in entries if k not in in_map]
-                    for pgid in gone:
+                    old = [k for k, (_, t) in entries.items() if k not in in_map and now - t > TRIM_AGE]
+                    for pgid in old:
                         del entries[pgid]
-                    if gone:
+                    if old:
                         self._dirty.add(key)
             return n
 
 
-def _parse(raw: Optional[str]) -> Shard:
-    """A stored entry, or none if it is not one (never an error: it only counts)."""
-    try:
-        doc = json.loads(raw) if raw else {}
-    except ValueError:
-        return {}
-    if not isinstance(doc, dict) or len(doc) > MOST:
-        return {}
+def _encode(entries: Shard) -> Optional[str]:
+    """A store entry's value ("ps=crc;" each; None: remove the entry)."""
+    if not entries:
+        return None
+    return "".join(f"{pgid.partition('.')[2]}={crc:08x};" for pgid, (crc, _) in sorted(entries.items()))
+
+
+def _parse(key: str, raw: Optional[str], now: float) -> Shard:
+    """A stored entry, or what of it can be read (never an error: it only counts)."""
     out: Shard = {}
-    for k, v in doc.items():
-        if isinstance(v, list) and 0 < len(v) <= 64 and len(v) % 2 == 0 and all(
-                isinstance(x, int) and not isinstance(x, bool) for x in v):
-            out[str(k)] = tuple(v)
+    pool = key[len(STORE_PREFIX):].partition(".")[0]
+    if not raw or not pool.isdigit() or len(raw) > 1 << 16:
+        return out
+    for part in raw.split(";"):
+        ps, eq, crc = part.partition("=")
+        try:
+            if eq and len(ps) <= 8 and len(crc) == 8:
+                out[f"{int(pool)}.{int(ps, 16):x}"] = (int(crc, 16), now)
+        except ValueError:
+            continue
     return out

@@ -89,3 +89,24 @@ def test_the_module_keeps_the_crush_sets_across_a_round_s_epoch(wired: Any) -> N
     carried = Placer.of(snap)
     carried.map_pool(snap.pools[0])
     assert carried.work.draws == 0
+
+
+def test_only_the_new_maps_pools_at_their_own_pg_num_are_carried(dumps: Dict[str, Any]) -> None:
+    # a split plan's search maps a pool at other pg_nums; a deleted pool leaves its sets:
+    # carried from epoch to epoch, they would fill the cache for good
+    before = _load(dumps)
+    first = Placer.of(before)
+    _up_sets(first)
+    pool = before.pools[0]
+    first.map_pool(pool, pool.pg_num * 2, pool.pg_num * 2)
+    gone = before.pools[-1].name
+
+    def drop(d: Dict[str, Any]) -> None:
+        d["osd_dump"]["pools"] = [p for p in d["osd_dump"]["pools"] if p["pool_name"] != gone]
+    snap = _load(_next_epoch(dumps, drop))
+    assert Placer.carry(before, snap)
+    carried = Placer.of(snap)
+    assert len(carried._cache) == len(snap.pools) < len(first._cache)
+    assert carried._cached == (sum(v[2].size for v in carried._cache.values())
+                               + sum(s.size for s, _ in carried._seeds.values()))
+    assert _up_sets(carried) == _up_sets(Placer(snap)) and carried.work.draws == 0
