@@ -45,17 +45,16 @@ def full_note(snap: Snapshot, osds: List[int], limit: FillLimit) -> str:
             f"being copied onto them: {shown}{more} (fill_limit {limit.value})")
 
 
-def space_summary(snap: Snapshot, limit: FillLimit) -> Space:
+def space_summary(snap: Snapshot, limit: FillLimit, util: np.ndarray) -> Space:
     """The OSDs in use that take no PG now: past the fill limit counting what is being
-    copied onto them, the fullest first, NAMED of them named. The balancer and drains leave
-    these out, and also those with less room left than the run's largest PG
-    (balance/balancer.py)."""
+    copied onto them, the fullest first by `util` (per OSD, percent used: the status's),
+    NAMED of them named. The balancer and drains leave these out, and also those with less
+    room left than the run's largest PG (balance/balancer.py)."""
     o = snap.osds
-    room = fill_room(snap, limit)
+    room = fill_room(snap, limit)       # (finite only where the usage is known)
     at = np.flatnonzero(o.exists & o.up & o.in_ & (room <= 0))
-    used = np.where(o.bytes_total > 0, o.bytes_used / np.maximum(o.bytes_total, 1), 0.0)
-    at = at[np.argsort(-used[at], kind="stable")]
-    shown: List[FullByBytes] = [{"osd": int(x), "used_ratio": round(float(used[x]), 6)}
+    at = at[np.argsort(-util[at], kind="stable")]
+    shown: List[FullByBytes] = [{"osd": int(x), "used_ratio": round(float(util[x]) / 100, 6)}
                                 for x in at[:NAMED].tolist()]
     return {"fill_limit": limit.value, "ratio": round(fill_ratio(snap, limit), 6), "osds": shown,
             "osds_total": int(at.size)}

@@ -176,7 +176,7 @@ def status_report(snap: Snapshot, pool_name: Optional[str] = None,
         "distribution": _distribution(snap, f, whole=pool_name is None),
         "cluster": _cluster(snap, f),
         "backfill": full_reservations(snap),
-        "space": space_summary(snap, f.opts.fill_limit),
+        "space": space_summary(snap, f.opts.fill_limit, f.util),
         "notes": f.notes,
     }
 
