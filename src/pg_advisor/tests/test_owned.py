@@ -117,3 +117,24 @@ def test_the_module_counts_what_its_balance_round_set(wired: Any) -> None:
     assert after["cluster"]["upmap_entries"]["pg_upmap_items_ours"] == len(set_) > 0
     # the panel's and /metrics' status too
     assert m.background.status()["cluster"]["upmap_entries"]["pg_upmap_items_ours"] == len(set_)
+
+
+def test_a_count_over_the_same_map_is_not_made_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the panel, /metrics and status ask over one snapshot's lists again and again: one CRC
+    # pass per snapshot and change of the record
+    kept, get, put = _store()
+    o = OwnedItems(get, put)
+    o.sent([upmap_items("1.0", [(0, 1)])], [(0, "")])
+    in_map = {"1.0": ((0, 1),), "1.1": ((2, 3),)}
+    crcs: List[int] = []
+    real = owned.list_crc
+
+    def counted(ids: Any) -> int:
+        crcs.append(1)
+        return real(ids)
+    monkeypatch.setattr(owned, "list_crc", counted)
+    assert o.ours(in_map) == 1 and len(crcs) == 1              # (of the lists it recorded)
+    assert o.ours(in_map) == 1 and len(crcs) == 1              # the same map, the same record
+    o.sent([upmap_items("1.1", [(2, 3)])], [(0, "")])
+    assert o.ours(in_map) == 2                                 # the record changed: counted again
+    assert o.ours(dict(in_map)) == 2                           # another snapshot's lists: again
