@@ -3,14 +3,15 @@ host's drain take under pg_advisor's default pacing, beside Ceph's own path, on 
 
     PYTHONPATH=src /usr/bin/python3 -m qa.bench.pacing [--racks 50] [--hosts 20]
         [--osds-per-host 10] [--pg-num 32768] [--to 65536] [--pg-gib 100]
-        [--backfill-mib-s 100] [--osd-max-backfills 1] [--limits 2,8] [--only split,drain]
+        [--backfill-mib-s 100] [--osd-max-backfills 1] [--limits 0,2] [--only split,drain]
 
 A crushgen map of equal weights, one replicated pool of size 3. What each map change moves
 is exact (pg_advisor's CRUSH); how long the data takes is a model (backfill_model.py), on a
 2 s tick (the mgr's, and the plan's poll). Paths: Ceph's split (pg_num set at once, the
 mgr's adjust_pgs) and drain (the host's OSDs out); pg_advisor's `apply` with split_pinning
-off (once per --limits value of max_backfills_per_osd) and on, and `drain host0` (per
---limits value). The paths and runs: doc/execute.rst, "Pacing at scale".
+off (once per --limits value of max_backfills_per_osd; 0 is the default, from
+--osd-max-backfills) and on, and `drain host0` (per --limits value). The paths and runs:
+doc/execute.rst, "Pacing at scale".
 """
 import argparse
 import math
@@ -27,6 +28,7 @@ from pg_advisor.crush.placement import Placer
 from pg_advisor.execute.planning import throttles
 from pg_advisor.execute.steps import StepKind, StepPlanner
 from pg_advisor.model import options, snapshot
+from pg_advisor.model.backfill_limit import backfill_limit, limit_source
 from pg_advisor.model.misplaced import ROUND_FILL, step_fits
 from pg_advisor.model.snapshot import Pool, Snapshot
 
@@ -53,6 +55,10 @@ class Outcome:
     note: str = ""
 
 
+def limit_name(snap: Snapshot, option: int) -> str:
+    return f"limit {backfill_limit(snap, option)}" + (" (default)" if option == 0 else "")
+
+
 def hours(s: float) -> str:
     return "never" if math.isinf(s) else f"{s / 3600:.1f}"
 
@@ -65,7 +71,8 @@ def build(a: argparse.Namespace) -> Snapshot:
         osd_dump, crush = gm.dumps(a.pg_num)
     for p in osd_dump["pools"]:
         p["pg_placement_num"] = p["pg_placement_num_target"] = a.pg_num
-    snap = snapshot.load(osd_dump, crush)
+    cfg = snapshot.Settings(config={"osd_max_backfills": a.osd_max_backfills})
+    snap = snapshot.load(osd_dump, crush, settings=cfg)
     pool = replace(snap.pools[0], objects=a.pg_num * OBJECTS_PER_PG)
     return replace(snap, pools=(pool,))
 
@@ -148,10 +155,11 @@ class Model:
         max_backfills_per_osd on each OSD it loads let it (step_gate.may_issue)."""
         pool, back = self.pool, self.backfills()
         o = replace(self.opts, split_pinning=pin, max_backfills_per_osd=limit)
+        most = backfill_limit(self.snap, limit)       # 0: the default, from osd_max_backfills
         steps = StepPlanner(self.snap, throttles(self.snap, o, BUDGET), self.placer).steps(pool, self.a.to)
         last = steps[-1]
         todo = [s for s in steps if s.kind is not StepKind.BALANCE]
-        out = Outcome(f"pg_advisor: apply, pinning {'on' if pin else 'off'}, limit {limit}")
+        out = Outcome(f"pg_advisor: apply, pinning {'on' if pin else 'off'}, {limit_name(self.snap, limit)}")
         if last.kind is StepKind.BALANCE:
             out.note = f"then a balance step: up to {last.shards_moving} shard moves (not run)"
         pgp, i, sent_at = pool.pgp_num, 0, -math.inf
@@ -168,7 +176,7 @@ class Model:
                     return True
                 pgs = self.split.backfills(pgp, s.pgp_num)
                 adds = ends(pgs, back.osds)
-                if ((adds > 0) & (back.load() + adds > o.max_backfills_per_osd)).any():
+                if ((adds > 0) & (back.load() + adds > most)).any():
                     return True
                 back.add(pgs)
             if s.kind is StepKind.PGP_NUM:
@@ -193,6 +201,7 @@ class Model:
         moves (in its order) that fit max_backfills_per_osd at both ends and the round's
         share of the budget (the first move free when nothing is misplaced)."""
         back, o = self.backfills(), replace(self.opts, max_backfills_per_osd=limit)
+        most = backfill_limit(self.snap, limit)
         up = self.placer.map_pool(self.pool).up
         pending: List[PgBackfill] = []
         for pgid, pairs in drain_plan(self.snap, host).proposal.items.items():
@@ -201,7 +210,7 @@ class Model:
             for src, dst in pairs:
                 new[new == src] = dst
             pending += pg_backfills(old[None, :], new[None, :], self.pg_bytes)
-        out = Outcome(f"pg_advisor: drain {host}, limit {limit}")
+        out = Outcome(f"pg_advisor: drain {host}, {limit_name(self.snap, limit)}")
         sent_at = -math.inf
         share = self.pg_bytes / self.copies_bytes      # one shard's share of all copies
 
@@ -218,7 +227,7 @@ class Model:
             for b in pending:
                 ends = list(b.targets + b.leaving)
                 cost = share * len(b.targets)
-                fits = (load[ends] < o.max_backfills_per_osd).all() and (
+                fits = (load[ends] < most).all() and (
                     cost <= room or (spent == 0 and not take))
                 if len(take) < 16 and fits:
                     take.append(b)
@@ -236,7 +245,7 @@ class Model:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     a = parser(__doc__, racks=50, hosts=20, osds_per_host=10, pg_num=32768, to=65536, pg_gib=100.0,
-               backfill_mib_s=100.0, osd_max_backfills=1, days=30.0, limits="2,8",
+               backfill_mib_s=100.0, osd_max_backfills=1, days=30.0, limits="0,2",
                only="split,drain").parse_args(argv)
     limits = [int(x) for x in a.limits.split(",")]
     snap = build(a)
@@ -257,9 +266,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
           f"remote), each backfill {a.backfill_mib_s:g} MiB/s (assumed, not measured here); "
           f"a {TICK:g} s tick; target_max_misplaced_ratio {BUDGET}; pg_advisor's defaults "
           f"(step_interval {m.opts.step_interval} s; limit: max_backfills_per_osd, default "
-          f"{m.opts.max_backfills_per_osd}; chunk mgr_max_pg_num_change "
+          f"{limit_source(snap, 0)}; chunk mgr_max_pg_num_change "
           f"{snap.config['mgr_max_pg_num_change']})")
-    table([("path", "<42"), ("changes", ">8"), ("last change h", ">14"), ("data moved h", ">13"),
+    table([("path", "<48"), ("changes", ">8"), ("last change h", ">14"), ("data moved h", ">13"),
            ("peak misplaced %", ">17"), ("peak backfills", ">15"), ("items left", ">11"), ("", "<1")],
           [[r.path, r.changes, hours(r.last_change), hours(r.moved_at), f"{100 * r.peak_misplaced:.2f}",
             r.peak_backfills, r.items, r.note] for r in rows])

@@ -41,6 +41,11 @@ def test_every_path_moves_all_it_must_and_ceph_and_pg_advisor_split_the_same() -
     assert ceph.moved == ours.moved > 0 and ceph.peak_misplaced > ours.peak_misplaced
     # pinned, the pgp_num steps move nothing and leave an item per child
     assert pinned.moved == 0 and pinned.items == 256
+    # the default limit (0) is the cluster's: 8 x osd_max_backfills 1, as many backfills as
+    # the chunks may start; labelled so
+    default = m.advisor_split(False, 0)
+    assert default.path.endswith("limit 8 (default)") and default.moved == ceph.moved
+    assert default.moved_at <= ours.moved_at and default.peak_backfills >= ours.peak_backfills
     drained = m.advisor_drain("host0", 2)
     assert drained.moved_at < math.inf and drained.moved == m.ceph_drain(
         [o for o, h in enumerate(m.snap.osds.host) if h == "host0"]).moved

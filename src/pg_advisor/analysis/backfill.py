@@ -20,6 +20,7 @@ from typing import Any, Deque, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
+from ..model.backfill_limit import cluster_backfills, osd_max_backfills
 from ..model.constants import NO_OSD
 from ..model.snapshot import Pool, Snapshot
 from .status_types import Backfill
@@ -118,7 +119,8 @@ class BackfillRate:
 def full_reservations(snap: Snapshot) -> Backfill:
     """PGs waiting for a backfill reservation, and the OSDs whose reservations are full."""
     pgs = snap.pgs
-    limit = int(snap.config.get("osd_max_backfills", 1))
+    per_osd = np.maximum(osd_max_backfills(snap), 1)    # each OSD's own (`config set osd.N`, masks)
+    limit = cluster_backfills(snap)
     out: Backfill = {"waiting_pgs": 0, "osd_max_backfills": limit, "full_osds": []}
     if pgs is None or not pgs.count:
         return out
@@ -138,7 +140,7 @@ def full_reservations(snap: Snapshot) -> Backfill:
     up = pgs.up[rows]
     targets = up[new_slots(up, pgs.acting[rows])]
     np.add.at(remote, targets[(targets >= 0) & (targets < n)], 1)
-    full = np.flatnonzero((local >= limit) | (remote >= limit))
+    full = np.flatnonzero((local >= per_osd) | (remote >= per_osd))
     most = np.maximum(local, remote)
     ranked: List[int] = sorted(full.tolist(), key=lambda o: (-int(most[o]), o))
     out["full_osds"] = [{"osd": o, "local": int(local[o]), "remote": int(remote[o])}

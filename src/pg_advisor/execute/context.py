@@ -40,8 +40,8 @@ class Context:
     def for_tick(self) -> "Tick":
         """What the executor's tick acts on: the snapshot, the options' pacing, the time
         and the sender."""
-        return Tick(self.snap, pacing(self.opts, self.cluster_ratio, self.balancer_active), self.now,
-                    self.sender())
+        return Tick(self.snap, pacing(self.opts, self.cluster_ratio, self.snap, self.balancer_active),
+                    self.now, self.sender())
 
 
 @dataclass(frozen=True)

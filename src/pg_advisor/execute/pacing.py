@@ -11,6 +11,7 @@ import numpy as np
 from ..analysis.backfill import new_slots
 from ..balance.budget import Guards
 from ..rules.reach import rule_weights
+from ..model.backfill_limit import backfill_limit
 from ..model.misplaced import misplaced_max
 from ..model.options import WEEKDAYS, BalanceMode, Options, check_window, minutes, weekdays
 from ..model.snapshot import Pool, Snapshot
@@ -45,12 +46,14 @@ def check_pacing(p: Pacing) -> None:
     check_window(p.window_begin, p.window_end, p.window_days)
 
 
-def pacing(opts: Options, cluster_ratio: float, balancer_active: bool = False) -> Pacing:
-    """The options' pacing, checked: a malformed window is refused here."""
+def pacing(opts: Options, cluster_ratio: float, snap: Snapshot, balancer_active: bool = False) -> Pacing:
+    """The options' pacing on the cluster `snap` shows (the backfill limit may come from
+    its osd_max_backfills), checked: a malformed window is refused here."""
     p = Pacing(misplaced_max=misplaced_max(opts, cluster_ratio), interval=opts.step_interval,
                window_begin=opts.window_begin, window_end=opts.window_end,
                window_days=opts.window_days, balancer_active=balancer_active,
-               balance_mode=opts.balance_mode, max_backfills=opts.max_backfills_per_osd,
+               balance_mode=opts.balance_mode,
+               max_backfills=backfill_limit(snap, opts.max_backfills_per_osd),
                prime=opts.prime_pg_temp, min_gain=opts.balance_min_gain,
                guards=Guards.of(opts))
     check_pacing(p)

@@ -3,6 +3,7 @@ steps, each target checked against the mon's bounds and mon_max_pg_per_osd first
 from typing import Dict, List, Optional
 
 from ..analysis.plan import pg_num_plan
+from ..model.backfill_limit import backfill_limit
 from ..model.errors import AdvisorError
 from ..model.limits import check_pg_num
 from ..model.misplaced import misplaced_max
@@ -21,7 +22,7 @@ def throttles(snap: Snapshot, opts: Options, cluster_ratio: float) -> Throttles:
     return Throttles(misplaced_max=misplaced_max(opts, cluster_ratio),
                      max_splitting=min(opts.max_pgs_splitting or most, most),
                      fit_chunk=not opts.max_pgs_splitting,
-                     max_backfills_per_osd=opts.max_backfills_per_osd,
+                     max_backfills_per_osd=backfill_limit(snap, opts.max_backfills_per_osd),
                      pin=opts.split_pinning)
 
 

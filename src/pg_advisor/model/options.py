@@ -116,7 +116,8 @@ class Options:
         "no further than the next pgp_num step can place within the misplaced budget and "
         "max_backfills_per_osd)", 0, 4096)
     max_backfills_per_osd: int = _opt(
-        2, "PGs one step may move into or out of a single OSD", 1, 1024)
+        0, "PGs a plan may have moving into or out of a single OSD (0: 8 x the lowest "
+        "osd_max_backfills of the OSDs that are in)", 0, 1024)
     split_pinning: bool = _opt(
         True, "pin split PGs where their data is (upmap items in the same epoch as pgp_num) and "
         "release them by balance rounds, instead of letting them move at once")

@@ -28,7 +28,8 @@ from .errors import AdvisorError
 # CONFIG_DEFAULTS holds them for every layer)
 OSD_SETTINGS: Mapping[str, int] = {k: CONFIG_DEFAULTS[k] for k in (
     "osd_memory_target", "osd_memory_base", "osd_memory_cache_min", "osd_min_pg_log_entries",
-    "osd_max_pg_log_entries", "osd_target_pg_log_entries_per_osd", "osd_pg_log_dups_tracked")}
+    "osd_max_pg_log_entries", "osd_target_pg_log_entries_per_osd", "osd_pg_log_dups_tracked",
+    "osd_max_backfills")}
 # Ceph's TYPE_SIZE options (read with strict_iec_cast: K, Ki, KB, KiB are 2^10); the
 # others are TYPE_UINT (strict_si_cast: a final K, M, ... is a power of 1000)
 SIZE_SETTINGS = frozenset({"osd_memory_target", "osd_memory_base", "osd_memory_cache_min"})

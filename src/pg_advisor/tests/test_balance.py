@@ -158,11 +158,11 @@ def test_background_rounds_leave_bytes_alone_within_the_spread(snap: snapshot.Sn
         on_demand["items"]
 
 
-def test_plan_rounds_take_the_gain_option_and_the_spread() -> None:
+def test_plan_rounds_take_the_gain_option_and_the_spread(dumps: Dict[str, Any]) -> None:
     from pg_advisor.execute.pacing import pacing
     from pg_advisor.execute.pacing import BYTES_SPREAD
     from pg_advisor.model.options import Options
-    p = pacing(Options(balance_min_gain=0.03), 0.05)
+    p = pacing(Options(balance_min_gain=0.03), 0.05, snapshot.load(dumps["osd_dump"], dumps["crush"]))
     assert p.min_gain == 0.03 and p.min_spread == BYTES_SPREAD == 0.01
 
 

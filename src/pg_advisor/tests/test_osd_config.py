@@ -43,7 +43,7 @@ def test_the_defaults_are_cephs() -> None:
         "osd_memory_target": 4294967296, "osd_memory_base": 805306368,
         "osd_memory_cache_min": 134217728, "osd_min_pg_log_entries": 250,
         "osd_max_pg_log_entries": 10000, "osd_target_pg_log_entries_per_osd": 300000,
-        "osd_pg_log_dups_tracked": 3000}
+        "osd_pg_log_dups_tracked": 3000, "osd_max_backfills": 1}
 
 
 @pytest.mark.parametrize("dump", [None, []])
