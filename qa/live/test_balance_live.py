@@ -51,6 +51,12 @@ def logged_rbd(clean_upmaps: Cluster) -> Iterator[Cluster]:
             io.remove_object(name)
 
 
+def balance_checks(c: Cluster) -> List[str]:
+    """The background's checks of `balance` rounds, oldest first (the history)."""
+    return [h["detail"] for h in c.advisor("history")["history"]
+            if h["event"] == "checked" and h["detail"].startswith("balance at epoch")]
+
+
 def test_eval_dry_run_and_a_bounded_round(logged_rbd: Cluster) -> None:
     c = logged_rbd
     c.wait_clean()
@@ -64,8 +70,14 @@ def test_eval_dry_run_and_a_bounded_round(logged_rbd: Cluster) -> None:
     epoch = osd_dump["epoch"]
     min_size = {p["pool"]: p["min_size"] for p in osd_dump["pools"]}
     stats = {s["pgid"]: s for s in c.json("pg", "ls")["pg_stats"]}
+    checks_before = len(balance_checks(c))
     done = c.advisor("balance", "--max-items", "3")
     assert done["applied"] == len(done["items"]) and done["failed"] == [] and done["moves"] <= 3
+    # the command waited for no map; the background checks the next one, in the history
+    n = len(done["items"])
+    wait_until(lambda: len(balance_checks(c)) > checks_before, 120, "the round's check in the history")
+    check = balance_checks(c)[-1]
+    assert f"the items of {n} of {n} PGs kept" in check and "not where" not in check, check
     # prime_pg_temp (on by default): in the epoch that brings a PG's items, its pg_temp is
     # the acting set its primary will ask for (none where that is the up set), so it peers
     # once; no other pg_temp follows until its new OSD has the data

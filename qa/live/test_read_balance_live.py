@@ -20,7 +20,7 @@ import pytest
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot
 
-from ..cluster import Cluster
+from ..cluster import Cluster, wait_until
 
 POOL = "rdbal"
 PG_NUM = 64
@@ -97,6 +97,14 @@ def test_read_balance_beside_osdmaptool_and_cephs_balancer(reads: Cluster) -> No
     # 2. pg_advisor's round, set for real: what the mon keeps is what was planned
     done = ours(c, "--max-changes", "10000")
     assert done["failed"] == [] and done["applied"] == len(done["commands"]) == len(plan["commands"]), done
+    # what the mon kept, checked by the background on the next map (the history)
+    wanted = len(done["commands"])
+
+    def check() -> List[str]:
+        return [h["detail"] for h in c.advisor("history")["history"]
+                if h["event"] == "checked" and h["detail"].startswith("read-balance")]
+    wait_until(lambda: bool(check()), 120, "the read-balance round's check in the history")
+    assert check()[-1].endswith(f"{wanted} of {wanted} primary entries as set"), check()
     c.wait_clean()
     assert abs(pool_row(c)["read_balance"]["score_acting"] - row["score_after"]) < 0.005
     osd_dump, crush = c.json("osd", "dump"), c.json("osd", "crush", "dump")

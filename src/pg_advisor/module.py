@@ -15,7 +15,7 @@ import time
 import traceback
 from typing import Any, Dict, List, Optional, Tuple
 
-from mgr_module import MgrModule, Option
+from mgr_module import MgrModule, NotifyType, Option
 
 from .commands import table
 from .commands.answers import Inputs
@@ -43,6 +43,7 @@ class Module(MgrModule):
     CLICommand = compat.REGISTRY     # where Tentacle's mgr finds them (Pacific: unused)
     MODULE_OPTIONS = [Option(**o) for o in options.mgr_options()]
     NATIVE_OPTIONS = list(read.NATIVE_OPTIONS)
+    NOTIFY_TYPES = [NotifyType.osd_map]      # a new map: its epoch is asked once (mgr/epoch.py)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -78,6 +79,12 @@ class Module(MgrModule):
 
     def wake(self) -> None:
         self._wake.set()
+
+    def notify(self, notify_type: Any, notify_id: str) -> None:
+        """The mgr's word of a new cluster map: only the OSDMap's matters here (NOTIFY_TYPES;
+        a mgr that sends all types sends the others too)."""
+        if str(getattr(notify_type, "value", notify_type)) == "osd_map":
+            self.reader.maps.map_changed()
 
     # -- what a command or a tick reads ----------------------------------------------------------
 

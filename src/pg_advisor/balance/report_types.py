@@ -65,8 +65,9 @@ class BalanceReport(TypedDict):
 
 class BalanceRun(BalanceReport, total=False):
     """A balance command's report: the proposal, and whether it was a dry run or what the
-    mon kept of it (applied, failed, mismatched: set only when sent)."""
+    mon accepted of it (applied, failed: set only when sent; checked: where what its map
+    kept is told, execute/command_checks.py)."""
     dry_run: bool
     applied: int
     failed: List[str]
-    mismatched: int
+    checked: str

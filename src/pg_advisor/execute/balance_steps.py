@@ -5,7 +5,6 @@ each round, what the mon kept of the last one and where the map put its PGs.
 A round changes the round's own records in the PlanState (the round in flight, its count,
 what it waits for) and returns an Outcome: what the executor then does with the plan (log,
 a failure, a check of the map, stop, the next step). No round takes the executor."""
-import hashlib
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
@@ -19,7 +18,7 @@ from .context import Tick
 from .history import Event
 from .pacing import backfill_load
 from .plan_state import PlanState, RoundInFlight
-from .rounds import balance_round, RoundSpec, unset_full
+from .rounds import balance_round, RoundSpec, topology_key, unset_full
 from .step_commands import pgs_bytes
 from .steps import ROUND_PGS, PlanStep
 
@@ -51,16 +50,6 @@ def rounds_max(step: PlanStep) -> int:
     pinned on 10,000 OSDs predicts up to 98,274 moves: some 6,000 rounds of 16)."""
     per_round = max(1, step.pgs_moving or ROUND_PGS)
     return max(BALANCE_ROUNDS_MAX, 4 * -(-step.shards_moving // per_round))
-
-
-def topology_key(snap: Snapshot) -> str:
-    """What CRUSH's sets depend on besides the items, per OSD: exists, up, in, reweight and
-    CRUSH weight (a few bytes an OSD, hashed once a round)."""
-    o = snap.osds
-    h = hashlib.blake2b(digest_size=8)
-    for a in (o.exists, o.up, o.in_, o.reweight, o.crush_weight):
-        h.update(np.ascontiguousarray(a).tobytes())
-    return h.hexdigest()
 
 
 def balance_round_step(state: PlanState, t: Tick, step: PlanStep) -> Outcome:

@@ -17,6 +17,7 @@ from .executor import Executor
 from .plan_service import PlanService
 from .plan_state import ACTIVE, Status
 from .plan_store import PlanStore
+from .rounds import topology_key
 
 TICK_ERRORS_STOP = 5        # a plan's ticks failing on a bug this many times running stop it
 
@@ -64,6 +65,18 @@ class Driver:
             self.plans.pins.count(ex, snap)
             if self.plans.pins.due(snap):
                 self.plans.pins.verify(ex, snap, now)
+            self._check_commands(ex, ctx)
+
+    def check_commands(self, ctx: Context) -> None:
+        """Only the check of what operators' balance commands set (mode off: no plan runs,
+        but the commands' outcome still goes to the history)."""
+        if self.plans.checks.waiting:
+            with self.plans.change() as ex:
+                self._check_commands(ex, ctx)
+
+    def _check_commands(self, ex: Executor, ctx: Context) -> None:
+        if self.plans.checks.waiting:      # on the first map after theirs
+            self.plans.checks.settle(ctx.snap, ex.up_sets, topology_key(ctx.snap), ctx.now, ex.log)
 
     def _plan_tick(self, ex: Executor, ctx: Context) -> None:
         """The executor's tick. A bug that fails every tick (an exception other than the

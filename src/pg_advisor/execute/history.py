@@ -22,6 +22,7 @@ class Event(enum.StrEnum):
     ROUND = "round"
     UNPIN = "unpin"             # full pg-upmaps removed
     UNCHECKED = "unchecked"
+    CHECKED = "checked"         # what an operator's balance or read-balance set, as the map shows it
     MISMATCH = "mismatch"
     UNPINNED = "unpinned"       # pins the mon refused
     UNPRIMED = "unprimed"       # pg-temps the mon refused

@@ -3,7 +3,7 @@
 `resume` and `mode`. Each runs under the plan's lock (a transaction where it changes the
 plan), refused while a plan owns what it would change."""
 import errno
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ..balance.drain import describe, drain_json, drain_plan
 from ..balance.primaries import plan_primaries
@@ -15,6 +15,7 @@ from ..balance.report_types import BalanceRun
 from ..model.distribution import object_copies
 from ..model.errors import AdvisorError
 from ..model.snapshot import Snapshot
+from .command_checks import CHECK_PGS_MAX, PendingCheck
 from .context import BalanceRequest, Context
 from .history import Event
 from .pacing import pacing
@@ -23,11 +24,11 @@ from .plan_state import Source
 from .plan_service import PlanService
 from .planning import plan_steps, targets
 from ..model.options import Mode
-from .rounds import RoundSpec, balance_round, set_primaries
+from .rounds import RoundSpec, balance_round, set_primaries, topology_key
 from .steps import spanning_steps
 
-# the map's pg_upmap_primaries and those PGs' up primaries, after an epoch (the module's)
-PrimariesAfter = Callable[[int, Sequence[str]], Tuple[Mapping[str, int], Mapping[str, int]]]
+# where a write command's answer says its changes are checked
+CHECKED = "by the background on the next map: `ceph pg-advisor history`"
 
 
 def apply(plans: PlanService, ctx: Context, pool: Optional[str], pg_num: Optional[int],
@@ -38,7 +39,7 @@ def apply(plans: PlanService, ctx: Context, pool: Optional[str], pg_num: Optiona
         if not dry_run:          # before any work: start() would refuse them too
             plans.check_store()
             ex.check_free()
-        pacing(opts, cluster_ratio)        # a malformed window is refused now
+        pacing(opts, cluster_ratio, snap)        # a malformed window is refused now
         want = targets(snap, opts, ctx.balanced, pool, pg_num)
         if not want:
             raise AdvisorError.invalid("nothing to apply: pg_num is where pg_advisor recommends"
@@ -67,12 +68,11 @@ def _check_round(plans: PlanService, ctx: Context, what: str, doing: str = "no b
         raise AdvisorError.busy(f"not {what}: {refused}")
 
 
-def balance(plans: PlanService, ctx: Context, req: BalanceRequest,
-            items_after: Callable[[int], Mapping[str, Sequence[Tuple[int, int]]]]) -> BalanceRun:
+def balance(plans: PlanService, ctx: Context, req: BalanceRequest) -> BalanceRun:
     """One bounded round of pg-upmap-items toward each OSD's share (or its dry run), as
-    the background's, within the misplaced budget; then what the mon kept of it
-    (`items_after(epoch)`: the items in the first map after the snapshot's) and where
-    the map puts the PGs it moved."""
+    the background's, within the misplaced budget; answered with what the mon accepted.
+    What its next map kept, and where that map puts the PGs moved, the background checks
+    and keeps in the history (command_checks.py): no wait for a map here."""
     snap = ctx.snap
     rnd = balance_round(snap, RoundSpec(req.pools, req.max_items, req.mode, ctx.budget(),
                                         min_gain=ctx.opts.balance_min_gain, guards=ctx.guards()))
@@ -80,22 +80,20 @@ def balance(plans: PlanService, ctx: Context, req: BalanceRequest,
     report["dry_run"] = req.dry_run
     if req.dry_run:
         return report
-    with plans.look() as ex:
+    with plans.look():
         _check_round(plans, ctx, "balancing", pools=req.pools or [p.name for p in ctx.snap.pools])
         rnd.apply(ctx.sender(), ctx.opts.prime_pg_temp)
-        failed, mismatched = rnd.check(items_after, ex.up_sets)
-        report.update({"applied": len(rnd.items) - len(failed), "failed": failed,
-                       "mismatched": mismatched})
+        failed = rnd.outcome.messages() if rnd.outcome else []
+        plans.check_later(rnd.pending_check(ctx.now))
+        report.update({"applied": len(rnd.items) - len(failed), "failed": failed, "checked": CHECKED})
         return report
 
 
 def read_balance(plans: PlanService, ctx: Context,
-                 pools: Optional[List[str]], max_changes: int, dry_run: bool,
-                 primaries_after: PrimariesAfter) -> Dict[str, Any]:
+                 pools: Optional[List[str]], max_changes: int, dry_run: bool) -> Dict[str, Any]:
     """One bounded batch of pg-upmap-primary changes (or its dry run): each replicated
-    pool's primaries toward the lowest maximum (balance/primaries.py); then what the mon
-    kept (`primaries_after(epoch, pgids)`: the map's entries, and those PGs' up primaries,
-    pgid -> OSD, in the first map after the snapshot's)."""
+    pool's primaries toward the lowest maximum (balance/primaries.py); answered with what
+    the mon accepted, the rest checked by the background as `balance`'s."""
     snap = ctx.snap
     plan = plan_primaries(snap, pools, max_changes=max_changes)
     report = dict(read_report(snap, plan), dry_run=dry_run)
@@ -109,19 +107,14 @@ def read_balance(plans: PlanService, ctx: Context,
         sent = set_primaries(cmds, ctx.sender())
         failed = sent.messages()
         if cmds:
-            want = {pgid: osd for pgid, osd in plan.changes if pgid not in sent.failed}
-            entries, primary = primaries_after(snap.epoch, sorted(want))
-            for pgid, osd in sorted(want.items()):
-                if osd is None:
-                    if pgid in entries:
-                        failed.append(f"{pgid}: the mon kept the entry")
-                elif entries.get(pgid) != osd:
-                    failed.append(f"{pgid}: the mon did not keep the entry")
-                elif primary.get(pgid) != osd:
-                    failed.append(f"{pgid}: primary osd.{primary.get(pgid)}, not osd.{osd}")
-            failed += [f"{pgid}: the mon kept the entry" for pgid in plan.cleanup
-                       if pgid not in sent.failed and pgid in entries]
-        report.update(applied=len(cmds) - len(failed), failed=failed)
+            want: Dict[str, Optional[int]] = {pgid: osd for pgid, osd in plan.changes
+                                              if pgid not in sent.failed}
+            for pgid in plan.cleanup:          # entries removed: none may be left
+                if pgid not in sent.failed:
+                    want.setdefault(pgid, None)
+            plans.check_later(PendingCheck("read-balance", snap.epoch, ctx.now, topology_key(snap),
+                                           primaries=dict(sorted(want.items())[:CHECK_PGS_MAX])))
+        report.update(applied=len(cmds) - len(failed), failed=failed, checked=CHECKED)
         return report
 
 
@@ -139,7 +132,7 @@ def pin_remapped(plans: PlanService, ctx: Context, dry_run: bool) -> Dict[str, A
             raise AdvisorError.busy(f"not pinning: {conflict}")
         # no flag holds the pins back: they stop data moving (with norebalance set while
         # OSDs are added, as operators do, they are the point); the drain waits for flags
-        pacing(ctx.opts, ctx.cluster_ratio)   # a malformed window is refused before anything is set
+        pacing(ctx.opts, ctx.cluster_ratio, snap)   # a malformed window is refused before anything is set
         return plans.pins.pin(ex, ctx, pins, Source.PIN_REMAPPED)
 
 
@@ -158,7 +151,7 @@ def crush_reweight(plans: PlanService, ctx: Context,
                                      " and would undo the pins")
         if conflict:
             raise AdvisorError.busy(f"not reweighting: {conflict}")
-        pacing(ctx.opts, ctx.cluster_ratio)
+        pacing(ctx.opts, ctx.cluster_ratio, snap)
         out = plans.pins.pin(ex, ctx, rw.pins, Source.CRUSH_REWEIGHT,
                              lead=reweight_commands(rw.weights), report=reweight_report(snap, rw))
         if out.get("lead_failed"):
@@ -181,7 +174,7 @@ def drain(plans: PlanService, ctx: Context,
         conflict = balancer_conflict(ctx.balancer_active, "no drain", " and would move PGs back")
         if conflict:
             raise AdvisorError.busy(f"not draining: {conflict}")
-        pacing(ctx.opts, ctx.cluster_ratio)
+        pacing(ctx.opts, ctx.cluster_ratio, snap)
         copies = object_copies(snap)
         steps = spanning_steps([t.pool for t in touched], plan.replicas, copies)
         state = ex.start(steps, [t.pool for t in touched], Source.DRAIN, now, drain=osds)

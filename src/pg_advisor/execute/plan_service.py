@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator, Optional
 
 from ..model.errors import AdvisorError
+from .command_checks import PENDING_MAX, CommandChecks, PendingCheck
 from .executor import Executor
 from .history import Event
 from .pinning import PinBook
@@ -24,6 +25,7 @@ class PlanService:
         state, history = self.store.read(now)      # never raises: what is unreadable is reported
         self.executor = Executor(state, history, self.store.write)
         self.pins = PinBook()
+        self.checks = CommandChecks()     # what operators' balance commands set, to check
         self.lock = threading.Lock()
         self.error: Optional[str] = None  # why the last tick could not run (e.g. a bad option)
 
@@ -45,6 +47,15 @@ class PlanService:
         """The executor, to read the plan at one moment."""
         with self.lock:
             yield self.executor
+
+    def check_later(self, check: PendingCheck) -> None:
+        """Within look() or change(): `check` for the background's next map (at most
+        PENDING_MAX wait; an older one is dropped, and the history says so)."""
+        pending = self.checks.pending
+        pending.append(check)
+        if len(pending) > PENDING_MAX:
+            del pending[0]
+            self.checks.dropped += 1
 
     def check_store(self) -> None:
         """EBUSY while the stored plan could not be read (`abort` clears it)."""

@@ -2,18 +2,19 @@
 bounded batch of pg-upmap-items from propose(), set with the mon in small bursts
 (each PG's pg_temp first when priming), the refusals kept by PG. Pins set their items
 the same way (set_items)."""
+import hashlib
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..balance.budget import Guards, Limits
-from ..balance.proposal import Aim, Proposal, items_json, propose, unkept, unseats_primary
-from ..crush.upmap import map_mismatches
+from ..balance.proposal import Aim, Proposal, items_json, propose, unseats_primary
 from ..model.misplaced import MisplacedBudget
 from ..model.options import BalanceMode
 from ..model.mon_commands import items_commands, rm_upmap, rm_upmap_primary, upmap, upmap_items
 from ..model.snapshot import Snapshot
+from .command_checks import CHECK_PGS_MAX, PendingCheck
 from .priming import PRIME_BATCH, Command, item_results, primed_commands
 
 Burst = Callable[[List[Command]], List[Tuple[int, str]]]   # sent together, answered in order
@@ -142,19 +143,24 @@ class Round:
         """The up sets the taken items are meant to give: what the map must show after."""
         return self.proposal.wanted(self.taken())
 
-    def check(self, items_after: Callable[[int], Mapping[str, Sequence[Tuple[int, int]]]],
-              up_sets: Callable[[Snapshot, Sequence[str]], Dict[str, List[int]]]) -> Tuple[List[str], int]:
-        """Once sent, what went wrong, each a sentence by PG, and how many PGs the map puts
-        elsewhere than their items meant. The mon acknowledges an item that breaks the rule
-        and drops it: `items_after(epoch)` are the items of the first map after the
-        snapshot's, `up_sets` where that map puts each PG."""
-        failed = self.outcome.messages() if self.outcome else []
-        lost = unkept(self.taken(), items_after(self.snap.epoch))
-        failed += [f"{pgid}: the mon did not keep the items" for pgid in lost]
-        want = {k: v for k, v in self.wanted().items() if k not in lost}
-        bad = map_mismatches(self.snap, want, up_sets(self.snap, sorted(want)))
-        failed += [f"{pgid}: {why}" for pgid, why in sorted(bad.items())]
-        return failed, len(bad)
+    def pending_check(self, now: float) -> PendingCheck:
+        """What the background checks of this round once the next map is in (an operator's
+        `balance`: command_checks.py), on its first CHECK_PGS_MAX PGs."""
+        taken = dict(sorted(self.taken().items())[:CHECK_PGS_MAX])
+        want = self.proposal.wanted(taken)
+        return PendingCheck("balance", self.snap.epoch, now, topology_key(self.snap),
+                            items={k: [(int(a), int(b)) for a, b in v] for k, v in taken.items()},
+                            want=want)
+
+
+def topology_key(snap: Snapshot) -> str:
+    """What CRUSH's sets depend on besides the items, per OSD: exists, up, in, reweight and
+    CRUSH weight (a few bytes an OSD, hashed once a round)."""
+    o = snap.osds
+    h = hashlib.blake2b(digest_size=8)
+    for a in (o.exists, o.up, o.in_, o.reweight, o.crush_weight):
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
 
 
 @dataclass(frozen=True)

@@ -59,14 +59,20 @@ class LiveCommands:
         items = v["max_items"] if v["max_items"] is not None else opts.balance_max_items
         req = BalanceRequest([v["pool"]] if v["pool"] else None, items, v["mode"] or opts.balance_mode,
                              bool(v["dry_run"]))
-        return ops.balance(self.mgr.driver.plans, ctx, req, self.mgr.reader.items_after)
+        report = ops.balance(self.mgr.driver.plans, ctx, req)
+        if not req.dry_run:
+            self.mgr.wake()      # the background checks the round on the next map
+        return report
 
     def act_read_balance(self, v: Values) -> Report:
         """One bounded batch of pg-upmap-primary changes (or only its dry run)."""
         ctx = self.mgr.context(self._snapshot_to_act(v))
         most = v["max_changes"] if v["max_changes"] is not None else ctx.opts.read_max_changes
-        return ops.read_balance(self.mgr.driver.plans, ctx, [v["pool"]] if v["pool"] else None, most,
-                                bool(v["dry_run"]), self.mgr.reader.primaries_after)
+        report = ops.read_balance(self.mgr.driver.plans, ctx, [v["pool"]] if v["pool"] else None, most,
+                                  bool(v["dry_run"]))
+        if not v["dry_run"]:
+            self.mgr.wake()
+        return report
 
     def act_pin_remapped(self, v: Values) -> Report:
         snap, dry_run = self._snapshot_to_act(v), v["dry_run"]

@@ -13,7 +13,7 @@ import json
 import math
 import re
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from mgr_module import MgrModule
 
@@ -24,6 +24,7 @@ from ..model.options import Options
 from ..model.pg_brief import brief_pg_map, parse_brief
 from ..model.reuse import ChangeKey, SnapshotReuse
 from ..sizing.ceph_autoscaler import THRESHOLD, Flavour, with_autoscale
+from .epoch import MapEpoch
 from .mon import mon_mapping
 
 MAP_WAIT = 10.0     # seconds a write command waits for the mgr's map to show what it set
@@ -67,6 +68,7 @@ class MgrReader:
         self.snaps = SnapshotReuse()
         self._config_dump_at: Optional[float] = None
         self._config_dump_kept: Optional[List[Dict[str, Any]]] = None
+        self.maps = MapEpoch(mgr.get_osdmap)      # told of new maps by the module's notify
 
     # -- the snapshot ----------------------------------------------------------------------------
 
@@ -97,7 +99,7 @@ class MgrReader:
             summary = json.dumps({k: pg.get(k) for k in PG_SUMMARY_KEYS}, sort_keys=True, default=str)
             # (the option that says how the PG stats are read changes the snapshot too)
             settings = (tuple(str(config[k]) for k in NATIVE_OPTIONS), self.options().pg_stats_full_max)
-            return ChangeKey(map=self.mgr.get_osdmap().get_epoch(), stats=summary, settings=settings)
+            return ChangeKey(map=self.maps.epoch(), stats=summary, settings=settings)
         except Exception:   # e.g. no PG map yet: read everything, keep nothing
             return None
 
@@ -140,11 +142,14 @@ class MgrReader:
         before = self.snaps.last
         if before is not None and timed("crush_carry", functools.partial(Placer.carry, before, snap)):
             took["crush_carry (kept the CRUSH sets)"] = took.pop("crush_carry")
-        # what a read costs, by part: on a big cluster this is where the mgr's time goes
+        # what a read costs, by part: on a big cluster this is where the mgr's time goes;
+        # and the copies of the OSDMap taken for its epoch since the last read
+        copies, copy_s = self.maps.spent()
         total = sum(took.values())
         (self.mgr.log.info if total > 1.0 else self.mgr.log.debug)(
-            "pg_advisor: read the cluster in %.2f s (%s)", total,
-            ", ".join(f"{k} {v:.2f} s" for k, v in took.items()))
+            "pg_advisor: read the cluster in %.2f s (%s); %d OSDMap copies for its epoch since "
+            "the last read, %.3f s", total, ", ".join(f"{k} {v:.2f} s" for k, v in took.items()),
+            copies, copy_s)
         return snap
 
     def _pg_status(self) -> Dict[str, Any]:
@@ -222,23 +227,6 @@ class MgrReader:
                 out[pgid] = list(mon_mapping(osdmap, pgid)["up"])
         return out
 
-    def items_after(self, epoch: int) -> Mapping[str, Sequence[Tuple[int, int]]]:
-        """The upmap items in the mgr's first OSDMap newer than `epoch` (or its newest, after
-        MAP_WAIT): what the mon kept of those just set."""
-        self.wait_for_map(epoch)
-        return snapshot.load_upmaps(self.mgr.get("osd_map"))[1]
-
-    def primaries_after(self, epoch: int, pgids: Sequence[str]) -> Tuple[Dict[str, int], Dict[str, int]]:
-        """The pg_upmap_primaries of the mgr's first OSDMap newer than `epoch` (or its newest,
-        after MAP_WAIT), and the up primary Ceph computes there for each of `pgids`."""
-        self.wait_for_map(epoch)
-        osdmap = self.mgr.get_osdmap()
-        entries = dict(snapshot.load_upmap_primaries(self.mgr.get("osd_map")))
-        primary: Dict[str, int] = {}
-        for pgid in pgids:
-            primary[pgid] = int(mon_mapping(osdmap, pgid)["up_primary"])
-        return entries, primary
-
     def wait_for_mon_map(self, fallback: int) -> None:
         """Until the mgr's OSDMap has caught up with the mon's (all that the mon answered is
         in its epoch: the mgr's map follows); from `fallback` where the mon does not say."""
@@ -258,6 +246,4 @@ class MgrReader:
     def wait_for_map(self, epoch: int, timeout: float = MAP_WAIT) -> None:
         """Until the mgr's OSDMap is newer than `epoch` (the mon answers a command once its
         map has the change; the mgr hears of that map a moment later), at most `timeout`."""
-        end = time.monotonic() + timeout
-        while self.mgr.get_osdmap().get_epoch() <= epoch and time.monotonic() < end:
-            time.sleep(0.2)
+        self.maps.wait_newer(epoch, timeout)

@@ -81,7 +81,7 @@ class MgrServe:
             self._guard(self.publish_health)
         due = min(self._next_sizing, self._next_status) if self.mgr.panel.running else self._next_sizing
         wait = due - time.time()
-        if self.mgr.driver.plan_active:
+        if self.mgr.driver.plan_active or self.mgr.driver.plans.checks.waiting:
             wait = min(wait, opts.poll_interval)
         return max(wait, 0.1)
 
@@ -116,9 +116,11 @@ class MgrServe:
 
     def run_plan(self) -> None:
         """One tick of the executor (and, in auto mode, a new plan when one is due)."""
-        if self.mgr.current_options().mode is Mode.OFF:      # nothing in the background: a plan waits
-            return
         driver = self.mgr.driver
+        if self.mgr.current_options().mode is Mode.OFF:      # nothing in the background: a plan waits
+            if driver.plans.checks.waiting:      # (only the check of a balance command's changes)
+                driver.check_commands(self.mgr.context(self.mgr.reader.take_snapshot()))
+            return
         try:
             driver.tick(self.mgr.context(self.mgr.reader.take_snapshot()))
         except AdvisorError as e:

@@ -31,7 +31,7 @@ def outcome(r: Mapping[str, Any], of: str) -> List[str]:
     run), then its notes."""
     out: List[str] = []
     if "applied" in r:
-        out.append(f"set {r['applied']} of {of}")
+        out.append(f"set {r['applied']} of {of}" + (f"; checked {r['checked']}" if r.get("checked") else ""))
         out.extend(f"failed: {printable(f)}" for f in r["failed"])
     elif r.get("dry_run"):
         out.append("dry run: nothing was set")

@@ -47,6 +47,7 @@ class FakeMgr:
         # get(name), get_ceph_option("option " + name), get_module_option("module_option " + name)
         # calls ("module_option balancer/mode": another module's)
         self.reads: Dict[str, int] = {}
+        self.told_epoch: Any = None          # the osd_map epoch the modules were last told of
 
     def _notify(self) -> None:
         for m in self.modules:
@@ -86,7 +87,18 @@ class BaseMgrModule:
     def __init__(self, py_modules_ptr: Any, this_ptr: Any) -> None:
         self.fake.modules.append(self)
 
+    def _tell_new_map(self) -> None:
+        """As ceph-mgr tells its modules of a new OSDMap (notify "osd_map") soon after it
+        has one: here on the module's next read of anything."""
+        doc = self.fake.docs.get("osd_map")
+        epoch = doc.get("epoch") if isinstance(doc, dict) else None
+        if epoch != self.fake.told_epoch:
+            self.fake.told_epoch = epoch
+            for m in self.fake.modules:
+                m.notify("osd_map", "")
+
     def _ceph_get(self, name: str) -> Any:
+        self._tell_new_map()
         self.fake.reads[name] = self.fake.reads.get(name, 0) + 1
         if name == "pg_status" and name not in self.fake.docs:
             return pg_status(self.fake.docs["pg_dump"])
@@ -140,6 +152,7 @@ class BaseMgrModule:
         self.fake.uri = uri
 
     def _ceph_get_osdmap(self) -> "FakeOSDMap":
+        self.fake.reads["get_osdmap"] = self.fake.reads.get("get_osdmap", 0) + 1
         return FakeOSDMap(self.fake.docs)
 
 

@@ -87,7 +87,7 @@ def test_balance_and_eval_reports_have_exactly_their_typed_keys(snap: snapshot.S
     # reader's KeyError waiting: the renderers read the typed fields
     r = balance_report(snap)
     assert set(r) == set(rt.BalanceReport.__annotations__)
-    assert set(rt.BalanceRun.__annotations__) - set(r) == {"dry_run", "applied", "failed", "mismatched"}
+    assert set(rt.BalanceRun.__annotations__) - set(r) == {"dry_run", "applied", "failed", "checked"}
     for when in ("before", "after"):
         assert set(r[when]) == set(rt.Spreads.__annotations__)
         pools = r[when]["pools"]

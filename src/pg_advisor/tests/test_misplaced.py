@@ -51,8 +51,7 @@ def test_live_balance_obeys_the_misplaced_budget_option(dumps: Dict[str, Any]) -
     req = BalanceRequest(None, 1000, BalanceMode.PGS, dry_run=True)
 
     def balance(budget: float, ratio: float) -> Any:
-        return ops.balance(drv.plans, context(ceph, make({"misplaced_budget": budget}), ratio=ratio), req,
-                           lambda e: {})
+        return ops.balance(drv.plans, context(ceph, make({"misplaced_budget": budget}), ratio=ratio), req)
     wide, tight = balance(1.0, 1e-9), balance(1e-9, 1.0)
     assert wide["moves"] > 1 and not wide["throttled"]
     assert tight["moves"] == 1 and tight["throttled"]     # the first move alone: nothing misplaced

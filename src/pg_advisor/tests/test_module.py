@@ -231,15 +231,19 @@ def test_an_unchanged_cluster_is_read_once_and_mapped_once(
     everything()
     reads, crush, scaler = fake.reads["pg_dump"], runs[0], asked[0]
     assert reads >= 1 and crush >= 1 and scaler == 0
+    copies = fake.reads["get_osdmap"]
     for _ in range(3):
         everything()
     assert (fake.reads["pg_dump"], runs[0], asked[0]) == (reads, crush, scaler)
+    # nor is the mgr's OSDMap copied for its epoch: notify says when it changes
+    assert fake.reads["get_osdmap"] == copies
     # a new map: read again, once; where it changed nothing CRUSH reads (a round's items),
     # its CRUSH sets are the last snapshot's (crush/placement.Placer.carry)
     fake.docs["osd_map"]["epoch"] += 1
     everything()
     everything()
     assert fake.reads["pg_dump"] == reads + 1 and runs[0] == crush
+    assert fake.reads["get_osdmap"] == copies + 1
     # an OSD reweighted: mapped again
     fake.docs["osd_map"]["epoch"] += 1
     fake.docs["osd_map"]["osds"][0]["weight"] = 0.5
