@@ -68,11 +68,13 @@ class Driver:
             self._check_commands(ex, ctx)
 
     def check_commands(self, ctx: Context) -> None:
-        """Only the check of what operators' balance commands set (mode off: no plan runs,
-        but the commands' outcome still goes to the history)."""
-        if self.plans.checks.waiting:
+        """Only the checks of what operators' commands set, balance rounds and pins (mode
+        off: no plan runs, but the commands' outcome still goes to the history)."""
+        if self.plans.checks.waiting or self.plans.pins.due(ctx.snap):
             with self.plans.change() as ex:
                 self._check_commands(ex, ctx)
+                if self.plans.pins.due(ctx.snap):
+                    self.plans.pins.verify(ex, ctx.snap, ctx.now)
 
     def _check_commands(self, ex: Executor, ctx: Context) -> None:
         if self.plans.checks.waiting:      # on the first map after theirs

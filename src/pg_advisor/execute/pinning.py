@@ -80,6 +80,8 @@ class PinBook:
         bad = ex.verify(snap, want, "pins", now)
         self.verified = {"checked": len(want), "mismatched": len(bad),
                          "mismatched_pgs": dict(sorted(bad.items())[:SKIP_SHOWN])}
+        ex.log(now, Event.CHECKED, f"pins at epoch {self.pinned_at}, checked at epoch {snap.epoch}: "
+                                   f"{len(want) - len(bad)} of {len(want)} PGs where their pins put them")
 
     def due(self, snap: Snapshot) -> bool:
         """Pins wait for their check, and `snap` is the first map that may hold them."""

@@ -24,6 +24,8 @@ def pins_text(r: Mapping[str, Any]) -> str:
         out.append(f"checked against the map: {v['checked'] - v['mismatched']} of {v['checked']} "
                    f"pinned PGs are on their data")
         out.extend(f"  not: {printable(k)}: {printable(w)}" for k, w in sorted(v["mismatched_pgs"].items()))
+    elif r.get("checked"):
+        out.append(f"checked {r['checked']}")
     return "\n".join(out + [_outcome(r, "drains the pins")])
 
 

@@ -264,12 +264,28 @@ def test_a_pg_the_map_puts_elsewhere_is_counted_logged_and_raised(dumps: Dict[st
     assert any(h["event"] == "mismatch" and pgid in h["detail"] for h in drv.executor.history)
     check = drv.health()["PG_ADVISOR_UPMAP_MISMATCH"]
     assert check["count"] == 1 and pgid in check["detail"][0]
+    n = r["pinned"]
+    assert [h["detail"].split(": ", 1)[1] for h in drv.executor.history if h["event"] == "checked"] == [
+        f"{n - 1} of {n} PGs where their pins put them"]
     # checked once: a later tick adds nothing, and the command, asking after the tick,
     # gets the tick's answer
     found = ops.verify_pins(drv.plans, ceph.snap(), 9.0)
     assert found is not None and found["mismatched"] == 1 and pgid in found["mismatched_pgs"]
     drv.tick(context(ceph, make({}), 10.0))
     assert drv.executor.state is not None and drv.executor.state.mismatched == 1
+
+
+def test_with_no_plan_ticking_the_pins_are_still_checked(dumps: Dict[str, Any]) -> None:
+    # mode off: the serve loop runs no plan, only the checks of what commands set
+    d, pgid, want = _chained(dumps)
+    ceph, drv = FakeCeph(d), _driver()
+    ctx = context(ceph, make({}), 0.0, burst=lambda cmds: [ceph.send(c) for c in cmds])
+    r = ops.pin_remapped(drv.plans, ctx, False)
+    assert drv.plans.pins.want and drv.plans.pins.verified is None
+    drv.check_commands(context(ceph, make({}), 5.0))
+    assert not drv.plans.pins.want and drv.plans.pins.verified == {
+        "checked": r["pinned"], "mismatched": 0, "mismatched_pgs": {}}
+    assert [h["event"] for h in drv.executor.history][-1] == "checked"
 
 
 def test_a_balance_round_is_checked_against_the_map(dumps: Dict[str, Any],
