@@ -4,6 +4,7 @@ command that changes the plan makes one too), never computed per request, so tha
 scrape or a page does not cost a CRUSH and sizing run each."""
 import copy
 import errno
+import json
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -18,7 +19,9 @@ class Panel:
                                        "history": {"history": []}, "figures": {}}
         self.server = Server(self._status, lambda: self.served["progress"],
                              lambda: self.served["history"],
-                             lambda: dict(self.served["figures"], at=self.served["at"]))
+                             lambda: dict(self.served["figures"], at=self.served["at"]),
+                             self._status_json)
+        self._encoded: Tuple[Any, bytes] = (None, b"")   # (the status, its JSON): encoded once
         self.at: Optional[Tuple[str, int]] = None     # where it was last started (or failed to)
 
     def _status(self) -> StatusReport:
@@ -26,6 +29,18 @@ class Panel:
         if doc is None:
             raise AdvisorError(-errno.EAGAIN, "the status is not computed yet")
         return copy.copy(doc)
+
+    def _status_json(self) -> bytes:
+        """The status as JSON, encoded the first time it is asked for (two requests at once
+        may both encode it: the same bytes)."""
+        doc = self.served["status"]
+        if doc is None:
+            raise AdvisorError(-errno.EAGAIN, "the status is not computed yet")
+        known, body = self._encoded
+        if known is not doc:
+            body = json.dumps(doc).encode()
+            self._encoded = (doc, body)
+        return body
 
     @property
     def running(self) -> bool:

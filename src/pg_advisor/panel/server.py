@@ -51,9 +51,11 @@ RETRY_AFTER = 10             # s a client is told to wait when the data is not c
 
 
 class _Root:
-    def __init__(self, status: StatusSource, progress: Source, history: Source, served: Source) -> None:
+    def __init__(self, status: StatusSource, progress: Source, history: Source, served: Source,
+                 status_json: Optional[Callable[[], bytes]] = None) -> None:
         self._status, self._progress, self._history = status, progress, history
         self._served = served
+        self._status_json = status_json
 
     @staticmethod
     def _only_get() -> None:
@@ -94,6 +96,12 @@ class _Root:
         source = sources.get(what)
         if source is None or rest or params:
             raise cherrypy.NotFound()
+        if what == "status" and self._status_json is not None:
+            # encoded once per status, not per request: 10,000 OSD rows are tens of ms of
+            # the GIL each time, on a mgr whose other modules wait for it
+            body = self._fetch(self._status_json)
+            cherrypy.response.headers["Content-Type"] = "application/json"
+            return body
         return self._json(self._fetch(source))
 
     @cherrypy.expose
@@ -150,9 +158,10 @@ class Server:
     """
 
     def __init__(self, status: StatusSource, progress: Source, history: Source,
-                 served: Source = lambda: {}) -> None:
-        """`served`: what /metrics adds to the status (metrics.metrics)."""
-        self.root = _Root(status, progress, history, served)
+                 served: Source = lambda: {}, status_json: Optional[Callable[[], bytes]] = None) -> None:
+        """`served`: what /metrics adds to the status (metrics.metrics); `status_json`: the
+        status as /api/status serves it, already encoded (else the status, encoded each time)."""
+        self.root = _Root(status, progress, history, served, status_json)
         self.running: Optional[str] = None
         self._httpd: Optional[wsgi.Server] = None
         self._thread: Optional[threading.Thread] = None

@@ -417,3 +417,35 @@ def test_read_balance_figures_per_osd_and_pool() -> None:
     score = f'pg_advisor_pool_read_balance_score{{pool_id="{st["pools"][0]["id"]}"}}'
     assert s[score] == "1.3300000429153442"
     assert f'pg_advisor_pool_read_balance_score{{pool_id="{st["pools"][1]["id"]}"}}' not in s
+
+
+def test_the_status_is_encoded_once_per_status_not_per_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pg_advisor.mgr import panel as mgr_panel
+    encoded: List[Any] = []
+    real = json.dumps
+
+    def counted(doc: Any, *args: Any, **kw: Any) -> str:
+        encoded.append(doc)
+        return real(doc, *args, **kw)
+    monkeypatch.setattr(mgr_panel.json, "dumps", counted)
+    p = mgr_panel.Panel()
+    url = p.move("127.0.0.1", free_port()) + "api/status"
+    try:
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(url, timeout=10)
+        assert e.value.code == 503                  # nothing computed yet
+        first = typed({"epoch": 7, "osds": [{"osd": i} for i in range(100)]})
+        p.show_status(first, {})
+        bodies = []
+        for _ in range(3):
+            with urllib.request.urlopen(url, timeout=10) as r:
+                assert r.headers["Content-Type"] == "application/json"
+                bodies.append(r.read())
+        assert bodies == [real(first).encode()] * 3 and encoded == [first]
+        second = typed({"epoch": 8, "osds": []})
+        p.show_status(second, {})
+        with urllib.request.urlopen(url, timeout=10) as r:
+            assert json.loads(r.read()) == {"epoch": 8, "osds": []}
+        assert encoded == [first, second]
+    finally:
+        p.stop()
