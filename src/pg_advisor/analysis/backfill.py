@@ -120,8 +120,7 @@ def full_reservations(snap: Snapshot) -> Backfill:
     """PGs waiting for a backfill reservation, and the OSDs whose reservations are full."""
     pgs = snap.pgs
     per_osd = np.maximum(osd_max_backfills(snap), 1)    # each OSD's own (`config set osd.N`, masks)
-    limit = cluster_backfills(snap)
-    out: Backfill = {"waiting_pgs": 0, "osd_max_backfills": limit, "full_osds": []}
+    out: Backfill = {"waiting_pgs": 0, "osd_max_backfills": cluster_backfills(snap), "full_osds": []}
     if pgs is None or not pgs.count:
         return out
     verdict = {s: ("backfill_wait" in s, "backfilling" in s) for s in set(pgs.state)}
@@ -129,7 +128,7 @@ def full_reservations(snap: Snapshot) -> Backfill:
     waiting, active = kinds[:, 0], kinds[:, 1]
     out["waiting_pgs"] = int(waiting.sum())
     rows = np.flatnonzero(active)
-    if not out["waiting_pgs"] or not rows.size or limit <= 0:
+    if not out["waiting_pgs"] or not rows.size:
         return out
     n = snap.osds.count
     local = np.zeros(n, np.int64)

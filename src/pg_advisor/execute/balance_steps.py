@@ -106,8 +106,8 @@ def balance_round_step(state: PlanState, t: Tick, step: PlanStep) -> Outcome:
     sent = rnd.apply(t.burst, pacing.prime)
     failed = sent.messages()
     state.last_step_at = now
-    taken = dict(sorted(rnd.taken().items())[:ROUND_CHECK_MAX])
-    state.round = RoundInFlight(snap.epoch, taken, rnd.proposal.wanted(taken), topology_key(snap))
+    taken, want = rnd.to_check(ROUND_CHECK_MAX)
+    state.round = RoundInFlight(snap.epoch, taken, want, topology_key(snap))
     items = rnd.items
     moved = pgs_bytes(snap, list(items))
     said = (f"step {state.next + 1}: {len(items)} PGs, {r.moves} moves"

@@ -57,6 +57,12 @@ class PlanService:
             del pending[0]
             self.checks.dropped += 1
 
+    @property
+    def checks_owed(self) -> bool:
+        """Operators' commands whose changes the background has still to check on a later
+        map (balance rounds, pins): it ticks for them even with no plan running."""
+        return bool(self.checks.waiting or self.pins.want)
+
     def check_store(self) -> None:
         """EBUSY while the stored plan could not be read (`abort` clears it)."""
         if self.store.error:

@@ -139,15 +139,16 @@ class Round:
         failed = self.outcome.failed if self.outcome else {}
         return items_json({k: v for k, v in self.items.items() if k not in failed})
 
-    def wanted(self) -> Dict[str, List[int]]:
-        """The up sets the taken items are meant to give: what the map must show after."""
-        return self.proposal.wanted(self.taken())
+    def to_check(self, most: int) -> Tuple[Dict[str, List[List[int]]], Dict[str, List[int]]]:
+        """What a check of the round on a later map reads, on its first `most` PGs (so what
+        keeps it stays bounded): their taken items and the up sets those are meant to give."""
+        taken = dict(sorted(self.taken().items())[:most])
+        return taken, self.proposal.wanted(taken)
 
     def pending_check(self, now: float) -> PendingCheck:
         """What the background checks of this round once the next map is in (an operator's
-        `balance`: command_checks.py), on its first CHECK_PGS_MAX PGs."""
-        taken = dict(sorted(self.taken().items())[:CHECK_PGS_MAX])
-        want = self.proposal.wanted(taken)
+        `balance`: command_checks.py)."""
+        taken, want = self.to_check(CHECK_PGS_MAX)
         return PendingCheck("balance", self.snap.epoch, now, topology_key(self.snap),
                             items={k: [(int(a), int(b)) for a, b in v] for k, v in taken.items()},
                             want=want)

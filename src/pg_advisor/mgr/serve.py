@@ -81,8 +81,7 @@ class MgrServe:
             self._guard(self.publish_health)
         due = min(self._next_sizing, self._next_status) if self.mgr.panel.running else self._next_sizing
         wait = due - time.time()
-        plans = self.mgr.driver.plans
-        if self.mgr.driver.plan_active or plans.checks.waiting or plans.pins.want:
+        if self.mgr.driver.plan_active or self.mgr.driver.plans.checks_owed:
             wait = min(wait, opts.poll_interval)
         return max(wait, 0.1)
 
@@ -119,7 +118,7 @@ class MgrServe:
         """One tick of the executor (and, in auto mode, a new plan when one is due)."""
         driver = self.mgr.driver
         if self.mgr.current_options().mode is Mode.OFF:      # nothing in the background: a plan waits
-            if driver.plans.checks.waiting or driver.plans.pins.want:   # (only the checks of commands)
+            if driver.plans.checks_owed:      # (only the checks of commands)
                 driver.check_commands(self.mgr.context(self.mgr.reader.take_snapshot()))
             return
         try:
