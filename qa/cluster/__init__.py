@@ -205,9 +205,10 @@ class Cluster:
         return self.advisor("progress").get("plan") or {}
 
     def abort_plan(self) -> None:
-        """The plan aborted if it is open (running, paused or stopped)."""
-        if self.plan().get("status") in ("running", "paused", "stopped"):
-            self.ceph("pg-advisor", "abort")
+        """Every plan that is open (running, paused or stopped) aborted."""
+        for p in self.advisor("progress").get("plans") or []:
+            if p["status"] in ("running", "paused", "stopped"):
+                self.ceph("pg-advisor", "abort", "--plan", p["id"])
 
     @contextmanager
     def min_compat_client(self, release: str) -> Iterator[None]:

@@ -193,9 +193,11 @@ def test_a_failover_between_pgp_num_and_its_pins_resends_the_pins(cluster: Clust
             c.ceph("mgr", "module", "disable", "pg_advisor")
             wait_until(lambda: c.run("pg-advisor", "progress")[0] != 0, 60, "the module to stop")
             # what the old mgr did: saved the step as issuing, sent pgp_num, and no pins
-            state = json.loads(c.ceph("config-key", "get", STORE + "exec_state"))
+            # (exec_state is the index of the plans; each plan's state is exec_plan.<id>)
+            key = STORE + "exec_plan." + r["plan"]
+            state = json.loads(c.ceph("config-key", "get", key))
             state.update(status="running", phase="issuing")
-            c.ceph("config-key", "set", STORE + "exec_state", json.dumps(state))
+            c.ceph("config-key", "set", key, json.dumps(state))
             c.ceph("osd", "pool", "set", "burst", "pgp_num", str(step["pgp_num"]))
 
             def placed() -> bool:

@@ -31,6 +31,7 @@ class Thrasher:
         self.away: Optional[int] = None          # the OSD this thrasher has down or out
         self.drain_osd: Optional[int] = None
         self.drain_started = 0.0
+        self.drain_plan: Optional[str] = None     # the drain's plan id
         self.added = False
         self.purged: Set[int] = set()
         self.fails = 0                           # `ceph mgr fail`s
@@ -159,13 +160,15 @@ class Thrasher:
         osd = self.victim() if self.drain_osd is None and self.calm() else None
         if osd is None:
             return False
+        # beside the plans that run (side by side; EBUSY only when 4 are open: end one first)
         code = self.ceph("pg-advisor", "drain", f"osd.{osd}")
-        if code == -16 or code == 16:     # EBUSY: a plan runs; the operator ends it first
+        if code == -16 or code == 16:
             self.act_abort()
             code = self.ceph("pg-advisor", "drain", f"osd.{osd}")
         if code != 0:
             return False
         self.drain_osd, self.drain_started = osd, time.monotonic()
+        self.drain_plan = next((p["id"] for p in reversed(self.plans()) if p["drain"] == [osd]), None)
         self.after(15, 15, f"drain osd.{osd}: check", self.drain_check)
         return True
 
@@ -176,9 +179,11 @@ class Thrasher:
         assert osd is not None
         left = sum(1 for r in self.pgs_brief() if osd in r["up"] or osd in r["acting"])
         if left and time.monotonic() - self.drain_started <= 900:
-            plan = json.loads(self.c.run("pg-advisor", "progress", "-f", "json")[1] or "{}").get("plan")
-            if (plan or {}).get("status") not in ("running", "paused"):
+            mine = next((p for p in self.plans() if p["id"] == self.drain_plan), None)
+            if (mine or {}).get("status") not in ("running", "paused"):
                 self.ceph("pg-advisor", "drain", f"osd.{osd}")
+                self.drain_plan = next((p["id"] for p in reversed(self.plans()) if p["drain"] == [osd]),
+                                       None)
             self.say(f"  osd.{osd}: {left} PGs still on it")
             self.after(15, 15, f"drain osd.{osd}: check", self.drain_check)
             return
@@ -249,14 +254,27 @@ class Thrasher:
                      lambda: self.ceph("osd", "pg-upmap-items", row["pgid"], str(frm), str(dst)))
         return True
 
+    def plans(self) -> List[Dict[str, Any]]:
+        """The plans `progress` lists (side by side: the open ones and the last ended)."""
+        out = self.c.run("pg-advisor", "progress", "-f", "json")[1]
+        return list(json.loads(out or "{}").get("plans") or [])
+
+    def one_plan(self, *statuses: str) -> Optional[str]:
+        """The id of one plan in `statuses`, picked at random (None: there is none)."""
+        ids = [p["id"] for p in self.plans() if p["status"] in statuses]
+        return self.rng.choice(ids) if ids else None
+
     def act_pause(self) -> bool:
-        if self.ceph("pg-advisor", "pause") != 0:       # no plan running
+        plan = self.one_plan("running")
+        if plan is None or self.ceph("pg-advisor", "pause", "--plan", plan) != 0:
             return False
-        self.after(30, 90, "resume", lambda: self.ceph("pg-advisor", "resume"))
+        paused: str = plan
+        self.after(30, 90, f"resume {paused}", lambda: self.ceph("pg-advisor", "resume", "--plan", paused))
         return True
 
     def act_abort(self) -> bool:
-        if self.ceph("pg-advisor", "abort") != 0:
+        plan = self.one_plan("running", "paused", "stopped")
+        if plan is None or self.ceph("pg-advisor", "abort", "--plan", plan) != 0:
             return False
         # an operator who aborts and wants auto mode back says so (auto waits an hour else)
         self.after(30, 90, "mode auto again", lambda: self.ceph("pg-advisor", "mode", "auto"))

@@ -88,7 +88,7 @@ class Balancer:
         # the goal's width: floor to ceiling of each share, `deviation` - 1 PGs more each way
         self.slack = max(limits.guards.deviation, 1) - 1
         self._source = StateSource(snap, self.placer, self.anc, self.usable, _weakly(self._rule_weights),
-                                   self.slack)
+                                   self.slack, limits.fixed)
         crush = copy.copy(self.placer.work)
         self._build_states(pools)
         self._sum_total()

@@ -7,7 +7,7 @@ the run; the work bound stops it even after another did, since its answer is par
 """
 import enum
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Callable, FrozenSet, Optional, Sequence
 
 import numpy as np
 
@@ -35,11 +35,13 @@ class Guards:
 class Limits:
     """What a run may spend: at most `max_items` replica moves, the object copies the
     `misplaced` budget allows (model/misplaced.py; None: no bound), and the PGs each OSD
-    may still take in or give off (`osd_room`; None: any), within the `guards`."""
+    may still take in or give off (`osd_room`; None: any), within the `guards`; the PGs
+    in `fixed` (pgids) are not moved (another plan's round set their items just now)."""
     max_items: int = 1 << 20
     misplaced: Optional[MisplacedBudget] = None
     osd_room: Optional[np.ndarray] = None
     guards: Guards = Guards()
+    fixed: FrozenSet[str] = frozenset()
 
 
 class Stop(enum.Enum):

@@ -2,7 +2,7 @@
 the share at each level, and which OSDs its rule allows; and the result of a run."""
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable, DefaultDict, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, DefaultDict, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import numpy as np
 
@@ -220,6 +220,7 @@ class StateSource:
     # a rule's weights per OSD (0 where the run gives no share) and the OSDs it cannot reach
     weights: Callable[[Rule], Tuple[np.ndarray, List[int]]]
     slack: int = 0          # the goal's PGs past floor and ceiling of the share (Level)
+    fixed: FrozenSet[str] = frozenset()     # pgids not moved (Limits.fixed)
 
 
 def build_state(src: StateSource, pool: Pool, notes: List[str]) -> PoolState:
@@ -265,6 +266,10 @@ def build_state(src: StateSource, pool: Pool, notes: List[str]) -> PoolState:
     if owned.any():
         notes.append(f"pool {pool.name}: {int(owned.sum())} of its PGs have a pg-upmap (a "
                      f"full mapping): left as they are")
+    held = np.zeros(full.size, dtype=bool)      # another plan's round just set their items
+    for key in src.fixed:
+        if key.startswith(prefix) and int(key[len(prefix):], 16) < held.size:
+            held[int(key[len(prefix):], 16)] = True
     whole = ((raw.up >= 0) & (raw.up != CRUSH_ITEM_NONE)).all(axis=1)
     broken = np.flatnonzero(full & whole & ~stuck & ~owned & breaks(shape, anc, cur.up))
     if broken.size:
@@ -281,5 +286,6 @@ def build_state(src: StateSource, pool: Pool, notes: List[str]) -> PoolState:
                      base=cur.up.copy(), broken=broken,
                      share=share, by_weight=weight_share(pool, w, placed),
                      allowed=(w > 0) & usable,
-                     shape=shape, healthy=full & ~stuck & ~owned & ~unwell, objects=objects, bytes=size,
+                     shape=shape, healthy=full & ~stuck & ~owned & ~unwell & ~held,
+                     objects=objects, bytes=size,
                      primary=cur.up_primary.copy(), slack=src.slack)

@@ -78,6 +78,7 @@ def _pool(help: str = "narrow the view to one pool") -> Arg:
 
 
 DRY_RUN = Arg("dry_run", bool, "only show what would be done")
+PLAN = Arg("plan", str, "the plan's id (`ceph pg-advisor progress` lists them)", metavar="ID")
 
 
 def _check_simulate(v: Values) -> None:
@@ -186,14 +187,16 @@ COMMANDS: Tuple[Command, ...] = (
             "throttled steps (--dry-run: only show the steps)",
             (Arg("pool", str, "only this pool"), Arg("pg_num", int, "this pg_num", metavar="N"),
              DRY_RUN), write=True, offline=False, check=_check_apply, live="act_apply"),
-    Command("pause", "progress", "Take no new step of the running plan", write=True, offline=False,
-            live="act_pause"),
-    Command("resume", "progress", "Continue the paused plan", write=True, offline=False,
-            live="act_resume"),
-    Command("abort", "abort", "Stop the plan, leaving pg_num and pgp_num consistent; say what remains",
-            write=True, offline=False, live="act_abort"),
-    Command("progress", "progress", "The plan in progress: its steps and where it stands",
-            offline=False, live="show_progress"),
+    Command("pause", "progress", "Take no new step of a running plan (--plan ID; needed when "
+            "several run)", (PLAN,), write=True, offline=False, live="act_pause"),
+    Command("resume", "progress", "Continue a paused plan (--plan ID; needed when several are paused)",
+            (PLAN,), write=True, offline=False, live="act_resume"),
+    Command("abort", "abort", "Stop a plan (--plan ID; needed when several are open), leaving pg_num "
+            "and pgp_num consistent; say what remains", (PLAN,), write=True, offline=False,
+            live="act_abort"),
+    Command("progress", "progress", "The plans: a line each, and one plan's steps and where it "
+            "stands (--plan ID; default: the newest open one)", (PLAN,), offline=False,
+            live="show_progress"),
     Command("history", "history", "The steps pg_advisor took (the last 200 events)", offline=False,
             live="show_history"),
 )

@@ -3,7 +3,9 @@ which. In order, each only while no plan is open and not within AUTO_COOLDOWN of
 abort: an OSDMap change that remapped more than the misplaced budget is pinned and then
 drained (pin_on_change); the pg_num changes the sizing marks automatic, in pools
 pg_autoscaler leaves alone; with none due and Ceph's balancer off, a plan of balance
-rounds for the pools the balancer would change, else a round of primary changes."""
+rounds for the pools the balancer would change, else a round of primary changes. Beside
+an operator's open plans (side_by_side.py), only the pg_num changes, of pools none of
+them changes."""
 from typing import Dict
 
 from ..balance.primaries import allows_primaries, plan_primaries
@@ -22,6 +24,7 @@ from .history import Event
 from .pacing import BYTES_SPREAD
 from .pinning import PinBook
 from .plan_state import Source
+from .side_by_side import OPEN_MAX, changing
 from .planning import plan_steps
 from .rounds import Burst, set_primaries
 from .steps import balance_step
@@ -32,11 +35,28 @@ AUTO_COOLDOWN = 3600.0      # after an abort, auto mode waits this long before a
 class AutoMode:
     def __init__(self) -> None:
         self.next_balance_check = 0.0     # the balancer's proposal is not rerun every poll
+        self.next_side_check = 0.0        # nor the sizing while operators' plans run
 
     def tick(self, ex: Executor, pins: PinBook, ctx: Context) -> None:
         """Within a transaction: the plan mode auto starts now, if any."""
         snap, opts, now = ctx.snap, ctx.opts, ctx.now
-        if ex.open or opts.mode is not Mode.AUTO or not may_start(ex, now):
+        if opts.mode is not Mode.AUTO or not may_start(ex, now):
+            return
+        opened = ex.opened
+        if any(p.source is Source.AUTO for p in opened) or len(opened) >= OPEN_MAX:
+            return      # one plan of its own at a time, beside the operators'
+        if opened:
+            # beside an operator's plan, only pg_num changes of pools no plan changes
+            # (pinning would undo that plan's moves; a balance plan would chase them), looked
+            # for once a sleep_interval (the sizing is not rerun every poll)
+            if now < self.next_side_check:
+                return
+            self.next_side_check = now + opts.sleep_interval
+            busy = set().union(*(changing(p) for p in opened))
+            want = {k: v for k, v in self.due(snap, ctx).items() if snap.pool_by_name(k).id not in busy}
+            if want:
+                ex.start(plan_steps(snap, opts, ctx.cluster_ratio, want),
+                         [snap.pool_by_name(n) for n in want], Source.AUTO, now)
             return
         if (opts.pin_on_change and sets_upmaps(ctx.balancer_active)
                 and misplaced_ratio(snap) > misplaced_max(opts, ctx.cluster_ratio)):
@@ -51,9 +71,7 @@ class AutoMode:
                     pins.unpinnable = (snap.epoch, now + opts.sleep_interval)
             if ex.open:
                 return
-        want = auto_targets(snap, opts, ctx.balanced)
-        want = {k: v for k, v in want.items()
-                if snap.pool_by_name(k).pg_num == snap.pool_by_name(k).pg_num_target}
+        want = self.due(snap, ctx)
         if want:
             steps = plan_steps(snap, opts, ctx.cluster_ratio, want)
             ex.start(steps, [snap.pool_by_name(n) for n in want], Source.AUTO, now)
@@ -61,6 +79,13 @@ class AutoMode:
             self.next_balance_check = now + opts.sleep_interval
             if not start_balancing(ex, snap, opts, now) and opts.read_balance:
                 read_round(ex, snap, opts, ctx.sender(), now)
+
+    @staticmethod
+    def due(snap: Snapshot, ctx: Context) -> Dict[str, int]:
+        """auto_targets of the pools Ceph is not changing already."""
+        want = auto_targets(snap, ctx.opts, ctx.balanced)
+        return {k: v for k, v in want.items()
+                if snap.pool_by_name(k).pg_num == snap.pool_by_name(k).pg_num_target}
 
 
 def auto_targets(snap: Snapshot, opts: Options, balanced: bool) -> Dict[str, int]:

@@ -16,6 +16,7 @@ from ..model.snapshot import Snapshot
 from ..model.units import human_bytes
 from .context import Tick
 from .history import Event
+from .ledger import Spend, item_load
 from .pacing import backfill_load
 from .plan_state import PlanState, RoundInFlight
 from .rounds import balance_round, RoundSpec, topology_key, unset_full
@@ -33,6 +34,7 @@ class Outcome:
     verify: Optional[Dict[str, List[int]]] = None     # pgid -> the up set wanted
     stop: Optional[str] = None
     advance: Optional[str] = None           # how the step ended ("" for plainly)
+    spent: Optional[Spend] = None           # what the round set moving, for the other plans
 
 
 BALANCE_ROUNDS_MAX = 1000
@@ -65,23 +67,39 @@ def balance_round_step(state: PlanState, t: Tick, step: PlanStep) -> Outcome:
     # drain's without --and-balance: only empty its OSDs, so "done" is empty, not even)
     # and at most max_backfills_per_osd PGs moving into or out of one OSD, those
     # backfilling now included
+    # what other plans hold (side_by_side.py): the budget and backfills they just spent,
+    # the PGs they just moved, the OSDs they drain, the pools whose pg_num they change
+    others = t.others
     load = backfill_load(snap)        # a pass over every PG's state: once a round
+    if others.osd_adds is not None:
+        load = load + others.osd_adds[:load.size]
     room = np.maximum(pacing.max_backfills - load, 0) if pacing.max_backfills else None
-    budget = MisplacedBudget.of(snap, pacing.misplaced_max)
+    budget = MisplacedBudget.of(snap, pacing.misplaced_max, others.copies)
     even = state.and_balance or not state.drain
-    rnd = balance_round(snap, RoundSpec(sorted(state.pools), max(1, step.pgs_moving or ROUND_PGS),
+    stepped = {s.pool for s in state.steps}
+    pools = sorted(p for p in state.pools if p not in others.busy)
+    held = sorted(p for p in stepped if p in others.busy)
+    if not pools:
+        state.waiting = "another plan is changing the pg_num of every pool of this plan"
+        return Outcome()
+    rnd = balance_round(snap, RoundSpec(pools, max(1, step.pgs_moving or ROUND_PGS),
                                         pacing.balance_mode, budget, pacing.min_gain, pacing.min_spread,
-                                        state.drain, room, even, pacing.guards))
+                                        sorted(set(state.drain) | set(others.avoid)), room, even,
+                                        pacing.guards, others.claimed))
     r = rnd.proposal
-    in_flight = misplaced_ratio(snap) > 0 or bool(load.any())
+    if not r.items and held:
+        # the pool's PGs move once the plan changing its pg_num is done
+        state.waiting = (f"pool {held[0]}'s pg_num is being changed by plan {others.busy[held[0]]}: "
+                         f"its PGs move once that is done")
+        return Outcome()
+    in_flight = misplaced_ratio(snap) > 0 or bool(load.any()) or others.copies > 0
     if not r.items and r.throttled and in_flight:
         state.waiting = ("the misplaced budget or max_backfills_per_osd holds the next balance "
-                         "round back")
+                         "round back" + (" (other plans' moves counted)" if others.copies else ""))
         return Outcome()
     # a pool in the plan for the total alone (no step of its own) that no move evens does
     # not hold the plan open: auto mode includes every pool, and one CRUSH itself leaves
     # uneven would hold auto mode (and its sizing) for good
-    stepped = {s.pool for s in state.steps}
     uneven = sorted((k, v) for k, v in (r.uneven if even else r.undrained).items() if k in stepped)
     what = "even" if even else "drained"
     if not r.items and r.throttled and uneven:
@@ -115,7 +133,9 @@ def balance_round_step(state: PlanState, t: Tick, step: PlanStep) -> Outcome:
             + (f", {sent.primed} primed" if sent.primed else "")
             + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
     refused = f"{len(failed)} of {len(items)} items refused, e.g. {failed[0]}" if failed else None
-    return Outcome(events=[(Event.ROUND, said)], failed=refused)
+    spent = Spend(state.id, now, float(r.balancer.budget.misplaced),
+                  item_load(snap.pg_upmap_items, items, snap.osds.count), frozenset(items))
+    return Outcome(events=[(Event.ROUND, said)], failed=refused, spent=spent)
 
 
 def unpin_full(state: PlanState, t: Tick) -> Optional[Outcome]:
@@ -127,7 +147,7 @@ def unpin_full(state: PlanState, t: Tick) -> Optional[Outcome]:
     state.full_pins = {k: state.full_pins[k] for k in present}    # gone: removed or cleaned by the mon
     if not present:
         return None
-    budget = MisplacedBudget.of(snap, t.pacing.misplaced_max)
+    budget = MisplacedBudget.of(snap, t.pacing.misplaced_max, t.others.copies)
     pgs = snap.pgs
     take: List[str] = []
     used = 0.0
@@ -151,7 +171,8 @@ def unpin_full(state: PlanState, t: Tick) -> Optional[Outcome]:
     said = (f"step {state.next + 1}: {len(take) - len(failed)} pinned pg-upmaps removed"
             + (f"; {len(failed)} failed: {failed[0]}" if failed else ""))
     refused = f"{len(failed)} of {len(take)} pg-upmap removals refused, e.g. {failed[0]}" if failed else None
-    return Outcome(events=[(Event.UNPIN, said)], failed=refused)
+    return Outcome(events=[(Event.UNPIN, said)], failed=refused,
+                   spent=Spend(state.id, now, used, None, frozenset(take)))
 
 
 def round_checked(state: PlanState, snap: Snapshot, now: float) -> Outcome:

@@ -1,8 +1,10 @@
 """What one tick or one command acts on, read once: the module builds it from the mgr (a
 test from a fake), and the Driver's commands and ticks take it whole instead of the same
 eight arguments each; the executor's tick takes the part it uses (Tick)."""
-from dataclasses import dataclass
-from typing import List, Optional
+from dataclasses import dataclass, field
+from typing import FrozenSet, List, Mapping, Optional, Tuple
+
+import numpy as np
 
 from ..balance.budget import Guards
 from ..model.misplaced import MisplacedBudget
@@ -45,13 +47,27 @@ class Context:
 
 
 @dataclass(frozen=True)
+class Others:
+    """What the other open plans hold while one plan ticks (executor.py): the object copies
+    and per-OSD backfills they set moving that the stats may not show yet (ledger.py), the
+    PGs whose items they just set, the OSDs they drain (no destination of any plan), and
+    the pools whose pg_num they change (name -> plan: no other plan's round moves them)."""
+    copies: float = 0.0
+    osd_adds: Optional[np.ndarray] = None
+    claimed: FrozenSet[str] = frozenset()
+    avoid: Tuple[int, ...] = ()
+    busy: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Tick:
-    """One tick of the executor: the snapshot, the pacing (from the options), the time, and
-    how commands go out (together: a burst, or one after another)."""
+    """One tick of the executor: the snapshot, the pacing (from the options), the time, how
+    commands go out (together: a burst, or one after another), and what other plans hold."""
     snap: Snapshot
     pacing: Pacing
     now: float
     burst: Burst
+    others: Others = Others()
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,31 @@ from .auto_mode import AutoMode
 from .context import Context
 from .executor import Executor
 from .plan_service import PlanService
-from .plan_state import ACTIVE, Status
+from .plan_state import ACTIVE, PlanState, Status
 from .plan_store import PlanStore
 from .rounds import topology_key
 
-TICK_ERRORS_STOP = 5        # a plan's ticks failing on a bug this many times running stop it
+
+def plan_checks(state: PlanState) -> hc.Checks:
+    """One plan's health checks (merged with the others' by hc.merge)."""
+    checks: hc.Checks = {}
+    if state.mismatched and state.status != Status.ABORTED:
+        checks.update(hc.upmap_mismatch(state.id, state.mismatched, state.mismatch_detail))
+    if state.status not in (*ACTIVE, Status.STOPPED):
+        return checks
+    if state.pins_left:
+        checks.update(hc.pinned(state.id, state.status, state.pins_left,
+                                len(state.pins) + len(state.full_pins)))
+    if state.status == Status.STOPPED:
+        checks.update(hc.plan_stopped(state.id, state.stopped_why))
+        return checks
+    if state.status == Status.RUNNING and state.blockers:
+        checks.update(hc.blocked(state.id, state.blockers))
+        if state.conflicts:
+            checks.update(hc.conflict(state.conflicts))
+    if state.last_error:
+        checks.update(hc.step_failed(state.id, state.next + 1, state.attempts, state.last_error))
+    return checks
 
 
 class Driver:
@@ -29,7 +49,6 @@ class Driver:
                  save: Callable[[str, Optional[str]], None], now: float) -> None:
         self.plans = PlanService(load, save, now)
         self.auto = AutoMode()
-        self._tick_errors = 0            # the plan's ticks that failed on a bug, running
 
     @property
     def executor(self) -> Executor:
@@ -81,58 +100,27 @@ class Driver:
             self.plans.checks.settle(ctx.snap, ex.up_sets, topology_key(ctx.snap), ctx.now, ex.log)
 
     def _plan_tick(self, ex: Executor, ctx: Context) -> None:
-        """The executor's tick. A bug that fails every tick (an exception other than the
-        module's own errors) would keep the plan running for ever, retried each poll and
-        nothing moving: after TICK_ERRORS_STOP in a row the plan stops, the error in its
-        reason (the traceback in the mgr log), for the operator's `abort`."""
-        try:
-            ex.tick(ctx.for_tick())
-            self._tick_errors = 0
-        except AdvisorError:
-            raise
-        except Exception as e:
-            self._tick_errors += 1
-            state = ex.state
-            if self._tick_errors >= TICK_ERRORS_STOP and state is not None and state.status == Status.RUNNING:
-                ex.stop(state, f"internal error on {self._tick_errors} ticks running ({type(e).__name__}: "
-                        f"{e}; the mgr log has the traceback)", ctx.now)
-                self._tick_errors = 0
-            raise
+        """The executor's tick (a plan whose ticks fail on a bug stops: Executor.tick)."""
+        ex.tick(ctx.for_tick())
 
     # -- what the module shows of the plan: a copy, read at one moment -----------------------------
 
     def health(self) -> hc.Checks:
-        state = self.executor.state
         checks: hc.Checks = {}
         if self.store.error and self.store.error != self.error:
             checks.update(hc.plan_error(self.store.error))
         elif self.error:
             checks.update(hc.plan_error(self.error))
-        if state is not None and state.mismatched and state.status != Status.ABORTED:
-            checks.update(hc.upmap_mismatch(state.id, state.mismatched, state.mismatch_detail))
-        if state is None or state.status not in (*ACTIVE, Status.STOPPED):
-            return checks
-        if state.pins_left:
-            checks.update(hc.pinned(state.id, state.status, state.pins_left,
-                                    len(state.pins) + len(state.full_pins)))
-        if state.status == Status.STOPPED:
-            checks.update(hc.plan_stopped(state.id, state.stopped_why))
-            return checks
-        if state.status == Status.RUNNING and state.blockers:
-            checks.update(hc.blocked(state.id, state.blockers))
-            if state.conflicts:
-                checks.update(hc.conflict(state.conflicts))
-        if state.last_error:
-            checks.update(hc.step_failed(state.id, state.next + 1, state.attempts, state.last_error))
+        ex = self.executor
+        for state in ex.plans:       # an ended plan's mismatches show until the next plan starts
+            if state.status in (*ACTIVE, Status.STOPPED) or state is ex.state:
+                hc.merge(checks, plan_checks(state))
         return checks
 
-    def progress(self) -> Optional[Tuple[str, str, float, Status]]:
-        """(event id, message, fraction, plan status) of the current or last plan."""
-        state = self.executor.state
-        if state is None:
-            return None
-        frac, msg = self.executor.progress()
-        return f"pg_advisor-{state.id}", msg, frac, state.status
+    def progress(self) -> List[Tuple[str, str, float, Status]]:
+        """(event id, message, fraction, plan status) of each plan kept."""
+        return [(f"pg_advisor-{plan}", msg, frac, status)
+                for plan, frac, msg, status in self.executor.progress()]
 
     def map_with(self, up_sets: Callable[[Snapshot, Sequence[str]], Dict[str, List[int]]]) -> None:
         """Check the items a plan sets against `up_sets` (pgid -> up set: in the mgr, Ceph's
@@ -140,10 +128,11 @@ class Driver:
         with self.plans.look() as ex:
             ex.up_sets = up_sets
 
-    def plan_report(self) -> Dict[str, Any]:
-        """The plan, its steps and where it is (`ceph pg-advisor progress`): a copy."""
+    def plan_report(self, plan: Optional[str] = None) -> Dict[str, Any]:
+        """A plan (by default the newest open one), its steps and where it is, and a line
+        for each plan kept (`ceph pg-advisor progress`): a copy."""
         with self.plans.look() as ex:
-            return ex.report()
+            return ex.report(plan)
 
     def history(self) -> List[Dict[str, Any]]:
         """The plans' events, oldest first: a copy."""

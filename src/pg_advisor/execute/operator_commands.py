@@ -165,12 +165,14 @@ def drain(plans: PlanService, ctx: Context,
     `and_balance`: the rounds even the pools too."""
     snap, now = ctx.snap, ctx.now
     with plans.change() as ex:
+        if not dry_run:          # before any work: start() would refuse them too
+            plans.check_store()
+            ex.check_free()
         plan = drain_plan(snap, target, and_balance, ctx.guards())
         out = dict(drain_json(plan), dry_run=dry_run)
         osds, touched = plan.osds, plan.touched
         if dry_run:
             return out
-        plans.check_idle("draining")
         conflict = balancer_conflict(ctx.balancer_active, "no drain", " and would move PGs back")
         if conflict:
             raise AdvisorError.busy(f"not draining: {conflict}")
@@ -185,24 +187,26 @@ def drain(plans: PlanService, ctx: Context,
         return out
 
 
-def abort(plans: PlanService, ctx: Context) -> str:
-    """End the plan; or forget a stored plan that could not be read."""
+def abort(plans: PlanService, ctx: Context, plan: Optional[str] = None) -> str:
+    """End the plan (`plan`; none named: the one open); or forget a stored plan that could
+    not be read."""
     now = ctx.now
     with plans.change() as ex:
         cleared = plans.clear_unreadable(ex, now)
         if cleared is not None:
             return cleared
-        return ex.abort(ctx.snap, ctx.send, now)
+        return ex.abort(ctx.snap, ctx.send, now, plan)
 
 
-def pause(plans: PlanService, now: float) -> None:
+def pause(plans: PlanService, now: float, plan: Optional[str] = None) -> str:
+    """Pause the plan (`plan`; none named: the one active); its id."""
     with plans.change() as ex:
-        ex.pause(now)
+        return ex.pause(now, plan).id
 
 
-def resume(plans: PlanService, now: float) -> None:
+def resume(plans: PlanService, now: float, plan: Optional[str] = None) -> str:
     with plans.change() as ex:
-        ex.resume(now)
+        return ex.resume(now, plan).id
 
 
 def mode_set(plans: PlanService, mode: Mode, now: float) -> None:

@@ -24,6 +24,7 @@ class PinBook:
         self.want: Dict[str, List[int]] = {}      # pins not yet checked against the map
         self.verified: Optional[Dict[str, Any]] = None    # what the last check found
         self.unpinnable: Tuple[int, float] = (-1, 0.0)    # (epoch, until when) nothing was pinnable
+        self.plan: Optional[str] = None   # the plan the pins waiting for their check are of
 
     def pin(self, ex: Executor, ctx: Context, pins: Pins, source: Source,
             lead: Sequence[Dict[str, Any]] = (), report: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -66,6 +67,7 @@ class PinBook:
         state.full_pins = {k: [int(o) for o in v] for k, v in sorted(full.items())}
         state.pins_left = len(state.pins) + len(state.full_pins)
         self.pinned_at = snap.epoch
+        self.plan = state.id
         self.want = {k: pins.want[k] for k in done}
         self.verified = None
         what = "PGs the weight change remaps" if lead else "remapped PGs"
@@ -77,26 +79,30 @@ class PinBook:
         """Within a transaction: the PGs whose up set in `snap` is not the set they were
         pinned onto (each counted and logged; health names them)."""
         want, self.want = self.want, {}
-        bad = ex.verify(snap, want, "pins", now)
+        state = next((p for p in ex.plans if p.id == self.plan), None)
+        bad = ex.verify(snap, want, "pins", now, state)
         self.verified = {"checked": len(want), "mismatched": len(bad),
                          "mismatched_pgs": dict(sorted(bad.items())[:SKIP_SHOWN])}
         ex.log(now, Event.CHECKED, f"pins at epoch {self.pinned_at}, checked at epoch {snap.epoch}: "
-                                   f"{len(want) - len(bad)} of {len(want)} PGs where their pins put them")
+                                   f"{len(want) - len(bad)} of {len(want)} PGs where their pins put them",
+               state)
 
     def due(self, snap: Snapshot) -> bool:
         """Pins wait for their check, and `snap` is the first map that may hold them."""
         return bool(self.want) and snap.epoch > self.pinned_at
 
     def count(self, ex: Executor, snap: Snapshot) -> None:
-        """Within a transaction: how many of the plan's pins the map still has (a PG counts
-        while any of its pin items, or its full pg-upmap, is there)."""
-        state = ex.state
-        if (state is None or not (state.pins or state.full_pins) or not ex.open
-                or snap.epoch <= self.pinned_at):
+        """Within a transaction: how many of each open plan's pins the map still has (a PG
+        counts while any of its pin items, or its full pg-upmap, is there)."""
+        if snap.epoch <= self.pinned_at:
             return
-        left = sum(1 for pgid, pairs in state.pins.items()
-                   if {tuple(p) for p in pairs} & set(snap.pg_upmap_items.get(pgid, ())))
-        left += sum(1 for pgid, osds in state.full_pins.items() if list(snap.pg_upmap.get(pgid, ())) == osds)
-        if left != state.pins_left:
-            state.pins_left = left
-            ex.save()
+        for state in ex.opened:
+            if not (state.pins or state.full_pins):
+                continue
+            left = sum(1 for pgid, pairs in state.pins.items()
+                       if {tuple(p) for p in pairs} & set(snap.pg_upmap_items.get(pgid, ())))
+            left += sum(1 for pgid, osds in state.full_pins.items()
+                        if list(snap.pg_upmap.get(pgid, ())) == osds)
+            if left != state.pins_left:
+                state.pins_left = left
+                ex.save()

@@ -22,8 +22,8 @@ class PlanService:
     def __init__(self, load: Callable[[str], Optional[str]],
                  save: Callable[[str, Optional[str]], None], now: float) -> None:
         self.store = PlanStore(load, save)
-        state, history = self.store.read(now)      # never raises: what is unreadable is reported
-        self.executor = Executor(state, history, self.store.write)
+        plans, history = self.store.read(now)      # never raises: what is unreadable is reported
+        self.executor = Executor(plans, history, self.store.write)
         self.pins = PinBook()
         self.checks = CommandChecks()     # what operators' balance commands set, to check
         self.lock = threading.Lock()
@@ -72,8 +72,9 @@ class PlanService:
         """Refuse `what` (EBUSY) while a plan is open: its pins and rounds own the upmap
         items, and a manual round would overwrite them."""
         self.check_store()
-        state = self.executor.state
-        if self.executor.open and state is not None:
+        opened = self.executor.opened
+        if opened:
+            state = opened[-1]
             raise AdvisorError.busy(f"not {what}: plan {state.id} is {state.status} and owns the "
                                     f"pool's upmap items; let it finish or `ceph pg-advisor abort` it")
 
@@ -85,6 +86,5 @@ class PlanService:
             return None
         self.store.clear()
         self.error = None
-        ex.state = None
-        ex.log(now, Event.ABORT, f"cleared a stored plan that could not be read: {why}")
+        ex.note(now, Event.ABORT, f"cleared a stored plan that could not be read: {why}")
         return "cleared the stored plan that could not be read (a copy is kept in exec_corrupt)"

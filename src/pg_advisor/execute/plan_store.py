@@ -27,6 +27,10 @@ from .steps import PlanStep
 
 STATE_KEY, HISTORY_KEY, STEPS_KEY, CORRUPT_KEY = "exec_state", "exec_history", "exec_steps", "exec_corrupt"
 PINS_KEY = "exec_pins"       # pin-remapped's items, in chunks written once, as the steps
+PLAN_KEY = "exec_plan"       # exec_plan.<id>: one plan's state
+INDEX_VERSION = 4            # exec_state as the index of the plans (3 and below: one plan)
+INDEX_MAX = 16               # plans an index may name (executor.py keeps fewer)
+PLAN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")     # as a key's part
 ENTRY_MAX = 60000            # bytes per store entry, below the mon's 65536
 STEPS_PER_CHUNK = 150        # a step is ~250 bytes of JSON
 PINS_PER_CHUNK = 300         # a PG's pins are at most ~180 bytes of JSON (EC 8+3, all shards)
@@ -190,11 +194,19 @@ def _fit(history: List[Dict[str, Any]]) -> str:
 
 
 class PlanStore:
+    """The plans side by side: `exec_state` is the index (INDEX_VERSION, the plans' ids in
+    the order they started), each plan's state in `exec_plan.<id>` and its steps and pins in
+    chunks `exec_steps.<id>.N` and `exec_pins.<id>.N`. A store of one plan (layouts 1-3:
+    `exec_state` is the plan, its chunks `exec_steps.N`) is read as that plan, and its
+    entries move to the new keys at the next write. A plan that cannot be read is set
+    aside (the others run on); `abort` forgets it."""
+
     def __init__(self, load: Load, save: Save) -> None:
         self._load, self._save = load, save
         self._written: Dict[str, Optional[str]] = {}   # key -> the value last written or read
-        self._chunks = 0
-        self._pin_chunks = 0
+        self._chunks: Dict[str, Tuple[int, int]] = {}  # plan -> (step chunks, pin chunks) stored
+        self._legacy: Optional[Tuple[int, int]] = None   # a one-plan store's chunks, to remove
+        self._lost: List[str] = []           # plans of the index that could not be read
         self.error: Optional[str] = None     # what could not be read, until cleared
 
     def _get(self, key: str) -> Optional[str]:
@@ -207,12 +219,12 @@ class PlanStore:
             self._save(key, value)
             self._written[key] = value
 
-    def read(self, now: float) -> Tuple[Optional[Dict[str, Any]], List[Dict[str, Any]]]:
-        """(state with its steps, or None; history). An unreadable state is set aside and
-        `error` says what it was; an unreadable history starts again with that event."""
-        state: Optional[Dict[str, Any]] = None
+    def read(self, now: float) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+        """(the plans with their steps, oldest first; history). What is unreadable is set
+        aside and `error` says what it was; an unreadable history starts again with that
+        event."""
         history: List[Dict[str, Any]] = []
-        problems = []
+        problems: List[str] = []
         try:
             history = check_history(_parse(self._get(HISTORY_KEY), HISTORY_KEY))
         except Unreadable as e:
@@ -220,46 +232,95 @@ class PlanStore:
             history = [{"time": now, "plan": None, "event": Event.RESET.value,
                         "detail": f"the stored history was unreadable and is kept aside in "
                                   f"{CORRUPT_KEY}: {e}"}]
+        plans: List[Dict[str, Any]] = []
         try:
             doc = _parse(self._get(STATE_KEY), STATE_KEY)
-            if doc is not None:
-                current, inline = migrate(doc)
-                st = check_state(current)
-                chunks = self._read_chunks(STEPS_KEY, st["steps_count"], STEPS_PER_CHUNK) if inline is None \
-                    else [{"plan": st["id"], "part": 0, "steps": inline}]
-                st["steps"] = check_steps(chunks, st["id"], st["steps_count"])
-                if inline is not None:
-                    chunks = []      # none stored yet: the next write stores them
-                pin_chunks = self._read_chunks(PINS_KEY, st["pins_count"], PINS_PER_CHUNK)
-                st["pins"] = check_pins(pin_chunks, st["id"], st["pins_count"])
-                for k in STORE_OWN:
-                    del st[k]
-                self._chunks, self._pin_chunks = len(chunks), len(pin_chunks)
-                state = st
+            if isinstance(doc, dict) and doc.get("version") == INDEX_VERSION:
+                for plan in check_index(doc):
+                    try:
+                        plans.append(self._read_plan(plan))
+                    except Unreadable as e:
+                        problems.append(str(e))
+                        self._lost.append(plan)
+            elif doc is not None:
+                plans.append(self._read_one(doc))
         except Unreadable as e:
             problems.append(str(e))
-            self.error = f"the stored plan is unreadable ({e}); `ceph pg-advisor abort` clears it"
+            self._lost.append("")
+        if self._lost:
+            self.error = f"a stored plan is unreadable ({problems[-1]}); `ceph pg-advisor abort` clears it"
         if problems:     # keep what was there for a post-mortem (one entry, cut to fit)
-            kept = {k: (self._written.get(k) or "")[:ENTRY_MAX // 16] for k in (STATE_KEY, HISTORY_KEY)}
-            self._put(CORRUPT_KEY, json.dumps({"problems": problems, "values": kept}))
-        return state, history
+            keys = [STATE_KEY, HISTORY_KEY] + [f"{PLAN_KEY}.{p}" for p in self._lost if p][:6]
+            kept = {k: (self._written.get(k) or "")[:ENTRY_MAX // 16] for k in keys}
+            self._put(CORRUPT_KEY, json.dumps({"problems": problems[:8], "values": kept}))
+        return plans, history
 
-    def write(self, state: Optional[Dict[str, Any]], history: List[Dict[str, Any]]) -> None:
-        """Store what changed: the steps first (once per plan), then the state that names them."""
-        if state is not None:
-            steps = state["steps"]
-            self._chunks = self._write_chunks(STEPS_KEY, state["id"], "steps", [
-                steps[i:i + STEPS_PER_CHUNK] for i in range(0, len(steps), STEPS_PER_CHUNK)], self._chunks)
-            pins = sorted((state.get("pins") or {}).items())
-            self._pin_chunks = self._write_chunks(PINS_KEY, state["id"], "pins", [
-                dict(pins[i:i + PINS_PER_CHUNK]) for i in range(0, len(pins), PINS_PER_CHUNK)],
-                self._pin_chunks)
-            doc = {k: v for k, v in state.items() if k not in VOLATILE}
-            doc["version"], doc["steps_count"], doc["pins_count"] = STATE_VERSION, len(steps), len(pins)
-            self._put(STATE_KEY, json.dumps(doc, sort_keys=True))
-        else:
-            self._put(STATE_KEY, None)
+    def _read_plan(self, plan: str) -> Dict[str, Any]:
+        """One plan of the index, with its steps and pins."""
+        key = f"{PLAN_KEY}.{plan}"
+        doc = _parse(self._get(key), key)
+        if doc is None:
+            raise Unreadable(f"{key} is missing")
+        current, _ = migrate(doc)
+        st = check_state(current)
+        if st["id"] != plan:
+            raise Unreadable(f"{key} holds plan {st['id']}")
+        steps = self._read_chunks(f"{STEPS_KEY}.{plan}", st["steps_count"], STEPS_PER_CHUNK)
+        pins = self._read_chunks(f"{PINS_KEY}.{plan}", st["pins_count"], PINS_PER_CHUNK)
+        self._chunks[plan] = (len(steps), len(pins))
+        return _whole(st, steps, pins)
+
+    def _read_one(self, doc: Any) -> Dict[str, Any]:
+        """The plan of a one-plan store (layouts 1 to 3), its chunks under the old keys."""
+        current, inline = migrate(doc)
+        st = check_state(current)
+        steps = self._read_chunks(STEPS_KEY, st["steps_count"], STEPS_PER_CHUNK) if inline is None \
+            else [{"plan": st["id"], "part": 0, "steps": inline}]
+        pins = self._read_chunks(PINS_KEY, st["pins_count"], PINS_PER_CHUNK)
+        self._legacy = (0 if inline is not None else len(steps), len(pins))
+        return _whole(st, steps, pins)
+
+    def write(self, plans: List[Dict[str, Any]], history: List[Dict[str, Any]]) -> None:
+        """Store what changed: each plan's steps first (once per plan), then its state, then
+        the index that names them; the entries of plans no longer kept go last."""
+        ids = [st["id"] for st in plans]
+        for st in plans:
+            self._write_plan(st)
+        if "" not in self._lost:     # an index that could not be read stays for `abort`
+            named = ids + self._lost
+            self._put(STATE_KEY, json.dumps({"version": INDEX_VERSION, "plans": named}) if named else None)
+        for plan in sorted(set(self._chunks) - set(ids)):
+            self._forget(plan)
+        if self._legacy is not None:
+            self._drop_chunks(STEPS_KEY, self._legacy[0])
+            self._drop_chunks(PINS_KEY, self._legacy[1])
+            self._legacy = None
         self._put(HISTORY_KEY, _fit(history))
+
+    def _write_plan(self, state: Dict[str, Any]) -> None:
+        plan = state["id"]
+        had = self._chunks.get(plan, (0, 0))
+        steps = state["steps"]
+        n_steps = self._write_chunks(f"{STEPS_KEY}.{plan}", plan, "steps", [
+            steps[i:i + STEPS_PER_CHUNK] for i in range(0, len(steps), STEPS_PER_CHUNK)], had[0])
+        pins = sorted((state.get("pins") or {}).items())
+        n_pins = self._write_chunks(f"{PINS_KEY}.{plan}", plan, "pins", [
+            dict(pins[i:i + PINS_PER_CHUNK]) for i in range(0, len(pins), PINS_PER_CHUNK)], had[1])
+        self._chunks[plan] = (n_steps, n_pins)
+        doc = {k: v for k, v in state.items() if k not in VOLATILE}
+        doc["version"], doc["steps_count"], doc["pins_count"] = STATE_VERSION, len(steps), len(pins)
+        self._put(f"{PLAN_KEY}.{plan}", json.dumps(doc, sort_keys=True))
+
+    def _forget(self, plan: str) -> None:
+        """A plan no longer kept: its entries removed (after the index that named it)."""
+        n_steps, n_pins = self._chunks.pop(plan, (0, 0))
+        self._put(f"{PLAN_KEY}.{plan}", None)
+        self._drop_chunks(f"{STEPS_KEY}.{plan}", n_steps)
+        self._drop_chunks(f"{PINS_KEY}.{plan}", n_pins)
+
+    def _drop_chunks(self, key: str, count: int) -> None:
+        for i in range(count):
+            self._put(f"{key}.{i}", None)
 
     def _write_chunks(self, key: str, plan: str, field: str, parts: List[Any], had: int) -> int:
         """`parts` in entries key.0, key.1, ... each naming `plan` (written once a plan: an
@@ -276,11 +337,37 @@ class PlanStore:
         return [_parse(self._get(f"{key}.{i}"), f"{key}.{i}") for i in range(-(-count // per_chunk))]
 
     def clear(self) -> None:
-        """Forget an unreadable plan (`abort`): the state key goes; the copy set aside stays."""
-        self._put(STATE_KEY, None)
-        for i in range(self._chunks):
-            self._put(f"{STEPS_KEY}.{i}", None)
-        for i in range(self._pin_chunks):
-            self._put(f"{PINS_KEY}.{i}", None)
-        self._chunks = self._pin_chunks = 0
+        """Forget the plans that could not be read (`abort`): their entries and their place
+        in the index go; the copy set aside stays. (An unreadable plan's chunks are not
+        known: a chunk left behind is never read, as no index names its plan.)"""
+        lost, self._lost = [p for p in self._lost if p], []
+        for plan in lost:
+            self._put(f"{PLAN_KEY}.{plan}", None)
+        ids = [p for p in self._index_ids() if p not in lost]
+        self._put(STATE_KEY, json.dumps({"version": INDEX_VERSION, "plans": ids}) if ids else None)
         self.error = None
+
+    def _index_ids(self) -> List[str]:
+        """The ids the index as last written or read names (none when it is not an index)."""
+        try:
+            doc = json.loads(self._written.get(STATE_KEY) or "null")
+            return check_index(doc) if isinstance(doc, dict) and doc.get("version") == INDEX_VERSION else []
+        except (ValueError, RecursionError):
+            return []
+
+
+def check_index(doc: Dict[str, Any]) -> List[str]:
+    plans = doc.get("plans")
+    if set(doc) != {"version", "plans"} or not isinstance(plans, list) or len(plans) > INDEX_MAX or not all(
+            isinstance(p, str) and PLAN_ID.match(p) for p in plans) or len(set(plans)) != len(plans):
+        raise Unreadable("exec_state is not an index of plans")
+    return plans
+
+
+def _whole(st: Dict[str, Any], steps: List[Any], pins: List[Any]) -> Dict[str, Any]:
+    """A checked state with its steps and pins (from their chunks) joined in."""
+    st["steps"] = check_steps(steps, st["id"], st["steps_count"])
+    st["pins"] = check_pins(pins, st["id"], st["pins_count"])
+    for k in STORE_OWN:
+        del st[k]
+    return st

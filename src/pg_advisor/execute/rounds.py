@@ -4,7 +4,7 @@ bounded batch of pg-upmap-items from propose(), set with the mon in small bursts
 the same way (set_items)."""
 import hashlib
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -169,7 +169,7 @@ class RoundSpec:
     """What one round is asked for: its pools (None: all), at most `max_items` moves within
     the misplaced `budget`, what it evens (propose() says what min_gain and min_spread do),
     the OSDs it empties (with `even` off, making only the drain's moves), and the PGs each
-    OSD may still take in or give off (None: any)."""
+    OSD may still take in or give off (None: any); the PGs `fixed` are not moved."""
     pools: Optional[List[str]]
     max_items: int
     mode: BalanceMode
@@ -180,10 +180,11 @@ class RoundSpec:
     osd_room: Optional[np.ndarray] = None
     even: bool = True
     guards: Guards = Guards()
+    fixed: FrozenSet[str] = frozenset()
 
 
 def balance_round(snap: Snapshot, spec: RoundSpec) -> Round:
     """Propose one round."""
     aim = Aim(spec.pools, spec.mode, spec.min_gain, spec.min_spread, spec.drain, spec.even)
     return Round(propose(snap, aim,
-                         Limits(spec.max_items, spec.budget, spec.osd_room, spec.guards)))
+                         Limits(spec.max_items, spec.budget, spec.osd_room, spec.guards, spec.fixed)))

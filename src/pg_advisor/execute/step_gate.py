@@ -5,10 +5,12 @@ import datetime
 
 import numpy as np
 
+from ..model.distribution import object_copies
 from ..model.misplaced import misplaced_ratio, step_fits
 from ..model.snapshot import Pool
 from .context import Tick
 from .gates import unreported_pgs
+from .ledger import Spend
 from .pacing import BlockerKind, StepTraits, backfill_load, blockers
 from .plan_state import PlanState
 from .steps import PlanStep, StepKind, step_load
@@ -40,15 +42,24 @@ def may_issue(state: PlanState, t: Tick, pool: Pool, step: PlanStep, half_sent: 
         waits.append(f"{unseen} PGs of pool {pool.name} not in the PG stats yet")
     if state.last_step_at is not None and now - state.last_step_at < pacing.interval:
         waits.append(f"next step after {_clock(state.last_step_at + pacing.interval)}")
-    ratio = misplaced_ratio(snap)
-    if not step_fits(ratio, step.misplaced, pacing.misplaced_max):
+    others = t.others
+    copies = object_copies(snap)
+    ratio = misplaced_ratio(snap) + (others.copies / copies if copies > 0 else 0.0)
+    # a pg_num or pgp_num step by its estimate on the whole budget; a balance step's round
+    # plans its moves within what is left of it (balance_steps.py), so that a drain's next
+    # round is not held until every other plan's backfill has ended
+    if step.kind is not StepKind.BALANCE and not step_fits(ratio, step.misplaced, pacing.misplaced_max):
         waits.append(f"misplaced {100 * ratio:.2f}% + this step's {100 * step.misplaced:.2f}% "
-                     f"would pass the budget {100 * pacing.misplaced_max:.2f}%")
+                     f"would pass the budget {100 * pacing.misplaced_max:.2f}%"
+                     + (" (other plans' steps counted)" if others.copies else ""))
     if pacing.max_backfills and step.max_osd_backfills and step.kind is StepKind.PGP_NUM:
         # per OSD: what backfills into or out of it now and what the step adds there (not
         # the busiest OSD anywhere plus the step's busiest: on thousands of OSDs some OSD
-        # always backfills, and that held each step until the last one's data had moved)
+        # always backfills, and that held each step until the last one's data had moved);
+        # what other plans just set moving there counts too
         load = backfill_load(snap)
+        if others.osd_adds is not None:
+            load = load + others.osd_adds[:load.size]
         adds = step_load(snap, pool, step.pgp_num)
         over = np.flatnonzero((adds > 0) & (load + adds > pacing.max_backfills))
         if over.size:
@@ -58,6 +69,17 @@ def may_issue(state: PlanState, t: Tick, pool: Pool, step: PlanStep, half_sent: 
                          + (f", and {over.size - 1} more OSDs" if over.size > 1 else ""))
     state.waiting = "; ".join(waits) or None
     return not waits
+
+
+def step_spend(plan: str, t: Tick, step: PlanStep) -> Spend:
+    """What a pg_num or pgp_num step just sent sets moving, for the other plans' budget:
+    its estimate of misplaced copies, and per OSD the PGs a pgp_num step moves (known
+    where the backfill limit is on: the gate mapped them)."""
+    snap = t.snap
+    adds = None
+    if t.pacing.max_backfills and step.max_osd_backfills and step.kind is StepKind.PGP_NUM:
+        adds = step_load(snap, snap.pool_by_name(step.pool), step.pgp_num)
+    return Spend(plan, t.now, step.misplaced * object_copies(snap), adds, frozenset())
 
 
 def _clock(t: float) -> str:

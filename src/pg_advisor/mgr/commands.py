@@ -104,18 +104,19 @@ class LiveCommands:
         return report
 
     def act_pause(self, v: Values) -> Report:
-        ops.pause(self.mgr.driver.plans, time.time())
+        plan = ops.pause(self.mgr.driver.plans, time.time(), v["plan"])
         self.mgr.wake()
-        return self.mgr.driver.plan_report()
+        return self.mgr.driver.plan_report(plan)
 
     def act_resume(self, v: Values) -> Report:
-        ops.resume(self.mgr.driver.plans, time.time())
+        plan = ops.resume(self.mgr.driver.plans, time.time(), v["plan"])
         self.mgr.wake()
-        return self.mgr.driver.plan_report()
+        return self.mgr.driver.plan_report(plan)
 
     def act_abort(self, v: Values) -> Report:
         driver = self.mgr.driver
-        summary = ops.abort(driver.plans, self.mgr.context(self.mgr.reader.take_snapshot(fresh=True)))
+        summary = ops.abort(driver.plans, self.mgr.context(self.mgr.reader.take_snapshot(fresh=True)),
+                            v["plan"])
         # the event closed and the panel's copy new at once; health follows with the wake
         self.mgr.progress.update(self.mgr, driver.progress())
         self.mgr.panel.show_plan(*driver.plan_view())
@@ -123,7 +124,7 @@ class LiveCommands:
         return {"aborted": True, "summary": summary}
 
     def show_progress(self, v: Values) -> Report:
-        return self.mgr.driver.plan_report()
+        return self.mgr.driver.plan_report(v["plan"])
 
     def show_history(self, v: Values) -> Report:
         return {"history": self.mgr.driver.history()}

@@ -1,8 +1,8 @@
-"""The plan as an event in `ceph -s`, through the mgr's progress module: updated while the
+"""Each plan as an event in `ceph -s`, through the mgr's progress module: updated while the
 plan runs, closed once when it ends (done: completed; aborted or stopped: failed), as
 pg_autoscaler's PgAdjustmentProgress updates the event of a pool's pg_num change."""
 import threading
-from typing import Optional, Set, Tuple
+from typing import Sequence, Set, Tuple
 
 from mgr_module import MgrModule
 
@@ -18,11 +18,13 @@ class PlanProgress:
         # the serve loop and an abort's command thread may both close an event: once
         self._lock = threading.Lock()
 
-    def update(self, module: MgrModule, event: Optional[Event]) -> None:
-        """Send `event` (the current or last plan's) to the progress module. The event is
-        optional to the plan: a failure is logged, never raised."""
-        if event is None:
-            return
+    def update(self, module: MgrModule, events: Sequence[Event]) -> None:
+        """Send each plan's event (Driver.progress) to the progress module. The events are
+        optional to the plans: a failure is logged, never raised."""
+        for event in events:
+            self._one(module, event)
+
+    def _one(self, module: MgrModule, event: Event) -> None:
         ev_id, msg, frac, status = event
         with self._lock:
             if ev_id in self._closed:

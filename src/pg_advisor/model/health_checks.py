@@ -17,6 +17,19 @@ def check(summary: str, detail: Sequence[Any], count: Optional[int] = None,
             "count": len(detail) if count is None else count, "detail": list(detail)}
 
 
+def merge(into: Checks, more: Checks) -> None:
+    """Add `more` to `into` (several plans may raise one check): the first summary stays,
+    the details and counts add up."""
+    for name, c in more.items():
+        had = into.get(name)
+        if had is None:
+            into[name] = c
+            continue
+        into[name] = dict(had, count=had["count"] + c["count"], detail=had["detail"] + c["detail"],
+                          summary=f"{had['summary']} (and more: see the detail)"
+                          if not had["summary"].endswith("(and more: see the detail)") else had["summary"])
+
+
 # -- sizing (from the status report) ---------------------------------------------------------
 
 def too_few_pgs(recommendations: List[str]) -> Checks:

@@ -66,12 +66,14 @@ class MisplacedBudget:
     first_free: bool            # nothing is misplaced: the first move may pass `copies`
 
     @classmethod
-    def of(cls, snap: Snapshot, ratio: float) -> "MisplacedBudget":
-        """A round's budget where `ratio` of all object copies may be misplaced at once."""
+    def of(cls, snap: Snapshot, ratio: float, others: float = 0.0) -> "MisplacedBudget":
+        """A round's budget where `ratio` of all object copies may be misplaced at once,
+        `others` copies set misplacing by other plans that the stats may not show yet
+        (execute/ledger.py)."""
         if snap.pgs is None:
             return cls(None, False)
-        return cls(max(ratio * ROUND_FILL * object_copies(snap) - snap.misplaced_objects, 0.0),
-                   snap.misplaced_objects == 0)
+        return cls(max(ratio * ROUND_FILL * object_copies(snap) - snap.misplaced_objects - others, 0.0),
+                   snap.misplaced_objects == 0 and others <= 0)
 
     @classmethod
     def from_options(cls, snap: Snapshot, opts: Options, cluster_ratio: float) -> "MisplacedBudget":

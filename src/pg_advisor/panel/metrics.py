@@ -99,6 +99,7 @@ FAMILIES: Dict[str, str] = {
                                           "primaries even; from the up primaries)",
     "pg_advisor_total_max_deviation": "largest |PG replicas - target| over the OSDs, all pools",
     "pg_advisor_mode": "pg_advisor's mode: 1 for the current one",
+    "pg_advisor_plans": "plans kept side by side, by status (the open ones and the last ended ones)",
     "pg_advisor_plan_state": "the current or last plan's status: 1 for the current one (none: no plan)",
     "pg_advisor_plan_steps": "steps of the current or last plan",
     "pg_advisor_plan_steps_done": "steps of the current or last plan done",
@@ -167,6 +168,9 @@ def metrics(status: StatusReport, progress: Dict[str, Any], served: Optional[Dic
     plan = progress.get("plan")
     steps = progress.get("steps") or []
     now = plan["status"] if plan else "none"
+    kept = [p["status"] for p in progress.get("plans") or ()]
+    for s in PLAN_STATES[1:]:
+        out["pg_advisor_plans"].append(((("status", s),), kept.count(s)))
     for s in PLAN_STATES:
         out["pg_advisor_plan_state"].append(((("state", s),), int(s == now)))
     out["pg_advisor_plan_steps"].append(((), len(steps)))

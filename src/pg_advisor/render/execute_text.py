@@ -19,8 +19,14 @@ def progress_text(r: Mapping[str, Any]) -> str:
     plan = r["plan"]
     if plan is None:
         return "no plan has run"
-    out = [f"plan {printable(plan['id'])} ({printable(plan['source'])}): {printable(plan['status'])}, step "
-           f"{min(plan['next'] + 1, len(r['steps']))} of {len(r['steps'])}"]
+    out: List[str] = []
+    if len(r.get("plans") or ()) > 1:       # side by side: a line each, then the one shown
+        rows = [[p["id"], p["source"], p["status"], f"{p['step']}/{p['steps']}", _pools(p),
+                 (p["blockers"] or [p["waiting"] or ""])[0]] for p in r["plans"]]
+        out.append(table(["plan", "source", "status", "step", "pools", "waiting or blocked"], rows))
+        out.append("")
+    out.append(f"plan {printable(plan['id'])} ({printable(plan['source'])}): {printable(plan['status'])}, "
+               f"step {min(plan['next'] + 1, len(r['steps']))} of {len(r['steps'])}")
     out.extend(f"blocked: {printable(b)}" for b in plan["blockers"])
     if plan.get("waiting"):
         out.append(f"waiting: {printable(plan['waiting'])}")
@@ -38,6 +44,13 @@ def progress_text(r: Mapping[str, Any]) -> str:
     out.append(table(["step", "state", "does"],
                      [[i + 1, s["state"], s["description"]] for i, s in enumerate(r["steps"])]))
     return "\n".join(out)
+
+
+def _pools(p: Mapping[str, Any]) -> str:
+    if p["drain"]:
+        return f"drains {len(p['drain'])} OSDs"
+    names = p["pools"]
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def _duration(seconds: float) -> str:

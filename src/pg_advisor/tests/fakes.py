@@ -1,8 +1,9 @@
 """Shared fakes of the unit tests: the mon's pool targets and upmap items as a small
 simulation (FakeCeph), a plan store in memory, and plans to run against them."""
 import copy
+import json
 import pickle
-from typing import Any, Dict, List, Optional, Tuple, TypeVar
+from typing import Any, Dict, List, Mapping, Optional, Tuple, TypeVar
 
 import pytest
 
@@ -143,21 +144,34 @@ def acting_sets(snap: snapshot.Snapshot) -> Dict[str, List[int]]:
             zip(snap.pgs.pool.tolist(), snap.pgs.ps.tolist(), snap.pgs.acting.tolist())}
 
 
+def stored_plan(kv: Mapping[str, Optional[str]]) -> Dict[str, Any]:
+    """The newest plan's state entry, as a store of plans side by side keeps it (the index
+    in exec_state names the plans)."""
+    index = json.loads(str(kv["exec_state"]))
+    out: Dict[str, Any] = json.loads(str(kv[f"exec_plan.{index['plans'][-1]}"]))
+    return out
+
+
 class Store:
     def __init__(self) -> None:
-        self.state: Optional[Dict[str, Any]] = None
+        self.plans: List[Dict[str, Any]] = []
         self.history: List[Dict[str, Any]] = []
-        self.saves: List[Dict[str, Any]] = []
+        self.saves: List[Dict[str, Any]] = []     # the newest plan as each save left it
 
-    def save(self, state: Optional[Dict[str, Any]], history: List[Dict[str, Any]]) -> None:
-        self.state, self.history = clone(state), list(history)
-        self.saves.append(clone(state) if state else {})
+    @property
+    def state(self) -> Optional[Dict[str, Any]]:
+        """The newest plan saved."""
+        return self.plans[-1] if self.plans else None
+
+    def save(self, plans: List[Dict[str, Any]], history: List[Dict[str, Any]]) -> None:
+        self.plans, self.history = clone(plans), list(history)
+        self.saves.append(clone(plans[-1]) if plans else {})
 
 
 def start(ceph: FakeCeph, store: Store, target: int, pool: str = "rbd") -> Executor:
     snap = ceph.snap()
     p = snap.pool_by_name(pool)
-    ex = Executor(None, [], store.save)
+    ex = Executor([], [], store.save)
     ex.start(StepPlanner(snap, T).plan(p, target), [p], Source.APPLY, 0.0)
     return ex
 
@@ -174,7 +188,7 @@ def balance_plan(ceph: FakeCeph, store: Store) -> Executor:
     """A plan of one balance step on rbd (at most 10 PGs a round)."""
     snap = ceph.snap()
     rbd = snap.pool_by_name("rbd")
-    ex = Executor(None, [], store.save)
+    ex = Executor([], [], store.save)
     ex.start([balance_step(rbd, rbd.pg_num, rbd.pgp_num, 10, 1.0)], [rbd], Source.APPLY, 0.0)
     return ex
 

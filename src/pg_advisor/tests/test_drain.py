@@ -128,7 +128,8 @@ def test_a_drain_plan_whose_osd_left_the_map_ends_as_a_balance(dumps: Dict[str, 
     assert Balancer(ceph.snap(), drain=[-1, 10 ** 6]).drain.size == 0
 
 
-def test_drain_beside_a_plan_or_the_builtin_balancer_changes_nothing(dumps: Dict[str, Any]) -> None:
+def test_a_drain_of_an_osd_draining_already_or_beside_the_builtin_balancer_changes_nothing(
+        dumps: Dict[str, Any]) -> None:
     ceph, (drv, _) = FakeCeph(dumps), driver()
     opts = make({})
     with pytest.raises(AdvisorError) as e:
@@ -138,8 +139,11 @@ def test_drain_beside_a_plan_or_the_builtin_balancer_changes_nothing(dumps: Dict
     st = drv.executor.state
     assert st is not None and r["plan"] == st.id and st.drain == [1] and st.status == Status.RUNNING
     with pytest.raises(AdvisorError) as e:
-        ops.drain(drv.plans, context(ceph, opts, 1.0), "osd.0", False)
-    assert e.value.code == -16 and "plan" in e.value.message
+        ops.drain(drv.plans, context(ceph, opts, 1.0), "osd.1", False)
+    assert e.value.code == -16 and f"plan {st.id} (running) drains osd.1 already" in e.value.message
+    # another OSD's drain runs beside it (side_by_side.py)
+    r2 = ops.drain(drv.plans, context(ceph, opts, 1.0), "osd.0", False)
+    assert [p.id for p in drv.executor.opened] == [st.id, r2["plan"]]
     assert np.array_equal(np.array(ceph.sent), np.array([]))
 
 
@@ -214,7 +218,7 @@ def test_a_plan_whose_ticks_fail_on_a_bug_stops_and_says_why(
     # found live: a drain round raised ValueError on every tick after a mgr failover, and
     # the plan stayed "running" with nothing moving until a test gave up 10 minutes later
     from pg_advisor.execute import executor
-    from pg_advisor.execute.driver import TICK_ERRORS_STOP
+    from pg_advisor.execute.executor import TICK_ERRORS_STOP
     ceph, (drv, kv) = FakeCeph(dumps), driver()
     opts = make({"step_interval": 0})
     ops.drain(drv.plans, context(ceph, opts, 0.0), "osd.0", False)
@@ -244,7 +248,7 @@ def test_a_plan_whose_ticks_fail_on_a_bug_stops_and_says_why(
 def test_a_tick_failing_now_and_then_does_not_stop_the_plan(
         dumps: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     from pg_advisor.execute import executor
-    from pg_advisor.execute.driver import TICK_ERRORS_STOP
+    from pg_advisor.execute.executor import TICK_ERRORS_STOP
     ceph, (drv, _) = FakeCeph(dumps), driver()
     opts = make({"step_interval": 0})
     ops.drain(drv.plans, context(ceph, opts, 0.0), "osd.0", False)

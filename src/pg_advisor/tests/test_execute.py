@@ -116,7 +116,7 @@ def test_a_new_mgr_resumes_without_resending(dumps: Dict[str, Any]) -> None:
     ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 0.0))            # step 1 sent...
     crashed = next(s for s in store.saves if s.get("phase") == "issuing")   # ...saved before
     sent = len(ceph.sent)
-    ex2 = Executor(copy.deepcopy(crashed), list(store.history), store.save)
+    ex2 = Executor([copy.deepcopy(crashed)], list(store.history), store.save)
     ex2.tick(tick_of(ceph.snap(), OPEN, ceph.send, 1.0))
     assert len(ceph.sent) == sent                          # not sent again
     assert any(h["event"] == "recovered" for h in store.history)
@@ -266,9 +266,11 @@ def test_pause_resume_abort(dumps: Dict[str, Any]) -> None:
     with pytest.raises(AdvisorError):
         ex.pause(6.0)
     ex.resume(7.0)
-    with pytest.raises(AdvisorError) as busy:
-        ex.start([], [], Source.APPLY, 8.0)
-    assert busy.value.code == -16
+    snap = ceph.snap()
+    pool = snap.pool_by_name("rbd")
+    with pytest.raises(AdvisorError) as busy:      # one plan a pool's pg_num
+        ex.start(StepPlanner(snap, T).plan(pool, 128), [pool], Source.APPLY, 8.0)
+    assert busy.value.code == -16 and "changing pool rbd's pg_num" in busy.value.message
     ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 8.0))             # a step in flight...
     summary = ex.abort(ceph.snap(), ceph.send, 9.0)        # ...then abort
     rbd = ceph.pool("rbd")
@@ -286,7 +288,7 @@ def test_pinned_steps_move_nothing_and_release_rounds_follow(dumps: Dict[str, An
     steps = StepPlanner(snap, dataclasses.replace(T, pin=True)).plan(rbd, 64)
     assert steps[-1].kind == "balance" and all(s.pin for s in steps if s.kind == "pgp_num")
     assert all(s.pgs_moving <= T.max_splitting for s in steps if s.kind == "pgp_num")
-    ex = Executor(None, [], store.save)
+    ex = Executor([], [], store.save)
     ex.start(steps, [rbd], Source.APPLY, 0.0)
     pinned = 0
     for i in range(400):
@@ -317,7 +319,7 @@ def test_no_pins_beside_the_builtin_balancer(dumps: Dict[str, Any]) -> None:
     ceph, store = FakeCeph(dumps), Store()
     snap = ceph.snap()
     rbd = snap.pool_by_name("rbd")
-    ex = Executor(None, [], store.save)
+    ex = Executor([], [], store.save)
     ex.start(StepPlanner(snap, dataclasses.replace(T, pin=True)).plan(rbd, 64), [rbd], Source.APPLY, 0.0)
     busy = dataclasses.replace(OPEN, balancer_active=True)
     run(ex, ceph, busy, ticks=10)
@@ -453,7 +455,7 @@ def test_a_balance_round_waits_for_its_pools_inactive_pgs_only(dumps: Dict[str, 
     # a round moves no PG that is not whole (pool_state.healthy), so only an inactive PG of
     # the plan's pools holds it; its pgid is named
     ceph, store = FakeCeph(dumps), Store()
-    ex = Executor(None, [], store.save)
+    ex = Executor([], [], store.save)
     rbd = ceph.snap().pool_by_name("rbd")
     ex.start([balance_step(rbd, rbd.pg_num, rbd.pgp_num, 16, object_copies(ceph.snap()))], [rbd],
              Source.APPLY, 0.0)

@@ -53,7 +53,7 @@ def test_a_plan_stored_by_the_old_code_loads(dumps: Dict[str, Any]) -> None:
     old = json.loads(json.dumps(d.executor.state.to_json()))
     assert {s["kind"] for s in old["steps"]} == {"pg_num", "pgp_num", "balance"}
     store: Dict[str, Optional[str]] = {}
-    PlanStore(store.get, store.__setitem__).write(old, json.loads(json.dumps(OLD_HISTORY)))
+    PlanStore(store.get, store.__setitem__).write([old], json.loads(json.dumps(OLD_HISTORY)))
     again = Driver(store.get, store.__setitem__, 1.0)
     state = again.executor.state
     assert again.store.error is None and state is not None

@@ -13,6 +13,7 @@ import pytest
 from pg_advisor.execute import operator_commands as ops
 from pg_advisor.execute.driver import Driver
 from pg_advisor.execute.plan_migrations import STATE_VERSION, Unreadable, migrate
+from pg_advisor.execute.plan_store import INDEX_VERSION
 from pg_advisor.execute.plan_state import Status
 from pg_advisor.model.mon_commands import items_commands
 from pg_advisor.model.options import make
@@ -28,8 +29,9 @@ def stored(name: str) -> Dict[str, Optional[str]]:
 
 
 def test_there_is_a_stored_plan_of_each_earlier_layout() -> None:
+    # layouts 1 to 3 held one plan in exec_state; 4 (INDEX_VERSION) is its index of plans
     versions = {json.loads(str(stored(n)["exec_state"])).get("version", 1) for n in LAYOUTS}
-    assert versions == set(range(1, STATE_VERSION))
+    assert versions == set(range(1, INDEX_VERSION)) and STATE_VERSION == INDEX_VERSION - 1
 
 
 @pytest.mark.parametrize("name", LAYOUTS)
@@ -55,8 +57,13 @@ def test_a_plan_of_an_earlier_layout_resumes_and_is_stored_in_the_current_one(
     st = drv.executor.state
     assert st is not None and st.status == Status.RUNNING and not st.stopped_why
     assert ceph.sent, "the migrated plan sent nothing"
-    # and is stored in the current layout: a new mgr reads it back as it is
-    assert json.loads(str(kv["exec_state"]))["version"] == STATE_VERSION
+    # and is stored in the current layout, under its own keys (the old chunks removed):
+    # a new mgr reads it back as it is
+    assert json.loads(str(kv["exec_state"])) == {"version": INDEX_VERSION, "plans": [st.id]}
+    assert json.loads(str(kv[f"exec_plan.{st.id}"]))["version"] == STATE_VERSION
+    assert not any(v for k, v in kv.items() if k.split(".")[0] in ("exec_steps", "exec_pins")
+                   and len(k.split(".")) == 2)
+    assert any(v for k, v in kv.items() if k.startswith(f"exec_steps.{st.id}."))
     again = Driver(kv.get, kv.__setitem__, 2002.0)
     assert again.store.error is None and again.executor.state == st
 

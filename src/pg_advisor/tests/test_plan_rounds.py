@@ -187,7 +187,7 @@ def test_a_pool_there_for_the_total_alone_does_not_hold_the_plan_open(dumps: Dic
     snap = ceph.snap()
     rbd = snap.pool_by_name("rbd")
     for stuck_pool, held in (("fast", False), ("rbd", True)):
-        ex = Executor(None, [], store.save)
+        ex = Executor([], [], store.save)
         ex.start([balance_step(rbd, rbd.pg_num, rbd.pgp_num, 10, 1.0)], list(snap.pools), Source.AUTO, 0.0)
         stuck = SimpleNamespace(items={}, throttled=False, moves=0,
                                 uneven={stuck_pool: f"osd.0 holds 20 PGs of pool {stuck_pool}"})

@@ -73,7 +73,7 @@ def _two_pool_plan(ceph: FakeCeph, store: Store) -> Executor:
     snap = ceph.snap()
     rbd, fast = snap.pool_by_name("rbd"), snap.pool_by_name("fast")
     planner = StepPlanner(snap, T)
-    ex = Executor(None, [], store.save)
+    ex = Executor([], [], store.save)
     ex.start(planner.plan(fast, 32) + planner.plan(rbd, 64), [fast, rbd], Source.AUTO, 0.0)
     return ex
 
@@ -116,7 +116,7 @@ def test_a_round_in_flight_forgets_the_pgs_of_a_deleted_pool(dumps: Dict[str, An
     ceph, store = FakeCeph(dumps), Store()
     snap = ceph.snap()
     rbd, fast = snap.pool_by_name("rbd"), snap.pool_by_name("fast")
-    ex = Executor(None, [], store.save)
+    ex = Executor([], [], store.save)
     ex.start([balance_step(fast, 8, 8, 10, 1.0), balance_step(rbd, 32, 32, 10, 1.0)], [fast, rbd],
              Source.AUTO, 0.0)
     ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 0.0))
@@ -144,7 +144,7 @@ def test_own_targets_between_commands_are_not_a_change(dumps: Dict[str, Any]) ->
     ceph.send({"prefix": "osd pool set", "pool": "rbd", "var": "pg_num", "val": "48"})  # half sent
     assert issuing is not None
     issuing["phase"] = "issuing"
-    ex2 = Executor(issuing, [], store.save)
+    ex2 = Executor([issuing], [], store.save)
     for t in range(300):
         ex2.tick(tick_of(ceph.snap(), OPEN, ceph.send, float(t)))
         ceph.settle()
@@ -160,7 +160,7 @@ def test_a_failover_after_pgp_num_before_the_pins_resends_the_pins(dumps: Dict[s
     snap = ceph.snap()
     rbd = snap.pool_by_name("rbd")
     steps = StepPlanner(snap, dataclasses.replace(T, pin=True)).plan(rbd, 64)
-    ex = Executor(None, [], store.save)
+    ex = Executor([], [], store.save)
     ex.start(steps, [rbd], Source.APPLY, 0.0)
     ex.tick(tick_of(ceph.snap(), OPEN, ceph.send, 0.0))       # the split
     ceph.settle()
@@ -189,10 +189,10 @@ def test_a_failover_after_pgp_num_before_the_pins_resends_the_pins(dumps: Dict[s
         ceph.snap().pool_by_name("rbd"), steps[state["next"]]), "the test shows nothing: a new step would go"
     ceph.dumps["osd_dump"]["flags"] = "norebalance"
     n = len(ceph.sent)
-    Executor(copy.deepcopy(state), [], lambda *a: None).tick(tick_of(ceph.snap(), slow, ceph.send, 2.0))
+    Executor([copy.deepcopy(state)], [], lambda *a: None).tick(tick_of(ceph.snap(), slow, ceph.send, 2.0))
     assert len(ceph.sent) == n, "sent in spite of norebalance"
     ceph.dumps["osd_dump"]["flags"] = ""
-    ex2 = Executor(copy.deepcopy(state), [], store.save)
+    ex2 = Executor([copy.deepcopy(state)], [], store.save)
     ex2.tick(tick_of(ceph.snap(), slow, ceph.send, 3.0))
     resent = [c for c in ceph.sent if "pgid" in c]
     assert resent, f"the pins were not resent: {(store.state or {}).get('waiting')}"
@@ -206,6 +206,6 @@ def test_a_failover_after_pgp_num_before_the_pins_resends_the_pins(dumps: Dict[s
     # and once they show, a further failover does not send them again (it goes on)
     n = len(ceph.sent)
     again = copy.deepcopy(state)
-    Executor(again, [], store.save).tick(tick_of(ceph.snap(), OPEN, ceph.send, 4.0))
+    Executor([again], [], store.save).tick(tick_of(ceph.snap(), OPEN, ceph.send, 4.0))
     assert not [c for c in ceph.sent[n:] if "pgid" in c or c.get("var") == "pgp_num_actual"], ceph.sent[n:]
     assert any(h["event"] == "recovered" for h in store.history)

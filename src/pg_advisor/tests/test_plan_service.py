@@ -1,5 +1,4 @@
 """The plan service: the one owner of the plan, whose changes are transactions written once."""
-import json
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
@@ -11,7 +10,7 @@ from pg_advisor.execute.plan_state import Status
 from pg_advisor.model.errors import AdvisorError
 from pg_advisor.model.options import make
 
-from .fakes import FakeCeph, context
+from .fakes import FakeCeph, context, stored_plan
 
 
 class CountingStore:
@@ -29,7 +28,8 @@ class CountingStore:
         self.kv[key] = value
 
     def state_writes(self) -> int:
-        return sum(1 for k, _ in self.writes if k == "exec_state")
+        """Writes of a plan's state entry (exec_plan.<id>)."""
+        return sum(1 for k, _ in self.writes if k.startswith("exec_plan."))
 
 
 def test_a_command_that_starts_a_plan_and_logs_writes_the_state_once(dumps: Dict[str, Any]) -> None:
@@ -60,7 +60,7 @@ def test_a_tick_that_sends_writes_ahead_then_once_at_its_end(dumps: Dict[str, An
     real = ceph.send
 
     def send(cmd: Dict[str, Any]) -> Any:
-        seen.append((store.state_writes(), json.loads(str(store.kv["exec_state"]))["phase"]))
+        seen.append((store.state_writes(), stored_plan(store.kv)["phase"]))
         return real(cmd)
     setattr(ceph, "send", send)
     before = store.state_writes()

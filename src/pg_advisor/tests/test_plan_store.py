@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 
 from . import mgr_stub
-from .fakes import OPEN, T, FakeCeph, Store, run, start, tick_of
+from .fakes import OPEN, T, FakeCeph, Store, run, start, stored_plan, tick_of
 from .conftest import cmd
 
 from pg_advisor.execute.driver import Driver
@@ -67,8 +67,17 @@ def test_a_long_plan_is_kept_in_small_entries_and_read_back(dumps: Dict[str, Any
     assert d2.executor.history[-1]["event"] == "start"
     # a shorter plan afterwards leaves no stale chunk behind
     d2.executor.state.status = Status.DONE
-    d2.executor.start(steps[:3], [rbd], Source.APPLY, 2.0)
-    assert sorted(k for k in kv.kv if k.startswith("exec_steps")) == ["exec_steps.0"]
+    first = d2.executor.state.id
+    second = d2.executor.start(steps[:3], [rbd], Source.APPLY, 2.0).id
+    assert sorted(k for k in kv.kv if k.startswith("exec_steps")
+                  and not k.startswith(f"exec_steps.{first}.")) == [f"exec_steps.{second}.0"]
+    # a plan no longer kept (ENDED_KEPT newer ended ones) leaves no entry behind
+    from pg_advisor.execute.side_by_side import ENDED_KEPT
+    for i in range(ENDED_KEPT):
+        d2.executor.plans[-1].status = Status.DONE
+        d2.executor.start(steps[:3], [rbd], Source.APPLY, 3.0 + i)
+    assert not any(k.startswith((f"exec_steps.{first}.", f"exec_plan.{first}")) for k in kv.kv)
+    assert len(d2.executor.plans) == ENDED_KEPT + 1
 
 
 def _doubling_started(dumps: Dict[str, Any], source: Source) -> Tuple[CountingStore, Driver]:
@@ -116,13 +125,14 @@ def test_unreadable_state_is_reported_and_abort_clears_it(wired: Any, raw: str) 
 def test_the_state_keeps_plain_strings_in_the_store_and_enums_in_memory(dumps: Dict[str, Any]) -> None:
     kv, d = _doubling_started(dumps, Source.DRAIN)
     d.executor.pause(1.0)
-    doc = json.loads(kv.kv[STATE_KEY])
+    doc = stored_plan(kv.kv)
     assert (doc["source"], doc["status"], doc["phase"]) == ("drain", "paused", "idle")
     assert d.executor.state is not None
     public = d.executor.state.public()
     assert [type(public[k]) for k in ("source", "status", "phase")] == [str, str, str]
-    doc, _ = PlanStore(kv.load, kv.save).read(2.0)
-    assert doc is not None
+    docs, _ = PlanStore(kv.load, kv.save).read(2.0)
+    assert len(docs) == 1
+    doc = docs[0]
     state = PlanState.from_json(doc)
     assert (state.source, state.status, state.phase) == (Source.DRAIN, Status.PAUSED, Phase.IDLE)
     assert isinstance(state.status, Status) and state.to_json()["status"] == "paused"
@@ -148,7 +158,8 @@ def test_the_store_checks_each_field_the_plan_state_keeps_there() -> None:
 
 def test_a_state_of_another_version_is_not_run(dumps: Dict[str, Any]) -> None:
     kv, d = _doubling_started(dumps, Source.APPLY)
-    doc = json.loads(kv.kv[STATE_KEY])
+    doc = stored_plan(kv.kv)
+    key = f"exec_plan.{doc['id']}"
     for mutate in (lambda s: s.update(version=1), lambda s: s.update(version=4), lambda s: s.pop("pools"),
                    lambda s: s.update(next=10 ** 6), lambda s: s.update(pools={"rbd": [32, 64]}),
                    lambda s: s.update(status="exploded"), lambda s: s.update(created=float("nan")),
@@ -157,10 +168,10 @@ def test_a_state_of_another_version_is_not_run(dumps: Dict[str, Any]) -> None:
                    lambda s: s.update(source="cron")):
         bad = copy.deepcopy(doc)
         mutate(bad)
-        kv.kv[STATE_KEY] = json.dumps(bad)
+        kv.kv[key] = json.dumps(bad)
         store = PlanStore(kv.load, kv.save)
-        state, _ = store.read(1.0)
-        assert state is None and store.error and "unreadable" in store.error
+        plans, _ = store.read(1.0)
+        assert plans == [] and store.error and "unreadable" in store.error
 
 
 def test_a_plan_whose_every_pool_was_deleted_ends_and_stores_readably(dumps: Dict[str, Any]) -> None:
@@ -176,10 +187,10 @@ def test_a_plan_whose_every_pool_was_deleted_ends_and_stores_readably(dumps: Dic
     assert st["status"] == "done" and st["pools"] == {} and len(ceph.sent) == sent
     # the store reads it back (a plan of no pools is well formed)
     kv = CountingStore()
-    PlanStore(kv.load, kv.save).write(st, store.history)
+    PlanStore(kv.load, kv.save).write([st], store.history)
     again = PlanStore(kv.load, kv.save)
-    back, _ = again.read(1.0)
-    assert back is not None and back["status"] == "done" and back["pools"] == {} and not again.error
+    (back,), _ = again.read(1.0)
+    assert back["status"] == "done" and back["pools"] == {} and not again.error
 
 
 @pytest.mark.parametrize("field, value", [

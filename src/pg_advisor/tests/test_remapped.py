@@ -215,13 +215,13 @@ def test_pins_are_kept_in_chunks_and_a_new_mgr_reads_them_back(dumps: Dict[str, 
     # many pins: several entries, each under the mon's entry size, read back whole
     many = {f"1.{i:x}": [[i % 6, (i + 1) % 6]] * 11 for i in range(700)}
     st2 = dict(again.executor.state.to_json(), pins=many, pins_left=700)
-    again.store.write(st2, [])
+    again.store.write([st2], [])
     assert all(len(v or "") < 60000 for v in kv.values())
-    assert sum(1 for k in kv if k.startswith("exec_pins.") and kv[k]) == 3
+    assert sum(1 for k in kv if k.startswith(f"exec_pins.{st.id}.") and kv[k]) == 3
     third = Driver(kv.get, kv.__setitem__, 2.0)
     assert third.executor.state is not None and third.executor.state.pins == many
     # a torn pin chunk is reported, not run
-    kv["exec_pins.1"] = "{}"
+    kv[f"exec_pins.{st.id}.1"] = "{}"
     assert Driver(kv.get, kv.__setitem__, 3.0).store.error
 
 
