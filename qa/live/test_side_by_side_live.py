@@ -27,9 +27,12 @@ def test_a_drain_and_a_split_run_at_once_each_on_its_own_and_survive_a_failover(
             for pg in [u["pgid"] for u in c.json("osd", "dump")["pg_upmap_items"]]:
                 c.run("osd", "rm-pg-upmap-items", pg)
         stack.callback(rm_items)
-        stack.enter_context(c.pool("sbs", 8))
-        subprocess.run(["rados", "-p", "sbs", "bench", "3", "write", "-t", "4", "-b", "65536",
-                        "--no-cleanup"], env=c.env, check=True, capture_output=True, timeout=120)
+        # sbs is split; sbs-load only drained: while the split holds sbs's pg_num (paused
+        # too), the drain's rounds move the other pools' PGs alone
+        for name, pg_num in (("sbs", 8), ("sbs-load", 16)):
+            stack.enter_context(c.pool(name, pg_num))
+            subprocess.run(["rados", "-p", name, "bench", "3", "write", "-t", "4", "-b", "65536",
+                            "--no-cleanup"], env=c.env, check=True, capture_output=True, timeout=120)
         c.wait_clean()
         stack.enter_context(c.options("mgr", {"step_interval": 1, "poll_interval": 1}))
         stack.callback(c.abort_plan)
@@ -53,8 +56,14 @@ def test_a_drain_and_a_split_run_at_once_each_on_its_own_and_survive_a_failover(
                 return any("sbs to pg_num 16" in m for m in seen) and (
                     any("draining 1 OSDs" in m for m in seen) or plans(c)[drain]["status"] == "done")
             wait_until(both_shown, 60, "an event for each plan in ceph -s")
-            wait_until(lambda: any(e["time"] > paused_at + 1 for e in events(c, drain, "round"))
-                       or plans(c)[drain]["status"] == "done", 120, "a drain round while the split is paused")
+            try:
+                wait_until(lambda: any(e["time"] > paused_at + 1 for e in events(c, drain, "round"))
+                           or plans(c)[drain]["status"] == "done", 120,
+                           "a drain round while the split is paused")
+            finally:
+                print("plans:", plans(c))
+                print("history:", [(h["plan"], h["event"], h["detail"])
+                                   for h in c.advisor("history")["history"][-20:]])
             assert plans(c)[split]["status"] == "paused"
             assert not [e for e in events(c, split, "issue", "round") if e["time"] > paused_at + 1]
         finally:

@@ -29,7 +29,7 @@ from .pool_state import (EPS, BalanceResult, build_state, ChainMove, Level, move
                          StateSource)
 from .search import MOVE_COST, MoveSearch, Primaries
 from .strategies import CountEvener
-from .unlist import remove_needless
+from .unlist import FullnessGuard, remove_needless
 
 # what the other modules import from here, the run's module (EPS and MOVE_COST are
 # pool_state's and search's: here for the callers that read them beside the run)
@@ -364,14 +364,15 @@ class Balancer:
                              lower_bound=self.lb, notes=self.notes, repairs=repairs)
 
     def run(self, max_moves: int = 1 << 30, then: Optional[Callable[[], None]] = None,
-            even: bool = True, fullness: bool = False) -> BalanceResult:
+            even: bool = True, fullness: Optional[FullnessGuard] = None) -> BalanceResult:
         """Balance PG counts with at most `max_moves` replica moves (item lists), then run
         `then` (bytes mode's evener) within what is left of the budget. Not `even`: only
         empty the drained OSDs (evening the rest is `balance`'s). `fullness`: bytes mode with
-        PG stats, whose lists may be there for fullness (none is removed: unlist.py)."""
+        PG stats, whose lists may be there for fullness (a list is removed only where
+        fullness keeps too: unlist.py)."""
         self._begin(max_moves)
-        if even and not self.drain.size and not fullness:
-            removed = remove_needless(self)
+        if even and not self.drain.size:
+            removed = remove_needless(self, fullness)
             if removed:
                 self.notes.append(f"{removed:,} PGs' pg_upmap_items removed first: CRUSH's own set "
                                   f"keeps each OSD within the goal")

@@ -21,6 +21,7 @@ from .balancer import Balancer
 from .budget import Stop
 from .pool_state import moves_primary, PoolState
 from .report_types import Fullness
+from .unlist import FullnessGuard
 
 CANDIDATES = 32     # partner OSDs examined per step, the most promising first
 SWAP_CANDIDATES = 8
@@ -120,6 +121,16 @@ def fullness(b: Balancer, start: bool = False) -> Fullness:
     return Fullness(basis=basis, max_ratio=round(float(rel.max()), 6), min_ratio=round(float(rel.min()), 6),
                     max_used=round(float(u[hi]), 6) if sized else None,
                     min_used=round(float(u[lo]), 6) if sized else None)
+
+
+def fullness_guard(b: Balancer, min_gain: float) -> FullnessGuard:
+    """What a removal of item lists must keep in bytes mode (unlist.FullnessGuard): each OSD's
+    fullness against its root and class, as the run starts, and the evener's min_gain as
+    the margin."""
+    considered, cap, _ = capacity(b)
+    used = used_bytes(b)
+    g = groups(b)
+    return FullnessGuard(used, cap, group_mean(g, considered, cap, used), g, considered, min_gain)
 
 
 def byte_spread(b: Balancer) -> float:

@@ -13,7 +13,7 @@ from ..model.snapshot import Snapshot
 from .balancer import BalanceResult, Balancer, PoolState
 from .budget import Limits
 from .drain_moves import drained_left
-from .evener import ByteEvener, byte_spread, fullness
+from .evener import ByteEvener, byte_spread, fullness, fullness_guard
 from .report_types import BalanceRun, EvalReport, PoolSpread, Spreads, pool_spread
 
 MODES = tuple(BalanceMode)
@@ -215,8 +215,8 @@ def propose(snap: Snapshot, aim: Aim = Aim(), limits: Limits = Limits(), *,
         else:
             ByteEvener(b, aim.min_gain).run()
     even = aim.even or not b.drain.size
-    return Proposal(snap, mode, b, b.run(limits.max_items, bytes_after_counts, even,
-                                         fullness=mode is BalanceMode.BYTES and snap.pgs is not None),
+    guard = fullness_guard(b, aim.min_gain) if mode is BalanceMode.BYTES and snap.pgs is not None else None
+    return Proposal(snap, mode, b, b.run(limits.max_items, bytes_after_counts, even, fullness=guard),
                     limits.misplaced.copies if limits.misplaced is not None else None)
 
 

@@ -3,9 +3,14 @@ leaves every OSD it touches within the run's goal (pool_state.Level), in its poo
 total. A round removes these first (a map that stays small: each list is in every OSDMap the
 mons build); most often they are left by a wider goal (upmap_max_deviation raised), or by
 CRUSH having moved the PG since. Each removal is a move like any other: the budget pays it.
-Not in bytes mode with PG stats: there a list may be there for fullness (evener.py), which
-the count goal does not see, and removed it would be set again by the next round's evener."""
-from typing import List, Protocol, Tuple
+
+In bytes mode with PG stats a list may be there for fullness (evener.py), which the count
+goal does not see: removed, the next round's evener would set it again. There a removal
+must also keep fullness (FullnessGuard): each OSD the return gives bytes to ends at least
+`margin` (the evener's min_gain) below the fullest of its root and class now, each it takes
+them from at least that far above the emptiest. The evener only takes from the fullest and
+gives to the emptiest, by min_gain a move at least, so it has no reason to undo it."""
+from typing import List, Optional, Protocol, Tuple
 
 import numpy as np
 
@@ -48,9 +53,48 @@ def _held_dev(sets: np.ndarray, dev: np.ndarray) -> np.ndarray:
 ROW_COST = 1024
 
 
-def remove_needless(run: Run) -> int:
+class FullnessGuard:
+    """How full each OSD is against the mean of its root and class (evener.relative), and the
+    extremes of each group when the run starts: what a removal in bytes mode must keep."""
+
+    def __init__(self, used: np.ndarray, cap: np.ndarray, mean: np.ndarray, group: np.ndarray,
+                 live: np.ndarray, margin: float) -> None:
+        self.used, self.cap, self.group, self.margin = used.copy(), cap, group, margin
+        self.mean = np.where(mean > 0, mean, np.nan)
+        rel = np.where(live, self.used / cap / self.mean, np.nan)
+        k = int(group.max(initial=0)) + 1
+        self.hi, self.lo = np.full(k, -np.inf), np.full(k, np.inf)
+        ok = live & ~np.isnan(rel)
+        np.fmax.at(self.hi, group[ok], rel[ok])
+        np.fmin.at(self.lo, group[ok], rel[ok])
+
+    def keeps(self, size: float, moves: List[Tuple[int, int]]) -> bool:
+        """Do `moves` (src, dst) of a PG of `size` bytes a replica leave each end inside
+        its group's extremes by the margin?"""
+        if size <= 0:
+            return True
+        used = self.used.copy()
+        for src, dst in moves:
+            used[src] -= size
+            used[dst] += size
+        for src, dst in moves:
+            up = used[dst] / self.cap[dst] / self.mean[dst]
+            down = used[src] / self.cap[src] / self.mean[src]
+            if not (up <= self.hi[self.group[dst]] - self.margin
+                    and down >= self.lo[self.group[src]] + self.margin):
+                return False      # (NaN: an OSD of no group with data: not moved onto)
+        return True
+
+    def moved(self, size: float, moves: List[Tuple[int, int]]) -> None:
+        for src, dst in moves:
+            self.used[src] -= size
+            self.used[dst] += size
+
+
+def remove_needless(run: Run, fullness: Optional[FullnessGuard] = None) -> int:
     """Return each listed PG whose lists no longer help to CRUSH's own set, the most
-    evening first, until the budget stops: the removals made."""
+    evening first, until the budget stops (with `fullness`, bytes mode: only where fullness
+    keeps too): the removals made."""
     made = 0
     for st in run.states:
         rows = np.flatnonzero((st.up != st.raw).any(axis=1) & st.healthy)
@@ -63,6 +107,12 @@ def remove_needless(run: Run) -> int:
             if run.budget.stopped:
                 return made
             moves = moves_between(st.up[r].tolist(), st.raw[r].tolist(), st.pool.type == "replicated")
-            if _keeps_goal(st, run.total, moves) and run.apply_all(st, r, moves):
+            size = float(st.bytes[r])
+            if not _keeps_goal(st, run.total, moves) or (
+                    fullness is not None and not fullness.keeps(size, moves)):
+                continue
+            if run.apply_all(st, r, moves):
                 made += 1
+                if fullness is not None:
+                    fullness.moved(size, moves)
     return made

@@ -10,6 +10,7 @@ import pytest
 from pg_advisor.balance.balancer import Balancer
 from pg_advisor.balance.budget import Guards, Limits
 from pg_advisor.balance.pool_state import Level
+from pg_advisor.balance.unlist import FullnessGuard
 from pg_advisor.balance.proposal import Aim, propose
 from pg_advisor.crush.placement import Placer
 from pg_advisor.model import options, snapshot
@@ -69,7 +70,7 @@ def test_a_wider_goal_is_reached_with_fewer_moves_and_lists(dumps: Dict[str, Any
 def test_with_no_needless_list_a_wider_goal_moves_less(dumps: Dict[str, Any],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     # the goal alone (no list to remove): osd.3 comes back within 5 of its share, not within 1
-    monkeypatch.setattr("pg_advisor.balance.balancer.remove_needless", lambda run: 0)
+    monkeypatch.setattr("pg_advisor.balance.balancer.remove_needless", lambda run, fullness=None: 0)
     snap = _uneven(dumps)
     (b1, one), (b5, five) = _run(snap, 1), _run(snap, 5)
     assert 0 < five.moves < one.moves
@@ -85,15 +86,36 @@ def test_the_option_sets_it_and_refuses_what_is_out_of_range() -> None:
             options.make({"upmap_max_deviation": bad})
 
 
-def test_bytes_mode_with_pg_stats_removes_no_list(dumps: Dict[str, Any]) -> None:
-    # a list may be there for fullness, which the count goal does not see: removed, the next
-    # round's evener would set it again; counts alone (and bytes mode without stats) remove
+def test_bytes_mode_removes_a_list_only_where_fullness_keeps_and_does_not_set_it_again(
+        dumps: Dict[str, Any]) -> None:
+    # a list may be there for fullness, which the count goal does not see: in bytes mode
+    # with PG stats one goes only where fullness keeps too (unlist.FullnessGuard), and the
+    # next round's evener does not set it again
     snap = _uneven(dumps)
     assert snap.pgs is not None
     guards = Limits(guards=Guards(deviation=5))
     by_count = propose(snap, Aim(mode=BalanceMode.PGS), guards)
     by_bytes = propose(snap, Aim(mode=BalanceMode.BYTES), guards)
     assert any(n.startswith(f"{UNEVEN} PGs' pg_upmap_items removed first") for n in by_count.notes)
-    assert not any("removed first" in n for n in by_bytes.notes), by_bytes.notes
+    first = [n for n in by_bytes.notes if "PGs' pg_upmap_items removed first" in n]
+    assert first and int(first[0].split()[0]) >= 1, by_bytes.notes
+    removed = {k for k, v in by_bytes.items.items() if not v and k in snap.pg_upmap_items}
+    again = propose(applied(snap, {k: [list(p) for p in v] for k, v in by_bytes.items.items()}),
+                    Aim(mode=BalanceMode.BYTES), guards)
+    assert not {k for k, v in again.items.items() if v} & removed, again.items
     blind = propose(dataclasses.replace(snap, pgs=None), Aim(mode=BalanceMode.BYTES), guards)
     assert any(n.startswith(f"{UNEVEN} PGs' pg_upmap_items removed first") for n in blind.notes)
+
+
+def test_the_fullness_guard_keeps_each_end_inside_its_groups_extremes_by_the_margin() -> None:
+    # four OSDs of one group, 100 bytes each in size: 40, 50, 60 and 70 held (mean 0.55 full;
+    # against it 0.727, 0.909, 1.091 and 1.273), the margin 0.01 of the mean
+    used, cap = np.array([40.0, 50.0, 60.0, 70.0]), np.full(4, 100.0)
+    g = FullnessGuard(used, cap, np.full(4, 0.55), np.zeros(4, np.int64), np.ones(4, bool), margin=0.01)
+    assert g.keeps(5.0, [(2, 1)])             # both to 55: inside
+    assert g.keeps(9.0, [(1, 2)])             # 41 (0.745) and 69 (1.255): inside by the margin
+    assert not g.keeps(10.0, [(1, 2)])        # 40 (0.727): not above the emptiest by the margin
+    assert not g.keeps(30.0, [(3, 0)])        # the fullest made the emptiest, and back
+    assert g.keeps(0.0, [(0, 3)])             # an empty PG changes no fullness
+    g.moved(5.0, [(2, 1)])
+    assert g.used.tolist() == [40.0, 55.0, 55.0, 70.0]

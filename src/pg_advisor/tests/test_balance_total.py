@@ -57,7 +57,7 @@ def _stuck(snap: snapshot.Snapshot) -> snapshot.Snapshot:
 def chains_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """The chain strategy on its own: the items that make the map stuck are ones a run
     would first remove (CRUSH's own sets keep every count within the goal: balance/unlist.py)."""
-    monkeypatch.setattr("pg_advisor.balance.balancer.remove_needless", lambda run: 0)
+    monkeypatch.setattr("pg_advisor.balance.balancer.remove_needless", lambda run, fullness=None: 0)
 
 
 def test_the_stuck_items_are_removed_first_where_that_evens_the_total(dumps: Dict[str, Any]) -> None:
