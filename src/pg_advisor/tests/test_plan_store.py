@@ -8,9 +8,10 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 
 from . import mgr_stub
-from .fakes import OPEN, T, FakeCeph, Store, run, start, stored_plan, tick_of
+from .fakes import OPEN, T, FakeCeph, Store, context, run, start, stored_plan, tick_of
 from .conftest import cmd
 
+from pg_advisor.execute import operator_commands as ops
 from pg_advisor.execute.driver import Driver
 from pg_advisor.execute.history import Event
 from pg_advisor.module import Module
@@ -18,6 +19,8 @@ from pg_advisor.execute.plan_store import ENTRY_MAX, STATE_KEY, PlanStore, Unrea
 from pg_advisor.execute.plan_migrations import migrate
 from pg_advisor.execute.steps import PlanStep, StepPlanner, balance_step
 from pg_advisor.execute.plan_state import Phase, PlanState, PoolTarget, Source, Status
+from pg_advisor.model.errors import AdvisorError
+from pg_advisor.model.options import make
 
 
 class CountingStore:
@@ -214,3 +217,22 @@ def test_a_stored_check_field_of_the_wrong_shape_is_unreadable(field: str, value
     check_state(migrate(dict(doc))[0])            # the document as it stands is fine
     with pytest.raises(Unreadable, match=field):
         check_state(migrate(dict(doc, **{field: value}))[0])
+
+
+def test_one_unreadable_plan_of_two_is_set_aside_and_abort_keeps_the_other(dumps: Dict[str, Any]) -> None:
+    ceph, kv = FakeCeph(dumps), CountingStore()
+    d = Driver(kv.load, kv.save, 0.0)
+    snap = ceph.snap()
+    rbd, eco = snap.pool_by_name("rbd"), snap.pool_by_name("ecpool")
+    a = d.executor.start(StepPlanner(snap, T).plan(rbd, 64), [rbd], Source.APPLY, 0.0).id
+    b = d.executor.start(StepPlanner(snap, T).plan(eco, 32), [eco], Source.APPLY, 0.0).id
+    assert json.loads(kv.kv[STATE_KEY]) == {"version": 4, "plans": [a, b]}
+    kv.kv[f"exec_plan.{a}"] = "{torn"
+    d2 = Driver(kv.load, kv.save, 1.0)         # a new mgr: b read, a set aside and reported
+    assert [p.id for p in d2.executor.plans] == [b] and d2.store.error and "unreadable" in d2.store.error
+    with pytest.raises(AdvisorError):           # nothing runs or starts until abort clears it
+        d2.tick(context(ceph, make({}), 2.0))
+    assert "cleared" in ops.abort(d2.plans, context(ceph, make({}), 3.0))
+    assert json.loads(kv.kv[STATE_KEY]) == {"version": 4, "plans": [b]} and f"exec_plan.{a}" not in kv.kv
+    d3 = Driver(kv.load, kv.save, 4.0)
+    assert [p.id for p in d3.executor.plans] == [b] and d3.store.error is None
