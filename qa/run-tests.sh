@@ -56,7 +56,7 @@ spawn pacific-subset "compatibility subset on Ceph Pacific 16.2 (the host)" \
     qa/live/test_status_live.py qa/live/test_balance_live.py qa/live/test_read_balance_live.py \
     "qa/live/test_execute_live.py::test_doubling_with_a_client_writing_survives_a_mgr_failover" \
     "qa/live/test_execute_live.py::test_a_split_of_one_pg_is_done_only_once_its_two_pgs_are_clean_on_two_osds" \
-    qa/container/test_deploy_specs.py
+    qa/live/test_side_by_side_live.py qa/container/test_deploy_specs.py
 spawn container "the container image on Tentacle (podman, the host)" \
     /usr/bin/python3 -m pytest -v --durations=5 qa/container/test_image_host.py
 spawn unit-tentacle "unit tests on Tentacle's Python (the chroot)" \
