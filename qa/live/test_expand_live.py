@@ -318,20 +318,29 @@ def test_bad_drain_and_pin_arguments_change_nothing(
     assert c.fingerprint() == before and mgr_pid(c) == pid
 
 
-def test_a_drain_beside_another_plan_is_refused(ec4: Cluster) -> None:
+def test_a_second_drain_runs_beside_the_first_but_not_of_the_same_osd(ec4: Cluster) -> None:
+    """Plans side by side (doc/execute.rst): a drain of another OSD runs beside an open one;
+    a drain of the OSD already draining, and pin-remapped while plans are open (its pins
+    would undo their moves), are refused and change nothing."""
     c = ec4
-    c.ceph("osd", "set", "norebalance")           # the first drain holds: it stays open
+    c.ceph("osd", "set", "norebalance")           # the drains hold: they stay open
     try:
         r = c.advisor("drain", "osd.1")
         assert r["plan"]
         before = c.fingerprint()
-        rc, _, err = c.run("pg-advisor", "drain", "osd.2")
-        assert rc == 16 and "plan" in err, err
+        rc, _, err = c.run("pg-advisor", "drain", "osd.1")
+        assert rc == 16 and f"plan {r['plan']} (running) drains osd.1 already" in err, err
         rc, _, err = c.run("pg-advisor", "pin-remapped")
         assert rc == 16 and "plan" in err, err
         assert c.fingerprint() == before
+        other = next(o for o in c.osd_ids(in_up=True) if o != 1 and o not in c.host_mates()[1])
+        second = c.advisor("drain", f"osd.{other}")
+        assert second["plan"] and second["plan"] != r["plan"]
+        listed = {p["id"]: p["drain"] for p in c.advisor("progress")["plans"] if p["status"] == "running"}
+        assert listed == {r["plan"]: [1], second["plan"]: [other]}, listed
+        assert c.fingerprint() == before               # norebalance: neither sent anything
         dry = c.advisor("pin-remapped", "--dry-run")
         assert dry["dry_run"] is True
     finally:
-        c.ceph("pg-advisor", "abort")
+        c.abort_plan()
         c.ceph("osd", "unset", "norebalance")
