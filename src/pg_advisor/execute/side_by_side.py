@@ -92,9 +92,8 @@ def others_of(plans: Sequence[PlanState], me: PlanState, ledger: Ledger, now: fl
             avoid |= set(p.drain)
         if p.status not in OPEN:
             continue
-        for name, target in p.pools.items():
-            if target.id in changing(p):
-                busy[name] = p.id
+        mine = changing(p)          # once a plan: its steps are scanned, not once a pool
+        busy.update({name: p.id for name, target in p.pools.items() if target.id in mine})
         avoid |= set(p.drain)
     return Others(copies=ledger.copies(me.id, now), osd_adds=ledger.osd_adds(me.id, now, osds),
                   claimed=frozenset(ledger.claimed(me.id, now)), avoid=tuple(sorted(avoid - set(me.drain))),

@@ -293,3 +293,25 @@ def test_a_done_drains_osds_stay_empty_for_the_plans_beside_it_not_for_later_one
     assert others_of(ex.plans, later, Ledger(), 60.0, 6, done_at).avoid == ()
     # its end no longer in the history: not guessed at
     assert others_of(ex.plans, ex.plan(split), Ledger(), 60.0, 6, {}).avoid == ()
+
+
+def test_what_the_others_hold_costs_a_scan_of_each_plans_steps_not_one_per_pool(
+        dumps: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    # a balance plan over every pool beside a split: the split's steps are scanned once a
+    # tick, however many pools the plans hold (4,096 pools x 4,096 steps was the bound)
+    ceph, drv, _, opts, drain, split = drain_and_split(dumps)
+    from pg_advisor.execute import side_by_side
+    scans: List[str] = []
+    real = side_by_side.changing
+
+    def counted(state: Any) -> Set[int]:
+        scans.append(state.id)
+        return real(state)
+    monkeypatch.setattr(side_by_side, "changing", counted)
+    ex = drv.executor
+    got = others_of(ex.plans, ex.plan(drain), Ledger(), 1.0, 6, {})
+    assert got.busy == {"rbd": split} and scans == [split]
+    scans.clear()           # the drain holds two pools: its steps scanned once all the same
+    assert len(ex.plan(drain).pools) == 2
+    got = others_of(ex.plans, ex.plan(split), Ledger(), 1.0, 6, {})
+    assert got.busy == {} and got.avoid == (0,) and scans == [drain]
