@@ -105,7 +105,7 @@ class Module(MgrModule):
         """What a command or a tick acts on: `snap` and all else read from the mgr now."""
         opts = self.current_options()
         return Context(snap, opts, self.cluster_ratio(), time.time(), self.send, self.burst,
-                       self.balanced(opts), self.balancer_active(), self.reader.mon_epoch)
+                       self.balanced(opts), self.balancer_active())
 
     def inputs(self) -> Inputs:
         opts = self.current_options()

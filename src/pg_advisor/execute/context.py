@@ -2,7 +2,7 @@
 test from a fake), and the Driver's commands and ticks take it whole instead of the same
 eight arguments each; the executor's tick takes the part it uses (Tick)."""
 from dataclasses import dataclass, field
-from typing import Callable, FrozenSet, List, Mapping, Optional, Tuple
+from typing import FrozenSet, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -24,9 +24,6 @@ class Context:
     burst: Optional[Burst] = None   # commands sent together, for one map epoch
     balanced: bool = False          # size against the balanced ideal (module.balanced)
     balancer_active: bool = False   # Ceph's own balancer runs
-    # the mon's OSDMap epoch now (one mon command: None where it does not answer, and
-    # offline): asked once a burst is answered, it is the first epoch that holds all of it
-    mon_epoch: Optional[Callable[[], Optional[int]]] = None
 
     def budget(self) -> MisplacedBudget:
         """What one round may misplace: the misplaced budget of the options (or the cluster's

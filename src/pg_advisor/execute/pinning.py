@@ -79,11 +79,7 @@ class PinBook:
         state.pins = items_json({k: pins.items[k] for k in done if pins.items.get(k)})
         state.full_pins = {k: [int(o) for o in v] for k, v in sorted(full.items())}
         state.pins_left = len(state.pins) + len(state.full_pins)
-        # every answer is in: the mon's epoch now holds all that landed (the weight and its
-        # pins may span two epochs); their check waits for the mgr's map to reach it, in the
-        # background, rather than run on an epoch between them and count pins not yet there
-        landed = ctx.mon_epoch() if ctx.mon_epoch is not None else None
-        self.pinned_at = max(snap.epoch, landed - 1) if landed is not None else snap.epoch
+        self.pinned_at = snap.epoch
         self.plan = state.id
         self.landed = None
         self.want = {k: pins.want[k] for k in done}

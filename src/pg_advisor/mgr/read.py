@@ -226,15 +226,6 @@ class MgrReader:
                 out[pgid] = list(mon_mapping(osdmap, pgid)["up"])
         return out
 
-    def mon_epoch(self) -> Optional[int]:
-        """The mon's OSDMap epoch now (None if it does not answer): once the mon has answered
-        a command, its epoch holds the change."""
-        code, out, _ = self.mgr.mon_command(mon_commands.osd_stat())
-        try:
-            return int(json.loads(out)["epoch"]) if code == 0 else None
-        except (ValueError, KeyError, TypeError):
-            return None
-
     def past_map(self, epoch: int, tree: bool) -> Optional[Dict[str, Any]]:
         """The mon's `osd tree` (tree) or `osd dump` of a past epoch; None if it does not
         answer (an epoch it trimmed)."""
