@@ -6,7 +6,6 @@ operator's commands are functions of it (operator_commands.py).
 No mgr calls here: the module hands in a snapshot, the options, and functions to send a
 mon command and to read and write the mgr store.
 """
-import copy
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..model import health_checks as hc
@@ -15,7 +14,6 @@ from ..model.snapshot import Snapshot
 from .auto_mode import AutoMode
 from .context import Context
 from .executor import Executor
-from .history import Event
 from .plan_service import PlanService
 from .plan_state import ACTIVE, PlanState, Status
 from .plan_store import PlanStore
@@ -132,33 +130,9 @@ class Driver:
 
     def plan_report(self, plan: Optional[str] = None) -> Dict[str, Any]:
         """A plan (by default the newest open one), its steps and where it is, and a line
-        for each plan kept (`ceph pg-advisor progress`); for the plan of the last pins, what
-        their checks found (`pins_checked`: pinning.PinBook.verify; `weight_landed`: where a
-        crush-reweight's weights landed): a copy."""
+        for each plan kept (`ceph pg-advisor progress`): a copy."""
         with self.plans.look() as ex:
-            out = ex.report(plan)
-            pins = self.plans.pins
-            if out["plan"] is not None and out["plan"]["id"] == pins.plan:
-                out["pins_checked"] = copy.deepcopy(pins.verified)
-                out["weight_landed"] = copy.deepcopy(pins.landed)
-            return out
-
-    def weights_landed(self, found: Dict[str, Any], now: float) -> None:
-        """Where the last crush-reweight's weights landed (serve.check_landing found it on a
-        later map): kept for `progress` and said in the history."""
-        with self.plans.change() as ex:
-            pins = self.plans.pins
-            ask, pins.landing, pins.landed = pins.landing, None, found
-            state = next((p for p in ex.plans if p.id == pins.plan), None)
-            missed = found["missed"]
-            first = ask.first if ask is not None else "?"
-            what = (f"the weights set at epoch {first} landed in epoch {found['epoch']}" if found["epoch"]
-                    else f"the weights set at epoch {first} were not found in the epochs after it")
-            if missed:
-                what += f"; {len(missed)} pinned PGs missed it (e.g. {sorted(missed)[0]})"
-            elif missed == []:
-                what += "; no pin missed it"
-            ex.log(now, Event.CHECKED, what, state)
+            return ex.report(plan)
 
     def history(self) -> List[Dict[str, Any]]:
         """The plans' events, oldest first: a copy."""

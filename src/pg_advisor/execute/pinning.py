@@ -1,7 +1,6 @@
 """A plan's pins: set in small bursts (or with a weight change, in the one burst that makes
 the mon take both into one map epoch), then the drain plan that releases them; checked
 once against the map that first holds them, and counted down as the rounds take them out."""
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..balance.proposal import items_json
@@ -16,16 +15,6 @@ from .rounds import set_full, set_items, set_with, unset_full
 from .steps import spanning_steps
 
 
-@dataclass
-class Landing:
-    """A crush-reweight whose weights' map epoch the background finds (mgr/serve.py) once a
-    map after `first` is in: the weights, and what was pinned with them (items, full)."""
-    first: int
-    weights: Dict[int, float]
-    report: Dict[str, Any]
-    until: float             # after this, the search ends with what it found
-
-
 class PinBook:
     """What the module keeps of the pins it set (not stored: a new mgr counts them again
     from the plan's state and the map)."""
@@ -36,8 +25,6 @@ class PinBook:
         self.verified: Optional[Dict[str, Any]] = None    # what the last check found
         self.unpinnable: Tuple[int, float] = (-1, 0.0)    # (epoch, until when) nothing was pinnable
         self.plan: Optional[str] = None   # the plan the pins waiting for their check are of
-        self.landing: Optional[Landing] = None        # a weight change still to be found
-        self.landed: Optional[Dict[str, Any]] = None  # where the last one landed (weight_landing)
 
     def pin(self, ex: Executor, ctx: Context, pins: Pins, source: Source,
             lead: Sequence[Dict[str, Any]] = (), report: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -81,7 +68,6 @@ class PinBook:
         state.pins_left = len(state.pins) + len(state.full_pins)
         self.pinned_at = snap.epoch
         self.plan = state.id
-        self.landed = None
         self.want = {k: pins.want[k] for k in done}
         self.verified = None
         what = "PGs the weight change remaps" if lead else "remapped PGs"

@@ -10,6 +10,7 @@ background so that what follows (health, the plan's next tick) does not wait for
 import time
 from typing import Any, Callable, Mapping
 
+from ..balance.reweighted import weight_landing
 from ..commands.table import Command, Values
 from ..execute import operator_commands as ops
 from ..execute.context import BalanceRequest
@@ -88,11 +89,11 @@ class LiveCommands:
         weights = {int(o): float(v["weight"]) for o in v["osd"]}
         report = ops.crush_reweight(self.mgr.driver.plans, self.mgr.context(snap), weights, dry_run)
         if not dry_run and report.get("plan"):
-            # no wait for a map here: the background checks the pins on the first map that
-            # may hold them, and finds the epoch the weights landed in (serve.check_landing);
-            # `progress` and the history say what each found
-            ops.find_landing(self.mgr.driver.plans, snap.epoch, weights, report, time.time())
-            report["checked"] = ops.CHECKED
+            # every answer is in: the mon's epoch now has all that landed
+            self.mgr.reader.wait_for_mon_map(snap.epoch)
+            report["verified"] = ops.verify_pins(self.mgr.driver.plans, snap, time.time())
+            report["weight_epoch"] = weight_landing(self.mgr.reader.past_map, snap.epoch,
+                                                    self.mgr.get_osdmap().get_epoch(), weights, report)
         self.mgr.wake()
         return report
 

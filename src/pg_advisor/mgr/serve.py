@@ -13,7 +13,6 @@ import traceback
 from typing import Any, Callable, Dict, List, Optional
 
 from ..analysis.status import status_of, with_ours
-from ..balance.reweighted import EPOCHS_SEARCHED, weight_landing
 from ..analysis.status_types import StatusReport
 from ..model import health_checks as checks_of, snapshot
 from ..model.errors import AdvisorError
@@ -115,27 +114,9 @@ class MgrServe:
         big cluster rather than wait for the read)."""
         self.mgr.reader.take_snapshot()
 
-    def check_landing(self) -> None:
-        """Where a crush-reweight's weights landed: the map epoch after the command's that
-        holds them, and the pinned PGs whose pins missed it (past maps asked of the mon, at
-        most EPOCHS_SEARCHED; in this thread, so that the command's handler waits for no
-        map). Searched again while it is not found, for LANDING_WAIT."""
-        driver = self.mgr.driver
-        ask = driver.plans.pins.landing
-        if ask is None:
-            return
-        now_epoch = self.mgr.reader.maps.epoch()
-        if now_epoch <= ask.first:
-            return
-        found = weight_landing(self.mgr.reader.past_map, ask.first, now_epoch, ask.weights, ask.report)
-        if found["epoch"] is None and now_epoch < ask.first + EPOCHS_SEARCHED and time.time() < ask.until:
-            return
-        driver.weights_landed(found, time.time())
-
     def run_plan(self) -> None:
         """One tick of the executor (and, in auto mode, a new plan when one is due)."""
         driver = self.mgr.driver
-        self.check_landing()
         if self.mgr.current_options().mode is Mode.OFF:      # nothing in the background: a plan waits
             if driver.plans.checks_owed:      # (only the checks of commands)
                 driver.check_commands(self.mgr.context(self.mgr.reader.take_snapshot()))

@@ -72,6 +72,11 @@ def config_dump() -> Command:
     return {"prefix": "config dump", "format": "json"}
 
 
+def osd_stat() -> Command:
+    """`ceph osd stat`: the mon's OSDMap epoch now."""
+    return {"prefix": "osd stat", "format": "json"}
+
+
 def osd_tree_at(epoch: int) -> Command:
     """`ceph osd tree EPOCH`: the CRUSH tree of a past map epoch (the OSDs' CRUSH weights)."""
     return {"prefix": "osd tree", "epoch": int(epoch), "format": "json"}

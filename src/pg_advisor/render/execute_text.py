@@ -5,8 +5,6 @@ from typing import Any, List, Mapping
 from ..model.units import human_bytes
 from .format import printable, table
 
-SHOWN = 10      # PGs named in a line
-
 
 def apply_text(r: Mapping[str, Any]) -> str:
     # free text that may carry names or the cluster's messages: escaped (cells are, by cell())
@@ -37,7 +35,6 @@ def progress_text(r: Mapping[str, Any]) -> str:
     if plan.get("mismatched"):
         out.append(f"{plan['mismatched']} PGs not where their items should put them:")
         out.extend(f"  {printable(m)}" for m in plan["mismatch_detail"])
-    out.extend(_checks_text(r))
     b = r.get("backfill")
     if b:
         rate = (f"{human_bytes(int(b['rate']))}/s over the last {b['measured_over']:.0f} s"
@@ -47,25 +44,6 @@ def progress_text(r: Mapping[str, Any]) -> str:
     out.append(table(["step", "state", "does"],
                      [[i + 1, s["state"], s["description"]] for i, s in enumerate(r["steps"])]))
     return "\n".join(out)
-
-
-def _checks_text(r: Mapping[str, Any]) -> List[str]:
-    """What the background found of the plan's pins and of a crush-reweight's weights."""
-    out = []
-    v = r.get("pins_checked")
-    if v:
-        out.append(f"pins checked against the map: {v['checked'] - v['mismatched']} of {v['checked']} "
-                   f"PGs on their data")
-    landed = r.get("weight_landed")
-    if landed and landed["epoch"] is not None:
-        missed = landed["missed"]
-        named = " ".join(printable(m) for m in missed[:SHOWN])
-        out.append(f"the weights landed in map epoch {landed['epoch']}; {len(missed)} pins missed it"
-                   + (f" (those PGs peered as after pin-remapped): {named}" if missed else ""))
-    elif landed:
-        out.append("the weights' map epoch was not found among the next few: the pins are not checked "
-                   "against it")
-    return out
 
 
 def _pools(p: Mapping[str, Any]) -> str:

@@ -43,7 +43,7 @@ def test_the_commands_are_what_the_mon_takes() -> None:
     assert mc.rm_upmap_primary("1.f") == {"prefix": "osd rm-pg-upmap-primary", "pgid": "1.f"}
     assert mc.pg_temp("1.0", [2, 0]) == {"prefix": "osd pg-temp", "pgid": "1.0", "id": [2, 0]}
     assert mc.crush_reweight(7, 0.5) == {"prefix": "osd crush reweight", "name": "osd.7", "weight": 0.5}
-    assert mc.pg_dump_brief()["dumpcontents"] == ["pgs_brief"]
+    assert mc.pg_dump_brief()["dumpcontents"] == ["pgs_brief"] and mc.osd_stat()["prefix"] == "osd stat"
 
 
 def test_a_check_counts_its_detail_unless_told() -> None:
