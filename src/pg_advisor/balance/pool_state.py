@@ -2,7 +2,7 @@
 the share at each level, and which OSDs its rule allows; and the result of a run."""
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable, DefaultDict, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Any, Callable, DefaultDict, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 import numpy as np
 
@@ -223,6 +223,16 @@ class StateSource:
     fixed: FrozenSet[str] = frozenset()     # pgids not moved (Limits.fixed)
 
 
+def _named_rows(pgids: Iterable[str], pool_id: int, size: int) -> np.ndarray:
+    """Per row of the pool's `size` PGs: is it among `pgids`?"""
+    out = np.zeros(size, dtype=bool)
+    prefix = f"{pool_id}."
+    for key in pgids:
+        if key.startswith(prefix) and int(key[len(prefix):], 16) < size:
+            out[int(key[len(prefix):], 16)] = True
+    return out
+
+
 def build_state(src: StateSource, pool: Pool, notes: List[str]) -> PoolState:
     """The pool's state as a run starts: CRUSH's sets and the up sets, which PGs may move
     (not those CRUSH itself breaks the rule on, nor a full pg-upmap's), the share at each
@@ -258,18 +268,11 @@ def build_state(src: StateSource, pool: Pool, notes: List[str]) -> PoolState:
     # a full pg-upmap replaces CRUSH's set before the items apply, and the mon drops an
     # item whose source CRUSH does not give: items written from CRUSH's set would not do
     # what they say on such a PG, so it is left to whoever set the pg-upmap
-    owned = np.zeros(full.size, dtype=bool)
-    prefix = f"{pool.id}."
-    for key in snap.pg_upmap:
-        if key.startswith(prefix) and int(key[len(prefix):], 16) < owned.size:
-            owned[int(key[len(prefix):], 16)] = True
+    owned = _named_rows(snap.pg_upmap, pool.id, full.size)
     if owned.any():
         notes.append(f"pool {pool.name}: {int(owned.sum())} of its PGs have a pg-upmap (a "
                      f"full mapping): left as they are")
-    held = np.zeros(full.size, dtype=bool)      # another plan's round just set their items
-    for key in src.fixed:
-        if key.startswith(prefix) and int(key[len(prefix):], 16) < held.size:
-            held[int(key[len(prefix):], 16)] = True
+    held = _named_rows(src.fixed, pool.id, full.size)      # another plan's round just set their items
     whole = ((raw.up >= 0) & (raw.up != CRUSH_ITEM_NONE)).all(axis=1)
     broken = np.flatnonzero(full & whole & ~stuck & ~owned & breaks(shape, anc, cur.up))
     if broken.size:

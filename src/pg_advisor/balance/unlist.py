@@ -10,7 +10,7 @@ must also keep fullness (FullnessGuard): each OSD the return gives bytes to ends
 `margin` (the evener's min_gain) below the fullest of its root and class now, each it takes
 them from at least that far above the emptiest. The evener only takes from the fullest and
 gives to the emptiest, by min_gain a move at least, so it has no reason to undo it."""
-from typing import List, Optional, Protocol, Tuple
+from typing import Dict, List, Optional, Protocol, Tuple
 
 import numpy as np
 
@@ -73,10 +73,10 @@ class FullnessGuard:
         its group's extremes by the margin?"""
         if size <= 0:
             return True
-        used = self.used.copy()
+        used: Dict[int, float] = {}          # the ends' bytes after the moves (not a copy of all)
         for src, dst in moves:
-            used[src] -= size
-            used[dst] += size
+            used[src] = used.get(src, float(self.used[src])) - size
+            used[dst] = used.get(dst, float(self.used[dst])) + size
         for src, dst in moves:
             up = used[dst] / self.cap[dst] / self.mean[dst]
             down = used[src] / self.cap[src] / self.mean[src]

@@ -15,7 +15,7 @@ from .auto_mode import AutoMode
 from .context import Context
 from .executor import Executor
 from .plan_service import PlanService
-from .plan_state import ACTIVE, PlanState, Status
+from .plan_state import OPEN, PlanState, Status
 from .plan_store import PlanStore
 from .rounds import topology_key
 
@@ -25,7 +25,7 @@ def plan_checks(state: PlanState) -> hc.Checks:
     checks: hc.Checks = {}
     if state.mismatched and state.status != Status.ABORTED:
         checks.update(hc.upmap_mismatch(state.id, state.mismatched, state.mismatch_detail))
-    if state.status not in (*ACTIVE, Status.STOPPED):
+    if state.status not in OPEN:
         return checks
     if state.pins_left:
         checks.update(hc.pinned(state.id, state.status, state.pins_left,
@@ -113,7 +113,7 @@ class Driver:
             checks.update(hc.plan_error(self.error))
         ex = self.executor
         for state in ex.plans:       # an ended plan's mismatches show until the next plan starts
-            if state.status in (*ACTIVE, Status.STOPPED) or state is ex.state:
+            if state.status in OPEN or state is ex.state:
                 hc.merge(checks, plan_checks(state))
         return checks
 

@@ -23,7 +23,7 @@ from .history import Event, HistoryEvent
 from ..analysis.backfill import BackfillRate, bytes_left
 from .settling import still_moving
 from .ledger import Ledger
-from .plan_state import ACTIVE, Phase, PlanState, PoolTarget, Source, Status
+from .plan_state import ACTIVE, OPEN, Phase, PlanState, PoolTarget, Source, Status
 from .plan_pools import changed, stepped
 from .plan_report import plan_report, progress_line
 from .plan_store import MISMATCH_SHOWN
@@ -33,7 +33,7 @@ from .step_commands import (Role, pin_commands, pins_shown, primed_pgp_commands,
 from .step_gate import may_issue, step_spend
 from .steps import PlanStep, StepKind
 from .gates import sets_upmaps
-from .side_by_side import ENDED_KEPT, OPEN, check_room, check_start, in_order, others_of
+from .side_by_side import ENDED_KEPT, check_room, check_start, in_order, others_of
 
 
 HISTORY_MAX = 200

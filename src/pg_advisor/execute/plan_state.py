@@ -42,6 +42,7 @@ class Source(enum.StrEnum):
 
 
 ACTIVE = (Status.RUNNING, Status.PAUSED)
+OPEN = (*ACTIVE, Status.STOPPED)       # active, or stopped for the operator: not ended
 
 # field metadata the plan store reads (plan_store.py): where a field is kept
 APART = {"stored": "apart"}          # in chunks of its own (the steps, the pins)

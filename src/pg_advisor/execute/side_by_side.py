@@ -25,13 +25,12 @@ from typing import Dict, List, Mapping, Sequence, Set
 from ..model.errors import AdvisorError
 from .context import Others
 from .ledger import Ledger
-from .plan_state import ACTIVE, PlanState, Source, Status
+from .plan_state import OPEN, PlanState, Source, Status
 from .steps import PlanStep, StepKind
 
 OPEN_MAX = 4        # plans open at once
 ENDED_KEPT = 3      # ended plans kept (for progress and health) beside the open ones
 
-OPEN = (*ACTIVE, Status.STOPPED)
 DRAINS = (Source.DRAIN, Source.PIN_REMAPPED, Source.CRUSH_REWEIGHT)
 
 
