@@ -237,3 +237,35 @@ def test_a_failover_between_pgp_num_and_its_pins_resends_the_pins(cluster: Clust
             c.run("mgr", "module", "enable", "pg_advisor")
             wait_until(lambda: c.run("pg-advisor", "progress")[0] == 0, 60, "the module")
             c.abort_plan()
+
+
+def command_events(c: Cluster, intent: str) -> List[str]:
+    return [h["detail"] for h in c.advisor("history")["history"]
+            if h["event"] == "command" and f"(queued as {intent})" in h["detail"]]
+
+
+def test_a_command_past_command_wait_is_queued_and_the_serve_thread_does_it(cluster: Cluster) -> None:
+    # the handler records the command and answers at once; the serve thread reads the
+    # cluster and acts, and the history gives what it did (mgr/intents.py)
+    c = cluster
+    with c.pool("queued", 8), c.options("mgr", {"command_wait": 0}):
+        c.wait_clean()
+        fp = c.fingerprint()
+        bad = c.advisor("apply", "--pool", "no-such-pool", "--pg-num", "16")
+        assert bad["queued"] is True and bad["command"] == "apply", bad
+        wait_until(lambda: bool(command_events(c, bad["intent"])), 60, "the bad command's outcome")
+        said = command_events(c, bad["intent"])[0]
+        assert "refused" in said and "no-such-pool" in said, said
+        assert c.fingerprint() == fp, "a refused command changed something"
+        code, out, err = c.run("pg-advisor", "apply", "--pool", "queued", "--pg-num", "16")
+        assert code == 0 and "queued as" in out, (out, err)      # the plain text says so too
+        intent = out.split("queued as ")[1].split(";")[0]
+        wait_until(lambda: bool(command_events(c, intent)), 60, "the apply's outcome")
+        said = command_events(c, intent)[0]
+        assert " done: plan " in said, said
+        plan = said.split(" done: plan ")[1]
+        assert c.advisor("progress", "--plan", plan)["plan"]["id"] == plan
+        stop = c.advisor("abort", "--plan", plan)
+        assert stop["queued"] is True
+        wait_until(lambda: bool(command_events(c, stop["intent"])), 60, "the abort's outcome")
+        assert c.advisor("progress", "--plan", plan)["plan"]["status"] == "aborted"

@@ -49,8 +49,16 @@ def reweight(c: Cluster, osd: int, weight: float) -> Dict[str, Any]:
     t0 = time.monotonic()
     r = json.loads(c.ceph("pg-advisor", "crush-reweight", "--osd", str(osd), "--weight", str(weight),
                           "-f", "json"))
-    assert r["plan"] and r["failed"] == [], r
-    assert r["verified"]["mismatched"] == 0, r["verified"]
+    assert r["plan"] and r["failed"] == [] and "background" in r["checked"], r
+    # the handler waited for no map: the background checks the pins on the first map that
+    # may hold them and finds the weights' epoch, and `progress` says what each found
+
+    def checks() -> Dict[str, Any]:
+        return dict(c.advisor("progress", "--plan", r["plan"]))
+    wait_until(lambda: checks().get("pins_checked") is not None and checks().get("weight_landed") is not None,
+               120, "the background's checks of the pins and the weights")
+    found = checks()
+    assert found["pins_checked"]["mismatched"] == 0, found["pins_checked"]
     wait_until(lambda: c.plan().get("status") == "done", 900, "the drain to end", step=2)
     c.wait_clean(600, pool=POOL)
     took = time.monotonic() - t0
@@ -58,7 +66,7 @@ def reweight(c: Cluster, osd: int, weight: float) -> Dict[str, Any]:
     # the module found the same epoch, and named the pins that missed it (the mon makes an
     # epoch 50 ms after the first change of a quiet second: a burst slower than that, on a
     # loaded machine, spills over; those PGs peer as after pin-remapped, and must be named)
-    landed = r["weight_epoch"]
+    landed = found["weight_landed"]
     assert landed["epoch"] == e, (landed, e)
     missed = set(landed["missed"])
     # a pinned PG may change there only in order (reordered: the same OSDs, no data moves)

@@ -25,6 +25,7 @@ from .mgr import compat, mon, read
 from .mgr.commands import LiveCommands
 from .mgr.config import read_options
 from .mgr.declare import CommandResult, declare
+from .mgr.intents import Intents
 from .mgr.panel import Panel
 from .mgr.progress import PlanProgress
 from .mgr.serve import MgrServe
@@ -56,6 +57,7 @@ class Module(MgrModule):
         self.panel = Panel()
         self.progress = PlanProgress()
         self.commands = LiveCommands(self)
+        self.intents = Intents()     # commands that act, for the serve thread (mgr/intents.py)
         self.background = MgrServe(self, self._wake)
         # the item lists pg_advisor set (status's count of them): told by send and burst
         self.owned = mon.OwnedItems(self.get_store_prefix, self.set_store)
@@ -105,7 +107,7 @@ class Module(MgrModule):
         """What a command or a tick acts on: `snap` and all else read from the mgr now."""
         opts = self.current_options()
         return Context(snap, opts, self.cluster_ratio(), time.time(), self.send, self.burst,
-                       self.balanced(opts), self.balancer_active())
+                       self.balanced(opts), self.balancer_active(), self.reader.mon_epoch)
 
     def inputs(self) -> Inputs:
         opts = self.current_options()

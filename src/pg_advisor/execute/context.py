@@ -2,7 +2,7 @@
 test from a fake), and the Driver's commands and ticks take it whole instead of the same
 eight arguments each; the executor's tick takes the part it uses (Tick)."""
 from dataclasses import dataclass, field
-from typing import FrozenSet, List, Mapping, Optional, Tuple
+from typing import Callable, FrozenSet, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -24,6 +24,9 @@ class Context:
     burst: Optional[Burst] = None   # commands sent together, for one map epoch
     balanced: bool = False          # size against the balanced ideal (module.balanced)
     balancer_active: bool = False   # Ceph's own balancer runs
+    # the mon's OSDMap epoch now (one mon command: None where it does not answer, and
+    # offline): asked once a burst is answered, it is the first epoch that holds all of it
+    mon_epoch: Optional[Callable[[], Optional[int]]] = None
 
     def budget(self) -> MisplacedBudget:
         """What one round may misplace: the misplaced budget of the options (or the cluster's
@@ -39,11 +42,11 @@ class Context:
         send = self.send
         return self.burst or (lambda cmds: [send(c) for c in cmds])
 
-    def for_tick(self) -> "Tick":
+    def for_tick(self, held: Optional[Mapping[str, str]] = None) -> "Tick":
         """What the executor's tick acts on: the snapshot, the options' pacing, the time
-        and the sender."""
+        and the sender; `held`: plans that take no step this tick, and why."""
         return Tick(self.snap, pacing(self.opts, self.cluster_ratio, self.snap, self.balancer_active),
-                    self.now, self.sender())
+                    self.now, self.sender(), held=dict(held or {}))
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ class Tick:
     now: float
     burst: Burst
     others: Others = Others()
+    held: Mapping[str, str] = field(default_factory=dict)   # plan id -> why it takes no step now
 
 
 @dataclass(frozen=True)

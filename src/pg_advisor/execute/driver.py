@@ -6,6 +6,7 @@ operator's commands are functions of it (operator_commands.py).
 No mgr calls here: the module hands in a snapshot, the options, and functions to send a
 mon command and to read and write the mgr store.
 """
+import copy
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..model import health_checks as hc
@@ -14,6 +15,7 @@ from ..model.snapshot import Snapshot
 from .auto_mode import AutoMode
 from .context import Context
 from .executor import Executor
+from .history import Event
 from .plan_service import PlanService
 from .plan_state import OPEN, PlanState, Status
 from .plan_store import PlanStore
@@ -76,21 +78,26 @@ class Driver:
 
     def _tick(self, ctx: Context) -> None:
         snap, now = ctx.snap, ctx.now
+        pins = self.plans.pins
         with self.plans.change() as ex:
             self.plans.check_store()
-            self.auto.tick(ex, self.plans.pins, ctx)
-            if ex.active:
-                self._plan_tick(ex, ctx)
-            self.plans.pins.count(ex, snap)
-            if self.plans.pins.due(snap):
-                self.plans.pins.verify(ex, snap, now)
+            # what commands set is checked before any plan acts: in the mgr the check reads
+            # the live map, which a round sent in this tick would already have changed
+            pins.expire(ex, now)
+            if pins.due(snap):
+                pins.verify(ex, snap, now)
             self._check_commands(ex, ctx)
+            self.auto.tick(ex, pins, ctx)
+            if ex.active:
+                ex.tick(ctx.for_tick(pins.held()))
+            pins.count(ex, snap)
 
     def check_commands(self, ctx: Context) -> None:
         """Only the checks of what operators' commands set, balance rounds and pins (mode
         off: no plan runs, but the commands' outcome still goes to the history)."""
-        if self.plans.checks.waiting or self.plans.pins.due(ctx.snap):
+        if self.plans.checks.waiting or self.plans.pins.want:
             with self.plans.change() as ex:
+                self.plans.pins.expire(ex, ctx.now)
                 self._check_commands(ex, ctx)
                 if self.plans.pins.due(ctx.snap):
                     self.plans.pins.verify(ex, ctx.snap, ctx.now)
@@ -98,10 +105,6 @@ class Driver:
     def _check_commands(self, ex: Executor, ctx: Context) -> None:
         if self.plans.checks.waiting:      # on the first map after theirs
             self.plans.checks.settle(ctx.snap, ex.up_sets, topology_key(ctx.snap), ctx.now, ex.log)
-
-    def _plan_tick(self, ex: Executor, ctx: Context) -> None:
-        """The executor's tick (a plan whose ticks fail on a bug stops: Executor.tick)."""
-        ex.tick(ctx.for_tick())
 
     # -- what the module shows of the plan: a copy, read at one moment -----------------------------
 
@@ -130,9 +133,38 @@ class Driver:
 
     def plan_report(self, plan: Optional[str] = None) -> Dict[str, Any]:
         """A plan (by default the newest open one), its steps and where it is, and a line
-        for each plan kept (`ceph pg-advisor progress`): a copy."""
+        for each plan kept (`ceph pg-advisor progress`); for the plan of the last pins, what
+        their checks found (`pins_checked`: pinning.PinBook.verify; `weight_landed`: where a
+        crush-reweight's weights landed): a copy."""
         with self.plans.look() as ex:
-            return ex.report(plan)
+            out = ex.report(plan)
+            pins = self.plans.pins
+            if out["plan"] is not None and out["plan"]["id"] == pins.plan:
+                out["pins_checked"] = copy.deepcopy(pins.verified)
+                out["weight_landed"] = copy.deepcopy(pins.landed)
+            return out
+
+    def weights_landed(self, found: Dict[str, Any], now: float) -> None:
+        """Where the last crush-reweight's weights landed (serve.check_landing found it on a
+        later map): kept for `progress` and said in the history."""
+        with self.plans.change() as ex:
+            pins = self.plans.pins
+            ask, pins.landing, pins.landed = pins.landing, None, found
+            state = next((p for p in ex.plans if p.id == pins.plan), None)
+            missed = found["missed"]
+            first = ask.first if ask is not None else "?"
+            what = (f"the weights set at epoch {first} landed in epoch {found['epoch']}" if found["epoch"]
+                    else f"the weights set at epoch {first} were not found in the epochs after it")
+            if missed:
+                what += f"; {len(missed)} pinned PGs missed it (e.g. {sorted(missed)[0]})"
+            elif missed == []:
+                what += "; no pin missed it"
+            ex.log(now, Event.CHECKED, what, state)
+
+    def note(self, detail: str, now: float) -> None:
+        """An event of no plan in the history: what a queued command did (mgr/intents.py)."""
+        with self.plans.change() as ex:
+            ex.note(now, Event.COMMAND, detail)
 
     def history(self) -> List[Dict[str, Any]]:
         """The plans' events, oldest first: a copy."""

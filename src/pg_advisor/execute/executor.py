@@ -238,6 +238,9 @@ class Executor:
         failure: Optional[Exception] = None
         finished = {h["plan"]: h["time"] for h in self.history if h["event"] == Event.FINISH.value}
         for state in in_order(self.plans):
+            if state.id in t.held:       # e.g. its pins not yet checked: a round would take them out
+                state.waiting = t.held[state.id]
+                continue
             others = others_of(self.plans, state, self.ledger, t.now, t.snap.osds.count, finished)
             try:
                 self._tick_plan(state, dataclasses.replace(t, others=others))

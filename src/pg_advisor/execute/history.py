@@ -30,6 +30,7 @@ class Event(enum.StrEnum):
     DRAIN = "drain"
     READ_BALANCE = "read-balance"
     MODE = "mode"               # the operator set the mode (the detail)
+    COMMAND = "command"         # what a command answered "queued" did (mgr/intents.py)
     RESET = "reset"             # the stored history was unreadable
 
 

@@ -22,6 +22,7 @@ from .pacing import pacing
 from .gates import balancer_conflict, cluster_blockers
 from .plan_state import Source
 from .plan_service import PlanService
+from .pinning import Landing
 from .planning import plan_steps, targets
 from ..model.options import Mode
 from .rounds import RoundSpec, balance_round, set_primaries, topology_key
@@ -213,6 +214,19 @@ def mode_set(plans: PlanService, mode: Mode, now: float) -> None:
     """The operator's `mode` command, kept in the history (auto re-arms after an abort)."""
     with plans.change() as ex:
         ex.log(now, Event.MODE, mode.value)
+
+
+LANDING_WAIT = 120.0      # seconds the background looks for a crush-reweight's epoch
+
+
+def find_landing(plans: PlanService, first: int, weights: Mapping[int, float],
+                 report: Mapping[str, Any], now: float) -> None:
+    """Ask the background to find the map epoch after `first` that holds `weights`, and the
+    pins of `report` that missed it (Driver.weights_landed)."""
+    with plans.look():
+        plans.pins.landing = Landing(first, dict(weights), {k: report.get(k, {}) for k in ("items", "full")},
+                                     now + LANDING_WAIT)
+        plans.pins.landed = None
 
 
 def verify_pins(plans: PlanService, snap: Snapshot, now: float) -> Optional[Dict[str, Any]]:

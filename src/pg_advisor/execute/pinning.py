@@ -1,6 +1,7 @@
 """A plan's pins: set in small bursts (or with a weight change, in the one burst that makes
 the mon take both into one map epoch), then the drain plan that releases them; checked
 once against the map that first holds them, and counted down as the rounds take them out."""
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..balance.proposal import items_json
@@ -14,6 +15,18 @@ from .plan_state import Source
 from .rounds import set_full, set_items, set_with, unset_full
 from .steps import spanning_steps
 
+CHECK_WAIT = 120.0     # seconds the pins' plan waits for the map that holds them
+
+
+@dataclass
+class Landing:
+    """A crush-reweight whose weights' map epoch the background finds (mgr/serve.py) once a
+    map after `first` is in: the weights, and what was pinned with them (items, full)."""
+    first: int
+    weights: Dict[int, float]
+    report: Dict[str, Any]
+    until: float             # after this, the search ends with what it found
+
 
 class PinBook:
     """What the module keeps of the pins it set (not stored: a new mgr counts them again
@@ -25,6 +38,9 @@ class PinBook:
         self.verified: Optional[Dict[str, Any]] = None    # what the last check found
         self.unpinnable: Tuple[int, float] = (-1, 0.0)    # (epoch, until when) nothing was pinnable
         self.plan: Optional[str] = None   # the plan the pins waiting for their check are of
+        self.check_by = 0.0               # when the pins' check gives up waiting for their map
+        self.landing: Optional[Landing] = None        # a weight change still to be found
+        self.landed: Optional[Dict[str, Any]] = None  # where the last one landed (weight_landing)
 
     def pin(self, ex: Executor, ctx: Context, pins: Pins, source: Source,
             lead: Sequence[Dict[str, Any]] = (), report: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -66,8 +82,14 @@ class PinBook:
         state.pins = items_json({k: pins.items[k] for k in done if pins.items.get(k)})
         state.full_pins = {k: [int(o) for o in v] for k, v in sorted(full.items())}
         state.pins_left = len(state.pins) + len(state.full_pins)
-        self.pinned_at = snap.epoch
+        # every answer is in: the mon's epoch now holds all that landed (the weight and its
+        # pins may span two epochs); their check waits for the mgr's map to reach it, in the
+        # background, rather than run on an epoch between them and count pins not yet there
+        landed = ctx.mon_epoch() if ctx.mon_epoch is not None else None
+        self.pinned_at = max(snap.epoch, landed - 1) if landed is not None else snap.epoch
         self.plan = state.id
+        self.check_by = now + CHECK_WAIT
+        self.landed = None
         self.want = {k: pins.want[k] for k in done}
         self.verified = None
         what = "PGs the weight change remaps" if lead else "remapped PGs"
@@ -86,6 +108,23 @@ class PinBook:
         ex.log(now, Event.CHECKED, f"pins at epoch {self.pinned_at}, checked at epoch {snap.epoch}: "
                                    f"{len(want) - len(bad)} of {len(want)} PGs where their pins put them",
                state)
+
+    def held(self) -> Dict[str, str]:
+        """The plan whose pins wait for their check takes no round until then (its first
+        round would take pins out before the check reads them): plan id -> why."""
+        if not self.want or self.plan is None:
+            return {}
+        return {self.plan: f"its pins are checked first, on the first map after epoch {self.pinned_at}"}
+
+    def expire(self, ex: Executor, now: float) -> None:
+        """Within a transaction: pins whose map did not come within CHECK_WAIT are left
+        unchecked (said in the history) and their plan goes on."""
+        if not self.want or now < self.check_by:
+            return
+        n, self.want = len(self.want), {}
+        state = next((p for p in ex.plans if p.id == self.plan), None)
+        ex.log(now, Event.CHECKED, f"pins at epoch {self.pinned_at} not checked: no later map came "
+                                   f"in {CHECK_WAIT:.0f} s ({n} PGs)", state)
 
     def due(self, snap: Snapshot) -> bool:
         """Pins wait for their check, and `snap` is the first map that may hold them."""

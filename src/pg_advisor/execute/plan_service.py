@@ -61,7 +61,7 @@ class PlanService:
     def checks_owed(self) -> bool:
         """Operators' commands whose changes the background has still to check on a later
         map (balance rounds, pins): it ticks for them even with no plan running."""
-        return bool(self.checks.waiting or self.pins.want)
+        return bool(self.checks.waiting or self.pins.want or self.pins.landing)
 
     def check_store(self) -> None:
         """EBUSY while the stored plan could not be read (`abort` clears it)."""

@@ -4,13 +4,12 @@ only the running module has (`show_*`). A command's entry in commands/table.py n
 method here (`live`); every other command is answered by its function of
 commands/answers.py, the same one offline runs (`answer`).
 
-A command that acts reads a fresh snapshot (its --dry-run a lazy one), then wakes the
-background so that what follows (health, the plan's next tick) does not wait for it.
+A command that acts is done by the serve thread on a fresh snapshot (intents.py: the
+handler waits at most `command_wait` for it); its --dry-run answers here from a lazy one.
 """
 import time
 from typing import Any, Callable, Mapping
 
-from ..balance.reweighted import weight_landing
 from ..commands.table import Command, Values
 from ..execute import operator_commands as ops
 from ..execute.context import BalanceRequest
@@ -33,9 +32,21 @@ class LiveCommands:
             return handler(v)
         return cmd.offline_answer(self.mgr.inputs(), v)
 
-    def _snapshot_to_act(self, v: Values) -> Snapshot:
-        """A command that acts reads every change at once; its --dry-run only looks."""
-        return self.mgr.reader.take_snapshot(fresh=not v["dry_run"], lazy=bool(v["dry_run"]))
+    def _act(self, v: Values, act: Callable[[Snapshot], Report]) -> Report:
+        """A dry run answers here, from the last snapshot (it only looks). The command itself
+        is the serve thread's, on a fresh snapshot (intents.py): this handler waits at most
+        `command_wait` seconds for its report, else answers that it is queued."""
+        if v.get("dry_run"):
+            return act(self.mgr.reader.take_snapshot(lazy=True))
+        intents = self.mgr.intents
+        intent = intents.put(self._name(act), act, time.time())
+        self.mgr.wake()
+        return intents.answer(intent, self.mgr.current_options().command_wait)
+
+    @staticmethod
+    def _name(act: Callable[[Snapshot], Report]) -> str:
+        # "_apply" -> "apply": the command's name, for the history
+        return getattr(act, "__name__", "command").lstrip("_").replace("_", "-")
 
     def act_mode(self, v: Values) -> Report:
         if v["mode"] is not None:
@@ -45,63 +56,63 @@ class LiveCommands:
         return {"mode": self.mgr.current_options().mode}
 
     def act_apply(self, v: Values) -> Report:
-        ctx = self.mgr.context(self._snapshot_to_act(v))
-        report = ops.apply(self.mgr.driver.plans, ctx, v["pool"], v["pg_num"], v["dry_run"])
-        self.mgr.wake()
-        return report
+        def _apply(snap: Snapshot) -> Report:
+            return ops.apply(self.mgr.driver.plans, self.mgr.context(snap), v["pool"], v["pg_num"],
+                             v["dry_run"])
+        return self._act(v, _apply)
 
     def act_balance(self, v: Values) -> Report:
         """One bounded batch of pg-upmap-items toward each OSD's share (or only its dry run):
-        one round, as the background's, within the misplaced budget."""
-        ctx = self.mgr.context(self._snapshot_to_act(v))
-        opts = ctx.opts
-        # (table.check held --max-items to the option's bound: one round stays small)
-        items = v["max_items"] if v["max_items"] is not None else opts.balance_max_items
-        req = BalanceRequest([v["pool"]] if v["pool"] else None, items, v["mode"] or opts.balance_mode,
-                             bool(v["dry_run"]))
-        report = ops.balance(self.mgr.driver.plans, ctx, req)
-        if not req.dry_run:
-            self.mgr.wake()      # the background checks the round on the next map
-        return report
+        one round, as the background's, within the misplaced budget; checked by the
+        background on the next map."""
+        def _balance(snap: Snapshot) -> Report:
+            ctx = self.mgr.context(snap)
+            opts = ctx.opts
+            # (table.check held --max-items to the option's bound: one round stays small)
+            items = v["max_items"] if v["max_items"] is not None else opts.balance_max_items
+            req = BalanceRequest([v["pool"]] if v["pool"] else None, items,
+                                 v["mode"] or opts.balance_mode, bool(v["dry_run"]))
+            return ops.balance(self.mgr.driver.plans, ctx, req)
+        return self._act(v, _balance)
 
     def act_read_balance(self, v: Values) -> Report:
         """One bounded batch of pg-upmap-primary changes (or only its dry run)."""
-        ctx = self.mgr.context(self._snapshot_to_act(v))
-        most = v["max_changes"] if v["max_changes"] is not None else ctx.opts.read_max_changes
-        report = ops.read_balance(self.mgr.driver.plans, ctx, [v["pool"]] if v["pool"] else None, most,
-                                  bool(v["dry_run"]))
-        if not v["dry_run"]:
-            self.mgr.wake()
-        return report
+        def _read_balance(snap: Snapshot) -> Report:
+            ctx = self.mgr.context(snap)
+            most = v["max_changes"] if v["max_changes"] is not None else ctx.opts.read_max_changes
+            return ops.read_balance(self.mgr.driver.plans, ctx, [v["pool"]] if v["pool"] else None, most,
+                                    bool(v["dry_run"]))
+        return self._act(v, _read_balance)
 
     def act_pin_remapped(self, v: Values) -> Report:
         """The pins, sent; whether the next map holds them is the background's check (a
-        `checked` event in the history; no wait for a map here)."""
-        snap, dry_run = self._snapshot_to_act(v), v["dry_run"]
-        report = ops.pin_remapped(self.mgr.driver.plans, self.mgr.context(snap), dry_run)
-        if not dry_run and report.get("plan"):
-            report["checked"] = ops.CHECKED
-        self.mgr.wake()
-        return report
+        `checked` event in the history)."""
+        def _pin_remapped(snap: Snapshot) -> Report:
+            report = ops.pin_remapped(self.mgr.driver.plans, self.mgr.context(snap), v["dry_run"])
+            if not v["dry_run"] and report.get("plan"):
+                report["checked"] = ops.CHECKED
+            return report
+        return self._act(v, _pin_remapped)
 
     def act_crush_reweight(self, v: Values) -> Report:
-        snap, dry_run = self._snapshot_to_act(v), v["dry_run"]
         weights = {int(o): float(v["weight"]) for o in v["osd"]}
-        report = ops.crush_reweight(self.mgr.driver.plans, self.mgr.context(snap), weights, dry_run)
-        if not dry_run and report.get("plan"):
-            # every answer is in: the mon's epoch now has all that landed
-            self.mgr.reader.wait_for_mon_map(snap.epoch)
-            report["verified"] = ops.verify_pins(self.mgr.driver.plans, snap, time.time())
-            report["weight_epoch"] = weight_landing(self.mgr.reader.past_map, snap.epoch,
-                                                    self.mgr.get_osdmap().get_epoch(), weights, report)
-        self.mgr.wake()
-        return report
+
+        def _crush_reweight(snap: Snapshot) -> Report:
+            report = ops.crush_reweight(self.mgr.driver.plans, self.mgr.context(snap), weights, v["dry_run"])
+            if not v["dry_run"] and report.get("plan"):
+                # no wait for a map: the background checks the pins on the first map that may
+                # hold them, and finds the epoch the weights landed in (serve.check_landing);
+                # `progress` and the history say what each found
+                ops.find_landing(self.mgr.driver.plans, snap.epoch, weights, report, time.time())
+                report["checked"] = ops.CHECKED
+            return report
+        return self._act(v, _crush_reweight)
 
     def act_drain(self, v: Values) -> Report:
-        ctx = self.mgr.context(self._snapshot_to_act(v))
-        report = ops.drain(self.mgr.driver.plans, ctx, v["osd_or_bucket"], v["dry_run"], v["and_balance"])
-        self.mgr.wake()
-        return report
+        def _drain(snap: Snapshot) -> Report:
+            return ops.drain(self.mgr.driver.plans, self.mgr.context(snap), v["osd_or_bucket"],
+                             v["dry_run"], v["and_balance"])
+        return self._act(v, _drain)
 
     def act_pause(self, v: Values) -> Report:
         plan = ops.pause(self.mgr.driver.plans, time.time(), v["plan"])
@@ -114,17 +125,19 @@ class LiveCommands:
         return self.mgr.driver.plan_report(plan)
 
     def act_abort(self, v: Values) -> Report:
-        driver = self.mgr.driver
-        summary = ops.abort(driver.plans, self.mgr.context(self.mgr.reader.take_snapshot(fresh=True)),
-                            v["plan"])
-        # the event closed and the panel's copy new at once; health follows with the wake
-        self.mgr.progress.update(self.mgr, driver.progress())
-        self.mgr.panel.show_plan(*driver.plan_view())
-        self.mgr.wake()
-        return {"aborted": True, "summary": summary}
+        def _abort(snap: Snapshot) -> Report:
+            driver = self.mgr.driver
+            summary = ops.abort(driver.plans, self.mgr.context(snap), v["plan"])
+            # the event closed and the panel's copy new at once; health follows
+            self.mgr.progress.update(self.mgr, driver.progress())
+            self.mgr.panel.show_plan(*driver.plan_view())
+            return {"aborted": True, "summary": summary}
+        return self._act(v, _abort)
 
     def show_progress(self, v: Values) -> Report:
-        return self.mgr.driver.plan_report(v["plan"])
+        report = self.mgr.driver.plan_report(v["plan"])
+        report["commands_waiting"] = self.mgr.intents.listed(time.time())
+        return report
 
     def show_history(self, v: Values) -> Report:
         return {"history": self.mgr.driver.history()}

@@ -6,19 +6,16 @@ and upmap entry), only to read its epoch; the mgr already tells each module of a
 EPOCH_MAX_AGE in case a notify never comes (a module not yet serving, a mgr that drops
 one). Each copy is counted and timed: the read's log line says what they cost.
 """
-import threading
 import time
 from typing import Any, Callable, Optional, Tuple
 
 EPOCH_MAX_AGE = 30.0    # seconds an epoch learned serves without a notify
-WAIT_POLL = 1.0         # seconds between two copies while a command waits for a new map
 
 
 class MapEpoch:
     def __init__(self, get_osdmap: Callable[[], Any]) -> None:
         self._get_osdmap = get_osdmap
         self._told = 0                 # osd_map notifies so far
-        self._news = threading.Event()   # set by each notify: a waiting command looks again
         self._known: Optional[Tuple[int, int, float]] = None   # (epoch, notifies then, when)
         self.copies = 0                # get_osdmap() calls so far, and their seconds
         self.copy_seconds = 0.0
@@ -26,7 +23,6 @@ class MapEpoch:
     def map_changed(self) -> None:
         """The mgr's notify("osd_map"): the next question asks the mgr."""
         self._told += 1
-        self._news.set()
 
     def epoch(self) -> int:
         """The mgr's OSDMap epoch: the one last asked while no notify came since (and for at
@@ -48,20 +44,6 @@ class MapEpoch:
         self.copy_seconds += t1 - t0
         self._known = (e, told, t1)
         return e
-
-    def wait_newer(self, epoch: int, timeout: float) -> None:
-        """Until the mgr's map is newer than `epoch`, at most `timeout` seconds: a copy at
-        once, then one on each notify (or every WAIT_POLL seconds without one), not one
-        every fraction of a second."""
-        end = time.monotonic() + timeout
-        while True:
-            self._news.clear()          # before the copy: a notify after it wakes the wait
-            if self.ask() > epoch:
-                return
-            left = end - time.monotonic()
-            if left <= 0:
-                return
-            self._news.wait(min(left, WAIT_POLL))
 
     def spent(self) -> Tuple[int, float]:
         """(copies, seconds) since the last call: for the read's log line."""

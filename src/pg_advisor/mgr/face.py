@@ -5,6 +5,7 @@ import logging
 from typing import Any, Dict, List, Protocol
 
 from ..commands.answers import Inputs
+from .intents import Intents
 from .mon import OwnedItems
 from ..execute.context import Context
 from ..execute.driver import Driver
@@ -20,6 +21,7 @@ class ModuleFace(Protocol):
     panel: Panel
     progress: PlanProgress
     owned: OwnedItems
+    intents: Intents
 
     @property
     def log(self) -> logging.Logger: ...

@@ -27,7 +27,6 @@ from ..sizing.ceph_autoscaler import THRESHOLD, Flavour, with_autoscale
 from .epoch import MapEpoch
 from .mon import mon_mapping
 
-MAP_WAIT = 10.0     # seconds a write command waits for the mgr's map to show what it set
 PARSE_PAUSE = 0.002     # seconds without the GIL between chunks of a big JSON text
 # the fields of `pg_status` (PGMapDigest::print_summary) whose change means the PG stats did:
 # not the I/O rates, which change every report and decide nothing here
@@ -227,11 +226,14 @@ class MgrReader:
                 out[pgid] = list(mon_mapping(osdmap, pgid)["up"])
         return out
 
-    def wait_for_mon_map(self, fallback: int) -> None:
-        """Until the mgr's OSDMap has caught up with the mon's (all that the mon answered is
-        in its epoch: the mgr's map follows); from `fallback` where the mon does not say."""
+    def mon_epoch(self) -> Optional[int]:
+        """The mon's OSDMap epoch now (None if it does not answer): once the mon has answered
+        a command, its epoch holds the change."""
         code, out, _ = self.mgr.mon_command(mon_commands.osd_stat())
-        self.wait_for_map(int(json.loads(out)["epoch"]) - 1 if code == 0 else fallback)
+        try:
+            return int(json.loads(out)["epoch"]) if code == 0 else None
+        except (ValueError, KeyError, TypeError):
+            return None
 
     def past_map(self, epoch: int, tree: bool) -> Optional[Dict[str, Any]]:
         """The mon's `osd tree` (tree) or `osd dump` of a past epoch; None if it does not
@@ -242,8 +244,3 @@ class MgrReader:
             return None
         got: Dict[str, Any] = json.loads(out)
         return got
-
-    def wait_for_map(self, epoch: int, timeout: float = MAP_WAIT) -> None:
-        """Until the mgr's OSDMap is newer than `epoch` (the mon answers a command once its
-        map has the change; the mgr hears of that map a moment later), at most `timeout`."""
-        self.maps.wait_newer(epoch, timeout)

@@ -10,9 +10,10 @@ not): a command that wants one done now wakes the loop (Module.wake). The one ex
 import threading
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ..analysis.status import status_of, with_ours
+from ..balance.reweighted import EPOCHS_SEARCHED, weight_landing
 from ..analysis.status_types import StatusReport
 from ..model import health_checks as checks_of, snapshot
 from ..model.errors import AdvisorError
@@ -61,11 +62,14 @@ class MgrServe:
 
     def shutdown(self) -> None:
         self._stopping = True
+        self.mgr.intents.close("the module is stopping (disabled, or the mgr failing over)")
         self._wake.set()
 
     def tick(self) -> float:
         """One pass of the loop, each job under _guard; the seconds until the next is due."""
         self._guard(self.keep_panel)
+        if self.mgr.intents.waiting:
+            self._guard(self.run_intents)
         if self.mgr.reader.snaps.due:
             self._guard(self.read_due)
         self._guard(self.run_plan)
@@ -109,14 +113,49 @@ class MgrServe:
         self.mgr.set_uri(url)
         self.mgr.log.info("pg_advisor: panel at %s", url)
 
+    def run_intents(self) -> None:
+        """The commands queued since the last tick, oldest first, each on a fresh snapshot
+        (read again only where the one before changed something); an outcome the handler
+        no longer waits for goes to the history."""
+        for intent in self.mgr.intents.take():
+            report: Optional[Mapping[str, Any]] = None
+            error: Optional[Exception] = None
+            try:
+                report = intent.act(self.mgr.reader.take_snapshot(fresh=True))
+            except AdvisorError as e:
+                error = e
+            except Exception as e:    # raised again in the handler, as if it had run there
+                self.mgr.log.error("pg_advisor: %s failed: %s", intent.name, traceback.format_exc())
+                error = e
+            if self.mgr.intents.finish(intent, report, error):
+                self.mgr.driver.note(intent.outcome(), time.time())
+
     def read_due(self) -> None:
         """The read a lazy command left to the background (it took an older snapshot of a
         big cluster rather than wait for the read)."""
         self.mgr.reader.take_snapshot()
 
+    def check_landing(self) -> None:
+        """Where a crush-reweight's weights landed: the map epoch after the command's that
+        holds them, and the pinned PGs whose pins missed it (past maps asked of the mon, at
+        most EPOCHS_SEARCHED; in this thread, so that the command's handler waits for no
+        map). Searched again while it is not found, for LANDING_WAIT."""
+        driver = self.mgr.driver
+        ask = driver.plans.pins.landing
+        if ask is None:
+            return
+        now_epoch = self.mgr.reader.maps.epoch()
+        if now_epoch <= ask.first:
+            return
+        found = weight_landing(self.mgr.reader.past_map, ask.first, now_epoch, ask.weights, ask.report)
+        if found["epoch"] is None and now_epoch < ask.first + EPOCHS_SEARCHED and time.time() < ask.until:
+            return
+        driver.weights_landed(found, time.time())
+
     def run_plan(self) -> None:
         """One tick of the executor (and, in auto mode, a new plan when one is due)."""
         driver = self.mgr.driver
+        self.check_landing()
         if self.mgr.current_options().mode is Mode.OFF:      # nothing in the background: a plan waits
             if driver.plans.checks_owed:      # (only the checks of commands)
                 driver.check_commands(self.mgr.context(self.mgr.reader.take_snapshot()))

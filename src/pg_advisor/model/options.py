@@ -132,6 +132,9 @@ class Options:
         "balance rounds, as `ceph pg-advisor pin-remapped` does")
     step_interval: int = _opt(10, "seconds at least between two steps of a plan", 0, 86400)
     poll_interval: int = _opt(2, "seconds between checks while a plan runs", 1, 600)
+    command_wait: int = _opt(
+        20, "seconds a command that acts (apply, drain, balance, ...) waits for the background to "
+        "act on it; past it the command answers that it is queued, and `history` gives the outcome", 0, 600)
     window_begin: str = _opt("00:00", "plans take steps from this time of day (HH:MM, local)")
     window_end: str = _opt(
         "00:00", "until this time of day (HH:MM; equal to window_begin: all day; earlier: past midnight)")

@@ -5,6 +5,8 @@ from typing import Any, List, Mapping
 from ..model.units import human_bytes
 from .format import printable, table
 
+SHOWN = 10      # PGs named in a line
+
 
 def apply_text(r: Mapping[str, Any]) -> str:
     # free text that may carry names or the cluster's messages: escaped (cells are, by cell())
@@ -17,9 +19,10 @@ def apply_text(r: Mapping[str, Any]) -> str:
 
 def progress_text(r: Mapping[str, Any]) -> str:
     plan = r["plan"]
+    out: List[str] = [f"waiting for the background: {c['command']} (queued as {c['intent']}) "
+                      f"for {c['waiting_seconds']:.0f} s" for c in r.get("commands_waiting") or ()]
     if plan is None:
-        return "no plan has run"
-    out: List[str] = []
+        return "\n".join(out + ["no plan has run"])
     if len(r.get("plans") or ()) > 1:       # side by side: a line each, then the one shown
         rows = [[p["id"], p["source"], p["status"], f"{p['step']}/{p['steps']}", _pools(p),
                  (p["blockers"] or [p["waiting"] or ""])[0]] for p in r["plans"]]
@@ -35,6 +38,7 @@ def progress_text(r: Mapping[str, Any]) -> str:
     if plan.get("mismatched"):
         out.append(f"{plan['mismatched']} PGs not where their items should put them:")
         out.extend(f"  {printable(m)}" for m in plan["mismatch_detail"])
+    out.extend(_checks_text(r))
     b = r.get("backfill")
     if b:
         rate = (f"{human_bytes(int(b['rate']))}/s over the last {b['measured_over']:.0f} s"
@@ -44,6 +48,25 @@ def progress_text(r: Mapping[str, Any]) -> str:
     out.append(table(["step", "state", "does"],
                      [[i + 1, s["state"], s["description"]] for i, s in enumerate(r["steps"])]))
     return "\n".join(out)
+
+
+def _checks_text(r: Mapping[str, Any]) -> List[str]:
+    """What the background found of the plan's pins and of a crush-reweight's weights."""
+    out = []
+    v = r.get("pins_checked")
+    if v:
+        out.append(f"pins checked against the map: {v['checked'] - v['mismatched']} of {v['checked']} "
+                   f"PGs on their data")
+    landed = r.get("weight_landed")
+    if landed and landed["epoch"] is not None:
+        missed = landed["missed"]
+        named = " ".join(printable(m) for m in missed[:SHOWN])
+        out.append(f"the weights landed in map epoch {landed['epoch']}; {len(missed)} pins missed it"
+                   + (f" (those PGs peered as after pin-remapped): {named}" if missed else ""))
+    elif landed:
+        out.append("the weights' map epoch was not found among the next few: the pins are not checked "
+                   "against it")
+    return out
 
 
 def _pools(p: Mapping[str, Any]) -> str:

@@ -3,8 +3,6 @@ from typing import Any, List, Mapping
 
 from .format import printable
 
-SHOWN = 10      # PGs named in a line
-
 
 def pins_text(r: Mapping[str, Any]) -> str:
     out: List[str] = []
@@ -37,17 +35,7 @@ def reweight_text(r: Mapping[str, Any]) -> str:
     if r["reordered"]:
         head.append(f"{r['reordered']} of them keep their OSDs in another order (no data moves; "
                     f"no item list writes an order): they peer once with the change")
-    tail: List[str] = []
-    landed = r.get("weight_epoch")
-    if landed and landed["epoch"] is not None:
-        missed = landed["missed"]
-        tail.append(f"the weight landed in map epoch {landed['epoch']}, with {r['pinned'] - len(missed)} "
-                    f"of {r['pinned']} pins; {len(missed)} missed it (those PGs peered as after "
-                    f"pin-remapped){': ' + ' '.join(printable(m) for m in missed[:SHOWN]) if missed else ''}")
-    elif landed:
-        tail.append("the weight's map epoch was not found among the next few: its pins are not checked "
-                    "against it")
-    return "\n".join(head + [pins_text(r)] + tail)
+    return "\n".join(head + [pins_text(r)])
 
 
 def _outcome(r: Mapping[str, Any], does: str) -> str:

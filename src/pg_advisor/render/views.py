@@ -39,5 +39,12 @@ VIEWS: Dict[str, Callable[[Report], str]] = {
 
 
 def show(view: str, report: Report, fmt: Optional[str]) -> str:
-    """The report in `fmt`: plain (the view's text), json or json-pretty."""
+    """The report in `fmt`: plain (the view's text), json or json-pretty. A command the
+    background has not done yet (mgr/intents.py) answers the same way whatever it is."""
+    if report.get("queued") is True:
+        return render(report, fmt, queued_text)
     return render(report, fmt, VIEWS[view])
+
+
+def queued_text(r: Report) -> str:
+    return f"{r['command']}: queued as {r['intent']}; {r['checked']}"

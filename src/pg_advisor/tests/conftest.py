@@ -70,6 +70,18 @@ def module(dumps: Dict[str, Any]) -> Module:
         if mod != "progress":
             raise ImportError(f"Module not found: {mod}")
     m.remote = remote
+    return acting_at_once(m)
+
+
+def acting_at_once(m: Module) -> Module:
+    """`m` with its serve thread standing in at once: a command's intent is done inside its
+    handler's wake, before the handler waits (test_intents.py runs the real thread)."""
+    wake = m.wake
+
+    def wake_and_act() -> None:
+        wake()
+        m.background.run_intents()
+    setattr(m, "wake", wake_and_act)
     return m
 
 

@@ -1,14 +1,11 @@
 """The OSDMap epoch learned through notify (mgr/epoch.py): a copy of the mgr's map once per
 notify, not once per poll; counted in copies of the map, not in seconds."""
-import math
-import threading
-import time
 from typing import Any, List
 
 import pytest
 
 from pg_advisor.mgr import epoch as epoch_mod
-from pg_advisor.mgr.epoch import EPOCH_MAX_AGE, WAIT_POLL, MapEpoch
+from pg_advisor.mgr.epoch import EPOCH_MAX_AGE, MapEpoch
 
 
 class Maps:
@@ -68,28 +65,3 @@ def test_without_a_notify_the_epoch_is_asked_again_after_its_age(monkeypatch: py
     assert me.epoch() == 5 and maps.copies == 1
     clock[0] += 2
     assert me.epoch() == 9 and maps.copies == 2
-
-
-def test_a_wait_copies_once_per_notify_not_per_poll() -> None:
-    maps = Maps()
-    me = MapEpoch(maps.get)
-    me.wait_newer(4, timeout=5.0)            # newer already: one copy
-    assert maps.copies == 1
-
-    def new_map() -> None:
-        maps.now = 6
-        me.map_changed()
-    timer = threading.Timer(0.3, new_map)
-    t0, before = time.monotonic(), maps.copies
-    timer.start()
-    me.wait_newer(5, timeout=30.0)
-    polls = math.ceil((time.monotonic() - t0) / WAIT_POLL)     # (more on a loaded machine)
-    timer.join()
-    # a copy at once, one for the notify, one a WAIT_POLL at most (polls every 0.2 s made
-    # one a fifth of that)
-    assert 2 <= maps.copies - before <= 1 + polls
-    assert me.epoch() == 6 and maps.copies - before <= 1 + polls
-    # no new map at all: the wait ends at its timeout, with one copy then and one at the end
-    before = maps.copies
-    me.wait_newer(6, timeout=0.25)
-    assert maps.copies - before == 2

@@ -15,7 +15,7 @@ def test_apply_dry_run_starts_nothing(wired: Any) -> None:
     m, ceph, _ = wired
     code, r, _ = cmd(m, "apply", pool="rbd", pg_num=64, dry_run=True)
     assert code == 0 and r["dry_run"] and r["steps"][-1]["pg_num"] == 64
-    assert cmd(m, "progress")[1] == {"plan": None, "plans": []} and ceph.sent == []
+    assert cmd(m, "progress")[1] == {"plan": None, "plans": [], "commands_waiting": []} and ceph.sent == []
 
 
 @pytest.mark.parametrize("kw, code, message", [

@@ -9,7 +9,7 @@ import pytest
 
 from . import mgr_stub
 from .fakes import OPEN, T, FakeCeph, Store, context, run, start, stored_plan, tick_of
-from .conftest import cmd
+from .conftest import acting_at_once, cmd
 
 from pg_advisor.execute import operator_commands as ops
 from pg_advisor.execute.driver import Driver
@@ -103,7 +103,7 @@ def test_unreadable_state_is_reported_and_abort_clears_it(wired: Any, raw: str) 
     fake = mgr_stub.BaseMgrModule.fake
     fake.store[STATE_KEY] = raw
     fake.store["exec_history"] = "{not a list"
-    m2 = Module("pg_advisor", None, None)            # a new mgr finds it
+    m2 = acting_at_once(Module("pg_advisor", None, None))            # a new mgr finds it
     for attr in ("send", "set_module_option"):
         setattr(m2, attr, getattr(m, attr))
     m2.background.run_plan()

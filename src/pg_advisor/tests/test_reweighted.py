@@ -2,6 +2,7 @@
 import dataclasses
 import errno
 import json
+import time
 from typing import Any, Dict, List, Tuple
 
 import numpy as np
@@ -204,6 +205,50 @@ def test_the_weights_epoch_is_found_and_the_pins_that_missed_it_named() -> None:
         return trees[11]
     weight_landing(always_before, 10, 10 ** 6, {4: 2.0}, report)
     assert asked == [(e, True) for e in range(11, 11 + EPOCHS_SEARCHED)]
+
+
+def test_the_background_finds_where_the_weights_landed_not_the_commands_handler(
+        dumps: Dict[str, Any]) -> None:
+    # the handler asks (find_landing) and returns; the serve thread looks on each later map
+    # (MgrServe.check_landing), keeps what it found for `progress` and says it in the history
+    import threading
+    from types import SimpleNamespace
+    from pg_advisor.mgr.serve import MgrServe
+    report = {"items": {"1.1": [[4, 0]], "1.3": [[4, 2], [1, 3]]}, "full": {}}
+    trees = {11: _tree({4: 0.0}), 12: _tree({4: 2.0}), 13: _tree({4: 2.0})}
+    at_12 = {12: _dump({"1.1": [(4, 0)], "1.3": [(4, 2)]}, {})}
+    kv: Dict[str, Any] = {}
+    drv = Driver(kv.get, kv.__setitem__, 0.0)
+    at = [10]
+    reader = SimpleNamespace(maps=SimpleNamespace(epoch=lambda: at[0]),
+                             past_map=lambda e, tree: (trees if tree else at_12).get(e))
+    serve = MgrServe(SimpleNamespace(driver=drv, reader=reader), threading.Event())
+    ops.find_landing(drv.plans, 10, {4: 2.0}, report, time.time())
+    assert drv.plans.checks_owed                   # the background polls for it
+    serve.check_landing()                          # no later map yet: nothing asked, nothing found
+    assert drv.plans.pins.landing is not None and drv.plans.pins.landed is None
+    at[0] = 11                                     # a map, but not the weight's: asked again later
+    serve.check_landing()
+    assert drv.plans.pins.landing is not None
+    at[0] = 13
+    serve.check_landing()
+    assert drv.plans.pins.landing is None and not drv.plans.checks_owed
+    assert drv.plans.pins.landed == {"epoch": 12, "missed": ["1.3"]}
+    last = drv.executor.history[-1]
+    assert last["event"] == "checked"
+    assert "landed in epoch 12; 1 pinned PGs missed it (e.g. 1.3)" in last["detail"], last
+    # `progress` of the pins' plan gives it, and says it in text
+    from pg_advisor.execute.steps import balance_step
+    from pg_advisor.execute.plan_state import Source
+    from pg_advisor.render.execute_text import progress_text
+    snap = FakeCeph(dumps).snap()
+    rbd = snap.pool_by_name("rbd")
+    drv.plans.pins.plan = drv.executor.start([balance_step(rbd, 32, 32, 4, 1.0)], [rbd],
+                                             Source.CRUSH_REWEIGHT, 1.0).id
+    got = drv.plan_report()
+    assert got["weight_landed"] == {"epoch": 12, "missed": ["1.3"]} and got["pins_checked"] is None
+    assert "the weights landed in map epoch 12; 1 pins missed it (those PGs peered as after " \
+           "pin-remapped): 1.3" in progress_text(json.loads(json.dumps(got)))
 
 
 def test_the_tree_compares_weights_as_the_mon_stores_them() -> None:

@@ -1,6 +1,7 @@
 """The walk a reader takes from a command's handler to the mon: the issue of the third floor
 plan found a balance command's entering 18 files. Measured here on `ceph pg-advisor balance`
-through the module: from the handler (LiveCommands.act_balance) down to each mon command,
+through the module: from the handler (LiveCommands.act_balance, through the serve thread's
+run_intents) down to each mon command,
 the files of the functions on that path, and of every function those call on the way (a
 reader following the path opens them)."""
 import sys
@@ -10,7 +11,10 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 from .conftest import cmd
 from .test_layers import PACKAGE
 
-MOST_FILES = 10
+# 10 while the handler did the command itself; the handoff to the serve thread (issue 58:
+# no handler reads the cluster) adds the three files a reader follows it through:
+# mgr/intents.py (the queue), mgr/serve.py (run_intents) and mgr/read.py (its fresh read)
+MOST_FILES = 13
 HANDLER = "act_balance"
 
 
