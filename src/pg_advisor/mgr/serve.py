@@ -1,11 +1,13 @@
 """The background, as ceph-mgr runs it in the module's serve(): the loop, what wakes it, its
-shutdown, and each tick's jobs (the panel kept, a read a command left, the plan's tick and
-its progress event, the status the panel serves, the health checks).
+shutdown, and each tick's jobs (the panel kept, the commands that act, a read a command
+left, the plan's tick and its progress event, the status the panel serves, the health
+checks).
 
 The loop runs these jobs (not called from command handlers, as cephadm's serve.py is
-not): a command that wants one done now wakes the loop (Module.wake). The one exception,
-`abort`, closes the plan's progress event and updates the panel's copy at once itself
-(PlanProgress closes an event once under its lock; the panel's copy changes in one update).
+not): a command that wants one done now wakes the loop (Module.wake), and a command that
+acts is itself one of its jobs (intents.py). `abort`, done here too, closes the plan's
+progress event and updates the panel's copy at once (PlanProgress closes an event once
+under its lock; the panel's copy changes in one update).
 """
 import threading
 import time
