@@ -150,7 +150,7 @@ class Driver:
         with self.plans.change() as ex:
             pins = self.plans.pins
             ask, pins.landing, pins.landed = pins.landing, None, found
-            state = next((p for p in ex.plans if p.id == pins.plan), None)
+            state = ex.find(pins.plan)
             missed = found["missed"]
             first = ask.first if ask is not None else "?"
             what = (f"the weights set at epoch {first} landed in epoch {found['epoch']}" if found["epoch"]

@@ -89,8 +89,12 @@ class Executor:
         """A plan is active, or stopped by a change it must not act on: it waits for the operator."""
         return bool(self.opened)
 
+    def find(self, plan_id: Optional[str]) -> Optional[PlanState]:
+        """The plan kept under `plan_id` (None: none, e.g. trimmed from the ended ones)."""
+        return next((p for p in self.plans if p.id == plan_id), None)
+
     def plan(self, plan_id: str) -> PlanState:
-        found = next((p for p in self.plans if p.id == plan_id), None)
+        found = self.find(plan_id)
         if found is None:
             raise AdvisorError.not_found(f"no plan {plan_id[:64]!r} (`ceph pg-advisor progress` lists them)")
         return found

@@ -101,7 +101,7 @@ class PinBook:
         """Within a transaction: the PGs whose up set in `snap` is not the set they were
         pinned onto (each counted and logged; health names them)."""
         want, self.want = self.want, {}
-        state = next((p for p in ex.plans if p.id == self.plan), None)
+        state = ex.find(self.plan)
         bad = ex.verify(snap, want, "pins", now, state)
         self.verified = {"checked": len(want), "mismatched": len(bad),
                          "mismatched_pgs": dict(sorted(bad.items())[:SKIP_SHOWN])}
@@ -122,7 +122,7 @@ class PinBook:
         if not self.want or now < self.check_by:
             return
         n, self.want = len(self.want), {}
-        state = next((p for p in ex.plans if p.id == self.plan), None)
+        state = ex.find(self.plan)
         ex.log(now, Event.CHECKED, f"pins at epoch {self.pinned_at} not checked: no later map came "
                                    f"in {CHECK_WAIT:.0f} s ({n} PGs)", state)
 

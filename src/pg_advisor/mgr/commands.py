@@ -32,21 +32,16 @@ class LiveCommands:
             return handler(v)
         return cmd.offline_answer(self.mgr.inputs(), v)
 
-    def _act(self, v: Values, act: Callable[[Snapshot], Report]) -> Report:
+    def _act(self, v: Values, name: str, act: Callable[[Snapshot], Report]) -> Report:
         """A dry run answers here, from the last snapshot (it only looks). The command itself
         is the serve thread's, on a fresh snapshot (intents.py): this handler waits at most
         `command_wait` seconds for its report, else answers that it is queued."""
         if v.get("dry_run"):
             return act(self.mgr.reader.take_snapshot(lazy=True))
         intents = self.mgr.intents
-        intent = intents.put(self._name(act), act, time.time())
+        intent = intents.put(name, act, time.time())
         self.mgr.wake()
         return intents.answer(intent, self.mgr.current_options().command_wait)
-
-    @staticmethod
-    def _name(act: Callable[[Snapshot], Report]) -> str:
-        # "_apply" -> "apply": the command's name, for the history
-        return getattr(act, "__name__", "command").lstrip("_").replace("_", "-")
 
     def act_mode(self, v: Values) -> Report:
         if v["mode"] is not None:
@@ -59,7 +54,7 @@ class LiveCommands:
         def _apply(snap: Snapshot) -> Report:
             return ops.apply(self.mgr.driver.plans, self.mgr.context(snap), v["pool"], v["pg_num"],
                              v["dry_run"])
-        return self._act(v, _apply)
+        return self._act(v, "apply", _apply)
 
     def act_balance(self, v: Values) -> Report:
         """One bounded batch of pg-upmap-items toward each OSD's share (or only its dry run):
@@ -73,7 +68,7 @@ class LiveCommands:
             req = BalanceRequest([v["pool"]] if v["pool"] else None, items,
                                  v["mode"] or opts.balance_mode, bool(v["dry_run"]))
             return ops.balance(self.mgr.driver.plans, ctx, req)
-        return self._act(v, _balance)
+        return self._act(v, "balance", _balance)
 
     def act_read_balance(self, v: Values) -> Report:
         """One bounded batch of pg-upmap-primary changes (or only its dry run)."""
@@ -82,7 +77,7 @@ class LiveCommands:
             most = v["max_changes"] if v["max_changes"] is not None else ctx.opts.read_max_changes
             return ops.read_balance(self.mgr.driver.plans, ctx, [v["pool"]] if v["pool"] else None, most,
                                     bool(v["dry_run"]))
-        return self._act(v, _read_balance)
+        return self._act(v, "read-balance", _read_balance)
 
     def act_pin_remapped(self, v: Values) -> Report:
         """The pins, sent; whether the next map holds them is the background's check (a
@@ -92,7 +87,7 @@ class LiveCommands:
             if not v["dry_run"] and report.get("plan"):
                 report["checked"] = ops.CHECKED
             return report
-        return self._act(v, _pin_remapped)
+        return self._act(v, "pin-remapped", _pin_remapped)
 
     def act_crush_reweight(self, v: Values) -> Report:
         weights = {int(o): float(v["weight"]) for o in v["osd"]}
@@ -106,13 +101,13 @@ class LiveCommands:
                 ops.find_landing(self.mgr.driver.plans, snap.epoch, weights, report, time.time())
                 report["checked"] = ops.CHECKED
             return report
-        return self._act(v, _crush_reweight)
+        return self._act(v, "crush-reweight", _crush_reweight)
 
     def act_drain(self, v: Values) -> Report:
         def _drain(snap: Snapshot) -> Report:
             return ops.drain(self.mgr.driver.plans, self.mgr.context(snap), v["osd_or_bucket"],
                              v["dry_run"], v["and_balance"])
-        return self._act(v, _drain)
+        return self._act(v, "drain", _drain)
 
     def act_pause(self, v: Values) -> Report:
         plan = ops.pause(self.mgr.driver.plans, time.time(), v["plan"])
@@ -132,7 +127,7 @@ class LiveCommands:
             self.mgr.progress.update(self.mgr, driver.progress())
             self.mgr.panel.show_plan(*driver.plan_view())
             return {"aborted": True, "summary": summary}
-        return self._act(v, _abort)
+        return self._act(v, "abort", _abort)
 
     def show_progress(self, v: Values) -> Report:
         report = self.mgr.driver.plan_report(v["plan"])
