@@ -35,13 +35,19 @@ class LiveCommands:
     def _act(self, v: Values, name: str, act: Callable[[Snapshot], Report]) -> Report:
         """A dry run answers here, from the last snapshot (it only looks). The command itself
         is the serve thread's, on a fresh snapshot (intents.py): this handler waits at most
-        `command_wait` seconds for its report, else answers that it is queued."""
+        `command_wait` seconds for its report (none where a costly read comes first), else
+        answers that it is queued."""
         if v.get("dry_run"):
             return act(self.mgr.reader.take_snapshot(lazy=True))
         intents = self.mgr.intents
         intent = intents.put(name, act, time.time())
         self.mgr.wake()
-        return intents.answer(intent, self.mgr.current_options().command_wait)
+        # the handler runs on this module's own thread for commands and notifications (the
+        # mgr's finisher): where the serve thread must first read a big cluster, waiting
+        # would hold `status` and the map's notify behind that read, so the answer is
+        # "queued" at once
+        wait = 0 if self.mgr.reader.fresh_read_costly() else self.mgr.current_options().command_wait
+        return intents.answer(intent, wait)
 
     def act_mode(self, v: Values) -> Report:
         if v["mode"] is not None:

@@ -87,6 +87,12 @@ class MgrReader:
             self.wake()
         return snap
 
+    def fresh_read_costly(self) -> bool:
+        """Whether a fresh snapshot now would wait for a costly read (model/reuse.py): the
+        key is read as take_snapshot reads it, the cluster is not."""
+        config = {k: self.mgr.get_ceph_option(k) for k in NATIVE_OPTIONS}
+        return self.snaps.fresh_read_costly(self._change_key(self._pg_status(), config), time.monotonic())
+
     def _change_key(self, pg: Dict[str, Any], config: Dict[str, Any]) -> Optional[ChangeKey]:
         """What changes when the answers may: the OSDMap epoch, the PG map's summary `pg`
         (PG states, objects, bytes, misplaced: `pg_status` is a few hundred bytes however

@@ -107,6 +107,19 @@ class SnapshotReuse:
                 return kept
             return self._read(key, load, now)
 
+    def fresh_read_costly(self, key: Optional[ChangeKey], now: float) -> bool:
+        """Whether a fresh snapshot under `key` now means a costly read (the last took
+        COSTLY seconds or more): one runs already, or the kept snapshot would not serve."""
+        with self._lock:
+            if self._snap is None or self._took < COSTLY:
+                return False
+        if self._reading.locked():
+            return True
+        try:
+            return self._kept(key, now, True) is None
+        except AdvisorError:      # refused from memory: answered at once
+            return False
+
     def _kept(self, key: Optional[ChangeKey], now: float, fresh: bool) -> Optional[Snapshot]:
         with self._lock:
             age, took = now - self._at, self._took

@@ -2,8 +2,10 @@
 most command_wait for the answer, reads nothing itself, and past the wait answers "queued"
 with the outcome in the history."""
 import errno
+import itertools
 import threading
-from typing import Any, List
+import time
+from typing import Any, Dict, List
 
 import pytest
 
@@ -49,6 +51,14 @@ def test_the_queue_is_bounded_and_a_stopping_module_refuses_what_waits() -> None
         q.put("apply", lambda s: {}, 0.0)
 
 
+def heavy(reads: Dict[str, int]) -> Dict[str, int]:
+    """The reads of the cluster, not of the change key, which the handler reads to know
+    whether a costly read comes first: the PG summary and the options (a few hundred bytes),
+    and the map's epoch (one copy per new map, mgr/epoch.py, whoever asks first)."""
+    return {k: v for k, v in reads.items()
+            if k not in ("pg_status", "get_osdmap") and not k.startswith("option ")}
+
+
 def unhooked(m: Module) -> Module:
     """The module without conftest's stand-in (intents done inside wake): a real serve
     thread, or none."""
@@ -67,7 +77,7 @@ def test_with_no_wait_the_handler_reads_nothing_changes_nothing_and_the_serve_th
     reads = dict(fake.reads)
     code, r, _ = cmd(m, "apply", pool="rbd", pg_num=64)
     assert code == 0 and r["queued"] is True and r["command"] == "apply"
-    assert fake.reads == reads and ceph.sent == [] and m.driver.executor.state is None
+    assert heavy(fake.reads) == heavy(reads) and ceph.sent == [] and m.driver.executor.state is None
     code, bad, _ = cmd(m, "drain", osd_or_bucket="osd.99")
     assert code == 0 and bad["queued"] is True
     waiting = cmd(m, "progress")[1]["commands_waiting"]
@@ -109,3 +119,29 @@ def test_with_the_serve_thread_running_the_command_answers_its_report(wired: Any
     assert not t.is_alive()
     events: List[Any] = [h["event"] for h in cmd(m, "history")[1]["history"]]
     assert "command" not in events, "every outcome went back to its handler"
+
+
+def test_where_a_costly_read_comes_first_the_handler_answers_queued_at_once(wired: Any) -> None:
+    """The handler holds this module's command thread (the mgr's finisher, which also
+    brings its notifications): it waits for the serve thread only where that needs no
+    costly read first."""
+    m, ceph, _ = wired
+    m = unhooked(m)                               # no serve thread: a wait lasts command_wait
+    fake = mgr_stub.BaseMgrModule.fake
+    fake.module_options[("pg_advisor", "command_wait")] = 30
+    m.config_notify()
+    m.reader.take_snapshot()
+    fake.docs["osd_map"]["epoch"] += 1
+    assert not m.reader.fresh_read_costly(), "a cheap read: the handler may wait for it"
+    ticks = itertools.count(0.0, 5.0)
+    m.reader.snaps.clock = lambda: next(ticks)    # each read now measures 5 s: costly
+    m.reader.take_snapshot(fresh=True)
+    fake.docs["osd_map"]["epoch"] += 1
+    assert m.reader.fresh_read_costly()
+    reads, t0 = dict(fake.reads), time.monotonic()
+    code, r, _ = cmd(m, "apply", pool="rbd", pg_num=64)
+    assert code == 0 and r["queued"] is True and time.monotonic() - t0 < 25
+    assert heavy(fake.reads) == heavy(reads) and m.driver.executor.state is None
+    m.background.run_intents()                    # reads the new map, then applies
+    assert m.driver.executor.state is not None
+    assert not m.reader.fresh_read_costly(), "the kept snapshot serves: nothing to read first"
