@@ -241,6 +241,20 @@ def settle(rig: Rig, seconds: float, ours: bool) -> None:
     time.sleep(seconds)
 
 
+def panel_after_enabling(rig: Rig, t0: float, found: Dict[str, float]) -> None:
+    """Seconds from `mgr module enable` (at t0) to the panel's page ("page") and to its
+    first /api/status ("status"; 503 until the first read is done), polled every 0.5 s
+    for at most 10 minutes."""
+    base = f"http://127.0.0.1:{rig.panel_port}"
+    for what, path in (("page", "/"), ("status", "/api/status")):
+        while what not in found and time.monotonic() - t0 < 600:
+            try:
+                urllib.request.urlopen(base + path, timeout=60).read()
+                found[what] = time.monotonic() - t0
+            except (OSError, ValueError):     # not serving yet, or 503: not computed yet
+                time.sleep(0.5)
+
+
 def bench(osds: int, seconds: float, settle_s: float, raw: Optional[Path]) -> List[Dict[str, Any]]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="pga-mgrscale-map-") as tmp:
@@ -253,9 +267,15 @@ def bench(osds: int, seconds: float, settle_s: float, raw: Optional[Path]) -> Li
             rig.client.command("mon", "mgr module disable", module="pg_advisor")
             settle(rig, settle_s, ours=False)
             rows.append(phase(rig, "disabled", seconds))
+            first: Dict[str, float] = {}
+            watch = threading.Thread(target=panel_after_enabling, args=(rig, time.monotonic(), first))
             rig.client.command("mon", "mgr module enable", module="pg_advisor")
+            watch.start()
             time.sleep(5)
             settle(rig, settle_s, ours=True)
+            watch.join()
+            print(f"# panel after enabling: page in {first.get('page', float('nan')):.1f} s, "
+                  f"/api/status in {first.get('status', float('nan')):.1f} s", flush=True)
             for name in ("idle", "panel", "commands"):
                 rows.append(phase(rig, name, seconds))
             # the command that acts: answered within command_wait, by its report or "queued"

@@ -14,6 +14,7 @@ from ..balance.remapped import pin_remapped, pins_report
 from ..balance.budget import Guards, Limits
 from ..balance.proposal import Aim, balance_report, eval_report
 from ..balance.reweighted import reweight_pins, reweight_report
+from ..model.errors import AdvisorError
 from ..model.misplaced import MisplacedBudget, misplaced_max
 from ..model.options import Options
 from ..model.snapshot import Snapshot
@@ -50,7 +51,16 @@ def answer_plan(i: Inputs, v: Values) -> Report:
 
 
 def answer_map(i: Inputs, v: Values) -> Report:
-    return pg_map(i.snap, v["pool"])
+    """Every PG's up set ("pgs", the shape of the mgr's map_pool_pgs_up) beside the pools
+    set aside and why ("not_mapped"); refused (exit 2) when pools were set aside and none
+    is answered."""
+    pgs = pg_map(i.snap, v["pool"])
+    aside = [] if v["pool"] else [{"pool": p.name, "pool_id": p.id, "reason": why}
+                                  for p, why in i.snap.unmapped]
+    if aside and not i.snap.pools:
+        raise AdvisorError.invalid("no pool mapped: " + "; ".join(
+            f"pool '{a['pool']}': {a['reason']}" for a in aside))
+    return {"pgs": pgs, "not_mapped": aside}
 
 
 def answer_simulate(i: Inputs, v: Values) -> Report:

@@ -89,7 +89,10 @@ class MgrReader:
 
     def fresh_read_costly(self) -> bool:
         """Whether a fresh snapshot now would wait for a costly read (model/reuse.py): the
-        key is read as take_snapshot reads it, the cluster is not."""
+        key is read as take_snapshot reads it (only where reads are costly), the cluster
+        is not."""
+        if not self.snaps.costly:
+            return False
         config = {k: self.mgr.get_ceph_option(k) for k in NATIVE_OPTIONS}
         return self.snaps.fresh_read_costly(self._change_key(self._pg_status(), config), time.monotonic())
 

@@ -27,6 +27,16 @@ STEP_ARGS: Mapping[str, Tuple[Optional[str], Optional[str]]] = {
     "set_msr_descents": ("num", None), "set_msr_collision_tries": ("num", None),
 }
 
+# crush.h's step op codes: CrushWrapper::dump_rule names the common ones and prints any other
+# (set_choose_local_tries, set_chooseleaf_vary_r, ...) as {"opcode": N, "arg1": A, "arg2": B}
+OPCODES: Mapping[int, str] = {
+    0: "noop", 1: "take", 2: "choose_firstn", 3: "choose_indep", 4: "emit",
+    6: "chooseleaf_firstn", 7: "chooseleaf_indep", 8: "set_choose_tries", 9: "set_chooseleaf_tries",
+    10: "set_choose_local_tries", 11: "set_choose_local_fallback_tries",
+    12: "set_chooseleaf_vary_r", 13: "set_chooseleaf_stable",
+    14: "set_msr_descents", 15: "set_msr_collision_tries", 16: "choosemsr",
+}
+
 # CRUSH tunables the mapper uses: (value when the dump lacks it (firefly and later), lo, hi).
 # Others (profile, has_v5_rules, ...) are kept as they come.
 TUNABLES: Mapping[str, Tuple[int, int, int]] = {
@@ -111,6 +121,8 @@ def _load_step(s: Json, rule: str, types: Mapping[str, int]) -> RuleStep:
     of its rule are set aside as not mapped (model/mappable.py), the map and its other
     pools are read."""
     what = f"crush rule '{rule}': step"
+    if "op" not in s and isinstance(s, dict) and "opcode" in s:
+        return _load_opcode_step(s, rule, types)
     op = str_field(s, "op", what)
     if op not in STEP_ARGS:
         return RuleStep(op)
@@ -129,6 +141,24 @@ def _load_step(s: Json, rule: str, types: Mapping[str, int]) -> RuleStep:
             raise AdvisorError.invalid(f"crush rule '{rule}': unknown bucket type '{tname}'")
         arg2 = types[tname]
     return RuleStep(op, arg1, arg2)
+
+
+def _load_opcode_step(s: Json, rule: str, types: Mapping[str, int]) -> RuleStep:
+    """A step as dump_rule's default branch prints it: its op by number, both arguments as
+    the map holds them (a type by its id). An op code crush.h does not name is kept as
+    such: its rule's pools are set aside, the map is read."""
+    code = int_field(s, "opcode", f"crush rule '{rule}': step", 0, MAX_ID)
+    op = OPCODES.get(code)
+    if op is None or op not in STEP_ARGS:
+        return RuleStep(f"opcode {code}")
+    what = f"crush rule '{rule}': step {op} (opcode {code})"
+    a1, a2 = STEP_ARGS[op]
+    most = MAX_OSD - 1 if a1 == "item" else MAX_POOL_SIZE if a2 else MAX_TRIES
+    arg1 = int_field(s, "arg1", what, -MAX_BUCKETS if a1 == "item" else -most, most, 0)
+    arg2 = int_field(s, "arg2", what, 0, MAX_ID, 0)
+    if a2 is not None and arg2 not in set(types.values()):
+        raise AdvisorError.invalid(f"{what}: unknown bucket type id {arg2}")
+    return RuleStep(op, arg1, arg2 if a2 is not None else 0)
 
 
 def load_rules(crush: Json, types: Mapping[str, int]) -> Dict[int, Rule]:

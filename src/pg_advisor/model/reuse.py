@@ -107,12 +107,17 @@ class SnapshotReuse:
                 return kept
             return self._read(key, load, now)
 
+    @property
+    def costly(self) -> bool:
+        """Whether the last read took COSTLY seconds or more (False before the first)."""
+        with self._lock:
+            return self._snap is not None and self._took >= COSTLY
+
     def fresh_read_costly(self, key: Optional[ChangeKey], now: float) -> bool:
         """Whether a fresh snapshot under `key` now means a costly read (the last took
         COSTLY seconds or more): one runs already, or the kept snapshot would not serve."""
-        with self._lock:
-            if self._snap is None or self._took < COSTLY:
-                return False
+        if not self.costly:
+            return False
         if self._reading.locked():
             return True
         try:

@@ -9,12 +9,15 @@ SPREAD_KEYS = ("osds", "min", "max", "mean", "stdev", "max_deviation")
 
 
 def map_text(r: Mapping[str, Any]) -> str:
-    rows = [[pgid, "[" + ",".join(str(o) for o in up) + "]"] for pgid, up in r.items()]
+    pgs: Mapping[str, Any] = r["pgs"]
+    rows = [[pgid, "[" + ",".join(str(o) for o in up) + "]"] for pgid, up in pgs.items()]
     out = table(["pgid", "up"], rows)
-    nowhere = sum(1 for up in r.values() if not any(0 <= o < CRUSH_ITEM_NONE for o in up))
+    nowhere = sum(1 for up in pgs.values() if not any(0 <= o < CRUSH_ITEM_NONE for o in up))
     if nowhere:     # a new cluster's pools before its OSDs, or every OSD of a rule out
-        out += (f"\n{nowhere} of {len(r)} PGs have nowhere to go: CRUSH finds no OSD for them "
+        out += (f"\n{nowhere} of {len(pgs)} PGs have nowhere to go: CRUSH finds no OSD for them "
                 f"that exists, is up and is in")
+    for a in r["not_mapped"]:
+        out += f"\npool {printable(a['pool'])} (id {a['pool_id']}) not mapped: {printable(a['reason'])}"
     return out
 
 

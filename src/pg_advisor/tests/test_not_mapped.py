@@ -1,6 +1,8 @@
 """A pool whose rule the CRUSH model cannot follow is set aside with the reason; every
 other pool is answered as before (one such rule once made every command fail)."""
 import copy
+import json
+from pathlib import Path
 from typing import Any, Dict
 
 import pytest
@@ -10,6 +12,8 @@ from pg_advisor_testkit.loose import health_checks, status_report
 from pg_advisor.balance.balancer import Balancer
 from pg_advisor.model import options, snapshot
 from pg_advisor.model.errors import AdvisorError
+
+from .cli_harness import run_here, write
 
 
 def with_bucket(dumps: Dict[str, Any], **fields: str) -> snapshot.Snapshot:
@@ -98,3 +102,50 @@ def test_the_older_bucket_algorithms_are_mapped(dumps: Dict[str, Any], alg: str)
     assert snap.unmapped == () and [p.name for p in snap.pools] == ["rbd", "ecpool", "fast"]
     rows = {p["name"]: p for p in status_report(snap)["pools"]}
     assert rows["fast"]["not_mapped"] is None and rows["fast"]["recommended_pg_num"] is not None
+
+
+def test_steps_dumped_by_op_code_are_read_as_their_named_forms(dumps: Dict[str, Any]) -> None:
+    """`ceph osd crush dump` prints set_choose_local_tries, set_chooseleaf_vary_r, ... as
+    {"opcode": N, "arg1": A, "arg2": B} (CrushWrapper::dump_rule's default branch): read as
+    the same steps named, the map and the rule's pools are read and mapped alike."""
+    named, coded = copy.deepcopy(dumps), copy.deepcopy(dumps)
+    named["crush"]["rules"][2]["steps"][:0] = [{"op": "set_chooseleaf_vary_r", "num": 1},
+                                               {"op": "set_chooseleaf_stable", "num": 1}]
+    coded["crush"]["rules"][2]["steps"][:0] = [{"opcode": 12, "arg1": 1, "arg2": 0},
+                                               {"opcode": 13, "arg1": 1, "arg2": 0}]
+    a = snapshot.load(named["osd_dump"], named["crush"], named["pg_dump"], named["df"])
+    b = snapshot.load(coded["osd_dump"], coded["crush"], coded["pg_dump"], coded["df"])
+    assert a.rules[2].steps == b.rules[2].steps
+    assert b.unmapped == () and [p.name for p in b.pools] == ["rbd", "ecpool", "fast"]
+    assert (status_report(a)["pools"] == status_report(b)["pools"])
+    # one the model does not follow, by code too: that rule's pools alone are set aside
+    coded["crush"]["rules"][2]["steps"][0] = {"opcode": 10, "arg1": 1, "arg2": 0}
+    c = snapshot.load(coded["osd_dump"], coded["crush"], coded["pg_dump"], coded["df"])
+    assert [p.name for p, _ in c.unmapped] == ["fast"]
+    assert c.unmapped[0][1].startswith("crush rule 'fast' sets set_choose_local_tries 1")
+    coded["crush"]["rules"][2]["steps"][0] = {"opcode": 99, "arg1": 0, "arg2": 0}
+    d = snapshot.load(coded["osd_dump"], coded["crush"], coded["pg_dump"], coded["df"])
+    assert [(p.name, why) for p, why in d.unmapped] == [
+        ("fast", "crush rule 'fast' has a step 'opcode 99', which pg_advisor does not map")]
+
+
+def test_map_names_what_it_sets_aside_and_fails_when_nothing_is_left(tmp_path: Path,
+                                                                     dumps: Dict[str, Any]) -> None:
+    d = copy.deepcopy(dumps)
+    d["crush"]["rules"][2]["steps"].insert(1, {"op": "choose_future", "num": 2, "type": "host"})
+    argv = write(tmp_path, d)
+    code, out, err, *_ = run_here(argv + ["map", "-f", "json"])
+    r = json.loads(out)
+    assert code == 0 and err == "" and r["not_mapped"] == [
+        {"pool": "fast", "pool_id": 3,
+         "reason": "crush rule 'fast' has a step 'choose_future', which pg_advisor does not map"}]
+    assert {k.split(".")[0] for k in r["pgs"]} == {"1", "2"}
+    code, out, err, *_ = run_here(argv + ["map"])
+    assert code == 0 and out.rstrip().endswith(
+        "pool fast (id 3) not mapped: crush rule 'fast' has a step 'choose_future', which "
+        "pg_advisor does not map"), out[-300:]
+    # every pool set aside: nothing answered, exit 2, the reasons on stderr
+    d["crush"]["tunables"]["choose_local_tries"] = 2
+    code, out, err, *_ = run_here(write(tmp_path, d) + ["map", "-f", "json"])
+    assert code == 2 and out == "" and "no pool mapped: pool 'rbd': the CRUSH tunable" in err, err
+    assert "pool 'fast'" in err
