@@ -1,8 +1,11 @@
 """Maps that mix every bucket algorithm Ceph maps (uniform, list, tree, straw, straw2): each
 `BucketCase` is a layout whose buckets take their algorithm by type and name, a firstn rule, an
 indep one and a straw_calc_version, checked against osdmaptool and crushtool --test (doc/crush.rst).
-`python3 -m qa.maps.bucket_maps [DIR]` writes the unit tests' fixture (fixtures/buckets).
+`python3 -m qa.maps.bucket_maps [DIR]` writes the unit tests' fixture (fixtures/buckets),
+`... --legacy [DIR]` the one under argonaut's tunables (fixtures/legacy). LEGACY_CASES map
+under the tunables of argonaut and bobtail, or a rule's own set_choose_local_* steps.
 """
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +49,7 @@ class BucketCase(MapCase):
                               "chooseleaf indep 0 type host", "emit")
     ec_size: int = 6                      # crushtool's num_rep for the indep rule
     straw_calc_version: int = 1
+    legacy: Tuple[Tuple[str, int], ...] = ()   # tunables set otherwise (argonaut's, bobtail's)
 
     def rules(self, pool_rule: int = 0) -> List[str]:
         """The firstn rule (`steps`) and the indep one; the pool's (`pool_rule` 0: firstn) gets id 0."""
@@ -53,8 +57,10 @@ class BucketCase(MapCase):
         return [rule(self.steps, "firstn", ids[0]), rule(self.indep, "indep", ids[1])]
 
     def text(self, pool_rule: int = 0) -> str:
-        return crush_text(self.layout, self.rules(pool_rule)).replace(
-            "tunable straw_calc_version 1\n", f"tunable straw_calc_version {self.straw_calc_version}\n")
+        text = crush_text(self.layout, self.rules(pool_rule))
+        for name, value in (("straw_calc_version", self.straw_calc_version),) + self.legacy:
+            text = re.sub(rf"^tunable {name} \d+$", f"tunable {name} {value}", text, count=1, flags=re.M)
+        return text
 
     def runs(self) -> List[Tuple[int, int, Dict[int, float]]]:
         """crushtool --test runs on the map of pool_rule 0: (rule, num_rep, reweights)."""
@@ -109,22 +115,64 @@ CASES: List[BucketCase] = [
 ]
 
 
+# the tunables of argonaut and bobtail, which Ceph still maps (ceph osd crush tunables NAME)
+ARGONAUT = (("choose_local_tries", 2), ("choose_local_fallback_tries", 5), ("choose_total_tries", 19),
+            ("chooseleaf_descend_once", 0), ("chooseleaf_vary_r", 0), ("chooseleaf_stable", 0))
+BOBTAIL = (("choose_local_tries", 0), ("choose_local_fallback_tries", 0), ("choose_total_tries", 50),
+           ("chooseleaf_descend_once", 1), ("chooseleaf_vary_r", 0), ("chooseleaf_stable", 0))
+LEGACY_CASES: List[BucketCase] = [
+    *(BucketCase(f"{name}-hosts-of-every-alg",
+                 Layout(0, 10, 5, weight=uniform_hosts_even(ALGS, 5), alg_of=by_index(ALGS)),
+                 straw_calc_version=0, legacy=tun, mark_out=(12,), crush_weights={7: 0.0, 23: 0.5},
+                 reweights=({}, {1: 0.0, 2: 0.5, 13: 0.0, 18: 0.3, 21: 0.75, 33: 0.0}))
+      for name, tun in (("argonaut", ARGONAUT), ("bobtail", BOBTAIL))),
+    BucketCase("argonaut-racks", Layout(3, 3, 3, weight=lambda o: (1.0, 2.0, 2.0)[o % 3],
+                                        alg_of=by_index(RACKED_HOSTS, ("straw", "list", "uniform"), "straw")),
+               steps=("take default", "choose firstn 0 type rack", "chooseleaf firstn 1 type host", "emit"),
+               legacy=ARGONAUT, straw_calc_version=0, mark_out=(20,), crush_weights={3: 0.0},
+               reweights=({}, {0: 0.0, 1: 0.0, 9: 0.5, 19: 0.0, 22: 0.6})),
+    # a third of a wide host's OSDs out: many collisions, the fallback's permutation draws
+    *(BucketCase(f"argonaut-osds-of-one-{alg}-host",
+                 Layout(0, 4, 12, weight=uniform_hosts_even(WIDE, 12), alg_of=by_index(WIDE)),
+                 steps=(f"take host{h}", "choose firstn 0 type osd", "emit"),
+                 indep=(f"take host{h}", "choose indep 0 type osd", "emit"),
+                 size=6, ec_size=9, pg_bits=5, legacy=ARGONAUT, mark_out=(12 * h + 3,),
+                 reweights=({}, {12 * h + o: 0.0 for o in (0, 2, 5, 7)} | {12 * h + 9: 0.5},
+                            {12 * h + o: 0.0 for o in range(1, 12, 2)}))
+      for h, alg in enumerate(WIDE)),
+    # firefly's tunables, the local retries set by the rule's own steps
+    BucketCase("local-tries-by-rule-steps",
+               Layout(0, 10, 5, weight=uniform_hosts_even(ALGS, 5), alg_of=by_index(ALGS)),
+               steps=("set_choose_local_tries 1", "set_choose_local_fallback_tries 3", "take default",
+                      "chooseleaf firstn 0 type host", "emit"),
+               mark_out=(12,), reweights=({}, {1: 0.0, 2: 0.5, 13: 0.0, 21: 0.75})),
+]
+
+
 FIXTURE_CASE = BucketCase(
     "fixture", Layout(0, 5, 3, weight=lambda o: (1.0, 1.0, 2.0)[o % 3] if o // 3 else 1.0,
                       alg_of=by_index(ALGS)),
     straw_calc_version=0, pg_bits=6, mark_out=(4,), crush_weights={10: 0.0},
     reweights=({}, {1: 0.0, 5: 0.5, 7: 0.0, 11: 0.75}))
 FIXTURE_X = 1023
+# argonaut's tunables over 4 wide hosts of the older algorithms, 4 replicas of 4 hosts: the
+# local retries and the fallback's permutation draws at every level
+LEGACY_FIXTURE = FIXTURES / "legacy"
+LEGACY_FIXTURE_CASE = BucketCase(
+    "legacy-fixture", Layout(0, 4, 12, weight=uniform_hosts_even(WIDE, 12), alg_of=by_index(WIDE)),
+    size=4, ec_size=4, pg_bits=4, legacy=ARGONAUT, mark_out=(5,), crush_weights={13: 0.0},
+    reweights=({}, {0: 0.0, 2: 0.0, 14: 0.5, 25: 0.0, 27: 0.0, 29: 0.0, 40: 0.25}))
 
 
-def write_fixture(tools: Tools, dest: Path) -> None:
+def write_fixture(tools: Tools, dest: Path, case: BucketCase = FIXTURE_CASE) -> None:
     """A 15-OSD map (a host of each algorithm under a straw root, straw_calc_version 0, osd.4 out,
-    osd.10 of CRUSH weight 0): its dumps, osdmaptool's PGs under each rule, crushtool's results."""
+    osd.10 of CRUSH weight 0), or `case`'s: its dumps, osdmaptool's PGs under each rule,
+    crushtool's results."""
     files: Dict[str, Any] = {}
     with tools.work() as work:
         for pool_rule in (0, 1):
-            got = map_files(FIXTURE_CASE.make(tools, work / f"rule{pool_rule}", pool_rule),
-                            FIXTURE_CASE.runs() if pool_rule == 0 else (), FIXTURE_X)
+            got = map_files(case.make(tools, work / f"rule{pool_rule}", pool_rule),
+                            case.runs() if pool_rule == 0 else (), FIXTURE_X)
             files[f"crush_dump_rule{pool_rule}.json"] = got.pop("crush_dump.json")
             files[f"osdmaptool_dump_all_rule{pool_rule}.txt"] = got.pop("osdmaptool_dump_all.txt")
             if pool_rule == 0:
@@ -132,5 +180,11 @@ def write_fixture(tools: Tools, dest: Path) -> None:
     write_files(dest, files)
 
 
-if __name__ == "__main__":
+def write_legacy_fixture(tools: Tools, dest: Path) -> None:
+    write_fixture(tools, dest, LEGACY_FIXTURE_CASE)
+
+
+if __name__ == "__main__":     # [--legacy] [DIR]
+    if sys.argv[1:2] == ["--legacy"]:
+        sys.exit(write_fixture_main(sys.argv[2:], "bucket_maps", LEGACY_FIXTURE, write_legacy_fixture))
     sys.exit(write_fixture_main(sys.argv[1:], "bucket_maps", FIXTURE, write_fixture))

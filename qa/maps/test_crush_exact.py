@@ -16,7 +16,8 @@ from pg_advisor.rules.reach import rule_weights
 
 from ..cluster import Cluster
 from .bucket_maps import ALGS as BUCKET_ALGS, CASES as BUCKET_CASES, FIXTURE as BUCKET_FIXTURE
-from .bucket_maps import BucketCase, write_fixture as write_bucket_fixture
+from .bucket_maps import LEGACY_CASES, LEGACY_FIXTURE, BucketCase, write_legacy_fixture
+from .bucket_maps import write_fixture as write_bucket_fixture
 from .crushgen import (HOST, REPLICATED_HOST, TUNABLES, GeneratedMap, Layout, OsdMapSpec, crush_test,
                        generate, mismatches, rule, run)
 from .test_crush_msr import crush_mismatches
@@ -277,7 +278,8 @@ def bucket_case_maps(tmp: Path, case: BucketCase) -> List[Tuple[GeneratedMap, sn
     return out
 
 
-@pytest.mark.parametrize("case", BUCKET_CASES, ids=[c.name for c in BUCKET_CASES])
+@pytest.mark.parametrize("case", BUCKET_CASES + LEGACY_CASES,
+                         ids=[c.name for c in BUCKET_CASES + LEGACY_CASES])
 def test_every_bucket_algorithm_as_ceph_maps_it(tmp_path: Path, case: BucketCase) -> None:
     maps = bucket_case_maps(tmp_path, case)
     for gm, snap in maps:
@@ -314,13 +316,16 @@ def test_the_straw_calc_version_matters(tmp_path: Path, version: int) -> None:
     assert mismatches(snapshot.load(osd_dump, crush), gm.reference())
 
 
-def test_bucket_fixture_is_what_ceph_says(tmp_path: Path) -> None:
-    # the unit tests' fixture (pg_advisor_testkit/fixtures/buckets) made again gives the same answers
-    # (the osd dump is a new map's: its fsid and dates differ each time)
-    write_bucket_fixture(HOST, tmp_path / "fresh")
-    names = sorted(f.name for f in BUCKET_FIXTURE.iterdir())
+@pytest.mark.parametrize("fixture, write", [(BUCKET_FIXTURE, write_bucket_fixture),
+                                            (LEGACY_FIXTURE, write_legacy_fixture)],
+                         ids=["buckets", "legacy"])
+def test_bucket_fixture_is_what_ceph_says(tmp_path: Path, fixture: Path, write: Any) -> None:
+    # the unit tests' fixtures (pg_advisor_testkit/fixtures/buckets, .../legacy) made again give
+    # the same answers (the osd dump is a new map's: its fsid and dates differ each time)
+    write(HOST, tmp_path / "fresh")
+    names = sorted(f.name for f in fixture.iterdir())
     assert names == sorted(f.name for f in (tmp_path / "fresh").iterdir()) and len(names) == 6
-    for f in sorted(f for f in BUCKET_FIXTURE.iterdir() if f.name != "osd_dump.json"):
+    for f in sorted(f for f in fixture.iterdir() if f.name != "osd_dump.json"):
         got = (tmp_path / "fresh" / f.name).read_text()
         if f.name.startswith("crush_dump"):
             _same_map(json.loads(got), json.loads(f.read_text()), f.name)

@@ -126,6 +126,12 @@ def choose(tables: Tables, alg: int, bucket: np.ndarray, s: int, x: np.ndarray,
     raise ValueError(f"bucket algorithm {alg} has no draw here")
 
 
+def perm_column(bid: np.ndarray, s: int, x: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """bucket_perm_choose's column for buckets `bid` (ids) of size s: a uniform bucket's
+    draw, and any bucket's fallback draw under choose_local_fallback_tries."""
+    return _blocks(bid.size, s, lambda sl: _uniform(bid[sl], s, x[sl], r[sl]))
+
+
 def _uniform(bid: np.ndarray, s: int, x: np.ndarray, r: np.ndarray) -> np.ndarray:
     n = bid.size
     pr = (r & M32) % s               # (C: an int taken modulo an unsigned size)

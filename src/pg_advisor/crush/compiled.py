@@ -3,14 +3,13 @@
 Buckets are rows indexed by -1-id (CRUSH's own indexing); their items and 16.16 weights
 are padded to the widest bucket. Rules keep their steps with type names resolved.
 """
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
 from ..model.errors import AdvisorError
-from ..model.mappable import bucket_problem, step_problem, tunables_problem
+from ..model.mappable import bucket_problem
 from ..model.snapshot import STEP_ARGS, TUNABLES, Rule, Snapshot
 from .buckets import ALG_IDS, NEEDS_AUX, Tables, aux_row
 
@@ -97,15 +96,10 @@ class CompiledCrush:
         return None
 
     def check_mappable(self, rule: Rule) -> None:
-        """Refuse, with model/mappable.py's sentence, a rule it would set aside: legacy
-        tunables, a step's argument or a bucket reached that we cannot map exactly."""
+        """Refuse, with model/mappable.py's sentence, a rule it would set aside: a bucket
+        reached that we cannot map exactly."""
         if ("reachable", rule.id) in self.memo:
             return
-        why = tunables_problem(dataclasses.asdict(self.tunables))
-        for s in rule.steps:
-            why = why or step_problem(rule.name, s.op, s.arg1)
-        if why is not None:
-            raise AdvisorError.invalid(why)
         stack = [s.arg1 for s in rule.steps if s.op == "take" and s.arg1 < 0]
         seen = set()
         while stack:

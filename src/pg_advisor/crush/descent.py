@@ -63,6 +63,19 @@ class RunContext:
             out[sel] = cm.items[bb, win]
         return out
 
+    def perm_choose(self, b: np.ndarray, x: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """bucket_perm_choose on each row's bucket b (an index), whatever its algorithm: the
+        item at position r % size of the bucket's permutation for x (mapper.c's fallback
+        draw under choose_local_fallback_tries; a uniform bucket's own draw)."""
+        cm = self.cm
+        out = np.empty(b.shape[0], dtype=np.int64)
+        sizes = cm.size[b]
+        for s in np.unique(sizes).tolist():
+            sel = np.flatnonzero(sizes == s)
+            self.work.draws += sel.size * s
+            out[sel] = cm.items[b[sel], buckets.perm_column(-1 - b[sel], s, x[sel], r[sel])]
+        return out
+
     def is_out(self, item: np.ndarray, x: np.ndarray) -> np.ndarray:
         """Reweight as a per-input coin flip: an OSD at 0.8 rejects ~20% of inputs."""
         wmax = self.dev_weight.shape[0]

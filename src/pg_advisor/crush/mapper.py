@@ -12,12 +12,13 @@ from typing import NamedTuple, Optional, Tuple
 import numpy as np
 
 from ..model.constants import CRUSH_ITEM_NONE, CRUSH_ITEM_UNDEF
-from ..model.mappable import LOCAL_TRIES
 from ..model.work import count
 from ..model.snapshot import Rule
 from .compiled import MSR_RULE_TYPES, MSR_STEP_OPS
 from .descent import BAD, EMPTY, OK, RunContext
 
+KNOB_STEPS = {"set_chooseleaf_vary_r": "vary_r", "set_chooseleaf_stable": "stable",
+              "set_choose_local_tries": "local_tries", "set_choose_local_fallback_tries": "local_fallback"}
 AHEAD_ROWS = 64   # tries drawn at once in a retry: up to this many (row, try) pairs
 AHEAD_MAX = 8     # and at most this many tries of one row
 
@@ -37,6 +38,8 @@ class Choose(NamedTuple):
     vary_r: int = 0           # firstn's chooseleaf tunables
     stable: int = 0
     numrep: int = 0           # indep's: r's stride from one pass to the next
+    local_tries: int = 0      # firstn's retries in the bucket of a collision (pre-firefly)
+    local_fallback: int = 0   # ... and of any failure, by permutation past half its size
 
     def leaf(self) -> "Choose":
         """The choose of a device below each item of a chooseleaf (mapper.c's recursion)."""
@@ -67,13 +70,23 @@ class IndepRows(NamedTuple):
     parent_r: np.ndarray      # the r of the chooseleaf above (0 at the top)
 
 
+def choose_firstn(ctx: RunContext, batch: FirstnRows, spec: Choose,
+                  reach: Optional[np.ndarray] = None) -> np.ndarray:
+    """crush_choose_firstn over rows: fills out (and out2) in place, returns outpos. Under
+    local retries (argonaut's and bobtail's tunables) by firstn_local.py."""
+    if spec.local_tries > 0 or spec.local_fallback > 0:
+        from .firstn_local import choose_firstn_local     # (it builds on this module)
+        return choose_firstn_local(ctx, batch, spec, reach)
+    return _choose_firstn(ctx, batch, spec, reach)
+
+
 def _choose_firstn(ctx: RunContext, batch: FirstnRows, spec: Choose,
                    reach: Optional[np.ndarray] = None) -> np.ndarray:
     """crush_choose_firstn over rows; fills out (and out2) in place, returns outpos.
     `reach` (a top-level choose, whose `out` holds only its own picks): a row that has
     placed every item its bucket can reach stops (each further try would collide)."""
     bucket, x, out, out2, outpos, count, rep_start, rep_end, parent_r = batch
-    type_id, tries, _, recurse_to_leaf, vary_r, stable, _ = spec
+    type_id, tries, recurse_to_leaf = spec.type_id, spec.tries, spec.recurse_to_leaf
     outpos = outpos.copy()
     count = count.copy()
     cols = np.arange(out.shape[1])
@@ -100,23 +113,9 @@ def _choose_firstn(ctx: RunContext, batch: FirstnRows, spec: Choose,
             reject = status == EMPTY
             leaves: Optional[np.ndarray] = None
             if recurse_to_leaf and out2 is not None:
-                cand = ok & ~collide
                 leaves = out2[rows]
-                sub = np.flatnonzero(cand & (item < 0))
-                if sub.size:
-                    lr = rows[sub]
-                    sub_r = (r[sub] >> (vary_r - 1)) if vary_r else np.zeros(sub.size, np.int64)
-                    leaf = leaves[sub]
-                    p = pos[sub]
-                    got = _choose_firstn(
-                        ctx, FirstnRows(-1 - item[sub], x[lr], leaf, None, p, count[lr],
-                                        np.zeros_like(p) if stable else p,
-                                        np.ones_like(p) if stable else p + 1, sub_r),
-                        spec.leaf())
-                    leaves[sub] = leaf
-                    reject[sub] = got <= p
-                dev = np.flatnonzero(cand & (item >= 0))
-                leaves[dev, pos[dev]] = item[dev]
+                reject |= place_leaves(ctx, spec, leaves, ok & ~collide,
+                                       LeafTries(item, x[rows], r, pos, count[rows]))
             chk = np.flatnonzero(ok & ~collide & ~reject & (itype == 0))
             if chk.size:
                 reject[chk] = ctx.is_out(item[chk], x[rows[chk]])
@@ -134,6 +133,37 @@ def _choose_firstn(ctx: RunContext, batch: FirstnRows, spec: Choose,
             ftotal[todo] += ahead
             todo = todo[~np.isin(todo, done) & (ftotal[todo] < tries)]
     return outpos
+
+
+class LeafTries(NamedTuple):
+    """Tries of a chooseleaf firstn, one per element: the item each drew, its row's input,
+    the r it drew with, the position it fills and its row's room left (mapper.c's count)."""
+    item: np.ndarray
+    x: np.ndarray
+    r: np.ndarray
+    pos: np.ndarray
+    room: np.ndarray
+
+
+def place_leaves(ctx: RunContext, spec: Choose, leaves: np.ndarray, keep: np.ndarray,
+                 t: LeafTries) -> np.ndarray:
+    """The device below each kept try's item at its position in `leaves` (its row's copy
+    of out2): mapper.c's recursion into a bucket (r >> (vary_r - 1), one rep or, with
+    stable, from 0), or the item itself where it is a device. Which tries found none."""
+    failed = np.zeros(t.item.size, dtype=bool)
+    sub = np.flatnonzero(keep & (t.item < 0))
+    if sub.size:
+        sub_r = (t.r[sub] >> (spec.vary_r - 1)) if spec.vary_r else np.zeros(sub.size, np.int64)
+        leaf = leaves[sub]
+        p = t.pos[sub]
+        got = choose_firstn(ctx, FirstnRows(
+            -1 - t.item[sub], t.x[sub], leaf, None, p, t.room[sub], np.zeros_like(p) if spec.stable else p,
+            np.ones_like(p) if spec.stable else p + 1, sub_r), spec.leaf())
+        leaves[sub] = leaf
+        failed[sub] = got <= p
+    dev = np.flatnonzero(keep & (t.item >= 0))
+    leaves[dev, t.pos[dev]] = t.item[dev]
+    return failed
 
 
 def _choose_indep(ctx: RunContext, batch: IndepRows, spec: Choose,
@@ -312,7 +342,9 @@ def do_rule(ctx: RunContext, rule: Rule, x: np.ndarray,
     t = cm.tunables
     choose_tries = t.choose_total_tries + 1   # the tunable counts retries, not tries
     leaf_tries = 0
-    vary_r, stable = t.chooseleaf_vary_r, t.chooseleaf_stable
+    # the firstn knobs a rule's set_* step overrides when its argument is 0 or more
+    knobs = {"vary_r": t.chooseleaf_vary_r, "stable": t.chooseleaf_stable,
+             "local_tries": t.choose_local_tries, "local_fallback": t.choose_local_fallback_tries}
     w = np.full((n, result_max), CRUSH_ITEM_NONE, dtype=np.int64)
     wsize = np.zeros(n, dtype=np.int64)
     result = np.full((n, result_max), CRUSH_ITEM_NONE, dtype=np.int64)
@@ -329,14 +361,9 @@ def do_rule(ctx: RunContext, rule: Rule, x: np.ndarray,
         elif step.op == "set_chooseleaf_tries":
             if step.arg1 > 0:
                 leaf_tries = step.arg1
-        elif step.op in LOCAL_TRIES:
-            continue        # 0 or less: the default (check_mappable refused the rest)
-        elif step.op == "set_chooseleaf_vary_r":
+        elif step.op in KNOB_STEPS:
             if step.arg1 >= 0:
-                vary_r = step.arg1
-        elif step.op == "set_chooseleaf_stable":
-            if step.arg1 >= 0:
-                stable = step.arg1
+                knobs[KNOB_STEPS[step.op]] = step.arg1
         elif step.op in MSR_STEP_OPS:
             continue        # unknown to crush_do_rule outside an msr rule: skipped
         elif step.op.startswith("choose"):
@@ -351,7 +378,7 @@ def do_rule(ctx: RunContext, rule: Rule, x: np.ndarray,
             numrep = step.arg1 if step.arg1 > 0 else step.arg1 + result_max
             if firstn:
                 recurse_tries = leaf_tries or (1 if t.chooseleaf_descend_once else choose_tries)
-                spec = Choose(step.arg2, choose_tries, recurse_tries, leafy, vary_r, stable)
+                spec = Choose(step.arg2, choose_tries, recurse_tries, leafy, **knobs)
             else:
                 spec = Choose(step.arg2, choose_tries, leaf_tries or 1, leafy, numrep=numrep)
             for i in range(int(wsize.max()) if numrep > 0 else 0):
@@ -366,9 +393,9 @@ def do_rule(ctx: RunContext, rule: Rule, x: np.ndarray,
                 zeros = np.zeros(rows.size, dtype=np.int64)
                 room = result_max - osize[rows]
                 if firstn:
-                    got = _choose_firstn(ctx, FirstnRows(b, x[rows], seg, seg2, zeros, room, zeros,
-                                                         np.full(rows.size, numrep), zeros),
-                                         spec, ctx.reach(step.arg2, leafy or step.arg2 == 0))
+                    got = choose_firstn(ctx, FirstnRows(b, x[rows], seg, seg2, zeros, room, zeros,
+                                                        np.full(rows.size, numrep), zeros),
+                                        spec, ctx.reach(step.arg2, leafy or step.arg2 == 0))
                 else:
                     got = np.minimum(numrep, room)
                     _choose_indep(ctx, IndepRows(b, x[rows], got, seg, seg2, zeros, zeros), spec,

@@ -13,27 +13,9 @@ from .cluster import Bucket, Pool, Rule
 # crush/compiled.py reads these)
 MAPPED_ALGS = ("uniform", "list", "tree", "straw", "straw2")
 MAPPED_HASH = "rjenkins1"
-# rule steps whose positive argument the model does not follow (pre-firefly maps)
-LOCAL_TRIES = ("set_choose_local_tries", "set_choose_local_fallback_tries")
 # a tree bucket keeps its node count (1 << depth) in 8 bits: past 64 items it wraps to 0
 # and Ceph cannot build the bucket (crushtool -c dies) or draw from it
 TREE_MAX_ITEMS = 64
-
-
-def tunables_problem(tunables: Mapping[str, Any]) -> Optional[str]:
-    """Why no rule of a map with these tunables can be mapped exactly, or None."""
-    for t in ("choose_local_tries", "choose_local_fallback_tries"):
-        if int(tunables.get(t, 0)) > 0:
-            return (f"the CRUSH tunable {t} is {tunables[t]}; pg_advisor maps the tunables of "
-                    f"firefly and later, where it is 0")
-    return None
-
-
-def step_problem(rule_name: str, op: str, num: int) -> Optional[str]:
-    """Why a rule's step (known to the model) cannot be mapped exactly, or None."""
-    if op in LOCAL_TRIES and num > 0:
-        return f"crush rule '{rule_name}' sets {op} {num}; pg_advisor maps it at 0 only"
-    return None
 
 
 def bucket_problem(rule_name: str, bucket_name: str, alg: str, hash_name: str,
@@ -57,15 +39,9 @@ def rule_problem(rule: Optional[Rule], mapped_ops: Sequence[str],
     refuses to map the same things, in the same words, to a caller that did not ask.)"""
     if rule is None:
         return None
-    why = tunables_problem(tunables)
-    if why is not None:
-        return why
     for s in rule.steps:
         if s.op not in mapped_ops:
             return f"crush rule '{rule.name}' has a step '{s.op}', which pg_advisor does not map"
-        why = step_problem(rule.name, s.op, s.arg1)
-        if why is not None:
-            return why
     return _bucket_problem(rule, buckets)
 
 

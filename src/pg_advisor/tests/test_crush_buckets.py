@@ -2,11 +2,13 @@
 made (qa/maps/bucket_maps.py writes it; qa/maps/test_crush_exact.py checks it is still what
 they say and compares many more maps): 15 OSDs in 5 hosts, one of each algorithm, under a
 straw root, straw_calc_version 0, osd.4 out and osd.10 of CRUSH weight 0; a firstn rule
-and an indep one. And crush_calc_straw itself against libceph-common's."""
+and an indep one; and the same checks on the fixture under argonaut's tunables
+(test_crush_legacy.py). And crush_calc_straw itself against libceph-common's."""
 import copy
 import ctypes
 import json
 import random
+from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import numpy as np
@@ -24,15 +26,19 @@ from .test_crush import LIBCEPH, needs_lib
 from .test_crush_msr import crush_results, differ
 
 BUCKETS = FIXTURES / "buckets"
+LEGACY = FIXTURES / "legacy"      # argonaut's tunables (test_crush_legacy.py)
 
 
-def load(pool_rule: int, crush: Any = None) -> snapshot.Snapshot:
-    crush = crush or read(f"crush_dump_rule{pool_rule}.json", BUCKETS)
-    return snapshot.load(read("osd_dump.json", BUCKETS), crush)
+def load(pool_rule: int, crush: Any = None, fixture: Path = BUCKETS) -> snapshot.Snapshot:
+    crush = crush or read(f"crush_dump_rule{pool_rule}.json", fixture)
+    return snapshot.load(read("osd_dump.json", fixture), crush)
 
 
-def pg_mismatches(snap: snapshot.Snapshot, pool_rule: int) -> List[str]:
-    ref = parse_dump_all((BUCKETS / f"osdmaptool_dump_all_rule{pool_rule}.txt").read_text())
+def pg_mismatches(snap: snapshot.Snapshot, pool_rule: int, fixture: Path = BUCKETS,
+                  pgs: int = 960) -> List[str]:
+    """Each PG whose up set or primary differs from osdmaptool's in `fixture` (which holds
+    `pgs` PGs)."""
+    ref = parse_dump_all((fixture / f"osdmaptool_dump_all_rule{pool_rule}.txt").read_text())
     placer = Placer(snap)
     bad, seen = [], 0
     for pool in snap.pools:
@@ -42,12 +48,12 @@ def pg_mismatches(snap: snapshot.Snapshot, pool_rule: int) -> List[str]:
             seen += 1
             if got != ref[m.pgid(i)]:
                 bad.append(f"{m.pgid(i)}: ours {got}, Ceph {ref[m.pgid(i)]}")
-    assert seen == len(ref) == 960
+    assert seen == len(ref) == pgs
     return bad
 
 
-def bucket_runs() -> List[Dict[str, Any]]:
-    out: List[Dict[str, Any]] = json.loads((BUCKETS / "crushtool_test.json").read_text())
+def bucket_runs(fixture: Path = BUCKETS) -> List[Dict[str, Any]]:
+    out: List[Dict[str, Any]] = json.loads((fixture / "crushtool_test.json").read_text())
     return out
 
 
@@ -57,17 +63,19 @@ def test_the_fixture_holds_every_algorithm() -> None:
     assert crush["tunables"]["straw_calc_version"] == 0
 
 
+@pytest.mark.parametrize("fixture, pgs", [(BUCKETS, 960), (LEGACY, 768)], ids=["buckets", "legacy"])
 @pytest.mark.parametrize("pool_rule", [0, 1], ids=["firstn", "indep"])
-def test_every_pg_maps_as_osdmaptool_maps_it(pool_rule: int) -> None:
-    snap = load(pool_rule)
+def test_every_pg_maps_as_osdmaptool_maps_it(pool_rule: int, fixture: Path, pgs: int) -> None:
+    snap = load(pool_rule, fixture=fixture)
     assert not snap.unmapped and len(snap.pools) == 1
-    bad = pg_mismatches(snap, pool_rule)
+    bad = pg_mismatches(snap, pool_rule, fixture, pgs)
     assert not bad, f"{len(bad)} PGs differ, first: {bad[:5]}"
 
 
-def test_crush_do_rule_as_crushtool_computes_it() -> None:
-    snap = load(0)
-    got = bucket_runs()
+@pytest.mark.parametrize("fixture", [BUCKETS, LEGACY], ids=["buckets", "legacy"])
+def test_crush_do_rule_as_crushtool_computes_it(fixture: Path) -> None:
+    snap = load(0, fixture=fixture)
+    got = bucket_runs(fixture)
     assert [(r["rule"], bool(r["reweight"])) for r in got] == [(0, False), (1, False), (0, True), (1, True)]
     for run in got:
         bad = differ(crush_results(snap, run), run)

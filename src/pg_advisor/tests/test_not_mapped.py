@@ -11,6 +11,7 @@ from pg_advisor.analysis.plan import plan_report
 from pg_advisor_testkit.loose import health_checks, status_report
 from pg_advisor.balance.balancer import Balancer
 from pg_advisor.model import options, snapshot
+from pg_advisor.model.cluster import RuleStep
 from pg_advisor.model.errors import AdvisorError
 
 from .cli_harness import run_here, write
@@ -65,10 +66,15 @@ def test_plan_and_balance_answer_for_the_others(dumps: Dict[str, Any]) -> None:
     assert not [pg for pg in res.items if pg.startswith("3.")]      # nothing for fast (pool 3)
 
 
+def _every_rule_unknown(crush: Dict[str, Any]) -> None:
+    for r in crush["rules"]:
+        r["steps"].insert(1, {"op": "choose_future", "num": 2, "type": "host"})
+
+
 @pytest.mark.parametrize("change, reason", [
-    (lambda c: c["tunables"].update(choose_local_tries=2), "the CRUSH tunable choose_local_tries is 2"),
-    (lambda c: c["rules"][2]["steps"].insert(0, {"op": "set_choose_local_tries", "num": 1}),
-     "crush rule 'fast' sets set_choose_local_tries 1"),
+    (_every_rule_unknown, "crush rule '"),
+    (lambda c: c["rules"][2]["steps"].insert(0, {"opcode": 99, "arg1": 0, "arg2": 0}),
+     "crush rule 'fast' has a step 'opcode 99'"),
 ])
 def test_other_things_the_model_does_not_follow(dumps: Dict[str, Any], change: Any, reason: str) -> None:
     d = copy.deepcopy(dumps)
@@ -78,7 +84,7 @@ def test_other_things_the_model_does_not_follow(dumps: Dict[str, Any], change: A
     r = status_report(snap)         # still answered, each pool with its reason
     assert all(p["not_mapped"] for p in r["pools"] if p["name"] not in {q.name for q in snap.pools})
     assert "PG_ADVISOR_POOL_NOT_MAPPED" in health_checks(r)
-    # and so are a plan and a balance, for the pools left (none, under legacy tunables)
+    # and so are a plan and a balance, for the pools left (none, where every rule is aside)
     plan = plan_report(snap, options.make())
     assert {s["pool"] for s in plan["steps"]} <= {p.name for p in snap.pools}
     assert Balancer(snap).run().items is not None
@@ -118,11 +124,11 @@ def test_steps_dumped_by_op_code_are_read_as_their_named_forms(dumps: Dict[str, 
     assert a.rules[2].steps == b.rules[2].steps
     assert b.unmapped == () and [p.name for p in b.pools] == ["rbd", "ecpool", "fast"]
     assert (status_report(a)["pools"] == status_report(b)["pools"])
-    # one the model does not follow, by code too: that rule's pools alone are set aside
+    # argonaut's local retries, by code: mapped as the named step
     coded["crush"]["rules"][2]["steps"][0] = {"opcode": 10, "arg1": 1, "arg2": 0}
     c = snapshot.load(coded["osd_dump"], coded["crush"], coded["pg_dump"], coded["df"])
-    assert [p.name for p, _ in c.unmapped] == ["fast"]
-    assert c.unmapped[0][1].startswith("crush rule 'fast' sets set_choose_local_tries 1")
+    assert c.unmapped == () and c.rules[2].steps[0] == RuleStep("set_choose_local_tries", 1, 0)
+    # an op code crush.h does not name: that rule's pools alone are set aside
     coded["crush"]["rules"][2]["steps"][0] = {"opcode": 99, "arg1": 0, "arg2": 0}
     d = snapshot.load(coded["osd_dump"], coded["crush"], coded["pg_dump"], coded["df"])
     assert [(p.name, why) for p, why in d.unmapped] == [
@@ -145,7 +151,7 @@ def test_map_names_what_it_sets_aside_and_fails_when_nothing_is_left(tmp_path: P
         "pool fast (id 3) not mapped: crush rule 'fast' has a step 'choose_future', which "
         "pg_advisor does not map"), out[-300:]
     # every pool set aside: nothing answered, exit 2, the reasons on stderr
-    d["crush"]["tunables"]["choose_local_tries"] = 2
+    _every_rule_unknown(d["crush"])
     code, out, err, *_ = run_here(write(tmp_path, d) + ["map", "-f", "json"])
-    assert code == 2 and out == "" and "no pool mapped: pool 'rbd': the CRUSH tunable" in err, err
+    assert code == 2 and out == "" and "no pool mapped: pool 'rbd': crush rule '" in err, err
     assert "pool 'fast'" in err
