@@ -25,6 +25,11 @@ def bucket_problem(rule_name: str, bucket_name: str, alg: str, hash_name: str,
         return (f"crush rule '{rule_name}' reaches bucket '{bucket_name}' of algorithm 'tree' with "
                 f"{size} items; Ceph's tree buckets hold at most {TREE_MAX_ITEMS} (it cannot place "
                 f"anything under a bigger one)")
+    if alg == "tree" and "~" in bucket_name:
+        return (f"crush rule '{rule_name}' reaches bucket '{bucket_name}', a device-class shadow of a "
+                f"tree bucket: Ceph builds its node weights an item at a time into memory it does "
+                f"not clear (crush_add_tree_bucket_item), so only the binary CRUSH map holds them, "
+                f"not its JSON dump")
     if alg in MAPPED_ALGS and hash_name == MAPPED_HASH:
         return None
     return (f"crush rule '{rule_name}' reaches bucket '{bucket_name}' of algorithm '{alg}' "
