@@ -13,7 +13,8 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from pg_advisor_testkit.dumps import FIXTURES
 
-from .crushgen import Layout, MapCase, Tools, crush_text, map_files, rule, write_files, write_fixture_main
+from .crushgen import (Layout, MapCase, OsdMapSpec, Tools, crush_text, generate, map_files, rule, write_files,
+                       write_fixture_main)
 
 FIXTURE = FIXTURES / "buckets"
 ALGS = ("uniform", "list", "tree", "straw", "straw2")
@@ -115,6 +116,19 @@ CASES: List[BucketCase] = [
 ]
 
 
+def classes_over(host_algs: Sequence[str], rack_algs: Sequence[str], root_alg: str) -> Layout:
+    """80 OSDs in 4 racks of 5 hosts of 4, of weights 1 to 4; ssd every fifth OSD: a host
+    holds one ssd or none, so a shadow host holds a single item or none."""
+    return Layout(4, 5, 4, weight=lambda o: (1.0, 2.0, 4.0, 3.0)[o % 4],
+                  device_class=lambda o: "ssd" if o % 5 == 0 else "hdd",
+                  alg_of=by_index(host_algs, rack_algs, root_alg))
+
+
+CLASS_RULES = (rule(["take default class ssd", "chooseleaf firstn 0 type host", "emit"]),
+               rule(["set_chooseleaf_tries 5", "set_choose_tries 100", "take default class hdd",
+                     "choose indep 3 type rack", "chooseleaf indep 2 type host", "emit"]))
+
+
 # the tunables of argonaut and bobtail, which Ceph still maps (ceph osd crush tunables NAME)
 ARGONAUT = (("choose_local_tries", 2), ("choose_local_fallback_tries", 5), ("choose_total_tries", 19),
             ("chooseleaf_descend_once", 0), ("chooseleaf_vary_r", 0), ("chooseleaf_stable", 0))
@@ -158,6 +172,7 @@ FIXTURE_X = 1023
 # argonaut's tunables over 4 wide hosts of the older algorithms, 4 replicas of 4 hosts: the
 # local retries and the fallback's permutation draws at every level
 LEGACY_FIXTURE = FIXTURES / "legacy"
+TREE_CLASSES_FIXTURE = FIXTURES / "tree_classes"
 LEGACY_FIXTURE_CASE = BucketCase(
     "legacy-fixture", Layout(0, 4, 12, weight=uniform_hosts_even(WIDE, 12), alg_of=by_index(WIDE)),
     size=4, ec_size=4, pg_bits=4, legacy=ARGONAUT, mark_out=(5,), crush_weights={13: 0.0},
@@ -184,7 +199,29 @@ def write_legacy_fixture(tools: Tools, dest: Path) -> None:
     write_fixture(tools, dest, LEGACY_FIXTURE_CASE)
 
 
-if __name__ == "__main__":     # [--legacy] [DIR]
+# 6 tree hosts of 6 OSDs (every third an ssd) under a tree root: Tentacle's crushtool
+# builds each shadow tree an item at a time and leaves in some node weights what its memory
+# held (crush_add_tree_bucket_item); the binary map holds them
+TREE_CLASSES_LAYOUT = Layout(0, 6, 6, device_class=lambda o: "ssd" if o % 3 == 0 else "hdd",
+                             alg_of=lambda kind, name: "tree")
+
+
+def write_tree_classes_fixture(tools: Tools, dest: Path) -> None:
+    """A class rule over a tree root (classes_over): its dumps, the binary CRUSH map and
+    osdmaptool's PGs. Tentacle's crushtool leaves what its memory held in the shadow
+    tree's node weights (crush_add_tree_bucket_item): the binary map holds them."""
+    with tools.work() as work:
+        gm = generate(work, TREE_CLASSES_LAYOUT, [CLASS_RULES[0]], OsdMapSpec(pg_bits=4), tools=tools)
+        osd_dump, crush = gm.dumps()           # (exports the binary map in the same state)
+        write_files(dest, {"osd_dump.json": osd_dump, "crush_dump.json": crush,
+                           "osdmaptool_dump_all_rule0.txt": gm.dump_all()})
+        (dest / "crushmap.bin").write_bytes(gm.path.with_suffix(".crush").read_bytes())
+
+
+if __name__ == "__main__":     # [--legacy | --tree-classes] [DIR]
+    if sys.argv[1:2] == ["--tree-classes"]:
+        sys.exit(write_fixture_main(sys.argv[2:], "bucket_maps", TREE_CLASSES_FIXTURE,
+                                    write_tree_classes_fixture, tentacle=True))
     if sys.argv[1:2] == ["--legacy"]:
         sys.exit(write_fixture_main(sys.argv[2:], "bucket_maps", LEGACY_FIXTURE, write_legacy_fixture))
     sys.exit(write_fixture_main(sys.argv[1:], "bucket_maps", FIXTURE, write_fixture))

@@ -16,7 +16,8 @@ from pg_advisor.rules.reach import rule_weights
 
 from ..cluster import Cluster
 from .bucket_maps import ALGS as BUCKET_ALGS, CASES as BUCKET_CASES, FIXTURE as BUCKET_FIXTURE
-from .bucket_maps import LEGACY_CASES, LEGACY_FIXTURE, BucketCase, by_index, write_legacy_fixture
+from .bucket_maps import (CLASS_RULES, LEGACY_CASES, LEGACY_FIXTURE, BucketCase, classes_over,
+                          write_legacy_fixture)
 from .bucket_maps import write_fixture as write_bucket_fixture
 from .crushgen import (HOST, REPLICATED_HOST, TUNABLES, GeneratedMap, Layout, OsdMapSpec, crush_test,
                        generate, mismatches, rule, run)
@@ -83,19 +84,6 @@ def test_two_device_classes(tmp_path: Path) -> None:
     r = rule(["take default class ssd", "chooseleaf firstn 0 type host", "emit"])
     check(tmp_path, Layout(10, 10, 10, weight=mixed_weight, device_class=two_classes), [r],
           pg_bits=2)
-
-
-def classes_over(host_algs: Sequence[str], rack_algs: Sequence[str], root_alg: str) -> Layout:
-    """80 OSDs in 4 racks of 5 hosts of 4, of weights 1 to 4; ssd every fifth OSD: a host
-    holds one ssd or none, so a shadow host holds a single item or none."""
-    return Layout(4, 5, 4, weight=lambda o: (1.0, 2.0, 4.0, 3.0)[o % 4],
-                  device_class=lambda o: "ssd" if o % 5 == 0 else "hdd",
-                  alg_of=by_index(host_algs, rack_algs, root_alg))
-
-
-CLASS_RULES = (rule(["take default class ssd", "chooseleaf firstn 0 type host", "emit"]),
-               rule(["set_chooseleaf_tries 5", "set_choose_tries 100", "take default class hdd",
-                     "choose indep 3 type rack", "chooseleaf indep 2 type host", "emit"]))
 
 
 @pytest.mark.parametrize("which", [0, 1], ids=["ssd-firstn", "hdd-indep"])

@@ -51,9 +51,7 @@ def _parse(text: str) -> Any:
             gc.enable()
 
 
-def _read_json(path: Optional[str], flag: str) -> Any:
-    if path is None:
-        return None
+def _read_bytes(path: str, flag: str) -> bytes:
     try:
         with open(path, "rb") as f:
             # a device or a pipe may never end, and JSON takes ~8x its size to parse: read at
@@ -66,9 +64,17 @@ def _read_json(path: Optional[str], flag: str) -> Any:
             if len(data) > MAX_DUMP_BYTES:
                 raise AdvisorError.invalid(f"{flag} {path}: more than the {MAX_DUMP_BYTES >> 20} MiB "
                                            f"a dump may be (it does not end)")
-        return _parse(data.decode("utf-8"))
+        return data
     except OSError as e:
         raise AdvisorError.invalid(f"{flag} {path}: {e.strerror or e}") from None
+
+
+def _read_json(path: Optional[str], flag: str) -> Any:
+    if path is None:
+        return None
+    data = _read_bytes(path, flag)
+    try:
+        return _parse(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as e:   # JSONDecodeError, or an int of 4300+ digits
         raise AdvisorError.invalid(f"{flag} {path}: not valid JSON ({e})") from None
     except RecursionError:
@@ -96,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="`ceph osd dump -f json` (or `osdmaptool MAP --dump json`)")
     p.add_argument("--crush", required=True, metavar="CRUSH_DUMP.json",
                    help="`ceph osd crush dump -f json` (or `crushtool -i CRUSH --dump`)")
+    p.add_argument("--crush-bin", metavar="CRUSHMAP",
+                   help="the binary CRUSH map (`ceph osd getcrushmap -o CRUSHMAP`) of the same "
+                        "map as --crush: the straws and tree node weights Ceph stored, which the "
+                        "dump does not show")
     p.add_argument("--pg-dump", metavar="PG_DUMP.json", help="`ceph pg dump -f json`")
     p.add_argument("--df", metavar="DF.json", help="`ceph df -f json`")
     p.add_argument("--autoscale-status", metavar="AUTOSCALE.json",
@@ -202,7 +212,9 @@ def run(argv: List[str], out: TextIO) -> int:
                                    config={"osd_memory_target": args.osd_memory_target,
                                            "mon_target_pg_per_osd": args.mon_target_pg_per_osd,
                                            "mgr_max_pg_num_change": args.mgr_max_pg_num_change},
-                                   config_dump=_read_json(args.config_dump, "--config-dump")))
+                                   config_dump=_read_json(args.config_dump, "--config-dump"),
+                                   crush_binary=_read_bytes(args.crush_bin, "--crush-bin")
+                                   if args.crush_bin else None))
     if args.autoscaler_release is not None:
         snap = with_autoscale(snap, Flavour.of_release(args.autoscaler_release))
     bounds.check(cmd.name, snap, args.max_pgs, args.max_sparse_cells, args.max_sparse_work)

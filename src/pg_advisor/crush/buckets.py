@@ -79,11 +79,28 @@ def tree_depth(size: int) -> int:
     return max(size - 1, 0).bit_length() + 1
 
 
+def tree_nodes(weights: Sequence[int]) -> List[int]:
+    """A tree bucket's node weights as crush_make_bucket builds them (1 << depth nodes,
+    item i at the odd node 2i + 1, each inner node the sum of the leaves below it, node 0
+    unused), unsigned 32-bit as Ceph keeps them."""
+    size = len(weights)
+    depth = tree_depth(size)
+    nodes = np.zeros(1 << depth, dtype=np.int64)
+    nodes[1:2 * size:2] = np.asarray(weights, dtype=np.int64)
+    for h in range(1, depth):                  # each height from its children below
+        inner = np.arange(1 << h, 1 << depth, 1 << (h + 1))
+        nodes[inner] = nodes[inner - (1 << (h - 1))] + nodes[inner + (1 << (h - 1))]
+    return (nodes & M32).tolist()
+
+
 def aux_row(alg: int, weights: Sequence[int], straw_calc_version: int) -> List[int]:
-    """What a bucket's draw needs beside its items and weights: the straws (straw), or
-    the running sums of the weights from 0 (list: its sum_weights; tree: node weights)."""
+    """What a bucket's draw needs beside its items and weights: the straws (straw), the
+    node weights (tree: tree_nodes), or the running sums of the weights from 0 (list: its
+    sum_weights)."""
     if alg == STRAW:
         return straws(weights, straw_calc_version)
+    if alg == TREE:
+        return tree_nodes(weights) if len(weights) else []
     return np.concatenate([[0], np.cumsum(np.asarray(weights, dtype=np.int64))]).tolist()
 
 
@@ -119,7 +136,8 @@ def choose(tables: Tables, alg: int, bucket: np.ndarray, s: int, x: np.ndarray,
         return _blocks(bucket.size, s, lambda sl: _list(
             items[bucket[sl], :s], weights[bucket[sl], :s], aux[bucket[sl], 1:s + 1], bid[sl], x[sl], r[sl]))
     if alg == TREE:
-        return _blocks(bucket.size, s, lambda sl: _tree(aux[bucket[sl], :s + 1], bid[sl], s, x[sl], r[sl]))
+        return _blocks(bucket.size, s, lambda sl: _tree(aux[bucket[sl], :1 << tree_depth(s)], bid[sl], s,
+                                                        x[sl], r[sl]))
     if alg == STRAW:
         return _blocks(bucket.size, s, lambda sl: _straw(items[bucket[sl], :s], aux[bucket[sl], :s],
                                                          x[sl], r[sl]))
@@ -155,25 +173,22 @@ def _list(items: np.ndarray, weights: np.ndarray, sums: np.ndarray, bid: np.ndar
     return np.where(wins.any(axis=1), last, 0)
 
 
-def node_weight(sums: np.ndarray, node: np.ndarray, height: int, s: int) -> np.ndarray:
-    """The weight of tree node `node` (of `height`): its leaves' weights summed."""
-    lo = np.minimum((node - (1 << height) + 1) >> 1, s)
-    hi = np.minimum((node + (1 << height) + 1) >> 1, s)
-    rows = np.arange(node.size)
-    return sums[rows, hi] - sums[rows, lo]
-
-
-def _tree(sums: np.ndarray, bid: np.ndarray, s: int, x: np.ndarray, r: np.ndarray) -> np.ndarray:
+def _tree(nodes: np.ndarray, bid: np.ndarray, s: int, x: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """bucket_tree_choose: from the root down, left where the hash falls within the left
+    child's weight; `nodes` each row's node weights (tree_nodes, or as the binary map
+    stored them)."""
     depth = tree_depth(s)
     node = np.full(bid.size, 1 << (depth - 1), dtype=np.int64)      # the root
+    rows = np.arange(bid.size)
     for h in range(depth - 1, 0, -1):
-        w = node_weight(sums, node, h, s).astype(np.uint64)
+        w = nodes[rows, node].astype(np.uint64)
         t = (hash32_4(x, node, r, bid).astype(np.uint64) * w) >> np.uint64(32)
         half = 1 << (h - 1)
         left = node - half
-        node = np.where(t < node_weight(sums, left, h - 1, s).astype(np.uint64), left, node + half)
+        node = np.where(t < nodes[rows, left].astype(np.uint64), left, node + half)
     # (a subtree of weight 0 leads right, past the last item: Ceph reads beyond its
-    # items there; such a bucket is never drawn while a sibling has weight)
+    # items there; such a bucket is never drawn while a sibling has weight, and a stored
+    # tree whose weights lead there otherwise is set aside: model/mappable.py)
     return np.minimum(node >> 1, s - 1)
 
 

@@ -4,14 +4,15 @@ Buckets are rows indexed by -1-id (CRUSH's own indexing); their items and 16.16 
 are padded to the widest bucket. Rules keep their steps with type names resolved.
 """
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
 from ..model.errors import AdvisorError
 from ..model.mappable import bucket_problem
+from ..model.cluster import Bucket
 from ..model.snapshot import STEP_ARGS, TUNABLES, Rule, Snapshot
-from .buckets import ALG_IDS, NEEDS_AUX, Tables, aux_row
+from .buckets import ALG_IDS, LIST, NEEDS_AUX, Tables, aux_row, tree_depth
 
 # crush.h rule types. Squid's msr ("multi-step retry") rules run crush_msr_do_rule
 # (crush/msr.py); a pool takes one of its twin type (CrushWrapper::rule_valid_for_pool_type)
@@ -143,6 +144,15 @@ def _positions(snap: Snapshot) -> int:
                for per_bucket in snap.choose_args.values())
 
 
+def _aux_of(b: Bucket, alg: int, straw_calc_version: int) -> List[int]:
+    """What the bucket draws with beside its items (buckets.aux_row): as the binary map
+    stored it where it was read (straws, node weights; a list's sums after a 0), else
+    computed from the dump's weights."""
+    if b.stored:
+        return [0, *b.stored] if alg == LIST else list(b.stored)
+    return aux_row(alg, b.fixed_weights.tolist(), straw_calc_version)
+
+
 def compile_crush(snap: Snapshot) -> CompiledCrush:
     buckets = snap.buckets
     nb = max([-1 - bid for bid in buckets] + [-1]) + 1
@@ -157,7 +167,9 @@ def compile_crush(snap: Snapshot) -> CompiledCrush:
     tunables = Tunables(**{k: int(snap.tunables.get(k, default))
                            for k, (default, _, _) in TUNABLES.items()})
     alg_id = np.zeros(nb, dtype=np.int64)
-    aux = np.zeros((nb, width + 1 if with_aux else 0), dtype=np.int64)
+    trees = [b.items.shape[0] for b in buckets.values() if b.alg == "tree"]
+    aux = np.zeros((nb, max([width + 1] + [1 << tree_depth(s) for s in trees]) if with_aux else 0),
+                   dtype=np.int64)
     items = np.zeros((nb, width), dtype=np.int64)
     weights = np.zeros((nb, width), dtype=np.int64)
     size = np.zeros(nb, dtype=np.int64)
@@ -176,10 +188,10 @@ def compile_crush(snap: Snapshot) -> CompiledCrush:
         size[i] = n
         type_id[i] = b.type_id
         exists[i] = True
-        supported[i] = bucket_problem("", b.name, b.alg, b.hash, n) is None
+        supported[i] = bucket_problem("", b.name, b.alg, b.hash, n, b.stored) is None
         alg_id[i] = ALG_IDS.get(b.alg, 0) if supported[i] else 0
         if alg_id[i] in NEEDS_AUX:
-            row = aux_row(int(alg_id[i]), b.fixed_weights.tolist(), tunables.straw_calc_version)
+            row = _aux_of(b, int(alg_id[i]), tunables.straw_calc_version)
             aux[i, :len(row)] = row
         alg[i], hashes[i], names[i] = b.alg, b.hash, b.name
         if n:

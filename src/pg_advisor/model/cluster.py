@@ -53,6 +53,9 @@ class Bucket:
     hash: str
     items: np.ndarray     # child ids (OSDs >= 0, buckets < 0)
     weights: np.ndarray   # child weights in CRUSH units (1.0 == 0x10000)
+    # what Ceph stored beside them, from the binary map (model/crush_binary.py): a straw
+    # bucket's straws, a tree's node weights, a list's sums; () when not read
+    stored: Tuple[int, ...] = ()
 
     @property
     def fixed_weights(self) -> np.ndarray:

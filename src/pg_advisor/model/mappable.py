@@ -18,18 +18,48 @@ MAPPED_HASH = "rjenkins1"
 TREE_MAX_ITEMS = 64
 
 
+def tree_leads_past(nodes: Sequence[int], size: int) -> bool:
+    """Whether a draw from a tree bucket of `size` items with these stored node weights
+    (bucket_tree_choose) can end past its last item, where Ceph reads beyond its items.
+    From the root down, a draw t < weight(n) goes left where t < weight(left), so the left
+    child is reached where it weighs anything and the right one where n outweighs its left
+    (a subtree of weight 0 is never drawn while a sibling has weight); a node count other
+    than the tree's counts as such a draw."""
+    depth = max(size - 1, 0).bit_length() + 1
+    if len(nodes) != 1 << depth:
+        return True
+    stack = [1 << (depth - 1)] if size else []
+    while stack:
+        n = stack.pop()
+        if n & 1:
+            if n >> 1 >= size:
+                return True
+            continue
+        half = (n & -n) >> 1
+        if nodes[n - half] > 0:
+            stack.append(n - half)
+        if nodes[n] > nodes[n - half]:
+            stack.append(n + half)
+    return False
+
+
 def bucket_problem(rule_name: str, bucket_name: str, alg: str, hash_name: str,
-                   size: int = 0) -> Optional[str]:
-    """Why a bucket (of `size` items) a rule reaches cannot be mapped exactly, or None."""
+                   size: int = 0, stored: Sequence[int] = ()) -> Optional[str]:
+    """Why a bucket (of `size` items; `stored`: what the binary map holds for it) a rule
+    reaches cannot be mapped exactly, or None."""
     if alg == "tree" and size > TREE_MAX_ITEMS:
         return (f"crush rule '{rule_name}' reaches bucket '{bucket_name}' of algorithm 'tree' with "
                 f"{size} items; Ceph's tree buckets hold at most {TREE_MAX_ITEMS} (it cannot place "
                 f"anything under a bigger one)")
-    if alg == "tree" and "~" in bucket_name:
+    if alg == "tree" and "~" in bucket_name and size and not stored:
         return (f"crush rule '{rule_name}' reaches bucket '{bucket_name}', a device-class shadow of a "
                 f"tree bucket: Ceph builds its node weights an item at a time into memory it does "
                 f"not clear (crush_add_tree_bucket_item), so only the binary CRUSH map holds them, "
                 f"not its JSON dump")
+    if alg == "tree" and stored and tree_leads_past(stored, size):
+        return (f"crush rule '{rule_name}' reaches bucket '{bucket_name}' of algorithm 'tree', whose "
+                f"node weights as Ceph stored them lead some draws past its last item, where Ceph "
+                f"reads beyond the bucket")
     if alg in MAPPED_ALGS and hash_name == MAPPED_HASH:
         return None
     return (f"crush rule '{rule_name}' reaches bucket '{bucket_name}' of algorithm '{alg}' "
@@ -58,7 +88,7 @@ def _bucket_problem(rule: Rule, buckets: Mapping[int, Bucket]) -> Optional[str]:
         if b is None or b.id in seen:
             continue
         seen.add(b.id)
-        why = bucket_problem(rule.name, b.name, b.alg, b.hash, b.items.shape[0])
+        why = bucket_problem(rule.name, b.name, b.alg, b.hash, b.items.shape[0], b.stored)
         if why is not None:
             return why
         stack.extend(int(c) for c in b.items.tolist() if c < 0)

@@ -16,6 +16,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 from .checks import MAX_INT64, MAX_PG_NUM, as_int, float_field, int_field, map_field, str_field
 from .cluster import CONFIG_DEFAULTS, POOL_TYPES, Bucket, FillRatios, Json, Osds, Pgs, Pool, Rule, Snapshot
 from .errors import AdvisorError
+from .crush_binary import with_stored
 from .load_crush import (STEP_ARGS, TUNABLES, add_weight_above, bucket_parents, load_buckets,
                          load_choose_args, load_rules, load_tunables, load_types, walk_up)
 from .load_df import pool_usage
@@ -61,6 +62,9 @@ class Settings:
     # strict=False, and a dump it cannot read leaves every OSD at `config`'s values
     config_dump: Optional[Sequence[Json]] = None
     strict: bool = True
+    # the binary CRUSH map (`ceph osd getcrushmap`): what its buckets store that the dump
+    # does not show (model/crush_binary.py); None: computed from the dump's weights
+    crush_binary: Optional[bytes] = None
 
 
 def _load_config(settings: Settings) -> Dict[str, int]:
@@ -128,6 +132,8 @@ def load(osd_dump: Json, crush: Json, pg_dump: Optional[Json] = None,
     cfg = _load_config(settings)
     try:
         buckets = load_buckets(crush)
+        if settings.crush_binary is not None:
+            buckets = with_stored(buckets, settings.crush_binary, settings.strict)
         types = load_types(crush)
         pools = load_pools(osd_dump, pool_usage(df, pg_map))
         bound_upmaps(osd_dump, pools)
