@@ -12,12 +12,13 @@ as every retry counts toward choose_total_tries.
 Unlike mapper._choose_firstn, which draws whole descents ahead, rows advance here one
 bucket draw per pass, in lockstep, each with its own bucket, ftotal and flocal.
 """
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
 from .descent import RunContext
-from .mapper import Choose, FirstnRows, LeafTries, place_leaves
+from .choose_rows import Choose, FirstnRows, LeafTries, place_leaves
 
 
 def choose_firstn_local(ctx: RunContext, batch: FirstnRows, spec: Choose,
@@ -35,19 +36,23 @@ def choose_firstn_local(ctx: RunContext, batch: FirstnRows, spec: Choose,
             todo = todo[outpos[todo] < reach[bucket[todo]]]
         ftotal = np.zeros(n, dtype=np.int64)
         flocal = np.zeros(n, dtype=np.int64)
-        here = bucket.copy()              # mapper.c's `in`: the bucket each row draws from
+        here = bucket.copy()
         while todo.size:
             todo = _draw_once(ctx, batch, spec, _Rep(rep, todo, ftotal, flocal, here, outpos, count, cols))
     return outpos
 
 
+@dataclass
 class _Rep:
     """One rep's state over the rows (arrays shared with the caller, changed in place)."""
-
-    def __init__(self, rep: np.ndarray, todo: np.ndarray, ftotal: np.ndarray, flocal: np.ndarray,
-                 here: np.ndarray, outpos: np.ndarray, count: np.ndarray, cols: np.ndarray) -> None:
-        self.rep, self.todo, self.ftotal, self.flocal, self.here = rep, todo, ftotal, flocal, here
-        self.outpos, self.count, self.cols = outpos, count, cols
+    rep: np.ndarray
+    todo: np.ndarray
+    ftotal: np.ndarray
+    flocal: np.ndarray
+    here: np.ndarray          # mapper.c's `in`: the bucket each row draws from
+    outpos: np.ndarray
+    count: np.ndarray
+    cols: np.ndarray
 
 
 def _draw_once(ctx: RunContext, batch: FirstnRows, spec: Choose, st: _Rep) -> np.ndarray:
@@ -80,7 +85,9 @@ def _draw_once(ctx: RunContext, batch: FirstnRows, spec: Choose, st: _Rep) -> np
     leaves: Optional[np.ndarray] = None
     if spec.recurse_to_leaf and batch.out2 is not None:
         leaves = lv = batch.out2[rows]
-        reject |= place_leaves(ctx, spec, lv, cand & ~collide, LeafTries(item, x, r, pos, st.count[rows]))
+        # (the leaf's choose takes the same local retries: crush_do_rule passes them down)
+        reject |= place_leaves(ctx, spec, lv, cand & ~collide, LeafTries(item, x, r, pos, st.count[rows]),
+                               choose_firstn_local)
     chk = np.flatnonzero(cand & ~collide & ~reject & (itype == 0))
     if chk.size:
         reject[chk] = ctx.is_out(item[chk], x[chk])

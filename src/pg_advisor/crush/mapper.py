@@ -15,6 +15,7 @@ from ..model.constants import CRUSH_ITEM_NONE, CRUSH_ITEM_UNDEF
 from ..model.work import count
 from ..model.snapshot import Rule
 from .compiled import MSR_RULE_TYPES, MSR_STEP_OPS
+from .choose_rows import Choose, FirstnRows, LeafTries, place_leaves
 from .descent import BAD, EMPTY, OK, RunContext
 
 KNOB_STEPS = {"set_chooseleaf_vary_r": "vary_r", "set_chooseleaf_stable": "stable",
@@ -27,36 +28,6 @@ def ahead_of(rows: int) -> int:
     """How many tries of each of `rows` retrying rows to draw at once: a few rows cost
     numpy's fixed cost per call whatever their number, so their next tries come along."""
     return max(1, min(AHEAD_MAX, AHEAD_ROWS // max(rows, 1)))
-
-
-class Choose(NamedTuple):
-    """What a crush_choose_firstn or crush_choose_indep call takes once for all its rows."""
-    type_id: int              # the type of the items chosen (0: devices)
-    tries: int
-    recurse_tries: int        # a chooseleaf's tries for the device below each item
-    recurse_to_leaf: bool     # a chooseleaf: that device into out2
-    vary_r: int = 0           # firstn's chooseleaf tunables
-    stable: int = 0
-    numrep: int = 0           # indep's: r's stride from one pass to the next
-    local_tries: int = 0      # firstn's retries in the bucket of a collision (pre-firefly)
-    local_fallback: int = 0   # ... and of any failure, by permutation past half its size
-
-    def leaf(self) -> "Choose":
-        """The choose of a device below each item of a chooseleaf (mapper.c's recursion)."""
-        return self._replace(type_id=0, tries=self.recurse_tries, recurse_tries=0, recurse_to_leaf=False)
-
-
-class FirstnRows(NamedTuple):
-    """crush_choose_firstn's arguments that differ by row (one row per input)."""
-    bucket: np.ndarray        # the bucket chosen from (an index, -1-id)
-    x: np.ndarray
-    out: np.ndarray           # the items chosen, filled in place from outpos on
-    out2: Optional[np.ndarray]    # a chooseleaf's devices, alike
-    outpos: np.ndarray
-    room: np.ndarray          # how many items out may still take (mapper.c's count)
-    rep_start: np.ndarray     # the replicas tried: [rep_start, rep_end)
-    rep_end: np.ndarray
-    parent_r: np.ndarray      # the r of the chooseleaf above (0 at the top)
 
 
 class IndepRows(NamedTuple):
@@ -115,7 +86,7 @@ def _choose_firstn(ctx: RunContext, batch: FirstnRows, spec: Choose,
             if recurse_to_leaf and out2 is not None:
                 leaves = out2[rows]
                 reject |= place_leaves(ctx, spec, leaves, ok & ~collide,
-                                       LeafTries(item, x[rows], r, pos, count[rows]))
+                                       LeafTries(item, x[rows], r, pos, count[rows]), choose_firstn)
             chk = np.flatnonzero(ok & ~collide & ~reject & (itype == 0))
             if chk.size:
                 reject[chk] = ctx.is_out(item[chk], x[rows[chk]])
@@ -133,37 +104,6 @@ def _choose_firstn(ctx: RunContext, batch: FirstnRows, spec: Choose,
             ftotal[todo] += ahead
             todo = todo[~np.isin(todo, done) & (ftotal[todo] < tries)]
     return outpos
-
-
-class LeafTries(NamedTuple):
-    """Tries of a chooseleaf firstn, one per element: the item each drew, its row's input,
-    the r it drew with, the position it fills and its row's room left (mapper.c's count)."""
-    item: np.ndarray
-    x: np.ndarray
-    r: np.ndarray
-    pos: np.ndarray
-    room: np.ndarray
-
-
-def place_leaves(ctx: RunContext, spec: Choose, leaves: np.ndarray, keep: np.ndarray,
-                 t: LeafTries) -> np.ndarray:
-    """The device below each kept try's item at its position in `leaves` (its row's copy
-    of out2): mapper.c's recursion into a bucket (r >> (vary_r - 1), one rep or, with
-    stable, from 0), or the item itself where it is a device. Which tries found none."""
-    failed = np.zeros(t.item.size, dtype=bool)
-    sub = np.flatnonzero(keep & (t.item < 0))
-    if sub.size:
-        sub_r = (t.r[sub] >> (spec.vary_r - 1)) if spec.vary_r else np.zeros(sub.size, np.int64)
-        leaf = leaves[sub]
-        p = t.pos[sub]
-        got = choose_firstn(ctx, FirstnRows(
-            -1 - t.item[sub], t.x[sub], leaf, None, p, t.room[sub], np.zeros_like(p) if spec.stable else p,
-            np.ones_like(p) if spec.stable else p + 1, sub_r), spec.leaf())
-        leaves[sub] = leaf
-        failed[sub] = got <= p
-    dev = np.flatnonzero(keep & (t.item >= 0))
-    leaves[dev, t.pos[dev]] = t.item[dev]
-    return failed
 
 
 def _choose_indep(ctx: RunContext, batch: IndepRows, spec: Choose,

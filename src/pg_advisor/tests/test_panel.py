@@ -419,7 +419,7 @@ def test_read_balance_figures_per_osd_and_pool() -> None:
     assert f'pg_advisor_pool_read_balance_score{{pool_id="{st["pools"][1]["id"]}"}}' not in s
 
 
-def test_the_status_is_encoded_once_per_status_not_per_request(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_status_is_encoded_once_per_status_by_the_serve_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     from pg_advisor.mgr import panel as mgr_panel
     encoded: List[Any] = []
     real = json.dumps
@@ -436,6 +436,7 @@ def test_the_status_is_encoded_once_per_status_not_per_request(monkeypatch: pyte
         assert e.value.code == 503                  # nothing computed yet
         first = typed({"epoch": 7, "osds": [{"osd": i} for i in range(100)]})
         p.show_status(first, {})
+        assert encoded == [first], "encoded by the caller of show_status, before any request"
         bodies = []
         for _ in range(3):
             with urllib.request.urlopen(url, timeout=10) as r:
