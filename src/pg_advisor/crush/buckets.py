@@ -25,13 +25,15 @@ from typing import Callable, List, NamedTuple, Sequence
 
 import numpy as np
 
+from ..model.constants import CRUSH_BUCKET_ALGS
+from ..model.mappable import tree_depth
 from .hashing import hash32_3, hash32_4
 from .straw2 import BLOCK
 
 M32 = 0xFFFFFFFF
 # Ceph's CRUSH_BUCKET_* values
-UNIFORM, LIST, TREE, STRAW, STRAW2 = 1, 2, 3, 4, 5
-ALG_IDS = {"uniform": UNIFORM, "list": LIST, "tree": TREE, "straw": STRAW, "straw2": STRAW2}
+ALG_IDS = CRUSH_BUCKET_ALGS
+UNIFORM, LIST, TREE, STRAW, STRAW2 = (ALG_IDS[a] for a in ("uniform", "list", "tree", "straw", "straw2"))
 # the algorithms whose draw needs the per-bucket numbers `aux` holds (compiled.py)
 NEEDS_AUX = (LIST, TREE, STRAW)
 
@@ -72,11 +74,6 @@ def straws(weights: Sequence[int], version: int) -> List[int]:
         straw *= math.pow(1.0 / pbelow, 1.0 / numleft)
         lastw = float(prev)
     return out
-
-
-def tree_depth(size: int) -> int:
-    """calc_depth: the tree has 1 << depth nodes, leaves at the odd ones."""
-    return max(size - 1, 0).bit_length() + 1
 
 
 def tree_nodes(weights: Sequence[int]) -> List[int]:

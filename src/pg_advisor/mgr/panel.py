@@ -15,13 +15,13 @@ from ..analysis.status_types import StatusReport
 
 class Panel:
     def __init__(self) -> None:
-        self.served: Dict[str, Any] = {"status": None, "at": 0.0, "progress": {"plan": None},
-                                       "history": {"history": []}, "figures": {}}
+        self.served: Dict[str, Any] = {"status": None, "status_json": b"", "at": 0.0,
+                                       "progress": {"plan": None}, "history": {"history": []},
+                                       "figures": {}}
         self.server = Server(self._status, lambda: self.served["progress"],
                              lambda: self.served["history"],
                              lambda: dict(self.served["figures"], at=self.served["at"]),
                              self._status_json)
-        self._encoded: Tuple[Any, bytes] = (None, b"")   # (the status, its JSON): encoded once
         self.at: Optional[Tuple[str, int]] = None     # where it was last started (or failed to)
 
     def _status(self) -> StatusReport:
@@ -31,15 +31,10 @@ class Panel:
         return copy.copy(doc)
 
     def _status_json(self) -> bytes:
-        """The status as JSON, as show_status encoded it (encoded here only for a status
-        shown otherwise)."""
-        doc = self.served["status"]
-        if doc is None:
+        """The status as JSON, as show_status encoded it."""
+        if self.served["status"] is None:
             raise AdvisorError(-errno.EAGAIN, "the status is not computed yet")
-        known, body = self._encoded
-        if known is not doc:
-            body = json.dumps(doc).encode()
-            self._encoded = (doc, body)
+        body: bytes = self.served["status_json"]
         return body
 
     @property
@@ -61,8 +56,8 @@ class Panel:
         by the caller (the serve loop), so that no request of the panel's thread encodes it:
         at 10,000 OSDs on a busy mgr that one request took 13-21 s, each step of the encoding
         waiting for the GIL behind other modules."""
-        self._encoded = (doc, json.dumps(doc).encode())
-        self.served.update(status=doc, at=time.time(), figures=figures)
+        self.served.update(status=doc, status_json=json.dumps(doc).encode(), at=time.time(),
+                           figures=figures)
 
     def show_plan(self, progress: Dict[str, Any], history: List[Dict[str, Any]]) -> None:
         # one update (a reader sees both of one moment)

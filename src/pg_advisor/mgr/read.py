@@ -79,7 +79,7 @@ class MgrReader:
         leaves the read to the background, which it wakes."""
         # one read of the PG summary and of the settings serves the key and the snapshot
         pg_status = self._pg_status()
-        config = {k: self.mgr.get_ceph_option(k) for k in NATIVE_OPTIONS}
+        config = self._native_options()
         snap = self.snaps.get(self._change_key(pg_status, config),
                               functools.partial(self._read_snapshot, pg_status, config),
                               time.monotonic(), fresh, lazy)
@@ -93,8 +93,12 @@ class MgrReader:
         is not."""
         if not self.snaps.costly:
             return False
-        config = {k: self.mgr.get_ceph_option(k) for k in NATIVE_OPTIONS}
+        config = self._native_options()
         return self.snaps.fresh_read_costly(self._change_key(self._pg_status(), config), time.monotonic())
+
+    def _native_options(self) -> Dict[str, Any]:
+        """The cluster settings the model reads (snapshot.CONFIG_DEFAULTS), as the mgr has them."""
+        return {k: self.mgr.get_ceph_option(k) for k in NATIVE_OPTIONS}
 
     def _change_key(self, pg: Dict[str, Any], config: Dict[str, Any]) -> Optional[ChangeKey]:
         """What changes when the answers may: the OSDMap epoch, the PG map's summary `pg`

@@ -15,10 +15,13 @@ from typing import Dict, Mapping, NamedTuple, Optional, Tuple
 
 from .checks import MAX_BUCKETS
 from .cluster import Bucket
+from .constants import CRUSH_BUCKET_ALGS
 from .errors import AdvisorError
 
 MAGIC = 0x00010000
-UNIFORM, LIST, TREE, STRAW, STRAW2 = 1, 2, 3, 4, 5
+ALG_NAMES = {v: k for k, v in CRUSH_BUCKET_ALGS.items()}
+UNIFORM, LIST, TREE, STRAW, STRAW2 = (CRUSH_BUCKET_ALGS[a]
+                                      for a in ("uniform", "list", "tree", "straw", "straw2"))
 MAX_BYTES = 256 << 20      # a CRUSH map of 10,000 OSDs is a few hundred KiB
 
 
@@ -75,7 +78,7 @@ def _bucket(r: _Reader) -> Optional[StoredBucket]:
     alg = r.one("I")
     if alg == 0:
         return None
-    if alg not in (UNIFORM, LIST, TREE, STRAW, STRAW2):
+    if alg not in ALG_NAMES:
         raise AdvisorError.invalid(f"crush map (binary): bucket algorithm {alg} (byte {r.at - 4})")
     bid = r.one("i")
     r.take("H")                          # type
@@ -98,9 +101,6 @@ def _bucket(r: _Reader) -> Optional[StoredBucket]:
         return StoredBucket(bid, alg, items, leaves, nodes)
     pairs = r.take("I", 2 * size)        # list: weight, sum; straw: weight, straw
     return StoredBucket(bid, alg, items, pairs[0::2], pairs[1::2])
-
-
-ALG_NAMES = {UNIFORM: "uniform", LIST: "list", TREE: "tree", STRAW: "straw", STRAW2: "straw2"}
 
 
 def with_stored(buckets: Mapping[int, Bucket], data: bytes, strict: bool = True) -> Dict[int, Bucket]:

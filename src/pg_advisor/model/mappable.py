@@ -18,6 +18,11 @@ MAPPED_HASH = "rjenkins1"
 TREE_MAX_ITEMS = 64
 
 
+def tree_depth(size: int) -> int:
+    """calc_depth: a tree bucket of `size` items has 1 << depth nodes, leaves at the odd ones."""
+    return max(size - 1, 0).bit_length() + 1
+
+
 def tree_leads_past(nodes: Sequence[int], size: int) -> bool:
     """Whether a draw from a tree bucket of `size` items with these stored node weights
     (bucket_tree_choose) can end past its last item, where Ceph reads beyond its items.
@@ -25,7 +30,7 @@ def tree_leads_past(nodes: Sequence[int], size: int) -> bool:
     child is reached where it weighs anything and the right one where n outweighs its left
     (a subtree of weight 0 is never drawn while a sibling has weight); a node count other
     than the tree's counts as such a draw."""
-    depth = max(size - 1, 0).bit_length() + 1
+    depth = tree_depth(size)
     if len(nodes) != 1 << depth:
         return True
     stack = [1 << (depth - 1)] if size else []
