@@ -3,8 +3,8 @@
 # qa/cluster/tentacle.sh's chroot), then two stages, each one's parts side by side (they mostly
 # wait on their clusters), each part's log printed whole when it ends:
 #   1. tox (unit tests, flake8, mypy, promtool) on the host's Python 3.11 (Pacific's mgr), the
-#      unit tests on the chroot's 3.14 (Tentacle's), a subset on a Pacific 16.2 cluster (and Ceph's
-#      crushtool test maps against Pacific's tools), and the
+#      unit tests on the chroot's 3.14 (Tentacle's), a subset on a Pacific 16.2 cluster (and the
+#      CRUSH maps of qa/maps/test_crush_exact.py and Ceph's test suite against Pacific's tools), the
 #      container image's test (podman on the host, a Tentacle cluster in netns pg-advisor-ctr);
 #   2. every integration test on Tentacle clusters, and a 3-minute thrash of mode auto.
 # Extra arguments go to the Tentacle integration run (e.g. -k status).
@@ -57,7 +57,8 @@ spawn pacific-subset "compatibility subset on Ceph Pacific 16.2 (the host)" \
     qa/live/test_status_live.py qa/live/test_balance_live.py qa/live/test_read_balance_live.py \
     "qa/live/test_execute_live.py::test_doubling_with_a_client_writing_survives_a_mgr_failover" \
     "qa/live/test_execute_live.py::test_a_split_of_one_pg_is_done_only_once_its_two_pgs_are_clean_on_two_osds" \
-    qa/live/test_side_by_side_live.py qa/container/test_deploy_specs.py qa/maps/test_ceph_suite_maps.py
+    qa/live/test_side_by_side_live.py qa/container/test_deploy_specs.py qa/maps/test_ceph_suite_maps.py \
+    qa/maps/test_crush_exact.py --deselect qa/maps/test_crush_exact.py::test_live_map_every_pool
 spawn container "the container image on Tentacle (podman, the host)" \
     /usr/bin/python3 -m pytest -v --durations=5 qa/container/test_image_host.py
 spawn unit-tentacle "unit tests on Tentacle's Python (the chroot)" \

@@ -12,6 +12,7 @@ import pytest
 
 from pg_advisor.model import snapshot
 from pg_advisor.balance.balancer import Balancer
+from pg_advisor.crush.buckets import tree_nodes
 from pg_advisor.rules.reach import rule_weights
 
 from ..cluster import Cluster
@@ -105,6 +106,44 @@ def test_device_classes_over_tree_buckets_are_set_aside(tmp_path: Path) -> None:
     snap = snapshot.load(osd_dump, crush)
     assert snap.pools == () and len(snap.unmapped) == 1
     assert "a device-class shadow of a tree bucket" in snap.unmapped[0][1]
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["ssd-firstn", "hdd-indep"])
+def test_device_classes_over_tree_buckets_with_the_binary_map(tmp_path: Path, which: int) -> None:
+    # with what Ceph stored (the binary map osdmaptool exports), shadow trees are exact:
+    # three classes, trees at every level, shadow hosts of a single OSD or none. Where Ceph's
+    # clone kept leftovers in a node that leads draws past the last item (Ceph then reads
+    # beyond the bucket: seen as an ssd OSD in the hdd pool, and PGs short of OSDs), the
+    # pool is set aside: the leftovers must be there, nodes other than the weights give.
+    lay = classes_over(("tree", "tree", "straw2"), ("tree", "list"), "tree")
+    lay = dataclasses.replace(lay, device_class=lambda o: "ssd" if o % 5 == 0 else "nvme" if o % 7 == 0
+                              else "hdd")
+    spec = OsdMapSpec(pg_bits=4, size=(3, 6)[which], mark_out=[7], crush_weights={11: 0.0})
+    gm = generate(tmp_path, lay, [CLASS_RULES[which]], spec)
+    osd_dump, crush = gm.dumps()
+    assert {"ssd", "hdd", "nvme"} <= {d.get("class") for d in crush["devices"]}
+    binary = gm.path.with_suffix(".crush").read_bytes()
+    snap = snapshot.load(osd_dump, crush, settings=snapshot.Settings(crush_binary=binary))
+    assert snapshot.load(osd_dump, crush).unmapped      # from the dump alone: set aside
+    if snap.unmapped:
+        (_, why), = snap.unmapped
+        assert "past its last item" in why, why
+        b = next(b for b in snap.buckets.values() if f"bucket '{b.name}'" in why)
+        built = tree_nodes(b.fixed_weights.tolist())
+        assert b.alg == "tree" and list(b.stored[1:]) != built[1:], (b.name, b.stored)
+        return
+    ref = gm.reference()
+    bad = mismatches(snap, ref)
+    assert not bad, f"{len(bad)} of {len(ref)} PGs differ, first: {bad[:5]}"
+
+
+def test_device_classes_over_uniform_buckets_are_refused_by_ceph(tmp_path: Path) -> None:
+    # Ceph cannot clone a uniform bucket for a class (crush_make_bucket's item weight 0),
+    # so no map holds one: crushtool refuses the rule (and the mon the class)
+    lay = classes_over(("uniform", "straw2"), ("straw",), "straw")
+    lay = dataclasses.replace(lay, weight=lambda o: 1.0)
+    with pytest.raises(RuntimeError, match="has no class information"):
+        generate(tmp_path, lay, [CLASS_RULES[0]])
 
 
 def test_pg_num_beyond_the_maps_own(tmp_path: Path) -> None:
