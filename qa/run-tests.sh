@@ -57,7 +57,8 @@ spawn pacific-subset "compatibility subset on Ceph Pacific 16.2 (the host)" \
     qa/live/test_status_live.py qa/live/test_balance_live.py qa/live/test_read_balance_live.py \
     "qa/live/test_execute_live.py::test_doubling_with_a_client_writing_survives_a_mgr_failover" \
     "qa/live/test_execute_live.py::test_a_split_of_one_pg_is_done_only_once_its_two_pgs_are_clean_on_two_osds" \
-    qa/live/test_side_by_side_live.py qa/container/test_deploy_specs.py qa/maps/test_ceph_suite_maps.py \
+    qa/live/test_side_by_side_live.py qa/live/test_crush_binary_live.py qa/container/test_deploy_specs.py \
+    qa/maps/test_ceph_suite_maps.py \
     qa/maps/test_crush_exact.py --deselect qa/maps/test_crush_exact.py::test_live_map_every_pool
 spawn container "the container image on Tentacle (podman, the host)" \
     /usr/bin/python3 -m pytest -v --durations=5 qa/container/test_image_host.py

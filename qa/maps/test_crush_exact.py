@@ -138,8 +138,8 @@ def test_device_classes_over_tree_buckets_with_the_binary_map(tmp_path: Path, wh
 
 
 def test_device_classes_over_uniform_buckets_are_refused_by_ceph(tmp_path: Path) -> None:
-    # Ceph cannot clone a uniform bucket for a class (crush_make_bucket's item weight 0),
-    # so no map holds one: crushtool refuses the rule (and the mon the class)
+    # Ceph cannot clone a uniform bucket for a class, so no map holds one: crushtool
+    # refuses a class rule over one
     lay = classes_over(("uniform", "straw2"), ("straw",), "straw")
     lay = dataclasses.replace(lay, weight=lambda o: 1.0)
     with pytest.raises(RuntimeError, match="has no class information"):

@@ -179,6 +179,7 @@ class Module(MgrModule):
 
     def shutdown(self) -> None:
         self.background.shutdown()
+        super().shutdown()      # MgrModule's: closes the librados handle (mgr/crush_bin.py), if opened
 
 
 for _cmd in table.COMMANDS:

@@ -24,6 +24,7 @@ from ..model.options import Options
 from ..model.pg_brief import brief_pg_map, parse_brief
 from ..model.reuse import ChangeKey, SnapshotReuse
 from ..sizing.ceph_autoscaler import THRESHOLD, Flavour, with_autoscale
+from .crush_bin import CrushBinary, getcrushmap
 from .epoch import MapEpoch
 from .mon import mon_mapping
 
@@ -68,6 +69,7 @@ class MgrReader:
         self._config_dump_at: Optional[float] = None
         self._config_dump_kept: Optional[List[Dict[str, Any]]] = None
         self.maps = MapEpoch(mgr.get_osdmap)      # told of new maps by the module's notify
+        self.crush_bin = CrushBinary(functools.partial(getcrushmap, mgr), mgr.log.warning)
 
     # -- the snapshot ----------------------------------------------------------------------------
 
@@ -135,6 +137,7 @@ class MgrReader:
             took[what] = time.monotonic() - t0
             return out
         osd_map, crush, df = (timed(k, functools.partial(get, k)) for k in ("osd_map", "osd_map_crush", "df"))
+        crush_binary = timed("crush_binary", functools.partial(self.crush_bin.for_maps, osd_map, crush))
         # the full PG stats while they are small; the brief ones past pg_stats_full_max
         num_pgs = pg_status.get("num_pgs", 0)
         if not isinstance(num_pgs, int) or num_pgs <= self.options().pg_stats_full_max:
@@ -145,7 +148,7 @@ class MgrReader:
         snap: snapshot.Snapshot = timed("load", lambda: snapshot.load(
             osd_map, crush, pg_dump, df, settings=snapshot.Settings(
                 mon_max_pg_per_osd=int(config["mon_max_pg_per_osd"]), config=config,
-                config_dump=config_dump, strict=False)))
+                config_dump=config_dump, crush_binary=crush_binary, strict=False)))
         # pg_autoscaler's picks, computed here by its rules (sizing/ceph_autoscaler.py):
         # asking that module costs a CRUSH dump per pool (22 s at 10,000 OSDs on Tentacle)
         snap = timed("pg_autoscaler", lambda: with_autoscale(snap, self._autoscaler_flavour()))

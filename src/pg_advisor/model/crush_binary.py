@@ -51,6 +51,15 @@ class _Reader:
         return int(self.take(fmt)[0])
 
 
+def needs_binary(crush: object) -> bool:
+    """Whether a CRUSH dump holds a bucket whose draws need what only the binary map stores
+    (a tree's node weights, a straw bucket's straws): False for a map of straw2, list and
+    uniform buckets, and for anything that is not a dump."""
+    buckets = crush.get("buckets") if isinstance(crush, dict) else None
+    return isinstance(buckets, list) and any(
+        isinstance(b, dict) and b.get("alg") in ("tree", "straw") for b in buckets)
+
+
 def decode_buckets(data: bytes) -> Dict[int, StoredBucket]:
     """Bucket id -> the bucket as stored, from a binary CRUSH map. Raises AdvisorError
     (EINVAL) on anything that is not one, before reading further."""

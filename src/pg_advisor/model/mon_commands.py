@@ -72,6 +72,11 @@ def config_dump() -> Command:
     return {"prefix": "config dump", "format": "json"}
 
 
+def getcrushmap() -> Command:
+    """`ceph osd getcrushmap`: the binary CRUSH map (sent through librados: mgr/crush_bin.py)."""
+    return {"prefix": "osd getcrushmap"}
+
+
 def osd_stat() -> Command:
     """`ceph osd stat`: the mon's OSDMap epoch now."""
     return {"prefix": "osd stat", "format": "json"}
