@@ -117,10 +117,11 @@ CASES: List[BucketCase] = [
 
 
 def classes_over(host_algs: Sequence[str], rack_algs: Sequence[str], root_alg: str) -> Layout:
-    """80 OSDs in 4 racks of 5 hosts of 4, of weights 1 to 4; ssd every fifth OSD: a host
-    holds one ssd or none, so a shadow host holds a single item or none."""
+    """80 OSDs in 4 racks of 5 hosts of 4, of weights 1 to 4, in three classes: ssd every
+    fifth OSD (a host holds one ssd or none, so a shadow host holds a single item or none),
+    nvme every seventh of the others, hdd the rest."""
     return Layout(4, 5, 4, weight=lambda o: (1.0, 2.0, 4.0, 3.0)[o % 4],
-                  device_class=lambda o: "ssd" if o % 5 == 0 else "hdd",
+                  device_class=lambda o: "ssd" if o % 5 == 0 else "nvme" if o % 7 == 0 else "hdd",
                   alg_of=by_index(host_algs, rack_algs, root_alg))
 
 

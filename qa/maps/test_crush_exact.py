@@ -90,7 +90,7 @@ def test_two_device_classes(tmp_path: Path) -> None:
 @pytest.mark.parametrize("which", [0, 1], ids=["ssd-firstn", "hdd-indep"])
 def test_device_classes_over_the_older_bucket_algorithms(tmp_path: Path, which: int) -> None:
     # the shadow trees of straw (v1), list and straw2 buckets: Ceph clones each with only
-    # the class's items and recomputes straws and sums over them (issue 59)
+    # the class's items and recomputes straws and sums over them (issue 59); three classes
     lay = classes_over(("list", "straw", "straw2", "list", "straw"), ("list", "straw", "straw2"), "straw")
     check(tmp_path, lay, [CLASS_RULES[which]], pg_bits=4, size=(3, 6)[which], mark_out=[7],
           crush_weights={11: 0.0})
@@ -116,8 +116,6 @@ def test_device_classes_over_tree_buckets_with_the_binary_map(tmp_path: Path, wh
     # beyond the bucket: seen as an ssd OSD in the hdd pool, and PGs short of OSDs), the
     # pool is set aside: the leftovers must be there, nodes other than the weights give.
     lay = classes_over(("tree", "tree", "straw2"), ("tree", "list"), "tree")
-    lay = dataclasses.replace(lay, device_class=lambda o: "ssd" if o % 5 == 0 else "nvme" if o % 7 == 0
-                              else "hdd")
     spec = OsdMapSpec(pg_bits=4, size=(3, 6)[which], mark_out=[7], crush_weights={11: 0.0})
     gm = generate(tmp_path, lay, [CLASS_RULES[which]], spec)
     osd_dump, crush = gm.dumps()
