@@ -85,18 +85,19 @@ def osd_weights(snap: Snapshot) -> np.ndarray:
 
 
 def crush_inputs(snap: Snapshot, weight: Optional[np.ndarray] = None) -> bytes:
-    """A digest of what CRUSH's sets depend on besides the pools: the buckets, rules,
-    tunables and weight sets, and each OSD's existence and `weight` (None: the
-    snapshot's). Placers with the same digest map every pool's seeds alike, whatever
-    else their maps change."""
+    """A digest of what CRUSH's sets depend on besides the pools: the buckets (with what
+    the binary map stored for them), rules, tunables and weight sets, and each OSD's
+    existence and `weight` (None: the snapshot's). Placers with the same digest map every
+    pool's seeds alike, whatever else their maps change."""
     h = hashlib.blake2b(digest_size=20)
     h.update(repr((sorted(snap.tunables.items()), sorted(snap.rules.items()),
                    sorted(snap.choose_args.items()))).encode())
     for bid in sorted(snap.buckets):
         b = snap.buckets[bid]
-        h.update(repr((bid, b.alg, b.hash, b.type_id, b.items.size)).encode())
+        h.update(repr((bid, b.alg, b.hash, b.type_id, b.items.size, len(b.stored))).encode())
         h.update(b.items.astype(np.int64).tobytes())
         h.update(b.fixed_weights.tobytes())
+        h.update(np.asarray(b.stored, dtype=np.int64).tobytes())
     h.update((osd_weights(snap) if weight is None else weight).astype(np.int64).tobytes())
     h.update(snap.osds.exists.astype(bool).tobytes())
     return h.digest()

@@ -17,6 +17,7 @@ from ..model.crush_binary import decode_buckets, needs_binary
 from ..model.errors import AdvisorError
 
 MON_TIMEOUT = 30        # seconds `osd getcrushmap` may take before the read goes on without it
+RETRY_AFTER = 60.0      # seconds between reads that ask again while the mon gave no map
 
 
 def getcrushmap(mgr: MgrModule) -> bytes:
@@ -36,6 +37,13 @@ class CrushBinary:
         self.warn = warn
         self.asked = 0                                          # mon round trips, for tests
         self._kept: Optional[Tuple[Any, bytes]] = None          # (crush_version, the map)
+        self.failing = False                                    # the last ask gave no map
+
+    def retry_key(self, now: float) -> int:
+        """Part of the read's change key (MgrReader): 0 while the map is had or not needed;
+        while the mon gives none, a value that changes every RETRY_AFTER seconds, so that a
+        quiet cluster (whose other keys do not change) is read, and the map asked, again."""
+        return int(now // RETRY_AFTER) + 1 if self.failing else 0
 
     def for_maps(self, osd_map: Dict[str, Any], crush: Dict[str, Any]) -> Optional[bytes]:
         """The binary CRUSH map for these documents, or None where the dump is enough or the
@@ -44,7 +52,7 @@ class CrushBinary:
         dump's version and asked again at the next one; buckets it disagrees on are read
         from the dump (snapshot.load, strict=False)."""
         if not needs_binary(crush):
-            self._kept = None
+            self._kept, self.failing = None, False
             return None
         version = osd_map.get("crush_version") if isinstance(osd_map, dict) else None
         if version is not None and self._kept is not None and self._kept[0] == version:
@@ -56,7 +64,8 @@ class CrushBinary:
         except Exception as e:          # the read goes on from the dump alone
             self.warn(f"pg_advisor: binary CRUSH map unavailable ({e}); pools over tree or straw "
                       f"buckets may be set aside")
-            self._kept = None
+            self._kept, self.failing = None, True
             return None
         self._kept = (version, data) if version is not None else None
+        self.failing = False
         return data

@@ -112,7 +112,9 @@ class MgrReader:
         try:
             summary = json.dumps({k: pg.get(k) for k in PG_SUMMARY_KEYS}, sort_keys=True, default=str)
             # (the option that says how the PG stats are read changes the snapshot too)
-            settings = (tuple(str(config[k]) for k in NATIVE_OPTIONS), self.options().pg_stats_full_max)
+            # (and while the mon gives no binary CRUSH map, a retry every minute: mgr/crush_bin.py)
+            settings = (tuple(str(config[k]) for k in NATIVE_OPTIONS), self.options().pg_stats_full_max,
+                        self.crush_bin.retry_key(time.monotonic()))
             return ChangeKey(map=self.maps.epoch(), stats=summary, settings=settings)
         except Exception:   # e.g. no PG map yet: read everything, keep nothing
             return None

@@ -8,7 +8,9 @@ from typing import Any, Dict, List
 
 import pytest
 
+from pg_advisor.crush.placement import Placer, crush_inputs
 from pg_advisor.mgr.crush_bin import CrushBinary
+from pg_advisor.model import snapshot
 from pg_advisor.model.crush_binary import needs_binary
 from pg_advisor.module import Module
 
@@ -98,3 +100,36 @@ def test_without_the_binary_map_the_module_sets_the_pool_aside_with_the_reason()
     assert "a device-class shadow of a tree bucket" in pool["not_mapped"]
     code, mapped, err = cmd(m, "map")
     assert code != 0 and "a device-class shadow of a tree bucket" in err
+
+
+def test_a_retry_follows_a_failure_at_most_once_a_minute() -> None:
+    osd_dump, crush = read("osd_dump.json", TREES), read("crush_dump.json", TREES)
+    cb = keeper(OSError("no mon"))
+    assert cb.retry_key(1000.0) == 0
+    cb.for_maps(osd_dump, crush)
+    keys = {cb.retry_key(t) for t in (1000.0, 1010.0, 1019.9)}
+    assert len(keys) == 1 and 0 not in keys                 # the same key within a minute
+    assert cb.retry_key(1080.0) not in keys                 # another a minute on: read again
+    cb.ask = lambda: BINARY
+    assert cb.for_maps(osd_dump, crush) == BINARY and cb.retry_key(1080.0) == 0
+
+
+def test_what_the_binary_map_stored_is_a_crush_input() -> None:
+    # a read with the binary map after one without must not keep the earlier read's CRUSH
+    # (Placer.carry: it compiled the shadow trees as unmappable)
+    osd_dump, crush = read("osd_dump.json", TREES), read("crush_dump.json", TREES)
+    plain = snapshot.load(osd_dump, crush, settings=snapshot.Settings(strict=False))
+    Placer.of(plain)
+    with_bin = snapshot.load(osd_dump, crush, settings=snapshot.Settings(crush_binary=BINARY, strict=False))
+    assert crush_inputs(plain) != crush_inputs(with_bin)
+    assert not Placer.carry(plain, with_bin)
+
+
+def test_the_module_maps_the_pool_once_the_mon_answers_again() -> None:
+    m = tree_module(OSError("no mon"))
+    code, status, err = cmd(m, "status")
+    assert code == 0 and status["pools"][0]["not_mapped"], err
+    m.reader.crush_bin.ask = lambda: BINARY
+    # no map change: the retry key alone makes the next read, which asks again
+    code, status, err = cmd(m, "status")
+    assert code == 0 and status["pools"][0]["not_mapped"] is None, status["pools"][0]["not_mapped"]
