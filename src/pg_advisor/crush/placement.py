@@ -96,8 +96,7 @@ def crush_inputs(snap: Snapshot, weight: Optional[np.ndarray] = None) -> bytes:
         b = snap.buckets[bid]
         h.update(repr((bid, b.alg, b.hash, b.type_id, b.items.size, len(b.stored))).encode())
         h.update(b.items.astype(np.int64).tobytes())
-        h.update(b.fixed_weights.tobytes())
-        h.update(np.asarray(b.stored, dtype=np.int64).tobytes())
+        h.update(b.fixed_weights.tobytes() + np.asarray(b.stored, dtype=np.int64).tobytes())
     h.update((osd_weights(snap) if weight is None else weight).astype(np.int64).tobytes())
     h.update(snap.osds.exists.astype(bool).tobytes())
     return h.digest()
