@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from pg_advisor.cli import run as cli_run
-from pg_advisor.crush.placement import Placer
 from pg_advisor.model import snapshot
 
-from .crushgen import HOST, GeneratedMap, crush_test, run
+from .crushgen import HOST, GeneratedMap, crush_test, mismatches, run
 from .monbuilt import PoolSpec, _create_pool, _Mon
 from .test_crush_msr import crush_mismatches
 
@@ -69,22 +68,11 @@ def _error(e: Exception) -> str:
     return lines[-1] if lines else text
 
 
-def _create(mon: _Mon, spec: PoolSpec, crush: Dict[str, Any]) -> None:
-    """`spec`'s pool; an erasure one's profile names a failure domain and root the map has
-    (the mon refuses a profile whose type it lacks; the pool takes the rule given)."""
-    if spec.ec is None:
-        _create_pool(mon, spec, spec.rule or "")
-        return
-    leaf = next(t["name"] for t in crush["types"] if t["type_id"] == 0)
-    mon.command("osd erasure-code-profile set", name=f"{spec.name}_profile",
-                profile=[f"k={spec.ec[0]}", f"m={spec.ec[1]}", f"crush-failure-domain={leaf}"])
-    mon.command("osd pool create", pool=spec.name, pg_num=spec.pg_num, pgp_num=spec.pg_num,
-                pool_type="erasure", erasure_code_profile=f"{spec.name}_profile", rule=spec.rule)
-
-
-def _pool_for(r: Dict[str, Any]) -> Tuple[Optional[PoolSpec], str]:
+def _pool_for(r: Dict[str, Any], crush: Dict[str, Any]) -> Tuple[Optional[PoolSpec], str]:
     """A pool of rule `r` (its size within the rule's min_size..max_size, where the release
-    still has them), or None and why none can be."""
+    still has them), or None and why none can be. An erasure pool's profile names the map's
+    own leaf type as failure domain (the mon refuses a profile of a type the map lacks; the
+    pool takes the rule given)."""
     lo, hi = int(r.get("min_size", 1)), int(r.get("max_size", 10))
     name = f"p{r['rule_id']}-{r['rule_name']}"
     if r["type"] == 1:
@@ -94,27 +82,32 @@ def _pool_for(r: Dict[str, Any]) -> Tuple[Optional[PoolSpec], str]:
         if size < 3:
             return None, f"an erasure pool needs 3 shards or more; the rule's max_size is {hi}"
         m = 2 if size >= 4 else 1
-        return PoolSpec(name, PG_NUM, r["rule_name"], ec=(size - m, m)), ""
+        leaf = next(t["name"] for t in crush["types"] if t["type_id"] == 0)
+        return PoolSpec(name, PG_NUM, r["rule_name"], ec=(size - m, m), failure_domain=leaf), ""
     return None, f"rule type {r['type']} is neither replicated nor erasure"
 
 
-def _osdmap(work: Path, crush_bin: Path, crush: Dict[str, Any], row: Row) -> Optional[Path]:
+def _num_devices(crush: Dict[str, Any]) -> int:
+    """The OSDMap's size for the map: its highest device id + 1 (--createsimple takes 1 or more)."""
+    return max([d["id"] for d in crush["devices"]] + [0]) + 1
+
+
+def _osdmap(work: Path, crush_bin: Path, crush: Dict[str, Any], row: Row) -> Path:
     """The OSDMap a ceph-mon makes around the map, with a pool per rule it takes."""
-    num = max([d["id"] for d in crush["devices"]] + [0]) + 1
     seed = work / "osdmap0.bin"
-    run("osdmaptool", "--createsimple", str(num), "--clobber", str(seed))
+    run("osdmaptool", "--createsimple", str(_num_devices(crush)), "--clobber", str(seed))
     run("osdmaptool", str(seed), "--import-crush", str(crush_bin))
     mon_dir = Path(tempfile.mkdtemp(prefix="ceph-suite-mon-"))   # short: the admin socket's path
     mon = _Mon(mon_dir, seed)
     try:
         mon.connect()
         for r in crush["rules"]:
-            spec, why = _pool_for(r)
+            spec, why = _pool_for(r, crush)
             if spec is None:
                 row.refused[r["rule_name"]] = why
                 continue
             try:
-                _create(mon, spec, crush)
+                _create_pool(mon, spec, r["rule_name"])
                 row.pools += 1
             except RuntimeError as e:   # the mon's refusal, in its words
                 row.refused[r["rule_name"]] = _error(e)
@@ -152,18 +145,19 @@ def _emptied(work: Path, om: Path, crush_bin: Path, crush: Dict[str, Any]) -> Op
     om2 = work / "osdmap-emptied.bin"
     shutil.copy(om, om2)
     run("osdmaptool", str(om2), "--import-crush", str(cur))
-    return GeneratedMap(path=om2, num_osds=0)
+    return GeneratedMap(path=om2, num_osds=_num_devices(crush))
 
 
 def states(work: Path, om: Path, crush_bin: Path, crush: Dict[str, Any]) -> List[Tuple[str, GeneratedMap]]:
     """The map fresh, with an OSD out, with CRUSH weights changed (one to 0, one raised) and
     with a bucket emptied: (state, map), those the map has room for."""
-    out: List[Tuple[str, GeneratedMap]] = [("fresh", GeneratedMap(path=om, num_osds=0))]
+    n = _num_devices(crush)
+    out: List[Tuple[str, GeneratedMap]] = [("fresh", GeneratedMap(path=om, num_osds=n))]
     hosted = _hosted(crush)
     if hosted:
-        out.append(("osd out", GeneratedMap(path=om, num_osds=0, mark_out=[hosted[len(hosted) // 2]])))
+        out.append(("osd out", GeneratedMap(path=om, num_osds=n, mark_out=[hosted[len(hosted) // 2]])))
         weights = {hosted[0]: 0.0} | ({hosted[-1]: 3.5} if len(hosted) > 1 else {})
-        out.append(("crush weights", GeneratedMap(path=om, num_osds=0, crush_weights=weights)))
+        out.append(("crush weights", GeneratedMap(path=om, num_osds=n, crush_weights=weights)))
     emptied = _emptied(work, om, crush_bin, crush)
     if emptied is not None:
         out.append(("bucket emptied", emptied))
@@ -203,23 +197,20 @@ def _compare_pgs(row: Row, state: str, gm: GeneratedMap) -> snapshot.Snapshot:
 
 
 def _pgs(row: Row, state: str, snap: snapshot.Snapshot, ref: Dict[str, Tuple[List[int], int]]) -> None:
-    """Each PG of the pools `snap` maps against `ref`; the pools it sets aside counted, not exact."""
-    placer = Placer(snap)
-    for pool in snap.pools:
-        m = placer.map_pool(pool)
-        for i in range(m.ps.size):
-            got, want = (m.up_list(i), int(m.up_primary[i])), ref[m.pgid(i)]
-            row.pgs += 1
-            if got == want:
-                row.exact += 1
-            elif len(row.bad) < 5:
-                row.bad.append(f"{state}: pg {m.pgid(i)}: ours {got}, Ceph {want}")
+    """Each PG of the pools `snap` maps against `ref` (crushgen.mismatches); the PGs of the
+    pools it sets aside counted, not exact."""
+    mapped = {str(p.id) for p in snap.pools}
+    bad = mismatches(snap, {k: v for k, v in ref.items() if k.split(".")[0] in mapped})
+    answered = sum(p.pg_num for p in snap.pools)
+    row.pgs += answered
+    row.exact += answered - len(bad)
+    row.bad += [f"{state}: pg {b}" for b in bad[:max(0, 5 - len(row.bad))]]
     for pool, why in snap.unmapped:
         row.set_aside[pool.name] = why
         row.pgs += pool.pg_num
-    answered = sum(p.pg_num for p in snap.pools) + sum(p.pg_num for p, _ in snap.unmapped)
-    if answered != len(ref):
-        row.bad.append(f"{state}: pg_advisor holds {answered} PGs, osdmaptool maps {len(ref)}")
+    held = answered + sum(p.pg_num for p, _ in snap.unmapped)
+    if held != len(ref):
+        row.bad.append(f"{state}: pg_advisor holds {held} PGs, osdmaptool maps {len(ref)}")
 
 
 def _compare_inputs(row: Row, snap: snapshot.Snapshot, crush_bin: Path, crush: Dict[str, Any]) -> None:
@@ -252,16 +243,12 @@ def check_map(name: str, work: Path) -> Row:
         return row
     crush = json.loads(run("crushtool", "-i", str(crush_bin), "--dump"))
     om = _osdmap(work, crush_bin, crush, row)
-    if om is None:
-        return row
-    pools_seen = row.pools
     for state, gm in states(work, om, crush_bin, crush):
         row.states.append(state)
         snap = _compare_pgs(row, state, gm)
         if state == "fresh":
             # the exported map (--mark-up-in lifts no weight here: the fresh map is unchanged)
             _compare_inputs(row, snap, gm.path.with_suffix(".crush"), crush)
-    row.pools = pools_seen
     return row
 
 

@@ -31,7 +31,8 @@ class PoolSpec:
     rule: Optional[str] = None             # a rule of the CRUSH text; replicated default: the first,
     #                                        EC default: one the mon writes from the profile
     size: int = 3                          # replicated only; an EC pool has k + m
-    ec: Optional[Tuple[int, int]] = None   # (k, m) for an erasure pool, failure domain host
+    ec: Optional[Tuple[int, int]] = None   # (k, m) for an erasure pool
+    failure_domain: str = "host"           # the EC profile's (a type the map has)
 
 
 # What a pool-creating mon without OSDs needs, on its own port (never the test cluster's 3300/6789)
@@ -127,7 +128,7 @@ def _create_pool(mon: _Mon, p: PoolSpec, default_rule: str) -> None:
     if p.ec is not None:
         profile = f"{p.name}_profile"
         mon.command("osd erasure-code-profile set", name=profile,
-                    profile=[f"k={p.ec[0]}", f"m={p.ec[1]}", "crush-failure-domain=host"])
+                    profile=[f"k={p.ec[0]}", f"m={p.ec[1]}", f"crush-failure-domain={p.failure_domain}"])
         # without a rule the mon writes an indep one, named after the pool, from the profile
         kind = {"pool_type": "erasure", "erasure_code_profile": profile}
         kind.update({"rule": p.rule} if p.rule else {})
